@@ -1,0 +1,1 @@
+"""Parley: process entry points and composition roots."""

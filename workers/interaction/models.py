@@ -1,0 +1,204 @@
+"""The typed vocabulary of a question: what an agent asks and what a person answers.
+
+These models are the host-neutral contract between agents and hosts (Slack, the
+terminal, a playground). They carry no behaviour that depends on a host, and they
+round-trip through JSON unchanged so a paused run can be stored and replayed.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ITEM_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+MAX_ITEMS = 10
+MAX_OPTIONS = 100
+OPTION_VALUE_MAX = 150
+OPTION_LABEL_MAX = 75
+FREE_TEXT_DEFAULT_MAX = 3000
+
+AnswerValue = str | list[str] | None
+"""What `run.ask` returns per item: a choice, a list of choices, text, an ISO date, or None."""
+
+
+class _Strict(BaseModel):
+    """Base for every port model: unknown fields are refused, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ItemType(StrEnum):
+    """The four kinds of question a person can be asked."""
+
+    SELECT = "select"
+    MULTI_SELECT = "multi_select"
+    FREE_TEXT = "free_text"
+    DATE = "date"
+
+
+class OnExpiry(StrEnum):
+    """What a run gets when nobody answers in time: a failure, or the items' defaults."""
+
+    FAIL = "fail"
+    USE_DEFAULTS = "use_defaults"
+
+
+class Option(_Strict):
+    """One choice of a select: a stable `value` the agent reads and a `label` people see."""
+
+    value: Annotated[str, Field(min_length=1, max_length=OPTION_VALUE_MAX)]
+    label: Annotated[str, Field(min_length=1, max_length=OPTION_LABEL_MAX)]
+    description: Annotated[str | None, Field(max_length=OPTION_LABEL_MAX)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_bare_string(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"value": data, "label": data}
+        return data
+
+
+class Item(_Strict):
+    """One question inside a request, with the control that fits its type."""
+
+    id: Annotated[str, Field(pattern=ITEM_ID_PATTERN)]
+    text: Annotated[str, Field(min_length=1, max_length=2000)]
+    type: ItemType
+    options: list[Option] | None = None
+    required: bool = True
+    default: AnswerValue = None
+    multiline: bool = False
+    max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
+    placeholder: Annotated[str | None, Field(max_length=150)] = None
+
+    @property
+    def is_choice(self) -> bool:
+        return self.type in (ItemType.SELECT, ItemType.MULTI_SELECT)
+
+    @property
+    def text_limit(self) -> int:
+        """The longest free-text answer accepted for this item."""
+        return self.max_length or FREE_TEXT_DEFAULT_MAX
+
+    def option_values(self) -> list[str]:
+        return [o.value for o in self.options or []]
+
+    def option(self, value: str) -> Option | None:
+        return next((o for o in self.options or [] if o.value == value), None)
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> Item:
+        if self.is_choice:
+            if not self.options:
+                raise ValueError(f"item {self.id!r}: a {self.type.value} item needs at least one option")
+            if len(self.options) > MAX_OPTIONS:
+                raise ValueError(f"item {self.id!r}: at most {MAX_OPTIONS} options, got {len(self.options)}")
+            values = self.option_values()
+            dupes = sorted({v for v in values if values.count(v) > 1})
+            if dupes:
+                raise ValueError(f"item {self.id!r}: duplicate option values {dupes}")
+        elif self.options is not None:
+            raise ValueError(f"item {self.id!r}: options are only allowed on select and multi_select items")
+        if self.type is not ItemType.FREE_TEXT and (self.multiline or self.max_length is not None):
+            raise ValueError(f"item {self.id!r}: multiline and max_length only apply to free_text items")
+        if self.default is not None:
+            from workers.interaction.validation import check_value  # local: validation imports models
+
+            problem = check_value(self, self.default)
+            if problem:
+                raise ValueError(f"item {self.id!r}: default is not a valid answer: {problem}")
+        return self
+
+
+class Request(_Strict):
+    """A reason and up to ten items, put to the people allowed to answer."""
+
+    reason: Annotated[str, Field(min_length=1, max_length=3000)]
+    items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
+    assignees: list[str] = Field(default_factory=list)
+    expires_in: Annotated[int | None, Field(gt=0)] = None
+    on_expiry: OnExpiry = OnExpiry.FAIL
+
+    @field_validator("items")
+    @classmethod
+    def _unique_ids(cls, items: list[Item]) -> list[Item]:
+        ids = [i.id for i in items]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate item ids {dupes}")
+        return items
+
+    @field_validator("assignees")
+    @classmethod
+    def _assignee_ids(cls, assignees: list[str]) -> list[str]:
+        for a in assignees:
+            if not re.fullmatch(r"[A-Za-z0-9_.@-]{1,64}", a):
+                raise ValueError(f"assignee {a!r} is not a user id")
+        return list(dict.fromkeys(assignees))
+
+    def item(self, item_id: str) -> Item | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+    def validate_answers(self, answers: list[Answer]) -> list[Answer]:
+        """Normalise `answers` against this request, or raise `AnswerError` listing each problem."""
+        from workers.interaction.validation import validate_answers
+
+        return validate_answers(self, answers)
+
+    def defaults(self) -> list[Answer]:
+        """The answers a run gets when it expires with `on_expiry="use_defaults"`."""
+        return [Answer.for_item(i, i.default) for i in self.items if i.default is not None]
+
+
+class Answer(_Strict):
+    """A person's answer to one item: the id and exactly the field matching the item's type."""
+
+    id: Annotated[str, Field(pattern=ITEM_ID_PATTERN)]
+    choice: str | None = None
+    choices: list[str] | None = None
+    free_text: str | None = None
+    date: str | None = None
+
+    @model_validator(mode="after")
+    def _one_field(self) -> Answer:
+        given = [f for f in ("choice", "choices", "free_text", "date") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(f"answer {self.id!r} must set exactly one of choice, choices, free_text, date")
+        return self
+
+    @property
+    def field(self) -> str:
+        return next(f for f in ("choice", "choices", "free_text", "date") if getattr(self, f) is not None)
+
+    @property
+    def value(self) -> AnswerValue:
+        return getattr(self, self.field)
+
+    @classmethod
+    def for_item(cls, item: Item, value: AnswerValue) -> Answer:
+        """Build the answer to `item` carrying `value` in the field its type calls for."""
+        return cls(id=item.id, **{FIELD_FOR_TYPE[item.type]: value})
+
+
+FIELD_FOR_TYPE: dict[ItemType, str] = {
+    ItemType.SELECT: "choice",
+    ItemType.MULTI_SELECT: "choices",
+    ItemType.FREE_TEXT: "free_text",
+    ItemType.DATE: "date",
+}
+
+
+class Outcome(_Strict):
+    """What a host's `solicit` returns: paused (answers come later) or the answers now."""
+
+    paused: bool
+    answers: list[Answer] = Field(default_factory=list)
+
+
+def answers_to_values(request: Request, answers: list[Answer]) -> dict[str, AnswerValue]:
+    """Map each item id to its answer's value, None for an item left unanswered."""
+    by_id = {a.id: a.value for a in answers}
+    return {item.id: by_id.get(item.id) for item in request.items}
