@@ -1,0 +1,328 @@
+"""Slack Web API stand-in: the subset of methods Parley uses, in Slack's wire format.
+
+``create_webapi(workspace)`` returns a Starlette app that answers
+``POST|GET /<method>`` the way slack.com/api does: form or JSON bodies, a
+``Bearer`` token, HTTP 200 with ``{"ok": false, "error": ...}`` for Slack-level
+errors, 429 + ``Retry-After`` for rate limits, and an ``x-slack-req-id`` header
+on every response. Block Kit payloads are checked against the limits Slack
+enforces server-side (including the ones slack_sdk's models let through), so
+code that passes here is not rejected with ``invalid_blocks`` in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from bot.playground.workspace import Workspace
+
+MESSAGE_BLOCK_LIMIT = 50
+VIEW_BLOCK_LIMIT = 100
+OPTION_TEXT_LIMIT = 75
+OPTION_VALUE_LIMIT = 150
+CHOICE_OPTIONS_LIMIT = 10  # checkboxes and radio_buttons
+
+
+class SlackError(Exception):
+    """A Slack-level failure, answered as HTTP 200 ``{"ok": false, "error": code, **extra}``."""
+
+    def __init__(self, error: str, **extra: Any) -> None:
+        super().__init__(error)
+        self.error = error
+        self.extra = extra
+
+
+def _option_errors(element: dict[str, Any], at: str) -> list[str]:
+    """Check option limits that slack_sdk skips for dict-built static_select and radio_buttons."""
+    errors: list[str] = []
+    groups = [(f"{at}/options", element.get("options") or [])]
+    for g, group in enumerate(element.get("option_groups") or []):
+        groups.append(
+            (f"{at}/option_groups/{g}/options", group.get("options") or [] if isinstance(group, dict) else [])
+        )
+    if element.get("type") in ("checkboxes", "radio_buttons") and len(groups[0][1]) > CHOICE_OPTIONS_LIMIT:
+        errors.append(f"must have no more than {CHOICE_OPTIONS_LIMIT} items [json-pointer:{at}/options]")
+    for where, options in groups:
+        for j, option in enumerate(options):
+            if not isinstance(option, dict):
+                continue
+            text = option.get("text")
+            text = text.get("text", "") if isinstance(text, dict) else str(text or "")
+            if len(text) > OPTION_TEXT_LIMIT:
+                errors.append(
+                    f"must be less than {OPTION_TEXT_LIMIT + 1} characters [json-pointer:{where}/{j}/text/text]"
+                )
+            if len(str(option.get("value", ""))) > OPTION_VALUE_LIMIT:
+                errors.append(f"must be less than {OPTION_VALUE_LIMIT + 1} characters [json-pointer:{where}/{j}/value]")
+    return errors
+
+
+def validate_blocks(blocks: Any, limit: int = MESSAGE_BLOCK_LIMIT, pointer: str = "/blocks") -> list[str]:
+    """Return Slack-style error strings for ``blocks``; an empty list means Slack would accept them."""
+    if not isinstance(blocks, list):
+        return [f"must be an array [json-pointer:{pointer}]"]
+    errors: list[str] = []
+    if len(blocks) > limit:
+        errors.append(f"must be no more than {limit} items [json-pointer:{pointer}]")
+    seen: set[str] = set()
+    for i, raw in enumerate(blocks):
+        at = f"{pointer}/{i}"
+        if not isinstance(raw, dict):
+            errors.append(f"must be an object [json-pointer:{at}]")
+            continue
+        block_id = raw.get("block_id")
+        if block_id is not None:
+            if block_id in seen:
+                errors.append(f"duplicate block_id {block_id!r} [json-pointer:{at}/block_id]")
+            seen.add(block_id)
+        elements = [(f"{at}/{key}", raw.get(key)) for key in ("accessory", "element")]
+        elements += [(f"{at}/elements/{j}", el) for j, el in enumerate(raw.get("elements") or [])]
+        option_errors = [e for where, el in elements if isinstance(el, dict) for e in _option_errors(el, where)]
+        errors.extend(option_errors)
+        if option_errors:
+            continue  # slack_sdk would only restate some of these
+        try:
+            block = Block.parse(raw)
+            if block is None:
+                errors.append(f"unsupported block type {raw.get('type')!r} [json-pointer:{at}/type]")
+            else:
+                block.to_dict()
+        except (SlackObjectFormationError, TypeError, ValueError, AttributeError, KeyError) as exc:
+            errors.append(f"{exc} [json-pointer:{at}]")
+    return errors
+
+
+def _check_blocks(blocks: Any, limit: int, pointer: str = "/blocks") -> None:
+    errors = validate_blocks(blocks, limit, pointer)
+    if errors:
+        messages = [f"[ERROR] {e}" for e in errors]
+        raise SlackError("invalid_blocks", errors=errors, response_metadata={"messages": messages})
+
+
+def _check_view(view: Any, kind: str | None = None) -> dict[str, Any]:
+    if not isinstance(view, dict) or (kind and view.get("type") != kind):
+        raise SlackError("invalid_arguments", response_metadata={"messages": [f"[ERROR] view must be a {kind} view"]})
+    _check_blocks(view.get("blocks", []), VIEW_BLOCK_LIMIT, "/view/blocks")
+    try:
+        View(**view).to_dict()
+    except (SlackObjectFormationError, TypeError, ValueError) as exc:
+        raise SlackError("invalid_arguments", response_metadata={"messages": [f"[ERROR] {exc}"]}) from exc
+    return view
+
+
+def _require(args: dict[str, Any], name: str, error: str = "invalid_arguments") -> str:
+    value = args.get(name)
+    if not value:
+        raise SlackError(error)
+    return str(value)
+
+
+def _decode(args: dict[str, Any]) -> dict[str, Any]:
+    """JSON-decode ``blocks``/``view`` sent as strings in form bodies (how slack_sdk sends ``params``).
+
+    Undecodable strings are left as they are; the validators then reject them.
+    """
+    for key in ("blocks", "view", "attachments", "metadata"):
+        if isinstance(args.get(key), str):
+            with contextlib.suppress(json.JSONDecodeError):
+                args[key] = json.loads(args[key])
+    return args
+
+
+class _Api:
+    """Method handlers; each takes the decoded args and returns the success body."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.handlers: dict[str, Callable[[dict[str, Any], str, Request], dict[str, Any]]] = {
+            "auth.test": self.auth_test,
+            "chat.postMessage": self.post_message,
+            "chat.update": self.update,
+            "chat.postEphemeral": self.post_ephemeral,
+            "chat.getPermalink": self.permalink,
+            "views.open": self.views_open,
+            "views.update": self.views_update,
+            "views.publish": self.views_publish,
+            "users.info": self.users_info,
+            "apps.connections.open": self.connections_open,
+        }
+
+    def _channel(self, args: dict[str, Any]) -> str:
+        channel = self.ws.resolve_channel(str(args.get("channel") or ""))
+        if channel is None:
+            raise SlackError("channel_not_found")
+        return channel
+
+    def auth_test(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        return {
+            "url": f"{request.url.scheme}://{request.url.netloc}/",
+            "team": self.ws.team_name,
+            "user": "parley",
+            "team_id": self.ws.team_id,
+            "user_id": self.ws.bot_user_id,
+            "bot_id": self.ws.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def post_message(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        channel = self._channel(args)
+        if not args.get("text") and not args.get("blocks"):
+            raise SlackError("no_text")
+        if "blocks" in args:
+            _check_blocks(args["blocks"], MESSAGE_BLOCK_LIMIT)
+        extra = {k: args.get(k) for k in ("metadata", "reply_broadcast", "attachments")}
+        msg = self.ws.post_message(
+            channel, str(args.get("text") or ""), args.get("blocks"), thread_ts=args.get("thread_ts"), **extra
+        )
+        return {"channel": channel, "ts": msg["ts"], "message": msg}
+
+    def update(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        channel = self._channel(args)
+        ts = _require(args, "ts", "message_not_found")
+        current = self.ws.message(channel, ts)
+        if current is None:
+            raise SlackError("message_not_found")
+        if current["user"] != self.ws.bot_user_id:
+            raise SlackError("cant_update_message")
+        if "blocks" in args:
+            _check_blocks(args["blocks"], MESSAGE_BLOCK_LIMIT)
+        if "text" not in args and "blocks" not in args:
+            raise SlackError("no_text")
+        msg = self.ws.update_message(channel, ts, args.get("text"), args.get("blocks"))
+        assert msg is not None
+        return {"channel": channel, "ts": ts, "text": msg["text"], "message": msg}
+
+    def post_ephemeral(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        channel = self._channel(args)
+        user = _require(args, "user", "user_not_found")
+        if self.ws.user(user) is None:
+            raise SlackError("user_not_found")
+        if not args.get("text") and not args.get("blocks"):
+            raise SlackError("no_text")
+        if "blocks" in args:
+            _check_blocks(args["blocks"], MESSAGE_BLOCK_LIMIT)
+        ts = self.ws.post_ephemeral(
+            channel, user, str(args.get("text") or ""), args.get("blocks"), args.get("thread_ts")
+        )
+        return {"message_ts": ts}
+
+    def permalink(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        channel = self._channel(args)
+        msg = self.ws.message(channel, _require(args, "message_ts", "message_not_found"))
+        if msg is None:
+            raise SlackError("message_not_found")
+        base = self.ws.permalink_base or f"{request.url.scheme}://{request.url.netloc}"
+        link = f"{base.rstrip('/')}/archives/{channel}/p{msg['ts'].replace('.', '')}"
+        if msg.get("thread_ts", msg["ts"]) != msg["ts"]:
+            link += f"?thread_ts={msg['thread_ts']}&cid={channel}"
+        return {"channel": channel, "permalink": link}
+
+    def views_open(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        trigger = _require(args, "trigger_id", "invalid_trigger_id")
+        view = _check_view(args.get("view"), "modal")
+        owner = self.ws.claim_trigger(trigger)
+        if owner is None:
+            raise SlackError("trigger_exchanged")
+        return {"view": self.ws.open_view(owner, view)}
+
+    def views_update(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        if not args.get("view_id") and not args.get("external_id"):
+            raise SlackError("invalid_arguments")
+        view = _check_view(args.get("view"))
+        result = self.ws.update_view(view, args.get("view_id"), args.get("external_id"), args.get("hash"))
+        if isinstance(result, str):
+            raise SlackError(result)
+        return {"view": result}
+
+    def views_publish(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        user = _require(args, "user_id", "user_not_found")
+        if self.ws.user(user) is None:
+            raise SlackError("user_not_found")
+        result = self.ws.publish_home(user, _check_view(args.get("view"), "home"), args.get("hash"))
+        if isinstance(result, str):
+            raise SlackError(result)
+        return {"view": result}
+
+    def users_info(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        user = self.ws.user(str(args.get("user") or ""))
+        if user is None:
+            raise SlackError("user_not_found")
+        return {"user": user.to_slack(self.ws.team_id)}
+
+    def connections_open(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        url = self.ws.socket_mode_url or f"ws://{request.url.netloc}/socket-mode/link"
+        return {"url": url}
+
+
+async def _read_args(request: Request) -> dict[str, Any]:
+    args: dict[str, Any] = dict(request.query_params)
+    body = await request.body()
+    if not body:
+        return args
+    if "json" in request.headers.get("content-type", ""):
+        try:
+            parsed = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise SlackError("invalid_json") from exc
+        if not isinstance(parsed, dict):
+            raise SlackError("invalid_json")
+        args.update(parsed)
+    else:
+        args.update(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+    return args
+
+
+def create_webapi(workspace: Workspace) -> Starlette:
+    """Build the Web API as an ASGI app; mount it so that ``<mount>/<method>`` is a method URL."""
+    api = _Api(workspace)
+
+    async def endpoint(request: Request) -> JSONResponse:
+        method = request.path_params.get("method", "")
+        headers = {"x-slack-req-id": uuid.uuid4().hex}
+        token: str | None = None
+        args: dict[str, Any] = {}
+        status, body = 200, {}
+        try:
+            args = _decode(await _read_args(request))
+            auth = request.headers.get("authorization", "")
+            token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+            token = token or args.pop("token", None)
+            args.pop("token", None)
+            handler = api.handlers.get(method)
+            if handler is None:
+                raise SlackError("unknown_method", req_method=method)
+            fault = workspace.faults.take(method)
+            if fault and fault.delay:
+                await asyncio.sleep(fault.delay)
+            if fault and fault.fails:
+                status, body = fault.status, {"ok": False, "error": fault.error}
+                if fault.retry_after is not None:
+                    headers["Retry-After"] = str(fault.retry_after)
+            else:
+                if not token:
+                    raise SlackError("not_authed")
+                if not token.startswith(("xoxb-", "xapp-")):
+                    raise SlackError("invalid_auth")
+                if token.startswith("xapp-") != (method == "apps.connections.open") and method != "auth.test":
+                    raise SlackError("not_allowed_token_type")
+                body = {"ok": True, **handler(args, token, request)}
+        except SlackError as exc:
+            body = {"ok": False, "error": exc.error, **exc.extra}
+        workspace.record_call(method, args, token, status, None if body.get("ok") else body.get("error"))
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    routes = [Route("/{method}", endpoint, methods=["GET", "POST"]), Route("/", endpoint, methods=["GET", "POST"])]
+    return Starlette(routes=routes)
