@@ -61,14 +61,16 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
     """
     errors: dict[str, str] = {}
     given: dict[str, Answer] = {}
+    seen: set[str] = set()
     for answer in answers:
         item = request.item(answer.id)
         if item is None:
             errors[answer.id] = f"unknown item id {answer.id!r}"
             continue
-        if answer.id in given:
+        if answer.id in seen:
             errors[answer.id] = "answered more than once"
             continue
+        seen.add(answer.id)
         expected = FIELD_FOR_TYPE[item.type]
         if answer.field != expected:
             errors[answer.id] = f"a {item.type.value} item is answered with {expected!r}, not {answer.field!r}"

@@ -1,0 +1,334 @@
+"""Block Kit for a question: the message people answer in a thread, its form, and its locked states.
+
+Id scheme (the bot routes on these; `bot.slack.state.parse_block_id` reads them back). `iid` is
+the interrupt's unguessable `token_urlsafe` id and `v` the message version, bumped on every
+re-render because Slack wants fresh block_ids each time a message is updated:
+
+    q|{iid}|{v}|{item_id}  input block of one item; its element's action_id is "answer"
+    qa|{iid}|{v}           actions block: "parley_submit" (value iid) and "parley_open_form" (value iid)
+    qc|{iid}|{v}           fast-path actions block: one button per option, action_id
+                           "parley_choose_{n}" (n = option index), value = the option's value
+    qh|{iid}|{v}|{n}       reason header/section number n
+    qm|{iid}|{v}           "Asked of …" context
+    qt|{iid}|{v}           fast-path question text
+    f|{iid}|{item_id}      input block of one item in the "parley_form" modal (private_metadata = iid)
+    fh|{iid}|{v}|{n}       reason section number n in the modal
+
+Everything is built from slack_sdk model objects so their limit validators run, then checked
+against the message-wide limits slack_sdk misses (`bot.slack.limits`). Agent text reaches mrkdwn
+only escaped; `plain_text` fields (header, labels, options) take it raw because Slack does not
+parse them. Locked messages (answered/closed) carry no block_ids: Slack assigns fresh ones.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    DatePickerElement,
+    ExternalDataMultiSelectElement,
+    ExternalDataSelectElement,
+    HeaderBlock,
+    InputBlock,
+    MarkdownTextObject,
+    Option,
+    PlainTextInputElement,
+    PlainTextObject,
+    SectionBlock,
+    StaticMultiSelectElement,
+    StaticSelectElement,
+)
+from slack_sdk.models.views import View
+
+from bot.slack import limits
+from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, split_escaped, truncate, user_ref
+from workers.interaction.models import Answer, Item, ItemType, Request
+
+EXTERNAL_SELECT_THRESHOLD = 100
+"""Selects with more options than this load them from the options URL (external_select)."""
+FAST_PATH_MAX_OPTIONS = 5
+QUESTION_TEXT_BUDGET = 10_000
+"""Text a question message aims to stay under, leaving headroom below Slack's ~12,000."""
+REASON_MAX = 6000
+SECTION_MAX = 3000
+HEADER_MAX = 150
+LABEL_MAX = 2000
+MAX_ASSIGNEES_SHOWN = 10
+
+ANSWER_ACTION_ID = "answer"
+SUBMIT_ACTION_ID = "parley_submit"
+OPEN_FORM_ACTION_ID = "parley_open_form"
+CHOOSE_ACTION_PREFIX = "parley_choose_"
+FORM_CALLBACK_ID = "parley_form"
+
+_IID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PLACEHOLDERS = {
+    ItemType.SELECT: "Choose an option",
+    ItemType.MULTI_SELECT: "Choose options",
+    ItemType.FREE_TEXT: "Type your answer",
+    ItemType.DATE: "Pick a date",
+}
+_SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
+
+
+def _check_ids(iid: str, version: int) -> None:
+    if not isinstance(iid, str) or not _IID.fullmatch(iid):
+        raise ValueError(f"interrupt id {iid!r} is not a url-safe token")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ValueError(f"message version must be a non-negative int, got {version!r}")
+
+
+def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+    return [b.to_dict() for b in blocks]
+
+
+def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allow_header: bool) -> list[Block]:
+    """A plain_text header for a short one-line reason, else escaped mrkdwn sections of ≤3000 chars.
+
+    Reasons with `<` or `>` always go to an escaped section, so nothing resembling a mention
+    or link is ever sent unescaped, whatever a surface's parsing rules.
+    """
+    raw = f"{prefix} {reason}" if prefix else reason
+    ids = (lambda n: f"{id_base}|{n}") if id_base else (lambda n: None)
+    if allow_header and len(raw) <= HEADER_MAX and not set(raw) & {"\n", "<", ">"}:
+        return [HeaderBlock(block_id=ids(0), text=PlainTextObject(text=raw))]
+    body = cut_escaped(escape(reason), REASON_MAX)
+    if prefix:
+        body = f"*{clip(prefix, 100)}* {body}"
+    chunks = [c for c in split_escaped(body, SECTION_MAX) if c.strip()] or ["…"]
+    return [SectionBlock(block_id=ids(n), text=MarkdownTextObject(text=c)) for n, c in enumerate(chunks)]
+
+
+def _option(item: Item, value: str) -> Option:
+    opt = item.option(value)
+    label = opt.label if opt else value
+    return Option(value=value, label=label, description=opt.description if opt else None)
+
+
+def _element(item: Item, *, external: bool) -> Any:
+    """The input element for `item`, with its default pre-filled."""
+    placeholder = PlainTextObject(text=item.placeholder or _PLACEHOLDERS[item.type])
+    default = item.default
+    options = [Option(value=o.value, label=o.label, description=o.description) for o in item.options or []]
+    if item.type is ItemType.SELECT:
+        initial = _option(item, default) if isinstance(default, str) else None
+        if external:
+            return ExternalDataSelectElement(
+                action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_option=initial, min_query_length=0
+            )
+        return StaticSelectElement(
+            action_id=ANSWER_ACTION_ID, placeholder=placeholder, options=options, initial_option=initial
+        )
+    if item.type is ItemType.MULTI_SELECT:
+        initial_list = [_option(item, v) for v in default] if isinstance(default, list) and default else None
+        if external:
+            return ExternalDataMultiSelectElement(
+                action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_options=initial_list, min_query_length=0
+            )
+        return StaticMultiSelectElement(
+            action_id=ANSWER_ACTION_ID, placeholder=placeholder, options=options, initial_options=initial_list
+        )
+    if item.type is ItemType.FREE_TEXT:
+        return PlainTextInputElement(
+            action_id=ANSWER_ACTION_ID,
+            placeholder=placeholder,
+            multiline=item.multiline,
+            max_length=item.text_limit,
+            initial_value=default if isinstance(default, str) and default else None,
+        )
+    return DatePickerElement(
+        action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_date=default if isinstance(default, str) else None
+    )
+
+
+def _input(item: Item, block_id: str, *, external: bool, label_cap: int = LABEL_MAX) -> InputBlock:
+    label = truncate(item.text, label_cap)
+    return InputBlock(
+        block_id=block_id,
+        label=PlainTextObject(text=label),
+        element=_element(item, external=external),
+        optional=not item.required,
+        hint=PlainTextObject(text=_SHORTENED_HINT) if label != item.text else None,
+    )
+
+
+def _is_external(item: Item, threshold: int) -> bool:
+    return item.is_choice and len(item.options or []) > threshold
+
+
+def _assignee_line(assignees: list[str]) -> str:
+    if not assignees:
+        return "Anyone in this channel can answer"
+    shown = ", ".join(user_ref(a) for a in assignees[:MAX_ASSIGNEES_SHOWN])
+    more = len(assignees) - MAX_ASSIGNEES_SHOWN
+    return f"Asked of {shown}" + (f" and {more} more" if more > 0 else "")
+
+
+def is_fast_path(request: Request) -> bool:
+    """One required select with at most five options: answered with a single button click."""
+    if len(request.items) != 1:
+        return False
+    item = request.items[0]
+    return item.type is ItemType.SELECT and item.required and len(item.options or []) <= FAST_PATH_MAX_OPTIONS
+
+
+def question_blocks(
+    request: Request,
+    iid: str,
+    *,
+    version: int = 1,
+    assignees: list[str],
+    reason_prefix: str | None = None,
+    external_threshold: int = EXTERNAL_SELECT_THRESHOLD,
+) -> list[dict[str, Any]]:
+    """The question message for interrupt `iid`: reason, who is asked, inputs and the Submit row.
+
+    When the text would exceed Slack's per-message budget, the biggest selects switch to
+    external_select and then labels are shortened (the form keeps them whole).
+    """
+    _check_ids(iid, version)
+    head = _reason_blocks(request.reason, reason_prefix, f"qh|{iid}|{version}", allow_header=True)
+    meta = ContextBlock(block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=_assignee_line(assignees))])
+    if is_fast_path(request) and not _is_external(request.items[0], external_threshold):
+        item = request.items[0]
+        buttons = [
+            ButtonElement(
+                text=o.label,
+                action_id=f"{CHOOSE_ACTION_PREFIX}{n}",
+                value=o.value,
+                style="primary" if o.value == item.default else None,
+            )
+            for n, o in enumerate(item.options or [])
+        ]
+        blocks = [
+            *head,
+            meta,
+            SectionBlock(block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=clip(item.text, SECTION_MAX))),
+            ActionsBlock(block_id=f"qc|{iid}|{version}", elements=buttons),
+        ]
+        out = _dicts(blocks)
+        limits.check_message_blocks(out)
+        return out
+
+    external = {i.id for i in request.items if _is_external(i, external_threshold)}
+    actions = ActionsBlock(
+        block_id=f"qa|{iid}|{version}",
+        elements=[
+            ButtonElement(text="Submit", action_id=SUBMIT_ACTION_ID, value=iid, style="primary"),
+            ButtonElement(text="Answer in a form", action_id=OPEN_FORM_ACTION_ID, value=iid),
+        ],
+    )
+
+    def build(label_cap: int) -> list[dict[str, Any]]:
+        inputs = [
+            _input(i, f"q|{iid}|{version}|{i.id}", external=i.id in external, label_cap=label_cap)
+            for i in request.items
+        ]
+        return _dicts([*head, meta, *inputs, actions])
+
+    out = build(LABEL_MAX)
+    # Shed option text first: the biggest static selects load their options on demand instead.
+    by_size = sorted(
+        (i for i in request.items if i.is_choice and i.id not in external),
+        key=lambda i: -sum(len(o.label) + len(o.description or "") for o in i.options or []),
+    )
+    while limits.text_length(out) > QUESTION_TEXT_BUDGET and by_size:
+        external.add(by_size.pop(0).id)
+        out = build(LABEL_MAX)
+    if limits.text_length(out) > QUESTION_TEXT_BUDGET:
+        low, high = 40, LABEL_MAX
+        while low < high:
+            mid = (low + high + 1) // 2
+            if limits.text_length(build(mid)) <= QUESTION_TEXT_BUDGET:
+                low = mid
+            else:
+                high = mid - 1
+        out = build(low)
+    limits.check_message_blocks(out)
+    return out
+
+
+def _answer_text(item: Item, answer: Answer | None, room: int) -> str:
+    value = answer.value if answer else None
+    if value is None or value == [] or value == "":
+        return "_no answer_"
+    if isinstance(value, list):
+        labels = [(item.option(v).label if item.option(v) else v) for v in value]
+        return clip(", ".join(labels), room)
+    if item.is_choice:
+        opt = item.option(value)
+        return clip(opt.label if opt else value, room)
+    return clip(value, room)
+
+
+def _locked_reason(request: Request) -> list[Block]:
+    return [SectionBlock(text=MarkdownTextObject(text=clip(request.reason, SECTION_MAX)))]
+
+
+def answered_blocks(
+    request: Request, answers: list[Answer], *, answered_by: str, answered_at: float
+) -> list[dict[str, Any]]:
+    """The locked message after an answer: the reason, each item with its answer, who and when."""
+    by_id = {a.id: a for a in answers}
+    reason = _locked_reason(request)
+    share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(_dicts(reason)) - 200) // len(request.items))
+    sections: list[Block] = []
+    for item in request.items:
+        title = clip(item.text, max(60, min(1000, share // 2)))
+        body = _answer_text(item, by_id.get(item.id), max(20, share - len(title) - 3))
+        sections.append(SectionBlock(text=MarkdownTextObject(text=f"*{title}*\n{body}")))
+    who = ContextBlock(
+        elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)} at {date_token(answered_at)}")]
+    )
+    out = _dicts([*reason, *sections, who])
+    limits.check_message_blocks(out)
+    return out
+
+
+def closed_blocks(request: Request, *, status: str, detail: str = "", by: str | None = None) -> list[dict[str, Any]]:
+    """The locked message for a question closed unanswered.
+
+    `status` "cancelled" reads "Cancelled" (by `by`, a user id, when given); "expired" reads
+    "Expired without an answer". `detail` is escaped free text shown under it.
+    """
+    if status == "cancelled":
+        headline = ":no_entry_sign: Cancelled" + (f" by {user_ref(by)}" if by else "")
+    elif status == "expired":
+        headline = ":hourglass: Expired without an answer"
+    else:
+        headline = clip(status.capitalize(), 200)
+    text = headline + (f"\n{clip(detail, 1000)}" if detail else "")
+    out = _dicts([*_locked_reason(request), SectionBlock(text=MarkdownTextObject(text=text))])
+    limits.check_message_blocks(out)
+    return out
+
+
+def modal_view(
+    request: Request, iid: str, *, version: int = 1, external_threshold: int = EXTERNAL_SELECT_THRESHOLD
+) -> dict[str, Any]:
+    """The "Answer in a form" modal: full-length labels, Slack's own required-field checks."""
+    _check_ids(iid, version)
+    blocks: list[Block] = [*_reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)]
+    blocks += [_input(i, f"f|{iid}|{i.id}", external=_is_external(i, external_threshold)) for i in request.items]
+    view = View(
+        type="modal",
+        callback_id=FORM_CALLBACK_ID,
+        private_metadata=iid,
+        title=PlainTextObject(text="Answer"),
+        submit=PlainTextObject(text="Submit"),
+        close=PlainTextObject(text="Cancel"),
+        blocks=blocks,
+    ).to_dict()
+    limits.check_view(view)
+    return view
+
+
+def fallback_text(request: Request) -> str:
+    """The message's top-level `text` (notifications, screen readers): escaped, at most 4000 chars."""
+    lines = [f"Question: {escape(request.reason)}", *(f"• {escape(i.text)}" for i in request.items)]
+    return cut_escaped("\n".join(lines), 4000)

@@ -1,0 +1,112 @@
+"""Safe mrkdwn: agent-supplied text is escaped before it reaches a Slack field that parses markup.
+
+Slack's mrkdwn turns `<!channel>`, `<@U123>` and `<https://x|label>` into pings and links, and
+reads `&amp;`-style entities. Agent text is untrusted, so every mrkdwn field Parley renders goes
+through `escape` (or `clip`, which escapes and shortens without cutting an entity in half).
+Mentions are produced only by `mention`, and only for ids that look like Slack user ids.
+`plain_text` fields are not parsed by Slack and take raw text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+ELLIPSIS = "…"
+USER_ID_PATTERN = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+_ENTITY_TAIL = re.compile(r"&[a-z]{0,3}$")
+
+
+def escape(text: str) -> str:
+    """Escape `&`, `<` and `>` (in that order) so the text renders literally and never pings."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def is_user_id(user_id: str) -> bool:
+    """True when `user_id` has the shape of a Slack user id (`U…` or `W…`)."""
+    return bool(USER_ID_PATTERN.fullmatch(user_id))
+
+
+def mention(user_id: str) -> str:
+    """`<@U123>` for a valid Slack user id; raise `ValueError` for anything else.
+
+    Refusing odd ids keeps a crafted id such as `U1>|<!channel` from ever becoming markup.
+    """
+    if not isinstance(user_id, str) or not is_user_id(user_id):
+        raise ValueError(f"not a Slack user id: {user_id!r}")
+    return f"<@{user_id}>"
+
+
+def user_ref(user_id: str) -> str:
+    """A mention for a Slack user id, or the id escaped and in code style for any other assignee."""
+    if isinstance(user_id, str) and is_user_id(user_id):
+        return f"<@{user_id}>"
+    shown = escape(str(user_id)).replace("`", "'")
+    return f"`{shown}`"
+
+
+def truncate(text: str, n: int) -> str:
+    """`text` cut to at most `n` characters, ending in an ellipsis when it was cut."""
+    if n < 1:
+        raise ValueError("truncate needs room for at least one character")
+    if len(text) <= n:
+        return text
+    return text[: n - 1] + ELLIPSIS
+
+
+def clip(text: str, n: int) -> str:
+    """Escape `text` and cut the result to `n` characters without splitting an `&amp;` entity."""
+    escaped = escape(text)
+    if len(escaped) <= n:
+        return escaped
+    return cut_escaped(escaped, n)
+
+
+def cut_escaped(escaped: str, n: int) -> str:
+    """Cut already-escaped mrkdwn to `n` characters, backing off a partial entity at the cut."""
+    if n < 1:
+        raise ValueError("cut_escaped needs room for at least one character")
+    if len(escaped) <= n:
+        return escaped
+    head = escaped[: n - 1]
+    head = _ENTITY_TAIL.sub("", head)
+    return head + ELLIPSIS
+
+
+def split_escaped(escaped: str, size: int) -> list[str]:
+    """Split escaped mrkdwn into chunks of at most `size`, preferring line breaks, never inside an entity."""
+    if size < 8:
+        raise ValueError("chunk size too small")
+    chunks: list[str] = []
+    rest = escaped
+    while len(rest) > size:
+        cut = rest.rfind("\n", size // 2, size)
+        if cut <= 0:
+            cut = size
+            amp = rest.rfind("&", cut - 4, cut)
+            if amp != -1 and ";" not in rest[amp:cut]:
+                cut = amp
+        chunks.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n")
+    if rest:
+        chunks.append(rest)
+    return chunks
+
+
+def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}") -> str:
+    """A `<!date^…>` token Slack renders in the reader's timezone, with a UTC fallback."""
+    seconds = int(ts)
+    fallback = dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{seconds}^{fmt}|{fallback}>"
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: "just now", "3 min", "2 h", "4 d"."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"

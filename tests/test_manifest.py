@@ -1,0 +1,76 @@
+"""manifest.yml is a valid Slack app manifest that asks for exactly the scopes Parley uses."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+MANIFEST = REPO / "manifest.yml"
+EXPECTED_SCOPES = {"commands", "chat:write", "chat:write.public", "channels:history", "groups:history"}
+EXPECTED_EVENTS = {"app_home_opened", "message.channels", "message.groups"}
+
+
+def _schema_path() -> Path:
+    override = os.environ.get("PARLEY_MANIFEST_SCHEMA")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "shared/slack/manifest.schema.1.0.0.json"
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, Any]:
+    return yaml.safe_load(MANIFEST.read_text())
+
+
+def test_manifest_validates_against_slacks_schema(manifest: dict[str, Any]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    path = _schema_path()
+    if not path.is_file():
+        pytest.skip(f"Slack's manifest schema not found at {path}")
+    schema = json.loads(path.read_text())
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(manifest), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors)
+
+
+def test_bot_scopes_are_exactly_what_parley_needs(manifest: dict[str, Any]) -> None:
+    scopes = manifest["oauth_config"]["scopes"]["bot"]
+    assert len(scopes) == len(set(scopes))
+    assert set(scopes) == EXPECTED_SCOPES
+    assert "user" not in manifest["oauth_config"]["scopes"]
+
+
+def test_every_url_points_at_the_bolt_endpoint(manifest: dict[str, Any]) -> None:
+    settings = manifest["settings"]
+    urls = [
+        *(c["url"] for c in manifest["features"]["slash_commands"]),
+        settings["event_subscriptions"]["request_url"],
+        settings["interactivity"]["request_url"],
+        settings["interactivity"]["message_menu_options_url"],
+    ]
+    assert len(urls) == 4
+    for url in urls:
+        assert url.startswith("https://") and url.endswith("/slack/events"), url
+
+
+def test_features_and_settings(manifest: dict[str, Any]) -> None:
+    assert manifest["_metadata"] == {"major_version": 1, "minor_version": 1}
+    assert manifest["display_information"]["name"] == "Parley"
+    features = manifest["features"]
+    assert features["bot_user"] == {"display_name": "parley", "always_online": True}
+    assert features["app_home"]["home_tab_enabled"] is True
+    assert features["app_home"]["messages_tab_enabled"] is False
+    [command] = features["slash_commands"]
+    assert command["command"] == "/parley"
+    assert command["usage_hint"] == "AGENT text | help | runs"
+    settings = manifest["settings"]
+    assert set(settings["event_subscriptions"]["bot_events"]) == EXPECTED_EVENTS
+    assert settings["interactivity"]["is_enabled"] is True
+    assert settings["socket_mode_enabled"] is False
+    assert settings["org_deploy_enabled"] is False
+    assert settings["token_rotation_enabled"] is False

@@ -1,0 +1,201 @@
+"""`resolve_choice` maps a short typed reply onto exactly one option, or explains why not."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers.interaction import ChoiceError, Item, Option, resolve_choice
+
+SEVERITY = Item(
+    id="sev",
+    text="How bad is it?",
+    type="select",
+    options=[Option(value="low", label="Low"), Option(value="medium", label="Medium"), Option(value="high", label="High")],
+)
+NUMBERED = "1. Low, 2. Medium, 3. High"
+TEN = Item(id="n", text="Pick", type="select", options=[f"Option {c}" for c in "ABCDEFGHIJ"])
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ("1", "low"),
+        ("2", "medium"),
+        ("#2", "medium"),
+        ("2.", "medium"),
+        (" 3 ", "high"),
+        ("# 3", "high"),
+        ("2)", "medium"),
+        ("2nd", "medium"),
+        ("3rd", "high"),
+        ("option 2", "medium"),
+        ("Option #1", "low"),
+        ("number 3", "high"),
+    ],
+)
+def test_digits(reply, value):
+    assert resolve_choice(SEVERITY, reply) == value
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ("first", "low"),
+        ("second", "medium"),
+        ("Third", "high"),
+        ("second one", "medium"),
+        ("the second one", "medium"),
+        ("The first option", "low"),
+        ("the second.", "medium"),
+        ("last", "high"),
+        ("the last one", "high"),
+        ("LAST", "high"),
+        ("one", "low"),
+    ],
+)
+def test_english_ordinal_words(reply, value):
+    assert resolve_choice(SEVERITY, reply) == value
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ("primeiro", "low"),
+        ("primeira", "low"),
+        ("segundo", "medium"),
+        ("segunda", "medium"),
+        ("o segundo", "medium"),
+        ("a segunda", "medium"),
+        ("A segunda opção", "medium"),
+        ("terceiro", "high"),
+        ("terceira", "high"),
+        ("último", "high"),
+        ("ultima", "high"),
+        ("o último", "high"),
+        ("2º", "medium"),
+        ("3ª", "high"),
+        ("opção 1", "low"),
+    ],
+)
+def test_portuguese_ordinal_words(reply, value):
+    assert resolve_choice(SEVERITY, reply) == value
+
+
+@pytest.mark.parametrize(
+    ("reply", "position"),
+    [
+        ("fourth", 4),
+        ("fifth", 5),
+        ("sixth", 6),
+        ("seventh", 7),
+        ("eighth", 8),
+        ("ninth", 9),
+        ("tenth", 10),
+        ("quarto", 4),
+        ("quinta", 5),
+        ("sexto", 6),
+        ("sétimo", 7),
+        ("setima", 7),
+        ("oitavo", 8),
+        ("nono", 9),
+        ("décimo", 10),
+        ("decima", 10),
+        ("10", 10),
+        ("the tenth one", 10),
+    ],
+)
+def test_ordinals_up_to_ten(reply, position):
+    assert resolve_choice(TEN, reply) == TEN.options[position - 1].value
+
+
+@pytest.mark.parametrize("reply", ["High", "high", "HIGH", "  High  ", "high."])
+def test_label_case_and_whitespace_insensitive(reply):
+    assert resolve_choice(SEVERITY, reply) == "high"
+
+
+def test_value_matches_too():
+    item = Item(id="env", text="Where?", type="select", options=[{"value": "prd", "label": "Production"}, "Staging"])
+    assert resolve_choice(item, "PRD") == "prd"
+    assert resolve_choice(item, "production") == "prd"
+
+
+def test_accents_and_inner_whitespace_are_ignored():
+    item = Item(id="q", text="Onde?", type="select", options=["São Paulo", "Belém", "Não sei"])
+    assert resolve_choice(item, "sao paulo") == "São Paulo"
+    assert resolve_choice(item, "BELEM") == "Belém"
+    assert resolve_choice(item, "nao   sei") == "Não sei"
+
+
+def test_unique_prefix():
+    assert resolve_choice(SEVERITY, "med") == "medium"
+    assert resolve_choice(SEVERITY, "h") == "high"
+    item = Item(id="q", text="Onde?", type="select", options=["São Paulo", "Salvador"])
+    assert resolve_choice(item, "sao") == "São Paulo"
+
+
+def test_exact_match_beats_prefix_of_another_option():
+    item = Item(id="q", text="Size", type="select", options=["Large", "Larger"])
+    assert resolve_choice(item, "large") == "Large"
+    assert resolve_choice(item, "larger") == "Larger"
+
+
+def test_exact_label_beats_ordinal_reading():
+    item = Item(id="q", text="Days", type="select", options=["3", "1", "2"])
+    assert resolve_choice(item, "1") == "1"
+    item = Item(id="q", text="Which", type="select", options=["First come", "Last", "Random"])
+    assert resolve_choice(item, "last") == "Last"
+
+
+def test_works_on_multi_select_items():
+    item = Item(id="m", text="Areas", type="multi_select", options=["API", "Web", "Jobs"])
+    assert resolve_choice(item, "second") == "Web"
+    assert resolve_choice(item, "jo") == "Jobs"
+
+
+def test_ambiguous_prefix_lists_the_options_numbered():
+    item = Item(id="q", text="Mood", type="select", options=["Medium", "Low", "Meh"])
+    with pytest.raises(ChoiceError) as caught:
+        resolve_choice(item, "me")
+    message = str(caught.value)
+    assert "'me' could be any of Medium, Meh" in message
+    assert "1. Medium, 2. Low, 3. Meh" in message
+    assert caught.value.candidates == ["Medium", "Meh"]
+
+
+def test_ambiguous_exact_match_asks_for_the_number():
+    item = Item(id="q", text="Pick", type="select", options=[{"value": "a", "label": "B"}, {"value": "b", "label": "C"}])
+    with pytest.raises(ChoiceError, match="matches more than one option") as caught:
+        resolve_choice(item, "b")
+    assert "1. B, 2. C" in str(caught.value)
+    assert caught.value.candidates == ["a", "b"]
+
+
+@pytest.mark.parametrize("reply", ["critical", "xyz", "the fourth bullet", "2 or 3"])
+def test_no_match_lists_all_options(reply):
+    with pytest.raises(ChoiceError) as caught:
+        resolve_choice(SEVERITY, reply)
+    assert str(caught.value) == f"{reply!r} is not one of the options: {NUMBERED}"
+    assert caught.value.candidates == ["low", "medium", "high"]
+
+
+@pytest.mark.parametrize("reply", ["", "   "])
+def test_empty_reply(reply):
+    with pytest.raises(ChoiceError, match=NUMBERED) as caught:
+        resolve_choice(SEVERITY, reply)
+    assert caught.value.candidates == ["low", "medium", "high"]
+
+
+@pytest.mark.parametrize(("reply", "position"), [("4", 4), ("0", 0), ("#12", 12), ("fourth", 4), ("décimo", 10)])
+def test_ordinal_out_of_range_names_the_valid_range(reply, position):
+    with pytest.raises(ChoiceError) as caught:
+        resolve_choice(SEVERITY, reply)
+    assert str(caught.value) == f"There is no option {position}: choose a number from 1 to 3 ({NUMBERED})"
+    assert caught.value.candidates == ["low", "medium", "high"]
+
+
+@pytest.mark.parametrize("kind", ["free_text", "date"])
+def test_non_choice_items_are_refused(kind):
+    item = Item(id="q", text="Say", type=kind)
+    with pytest.raises(ChoiceError, match=f"item 'q' is a {kind} item, not a choice") as caught:
+        resolve_choice(item, "1")
+    assert caught.value.candidates == []

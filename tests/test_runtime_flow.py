@@ -1,0 +1,106 @@
+"""Runs that ask, park, resume on an accepted answer and finish, on real Redis and RQ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis import Redis
+from runtime_helpers import RecordingHost, make_runtime, work
+
+from workers import agent
+from workers.interaction import Answer, Item, ItemType, Request
+from workers.runtime.acceptance import AcceptRefused, accept
+from workers.runtime.execute import execute
+from workers.store import keys
+from workers.store.records import RunStatus
+
+COUNTER: dict[str, int] = {}
+
+
+def _two_questions(run: Any, text: str) -> str:
+    first = run.ask(Request(reason="Pick a colour", items=[
+        Item(id="colour", text="Colour", type=ItemType.SELECT, options=["red", "green"])]))
+    run.say(f"got {first['colour']}")
+    made = run.step("side-effect", lambda: COUNTER.__setitem__(run.run_id, COUNTER.get(run.run_id, 0) + 1) or 1)
+    second = run.ask(Request(reason="And a name", items=[
+        Item(id="name", text="Name", type=ItemType.FREE_TEXT)]))
+    return f"{first['colour']} {second['name']} {made}"
+
+
+agent("test-two-questions")(_two_questions)
+
+
+def start(rt: Any, name: str, user: str = "U1") -> str:
+    run = rt.store.create(name, "hello", user, {"host": "test", "team": "T1", "channel": "C1"})
+    rt.queue.enqueue("workers.runtime.jobs.execute_run", run.id, job_id=f"run-{run.id}")
+    return run.id
+
+
+def pending(rt: Any, run_id: str) -> str:
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.PAUSED, record.status
+    return record.interrupt
+
+
+def test_run_that_asks_twice_pauses_twice_and_finishes(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "test-two-questions")
+    work(rt)
+    q1 = pending(rt, run_id)
+    assert rt.queue.count == 0 and rt.store.count(RunStatus.RUNNING) == 0  # the worker is free
+    accept(rt, q1, "U1", [Answer(id="colour", choice="green")])
+    work(rt)
+    q2 = pending(rt, run_id)
+    assert q2 != q1
+    accept(rt, q2, "U1", [Answer(id="name", free_text="Ada")])
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED
+    assert record.result == "green Ada 1"
+    assert COUNTER[run_id] == 1
+    assert host.said == [(run_id, "got green")]
+    assert host.finals == [(run_id, "green Ada 1")]
+    assert len(host.questions) == 2
+
+
+def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "test-two-questions")
+    work(rt)
+    q1 = pending(rt, run_id)
+
+    def snapshot() -> dict[str, Any]:
+        return {k: r.dump(k) for k in sorted(r.scan_iter(f"{keys.PREFIX}*"))}
+
+    before = snapshot()
+    cases = [
+        ("U2", [Answer(id="colour", choice="red")], "not_allowed"),
+        ("U1", [Answer(id="colour", choice="blue")], "invalid"),
+        ("U1", [], "invalid"),
+        ("U1", [Answer(id="nope", choice="red")], "invalid"),
+    ]
+    for user, answers, reason in cases:
+        with pytest.raises(AcceptRefused) as err:
+            accept(rt, q1, user, answers)
+        assert err.value.reason == reason
+    with pytest.raises(AcceptRefused) as err:
+        accept(rt, "q-does-not-exist", "U1", [])
+    assert err.value.reason == "unknown"
+    with pytest.raises(AcceptRefused) as err:
+        accept(rt, q1, "U1", [Answer(id="colour", choice="red")], team="T-other")
+    assert err.value.reason == "unknown"
+    assert snapshot() == before
+    accept(rt, q1, "U1", [Answer(id="colour", choice="red")])
+    with pytest.raises(AcceptRefused) as err:
+        accept(rt, q1, "U1", [Answer(id="colour", choice="green")])
+    assert err.value.reason == "answered" and err.value.detail["by"] == "U1"
+
+
+def test_execute_skips_a_run_that_is_not_queued(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "test-two-questions")
+    work(rt)
+    assert execute(rt, run_id) == "paused"

@@ -1,0 +1,63 @@
+"""Errors and control-flow signals of the runtime.
+
+Errors derive from `ParleyError`. The signals that end an execution early derive
+from `RunSignal(BaseException)` so an agent's `except Exception` cannot swallow them;
+the runtime catches them, and RQ never sees them as failures.
+"""
+
+from __future__ import annotations
+
+
+class ParleyError(Exception):
+    """Base of every error Parley raises."""
+
+
+class ConfigError(ParleyError):
+    """A missing or malformed setting; the message names the variable."""
+
+
+class RunNotFound(ParleyError):
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run {run_id!r}")
+
+
+class UnknownAgent(ParleyError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(f"unknown agent {name!r}; known agents: {', '.join(known) or 'none'}")
+
+
+class AgentError(ParleyError):
+    """A run that cannot go on for a reason no retry will fix (e.g. too many asks of one key)."""
+
+
+class AdminError(ParleyError):
+    """An admin operation refused: wrong status, unknown run, not an admin."""
+
+
+class NotSerializable(ParleyError):
+    """A `run.step` result that cannot be recorded as JSON."""
+
+
+class RunSignal(BaseException):
+    """Base of the signals that stop an execution without failing it."""
+
+
+class Suspend(RunSignal):
+    """The run asked a question and is parked; its RQ job ends as finished."""
+
+    def __init__(self, run_id: str, interrupt_id: str) -> None:
+        self.run_id = run_id
+        self.interrupt_id = interrupt_id
+        super().__init__(f"run {run_id} paused on {interrupt_id}")
+
+
+class StaleEpoch(RunSignal):
+    """This worker no longer owns the run (its lease lapsed, or the run was cancelled)."""
+
+    def __init__(self, run_id: str, epoch: int) -> None:
+        self.run_id = run_id
+        self.epoch = epoch
+        super().__init__(f"run {run_id}: epoch {epoch} is no longer current")

@@ -1,0 +1,119 @@
+"""Turn a short typed reply ("2", "the second one", "segunda", "med") into a select option.
+
+People answering in a thread or a terminal type rather than click. This module maps
+what they type onto exactly one offered option, or explains with the numbered list
+of options why it could not, so the host can ask again instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from workers.interaction.exceptions import ChoiceError
+from workers.interaction.models import Item
+
+_ORDINAL_WORDS: dict[str, int] = {
+    **dict.fromkeys(("first", "one"), 1),
+    **dict.fromkeys(("second", "two"), 2),
+    **dict.fromkeys(("third", "three"), 3),
+    **dict.fromkeys(("fourth", "four"), 4),
+    **dict.fromkeys(("fifth", "five"), 5),
+    **dict.fromkeys(("sixth", "six"), 6),
+    **dict.fromkeys(("seventh", "seven"), 7),
+    **dict.fromkeys(("eighth", "eight"), 8),
+    **dict.fromkeys(("ninth", "nine"), 9),
+    **dict.fromkeys(("tenth", "ten"), 10),
+    "last": -1,
+}
+# Portuguese ordinals agree in gender with the noun: primeiro/primeira, ...
+for _stem, _n in (
+    ("primeir", 1),
+    ("segund", 2),
+    ("terceir", 3),
+    ("quart", 4),
+    ("quint", 5),
+    ("sext", 6),
+    ("setim", 7),
+    ("oitav", 8),
+    ("non", 9),
+    ("decim", 10),
+    ("ultim", -1),
+):
+    _ORDINAL_WORDS[_stem + "o"] = _ORDINAL_WORDS[_stem + "a"] = _n
+
+# Filler around an ordinal: "the second one", "option 2", "#2", "o segundo", "a segunda opção".
+_LEADING = re.compile(r"^(?:(?:the|o|a|option|opcao|number|numero|no)\b\.?\s*|#\s*)+")
+_TRAILING = re.compile(r"(?:\s+(?:one|option|opcao))?\s*[.!)]*$")
+# "2", "2nd", "2º"/"2ª" (which normalise to "2o"/"2a").
+_NUMBER = re.compile(r"^(\d{1,3})(?:st|nd|rd|th|o|a)?$")
+
+
+def _normalise(text: str) -> str:
+    """Casefold, drop accents, collapse whitespace and strip quotes and end punctuation."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(bare.casefold().split()).strip("\"'`").rstrip(".!?").strip()
+
+
+def _ordinal(text: str) -> int | None:
+    """The 1-based position (or -1 for "last") that `text` names, or None if it names none."""
+    core = _TRAILING.sub("", _LEADING.sub("", text)).strip()
+    number = _NUMBER.match(core)
+    if number:
+        return int(number.group(1))
+    return _ORDINAL_WORDS.get(core)
+
+
+def _numbered(item: Item) -> str:
+    return ", ".join(f"{n}. {o.label}" for n, o in enumerate(item.options or [], start=1))
+
+
+def resolve_choice(item: Item, text: str) -> str:
+    """Return the value of the option of `item` that the typed reply `text` names.
+
+    Tried in order, so the least surprising reading wins:
+    1. an exact label or value (so an option literally called "2" or "Last" is honoured);
+    2. an ordinal: "2", "#2", "option 2", "the second one", "last", "segunda", "o último";
+    3. a unique label or value prefix ("med" for "Medium").
+    Matching ignores case, accents and repeated whitespace. Anything else raises
+    `ChoiceError` whose message lists the options by number and whose `.candidates`
+    holds the values still in play (the matching ones, or all of them).
+    """
+    if not item.is_choice or not item.options:
+        raise ChoiceError(f"item {item.id!r} is a {item.type.value} item, not a choice", [])
+    options = item.options
+    values = [o.value for o in options]
+    wanted = _normalise(text)
+    if not wanted:
+        raise ChoiceError(f"Please pick one of: {_numbered(item)}", values)
+
+    exact = [o.value for o in options if wanted in (_normalise(o.label), _normalise(o.value))]
+    if len(exact) == 1:
+        return exact[0]
+    if len(exact) > 1:
+        message = f"{text.strip()!r} matches more than one option; reply with its number: {_numbered(item)}"
+        raise ChoiceError(message, exact)
+
+    position = _ordinal(wanted)
+    if position is not None:
+        if position == -1:
+            return values[-1]
+        if 1 <= position <= len(values):
+            return values[position - 1]
+        raise ChoiceError(
+            f"There is no option {position}: choose a number from 1 to {len(values)} ({_numbered(item)})", values
+        )
+
+    prefixed = [
+        o.value for o in options if _normalise(o.label).startswith(wanted) or _normalise(o.value).startswith(wanted)
+    ]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    if prefixed:
+        names = ", ".join(o.label for o in options if o.value in prefixed)
+        raise ChoiceError(
+            f"{text.strip()!r} could be any of {names}; reply with a number or more of the name: {_numbered(item)}",
+            prefixed,
+        )
+    raise ChoiceError(f"{text.strip()!r} is not one of the options: {_numbered(item)}", values)

@@ -1,0 +1,296 @@
+"""The `ask_user` tool: lets a language model put typed questions to a person mid-run.
+
+A model calls `ask_user` with a short list of questions; `request_from_tool_call`
+checks those arguments and turns them into a port `Request`, and
+`answers_for_model` turns the person's answers back into the compact text the
+model reads as the tool result. Bad arguments always raise `ToolArgumentError`
+with one specific line per problem, so the model can correct its call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from workers.interaction.exceptions import InteractionError
+from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Option, Request
+
+TOOL_NAME = "ask_user"
+MAX_QUESTIONS = 5
+MIN_OPTIONS, MAX_OPTIONS = 2, 20
+HEADER_MAX = 12
+QUESTION_MAX = 1000
+LABEL_MAX = 75
+OTHER_SUFFIX = "__other"
+OTHER_TEXT = "Other (type your own answer)"
+# A single question's id must leave room for its "__other" companion within 64 characters.
+_SINGLE_ID_MAX = 64 - len(OTHER_SUFFIX)
+
+_TYPES: dict[str, ItemType] = {
+    "single": ItemType.SELECT,
+    "multiple": ItemType.MULTI_SELECT,
+    "free": ItemType.FREE_TEXT,
+    "date": ItemType.DATE,
+}
+
+_OPTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string", "minLength": 1, "maxLength": LABEL_MAX, "description": "What the person sees."},
+        "description": {"type": "string", "maxLength": LABEL_MAX, "description": "Optional one-line explanation."},
+    },
+    "required": ["label"],
+    "additionalProperties": False,
+}
+
+_QUESTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {
+            "type": "string",
+            "pattern": ITEM_ID_PATTERN,
+            "description": "Short unique key for this question, e.g. 'severity'.",
+        },
+        "header": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": HEADER_MAX,
+            "description": "A label of at most 12 characters, e.g. 'Severity'.",
+        },
+        "question": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": QUESTION_MAX,
+            "description": "The full question, phrased for a person.",
+        },
+        "type": {
+            "type": "string",
+            "enum": list(_TYPES),
+            "description": "single: pick one option; multiple: pick any; free: typed text; date: YYYY-MM-DD.",
+        },
+        "options": {
+            "type": "array",
+            "minItems": MIN_OPTIONS,
+            "maxItems": MAX_OPTIONS,
+            "items": _OPTION_SCHEMA,
+            "description": "2-20 options with distinct labels; required for single and multiple, omitted otherwise.",
+        },
+        "required": {"type": "boolean", "default": True, "description": "False if the person may skip it."},
+    },
+    "required": ["id", "header", "question", "type"],
+    "additionalProperties": False,
+}
+
+ASK_USER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {"type": "array", "minItems": 1, "maxItems": MAX_QUESTIONS, "items": _QUESTION_SCHEMA},
+    },
+    "required": ["questions"],
+    "additionalProperties": False,
+}
+"""JSON Schema (draft 2020-12) of the `ask_user` arguments; `$schema` is left out because some APIs reject it."""
+
+ASK_USER_DESCRIPTION = (
+    "Ask the person you are working for one to five questions and wait for their answers. "
+    "Use it only when you lack information that only a person can give (a preference, a decision, "
+    "a fact not available to you), or when a request is ambiguous in a way that changes the result. "
+    "Do not ask for what you can find out or reasonably assume yourself. "
+    "Batch related questions into a single call rather than asking one at a time. "
+    "Never ask again for something already answered earlier in the conversation. "
+    "Prefer 'single' or 'multiple' questions with concrete options; a 'single' question always lets "
+    "the person type their own answer instead. The result has one line per question id, e.g. "
+    "'severity: High', 'areas: [API, Web]', 'notes: \"text\"', 'due: 2026-12-01', "
+    "'severity: other \"text\"' or 'notes: (skipped)'."
+)
+
+
+class ToolArgumentError(InteractionError):
+    """`ask_user` arguments that cannot become a request; `.problems` has one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__(f"invalid {TOOL_NAME} arguments: " + "; ".join(self.problems))
+
+
+def openai_tool() -> dict[str, Any]:
+    """The tool definition in the OpenAI function-calling shape."""
+    return {
+        "type": "function",
+        "function": {"name": TOOL_NAME, "description": ASK_USER_DESCRIPTION, "parameters": ASK_USER_SCHEMA},
+    }
+
+
+def anthropic_tool() -> dict[str, Any]:
+    """The tool definition in the Anthropic tool-use shape."""
+    return {"name": TOOL_NAME, "description": ASK_USER_DESCRIPTION, "input_schema": ASK_USER_SCHEMA}
+
+
+def _line(value: Any, limit: int, what: str, *, multiline: bool = False) -> str | None:
+    """The problem with `value` as non-empty text of at most `limit` characters, or None."""
+    if not isinstance(value, str) or not value.strip():
+        return f"{what} must be non-empty text"
+    if not multiline and any(ord(c) < 32 for c in value):
+        return f"{what} {value!r} must be a single line"
+    if len(value.strip()) > limit:
+        return f"{what} {value!r} is over {limit} characters"
+    return None
+
+
+def _unknown(given: dict[Any, Any], known: set[str], where: str) -> list[str]:
+    return [f"{where}unknown property {k!r}" for k in sorted(set(given) - known, key=str)]
+
+
+def _check_options(raw: Any, kind: str, where: str) -> list[str]:
+    if not isinstance(raw, list) or not MIN_OPTIONS <= len(raw) <= MAX_OPTIONS:
+        got = f", got {len(raw)}" if isinstance(raw, list) else ""
+        return [f"{where}: a {kind} question needs {MIN_OPTIONS}-{MAX_OPTIONS} options{got}"]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for j, opt in enumerate(raw):
+        at = f"{where}: options[{j}]"
+        if not isinstance(opt, dict):
+            problems.append(f"{at} must be an object with a label")
+            continue
+        problems += _unknown(opt, {"label", "description"}, f"{at}: ")
+        problem = _line(opt.get("label"), LABEL_MAX, "label")
+        if problem is None and opt["label"].strip().casefold() in seen:
+            problem = f"duplicate option label {opt['label'].strip()!r}"
+        if problem:
+            problems.append(f"{at}: {problem}")
+        else:
+            seen.add(opt["label"].strip().casefold())
+        if opt.get("description", "") != "" and (problem := _line(opt["description"], LABEL_MAX, "description")):
+            problems.append(f"{at}: {problem}")
+    return problems
+
+
+def _check_question(q: Any, i: int) -> list[str]:
+    if not isinstance(q, dict):
+        return [f"questions[{i}] must be an object"]
+    qid, kind = q.get("id"), q.get("type")
+    where = f"questions[{i}]" + (f" (id {qid!r})" if isinstance(qid, str) else "")
+    problems = _unknown(q, set(_QUESTION_SCHEMA["properties"]), f"{where}: ")
+    if not isinstance(qid, str) or not re.fullmatch(ITEM_ID_PATTERN, qid):
+        problems.append(f"{where}: id must be 1-64 letters, digits, '_' or '-'")
+    elif qid.endswith(OTHER_SUFFIX):
+        problems.append(f"{where}: ids ending in {OTHER_SUFFIX!r} are reserved")
+    elif kind == "single" and len(qid) > _SINGLE_ID_MAX:
+        problems.append(f"{where}: the id of a single question is at most {_SINGLE_ID_MAX} characters")
+    if problem := _line(q.get("header"), HEADER_MAX, "header"):
+        problems.append(f"{where}: {problem}")
+    if problem := _line(q.get("question"), QUESTION_MAX, "question", multiline=True):
+        problems.append(f"{where}: {problem}")
+    if not isinstance(kind, str) or kind not in _TYPES:
+        problems.append(f"{where}: type {kind!r} is not one of {', '.join(_TYPES)}")
+    elif kind in ("single", "multiple"):
+        problems += _check_options(q.get("options"), kind, where)
+    elif "options" in q:
+        problems.append(f"{where}: a {kind} question takes no options")
+    if not isinstance(q.get("required", True), bool):
+        problems.append(f"{where}: required must be true or false")
+    return problems
+
+
+def _problems(args: Any) -> list[str]:
+    """Every problem with `args` as `ask_user` arguments; empty when they are acceptable."""
+    if not isinstance(args, dict):
+        return ["arguments must be a JSON object with a 'questions' list"]
+    problems = _unknown(args, {"questions"}, "")
+    questions = args.get("questions")
+    if not isinstance(questions, list):
+        return [*problems, "'questions' must be a list of 1-5 questions"]
+    if not 1 <= len(questions) <= MAX_QUESTIONS:
+        return [*problems, f"ask 1-{MAX_QUESTIONS} questions, got {len(questions)}"]
+    for i, q in enumerate(questions):
+        problems += _check_question(q, i)
+    ids = [q.get("id") for q in questions if isinstance(q, dict) and isinstance(q.get("id"), str)]
+    problems += [f"duplicate question id {d!r}" for d in sorted({d for d in ids if ids.count(d) > 1})]
+    return problems
+
+
+def _items(q: dict[str, Any]) -> list[Item]:
+    """The port items for one checked question: a single also gets an optional free-text "other"."""
+    kind, qid = q["type"], q["id"]
+    options = [
+        Option(value=o["label"].strip(), label=o["label"].strip(), description=o.get("description") or None)
+        for o in q.get("options") or []
+    ]
+    text = f"{q['header'].strip()}: {q['question'].strip()}"
+    if kind != "single":
+        return [Item(id=qid, text=text, type=_TYPES[kind], options=options or None, required=q.get("required", True))]
+    # The choice is optional so that a person whose answer is not listed can type it instead.
+    return [
+        Item(id=qid, text=text, type=ItemType.SELECT, options=options, required=False),
+        Item(id=qid + OTHER_SUFFIX, text=OTHER_TEXT, type=ItemType.FREE_TEXT, required=False),
+    ]
+
+
+def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The assistant needs your input") -> Request:
+    """Check `ask_user` arguments (a dict or its JSON text) and build the `Request` they describe.
+
+    single -> select (plus an optional "<id>__other" free-text item), multiple ->
+    multi_select, free -> free_text, date -> date; each option's value is its label.
+    Raises `ToolArgumentError` listing every problem, and nothing else for bad input.
+    """
+    if isinstance(arguments, str | bytes):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError) as exc:
+            raise ToolArgumentError([f"arguments are not valid JSON: {exc}"]) from None
+    problems = _problems(arguments)
+    if problems:
+        raise ToolArgumentError(problems)
+    try:
+        items = [item for q in arguments["questions"] for item in _items(q)]
+        return Request(reason=reason, items=items)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()]
+        raise ToolArgumentError(problems) from None
+
+
+_PLAIN = re.compile(r"[^\s\"(\[][^\x00-\x1f,\[\]]*")
+
+
+def _show(value: str) -> str:
+    """`value` bare when that cannot be misread, otherwise JSON-quoted."""
+    return value if _PLAIN.fullmatch(value) and value == value.strip() else json.dumps(value, ensure_ascii=False)
+
+
+def answers_for_model(request: Request, answers: list[Answer] | None, *, expired: bool = False) -> str:
+    """The tool result the model reads: one line per question, in question order.
+
+    `sev: High`, `components: [API, Web]`, `details: "quoted text"`, `due: 2026-12-01`,
+    `sev: other "typed text"` (a single's "other" answer, shown after the choice if
+    both were given), `id: (skipped)` when unanswered, and `id: (expired: no answer)`
+    for every question when nobody answered in time.
+    """
+    values = {a.id: a.value for a in answers or []}
+    folded = {
+        i.id + OTHER_SUFFIX
+        for i in request.items
+        if i.type is ItemType.SELECT
+        and (other := request.item(i.id + OTHER_SUFFIX)) is not None
+        and other.type is ItemType.FREE_TEXT
+    }
+    lines: list[str] = []
+    for item in request.items:
+        if item.id in folded:
+            continue
+        if expired:
+            lines.append(f"{item.id}: (expired: no answer)")
+            continue
+        value = values.get(item.id)
+        other = values.get(item.id + OTHER_SUFFIX) if item.id + OTHER_SUFFIX in folded else None
+        parts: list[str] = []
+        if isinstance(value, list) and value:
+            parts.append("[" + ", ".join(_show(v) for v in value) + "]")
+        elif isinstance(value, str) and value.strip():
+            parts.append(json.dumps(value, ensure_ascii=False) if item.type is ItemType.FREE_TEXT else _show(value))
+        if isinstance(other, str) and other.strip():
+            parts.append("other " + json.dumps(other, ensure_ascii=False))
+        lines.append(f"{item.id}: {'; '.join(parts) or '(skipped)'}")
+    return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""The agent registry: `@agent("name")` makes a function runnable by Parley."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from workers.exceptions import ConfigError, UnknownAgent
+
+AgentFn = Callable[[Any, str], str]
+BUILTIN_MODULES = ("workers.agents.ticket", "workers.agents.deploy", "workers.agents.assistant")
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    description: str
+    fn: AgentFn
+
+
+class AgentRegistry:
+    """Agents by name. One process-wide instance is filled by imports of agent modules."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, AgentSpec] = {}
+
+    def add(self, spec: AgentSpec) -> None:
+        self._agents[spec.name] = spec
+
+    def get(self, name: str) -> AgentSpec:
+        try:
+            return self._agents[name]
+        except KeyError:
+            raise UnknownAgent(name, self.names()) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._agents)
+
+    def all(self) -> list[AgentSpec]:
+        return [self._agents[n] for n in self.names()]
+
+
+REGISTRY = AgentRegistry()
+
+
+def agent(name: str, *, description: str = "") -> Callable[[AgentFn], AgentFn]:
+    """Register `fn(run, text) -> str` as the agent `name`."""
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"agent name {name!r} must be letters, digits, '-' or '_'")
+
+    def register(fn: AgentFn) -> AgentFn:
+        REGISTRY.add(AgentSpec(name=name, description=description or (fn.__doc__ or "").strip(), fn=fn))
+        return fn
+
+    return register
+
+
+def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
+    """Import the shipped agents and the modules listed in `PARLEY_AGENTS`."""
+    for module in (*BUILTIN_MODULES, *extra_modules):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            if module in BUILTIN_MODULES and exc.name == module:
+                continue
+            raise ConfigError(f"PARLEY_AGENTS: cannot import {module!r}: {exc}") from exc
+    return REGISTRY

@@ -1,0 +1,1 @@
+"""The durable-run runtime: replay, suspension, acceptance, sweep and admin operations."""

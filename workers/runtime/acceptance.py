@@ -1,0 +1,112 @@
+"""Accepting an answer: validate against the stored request, close atomically, resume once."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from workers.exceptions import ParleyError
+from workers.interaction import Answer, AnswerError
+from workers.logs import Log
+from workers.runtime.queues import enqueue_run
+from workers.runtime.wiring import Runtime
+from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.runs import Refusal, resume_job_id
+
+log = Log("parley.accept")
+
+
+class AcceptRefused(ParleyError):
+    """An answer that was not accepted; nothing was written.
+
+    `reason` is one of: unknown, answered, cancelled, expired, not_open,
+    not_allowed, invalid. `detail` carries what a host needs to explain it.
+    """
+
+    def __init__(self, reason: str, message: str, **detail: Any) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    run: RunRecord
+    interrupt: InterruptRecord
+    answers: list[Answer] = field(default_factory=list)
+    answered_by: str = ""
+
+
+def refusal_error(refusal: Refusal, interrupt: InterruptRecord | None) -> AcceptRefused:
+    """Turn a store refusal into a host-neutral, specific error."""
+    d = refusal.detail
+    if refusal.reason == "answered":
+        return AcceptRefused("answered", f"already answered by {d[0]}", by=d[0], at=float(d[1] or 0))
+    if refusal.reason == "cancelled":
+        return AcceptRefused("cancelled", "this question was cancelled", by=d[0] if d else "")
+    if refusal.reason == "expired":
+        return AcceptRefused("expired", "this question expired before it was answered")
+    if refusal.reason == "not_allowed":
+        assignees = interrupt.assignees if interrupt else []
+        return AcceptRefused("not_allowed", f"only {', '.join(assignees)} may answer", assignees=assignees)
+    if refusal.reason == "not_open":
+        return AcceptRefused("not_open", "this question is not waiting for an answer")
+    return AcceptRefused("unknown", "no such question")
+
+
+def accept(
+    runtime: Runtime,
+    interrupt_id: str,
+    user: str,
+    answers: list[Answer],
+    *,
+    team: str | None = None,
+    token: str | None = None,
+) -> Accepted:
+    """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
+
+    The request is read from Redis, never from the caller. Refusals raise
+    `AcceptRefused` and change nothing.
+    """
+    store = runtime.store
+    interrupt = store.interrupt(interrupt_id)
+    if interrupt is None:
+        raise AcceptRefused("unknown", "no such question")
+    run = store.get(interrupt.run_id)
+    ctx = run.log_context() | {"interrupt_id": interrupt_id, "user": user}
+    if team and run.conversation.get("team") not in (None, team):
+        log.warning("answer from another team refused", **ctx, payload_team=team)
+        raise AcceptRefused("unknown", "no such question")
+    if interrupt.state is not InterruptState.OPEN:
+        state_refusal = _state_refusal(interrupt)
+        if state_refusal:
+            raise state_refusal
+    if user not in interrupt.assignees:
+        raise refusal_error(Refusal("not_allowed"), interrupt)
+    try:
+        valid = interrupt.request.validate_answers(answers)
+    except AnswerError as exc:
+        raise AcceptRefused("invalid", str(exc), errors=exc.errors) from None
+    refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+    if refusal:
+        log.info("answer refused", **ctx, reason=refusal.reason)
+        raise refusal_error(refusal, interrupt)
+    enqueue_run(runtime.queue, run.id, resume_job_id(run.id, interrupt_id))
+    log.info("answer accepted", **ctx)
+    return Accepted(run=run, interrupt=interrupt, answers=valid, answered_by=user)
+
+
+def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:
+    if interrupt.state is InterruptState.ANSWERED:
+        return AcceptRefused(
+            "answered", f"already answered by {interrupt.answered_by}",
+            by=interrupt.answered_by, at=interrupt.answered_at or 0.0,
+        )
+    if interrupt.state is InterruptState.CANCELLED:
+        return AcceptRefused("cancelled", "this question was cancelled", by=interrupt.closed_by)
+    if interrupt.state is InterruptState.EXPIRED:
+        return AcceptRefused("expired", "this question expired before it was answered")
+    if interrupt.state is InterruptState.POSTING:
+        return AcceptRefused("not_open", "this question is still being posted; try again in a moment")
+    return None

@@ -1,0 +1,106 @@
+"""Admin operations on runs: list, show, cancel, retry, remind. Used by the CLI and Slack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workers.exceptions import AdminError
+from workers.logs import Log
+from workers.runtime.queues import enqueue_run
+from workers.runtime.wiring import Runtime
+from workers.store import keys
+from workers.store.records import HistoryEntry, InterruptRecord, RunRecord, RunStatus
+
+log = Log("parley.admin")
+
+
+@dataclass
+class RunPage:
+    runs: list[RunRecord]
+    page: int
+    has_next: bool
+
+
+@dataclass
+class RunDetail:
+    run: RunRecord
+    interrupt: InterruptRecord | None
+    history: list[HistoryEntry] = field(default_factory=list)
+
+
+def list_runs(runtime: Runtime, status: RunStatus | None = None, *, page: int = 0, per_page: int = 20) -> RunPage:
+    """One page of runs, newest first, read through the status index."""
+    ids = runtime.store.list_ids(status, offset=page * per_page, limit=per_page + 1)
+    pipe = runtime.redis.pipeline(transaction=False)
+    for run_id in ids[:per_page]:
+        pipe.hgetall(keys.run(run_id))
+    runs = [RunRecord.from_hash({_s(k): _s(v) for k, v in d.items()}) for d in pipe.execute() if d]
+    return RunPage(runs=runs, page=page, has_next=len(ids) > per_page)
+
+
+def show(runtime: Runtime, run_id: str) -> RunDetail:
+    run = runtime.store.get(run_id)
+    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    return RunDetail(run=run, interrupt=interrupt, history=runtime.store.history(run_id))
+
+
+def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
+    """Cancel a live run; a paused run's question is closed so nobody can answer it."""
+    store = runtime.store
+    run = store.get(run_id)
+    if run.status is RunStatus.PAUSED and run.interrupt:
+        interrupt = store.interrupt(run.interrupt)
+        if interrupt is not None and store.close(interrupt, "cancel", by) is None:
+            closed = store.interrupt(run.interrupt)
+            cancelled = store.get(run_id)
+            if closed is not None:
+                runtime.hosts.for_run(cancelled).question_closed(cancelled, closed)
+            log.info("cancelled", **run.log_context(), user=by)
+            return cancelled
+        run = store.get(run_id)
+    ok, reason, old = store.transition(
+        run_id, [RunStatus.QUEUED, RunStatus.RUNNING], RunStatus.CANCELLED, lease="clear", bump_epoch=True
+    )
+    if not ok:
+        raise AdminError(f"run {run_id} is {old or reason}; only queued, running or paused runs can be cancelled")
+    store.add_history(run_id, "cancelled", by)
+    log.info("cancelled", **run.log_context(), user=by)
+    return store.get(run_id)
+
+
+def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
+    """Queue a failed or expired run again; its recorded steps are kept, so none repeats."""
+    store = runtime.store
+    run = store.get(run_id)
+    job_id = f"admin-retry-{run_id}-{run.epoch}"
+    ok, reason, old = store.transition(
+        run_id,
+        [RunStatus.FAILED, RunStatus.EXPIRED],
+        RunStatus.QUEUED,
+        bump_epoch=True,
+        failures=-run.failures,
+        error="",
+        job=job_id,
+    )
+    if not ok:
+        raise AdminError(f"run {run_id} is {old or reason}; only failed or expired runs can be retried")
+    runtime.redis.hdel(keys.journal(run_id), "fx:final")
+    store.add_history(run_id, "retried", by)
+    enqueue_run(runtime.queue, run_id, job_id)
+    log.info("retried", **run.log_context(), user=by)
+    return store.get(run_id)
+
+
+def remind(runtime: Runtime, run_id: str, by: str) -> InterruptRecord:
+    """Mention the assignees of a paused run's question again."""
+    run = runtime.store.get(run_id)
+    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if run.status is not RunStatus.PAUSED or interrupt is None:
+        raise AdminError(f"run {run_id} is {run.status.value}; only paused runs have someone to remind")
+    runtime.hosts.for_run(run).remind(run, interrupt)
+    runtime.store.add_history(run_id, "reminded", by, interrupt_id=interrupt.id)
+    return interrupt
+
+
+def _s(v: object) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)

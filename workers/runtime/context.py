@@ -1,0 +1,165 @@
+"""The `run` object an agent receives: `ask`, `step` and `say`, all replay-safe.
+
+An execution replays the agent from the start. Answered questions and completed
+steps return their journalled results; the first unanswered question parks the
+run and raises `Suspend`, which ends the RQ job as finished.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from workers.exceptions import AgentError, NotSerializable, StaleEpoch, Suspend
+from workers.interaction import AnswerValue, OnExpiry, QuestionExpired, Request, answers_to_values
+from workers.logs import Log
+from workers.runtime.host import Host
+from workers.runtime.wiring import Runtime
+from workers.store.records import InterruptRecord, InterruptState, RunRecord
+
+T = TypeVar("T")
+log = Log("parley.run")
+
+
+class Run:
+    """One execution of one run, bound to the epoch its worker claimed."""
+
+    def __init__(self, runtime: Runtime, record: RunRecord, epoch: int, host: Host) -> None:
+        self._rt = runtime
+        self._record = record
+        self._epoch = epoch
+        self._host = host
+        self._asks = 0
+        self._says = 0
+        self._key_calls: dict[str, int] = {}
+        self._interrupt: InterruptRecord | None = None
+        self.log = log.bind(**record.log_context())
+
+    # ---- RunView: what a host may know --------------------------------------
+    @property
+    def run_id(self) -> str:
+        return self._record.id
+
+    @property
+    def started_by(self) -> str:
+        return self._record.started_by
+
+    @property
+    def conversation(self) -> dict[str, Any]:
+        return self._record.conversation
+
+    @property
+    def interrupt_id(self) -> str | None:
+        return self._interrupt.id if self._interrupt else None
+
+    @property
+    def interrupt(self) -> InterruptRecord | None:
+        return self._interrupt
+
+    @property
+    def question_message(self) -> dict[str, Any]:
+        """Where the current question was posted before, if it was; a host posts it only once."""
+        return self._interrupt.message if self._interrupt else {}
+
+    def record_question_message(self, message: dict[str, Any]) -> None:
+        if self._interrupt is not None:
+            self._rt.store.set_message(self._interrupt.id, message)
+            self._interrupt = self._interrupt.model_copy(update={"message": message})
+
+    @property
+    def record(self) -> RunRecord:
+        return self._record
+
+    @property
+    def data_dir(self) -> Path:
+        """A directory for agents' local resources (trackers, logs), shared by the machine's workers."""
+        self._rt.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        return self._rt.settings.data_dir
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def host(self) -> Host:
+        return self._host
+
+    # ---- the agent API ---------------------------------------------------------
+    def step(self, key: str, fn: Callable[[], T]) -> T:
+        """Run `fn` once per run and record its JSON result; a replay returns the record."""
+        field = f"step:{key}"
+        recorded = self._rt.store.journal_get(self.run_id, field)
+        if recorded is not None:
+            return recorded["v"]
+        result = fn()
+        try:
+            json.dumps(result)
+        except (TypeError, ValueError) as exc:
+            raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
+        self._rt.store.record(self.run_id, self._epoch, field, {"v": result})
+        self.log.info("step recorded", step=key)
+        return result
+
+    def say(self, text: str) -> None:
+        """Post progress to the run's conversation, once: a replay posts nothing."""
+        self._says += 1
+        self.once(f"say:{self._says}", lambda: self._host.say(self._record, text))
+
+    def once(self, name: str, effect: Callable[[], Any]) -> None:
+        """Perform a host side effect at most once per run (at least once across a crash mid-call)."""
+        field = f"fx:{name}"
+        if self._rt.store.journal_get(self.run_id, field) == "done":
+            return
+        self._rt.store.record(self.run_id, self._epoch, field, "intent")
+        effect()
+        self._rt.store.record(self.run_id, self._epoch, field, "done")
+
+    def ask(self, request: Request, key: str | None = None) -> dict[str, AnswerValue]:
+        """Put `request` to people and return their answers by item id.
+
+        The first time, the run parks until someone answers. On replay the recorded
+        answers are returned. Asking the same `key` again (an unusable answer) opens
+        a new attempt; the fourth attempt fails the run.
+        """
+        self._asks += 1
+        key = key or f"#{self._asks}"
+        n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
+        limit = self._rt.settings.max_asks_per_key
+        if n > limit:
+            raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
+        attempts: list[str] = self._rt.store.journal_get(self.run_id, f"ask:{key}") or []
+        if len(attempts) >= n:
+            interrupt = self._rt.store.interrupt(attempts[n - 1])
+            if interrupt is None:
+                raise AgentError(f"question {key!r} attempt {n} is missing from the store")
+            if interrupt.state is InterruptState.ANSWERED:
+                return answers_to_values(interrupt.request, interrupt.answers)
+            if interrupt.state is InterruptState.EXPIRED:
+                if interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS:
+                    return answers_to_values(interrupt.request, interrupt.answers)
+                raise QuestionExpired(key, interrupt.expires_at)
+            if interrupt.state is InterruptState.CANCELLED:
+                raise StaleEpoch(self.run_id, self._epoch)
+        else:
+            if not request.assignees:
+                request = request.model_copy(update={"assignees": [self.started_by]})
+            attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
+            interrupt = self._rt.store.open_interrupt(
+                self._record, self._epoch, key, attempts, request, list(request.assignees)
+            )
+        return self._solicit(interrupt)
+
+    def _solicit(self, interrupt: InterruptRecord) -> dict[str, AnswerValue]:
+        self._interrupt = interrupt
+        self.log = self.log.bind(interrupt_id=interrupt.id)
+        outcome = self._host.solicit(interrupt.request, self)
+        if not outcome.paused:
+            answers = interrupt.request.validate_answers(outcome.answers)
+            self._rt.store.close_synchronously(interrupt, answers, by=self.started_by, epoch=self._epoch)
+            return answers_to_values(interrupt.request, answers)
+        self._rt.store.park(self.run_id, self._epoch, self._interrupt)
+        self.log.info("paused", key=interrupt.key, attempt=interrupt.attempt, assignees=interrupt.assignees)
+        raise Suspend(self.run_id, interrupt.id)

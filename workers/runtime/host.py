@@ -1,0 +1,73 @@
+"""What the runtime needs from a host beyond asking: telling people how a run goes.
+
+A host is chosen per run by `conversation["host"]` (``slack``, ``terminal``, ...).
+The composition root of each process decides which hosts exist there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from workers.interaction import Interactor, Outcome, Request, RunView
+from workers.logs import Log
+from workers.store.records import InterruptRecord, RunRecord
+
+log = Log("parley.host")
+
+
+class Host(Interactor, Protocol):
+    """An `Interactor` that can also report progress and outcomes in the run's conversation."""
+
+    def say(self, run: RunRecord, text: str) -> None: ...
+
+    def finished(self, run: RunRecord, result: str) -> None: ...
+
+    def failed(self, run: RunRecord, reason: str) -> None: ...
+
+    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None: ...
+
+    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None: ...
+
+
+class LogHost:
+    """A host with no people: logs everything and parks every question.
+
+    Used where a process has no real host for a run (a worker without Slack
+    credentials, say); questions stay answerable through any host that shares Redis.
+    """
+
+    def solicit(self, request: Request, run: RunView) -> Outcome:
+        log.info("question waiting", run_id=run.run_id, interrupt_id=run.interrupt_id, reason=request.reason)
+        return Outcome(paused=True)
+
+    def say(self, run: RunRecord, text: str) -> None:
+        log.info("say", **run.log_context(), text=text)
+
+    def finished(self, run: RunRecord, result: str) -> None:
+        log.info("finished", **run.log_context(), result=result)
+
+    def failed(self, run: RunRecord, reason: str) -> None:
+        log.info("failed", **run.log_context(), reason=reason)
+
+    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        log.info("question closed", **run.log_context(), state=interrupt.state.value)
+
+    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        log.info("reminder", **run.log_context(), assignees=interrupt.assignees)
+
+
+class HostRouter:
+    """Finds the host for a run from its conversation reference."""
+
+    def __init__(self, hosts: dict[str, Host] | None = None, default: Host | None = None) -> None:
+        self._hosts: dict[str, Host] = dict(hosts or {})
+        self._default: Host = default or LogHost()
+
+    def register(self, kind: str, host: Host) -> None:
+        self._hosts[kind] = host
+
+    def for_conversation(self, conversation: dict[str, Any]) -> Host:
+        return self._hosts.get(str(conversation.get("host", "")), self._default)
+
+    def for_run(self, run: RunRecord) -> Host:
+        return self.for_conversation(run.conversation)

@@ -1,0 +1,21 @@
+"""The functions RQ runs. Arguments are ids only; the runtime comes from the process wiring."""
+
+from __future__ import annotations
+
+from workers.runtime import wiring
+from workers.runtime.execute import execute
+from workers.runtime.sweep import schedule_next, sweep
+
+
+def execute_run(run_id: str) -> str:
+    """Execute (or replay) one run; pauses and failures end the job as finished."""
+    return execute(wiring.current(), run_id)
+
+
+def sweep_job() -> dict[str, list[str]]:
+    """Run one sweep and schedule the next one."""
+    runtime = wiring.current()
+    try:
+        return sweep(runtime).__dict__
+    finally:
+        schedule_next(runtime)

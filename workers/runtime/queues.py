@@ -1,0 +1,31 @@
+"""Parley's RQ queue: JSON-serialised, job arguments are ids only."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from redis import Redis
+from rq import Queue
+from rq.exceptions import DuplicateJobError
+from rq.serializers import JSONSerializer
+
+from workers.store import keys
+
+EXECUTE = "workers.runtime.jobs.execute_run"
+SWEEP = "workers.runtime.jobs.sweep_job"
+
+
+def queue(redis: Redis, name: str = keys.QUEUE_NAME) -> Queue:
+    return Queue(name, connection=redis, serializer=JSONSerializer)
+
+
+def enqueue_run(q: Queue, run_id: str, job_id: str, *, delay: float = 0) -> bool:
+    """Enqueue an execution of `run_id` once under `job_id`; False when it already exists."""
+    try:
+        if delay > 0:
+            q.enqueue_in(timedelta(seconds=delay), EXECUTE, run_id, job_id=job_id, unique=True, result_ttl=600)
+        else:
+            q.enqueue(EXECUTE, run_id, job_id=job_id, unique=True, result_ttl=600, failure_ttl=86400)
+    except DuplicateJobError:
+        return False
+    return True

@@ -1,0 +1,136 @@
+"""The periodic sweep: expiries, reminders, lapsed leases, and queued runs without a job.
+
+It runs as an RQ job scheduled on a fixed grid of time slots (`parley-sweep-<slot>`,
+unique), so any number of workers schedule it and exactly one sweep runs per slot.
+Every action it takes is an atomic transition, so a repeated sweep is harmless.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq.job import Job, JobStatus
+
+from workers.logs import Log
+from workers.runtime.queues import SWEEP, enqueue_run
+from workers.runtime.wiring import Runtime
+from workers.store import keys
+from workers.store.records import InterruptState, RunStatus
+from workers.store.runs import resume_job_id
+
+log = Log("parley.sweep")
+_LIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+
+
+@dataclass
+class SweepReport:
+    expired: list[str] = field(default_factory=list)
+    reminded: list[str] = field(default_factory=list)
+    lapsed: list[str] = field(default_factory=list)
+    requeued: list[str] = field(default_factory=list)
+
+
+def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
+    now = time.time() if now is None else now
+    report = SweepReport()
+    _expire(runtime, now, report)
+    _remind(runtime, now, report)
+    _lapsed(runtime, now, report)
+    _requeue(runtime, now, report)
+    if any((report.expired, report.reminded, report.lapsed, report.requeued)):
+        log.info("sweep", **{k: v for k, v in report.__dict__.items() if v})
+    return report
+
+
+def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
+    store = runtime.store
+    for iid in store.due(keys.expiry_index(), now):
+        interrupt = store.interrupt(iid)
+        if interrupt is None or interrupt.state is not InterruptState.OPEN:
+            runtime.redis.zrem(keys.expiry_index(), iid)
+            continue
+        defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
+        if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
+            enqueue_run(runtime.queue, interrupt.run_id, resume_job_id(interrupt.run_id, iid))
+            report.expired.append(iid)
+            closed = store.interrupt(iid)
+            run = store.get(interrupt.run_id)
+            if closed is not None:
+                runtime.hosts.for_run(run).question_closed(run, closed)
+
+
+def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
+    store = runtime.store
+    for iid in store.due(keys.remind_index(), now):
+        if not runtime.redis.zrem(keys.remind_index(), iid):
+            continue  # another sweep took it
+        interrupt = store.interrupt(iid)
+        if interrupt is None or interrupt.state is not InterruptState.OPEN:
+            continue
+        run = store.get(interrupt.run_id)
+        runtime.hosts.for_run(run).remind(run, interrupt)
+        store.add_history(run.id, "reminded", "parley", interrupt_id=iid)
+        report.reminded.append(iid)
+
+
+def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
+    store = runtime.store
+    for run_id in store.due(keys.leases_index(), now):
+        run = store.find(run_id)
+        if run is None or run.status is not RunStatus.RUNNING or run.lease_until > now:
+            continue
+        failures = run.failures + 1
+        reason = f"worker lost while running (attempt {failures})"
+        if failures > runtime.settings.max_retries:
+            ok, _, _ = store.transition(
+                run_id, [RunStatus.RUNNING], RunStatus.FAILED, epoch=run.epoch, lease="clear",
+                bump_epoch=True, failures=1, error=reason,
+            )
+            if ok:
+                store.add_history(run_id, "failed", "parley", error=reason)
+                runtime.hosts.for_run(run).failed(run, reason)
+        else:
+            job_id = f"lapse-{run_id}-{run.epoch}"
+            ok, _, _ = store.transition(
+                run_id, [RunStatus.RUNNING], RunStatus.QUEUED, epoch=run.epoch, lease="clear",
+                bump_epoch=True, failures=1, error=reason, job=job_id,
+            )
+            if ok:
+                store.add_history(run_id, "lease lapsed", "parley", epoch=run.epoch, failures=failures)
+                enqueue_run(runtime.queue, run_id, job_id)
+        if ok:
+            report.lapsed.append(run_id)
+
+
+def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
+    """Queued runs whose job is gone (a crash between acceptance and enqueue) get one."""
+    store = runtime.store
+    for run_id in store.due(keys.accepted_index(), now - runtime.settings.requeue_grace):
+        run = store.find(run_id)
+        if run is None or run.status is not RunStatus.QUEUED:
+            runtime.redis.zrem(keys.accepted_index(), run_id)
+            continue
+        job_id = run.job or f"run-{run_id}"
+        try:
+            status = Job.fetch(job_id, connection=runtime.redis, serializer=runtime.queue.serializer).get_status()
+        except NoSuchJobError:
+            status = None
+        if status in _LIVE_JOB:
+            continue
+        if enqueue_run(runtime.queue, run_id, job_id if status is None else f"{job_id}-s{int(now)}"):
+            report.requeued.append(run_id)
+            log.warning("queued run had no job; enqueued", run_id=run_id, job=job_id)
+
+
+def schedule_next(runtime: Runtime, now: float | None = None) -> None:
+    """Schedule the sweep for the next slot of the grid, once however many workers ask."""
+    interval = runtime.settings.sweep_interval
+    slot = int((time.time() if now is None else now) // interval) + 1
+    at = datetime.fromtimestamp(slot * interval, tz=UTC)
+    try:
+        runtime.queue.enqueue_at(at, SWEEP, job_id=f"parley-sweep-{slot}", unique=True, result_ttl=60)
+    except DuplicateJobError:
+        pass

@@ -1,0 +1,75 @@
+"""`Runtime`: the parts a process wires together once, at its entry point.
+
+RQ calls job functions by dotted path with ids only, so the job function finds the
+process's runtime here. `install` is called by the composition root (the `parley`
+CLI, or a test); nothing is created at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redis import Redis
+from rq import Queue
+
+from workers.registry import REGISTRY, AgentRegistry
+from workers.runtime.host import HostRouter
+from workers.runtime.queues import queue
+from workers.store.runs import RunStore
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """Timings of the durable-run machinery, in seconds."""
+
+    lease_ttl: float = 30.0
+    sweep_interval: float = 5.0
+    retry_delays: tuple[float, ...] = (1.0, 5.0, 15.0)
+    max_retries: int = 3
+    max_asks_per_key: int = 3
+    requeue_grace: float = 10.0
+    data_dir: Path = Path(".parley")
+
+
+@dataclass
+class Runtime:
+    redis: Redis
+    store: RunStore
+    queue: Queue
+    hosts: HostRouter
+    registry: AgentRegistry = field(default_factory=lambda: REGISTRY)
+    settings: RuntimeSettings = field(default_factory=RuntimeSettings)
+
+    @classmethod
+    def build(
+        cls,
+        redis: Redis,
+        hosts: HostRouter | None = None,
+        settings: RuntimeSettings | None = None,
+        registry: AgentRegistry | None = None,
+    ) -> Runtime:
+        return cls(
+            redis=redis,
+            store=RunStore(redis),
+            queue=queue(redis),
+            hosts=hosts or HostRouter(),
+            registry=registry or REGISTRY,
+            settings=settings or RuntimeSettings(),
+        )
+
+
+_current: Runtime | None = None
+
+
+def install(runtime: Runtime) -> Runtime:
+    """Make `runtime` the one this process's job functions use."""
+    global _current
+    _current = runtime
+    return runtime
+
+
+def current() -> Runtime:
+    if _current is None:
+        raise RuntimeError("no Parley runtime installed in this process; call workers.runtime.wiring.install()")
+    return _current

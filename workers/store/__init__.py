@@ -1,0 +1,1 @@
+"""Redis storage of runs, their journals and indexes."""

@@ -1,0 +1,65 @@
+"""Every Redis key Parley uses, built in one place from one prefix.
+
+Listing always goes through the sorted-set indexes below; nothing on a request
+path scans the keyspace.
+"""
+
+from __future__ import annotations
+
+PREFIX = "parley:"
+QUEUE_NAME = "parley"
+
+
+def run(run_id: str) -> str:
+    """Hash: the run record (status, epoch, conversation, pending interrupt, ...)."""
+    return f"{PREFIX}run:{run_id}"
+
+
+def journal(run_id: str) -> str:
+    """Hash: recorded results by replay key (`step:<k>`, `ask:<k>`, `say:<n>`)."""
+    return f"{PREFIX}run:{run_id}:journal"
+
+
+def history(run_id: str) -> str:
+    """List: JSON entries of everything that happened to the run, oldest first."""
+    return f"{PREFIX}run:{run_id}:history"
+
+
+def interrupt(interrupt_id: str) -> str:
+    """Hash: one question put to people (request, assignees, state, answers)."""
+    return f"{PREFIX}interrupt:{interrupt_id}"
+
+
+def status_index(status: str) -> str:
+    """Sorted set: run ids in `status`, scored by last update time."""
+    return f"{PREFIX}idx:status:{status}"
+
+
+def waiting_index(user: str) -> str:
+    """Sorted set: interrupt ids waiting on `user`, scored by when they were asked."""
+    return f"{PREFIX}idx:waiting:{user}"
+
+
+def all_runs_index() -> str:
+    """Sorted set: every run id, scored by creation time."""
+    return f"{PREFIX}idx:runs"
+
+
+def leases_index() -> str:
+    """Sorted set: running run ids scored by when their worker's lease lapses."""
+    return f"{PREFIX}idx:leases"
+
+
+def expiry_index() -> str:
+    """Sorted set: open interrupt ids scored by when they expire."""
+    return f"{PREFIX}idx:expiry"
+
+
+def remind_index() -> str:
+    """Sorted set: open interrupt ids scored by when their assignees get a reminder."""
+    return f"{PREFIX}idx:remind"
+
+
+def accepted_index() -> str:
+    """Sorted set: run ids queued by an accepted answer or a retry, awaiting a worker."""
+    return f"{PREFIX}idx:accepted"

@@ -1,0 +1,119 @@
+"""Typed views of what Redis holds about a run and its questions."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workers.interaction import Answer, Request
+
+
+class RunStatus(StrEnum):
+    """Where a run is in its life; see the state machine in the README."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATUSES
+
+
+FINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED})
+LIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED)
+
+
+class InterruptState(StrEnum):
+    """Where one question is: being posted, open for answers, or closed and why."""
+
+    POSTING = "posting"
+    OPEN = "open"
+    ANSWERED = "answered"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class RunRecord(_Record):
+    """The run hash, decoded."""
+
+    id: str
+    agent: str
+    text: str = ""
+    started_by: str
+    conversation: dict[str, Any] = Field(default_factory=dict)
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    epoch: int = 0
+    failures: int = 0
+    interrupt: str = ""
+    result: str = ""
+    error: str = ""
+    lease_until: float = 0.0
+    job: str = ""
+
+    @classmethod
+    def from_hash(cls, data: dict[str, str]) -> RunRecord:
+        fields: dict[str, Any] = dict(data)
+        fields["conversation"] = json.loads(data.get("conversation") or "{}")
+        return cls.model_validate(fields)
+
+    def log_context(self) -> dict[str, Any]:
+        """The correlation fields every log line about this run carries."""
+        ctx: dict[str, Any] = {"run_id": self.id, "agent": self.agent}
+        for name in ("team", "channel"):
+            if name in self.conversation:
+                ctx[name] = self.conversation[name]
+        if self.interrupt:
+            ctx["interrupt_id"] = self.interrupt
+        return ctx
+
+
+class InterruptRecord(_Record):
+    """One question put to people, with its outcome once closed."""
+
+    id: str
+    run_id: str
+    key: str
+    attempt: int
+    request: Request
+    assignees: list[str]
+    asked_at: float
+    expires_at: float | None = None
+    remind_at: float | None = None
+    state: InterruptState
+    answers: list[Answer] = Field(default_factory=list)
+    answered_by: str = ""
+    answered_at: float | None = None
+    closed_by: str = ""
+    message: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
+        fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
+        fields["request"] = Request.model_validate_json(data["request"])
+        fields["assignees"] = json.loads(data.get("assignees") or "[]")
+        fields["answers"] = [Answer.model_validate(a) for a in json.loads(data.get("answers") or "[]")]
+        fields["message"] = json.loads(data.get("message") or "{}")
+        return cls.model_validate(fields)
+
+
+class HistoryEntry(_Record):
+    """One line of a run's history: what happened, when, by whom."""
+
+    at: float
+    event: str
+    by: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict)

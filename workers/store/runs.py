@@ -1,0 +1,300 @@
+"""`RunStore`: reads and atomic transitions of runs and their questions in Redis."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+
+from workers.exceptions import RunNotFound, StaleEpoch
+from workers.interaction import Answer, Request
+from workers.store import keys, scripts
+from workers.store.records import (
+    HistoryEntry,
+    InterruptRecord,
+    InterruptState,
+    RunRecord,
+    RunStatus,
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a close (answer, expire, cancel) was refused; nothing was written."""
+
+    reason: str  # unknown | answered | cancelled | expired | not_open | not_allowed | not_due
+    detail: tuple[str, ...] = ()
+
+
+def resume_job_id(run_id: str, interrupt_id: str) -> str:
+    """The one RQ job id that resumes `run_id` after `interrupt_id` closes."""
+    return f"resume-{run_id}-{interrupt_id}"
+
+
+def new_id(prefix: str) -> str:
+    """An unguessable id; it carries no authority, the server checks every action."""
+    return f"{prefix}{secrets.token_urlsafe(12)}"
+
+
+class RunStore:
+    """All of a run's state lives behind this class; the Redis connection is passed in."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._transition = redis.register_script(scripts.TRANSITION)
+        self._journal = redis.register_script(scripts.JOURNAL)
+        self._open = redis.register_script(scripts.OPEN_INTERRUPT)
+        self._park = redis.register_script(scripts.PARK)
+        self._close = redis.register_script(scripts.CLOSE)
+
+    # ---- creation and reads -------------------------------------------------
+    def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:
+        now = time.time()
+        run_id = new_id("r")
+        record = {
+            "id": run_id,
+            "agent": agent,
+            "text": text,
+            "started_by": started_by,
+            "conversation": json.dumps(conversation),
+            "status": RunStatus.QUEUED.value,
+            "created_at": now,
+            "updated_at": now,
+            "epoch": 0,
+            "failures": 0,
+            "job": f"run-{run_id}",
+        }
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(keys.run(run_id), mapping=record)
+        pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})
+        pipe.zadd(keys.all_runs_index(), {run_id: now})
+        pipe.zadd(keys.accepted_index(), {run_id: now})
+        pipe.rpush(keys.history(run_id), _entry("started", started_by, agent=agent, text=text))
+        pipe.execute()
+        return self.get(run_id)
+
+    def get(self, run_id: str) -> RunRecord:
+        data = self.redis.hgetall(keys.run(run_id))
+        if not data:
+            raise RunNotFound(run_id)
+        return RunRecord.from_hash(_decode(data))
+
+    def find(self, run_id: str) -> RunRecord | None:
+        try:
+            return self.get(run_id)
+        except RunNotFound:
+            return None
+
+    def interrupt(self, interrupt_id: str) -> InterruptRecord | None:
+        data = self.redis.hgetall(keys.interrupt(interrupt_id))
+        return InterruptRecord.from_hash(_decode(data)) if data else None
+
+    def journal_get(self, run_id: str, field: str) -> Any:
+        raw = self.redis.hget(keys.journal(run_id), field)
+        return None if raw is None else json.loads(raw)
+
+    def history(self, run_id: str) -> list[HistoryEntry]:
+        return [HistoryEntry.model_validate_json(x) for x in self.redis.lrange(keys.history(run_id), 0, -1)]
+
+    def add_history(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:
+        self.redis.rpush(keys.history(run_id), _entry(event, by, **detail))
+
+    # ---- worker-side transitions (fenced by epoch) --------------------------
+    def transition(
+        self,
+        run_id: str,
+        allowed: Iterable[RunStatus],
+        new: RunStatus,
+        *,
+        epoch: int | None = None,
+        lease: str = "keep",
+        bump_epoch: bool = False,
+        failures: int = 0,
+        **fields: Any,
+    ) -> tuple[bool, str, str]:
+        """Move `run_id` to `new` if it is in `allowed`; returns (done, epoch or reason, old status)."""
+        argv: list[Any] = [
+            run_id,
+            keys.status_index(""),
+            " ".join(s.value for s in allowed),
+            "" if epoch is None else str(epoch),
+            new.value,
+            repr(time.time()),
+            lease,
+            "1" if bump_epoch else "0",
+            str(failures),
+        ]
+        for name, value in fields.items():
+            argv += [name, value if isinstance(value, str) else json.dumps(value)]
+        done, second, old = self._transition(
+            keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index()], args=argv
+        )
+        return bool(done), _s(second), _s(old)
+
+    def record(self, run_id: str, epoch: int, field: str, value: Any, *, only_if_absent: bool = False) -> bool:
+        """Journal `value` under `field`; raises `StaleEpoch` when this worker lost the run."""
+        res = self._journal(
+            keys=[keys.run(run_id), keys.journal(run_id)],
+            args=[str(epoch), field, json.dumps(value), "1" if only_if_absent else "0"],
+        )
+        if res == -1:
+            raise StaleEpoch(run_id, epoch)
+        return bool(res)
+
+    def open_interrupt(
+        self, run: RunRecord, epoch: int, key: str, attempts: list[str], request: Request, assignees: list[str]
+    ) -> InterruptRecord:
+        """Record the intent to ask (attempt `len(attempts)` of `key`) before anything is posted."""
+        iid = attempts[-1]
+        now = time.time()
+        expires = now + request.expires_in if request.expires_in else None
+        fields: dict[str, Any] = {
+            "id": iid,
+            "run_id": run.id,
+            "key": key,
+            "attempt": len(attempts),
+            "request": request.model_dump_json(),
+            "assignees": json.dumps(assignees),
+            "asked_at": repr(now),
+            "expires_at": repr(expires) if expires else "",
+            "remind_at": repr(now + request.expires_in / 2) if request.expires_in else "",
+            "state": InterruptState.POSTING.value,
+        }
+        argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
+        for name, value in fields.items():
+            argv += [name, value]
+        if self._open(keys=[keys.run(run.id), keys.journal(run.id), keys.interrupt(iid)], args=argv) == -1:
+            raise StaleEpoch(run.id, epoch)
+        found = self.interrupt(iid)
+        assert found is not None
+        return found
+
+    def set_message(self, interrupt_id: str, message: dict[str, Any]) -> None:
+        """Remember where a host posted the question, so it is never posted twice."""
+        self.redis.hset(keys.interrupt(interrupt_id), "message", json.dumps(message))
+
+    def park(self, run_id: str, epoch: int, interrupt: InterruptRecord) -> None:
+        res = self._park(
+            keys=[
+                keys.run(run_id),
+                keys.interrupt(interrupt.id),
+                keys.leases_index(),
+                keys.expiry_index(),
+                keys.remind_index(),
+            ],
+            args=[
+                run_id,
+                keys.status_index(""),
+                str(epoch),
+                repr(time.time()),
+                interrupt.id,
+                keys.waiting_index(""),
+                json.dumps(interrupt.message),
+            ],
+        )
+        if res != 1:
+            raise StaleEpoch(run_id, epoch)
+
+    # ---- closing a question: answer, expiry, cancel -------------------------
+    def close(
+        self,
+        interrupt: InterruptRecord,
+        mode: str,
+        actor: str,
+        answers: list[Answer] | None = None,
+        token: str = "",
+        now: float | None = None,
+    ) -> Refusal | None:
+        """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing."""
+        now = time.time() if now is None else now
+        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
+        entry = _entry(
+            {"answer": "answered", "expire": "expired", "cancel": "cancelled"}[mode],
+            actor,
+            interrupt_id=interrupt.id,
+            key=interrupt.key,
+            attempt=interrupt.attempt,
+            answers=json.loads(answers_json),
+        )
+        res = self._close(
+            keys=[
+                keys.run(interrupt.run_id),
+                keys.interrupt(interrupt.id),
+                keys.expiry_index(),
+                keys.remind_index(),
+                keys.accepted_index(),
+                keys.leases_index(),
+                keys.history(interrupt.run_id),
+            ],
+            args=[
+                interrupt.run_id,
+                keys.status_index(""),
+                keys.waiting_index(""),
+                interrupt.id,
+                repr(now),
+                mode,
+                actor,
+                answers_json,
+                token,
+                entry,
+                resume_job_id(interrupt.run_id, interrupt.id),
+            ],
+        )
+        if res[0] == 1:
+            return None
+        return Refusal(_s(res[1]), tuple(_s(x) for x in res[2:]))
+
+    def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
+        """Record answers a synchronous host (the terminal) collected in-process."""
+        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers])
+        self.record(interrupt.run_id, epoch, f"answered:{interrupt.id}", by)
+        now = time.time()
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(
+            keys.interrupt(interrupt.id),
+            mapping={"state": "answered", "answers": answers_json, "answered_by": by, "answered_at": repr(now)},
+        )
+        pipe.rpush(
+            keys.history(interrupt.run_id),
+            _entry("answered", by, interrupt_id=interrupt.id, key=interrupt.key, attempt=interrupt.attempt,
+                   answers=json.loads(answers_json)),
+        )
+        pipe.execute()
+
+    # ---- indexes --------------------------------------------------------------
+    def list_ids(self, status: RunStatus | None, *, offset: int = 0, limit: int = 20) -> list[str]:
+        """Run ids newest first, one page of an index; never a keyspace scan."""
+        index = keys.all_runs_index() if status is None else keys.status_index(status)
+        return [_s(x) for x in self.redis.zrevrange(index, offset, offset + limit - 1)]
+
+    def count(self, status: RunStatus) -> int:
+        return int(self.redis.zcard(keys.status_index(status)))
+
+    def counts(self) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        for s in RunStatus:
+            pipe.zcard(keys.status_index(s))
+        return {s.value: int(n) for s, n in zip(RunStatus, pipe.execute(), strict=True)}
+
+    def waiting_on(self, user: str, *, limit: int = 20) -> list[str]:
+        return [_s(x) for x in self.redis.zrange(keys.waiting_index(user), 0, limit - 1)]
+
+    def due(self, index_key: str, now: float, limit: int = 100) -> list[str]:
+        return [_s(x) for x in self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit)]
+
+
+def _entry(event: str, by: str, **detail: Any) -> str:
+    return HistoryEntry(at=time.time(), event=event, by=by, detail=detail).model_dump_json()
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _decode(data: dict[Any, Any]) -> dict[str, str]:
+    return {_s(k): _s(v) for k, v in data.items()}

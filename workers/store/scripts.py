@@ -1,0 +1,148 @@
+"""Lua scripts: each run transition is one atomic step on the Redis server.
+
+Why Lua rather than WATCH/MULTI: a transition reads several fields, checks them and
+writes many keys; a script does that in one round trip with no retry loop, which
+keeps the Slack ack path short. Every script is idempotent: redis-py may re-send a
+command after a dropped connection, and a repeated call must not change the outcome.
+
+Key names arrive in KEYS or, for per-status and per-user indexes, as prefixes built
+by `workers.store.keys` and passed in ARGV.
+"""
+
+from __future__ import annotations
+
+# Shared helpers, prepended to every script.
+_LIB = """
+local function set_status(run_key, run_id, idx_prefix, new, now)
+  local old = redis.call('HGET', run_key, 'status')
+  if old and old ~= new then redis.call('ZREM', idx_prefix .. old, run_id) end
+  redis.call('HSET', run_key, 'status', new, 'updated_at', now)
+  redis.call('ZADD', idx_prefix .. new, now, run_id)
+end
+local function list_has(json_list, value)
+  for _, v in ipairs(cjson.decode(json_list)) do if v == value then return true end end
+  return false
+end
+"""
+
+# Move a run between statuses when it is in one of the allowed ones (and, for a
+# worker's write, when its epoch still matches).
+# KEYS: run, leases, accepted   ARGV: run_id, idx_prefix, allowed (space separated),
+# epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch ('0'|'1'),
+# failures delta, then field/value pairs.
+TRANSITION = _LIB + """
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return {0, 'missing', ''} end
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if ARGV[4] ~= '' and epoch ~= ARGV[4] then return {0, 'stale', st} end
+local ok = false
+for s in string.gmatch(ARGV[3], '%S+') do if s == st then ok = true end end
+if not ok then return {0, 'status', st} end
+set_status(KEYS[1], ARGV[1], ARGV[2], ARGV[5], ARGV[6])
+if ARGV[8] == '1' then epoch = tostring(redis.call('HINCRBY', KEYS[1], 'epoch', 1)) end
+if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[1], 'failures', tonumber(ARGV[9])) end
+if ARGV[7] == 'clear' then
+  redis.call('ZREM', KEYS[2], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', 0)
+elseif ARGV[7] ~= 'keep' then
+  redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', ARGV[7])
+end
+if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
+for i = 10, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return {1, epoch, st}
+"""
+
+# A worker's journal write, fenced by its epoch: a stale worker cannot record.
+# KEYS: run, journal   ARGV: epoch, field, value, only_if_absent ('1'|'0')
+JOURNAL = """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+  return -1
+end
+if ARGV[4] == '1' then return redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+
+# Record the intent to ask: the interrupt exists (state 'posting') before anything is
+# posted, so a worker that dies mid-post re-uses the same interrupt on replay.
+# KEYS: run, journal, interrupt   ARGV: epoch, journal field, attempts json, iid, then
+# interrupt field/value pairs.
+OPEN_INTERRUPT = """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+  return -1
+end
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[1], 'interrupt', ARGV[4])
+return 1
+"""
+
+# Park a running run on its open question and free the worker.
+# KEYS: run, interrupt, leases, expiry, remind   ARGV: run_id, idx_prefix, epoch, now,
+# iid, waiting_prefix, message json
+PARK = _LIB + """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[3] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+  return -1
+end
+if redis.call('HGET', KEYS[1], 'interrupt') ~= ARGV[5] then return -2 end
+set_status(KEYS[1], ARGV[1], ARGV[2], 'paused', ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', 0)
+redis.call('HSET', KEYS[2], 'state', 'open', 'message', ARGV[7])
+local exp = redis.call('HGET', KEYS[2], 'expires_at')
+if exp and exp ~= '' then redis.call('ZADD', KEYS[4], exp, ARGV[5]) end
+local rem = redis.call('HGET', KEYS[2], 'remind_at')
+if rem and rem ~= '' then redis.call('ZADD', KEYS[5], rem, ARGV[5]) end
+local asked = redis.call('HGET', KEYS[2], 'asked_at')
+for _, u in ipairs(cjson.decode(redis.call('HGET', KEYS[2], 'assignees'))) do
+  redis.call('ZADD', ARGV[6] .. u, asked, ARGV[5])
+end
+return 1
+"""
+
+# Close an open question and queue its run: an accepted answer, an expiry, or a
+# cancel. Returns {1} or {0, reason, detail...}; a refusal writes nothing.
+# KEYS: run, interrupt, expiry, remind, accepted, leases, history
+# ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
+#       actor, answers json, token, history json, job id of the resume
+CLOSE = _LIB + """
+local h = redis.call('HGETALL', KEYS[2])
+if #h == 0 then return {0, 'unknown'} end
+local q = {}
+for i = 1, #h, 2 do q[h[i]] = h[i + 1] end
+if q.state == 'answered' then
+  if ARGV[6] == 'answer' and q.accept_token == ARGV[9] then return {1} end
+  return {0, 'answered', q.answered_by or '', q.answered_at or ''}
+end
+if q.state == 'cancelled' then return {0, 'cancelled', q.closed_by or ''} end
+if q.state == 'expired' then return {0, 'expired', q.expires_at or ''} end
+local st = redis.call('HGET', KEYS[1], 'status')
+if q.state ~= 'open' or st ~= 'paused' or redis.call('HGET', KEYS[1], 'interrupt') ~= ARGV[4] then
+  return {0, 'not_open', st or ''}
+end
+local now = tonumber(ARGV[5])
+local expired = q.expires_at and q.expires_at ~= '' and now >= tonumber(q.expires_at)
+if ARGV[6] == 'answer' then
+  if expired then return {0, 'expired', q.expires_at} end
+  if not list_has(q.assignees, ARGV[7]) then return {0, 'not_allowed', q.assignees} end
+  redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
+    'answered_at', ARGV[5], 'accept_token', ARGV[9])
+elseif ARGV[6] == 'expire' then
+  if not expired then return {0, 'not_due', q.expires_at or ''} end
+  redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
+else
+  redis.call('HSET', KEYS[2], 'state', 'cancelled', 'closed_by', ARGV[7])
+end
+redis.call('ZREM', KEYS[3], ARGV[4]); redis.call('ZREM', KEYS[4], ARGV[4])
+for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u, ARGV[4]) end
+if ARGV[6] == 'cancel' then
+  set_status(KEYS[1], ARGV[1], ARGV[2], 'cancelled', ARGV[5])
+  redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+else
+  set_status(KEYS[1], ARGV[1], ARGV[2], 'queued', ARGV[5])
+  redis.call('HSET', KEYS[1], 'job', ARGV[11])
+  redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
+end
+redis.call('RPUSH', KEYS[7], ARGV[10])
+return {1}
+"""
