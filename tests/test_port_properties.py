@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from workers.interaction import Answer, AnswerError, Item, ItemType, Option, Request, answers_to_values
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 ANSWERS = TypeAdapter(list[Answer])
 
 item_ids = st.from_regex(r"[A-Za-z0-9_-]{1,16}", fullmatch=True)
@@ -33,12 +33,14 @@ def valid_value(draw, item: Item, *, non_empty: bool = True):
     """A value `item` accepts; never empty when `non_empty`, so it counts as an answer."""
     if item.type is ItemType.SELECT:
         return draw(st.sampled_from(item.option_values()))
+    if not non_empty:
+        return [] if item.type is ItemType.MULTI_SELECT else draw(st.sampled_from(["", " ", "\n\t"]))
     if item.type is ItemType.MULTI_SELECT:
         values = item.option_values()
-        return draw(st.lists(st.sampled_from(values), min_size=int(non_empty), max_size=len(values), unique=True))
+        return draw(st.lists(st.sampled_from(values), min_size=1, max_size=len(values), unique=True))
     if item.type is ItemType.FREE_TEXT:
-        return draw(non_blank.map(lambda s: s[: item.text_limit]) if non_empty else st.just(""))
-    return draw(iso_dates if non_empty else st.just(""))
+        return draw(non_blank.map(lambda s: s[: item.text_limit]).filter(lambda s: s.strip() != ""))
+    return draw(iso_dates)
 
 
 @st.composite

@@ -10,7 +10,11 @@ SEVERITY = Item(
     id="sev",
     text="How bad is it?",
     type="select",
-    options=[Option(value="low", label="Low"), Option(value="medium", label="Medium"), Option(value="high", label="High")],
+    options=[
+        Option(value="low", label="Low"),
+        Option(value="medium", label="Medium"),
+        Option(value="high", label="High"),
+    ],
 )
 NUMBERED = "1. Low, 2. Medium, 3. High"
 TEN = Item(id="n", text="Pick", type="select", options=[f"Option {c}" for c in "ABCDEFGHIJ"])
@@ -163,7 +167,9 @@ def test_ambiguous_prefix_lists_the_options_numbered():
 
 
 def test_ambiguous_exact_match_asks_for_the_number():
-    item = Item(id="q", text="Pick", type="select", options=[{"value": "a", "label": "B"}, {"value": "b", "label": "C"}])
+    item = Item(
+        id="q", text="Pick", type="select", options=[{"value": "a", "label": "B"}, {"value": "b", "label": "C"}]
+    )
     with pytest.raises(ChoiceError, match="matches more than one option") as caught:
         resolve_choice(item, "b")
     assert "1. B, 2. C" in str(caught.value)

@@ -252,7 +252,8 @@ def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The a
         raise ToolArgumentError(problems) from None
 
 
-_PLAIN = re.compile(r"[^\s\"(\[][^\x00-\x1f,\[\]]*")
+# Bare text may not start like a quote, "(skipped)" or a list, nor hold separators used on the line.
+_PLAIN = re.compile(r"[^\s\"(\[][^\x00-\x1f,;\"\[\]]*")
 
 
 def _show(value: str) -> str:
