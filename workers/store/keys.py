@@ -63,3 +63,13 @@ def remind_index() -> str:
 def accepted_index() -> str:
     """Sorted set: run ids queued by an accepted answer or a retry, awaiting a worker."""
     return f"{PREFIX}idx:accepted"
+
+
+def thread(team: str, channel: str, thread_ts: str) -> str:
+    """String: the run whose conversation is this thread (for answers typed as replies)."""
+    return f"{PREFIX}thread:{team}:{channel}:{thread_ts}"
+
+
+def seen_event(event_id: str) -> str:
+    """String with a TTL: an event delivery already handled (Slack retries deliveries)."""
+    return f"{PREFIX}seen:{event_id}"

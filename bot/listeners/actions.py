@@ -1,0 +1,144 @@
+"""Button clicks: Submit, one-click choices, "Answer in a form", and the admins' run controls."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+
+from bot.deps import BotDeps
+from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome
+from bot.listeners.home import publish_home
+from bot.slack import blocks
+from bot.slack.state import StateError, parse_block_id, parse_state_values
+from workers.exceptions import AdminError, ParleyError
+from workers.interaction import Answer
+from workers.logs import Log
+from workers.runtime import admin
+
+log = Log("parley.actions")
+
+
+def _clicked(body: dict[str, Any]) -> dict[str, Any]:
+    return (body.get("actions") or [{}])[0]
+
+
+def _token(body: dict[str, Any], action: dict[str, Any]) -> str:
+    """The same click delivered twice carries the same token, so acceptance stays idempotent."""
+    return f"{body.get('user', {}).get('id')}:{action.get('action_ts', '')}"
+
+
+def _channel(body: dict[str, Any]) -> str | None:
+    return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+
+
+def register(app: App, deps: BotDeps) -> None:
+    store = deps.runtime.store
+
+    def submit_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+        action = _clicked(body)
+        iid, user = str(action.get("value", "")), body["user"]["id"]
+        team = (body.get("team") or {}).get("id")
+        interrupt = store.interrupt(iid) if iid else None
+        if interrupt is None:
+            context[OUTCOME] = {"ok": False, "iid": iid, "user": user, "reason": "unknown", "detail": {}}
+            ack()
+            return
+        try:
+            answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
+        except StateError as exc:
+            context[OUTCOME] = {"ok": False, "iid": iid, "user": user, "reason": "invalid",
+                                "detail": {"errors": {"form": str(exc)}}}
+            ack()
+            return
+        context[OUTCOME] = accept_from_slack(deps, iid, user, team, answers, _token(body, action))
+        ack()
+
+    def choose_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+        action = _clicked(body)
+        ref = parse_block_id(str(action.get("block_id", "")))
+        user, team = body["user"]["id"], (body.get("team") or {}).get("id")
+        interrupt = store.interrupt(ref.iid) if ref else None
+        if ref is None or interrupt is None:
+            context[OUTCOME] = {"ok": False, "iid": "", "user": user, "reason": "unknown", "detail": {}}
+            ack()
+            return
+        item = interrupt.request.items[0]
+        answers = [Answer(id=item.id, choice=str(action.get("value", "")))]
+        context[OUTCOME] = accept_from_slack(deps, ref.iid, user, team, answers, _token(body, action))
+        ack()
+
+    def report(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:
+        outcome = context.get(OUTCOME)
+        if outcome and not outcome["ok"]:
+            channel = _channel(body)
+            thread_ts = (body.get("container") or {}).get("thread_ts")
+            if channel:
+                client.chat_postEphemeral(channel=channel, user=outcome["user"], thread_ts=thread_ts,
+                                          text=refusal_text(outcome))
+            return
+        report_outcome(deps, client, outcome, _channel(body))
+
+    app.action(blocks.SUBMIT_ACTION_ID)(ack=submit_ack, lazy=[report])
+    app.action(re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$"))(ack=choose_ack, lazy=[report])
+
+    @app.action(blocks.OPEN_FORM_ACTION_ID)
+    def open_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        """Open the form straight from the click: a `trigger_id` lives three seconds."""
+        ack()
+        iid = str(_clicked(body).get("value", ""))
+        interrupt = store.interrupt(iid)
+        if interrupt is None:
+            return
+        client.views_open(trigger_id=body["trigger_id"], view=blocks.modal_view(interrupt.request, iid))
+
+    def admin_ack(ack: Ack) -> None:
+        ack()
+
+    def admin_do(body: dict[str, Any], client: WebClient) -> None:
+        """Admin buttons (Home tab and failed-run messages); checked against PARLEY_ADMINS here."""
+        action = _clicked(body)
+        user, run_id = body["user"]["id"], str(action.get("value", ""))
+        action_id = action.get("action_id", "")
+        in_home = (body.get("container") or {}).get("type") == "view"
+        if not deps.is_admin(user):
+            log.warning("admin action refused", user=user, run_id=run_id, action=action_id)
+            _tell(client, body, user, "Only Parley admins can do that.")
+            return
+        page = 0
+        try:
+            if action_id == blocks.ADMIN_CANCEL_ACTION_ID:
+                admin.cancel(deps.runtime, run_id, by=user)
+            elif action_id == blocks.ADMIN_RETRY_ACTION_ID:
+                admin.retry(deps.runtime, run_id, by=user)
+            elif action_id == blocks.ADMIN_REMIND_ACTION_ID:
+                admin.remind(deps.runtime, run_id, by=user)
+            elif action_id == blocks.ADMIN_PAGE_ACTION_ID:
+                page = max(int(run_id or 0), 0)
+            if action_id != blocks.ADMIN_PAGE_ACTION_ID:
+                log.info("admin action", run_id=run_id, user=user, action=action_id)
+                if not in_home:
+                    _tell(client, body, user, f"Done: {action_id.removeprefix('parley_admin_')} run `{run_id}`.")
+        except (AdminError, ParleyError, ValueError) as exc:
+            _tell(client, body, user, f":warning: {exc}")
+        if in_home:
+            publish_home(deps, client, user, page=page)
+
+    for action_id in (
+        blocks.ADMIN_CANCEL_ACTION_ID,
+        blocks.ADMIN_RETRY_ACTION_ID,
+        blocks.ADMIN_REMIND_ACTION_ID,
+        blocks.ADMIN_PAGE_ACTION_ID,
+    ):
+        app.action(action_id)(ack=admin_ack, lazy=[admin_do])
+
+
+def _tell(client: WebClient, body: dict[str, Any], user: str, text: str) -> None:
+    channel = _channel(body)
+    if channel:
+        client.chat_postEphemeral(channel=channel, user=user, text=text,
+                                  thread_ts=(body.get("container") or {}).get("thread_ts"))
+    else:
+        client.chat_postMessage(channel=user, text=text)

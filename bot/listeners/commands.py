@@ -1,0 +1,90 @@
+"""`/parley`: start a run, list the agents, or (admins) list paused runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+
+from bot.deps import BotDeps
+from bot.slack import blocks
+from bot.slack.mrkdwn import escape
+from workers.logs import Log
+from workers.runtime import admin
+from workers.runtime.queues import enqueue_run
+from workers.store import keys
+from workers.store.records import RunStatus
+
+log = Log("parley.commands")
+MAX_TEXT = 3000
+
+
+def help_text(deps: BotDeps, problem: str | None = None) -> str:
+    lines = [f":warning: {problem}", ""] if problem else []
+    lines.append("*Parley agents* (start one with `/parley AGENT text`):")
+    for spec in deps.runtime.registry.all():
+        lines.append(f"• *{escape(spec.name)}*: {escape(spec.description)}")
+    lines.append("Admins: `/parley runs` lists paused runs.")
+    return "\n".join(lines)
+
+
+def register(app: App, deps: BotDeps) -> None:
+    def parley_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+        text = (body.get("text") or "").strip()
+        user, channel, team = body["user_id"], body["channel_id"], body.get("team_id", "")
+        name, _, rest = text.partition(" ")
+        if name in ("", "help"):
+            ack(response_type="ephemeral", text=help_text(deps))
+            return
+        if name == "runs":
+            if not deps.is_admin(user):
+                ack(response_type="ephemeral", text="Only Parley admins can list runs.")
+                return
+            page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20)
+            runs = [_run_summary(r) for r in page.runs]
+            ack(response_type="ephemeral", text="Paused runs",
+                blocks=blocks.runs_list_blocks(runs, deps.runtime.store.counts()))
+            return
+        if name not in deps.runtime.registry.names():
+            ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
+            return
+        if len(rest) > MAX_TEXT:
+            ack(response_type="ephemeral", text=f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}.")
+            return
+        run = deps.runtime.store.create(name, rest.strip(), user, {"host": "slack", "team": team, "channel": channel})
+        context["parley_run"] = run.id
+        log.info("run created", run_id=run.id, team=team, channel=channel, user=user, agent=name)
+        ack()
+
+    def parley_start(context: BoltContext, client: WebClient) -> None:
+        """After the ack: post the root message (the run's thread), then enqueue the run."""
+        run_id = context.get("parley_run")
+        if not run_id:
+            return
+        run = deps.runtime.store.get(run_id)
+        try:
+            deps.slack.start_thread(run)
+        except Exception:
+            log.error("could not post the root message; the worker will", exc=True, **run.log_context())
+        enqueue_run(deps.runtime.queue, run_id, run.job or f"run-{run_id}")
+
+    app.command("/parley")(ack=parley_ack, lazy=[parley_start])
+
+
+def _run_summary(r: Any) -> dict[str, Any]:
+    return {
+        "run_id": r.id,
+        "agent": r.agent,
+        "status": r.status.value,
+        "text": r.text,
+        "started_by": r.started_by,
+        "updated_at": r.updated_at,
+        "assignees": [],
+    }
+
+
+def thread_run_id(deps: BotDeps, team: str, channel: str, thread_ts: str) -> str | None:
+    raw = deps.runtime.redis.get(keys.thread(team, channel, thread_ts))
+    return raw.decode() if isinstance(raw, bytes) else raw
+

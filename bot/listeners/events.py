@@ -1,0 +1,89 @@
+"""Events: the App Home opening, and thread replies that answer a pending one-choice question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+
+from bot.deps import BotDeps
+from bot.listeners.answers import OUTCOME, accept_from_slack, report_outcome
+from bot.listeners.home import publish_home
+from bot.slack.mrkdwn import escape
+from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
+from workers.logs import Log
+from workers.store import keys
+from workers.store.records import RunStatus
+
+log = Log("parley.events")
+SEEN_TTL = 3600
+
+
+def _first_delivery(deps: BotDeps, body: dict[str, Any]) -> bool:
+    """Slack redelivers an event it thinks was not acked; handle each `event_id` once."""
+    event_id = body.get("event_id")
+    if not event_id:
+        return True
+    return bool(deps.runtime.redis.set(keys.seen_event(str(event_id)), 1, nx=True, ex=SEEN_TTL))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    store = deps.runtime.store
+
+    def home_ack(ack: Ack) -> None:
+        ack()
+
+    def home_publish(event: dict[str, Any], client: WebClient) -> None:
+        if event.get("tab", "home") == "home":
+            publish_home(deps, client, event["user"])
+
+    app.event("app_home_opened")(ack=home_ack, lazy=[home_publish])
+
+    def reply_ack(ack: Ack, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
+        """A threaded reply ("2", "the second one", "HBO") to a pending single-select question."""
+        if event.get("subtype") or event.get("bot_id") or not event.get("thread_ts") or not event.get("user"):
+            ack()
+            return
+        team = body.get("team_id") or event.get("team") or ""
+        raw = deps.runtime.redis.get(keys.thread(team, event["channel"], event["thread_ts"]))
+        run = store.find(raw.decode()) if raw else None
+        if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
+            ack()
+            return
+        interrupt = store.interrupt(run.interrupt)
+        items = interrupt.request.items if interrupt else []
+        if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
+            ack()
+            return
+        user = event["user"]
+        try:
+            value = resolve_choice(items[0], event.get("text") or "")
+        except ChoiceError as exc:
+            context[OUTCOME] = {"ok": False, "iid": interrupt.id, "user": user, "reason": "ambiguous",
+                                "detail": {"message": str(exc)}}
+            ack()
+            return
+        answers = [Answer(id=items[0].id, choice=value)]
+        context[OUTCOME] = accept_from_slack(deps, interrupt.id, user, team, answers, f"{user}:{event.get('ts')}")
+        ack()
+
+    def reply_done(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:
+        outcome = context.get(OUTCOME)
+        if not outcome:
+            return
+        event = body.get("event") or {}
+        if outcome.get("reason") == "ambiguous":
+            client.chat_postEphemeral(channel=event["channel"], user=outcome["user"],
+                                      thread_ts=event.get("thread_ts"),
+                                      text=f"I couldn't tell which option you meant: {escape(outcome['detail']['message'])}")
+            return
+        if outcome["ok"]:
+            report_outcome(deps, client, outcome, event.get("channel"))
+            return
+        from bot.listeners.answers import refusal_text
+
+        client.chat_postEphemeral(channel=event["channel"], user=outcome["user"], thread_ts=event.get("thread_ts"),
+                                  text=refusal_text(outcome))
+
+    app.event("message")(ack=reply_ack, lazy=[reply_done])

@@ -1,0 +1,62 @@
+"""The "Answer in a form" modal: its submission shows per-field errors inline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+
+from bot.deps import BotDeps
+from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome
+from bot.slack import blocks
+from bot.slack.state import StateError, parse_state_values
+
+
+def register(app: App, deps: BotDeps) -> None:
+    store = deps.runtime.store
+
+    def form_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+        view = body.get("view") or {}
+        iid = str(view.get("private_metadata", ""))
+        user, team = body["user"]["id"], (body.get("team") or {}).get("id")
+        interrupt = store.interrupt(iid) if iid else None
+        first_block = next((b.get("block_id") for b in view.get("blocks", []) if b.get("type") == "input"), None)
+        if interrupt is None:
+            ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
+            return
+        try:
+            answers = parse_state_values(interrupt.request, iid, (view.get("state") or {}).get("values") or {},
+                                         prefix="f")
+        except StateError as exc:
+            ack(response_action="errors", errors={first_block or "form": str(exc)[:150]})
+            return
+        outcome = accept_from_slack(deps, iid, user, team, answers, f"{user}:{view.get('id')}:{view.get('hash')}")
+        if outcome["ok"]:
+            context[OUTCOME] = outcome
+            ack()
+            return
+        if outcome["reason"] == "invalid":
+            errors = outcome["detail"].get("errors", {})
+            ids = {i.id for i in interrupt.request.items}
+            field_errors = {f"f|{iid}|{k}": v for k, v in errors.items() if k in ids}
+            if field_errors:
+                ack(response_action="errors", errors=field_errors)
+                return
+        text = refusal_text(outcome)
+        ack(response_action="update", view=_notice_view(text))
+
+    def form_done(context: BoltContext, client: WebClient) -> None:
+        report_outcome(deps, client, context.get(OUTCOME), None)
+
+    app.view(blocks.FORM_CALLBACK_ID)(ack=form_ack, lazy=[form_done])
+
+
+def _notice_view(text: str) -> dict[str, Any]:
+    from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
+    from slack_sdk.models.views import View
+
+    return View(
+        type="modal", title="Answer", close="Close",
+        blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))],
+    ).to_dict()

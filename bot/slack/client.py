@@ -1,0 +1,22 @@
+"""The Slack Web API client every Parley process uses: one base URL, retries on 429s and drops."""
+
+from __future__ import annotations
+
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+RATE_LIMIT_RETRIES = 5
+CONNECTION_RETRIES = 2
+
+
+def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> WebClient:
+    """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out `Retry-After` on 429."""
+    return WebClient(
+        token=token,
+        base_url=base_url,
+        timeout=timeout,
+        retry_handlers=[
+            ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
+            RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+        ],
+    )

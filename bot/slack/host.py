@@ -1,0 +1,128 @@
+"""`SlackHost`: the runtime's host for runs that talk in a Slack thread.
+
+It posts the run's root message, its questions, progress and outcome, and locks
+question messages when they close. Questions are posted once: the interrupt is
+recorded before posting and the posted `ts` right after, and a replay finds it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
+
+from bot.slack import blocks
+from bot.slack.limits import BlockLimitError
+from bot.slack.mrkdwn import escape, user_ref
+from workers.exceptions import AgentError
+from workers.interaction import Outcome, Request, RunView
+from workers.logs import Log
+from workers.store import keys
+from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.runs import RunStore
+
+log = Log("parley.slack")
+
+
+class SlackHost:
+    """Talks in the run's thread through the Web API; needs `chat:write`."""
+
+    def __init__(self, client: WebClient, store: RunStore) -> None:
+        self.client = client
+        self.store = store
+
+    # ---- the thread ------------------------------------------------------------
+    def start_thread(self, run: RunRecord) -> dict[str, Any]:
+        """Post the run's root message unless it has one; returns the conversation with `thread_ts`."""
+        conv = dict(run.conversation)
+        if conv.get("thread_ts"):
+            return conv
+        resp = self.client.chat_postMessage(
+            channel=conv["channel"],
+            text=blocks.run_started_text(run.started_by, run.agent, run.text),
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        conv["thread_ts"] = resp["ts"]
+        pipe = self.store.redis.pipeline(transaction=True)
+        pipe.hset(keys.run(run.id), "conversation", json.dumps(conv))
+        pipe.set(keys.thread(conv.get("team", ""), conv["channel"], resp["ts"]), run.id)
+        pipe.execute()
+        log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
+        return conv
+
+    def _thread(self, run: RunRecord) -> dict[str, Any]:
+        if run.conversation.get("thread_ts"):
+            return run.conversation
+        return self.start_thread(self.store.get(run.id))
+
+    def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
+        conv = self._thread(run)
+        resp = self.client.chat_postMessage(
+            channel=conv["channel"], thread_ts=conv["thread_ts"], text=text,
+            unfurl_links=False, unfurl_media=False, **kwargs,
+        )
+        return {"channel": resp["channel"], "ts": resp["ts"]}
+
+    # ---- Interactor ------------------------------------------------------------
+    def solicit(self, request: Request, run: RunView) -> Outcome:
+        message: dict[str, Any] = getattr(run, "question_message", {}) or {}
+        if message.get("ts"):
+            return Outcome(paused=True)  # posted before this replay
+        record: RunRecord = run.record  # type: ignore[attr-defined]
+        iid = run.interrupt_id or ""
+        try:
+            question = blocks.question_blocks(request, iid, assignees=list(request.assignees or [run.started_by]))
+        except (BlockLimitError, SlackObjectFormationError) as exc:
+            raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc
+        try:
+            posted = self._post(record, blocks.fallback_text(request), blocks=question)
+        except SlackApiError as exc:
+            if exc.response.get("error") == "invalid_blocks":
+                raise AgentError(f"Slack refused the question's blocks: {exc.response.get('errors')}") from exc
+            raise
+        run.record_question_message({**posted, "version": 1})  # type: ignore[attr-defined]
+        log.info("question posted", **record.log_context(), interrupt_id=iid, message_ts=posted["ts"])
+        return Outcome(paused=True)
+
+    # ---- Host ------------------------------------------------------------------
+    def say(self, run: RunRecord, text: str) -> None:
+        self._post(run, blocks.progress_text(text))
+
+    def finished(self, run: RunRecord, result: str) -> None:
+        self._post(run, blocks.final_text(result))
+
+    def failed(self, run: RunRecord, reason: str) -> None:
+        self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
+
+    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        self.lock_question(interrupt)
+
+    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        who = ", ".join(user_ref(u) for u in interrupt.assignees)
+        self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
+
+    # ---- message updates -------------------------------------------------------
+    def lock_question(self, interrupt: InterruptRecord) -> None:
+        """Replace the question's controls with its outcome: who answered and what, or why it closed."""
+        msg = interrupt.message
+        if not msg.get("ts"):
+            return
+        req = interrupt.request
+        if interrupt.state is InterruptState.ANSWERED:
+            body = blocks.answered_blocks(
+                req, interrupt.answers, answered_by=interrupt.answered_by, answered_at=interrupt.answered_at or 0.0
+            )
+            text = f"Answered by {user_ref(interrupt.answered_by)}: {escape(req.reason)}"
+        elif interrupt.state is InterruptState.CANCELLED:
+            by = interrupt.closed_by if interrupt.closed_by.startswith(("U", "W")) else None
+            body = blocks.closed_blocks(req, status="cancelled", by=by)
+            text = f"Cancelled: {escape(req.reason)}"
+        elif interrupt.state is InterruptState.EXPIRED:
+            body = blocks.closed_blocks(req, status="expired")
+            text = f"Expired: {escape(req.reason)}"
+        else:
+            return
+        self.client.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)

@@ -1,0 +1,79 @@
+"""The `parley` command: every Parley process starts here and is wired here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from parley import settings as settings_mod
+from workers import logs
+from workers.exceptions import ParleyError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="parley", description="Agents that stop to ask people, and carry on.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run an agent in this terminal, answering its questions here")
+    run.add_argument("agent")
+    run.add_argument("text", nargs="?", default="")
+
+    worker = sub.add_parser("worker", help="run an RQ worker for Parley's queue")
+    worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    worker.add_argument("--worker-class", choices=["simple", "fork", "spawn"], default="simple")
+    worker.add_argument("--name", default=None)
+
+    serve = sub.add_parser("serve", help="serve the Slack app (HTTP, or Socket Mode)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--workers", type=int, default=1, help="server processes")
+    serve.add_argument("--socket-mode", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
+
+    dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
+    dev.add_argument("--port", type=int, default=3000)
+    dev.add_argument("--no-browser", action="store_true")
+
+    runs = sub.add_parser("runs", help="inspect and manage runs")
+    rsub = runs.add_subparsers(dest="runs_command", required=True)
+    ls = rsub.add_parser("list", help="list runs, newest first")
+    ls.add_argument("--status", default=None)
+    ls.add_argument("--page", type=int, default=1)
+    for name in ("show", "cancel", "retry"):
+        rsub.add_parser(name, help=f"{name} one run").add_argument("run_id")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = settings_mod.load()
+        logs.configure(settings.parley_log_level if args.command != "run" else "WARNING")
+        if args.command == "run":
+            from parley.terminal import run_in_terminal
+
+            return run_in_terminal(settings, args.agent, args.text)
+        if args.command == "worker":
+            from parley.worker import run_worker
+
+            return run_worker(settings, burst=args.burst, worker_class=args.worker_class, name=args.name)
+        if args.command == "serve":
+            from parley.serve import serve
+
+            return serve(settings, host=args.host, port=args.port, workers=args.workers, socket_mode=args.socket_mode)
+        if args.command == "dev":
+            from parley.dev import run_dev
+
+            return run_dev(settings, port=args.port)
+        from parley.runs_cmd import runs_command
+
+        return runs_command(settings, args)
+    except ParleyError as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

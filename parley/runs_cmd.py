@@ -1,0 +1,77 @@
+"""`parley runs list|show|cancel|retry`: the admin CLI over the runtime's admin operations."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from parley.bootstrap import build_runtime, connect_redis
+from parley.settings import Settings
+from workers.exceptions import AdminError
+from workers.runtime import admin
+from workers.store.records import RunStatus
+
+PER_PAGE = 20
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
+    lines += [fmt.format(*[str(x) for x in row]) for row in rows]
+    return "\n".join(lines)
+
+
+def _short(text: str, n: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def runs_command(settings: Settings, args: argparse.Namespace) -> int:
+    runtime = build_runtime(settings, connect_redis(settings))
+    cmd = args.runs_command
+    if cmd == "list":
+        try:
+            status = RunStatus(args.status) if args.status else None
+        except ValueError:
+            raise AdminError(f"--status must be one of: {', '.join(s.value for s in RunStatus)}") from None
+        page = admin.list_runs(runtime, status, page=max(args.page, 1) - 1, per_page=PER_PAGE)
+        rows = [[r.id, r.agent, r.status.value, r.started_by, _when(r.updated_at), _short(r.text)] for r in page.runs]
+        print(_table(rows, ["RUN", "AGENT", "STATUS", "STARTED BY", "UPDATED", "TEXT"]) if rows else "no runs")
+        counts = runtime.store.counts()
+        print("\n" + "  ".join(f"{k}: {v}" for k, v in counts.items() if v))
+        if page.has_next:
+            print(f"more: parley runs list --page {args.page + 1}" + (f" --status {args.status}" if status else ""))
+        return 0
+    if cmd == "show":
+        detail = admin.show(runtime, args.run_id)
+        run = detail.run
+        print(f"run {run.id}  agent {run.agent}  status {run.status.value}  started by {run.started_by}")
+        print(f"text: {run.text}")
+        print(f"created {_when(run.created_at)}  updated {_when(run.updated_at)}  failures {run.failures}")
+        if run.result:
+            print(f"result: {run.result}")
+        if run.error:
+            print(f"error: {run.error}")
+        if detail.interrupt and run.status is RunStatus.PAUSED:
+            q = detail.interrupt
+            print(f"\nwaiting on {', '.join(q.assignees)} since {_when(q.asked_at)} (question {q.id})")
+            print(f"  {q.request.reason}")
+            for item in q.request.items:
+                print(f"  - {item.id} ({item.type.value}{'' if item.required else ', optional'}): {item.text}")
+            if q.expires_at:
+                print(f"  expires {_when(q.expires_at)}")
+        rows = [[_when(h.at), h.event, h.by, _short(str(h.detail), 70)] for h in detail.history]
+        print("\n" + _table(rows, ["WHEN", "EVENT", "BY", "DETAIL"]))
+        return 0
+    if cmd == "cancel":
+        run = admin.cancel(runtime, args.run_id, by="cli")
+        print(f"run {run.id} is {run.status.value}")
+        return 0
+    run = admin.retry(runtime, args.run_id, by="cli")
+    print(f"run {run.id} is {run.status.value}")
+    return 0

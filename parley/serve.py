@@ -1,0 +1,85 @@
+"""`parley serve`: the bot's composition root, over HTTP (gunicorn) or Socket Mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from bot.app import create_app
+from bot.deps import BotDeps
+from bot.slack.client import make_web_client
+from bot.slack.host import SlackHost
+from bot.wsgi import make_wsgi
+from parley.bootstrap import build_runtime, connect_redis
+from parley.settings import Settings
+from workers.logs import Log
+from workers.runtime.host import HostRouter
+
+log = Log("parley.serve")
+THREADS = 32
+
+
+def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
+    """Wire one bot process: Redis, runtime, Web API client, Slack host, bolt app."""
+    settings.require("slack_bot_token")
+    if not socket_mode:
+        settings.require("slack_signing_secret")
+    client = connect_redis(settings)
+    web = make_web_client(settings.slack_bot_token, settings.slack_api_url)
+    hosts = HostRouter()
+    runtime = build_runtime(settings, client, hosts)
+    slack = SlackHost(web, runtime.store)
+    hosts.register("slack", slack)
+    deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset(settings.parley_admins))
+    app = create_app(deps, signing_secret=None if socket_mode else settings.slack_signing_secret,
+                     token=settings.slack_bot_token)
+    return app, client
+
+
+class _Gunicorn(BaseApplication):  # type: ignore[misc]
+    """Gunicorn, configured in code; each worker process builds its own bot (nothing is preloaded)."""
+
+    def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
+        self._settings = settings
+        self._options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from workers import logs
+
+        logs.configure(self._settings.parley_log_level)
+        app, client = build_bot(self._settings)
+        return make_wsgi(app, client)
+
+
+def serve(settings: Settings, *, host: str, port: int, workers: int = 1, socket_mode: bool = False) -> int:
+    if socket_mode:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        settings.require("slack_app_token")
+        app, _ = build_bot(settings, socket_mode=True)
+        handler = SocketModeHandler(app, app_token=settings.slack_app_token)
+        handler.client.web_client.base_url = settings.slack_api_url
+        log.info("serving over Socket Mode")
+        handler.start()
+        return 0
+    build_bot(settings)  # fail fast on bad settings, before forking workers
+    options = {
+        "bind": f"{host}:{port}",
+        "workers": workers,
+        "worker_class": "gthread",
+        "threads": THREADS,
+        "timeout": 30,
+        "graceful_timeout": 10,
+        "accesslog": None,
+        "loglevel": "warning",
+        "preload_app": False,
+    }
+    log.info("serving over HTTP", bind=options["bind"], workers=workers)
+    _Gunicorn(settings, options).run()
+    return 0
