@@ -103,6 +103,10 @@ class Run:
         self.log.info("step recorded", step=key)
         return result
 
+    def history(self, event: str, **detail: Any) -> None:
+        """Add an entry to the run's history (e.g. token usage), shown by `parley runs show`."""
+        self._rt.store.add_history(self.run_id, event, "agent", **detail)
+
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing."""
         self._says += 1
