@@ -37,7 +37,7 @@ class AdminError(ParleyError):
     """An admin operation refused: wrong status, unknown run, not an admin."""
 
 
-class NotSerializable(ParleyError):
+class NotSerializable(AgentError):
     """A `run.step` result that cannot be recorded as JSON."""
 
 
