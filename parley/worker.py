@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from rq import SimpleWorker, Worker
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.serializers import JSONSerializer
 from rq.worker import SpawnWorker
 
@@ -29,11 +31,39 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
         runtime.hosts.register("slack", SlackHost(web, runtime.store))
 
 
+def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
+    """Enqueue scheduled jobs (the sweep, delayed retries) that RQ's scheduler left well past due.
+
+    RQ runs one scheduler per queue, in the worker that holds its lock. When that
+    worker's machine dies, the lock outlives it by a minute and the other workers
+    only try to take it over every ten minutes; meanwhile no sweep would run and no
+    lapsed lease would be noticed. Taking a job out of the registry is the claim
+    (ZREM succeeds for one caller), so one worker enqueues each overdue job.
+    """
+    margin = max(5.0, 3 * runtime.settings.sweep_interval)
+    registry = runtime.queue.scheduled_job_registry
+    now = time.time() if now is None else now
+    rescued: list[str] = []
+    for job_id in registry.get_jobs_to_schedule(int(now - margin)):
+        try:
+            registry.requeue(job_id)
+        except InvalidJobOperation:  # another worker (or the scheduler) took it
+            continue
+        except NoSuchJobError:
+            runtime.redis.zrem(registry.key, job_id)
+            continue
+        rescued.append(job_id)
+    if rescued:
+        log.warning("scheduled jobs were overdue; enqueued them", jobs=rescued)
+    return rescued
+
+
 def _keep_sweep_scheduled(runtime: Runtime, stop: threading.Event) -> None:
-    """Re-seed the sweep's schedule, so it survives a lost sweep job or a Redis restart."""
+    """Re-seed the sweep's schedule, so it survives a lost sweep job, a Redis restart or a dead scheduler."""
     while not stop.wait(runtime.settings.sweep_interval):
         try:
             schedule_next(runtime)
+            enqueue_overdue(runtime)
         except Exception:  # Redis away for a moment: try again next interval
             log.warning("could not schedule the sweep", exc=True)
 

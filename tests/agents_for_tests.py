@@ -1,0 +1,125 @@
+"""Agents the runtime tests drive, in-process and in `parley worker` subprocesses.
+
+Importable as `PARLEY_AGENTS=agents_for_tests` with the tests directory on
+PYTHONPATH. Side effects are counted in files under the run's data directory, not
+in Redis or in memory, so an execution in a process that was killed still counts.
+Agents take their parameters as JSON in the run's text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from workers import agent
+from workers.interaction import Item, ItemType, QuestionExpired, Request
+
+# In-process tests park executions here: run id -> event the agent waits on.
+GATES: dict[str, threading.Event] = {}
+# In-process tests learn here that an execution reached its gate: run id -> event.
+REACHED: dict[str, threading.Event] = {}
+
+
+def counter_path(data_dir: Path, run_id: str, name: str) -> Path:
+    return data_dir / "counters" / f"{run_id}.{name}"
+
+
+def bump(data_dir: Path, run_id: str, name: str) -> int:
+    """Count one occurrence of `name` for `run_id`; appends are atomic across processes."""
+    path = counter_path(data_dir, run_id, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write("x")
+    return count(data_dir, run_id, name)
+
+
+def count(data_dir: Path, run_id: str, name: str) -> int:
+    path = counter_path(data_dir, run_id, name)
+    return len(path.read_text()) if path.exists() else 0
+
+
+def _params(text: str) -> dict[str, Any]:
+    return json.loads(text) if text.strip().startswith("{") else {}
+
+
+def _colour(default: str | None = None, **request: Any) -> Request:
+    item = Item(id="colour", text="Colour", type=ItemType.SELECT, options=["red", "green"], default=default)
+    return Request(reason="Pick a colour", items=[item], **request)
+
+
+@agent("t-counter")
+def counter_agent(run: Any, text: str) -> str:
+    """Asks twice with a counted step between the questions."""
+    first = run.ask(_colour())
+    made = run.step("bump", lambda: bump(run.data_dir, run.run_id, "step"))
+    second = run.ask(Request(reason="And a name", items=[Item(id="name", text="Name", type=ItemType.FREE_TEXT)]))
+    return f"{first['colour']} {second['name']} {made}"
+
+
+@agent("t-crash")
+def crash_agent(run: Any, text: str) -> str:
+    """Records a counted step, then the first time signals `reached` and sleeps to be killed."""
+    made = run.step("bump", lambda: bump(run.data_dir, run.run_id, "step"))
+    reached = counter_path(run.data_dir, run.run_id, "reached")
+    if not reached.exists():
+        bump(run.data_dir, run.run_id, "reached")
+        time.sleep(float(_params(text).get("sleep", 60)))
+    return f"done {made}"
+
+
+@agent("t-ask")
+def ask_agent(run: Any, text: str) -> str:
+    """One question; text sets assignees, expires_in, on_expiry, a default and whether to catch expiry."""
+    p = _params(text)
+    request = _colour(
+        p.get("default"),
+        assignees=p.get("assignees", []),
+        expires_in=p.get("expires_in"),
+        on_expiry=p.get("on_expiry", "fail"),
+    )
+    bump(run.data_dir, run.run_id, "executions")
+    try:
+        answer = run.ask(request)
+    except QuestionExpired:
+        if not p.get("catch"):
+            raise
+        return "nobody answered"
+    return f"colour {answer['colour']}"
+
+
+@agent("t-gate")
+def gate_agent(run: Any, text: str) -> str:
+    """Records a step, then (in-process tests only) waits at its gate before its next write."""
+    made = run.step("bump", lambda: bump(run.data_dir, run.run_id, "step"))
+    gate = GATES.pop(run.run_id, None)
+    if gate is not None:
+        REACHED.setdefault(run.run_id, threading.Event()).set()
+        gate.wait(10)
+    after = run.step("after", lambda: f"epoch {run.epoch}")
+    return f"{made} {after}"
+
+
+@agent("t-reask")
+def reask_agent(run: Any, text: str) -> str:
+    """Asks the same key again until the answer is green."""
+    while True:
+        answer = run.ask(_colour(), key="colour")
+        if answer["colour"] == "green":
+            return "green at last"
+
+
+@agent("t-flaky")
+def flaky_agent(run: Any, text: str) -> str:
+    """Records a step, then raises on its first `fail` executions (all of them until `fixed` is counted)."""
+    p = _params(text)
+    made = run.step("bump", lambda: bump(run.data_dir, run.run_id, "step"))
+    n = bump(run.data_dir, run.run_id, "executions")
+    limit = p.get("fail", 2)
+    if limit == "always" and not count(run.data_dir, run.run_id, "fixed"):
+        raise RuntimeError(f"still broken on execution {n}")
+    if limit != "always" and n <= limit:
+        raise RuntimeError(f"flaky on execution {n}")
+    return f"ok after {n} executions, step {made}"
