@@ -78,7 +78,9 @@ def accept(
     if team and run.conversation.get("team") not in (None, team):
         log.warning("answer from another team refused", **ctx, payload_team=team)
         raise AcceptRefused("unknown", "no such question")
-    if interrupt.state is not InterruptState.OPEN:
+    # A redelivery of an accepted answer carries its token; the store recognises it.
+    redelivery = bool(token) and interrupt.state is InterruptState.ANSWERED
+    if interrupt.state is not InterruptState.OPEN and not redelivery:
         state_refusal = _state_refusal(interrupt)
         if state_refusal:
             raise state_refusal

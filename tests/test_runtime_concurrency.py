@@ -1,0 +1,217 @@
+"""Races and lost workers, on real Redis and RQ: one answer wins, stale workers cannot write."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_for_tests import GATES, REACHED, count
+from redis import Redis
+from rq.job import Job
+from rq.serializers import JSONSerializer
+from runtime_helpers import RecordingHost, make_runtime, work
+
+from parley.worker import enqueue_overdue
+from workers.exceptions import StaleEpoch
+from workers.interaction import Answer
+from workers.runtime.acceptance import Accepted, AcceptRefused, accept
+from workers.runtime.execute import execute
+from workers.runtime.queues import SWEEP, enqueue_run
+from workers.runtime.sweep import sweep
+from workers.runtime.wiring import Runtime
+from workers.store.records import RunStatus
+from workers.store.runs import resume_job_id
+
+
+def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None, user: str = "U1") -> str:
+    run = rt.store.create(agent_name, json.dumps(params or {}), user, {"host": "test", "team": "T1"})
+    enqueue_run(rt.queue, run.id, run.job)
+    return run.id
+
+
+def paused(rt: Runtime, run_id: str) -> str:
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.PAUSED, record.status
+    return record.interrupt
+
+
+def answered_events(rt: Runtime, run_id: str) -> list[Any]:
+    return [h for h in rt.store.history(run_id) if h.event == "answered"]
+
+
+def test_fifty_people_answering_at_once_resume_the_run_exactly_once(r: Redis, tmp_path: Path) -> None:
+    users = [f"U{i:02d}" for i in range(50)]
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-ask", {"assignees": users})
+    work(rt)
+    iid = paused(rt, run_id)
+    barrier = threading.Barrier(len(users))
+    results: list[Accepted | AcceptRefused | None] = [None] * len(users)
+
+    def answer(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = accept(rt, iid, users[i], [Answer(id="colour", choice="green" if i % 2 else "red")])
+        except AcceptRefused as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=answer, args=(i,)) for i in range(len(users))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+
+    accepted = [x for x in results if isinstance(x, Accepted)]
+    refused = [x for x in results if isinstance(x, AcceptRefused)]
+    assert len(accepted) == 1 and len(refused) == len(users) - 1
+    winner = accepted[0].answered_by
+    assert all(e.reason == "answered" and e.detail["by"] == winner for e in refused)
+    assert all(winner in str(e) for e in refused)
+    assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
+    interrupt = rt.store.interrupt(iid)
+    assert interrupt is not None and interrupt.answered_by == winner
+    assert len(answered_events(rt, run_id)) == 1
+
+    work(rt)
+    run = rt.store.get(run_id)
+    colour = "green" if users.index(winner) % 2 else "red"
+    assert run.status is RunStatus.SUCCEEDED and run.result == f"colour {colour}"
+    assert count(tmp_path, run_id, "executions") == 2
+
+
+def test_the_same_answer_delivered_twice_is_accepted_once(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-ask")
+    work(rt)
+    iid = paused(rt, run_id)
+    answers = [Answer(id="colour", choice="green")]
+
+    first = accept(rt, iid, "U1", answers, token="delivery-1")
+    again = accept(rt, iid, "U1", answers, token="delivery-1")
+    assert first.answered_by == again.answered_by == "U1"
+    assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
+    assert len(answered_events(rt, run_id)) == 1
+    with pytest.raises(AcceptRefused) as err:
+        accept(rt, iid, "U1", [Answer(id="colour", choice="red")], token="delivery-2")
+    assert err.value.reason == "answered"
+
+    work(rt)
+    accept(rt, iid, "U1", answers, token="delivery-1")  # a late redelivery after the run moved on
+    assert rt.queue.job_ids == []
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "colour green"
+    assert count(tmp_path, run_id, "executions") == 2
+
+
+def test_a_lapsed_lease_requeues_the_run_and_fences_the_old_epoch(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run = rt.store.create("t-gate", "", "U1", {"host": "test"})
+    # A worker claimed the run and died: its lease ran out a second ago.
+    ok, epoch, _ = rt.store.transition(
+        run.id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(time.time() - 1), bump_epoch=True
+    )
+    assert ok and epoch == "1"
+    report = sweep(rt)
+    assert report.lapsed == [run.id]
+    lapsed = rt.store.get(run.id)
+    assert lapsed.status is RunStatus.QUEUED and lapsed.epoch == 2 and lapsed.failures == 1
+    assert "worker lost" in lapsed.error
+    assert rt.queue.job_ids == [f"lapse-{run.id}-1"]
+    assert sweep(rt).lapsed == []  # a second sweep finds nothing more to do
+
+    # The new execution holds the run (epoch 3); the dead worker's epoch cannot write.
+    GATES[run.id] = gate = threading.Event()
+    REACHED[run.id] = reached = threading.Event()
+    out: list[str] = []
+    worker = threading.Thread(target=lambda: out.append(execute(rt, run.id)))
+    worker.start()
+    try:
+        assert reached.wait(10)
+        current = rt.store.get(run.id)
+        assert current.status is RunStatus.RUNNING and current.epoch == 3
+        with pytest.raises(StaleEpoch):
+            rt.store.record(run.id, 1, "step:after", {"v": "stale"})
+        with pytest.raises(StaleEpoch):
+            rt.store.record(run.id, 2, "step:after", {"v": "stale"})
+        assert rt.store.journal_get(run.id, "step:after") is None
+    finally:
+        gate.set()
+        worker.join(10)
+    assert out == ["succeeded"]
+    assert rt.store.get(run.id).result == "1 epoch 3"
+
+
+def test_a_frozen_execution_that_lost_its_lease_stops_without_writing(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host, lease_ttl=1.0)
+    run_id = start(rt, "t-gate")
+    GATES[run_id] = gate = threading.Event()
+    REACHED[run_id] = reached = threading.Event()
+    out: list[str] = []
+    frozen = threading.Thread(target=lambda: out.append(execute(rt, run_id)))
+    frozen.start()
+    try:
+        assert reached.wait(10)
+        # Seen from a minute later, the execution stopped renewing long ago.
+        assert sweep(rt, now=time.time() + 60).lapsed == [run_id]
+    finally:
+        gate.set()
+        frozen.join(10)
+    assert out == ["stale"]
+    assert rt.store.journal_get(run_id, "step:after") is None
+    assert rt.store.get(run_id).status is RunStatus.QUEUED
+
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "1 epoch 3"
+    assert count(tmp_path, run_id, "step") == 1
+    assert host.finals == [(run_id, "1 epoch 3")]
+
+
+def test_a_queued_run_whose_job_vanished_is_enqueued_again_by_the_sweep(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path, requeue_grace=30.0)
+    run_id = start(rt, "t-ask")
+    work(rt)
+    iid = paused(rt, run_id)
+    accept(rt, iid, "U1", [Answer(id="colour", choice="red")])
+    job_id = resume_job_id(run_id, iid)
+    # The process that accepted died between closing the question and enqueueing the resume.
+    Job.fetch(job_id, connection=r, serializer=JSONSerializer).delete()
+    assert rt.queue.job_ids == []
+
+    assert sweep(rt).requeued == []  # within the grace period the enqueue may still be on its way
+    assert sweep(rt, now=time.time() + 31).requeued == [run_id]
+    assert rt.queue.job_ids == [job_id]
+    assert sweep(rt, now=time.time() + 32).requeued == []  # its job is queued now: not a second one
+
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "colour red"
+    assert count(tmp_path, run_id, "executions") == 2
+
+
+def test_overdue_scheduled_jobs_are_enqueued_once_by_many_workers(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    overdue = datetime.fromtimestamp(time.time() - 60, tz=UTC)
+    rt.queue.enqueue_at(overdue, SWEEP, job_id="parley-sweep-1", unique=True)
+    rt.queue.enqueue_at(datetime.now(tz=UTC), SWEEP, job_id="parley-sweep-2", unique=True)
+    barrier = threading.Barrier(20)
+    rescued: list[str] = []
+
+    def rescue() -> None:
+        barrier.wait()
+        rescued.extend(enqueue_overdue(rt))
+
+    threads = [threading.Thread(target=rescue) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert rescued == ["parley-sweep-1"]
+    assert rt.queue.job_ids == ["parley-sweep-1"]
+    assert rt.queue.scheduled_job_registry.get_job_ids() == ["parley-sweep-2"]  # not overdue: the scheduler's
