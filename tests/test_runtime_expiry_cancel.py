@@ -1,0 +1,239 @@
+"""Questions nobody answers in time, reminders, and cancelled runs, on real Redis and RQ."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_for_tests import GATES, REACHED, count
+from redis import Redis
+from rq.job import Job
+from runtime_helpers import RecordingHost, make_runtime, work
+
+from workers.interaction import Answer
+from workers.runtime import admin
+from workers.runtime.acceptance import Accepted, AcceptRefused, accept
+from workers.runtime.execute import execute
+from workers.runtime.queues import enqueue_run
+from workers.runtime.sweep import sweep
+from workers.runtime.wiring import Runtime
+from workers.store import keys
+from workers.store.records import InterruptState, RunStatus
+from workers.store.runs import resume_job_id
+
+RED = [Answer(id="colour", choice="red")]
+
+
+def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None) -> str:
+    run = rt.store.create(agent_name, json.dumps(params or {}), "U1", {"host": "test", "team": "T1"})
+    enqueue_run(rt.queue, run.id, run.job)
+    return run.id
+
+
+def paused(rt: Runtime, run_id: str) -> str:
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.PAUSED, record.status
+    return record.interrupt
+
+
+def snapshot(r: Redis) -> dict[bytes, Any]:
+    """Every key of the database (Parley's and RQ's), dumped."""
+    return {k: r.dump(k) for k in sorted(r.scan_iter("*"))}
+
+
+def refused(rt: Runtime, iid: str, answers: list[Answer] = RED) -> AcceptRefused:
+    with pytest.raises(AcceptRefused) as err:
+        accept(rt, iid, "U1", answers)
+    return err.value
+
+
+def expire(rt: Runtime, run_id: str, iid: str) -> None:
+    expires_at = rt.store.interrupt(iid).expires_at  # type: ignore[union-attr]
+    assert expires_at is not None
+    assert sweep(rt, now=expires_at - 0.01).expired == []  # not due yet
+    assert sweep(rt, now=time.time() + 2).expired == [iid]
+    assert rt.store.get(run_id).status is RunStatus.QUEUED
+    assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
+
+
+def test_an_expired_question_fails_a_run_that_does_not_catch_it(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-ask", {"expires_in": 1})
+    work(rt)
+    iid = paused(rt, run_id)
+    expire(rt, run_id, iid)
+    assert host.closed == [(run_id, "expired")]
+    assert r.zcard(keys.waiting_index("U1")) == 0 and r.zcard(keys.expiry_index()) == 0
+
+    before = snapshot(r)
+    assert refused(rt, iid).reason == "expired"
+    assert snapshot(r) == before
+
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.EXPIRED
+    assert run.error == "expired: question '#1' expired without an answer"
+    assert host.failures == [(run_id, run.error)] and host.finals == []
+    assert count(tmp_path, run_id, "executions") == 2
+    # reminded halfway (by the first sweep), the question expired, then the run
+    assert [h.event for h in rt.store.history(run_id)] == ["started", "reminded", "expired", "expired"]
+
+
+def test_a_run_that_catches_the_expiry_finishes(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-ask", {"expires_in": 1, "catch": True})
+    work(rt)
+    expire(rt, run_id, paused(rt, run_id))
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "nobody answered"
+    assert host.finals == [(run_id, "nobody answered")] and host.failures == []
+
+
+def test_an_expired_question_with_use_defaults_gives_the_run_its_defaults(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-ask", {"expires_in": 1, "on_expiry": "use_defaults", "default": "green"})
+    work(rt)
+    iid = paused(rt, run_id)
+    expire(rt, run_id, iid)
+    interrupt = rt.store.interrupt(iid)
+    assert interrupt is not None and interrupt.state is InterruptState.EXPIRED
+    assert interrupt.answers == [Answer(id="colour", choice="green")]
+    assert refused(rt, iid).reason == "expired"
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "colour green"
+
+
+def test_an_answer_after_the_deadline_is_refused_before_the_sweep_ran(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-ask", {"expires_in": 1})
+    work(rt)
+    iid = paused(rt, run_id)
+    interrupt = rt.store.interrupt(iid)
+    assert interrupt is not None and interrupt.expires_at is not None
+    time.sleep(max(0.0, interrupt.expires_at - time.time()) + 0.05)
+    assert rt.store.interrupt(iid).state is InterruptState.OPEN  # type: ignore[union-attr]
+
+    before = snapshot(r)
+    assert refused(rt, iid).reason == "expired"
+    assert snapshot(r) == before
+    assert sweep(rt).expired == [iid]  # the sweep closes it as expired, and the run goes on
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.EXPIRED
+
+
+def test_assignees_are_reminded_once_halfway_to_expiry(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-ask", {"expires_in": 100})
+    work(rt)
+    iid = paused(rt, run_id)
+    asked = rt.store.interrupt(iid).asked_at  # type: ignore[union-attr]
+
+    assert sweep(rt, now=asked + 40).reminded == []
+    assert sweep(rt, now=asked + 51).reminded == [iid]
+    assert sweep(rt, now=asked + 60).reminded == []
+    assert host.reminders == [(run_id, iid)]
+    assert [h.event for h in rt.store.history(run_id)].count("reminded") == 1
+    assert rt.store.get(run_id).status is RunStatus.PAUSED  # a reminder is not an expiry
+    assert accept(rt, iid, "U1", RED).answered_by == "U1"
+
+
+def test_cancelling_a_paused_run_closes_its_question(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-ask", {"expires_in": 100})
+    work(rt)
+    iid = paused(rt, run_id)
+
+    cancelled = admin.cancel(rt, run_id, by="U-admin")
+    assert cancelled.status is RunStatus.CANCELLED
+    interrupt = rt.store.interrupt(iid)
+    assert interrupt is not None and interrupt.state is InterruptState.CANCELLED and interrupt.closed_by == "U-admin"
+    assert host.closed == [(run_id, "cancelled")]
+    assert rt.store.waiting_on("U1") == [] and r.zcard(keys.expiry_index()) == 0 and r.zcard(keys.remind_index()) == 0
+
+    before = snapshot(r)
+    err = refused(rt, iid)
+    assert err.reason == "cancelled" and err.detail["by"] == "U-admin"
+    assert snapshot(r) == before
+    assert sweep(rt, now=time.time() + 200) == sweep(rt)  # nothing left to expire or remind
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.CANCELLED
+    assert count(tmp_path, run_id, "executions") == 1
+
+
+def test_a_cancel_racing_an_answer_closes_the_question_once(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_ids = [start(rt, "t-ask") for _ in range(15)]
+    work(rt)
+    for run_id in run_ids:
+        iid = paused(rt, run_id)
+        barrier = threading.Barrier(2)
+        results: dict[str, Any] = {}
+
+        def answer(iid: str = iid, results: dict[str, Any] = results, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            try:
+                results["answer"] = accept(rt, iid, "U1", RED)
+            except AcceptRefused as exc:
+                results["answer"] = exc
+
+        def cancel(
+            run_id: str = run_id, results: dict[str, Any] = results, barrier: threading.Barrier = barrier
+        ) -> None:
+            barrier.wait()
+            results["cancel"] = admin.cancel(rt, run_id, by="U-admin")
+
+        threads = [threading.Thread(target=answer), threading.Thread(target=cancel)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+
+        interrupt = rt.store.interrupt(iid)
+        assert interrupt is not None
+        closes = [h for h in rt.store.history(run_id) if h.detail.get("interrupt_id") == iid]
+        assert len(closes) == 1, closes  # the question was closed exactly once
+        assert results["cancel"].status is RunStatus.CANCELLED  # a cancel after the answer cancels the queued run
+        if isinstance(results["answer"], Accepted):
+            assert interrupt.state is InterruptState.ANSWERED and closes[0].event == "answered"
+        else:
+            assert results["answer"].reason == "cancelled"
+            assert interrupt.state is InterruptState.CANCELLED and closes[0].event == "cancelled"
+            assert not Job.exists(resume_job_id(run_id, iid), connection=r)
+        assert rt.store.get(run_id).status is RunStatus.CANCELLED
+    work(rt)
+    for run_id in run_ids:
+        assert rt.store.get(run_id).status is RunStatus.CANCELLED
+        assert count(tmp_path, run_id, "executions") == 1  # no resume executed the agent
+    assert rt.store.count(RunStatus.CANCELLED) == len(run_ids) and rt.store.count(RunStatus.QUEUED) == 0
+
+
+def test_cancelling_a_running_run_stops_its_execution_from_writing(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-gate")
+    GATES[run_id] = gate = threading.Event()
+    REACHED[run_id] = reached = threading.Event()
+    out: list[str] = []
+    running = threading.Thread(target=lambda: out.append(execute(rt, run_id)))
+    running.start()
+    try:
+        assert reached.wait(10)
+        assert admin.cancel(rt, run_id, by="U-admin").status is RunStatus.CANCELLED
+    finally:
+        gate.set()
+        running.join(10)
+    assert out == ["stale"]
+    assert rt.store.journal_get(run_id, "step:after") is None
+    assert rt.store.get(run_id).status is RunStatus.CANCELLED
+    assert host.finals == [] and host.failures == []
+    assert [h.event for h in rt.store.history(run_id)] == ["started", "cancelled"]
