@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from workers.exceptions import AdminError
@@ -9,7 +10,7 @@ from workers.logs import Log
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import keys
-from workers.store.records import HistoryEntry, InterruptRecord, RunRecord, RunStatus
+from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 
 log = Log("parley.admin")
 
@@ -69,7 +70,10 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
 
 
 def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
-    """Queue a failed or expired run again; its recorded steps are kept, so none repeats."""
+    """Queue a failed or expired run again; its recorded steps are kept, so none repeats.
+
+    An expired run asks the question that expired again, as a fresh attempt.
+    """
     store = runtime.store
     run = store.get(run_id)
     job_id = f"admin-retry-{run_id}-{run.epoch}"
@@ -85,10 +89,26 @@ def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     if not ok:
         raise AdminError(f"run {run_id} is {old or reason}; only failed or expired runs can be retried")
     runtime.redis.hdel(keys.journal(run_id), "fx:final")
+    if old == RunStatus.EXPIRED.value:
+        _forget_expired_attempt(runtime, run)
     store.add_history(run_id, "retried", by)
     enqueue_run(runtime.queue, run_id, job_id)
     log.info("retried", **run.log_context(), user=by)
     return store.get(run_id)
+
+
+def _forget_expired_attempt(runtime: Runtime, run: RunRecord) -> None:
+    """Drop the expired question from the replay journal, so the retried run asks it again.
+
+    Left in place, the replay would meet the expired attempt and expire at once.
+    """
+    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if interrupt is None or interrupt.state is not InterruptState.EXPIRED:
+        return
+    field_name = f"ask:{interrupt.key}"
+    attempts = runtime.store.journal_get(run.id, field_name) or []
+    if attempts and attempts[-1] == interrupt.id:
+        runtime.redis.hset(keys.journal(run.id), field_name, json.dumps(attempts[:-1]))
 
 
 def remind(runtime: Runtime, run_id: str, by: str) -> InterruptRecord:
