@@ -210,3 +210,19 @@ def test_the_runs_command_lists_shows_cancels_and_retries(redis_url: str, r: Red
     assert again.returncode != 0 and "is cancelled; only queued, running or paused runs" in again.stderr
     bad = parley_runs(redis_url, tmp_path, "list", "--status", "sleeping")
     assert bad.returncode != 0 and "--status must be one of: queued, running" in bad.stderr
+
+
+def test_a_retried_run_that_raises_again_gets_its_retries_again(r: Redis, tmp_path: Path) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-flaky", {"fail": "always"})
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.FAILED
+
+    admin.retry(rt, run_id, by="U-admin")  # nothing was mended: it fails again, after three more retries
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.FAILED, run.status
+    assert run.error == "RuntimeError: still broken on execution 8"
+    assert count(tmp_path, run_id, "executions") == 8
+    assert len(host.failures) == 2

@@ -111,7 +111,9 @@ def _retry_or_fail(runtime: Runtime, run: Run, exc: Exception) -> str:
         return _fail(runtime, run, reason)
     delays = runtime.settings.retry_delays
     delay = delays[min(failures - 1, len(delays) - 1)] if delays else 0.0
-    job_id = f"retry-{run.run_id}-{failures}"
+    # Named by the epoch, which no other execution shares: the failure count starts
+    # over after an admin retry, and a job id used before would not be enqueued again.
+    job_id = f"retry-{run.run_id}-{run.epoch}"
     ok, _, _ = runtime.store.transition(
         run.run_id,
         [RunStatus.RUNNING],
