@@ -59,15 +59,16 @@ def register(app: App, deps: BotDeps) -> None:
     def choose_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
         action = _clicked(body)
         ref = parse_block_id(str(action.get("block_id", "")))
+        iid = ref[1] if ref and ref[0] == "qc" else ""  # (kind, iid, version, item_id)
         user, team = body["user"]["id"], (body.get("team") or {}).get("id")
-        interrupt = store.interrupt(ref.iid) if ref else None
-        if ref is None or interrupt is None:
+        interrupt = store.interrupt(iid) if iid else None
+        if interrupt is None:
             context[OUTCOME] = {"ok": False, "iid": "", "user": user, "reason": "unknown", "detail": {}}
             ack()
             return
         item = interrupt.request.items[0]
         answers = [Answer(id=item.id, choice=str(action.get("value", "")))]
-        context[OUTCOME] = accept_from_slack(deps, ref.iid, user, team, answers, _token(body, action))
+        context[OUTCOME] = accept_from_slack(deps, iid, user, team, answers, _token(body, action))
         ack()
 
     def report(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:

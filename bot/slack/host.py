@@ -84,7 +84,7 @@ class SlackHost:
                 raise AgentError(f"Slack refused the question's blocks: {exc.response.get('errors')}") from exc
             raise
         run.record_question_message({**posted, "version": 1})  # type: ignore[attr-defined]
-        log.info("question posted", **record.log_context(), interrupt_id=iid, message_ts=posted["ts"])
+        log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         return Outcome(paused=True)
 
     # ---- Host ------------------------------------------------------------------
