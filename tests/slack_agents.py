@@ -1,0 +1,134 @@
+"""Agents the Slack end-to-end tests start with `/parley`: `PARLEY_AGENTS=slack_agents`, tests on PYTHONPATH.
+
+Each takes its parameters as JSON at the start of the run's text (`{"assignees": ["U0BOB"]} tag`);
+whatever follows the JSON is a tag that keeps each test's run and thread apart.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from workers import agent
+from workers.interaction import Item, ItemType, Option, Request
+
+NASTY = "<!channel> <@U123> Tom & Jerry <https://evil.example|click>"
+"""Agent text that would ping, mention and link if it reached mrkdwn unescaped."""
+
+
+def params(text: str) -> dict[str, Any]:
+    text = text.strip()
+    if not text.startswith("{"):
+        return {}
+    obj, _ = json.JSONDecoder().raw_decode(text)
+    return obj
+
+
+def _request(p: dict[str, Any], items: list[Item], reason: str) -> Request:
+    return Request(
+        reason=p.get("reason", reason),
+        items=items,
+        assignees=p.get("assignees", []),
+        expires_in=p.get("expires_in"),
+    )
+
+
+COLOURS = ["Red", "Green", "Blue"]
+
+
+def form_request(p: dict[str, Any]) -> Request:
+    """A two-item form (Submit button): a required colour and an optional note."""
+    return _request(
+        p,
+        [
+            Item(id="colour", text="Colour", type=ItemType.SELECT, options=COLOURS),
+            Item(id="note", text="Note", type=ItemType.FREE_TEXT, required=False),
+        ],
+        "Pick a colour",
+    )
+
+
+@agent("s-form", description="Asks one two-item form and reports the answers")
+def form_agent(run: Any, text: str) -> str:
+    answers = run.ask(form_request(params(text)))
+    return f"colour {answers['colour']}, note {answers['note'] or '-'}"
+
+
+TARGETS = ["Staging EU", "Staging US", "Production"]
+
+
+@agent("s-pick", description="Asks for one of three targets (one click, or a typed reply in the thread)")
+def pick_agent(run: Any, text: str) -> str:
+    p = params(text)
+    item = Item(id="target", text="Where should it go?", type=ItemType.SELECT, options=p.get("options", TARGETS))
+    answers = run.ask(_request(p, [item], "Choose a target"))
+    return f"picked {answers['target']}"
+
+
+LONG_LABEL = "Region {n:03d} " + "with a long descriptive name " * 3
+
+
+@agent("s-many", description="Asks a select with 100 long options, so Slack loads them as you type")
+def many_agent(run: Any, text: str) -> str:
+    options = [
+        Option(value=f"region-{n:03d}", label=LONG_LABEL.format(n=n)[:75], description=("Datacentre " * 10)[:75])
+        for n in range(100)
+    ]
+    item = Item(id="region", text="Region", type=ItemType.SELECT, options=options)
+    note = Item(id="note", text="Note", type=ItemType.FREE_TEXT, required=False)
+    answers = run.ask(_request(params(text), [item, note], "Which region?"))
+    return f"region {answers['region']}"
+
+
+def _wait_for_gate(path: Path, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gate {path} never opened")
+        time.sleep(0.05)
+    return True
+
+
+@agent("s-gate", description="Waits for the test to open its gate file, then asks the s-form question")
+def gate_agent(run: Any, text: str) -> str:
+    p = params(text)
+    run.step("gate", lambda: _wait_for_gate(run.data_dir / "gates" / p["gate"]))
+    answers = run.ask(form_request(p))
+    return f"colour {answers['colour']}"
+
+
+@agent("s-escape", description="Says, asks and answers with text that must never become markup")
+def escape_agent(run: Any, text: str) -> str:
+    long_text = (NASTY + " ") * 60
+    run.say(NASTY)
+    run.say(long_text[:3000])
+    reason = (f"{NASTY} needs an answer. " + long_text)[:3000]
+    items = [
+        Item(id="why", text=f"Why? {NASTY}", type=ItemType.FREE_TEXT, multiline=True),
+        Item(
+            id="pick",
+            text=f"Pick {NASTY}",
+            type=ItemType.SELECT,
+            options=[Option(value="a", label="<!channel> & <@U123>"), Option(value="b", label="Tom & Jerry")],
+        ),
+    ]
+    answers = run.ask(_request(params(text), items, reason))
+    return f"{NASTY} answered {answers['why']} / {answers['pick']}"
+
+
+@agent("s-huge", description="Asks a question too big for any Slack message")
+def huge_agent(run: Any, text: str) -> str:
+    def big(n: int) -> Item:
+        options = [Option(value=f"v{n}-{k}", label=f"{k:03d} " + "x" * 71, description="d" * 75) for k in range(100)]
+        return Item(
+            id=f"big{n}",
+            text=f"Big {n}",
+            type=ItemType.MULTI_SELECT,
+            options=options,
+            default=[o.value for o in options],
+        )
+
+    run.ask(_request(params(text), [big(1), big(2)], "Everything at once"))
+    return "unreachable"
