@@ -15,114 +15,34 @@ import copy
 import itertools
 import threading
 import time
-import uuid
-from dataclasses import dataclass
 from typing import Any
 
-TEAM_ID = "T0PARLEY"
-TEAM_NAME = "Parley Playground"
-BOT_USER_ID = "U0PARLEYBOT"
-BOT_ID = "B0PARLEYBOT"
-APP_ID = "A0PARLEY"
+from bot.playground.directory import APP_ID, BOT_ID, BOT_USER_ID, TEAM_DOMAIN, TEAM_ID, TEAM_NAME, Channel, User
+from bot.playground.faults import Fault, FaultPlan
+from bot.playground.views import ViewsMixin
+
+__all__ = [
+    "APP_ID",
+    "BOT_ID",
+    "BOT_USER_ID",
+    "TEAM_DOMAIN",
+    "TEAM_ID",
+    "TEAM_NAME",
+    "Channel",
+    "Fault",
+    "FaultPlan",
+    "User",
+    "Workspace",
+]
 
 
-@dataclass(frozen=True)
-class User:
-    """A workspace member, rendered in the shape of ``users.info``."""
-
-    id: str
-    name: str
-    real_name: str = ""
-    is_admin: bool = False
-    is_bot: bool = False
-
-    def to_slack(self, team_id: str) -> dict[str, Any]:
-        """Return the user object Slack sends from ``users.info``."""
-        real = self.real_name or self.name.title()
-        profile = {"real_name": real, "display_name": self.name, "team": team_id}
-        flags = dict.fromkeys(("deleted", "is_primary_owner", "is_restricted", "is_ultra_restricted"), False)
-        return {
-            **dict(id=self.id, team_id=team_id, name=self.name, real_name=real, profile=profile, **flags),
-            **dict(tz="Etc/UTC", tz_label="Coordinated Universal Time", tz_offset=0, updated=0),
-            **dict(is_admin=self.is_admin, is_owner=self.is_admin, is_bot=self.is_bot, is_app_user=False),
-        }
-
-
-@dataclass(frozen=True)
-class Channel:
-    """A public channel the bot may post to."""
-
-    id: str
-    name: str
-
-
-@dataclass(frozen=True)
-class Fault:
-    """What the Web API must do instead of (or before) serving one call."""
-
-    status: int = 200
-    error: str | None = None
-    retry_after: int | None = None
-    delay: float = 0.0
-
-    @property
-    def fails(self) -> bool:
-        """True when the call must be answered with an error, not served."""
-        return self.status != 200 or self.error is not None
-
-
-class FaultPlan:
-    """Queued failures and delays, consumed one call at a time per method.
-
-    Rules apply in the order they were queued; ``method="*"`` matches any method.
-    """
-
-    def __init__(self) -> None:
-        self._rules: list[list[Any]] = []  # [method, Fault, remaining]
-        self._lock = threading.Lock()
-
-    def fail_next(
-        self, method: str, status: int = 429, retry_after: int | None = 1, times: int = 1, error: str | None = None
-    ) -> None:
-        """Answer the next ``times`` calls of ``method`` with ``status``.
-
-        429 responses carry ``Retry-After`` and ``ratelimited``; other statuses
-        default to ``internal_error``. ``status=200`` with ``error`` injects a
-        Slack-level error such as ``channel_not_found``.
-        """
-        error = error or ("ratelimited" if status == 429 else "internal_error")
-        fault = Fault(status, error, retry_after if status == 429 else None)
-        with self._lock:
-            self._rules.append([method, fault, times])
-
-    def delay_next(self, method: str, seconds: float, times: int = 1) -> None:
-        """Hold the next ``times`` calls of ``method`` for ``seconds``, then serve them normally."""
-        with self._lock:
-            self._rules.append([method, Fault(delay=seconds), times])
-
-    def take(self, method: str) -> Fault | None:
-        """Consume one use of the first rule matching ``method`` and return its fault, if any."""
-        with self._lock:
-            for i, rule in enumerate(self._rules):
-                if rule[0] in (method, "*"):
-                    rule[2] -= 1
-                    if rule[2] <= 0:
-                        del self._rules[i]
-                    return rule[1]
-        return None
-
-    def clear(self) -> None:
-        """Drop every pending rule."""
-        with self._lock:
-            self._rules.clear()
-
-
-class Workspace:
+class Workspace(ViewsMixin):
     """Thread-safe state of one fake Slack team: users, channels, messages, views, calls."""
 
     def __init__(self, team_id: str = TEAM_ID, team_name: str = TEAM_NAME) -> None:
         self.team_id = team_id
         self.team_name = team_name
+        self.team_domain = TEAM_DOMAIN
         self.bot_user_id = BOT_USER_ID
         self.bot_id = BOT_ID
         self.app_id = APP_ID
@@ -194,6 +114,16 @@ class Workspace:
             self._channels[channel.id] = channel
             self._messages.setdefault(channel.id, [])
             self._bump()
+
+    def users(self) -> list[User]:
+        """Every member, in the order they were added."""
+        with self._lock:
+            return list(self._users.values())
+
+    def channels(self) -> list[Channel]:
+        """Every channel, in the order they were added."""
+        with self._lock:
+            return list(self._channels.values())
 
     def user(self, user_id: str) -> User | None:
         """Look a member up by id."""
@@ -283,6 +213,35 @@ class Workspace:
             self._bump()
             return ts
 
+    def edit_ephemeral(
+        self, user: str, ts: str, text: str | None = None, blocks: list[Any] | None = None, *, delete: bool = False
+    ) -> bool:
+        """Replace (or with ``delete`` remove) one of ``user``'s ephemeral messages; False if it is gone."""
+        with self._lock:
+            found = self._ephemerals.get(user, [])
+            msg = next((m for m in found if m["ts"] == ts), None)
+            if msg is None:
+                return False
+            if delete:
+                found.remove(msg)
+            else:
+                msg["text"] = msg["text"] if text is None else text
+                msg.pop("blocks", None)
+                if blocks:
+                    msg["blocks"] = copy.deepcopy(blocks)
+            self._bump()
+            return True
+
+    def delete_message(self, channel: str, ts: str) -> bool:
+        """Remove a message (as ``chat.delete`` or a ``delete_original`` response does); False if unknown."""
+        with self._lock:
+            msg = self._find(channel, ts)
+            if msg is None:
+                return False
+            self._messages[channel].remove(msg)
+            self._bump()
+            return True
+
     def _find(self, channel: str, ts: str | None) -> dict[str, Any] | None:
         return next((m for m in self._messages.get(channel, []) if m["ts"] == ts), None)
 
@@ -308,98 +267,6 @@ class Workspace:
         with self._lock:
             found = self._ephemerals.get(user, [])
             return copy.deepcopy([m for m in found if channel is None or m["channel"] == channel])
-
-    # -- views ---------------------------------------------------------------
-
-    def _stamp_view(self, view: dict[str, Any], view_id: str | None = None) -> dict[str, Any]:
-        stamped = {
-            "state": {"values": {}},
-            "private_metadata": "",
-            "callback_id": "",
-            "external_id": "",
-            "root_view_id": None,
-            "previous_view_id": None,
-            "clear_on_close": False,
-            "notify_on_close": False,
-            **copy.deepcopy(view),
-        }
-        view_id = view_id or f"V{next(self._view_seq):08d}"
-        stamped.update(id=view_id, team_id=self.team_id, app_id=self.app_id, bot_id=self.bot_id)
-        stamped["root_view_id"] = stamped["root_view_id"] or view_id
-        stamped["hash"] = f"{time.time():.6f}.{view_id}"
-        return stamped
-
-    def issue_trigger(self, user: str) -> str:
-        """Mint a single-use ``trigger_id`` for an interaction by ``user`` (lets ``views.open`` know the user)."""
-        with self._lock:
-            trigger = f"{self.next_ts()}.{uuid.uuid4().hex[:16]}"
-            self._triggers[trigger] = user
-            return trigger
-
-    def claim_trigger(self, trigger_id: str) -> str | None:
-        """Spend ``trigger_id``: its user, ``""`` for a trigger not minted here, ``None`` if already used."""
-        with self._lock:
-            if trigger_id not in self._triggers:
-                return ""
-            user = self._triggers[trigger_id]
-            self._triggers[trigger_id] = None
-            return user
-
-    def open_view(self, user: str, view: dict[str, Any]) -> dict[str, Any]:
-        """Open a modal for ``user`` and return it with Slack's server-side fields filled in."""
-        with self._lock:
-            stamped = self._stamp_view(view)
-            self._views[stamped["id"]] = stamped
-            self._view_owner[stamped["id"]] = user
-            self._bump()
-            return copy.deepcopy(stamped)
-
-    def update_view(
-        self, view: dict[str, Any], view_id: str | None = None, external_id: str | None = None, hash: str | None = None
-    ) -> dict[str, Any] | str:
-        """Replace an open modal; return it, or an error code (``not_found``, ``hash_conflict``)."""
-        with self._lock:
-            if view_id is None:
-                view_id = next(
-                    (k for k, v in self._views.items() if external_id and v["external_id"] == external_id), None
-                )
-            current = self._views.get(view_id or "")
-            if current is None or view_id is None:
-                return "not_found"
-            if hash and hash != current["hash"]:
-                return "hash_conflict"
-            stamped = self._stamp_view({**view, "root_view_id": current["root_view_id"]}, view_id)
-            self._views[view_id] = stamped
-            self._bump()
-            return copy.deepcopy(stamped)
-
-    def close_view(self, view_id: str) -> None:
-        """Forget a modal, as when the user closes or submits it."""
-        with self._lock:
-            self._views.pop(view_id, None)
-            self._view_owner.pop(view_id, None)
-            self._bump()
-
-    def publish_home(self, user: str, view: dict[str, Any], hash: str | None = None) -> dict[str, Any] | str:
-        """Set ``user``'s App Home view; return it, or ``hash_conflict``."""
-        with self._lock:
-            current = self._homes.get(user)
-            if hash and current is not None and hash != current["hash"]:
-                return "hash_conflict"
-            stamped = self._stamp_view(view, current["id"] if current else None)
-            self._homes[user] = stamped
-            self._bump()
-            return copy.deepcopy(stamped)
-
-    def home(self, user: str) -> dict[str, Any] | None:
-        """The App Home view last published for ``user``."""
-        with self._lock:
-            return copy.deepcopy(self._homes.get(user))
-
-    def open_views(self, user: str) -> list[dict[str, Any]]:
-        """Modals currently open for ``user``, oldest first."""
-        with self._lock:
-            return copy.deepcopy([v for k, v in self._views.items() if self._view_owner.get(k) == user])
 
     # -- call log ------------------------------------------------------------
 

@@ -1,0 +1,43 @@
+"""Who and where in the playground workspace: its fixed ids, members and channels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TEAM_ID = "T0PARLEY"
+TEAM_NAME = "Parley Playground"
+TEAM_DOMAIN = "parley-playground"
+BOT_USER_ID = "U0PARLEYBOT"
+BOT_ID = "B0PARLEYBOT"
+APP_ID = "A0PARLEY"
+
+
+@dataclass(frozen=True)
+class User:
+    """A workspace member, rendered in the shape of ``users.info``."""
+
+    id: str
+    name: str
+    real_name: str = ""
+    is_admin: bool = False
+    is_bot: bool = False
+
+    def to_slack(self, team_id: str) -> dict[str, Any]:
+        """Return the user object Slack sends from ``users.info``."""
+        real = self.real_name or self.name.title()
+        profile = {"real_name": real, "display_name": self.name, "team": team_id}
+        flags = dict.fromkeys(("deleted", "is_primary_owner", "is_restricted", "is_ultra_restricted"), False)
+        return {
+            **dict(id=self.id, team_id=team_id, name=self.name, real_name=real, profile=profile, **flags),
+            **dict(tz="Etc/UTC", tz_label="Coordinated Universal Time", tz_offset=0, updated=0),
+            **dict(is_admin=self.is_admin, is_owner=self.is_admin, is_bot=self.is_bot, is_app_user=False),
+        }
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A public channel the bot may post to."""
+
+    id: str
+    name: str

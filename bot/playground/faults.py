@@ -1,0 +1,68 @@
+"""Fault injection for the Web API stand-in: queued failures and delays per method."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the Web API must do instead of (or before) serving one call."""
+
+    status: int = 200
+    error: str | None = None
+    retry_after: int | None = None
+    delay: float = 0.0
+
+    @property
+    def fails(self) -> bool:
+        """True when the call must be answered with an error, not served."""
+        return self.status != 200 or self.error is not None
+
+
+class FaultPlan:
+    """Queued failures and delays, consumed one call at a time per method.
+
+    Rules apply in the order they were queued; ``method="*"`` matches any method.
+    """
+
+    def __init__(self) -> None:
+        self._rules: list[list[Any]] = []  # [method, Fault, remaining]
+        self._lock = threading.Lock()
+
+    def fail_next(
+        self, method: str, status: int = 429, retry_after: int | None = 1, times: int = 1, error: str | None = None
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` with ``status``.
+
+        429 responses carry ``Retry-After`` and ``ratelimited``; other statuses
+        default to ``internal_error``. ``status=200`` with ``error`` injects a
+        Slack-level error such as ``channel_not_found``.
+        """
+        error = error or ("ratelimited" if status == 429 else "internal_error")
+        fault = Fault(status, error, retry_after if status == 429 else None)
+        with self._lock:
+            self._rules.append([method, fault, times])
+
+    def delay_next(self, method: str, seconds: float, times: int = 1) -> None:
+        """Hold the next ``times`` calls of ``method`` for ``seconds``, then serve them normally."""
+        with self._lock:
+            self._rules.append([method, Fault(delay=seconds), times])
+
+    def take(self, method: str) -> Fault | None:
+        """Consume one use of the first rule matching ``method`` and return its fault, if any."""
+        with self._lock:
+            for i, rule in enumerate(self._rules):
+                if rule[0] in (method, "*"):
+                    rule[2] -= 1
+                    if rule[2] <= 0:
+                        del self._rules[i]
+                    return rule[1]
+        return None
+
+    def clear(self) -> None:
+        """Drop every pending rule."""
+        with self._lock:
+            self._rules.clear()
