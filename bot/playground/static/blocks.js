@@ -1,0 +1,321 @@
+// Block Kit → DOM, for messages, modals and the Home tab.
+//
+// `ctx` carries what a surface needs: `m` (mrkdwn context), `store` (the person's control
+// values on this surface, kept across re-renders like Slack keeps them), `errors`
+// (block_id → message, shown under an input), and callbacks `act(block, element, raw)`
+// for block_actions, `suggest(block, element, query)` for type-ahead, `confirm(obj)`.
+
+import { plainText, renderText } from "./mrkdwn.js";
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function testid(node, id) {
+  node.dataset.testid = id;
+  return node;
+}
+
+function options(element) {
+  const flat = [...(element.options || [])];
+  for (const group of element.option_groups || []) flat.push(...(group.options || []));
+  return flat;
+}
+
+// The raw value an element holds: what the person chose, else its initial value.
+export function currentValue(ctx, blockId, element) {
+  const stored = ctx.store.get(blockId, element.action_id);
+  if (stored !== undefined) return stored;
+  switch (element.type) {
+    case "static_select": case "radio_buttons":
+      return element.initial_option ? element.initial_option.value : null;
+    case "external_select":
+      return element.initial_option || null;
+    case "multi_static_select": case "checkboxes":
+      return (element.initial_options || []).map((o) => o.value);
+    case "multi_external_select":
+      return element.initial_options || [];
+    case "plain_text_input": return element.initial_value || "";
+    case "datepicker": return element.initial_date || "";
+    case "timepicker": return element.initial_time || "";
+    default: return null;
+  }
+}
+
+function isEmpty(raw) {
+  return raw === null || raw === undefined || raw === "" || (Array.isArray(raw) && raw.length === 0);
+}
+
+// Input blocks whose required element is empty: what Slack refuses to submit in a modal.
+export function missingRequired(ctx, blocks) {
+  const missing = {};
+  for (const block of blocks) {
+    if (block.type !== "input" || block.optional || !block.element) continue;
+    if (isEmpty(currentValue(ctx, block.block_id, block.element))) {
+      missing[block.block_id] = "Please complete this required field.";
+    }
+  }
+  return missing;
+}
+
+function optionLabel(option) {
+  return plainText(option.text);
+}
+
+function fillSelect(select, element) {
+  const add = (parent, o) => {
+    const opt = el("option", null, optionLabel(o));
+    opt.value = o.value;
+    parent.append(opt);
+  };
+  for (const o of element.options || []) add(select, o);
+  for (const g of element.option_groups || []) {
+    const group = el("optgroup");
+    group.label = plainText(g.label);
+    for (const o of g.options || []) add(group, o);
+    select.append(group);
+  }
+}
+
+function renderExternal(block, element, ctx, dispatch) {
+  const multi = element.type === "multi_external_select";
+  const box = testid(el("div", "ext"), element.type);
+  const chips = el("div", "chips");
+  const input = testid(el("input", "ext-input"), "external_select-input");
+  input.type = "search";
+  input.placeholder = plainText(element.placeholder) || "Type to search";
+  const list = testid(el("ul", "suggestions"), "suggestions");
+  list.hidden = true;
+  const value = () => currentValue(ctx, block.block_id, element);
+  const drawChips = () => {
+    chips.replaceChildren();
+    const chosen = multi ? value() : value() ? [value()] : [];
+    for (const o of chosen) {
+      const chip = testid(el("span", "chip", optionLabel(o)), "chip");
+      const x = el("button", "chip-x", "×");
+      x.type = "button";
+      x.title = "Remove";
+      x.addEventListener("click", () => {
+        const next = multi ? value().filter((v) => v.value !== o.value) : null;
+        ctx.store.set(block.block_id, element.action_id, next);
+        drawChips();
+        if (dispatch) ctx.act(block, element, next);
+      });
+      chip.append(x);
+      chips.append(chip);
+    }
+  };
+  let timer = null;
+  let seq = 0;
+  const load = () => {
+    const query = input.value;
+    if (query.length < (element.min_query_length ?? 3)) { list.hidden = true; return; }
+    const mine = ++seq;
+    ctx.suggest(block, element, query).then((found) => {
+      if (mine !== seq) return;
+      list.replaceChildren();
+      const flat = [...(found.options || [])];
+      for (const g of found.option_groups || []) flat.push(...(g.options || []));
+      if (!flat.length) list.append(el("li", "none", "No results"));
+      for (const o of flat) {
+        const li = testid(el("li", "suggestion", optionLabel(o)), "suggestion");
+        li.addEventListener("mousedown", (ev) => {
+          ev.preventDefault();
+          const picked = { text: o.text, value: o.value };
+          const next = multi ? [...value().filter((v) => v.value !== o.value), picked] : picked;
+          ctx.store.set(block.block_id, element.action_id, next);
+          input.value = "";
+          list.hidden = true;
+          drawChips();
+          if (dispatch) ctx.act(block, element, next);
+        });
+        list.append(li);
+      }
+      list.hidden = false;
+    });
+  };
+  input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(load, 200); });
+  input.addEventListener("focus", load);
+  input.addEventListener("blur", () => setTimeout(() => { list.hidden = true; }, 150));
+  drawChips();
+  box.append(chips, input, list);
+  return box;
+}
+
+function renderButton(block, element, ctx) {
+  const button = testid(el("button", "btn"), `button-${element.action_id}`);
+  button.type = "button";
+  button.dataset.actionId = element.action_id;
+  if (element.style) button.classList.add(element.style);
+  button.append(renderText(element.text, ctx.m));
+  if (element.url) button.title = element.url;
+  button.addEventListener("click", async () => {
+    if (element.confirm && !(await ctx.confirm(element.confirm))) return;
+    if (element.url) window.open(element.url, "_blank", "noopener");
+    ctx.act(block, element, null);
+  });
+  return button;
+}
+
+function renderChoices(block, element, ctx, dispatch) {
+  const multi = element.type === "checkboxes";
+  const box = testid(el("div", "choices"), element.type);
+  const name = `${block.block_id}:${element.action_id}:${Math.random().toString(36).slice(2)}`;
+  for (const o of element.options || []) {
+    const label = el("label", "choice");
+    const input = el("input");
+    input.type = multi ? "checkbox" : "radio";
+    input.name = name;
+    input.value = o.value;
+    const raw = currentValue(ctx, block.block_id, element);
+    input.checked = multi ? raw.includes(o.value) : raw === o.value;
+    input.addEventListener("change", () => {
+      const next = multi ? [...box.querySelectorAll("input:checked")].map((i) => i.value) : o.value;
+      ctx.store.set(block.block_id, element.action_id, next);
+      if (dispatch) ctx.act(block, element, next);
+    });
+    label.append(input, renderText(o.text, ctx.m));
+    if (o.description) label.append(el("span", "choice-desc", plainText(o.description)));
+    box.append(label);
+  }
+  return box;
+}
+
+// One interactive element. `dispatch`: it sends block_actions on change (outside input blocks,
+// or in one with dispatch_action) instead of only holding state for a Submit.
+export function renderElement(block, element, ctx, dispatch) {
+  const id = element.action_id;
+  const set = (raw) => {
+    ctx.store.set(block.block_id, id, raw);
+    if (dispatch) ctx.act(block, element, raw);
+  };
+  const raw = currentValue(ctx, block.block_id, element);
+  switch (element.type) {
+    case "button":
+      return renderButton(block, element, ctx);
+    case "static_select": case "multi_static_select": {
+      const multi = element.type === "multi_static_select";
+      const select = testid(el("select", multi ? "multi" : "single"), element.type);
+      if (!multi) {
+        const none = el("option", "placeholder", plainText(element.placeholder) || "Select an item");
+        none.value = "";
+        select.append(none);
+      } else {
+        select.multiple = true;
+        select.size = Math.min(Math.max(options(element).length, 2), 6);
+      }
+      fillSelect(select, element);
+      for (const opt of select.options) opt.selected = multi ? raw.includes(opt.value) : opt.value === (raw || "");
+      select.addEventListener("change", () => {
+        set(multi ? [...select.selectedOptions].map((o) => o.value) : select.value || null);
+      });
+      return select;
+    }
+    case "external_select": case "multi_external_select":
+      return renderExternal(block, element, ctx, dispatch);
+    case "plain_text_input": {
+      const input = testid(el(element.multiline ? "textarea" : "input", "text-input"), "plain_text_input");
+      if (!element.multiline) input.type = "text";
+      else input.rows = 4;
+      input.placeholder = plainText(element.placeholder);
+      if (element.max_length) input.maxLength = element.max_length;
+      input.value = raw || "";
+      input.addEventListener("input", () => ctx.store.set(block.block_id, id, input.value));
+      if (dispatch) input.addEventListener("change", () => ctx.act(block, element, input.value));
+      return input;
+    }
+    case "datepicker": case "timepicker": {
+      const input = testid(el("input", "date-input"), element.type);
+      input.type = element.type === "datepicker" ? "date" : "time";
+      input.value = raw || "";
+      input.addEventListener("change", () => set(input.value || null));
+      return input;
+    }
+    case "checkboxes": case "radio_buttons":
+      return renderChoices(block, element, ctx, dispatch);
+    case "overflow": {
+      const select = testid(el("select", "overflow"), "overflow");
+      const none = el("option", null, "⋯");
+      none.value = "";
+      select.append(none);
+      fillSelect(select, element);
+      select.addEventListener("change", () => { if (select.value) ctx.act(block, element, select.value); });
+      return select;
+    }
+    case "image":
+      return el("span", "image-alt", `[image: ${element.alt_text || ""}]`);
+    default:
+      return el("span", "unsupported", `(${element.type} is not shown in the playground)`);
+  }
+}
+
+function renderBlock(block, ctx) {
+  const node = el("div", `block block-${block.type}`);
+  node.dataset.blockId = block.block_id || "";
+  testid(node, `block-${block.type}`);
+  switch (block.type) {
+    case "header":
+      node.append(el("h3", "header", plainText(block.text)));
+      break;
+    case "section": {
+      const body = el("div", "section-body");
+      if (block.text) body.append(renderText(block.text, ctx.m));
+      if (block.fields) {
+        const grid = el("div", "fields");
+        for (const f of block.fields) {
+          const field = el("div", "field");
+          field.append(renderText(f, ctx.m));
+          grid.append(field);
+        }
+        body.append(grid);
+      }
+      node.append(body);
+      if (block.accessory) {
+        const accessory = el("div", "accessory");
+        accessory.append(renderElement(block, block.accessory, ctx, true));
+        node.append(accessory);
+      }
+      break;
+    }
+    case "context":
+      for (const item of block.elements || []) {
+        node.append(item.type === "image" ? el("span", "image-alt", `[${item.alt_text || "image"}]`) : renderText(item, ctx.m));
+      }
+      break;
+    case "divider":
+      node.append(el("hr"));
+      break;
+    case "actions":
+      for (const element of block.elements || []) node.append(renderElement(block, element, ctx, true));
+      break;
+    case "input": {
+      testid(node, "input-block");
+      const label = testid(el("label", "input-label", plainText(block.label)), "input-label");
+      if (block.optional) label.append(el("span", "optional", " (optional)"));
+      node.append(label);
+      if (block.element) node.append(renderElement(block, block.element, ctx, Boolean(block.dispatch_action)));
+      if (block.hint) node.append(el("div", "hint", plainText(block.hint)));
+      const error = ctx.errors && ctx.errors[block.block_id];
+      if (error) {
+        node.classList.add("has-error");
+        node.append(testid(el("div", "input-error", error), "input-error"));
+      }
+      break;
+    }
+    case "image":
+      node.append(el("span", "image-alt", `[image: ${block.alt_text || ""}]`));
+      break;
+    default:
+      node.append(el("span", "unsupported", `(a ${block.type} block is not shown in the playground)`));
+  }
+  return node;
+}
+
+export function renderBlocks(blocks, ctx) {
+  const root = el("div", "blocks");
+  for (const block of blocks || []) root.append(renderBlock(block, ctx));
+  return root;
+}
