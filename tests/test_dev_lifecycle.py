@@ -1,0 +1,202 @@
+"""`parley dev` starts everything and stops everything: no process left behind, no port held.
+
+Each run uses a data directory of its own and the embedded Redis (REDIS_URL unset, the
+newcomer's path), so every process that belongs to it can be found afterwards by that
+directory, its port, or its worker name, in /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.system
+
+READY = "Parley playground: http://127.0.0.1:{port}"
+START_TIMEOUT = 90.0
+REAP_TIMEOUT = 20.0
+
+
+def port_pair_free(port: int) -> bool:
+    for p in (port, port + 1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def free_port_pair() -> int:
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 65000 and port_pair_free(port):
+            return port
+    raise RuntimeError("no two free consecutive ports")
+
+
+def can_listen(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (SO_REUSEADDR, as servers bind: TIME_WAIT is not held)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            return False
+    return True
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def belonging_to(data_dir: Path, port: int) -> list[str]:
+    """Processes whose command line or environment names this run's data directory, ports or worker."""
+    markers = (str(data_dir), f"--port {port + 1}", f"parley-dev-{port}-", f"dev --port {port}")
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        status = _read(proc / "status")
+        if "State:\tZ" in status:
+            continue
+        cmdline, environ = _read(proc / "cmdline"), _read(proc / "environ")
+        if any(m in cmdline for m in markers) or f"PARLEY_DATA_DIR={data_dir}" in environ:
+            found.append(f"{proc.name}: {cmdline.strip()}")
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    return _read(Path(f"/proc/{pid}/cmdline"))
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and f"\nPPid:\t{pid}\n" in _read(proc / "status"):
+            found.append(int(proc.name))
+    return found
+
+
+class Dev:
+    def __init__(self, tmp_path: Path, n: int) -> None:
+        self.port = free_port_pair()
+        self.data_dir = tmp_path / f"data-{n}"
+        self.log = tmp_path / f"dev-{n}.log"
+        env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL",) and not k.startswith("SLACK_")}
+        env.update(PARLEY_DATA_DIR=str(self.data_dir), PARLEY_LOG_LEVEL="WARNING")
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "parley.cli", "dev", "--port", str(self.port)],
+                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while READY.format(port=self.port) not in self.output():
+            assert self.proc.poll() is None, f"parley dev exited early:\n{self.output()}"
+            assert time.monotonic() < deadline, f"parley dev not ready:\n{self.output()}"
+            time.sleep(0.1)
+        assert httpx.get(f"http://127.0.0.1:{self.port}/", timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{self.port + 1}/healthz", timeout=5).status_code == 200
+
+    def ctrl_c(self) -> None:
+        """What a terminal does on Ctrl-C: SIGINT to the foreground process group."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    def assert_nothing_left(self) -> None:
+        deadline = time.monotonic() + REAP_TIMEOUT  # the embedded Redis goes once nobody holds it
+        while (left := belonging_to(self.data_dir, self.port)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left == [], f"left behind: {left}\n{self.output()}"
+        assert can_listen(self.port) and can_listen(self.port + 1), f"a port is still held\n{self.output()}"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def test_started_and_stopped_five_times_leaves_nothing_behind(tmp_path: Path) -> None:
+    for n in range(5):
+        dev = Dev(tmp_path, n)
+        try:
+            dev.wait_ready()
+            assert belonging_to(dev.data_dir, dev.port), "the children should be visible while running"
+            dev.ctrl_c()
+            assert dev.proc.wait(30) == 0, dev.output()
+            assert "stopped everything" not in dev.output()
+            dev.assert_nothing_left()
+        finally:
+            dev.kill()
+
+
+def test_a_crashed_child_stops_everything_with_a_message(tmp_path: Path) -> None:
+    dev = Dev(tmp_path, 0)
+    try:
+        dev.wait_ready()
+        [worker] = [p for p in children(dev.proc.pid) if f"worker --name parley-dev-{dev.port}-" in _cmdline(p)]
+        os.kill(worker, signal.SIGKILL)
+        assert dev.proc.wait(30) == 1
+        assert "parley dev: `parley worker` exited with code -9; stopped everything." in dev.output()
+        dev.assert_nothing_left()
+    finally:
+        dev.kill()
+
+
+def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
+    dev = Dev(tmp_path, 0)
+    try:
+        dev.wait_ready()
+        started = time.monotonic()
+        dev.ctrl_c()
+        time.sleep(0.05)
+        dev.ctrl_c()
+        assert dev.proc.wait(30) == 0
+        assert time.monotonic() - started < 5
+        dev.assert_nothing_left()
+    finally:
+        dev.kill()
+
+
+def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    port = free_port_pair()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", port + 1))
+        busy.listen()
+        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+        env["PARLEY_DATA_DIR"] = str(tmp_path / "data")
+        done = subprocess.run(
+            [sys.executable, "-m", "parley.cli", "dev", "--port", str(port)],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert f"port {port + 1} is in use" in done.stderr
+    assert belonging_to(tmp_path / "data", port) == [] or _wait_gone(tmp_path / "data", port)
+
+
+def _wait_gone(data_dir: Path, port: int) -> bool:
+    deadline = time.monotonic() + REAP_TIMEOUT
+    while belonging_to(data_dir, port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
