@@ -32,7 +32,6 @@ def _parser() -> argparse.ArgumentParser:
 
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
     dev.add_argument("--port", type=int, default=3000)
-    dev.add_argument("--no-browser", action="store_true")
 
     runs = sub.add_parser("runs", help="inspect and manage runs")
     rsub = runs.add_subparsers(dest="runs_command", required=True)
