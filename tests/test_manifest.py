@@ -16,11 +16,16 @@ EXPECTED_SCOPES = {"commands", "chat:write", "chat:write.public", "channels:hist
 EXPECTED_EVENTS = {"app_home_opened", "message.channels", "message.groups"}
 
 
+SCHEMA_NAME = "shared/slack/manifest.schema.1.0.0.json"
+
+
 def _schema_path() -> Path:
+    """PARLEY_MANIFEST_SCHEMA, else Slack's schema beside the checkout, else in the CI workspace."""
     override = os.environ.get("PARLEY_MANIFEST_SCHEMA")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared/slack/manifest.schema.1.0.0.json"
+    candidates = [REPO.parent / SCHEMA_NAME, Path("/work") / SCHEMA_NAME]
+    return next((c for c in candidates if c.is_file()), candidates[0])
 
 
 @pytest.fixture(scope="module")

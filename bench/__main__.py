@@ -1,0 +1,134 @@
+"""`python -m bench [--quick] [--only 1,4]`: Parley's cost against bolt, Redis and RQ, side by side.
+
+Starts the Web API stand-in, `parley serve` and a bare bolt app on free ports,
+runs the selected measurements (each starts and stops the workers it needs), then
+prints the table and writes `bench/results/latest.{json,md,png}` (and a copy named
+after the mode, `quick.*` or `full.*`). Redis: `REDIS_URL` (or 127.0.0.1:6379),
+database 14, which the bench flushes; it refuses database 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import rq
+import slack_bolt
+
+from bench import report
+from bench.common import BENCH_DB, ROOT, Config, Row, bench_redis_url, connect, dump_json, flush
+from bench.stack import Stack
+
+MEASUREMENTS = {
+    1: "bench.m_ack",
+    2: "bench.m_resume",
+    3: "bench.m_question",
+    4: "bench.m_cycle",
+    5: "bench.m_footprint",
+    6: "bench.m_inbox",
+    7: "bench.m_workers",
+}
+RESULTS = ROOT / "bench" / "results"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smaller samples: under 3 minutes on 2 cores")
+    p.add_argument("--only", default="", help="comma-separated measurement numbers (1-7); default all")
+    p.add_argument("--rounds", type=int, default=None, help="alternating rounds per comparison (3 quick, 5 full)")
+    p.add_argument("--redis-url", default=None, help="Redis server (default REDIS_URL or 127.0.0.1:6379)")
+    p.add_argument("--db", type=int, default=BENCH_DB, help="Redis database the bench owns and flushes")
+    p.add_argument("--out", type=Path, default=RESULTS, help="directory for latest.{json,md,png}")
+    return p.parse_args(argv)
+
+
+def _commit() -> str:
+    """HEAD, marked "+local changes" when tracked files outside bench/ differ from it (those were measured)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except OSError:
+        return "?"
+    return (head or "?") + (" +local changes" if dirty else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    cfg = Config(quick=args.quick, rounds=args.rounds or (3 if args.quick else 5))
+    selected = [int(x) for x in args.only.split(",") if x.strip()] or list(MEASUREMENTS)
+    url = bench_redis_url(args.redis_url, args.db)
+    client = connect(url)
+    flush(client)
+    started = time.perf_counter()
+    rows: list[Row] = []
+    details: dict[str, Any] = {}
+    durations: dict[str, float] = {}
+    with Stack(url, client) as stack:
+        stack.start_servers()
+        for n in selected:
+            name = MEASUREMENTS[n]
+            t0 = time.perf_counter()
+            print(f"[{time.perf_counter() - started:6.1f}s] measurement {n}: {name}", file=sys.stderr, flush=True)
+            try:
+                res = importlib.import_module(name).measure(stack, cfg)
+                rows += res.rows
+                details[str(n)] = res.detail
+            except Exception as exc:  # one failed measurement must not hide the others' figures
+                traceback.print_exc()
+                stack.keep_logs = True
+                rows.append(Row(f"{n} {name.split('_', 1)[1]}", "error", "", float("nan"), note=f"{exc}"[:200]))
+                details[str(n)] = {"error": traceback.format_exc()}
+            durations[str(n)] = round(time.perf_counter() - t0, 1)
+    flush(client)
+    seconds = time.perf_counter() - started
+    mode = "quick" if args.quick else "full"
+    meta = {
+        "mode": mode,
+        "command": "python -m bench"
+        + (" --quick" if args.quick else "")
+        + (f" --only {args.only}" if args.only else ""),
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "redis": client.info("server")["redis_version"],
+        "rq": rq.__version__,
+        "bolt": slack_bolt.version.__version__,
+        "commit": _commit(),
+        "seconds": seconds,
+        "rounds": cfg.rounds,
+        "durations": durations,
+        "load_average": os.getloadavg(),
+    }
+    table = report.text_table(rows)
+    print(table)
+    print(f"\n{mode} run: {seconds:.0f} s; load average {meta['load_average'][0]:.1f} on {meta['cpus']} CPUs")
+    args.out.mkdir(parents=True, exist_ok=True)
+    dump_json(args.out / "latest.json", {"meta": meta, "rows": [r.as_dict() for r in rows], "detail": details})
+    (args.out / "latest.md").write_text(report.markdown(rows, meta))
+    report.plot(args.out / "latest.png", rows, details, f"Parley vs. its baselines ({mode}, {meta['when']})")
+    if not args.only:
+        for ext in ("json", "md", "png"):
+            shutil.copyfile(args.out / f"latest.{ext}", args.out / f"{mode}.{ext}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

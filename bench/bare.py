@@ -1,0 +1,90 @@
+"""The ack path's baseline: a bare bolt app on the same stack as `parley serve`.
+
+`python -m bench.bare PORT` serves, through gunicorn gthread with `parley serve`'s
+options and the same WSGI wrapper (`bot.wsgi.make_wsgi`), a bolt `App` with the
+same settings as `bot.app.create_app` (signed requests, `process_before_response=True`,
+no token verification). Its one listener handles the Submit button the way the
+least an answer could cost: one Redis SET, one RQ enqueue, then `ack()`.
+
+The enqueued job (`bench.jobs.mark`) pushes the time it starts to `bench:mark:<iid>`,
+so the resume measurement can time POST → job start on the same worker class.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import redis
+from gunicorn.app.base import BaseApplication
+from rq import Queue
+from rq.serializers import JSONSerializer
+from slack_bolt import Ack, App
+
+from bot.slack.blocks import SUBMIT_ACTION_ID
+from bot.slack.client import make_web_client
+from bot.wsgi import make_wsgi
+from parley.serve import THREADS
+
+BARE_QUEUE = "bench-bare"
+MARK = "bench.jobs.mark"
+
+
+def gunicorn_options(port: int) -> dict[str, Any]:
+    """`parley serve`'s gunicorn options (see `parley.serve.serve`), bound to `port`."""
+    return {
+        "bind": f"127.0.0.1:{port}",
+        "workers": 1,
+        "worker_class": "gthread",
+        "threads": THREADS,
+        "timeout": 30,
+        "graceful_timeout": 10,
+        "accesslog": None,
+        "loglevel": "warning",
+        "preload_app": False,
+    }
+
+
+def create_bare_app(client: redis.Redis, signing_secret: str, token: str, api_url: str) -> App:
+    """The bolt app with `create_app`'s settings and one minimal Submit listener."""
+    app = App(
+        token=token,
+        signing_secret=signing_secret,
+        client=make_web_client(token, api_url),
+        process_before_response=True,
+        token_verification_enabled=False,
+        raise_error_for_unhandled_request=True,
+        request_verification_enabled=True,
+    )
+    queue = Queue(BARE_QUEUE, connection=client, serializer=JSONSerializer)
+
+    @app.action(SUBMIT_ACTION_ID)
+    def submit(ack: Ack, body: dict[str, Any]) -> None:
+        iid = str(body["actions"][0].get("value", ""))
+        client.set(f"bench:bare:{iid}", body["user"]["id"])
+        queue.enqueue(MARK, f"bench:mark:{iid}")
+        ack()
+
+    return app
+
+
+class _Server(BaseApplication):  # type: ignore[misc]
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        client = redis.Redis.from_url(os.environ["REDIS_URL"], health_check_interval=30)
+        app = create_bare_app(
+            client, os.environ["SLACK_SIGNING_SECRET"], os.environ["SLACK_BOT_TOKEN"], os.environ["SLACK_API_URL"]
+        )
+        return make_wsgi(app, client)
+
+
+if __name__ == "__main__":
+    _Server(gunicorn_options(int(sys.argv[1]))).run()

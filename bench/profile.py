@@ -1,0 +1,238 @@
+"""`python -m bench.profile [ack|worker]`: where the time goes in a missed target, sampled with py-spy.
+
+- `ack`: `parley serve` (gunicorn master and worker, every thread) while 16 clients
+  click Submit on seeded paused runs: the ack path and its lazy message update.
+- `worker`: one `parley worker` (SimpleWorker) while it resumes a batch of answered
+  runs (replay, say, final answer), as in the worker-class and full-cycle figures.
+
+py-spy samples the real processes from outside; the summary written to
+`bench/results/profile-<name>.txt` lists the share of samples (non-idle threads)
+per library and the functions with the largest inclusive and self shares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.agents import AGENT, three_item_request
+from bench.common import bench_redis_url, connect, flush
+from bench.m_ack import load
+from bench.m_workers import _parley_rate
+from bench.seed import SubmitClicks, seed_paused
+from bench.stack import Stack
+from workers.runtime.wiring import Runtime
+from workers.store.runs import RunStore
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CATEGORIES = [  # first match on the frame's file path (as py-spy shortens it) wins
+    ("redis-py (commands, socket I/O, parsing)", r"(^|/)redis/"),
+    ("RQ", r"(^|/)rq/"),
+    ("pydantic", r"(^|/)pydantic(_core)?/"),
+    ("slack_sdk block models", r"(^|/)slack_sdk/models/"),
+    ("slack_sdk Web API client", r"(^|/)slack_sdk/"),
+    ("bolt", r"(^|/)slack_bolt/"),
+    ("gunicorn", r"(^|/)gunicorn/"),
+    ("bot/wsgi.py (the WSGI wrapper under every request)", r"(^|/)wsgi\.py$"),
+    (
+        "Parley (bot, workers, parley)",
+        r"(^|/)(bot|workers|parley|listeners|slack|store|runtime)/|"
+        r"^(actions|answers|host|runs|context|execute|acceptance)\.py$",
+    ),
+    ("bench agent", r"(^|/)bench/"),
+    ("logging", r"(^|/)logging/"),
+    ("json", r"(^|/)json/"),
+    ("urllib.parse (form-body decoding)", r"(^|/)urllib/parse\.py$"),
+    ("http.client / urllib / socket", r"(^|/)(http/|urllib/|socket\.py|ssl\.py|selectors\.py)"),
+    ("threading / queue", r"(^|/)(threading\.py|queue\.py|concurrent/)"),
+]
+FRAME = re.compile(r"^(?P<fn>.*?) \((?P<file>[^:()]+)(?::\d+)?\)$")
+
+
+def _category(path: str) -> str:
+    for name, pattern in CATEGORIES:
+        if re.search(pattern, path):
+            return name
+    return "other (stdlib, interpreter)"
+
+
+def summarize(raw: Path, title: str) -> str:
+    """A readable summary of py-spy's collapsed stacks: per-library leaf shares, then top functions."""
+    inclusive: collections.Counter[str] = collections.Counter()
+    self_time: collections.Counter[str] = collections.Counter()
+    leaf_cat: collections.Counter[str] = collections.Counter()
+    incl_cat: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = []
+        for f in stack.split(";"):
+            m = FRAME.match(f.strip())
+            frames.append((m.group("fn"), m.group("file")) if m else (f.strip(), ""))
+        names = {f"{fn} ({file.rsplit('/site-packages/', 1)[-1].rsplit('/main/', 1)[-1]})" for fn, file in frames}
+        for name in names:
+            inclusive[name] += n
+        fn, file = frames[-1]
+        self_time[f"{fn} ({file.rsplit('/site-packages/', 1)[-1].rsplit('/main/', 1)[-1]})"] += n
+        leaf_cat[_category(file)] += n
+        for cat in {_category(file) for _, file in frames}:
+            incl_cat[cat] += n
+    if not total:
+        return f"{title}\n\nno samples\n"
+    out = [
+        title,
+        "",
+        f"{total} samples of non-idle threads",
+        "",
+        "Share of samples by library of the innermost frame (self) and anywhere on the stack (inclusive):",
+    ]
+    for cat, n in leaf_cat.most_common():
+        out.append(f"  {100 * n / total:5.1f}% self  {100 * incl_cat[cat] / total:5.1f}% incl  {cat}")
+    out += ["", "Top functions by inclusive share:"]
+    out += [f"  {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(45)]
+    out += ["", "Top functions by self share:"]
+    out += [f"  {100 * n / total:5.1f}%  {name}" for name, n in self_time.most_common(25)]
+    return "\n".join(out) + "\n"
+
+
+def _pyspy() -> str:
+    found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(found).exists():
+        raise SystemExit("py-spy is not installed: pip install py-spy")
+    return found
+
+
+class Spy:
+    """Two py-spy samplers on one process tree: every non-idle thread (wall), and only the GIL holder (CPU)."""
+
+    def __init__(self, pid: int, seconds: float, name: str) -> None:
+        self.paths = {mode: RESULTS / f"profile-{name}.{mode}.raw.tmp" for mode in ("wall", "gil")}
+        self.procs = [
+            subprocess.Popen(
+                [
+                    _pyspy(),
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--subprocesses",
+                    "--threads",
+                    "--rate",
+                    "200",
+                    "--duration",
+                    str(int(seconds)),
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(path),
+                    "--nonblocking",
+                    *(["--gil"] if mode == "gil" else []),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for mode, path in self.paths.items()
+        ]
+
+    def wait(self, timeout: float) -> dict[str, Path]:
+        for p in self.procs:
+            p.wait(timeout)
+        return self.paths
+
+
+def profile_ack(stack: Stack, seconds: int) -> dict[str, Path]:
+    flush(stack.client)
+    request = three_item_request()
+    n = 300 * seconds
+    runs = seed_paused(
+        RunStore(stack.client),
+        n,
+        request,
+        agent=AGENT,
+        user_for=lambda i: f"U0B{i % 100:03d}",
+        messages=stack.seed_messages(n),
+    )
+    clicks = SubmitClicks(request)
+    bodies = [clicks.body(r) for r in runs]
+    load(stack.serve_port, bodies[:64], 8)  # warm
+    serve = next(p for p in stack.procs if p.name.endswith("parley-serve"))
+    spy = Spy(serve.pid, seconds, "ack")
+    time.sleep(1.0)
+    deadline = time.monotonic() + seconds - 1.5
+    i = 64
+    while time.monotonic() < deadline and i < len(bodies):
+        load(stack.serve_port, bodies[i : i + 320], 16)
+        i += 320
+    return spy.wait(seconds + 30)
+
+
+def profile_worker(stack: Stack, seconds: int) -> dict[str, Path]:
+    flush(stack.client)
+    rt = Runtime.build(stack.client)
+    n = 60 * seconds
+    runs = seed_paused(
+        rt.store,
+        n,
+        three_item_request(),
+        agent=AGENT,
+        text="say",
+        user_for=lambda i: f"U0B{i % 100:03d}",
+        messages=stack.seed_messages(n),
+    )
+    procs = stack.parley_workers(1, "simple")
+    try:
+        _parley_rate(rt, runs[:20])  # warm
+        spy = Spy(procs[0].pid, seconds, "worker")
+        time.sleep(1.0)
+        _parley_rate(rt, runs[20:])
+        return spy.wait(seconds + 30)
+    finally:
+        stack.stop(procs)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.profile")
+    p.add_argument("what", nargs="*", help="ack, worker (default both)")
+    p.add_argument("--seconds", type=int, default=12)
+    p.add_argument("--from-raw", action="store_true", help="summarize the last recording again, without sampling")
+    args = p.parse_args()
+    if args.from_raw:
+        for what in args.what or ["ack", "worker"]:
+            raws = {mode: RESULTS / f"profile-{what}.{mode}.raw.tmp" for mode in ("wall", "gil")}
+            _write(what, raws)
+        return 0
+    url = bench_redis_url()
+    client = connect(url)
+    with Stack(url, client) as stack:
+        stack.start_servers()
+        for what in args.what or ["ack", "worker"]:
+            _write(what, (profile_ack if what == "ack" else profile_worker)(stack, args.seconds))
+    flush(client)
+    return 0
+
+
+def _write(what: str, raws: dict[str, Path]) -> None:
+    title = {
+        "ack": "parley serve under 16 concurrent Submit clicks",
+        "worker": "parley worker (SimpleWorker) resuming answered runs: replay, say, final answer",
+    }[what]
+    text = (
+        summarize(raws["gil"], f"{title}\n== CPU: samples of the thread holding the GIL (py-spy --gil)")
+        + "\n\n"
+        + summarize(raws["wall"], "== Wall: samples of every non-idle thread (py-spy)")
+    )
+    (RESULTS / f"profile-{what}.txt").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

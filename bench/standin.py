@@ -1,0 +1,84 @@
+"""The Slack Web API stand-in in a process of its own: `python -m bench.standin PORT`.
+
+It serves the playground's `make_webapi_app` (so every Web API call Parley makes is
+checked and logged the way the tests see it) plus three bench routes:
+
+- `GET /bench/ping`: liveness;
+- `POST /bench/seed?n=N`: post N thread roots, each with one question reply, in
+  64 channels, and return their (channel, root ts, question ts), so that seeded
+  paused runs point at real messages that `chat.update` can lock;
+- `GET /bench/calls?method=M&since=T`: the call log (`Workspace.calls`) after T,
+  reduced to method, time and thread, for the question latency measurement.
+
+Running apart from the bench keeps its event loop off the load generator's GIL.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Mount, Route
+
+from bot.playground.webapi import create_webapi
+from bot.playground.workspace import Channel, Workspace
+
+CHANNELS = [f"C0BENCH{i:02d}" for i in range(64)]
+
+
+def build(ws: Workspace) -> Starlette:
+    for cid in CHANNELS:
+        ws.add_channel(Channel(cid, cid.lower()))
+
+    async def ping(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    async def seed(request: Request) -> JSONResponse:
+        n = int(request.query_params.get("n", "1"))
+        out: list[list[str]] = []
+        for i in range(n):
+            channel = CHANNELS[i % len(CHANNELS)]
+            root = ws.post_message(channel, "started a run")
+            question = ws.post_message(channel, "A question", thread_ts=root["ts"])
+            out.append([channel, root["ts"], question["ts"]])
+        return JSONResponse(out)
+
+    async def calls(request: Request) -> JSONResponse:
+        method = request.query_params.get("method") or None
+        since = float(request.query_params.get("since", "0"))
+        rows: list[dict[str, Any]] = []
+        for c in ws.calls(method):
+            if c["at"] >= since:
+                args = c["args"]
+                rows.append(
+                    {
+                        "method": c["method"],
+                        "at": c["at"],
+                        "channel": args.get("channel"),
+                        "thread_ts": args.get("thread_ts"),
+                        "error": c["error"],
+                    }
+                )
+        return JSONResponse(rows)
+
+    return Starlette(
+        routes=[
+            Route("/bench/ping", ping),
+            Route("/bench/seed", seed, methods=["POST"]),
+            Route("/bench/calls", calls),
+            Mount("/api", app=create_webapi(ws)),
+        ]
+    )
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    uvicorn.run(build(Workspace()), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
