@@ -36,7 +36,20 @@ class Run:
         self._says = 0
         self._key_calls: dict[str, int] = {}
         self._interrupt: InterruptRecord | None = None
+        self._journal: dict[str, Any] | None = None
         self.log = log.bind(**record.log_context())
+
+    def _recorded(self, field: str) -> Any:
+        """A journal entry; the whole journal is read once per execution, since only this
+        execution (fenced by its epoch) writes to it while it runs."""
+        if self._journal is None:
+            self._journal = self._rt.store.journal(self.run_id)
+        return self._journal.get(field)
+
+    def _write(self, field: str, value: Any) -> None:
+        self._rt.store.record(self.run_id, self._epoch, field, value)
+        if self._journal is not None:
+            self._journal[field] = value
 
     # ---- RunView: what a host may know --------------------------------------
     @property
@@ -91,7 +104,7 @@ class Run:
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record."""
         field = f"step:{key}"
-        recorded = self._rt.store.journal_get(self.run_id, field)
+        recorded = self._recorded(field)
         if recorded is not None:
             return recorded["v"]
         result = fn()
@@ -99,7 +112,7 @@ class Run:
             json.dumps(result)
         except (TypeError, ValueError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
-        self._rt.store.record(self.run_id, self._epoch, field, {"v": result})
+        self._write(field, {"v": result})
         self.log.info("step recorded", step=key)
         return result
 
@@ -115,11 +128,11 @@ class Run:
     def once(self, name: str, effect: Callable[[], Any]) -> None:
         """Perform a host side effect at most once per run (at least once across a crash mid-call)."""
         field = f"fx:{name}"
-        if self._rt.store.journal_get(self.run_id, field) == "done":
+        if self._recorded(field) == "done":
             return
-        self._rt.store.record(self.run_id, self._epoch, field, "intent")
+        self._write(field, "intent")
         effect()
-        self._rt.store.record(self.run_id, self._epoch, field, "done")
+        self._write(field, "done")
 
     def ask(self, request: Request, key: str | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.
@@ -134,7 +147,7 @@ class Run:
         limit = self._rt.settings.max_asks_per_key
         if n > limit:
             raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
-        attempts: list[str] = self._rt.store.journal_get(self.run_id, f"ask:{key}") or []
+        attempts: list[str] = self._recorded(f"ask:{key}") or []
         if len(attempts) >= n:
             interrupt = self._rt.store.interrupt(attempts[n - 1])
             if interrupt is None:
@@ -152,8 +165,10 @@ class Run:
                 request = request.model_copy(update={"assignees": [self.started_by]})
             attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
             interrupt = self._rt.store.open_interrupt(
-                self._record, self._epoch, key, attempts, request, list(request.assignees)
+                self.record, self._epoch, key, attempts, request, list(request.assignees)
             )
+            if self._journal is not None:
+                self._journal[f"ask:{key}"] = attempts
         return self._solicit(interrupt)
 
     def _solicit(self, interrupt: InterruptRecord) -> dict[str, AnswerValue]:

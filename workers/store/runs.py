@@ -94,6 +94,10 @@ class RunStore:
         data = self.redis.hgetall(keys.interrupt(interrupt_id))
         return InterruptRecord.from_hash(_decode(data)) if data else None
 
+    def journal(self, run_id: str) -> dict[str, Any]:
+        """Every journal entry of `run_id`, decoded."""
+        return {_s(k): json.loads(v) for k, v in self.redis.hgetall(keys.journal(run_id)).items()}
+
     def journal_get(self, run_id: str, field: str) -> Any:
         raw = self.redis.hget(keys.journal(run_id), field)
         return None if raw is None else json.loads(raw)
