@@ -1,16 +1,25 @@
-"""The Slack Web API client every Parley process uses: one base URL, retries on 429s and drops."""
+"""The Slack Web API client every Parley process uses: one base URL, retries on 429s, 5xx and drops."""
 
 from __future__ import annotations
 
 from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
 
 RATE_LIMIT_RETRIES = 5
 CONNECTION_RETRIES = 2
+SERVER_ERROR_RETRIES = 2
 
 
 def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> WebClient:
-    """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out `Retry-After` on 429."""
+    """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out `Retry-After` on 429.
+
+    A 500 or 503 is retried too (after half a second, then a second): without it, one failed
+    `chat.update` would leave an answered question showing its controls for good.
+    """
     return WebClient(
         token=token,
         base_url=base_url,
@@ -18,5 +27,6 @@ def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> W
         retry_handlers=[
             ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
             RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+            ServerErrorRetryHandler(max_retry_count=SERVER_ERROR_RETRIES),
         ],
     )
