@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import atexit
+from typing import Any
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from parley.settings import Settings
 from workers.exceptions import ConfigError
@@ -14,15 +17,31 @@ from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store import embedded
 
 
-def connect_redis(settings: Settings) -> redis.Redis:
-    """The Redis at `REDIS_URL`, or the shared embedded server when it is unset."""
+# The bot answers Slack within three seconds, so a command on its request path gives up fast:
+# one retry (a connection that died with a restarted Redis is replaced), short socket timeouts.
+# redis-py's default (three retries, backing off up to ten seconds) would outlast the ack.
+def bot_redis_options() -> dict[str, Any]:
+    return {
+        "socket_connect_timeout": 0.5,
+        "socket_timeout": 1.0,
+        "retry": Retry(ExponentialBackoff(cap=0.2, base=0.05), 1),
+    }
+
+
+def connect_redis(settings: Settings, *, request_path: bool = False) -> redis.Redis:
+    """The Redis at `REDIS_URL`, or the shared embedded server when it is unset.
+
+    `request_path`: the bot's client, whose commands fail within about two seconds when
+    Redis is unreachable, so a listener can still ask the person to try again.
+    """
+    options: dict[str, Any] = {"health_check_interval": 30, **(bot_redis_options() if request_path else {})}
     if settings.redis_url:
-        client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
+        client = redis.Redis.from_url(settings.redis_url, **options)
     else:
         sock = embedded.ensure_server(settings.parley_data_dir)
         holder = embedded.Holder(sock)
         atexit.register(holder.release)
-        client = redis.Redis(unix_socket_path=str(sock), health_check_interval=30)
+        client = redis.Redis(unix_socket_path=str(sock), **options)
     try:
         client.ping()
     except redis.RedisError as exc:

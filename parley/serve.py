@@ -25,7 +25,7 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
     settings.require("slack_bot_token")
     if not socket_mode:
         settings.require("slack_signing_secret")
-    client = connect_redis(settings)
+    client = connect_redis(settings, request_path=True)
     web = make_web_client(settings.slack_bot_token, settings.slack_api_url)
     hosts = HostRouter()
     runtime = build_runtime(settings, client, hosts)

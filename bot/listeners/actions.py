@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import redis
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome
+from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome, unavailable
 from bot.listeners.home import publish_home
 from bot.slack import blocks
 from bot.slack.state import StateError, parse_block_id, parse_state_values
@@ -41,7 +42,12 @@ def register(app: App, deps: BotDeps) -> None:
         action = _clicked(body)
         iid, user = str(action.get("value", "")), body["user"]["id"]
         team = (body.get("team") or {}).get("id")
-        interrupt = store.interrupt(iid) if iid else None
+        try:
+            interrupt = store.interrupt(iid) if iid else None
+        except redis.RedisError:
+            context[OUTCOME] = unavailable(iid, user, team)
+            ack()
+            return
         if interrupt is None:
             context[OUTCOME] = {"ok": False, "iid": iid, "user": user, "reason": "unknown", "detail": {}}
             ack()
@@ -61,7 +67,12 @@ def register(app: App, deps: BotDeps) -> None:
         ref = parse_block_id(str(action.get("block_id", "")))
         iid = ref[1] if ref and ref[0] == "qc" else ""  # (kind, iid, version, item_id)
         user, team = body["user"]["id"], (body.get("team") or {}).get("id")
-        interrupt = store.interrupt(iid) if iid else None
+        try:
+            interrupt = store.interrupt(iid) if iid else None
+        except redis.RedisError:
+            context[OUTCOME] = unavailable(iid, user, team)
+            ack()
+            return
         if interrupt is None:
             context[OUTCOME] = {"ok": False, "iid": "", "user": user, "reason": "unknown", "detail": {}}
             ack()

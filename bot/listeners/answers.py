@@ -33,9 +33,14 @@ def accept_from_slack(
     except AcceptRefused as exc:
         return {"ok": False, "iid": iid, "user": user, "reason": exc.reason, "detail": _jsonable(exc.detail)}
     except redis.RedisError:
-        log.error("Redis unavailable while accepting", exc=True, interrupt_id=iid, user=user, team=team)
-        return {"ok": False, "iid": iid, "user": user, "reason": "unavailable", "detail": {}}
+        return unavailable(iid, user, team)
     return {"ok": True, "iid": iid, "user": user, "run_id": accepted.run.id}
+
+
+def unavailable(iid: str, user: str, team: str | None) -> dict[str, Any]:
+    """The outcome when Redis cannot be reached: nothing was written, the person is asked to submit again."""
+    log.error("Redis unavailable while accepting", exc=True, interrupt_id=iid, user=user, team=team)
+    return {"ok": False, "iid": iid, "user": user, "reason": "unavailable", "detail": {}}
 
 
 def refusal_text(outcome: dict[str, Any]) -> str:

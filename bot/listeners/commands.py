@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
@@ -18,6 +19,7 @@ from workers.store.records import RunStatus
 
 log = Log("parley.commands")
 MAX_TEXT = 3000
+UNAVAILABLE = ":warning: Parley cannot reach its store just now, so nothing was started. Please try again in a moment."
 
 
 def help_text(deps: BotDeps, problem: str | None = None) -> str:
@@ -52,7 +54,13 @@ def register(app: App, deps: BotDeps) -> None:
         if len(rest) > MAX_TEXT:
             ack(response_type="ephemeral", text=f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}.")
             return
-        run = deps.runtime.store.create(name, rest.strip(), user, {"host": "slack", "team": team, "channel": channel})
+        try:
+            conversation = {"host": "slack", "team": team, "channel": channel}
+            run = deps.runtime.store.create(name, rest.strip(), user, conversation)
+        except redis.RedisError:
+            log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)
+            ack(response_type="ephemeral", text=UNAVAILABLE)
+            return
         context["parley_run"] = run.id
         log.info("run created", run_id=run.id, team=team, channel=channel, user=user, agent=name)
         ack()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome
+from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome, unavailable
 from bot.slack import blocks
 from bot.slack.state import StateError, parse_state_values
 
@@ -20,8 +21,15 @@ def register(app: App, deps: BotDeps) -> None:
         view = body.get("view") or {}
         iid = str(view.get("private_metadata", ""))
         user, team = body["user"]["id"], (body.get("team") or {}).get("id")
-        interrupt = store.interrupt(iid) if iid else None
-        first_block = next((b.get("block_id") for b in view.get("blocks", []) if b.get("type") == "input"), None)
+        inputs = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
+        first_block = next((b for b in inputs if isinstance(b, str)), None)
+        try:
+            interrupt = store.interrupt(iid) if iid else None
+        except redis.RedisError:
+            # Keep the form and what was typed in it; the person submits again.
+            text = refusal_text(unavailable(iid, user, team)).removeprefix(":warning: ")
+            ack(response_action="errors", errors={first_block or "form": text[:150]})
+            return
         if interrupt is None:
             ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
             return
@@ -35,6 +43,10 @@ def register(app: App, deps: BotDeps) -> None:
         if outcome["ok"]:
             context[OUTCOME] = outcome
             ack()
+            return
+        if outcome["reason"] == "unavailable":
+            text = refusal_text(outcome).removeprefix(":warning: ")
+            ack(response_action="errors", errors={first_block or "form": text[:150]})
             return
         if outcome["reason"] == "invalid":
             errors = outcome["detail"].get("errors", {})
