@@ -10,14 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
 
 from bot.deps import BotDeps
-from bot.listeners import actions, commands, events, options, views
+from bot.listeners import actions, commands, events, options, shape, views
 from workers.logs import Log
 
 log = Log("parley.bot")
+
+
+def refuse_malformed(body: Any, next: Any) -> BoltResponse | None:
+    """Answer 400 to a signed body whose shape the listeners (or bolt's own middleware) cannot read."""
+    reason = shape.problem(body)
+    if reason:
+        log.warning("malformed request refused", reason=reason, **_ctx(body))
+        return BoltResponse(status=400, body="")
+    return next()
 
 
 def create_app(deps: BotDeps, *, signing_secret: str | None, token: str | None) -> App:
@@ -29,7 +39,9 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, token: str | None) 
         token_verification_enabled=False,
         raise_error_for_unhandled_request=True,
         request_verification_enabled=signing_secret is not None,
+        before_authorize=refuse_malformed,
     )
+
     commands.register(app, deps)
     actions.register(app, deps)
     views.register(app, deps)
@@ -40,14 +52,24 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, token: str | None) 
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:
         if isinstance(error, BoltUnhandledRequestError):
             return BoltResponse(status=404, body="")
+        if isinstance(error, redis.RedisError):
+            # Nothing was written; Slack redelivers an event it got a 5xx for.
+            log.error("Redis unavailable", exc=True, **_ctx(body))
+            return BoltResponse(status=503, body="")
         log.error("listener failed", exc=True, **_ctx(body))
         return BoltResponse(status=500, body="")
 
     return app
 
 
-def _ctx(body: dict[str, Any]) -> dict[str, Any]:
-    user = body.get("user_id") or (body.get("user") or {}).get("id") or (body.get("event") or {}).get("user")
-    team = body.get("team_id") or (body.get("team") or {}).get("id")
-    channel = body.get("channel_id") or (body.get("channel") or {}).get("id")
+def _ctx(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        return {}
+
+    def obj(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
+
+    user = body.get("user_id") or obj(body.get("user")).get("id") or obj(body.get("event")).get("user")
+    team = body.get("team_id") or obj(body.get("team")).get("id")
+    channel = body.get("channel_id") or obj(body.get("channel")).get("id")
     return {"team": team, "channel": channel, "user": user}

@@ -9,6 +9,9 @@ import redis
 from slack_bolt import App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
+from workers.logs import Log
+
+log = Log("parley.wsgi")
 EVENTS_PATH = "/slack/events"
 
 
@@ -26,8 +29,29 @@ def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
                 start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
                 return [b"redis unavailable\n"]
         if path == EVENTS_PATH:
-            return bolt(environ, start_response)
+            if not _readable_signature(environ):
+                start_response("401 Unauthorized", [("Content-Type", "text/plain")])
+                return [b"unauthorized\n"]
+            try:
+                return bolt(environ, start_response)
+            except Exception as exc:
+                # Bolt parses the body before any listener (or the signature check) runs; a body
+                # it cannot read (not an object, nested too deep, fields of the wrong type) is the
+                # sender's error, not ours.
+                log.warning("unreadable request refused", error=f"{type(exc).__name__}: {str(exc)[:200]}")
+                start_response("400 Bad Request", [("Content-Type", "text/plain")])
+                return [b"bad request\n"]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found\n"]
 
     return wsgi
+
+
+def _readable_signature(environ: dict[str, Any]) -> bool:
+    """False for signature headers the verifier would choke on (a timestamp that is not an integer,
+    a signature that is not ASCII): such a request is unsigned, not a server error."""
+    timestamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
+    signature = environ.get("HTTP_X_SLACK_SIGNATURE")
+    if timestamp is not None and not (timestamp.isascii() and timestamp.strip().isdigit()):
+        return False
+    return signature is None or signature.isascii()

@@ -42,7 +42,8 @@ def register(app: App, deps: BotDeps) -> None:
 
     def reply_ack(ack: Ack, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
         """A threaded reply ("2", "the second one", "HBO") to a pending single-select question."""
-        if event.get("subtype") or event.get("bot_id") or not event.get("thread_ts") or not event.get("user"):
+        addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
+        if event.get("subtype") or event.get("bot_id") or not addressed:
             ack()
             return
         team = body.get("team_id") or event.get("team") or ""
