@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
+from typing import Any
 
+import redis
 from rq import SimpleWorker, Worker
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.serializers import JSONSerializer
@@ -76,11 +80,52 @@ def run_worker(settings: Settings, *, burst: bool = False, worker_class: str = "
     stop = threading.Event()
     threading.Thread(target=_keep_sweep_scheduled, args=(runtime, stop), daemon=True, name="sweep-seed").start()
     cls = WORKER_CLASSES[worker_class]
-    worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name)
-    log.info("worker starting", worker=worker.name, worker_class=worker_class, agents=runtime.registry.names())
+    rq_level = "DEBUG" if settings.parley_log_level.upper() == "DEBUG" else "WARNING"
+    stopping = threading.Event()
     try:
-        rq_level = "DEBUG" if settings.parley_log_level.upper() == "DEBUG" else "WARNING"
-        worker.work(burst=burst, with_scheduler=True, logging_level=rq_level)
+        while True:
+            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name)
+            _note_stop_requests(worker, stopping)
+            log.info("worker starting", worker=worker.name, worker_class=worker_class, agents=runtime.registry.names())
+            try:
+                worker.work(burst=burst, with_scheduler=True, logging_level=rq_level)
+            except (redis.ConnectionError, redis.TimeoutError):
+                log.warning("worker lost Redis", worker=worker.name, exc=True)
+            if burst or stopping.is_set():
+                return 0
+            # RQ's loop gives up on a Redis error it does not expect (a restart, a failover):
+            # wait for Redis and work again, rather than leave the machine without a worker.
+            if not _wait_for_redis(client, stopping):
+                return 0
+            with contextlib.suppress(redis.RedisError):
+                worker.register_death()  # frees the name for the next registration
+            log.warning("Redis is back; working again", worker=worker.name)
     finally:
         stop.set()
-    return 0
+
+
+def _note_stop_requests(worker: Worker, stopping: threading.Event) -> None:
+    """Remember a SIGTERM/SIGINT RQ handled, to tell a requested stop from RQ giving up."""
+    request_stop = worker.request_stop
+
+    def noted(signum: int, frame: Any) -> None:
+        stopping.set()
+        request_stop(signum, frame)
+
+    worker.request_stop = noted  # type: ignore[method-assign]
+
+
+def _wait_for_redis(client: redis.Redis, stopping: threading.Event, cap: float = 5.0) -> bool:
+    """Ping until Redis answers (True) or a stop is requested meanwhile (False)."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    delay = 0.1
+    while not stopping.is_set():
+        try:
+            if client.ping():
+                return True
+        except redis.RedisError:
+            pass
+        stopping.wait(delay)
+        delay = min(delay * 2, cap)
+    return False

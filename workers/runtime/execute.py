@@ -12,6 +12,10 @@ import threading
 import time
 import traceback
 
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import QuestionExpired
 from workers.logs import Log
@@ -19,17 +23,27 @@ from workers.runtime.context import Run
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store.records import RunStatus
+from workers.store.runs import RunStore
 
 log = Log("parley.execute")
 
 
 class LeaseKeeper:
-    """Renews the worker's lease on a run in the background while the agent runs."""
+    """Renews the worker's lease on a run in the background while the agent runs.
+
+    It survives Redis errors (a restart, a failover) and tries again within a fraction of a
+    second: a keeper that gave up, or sat in a client's multi-second backoff, would let the
+    lease lapse while the agent runs on, and another worker would repeat the step in progress.
+    """
+
+    RETRY = 0.2
 
     def __init__(self, runtime: Runtime, run_id: str, epoch: int) -> None:
         self._rt = runtime
         self._run_id = run_id
         self._epoch = epoch
+        self._client = _prompt_client(runtime.redis, timeout=min(runtime.settings.lease_ttl / 3, 2.0))
+        self._store = RunStore(self._client)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
 
@@ -40,16 +54,37 @@ class LeaseKeeper:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self._client.close()
+        self._client.connection_pool.disconnect()
 
     def _loop(self) -> None:
         ttl = self._rt.settings.lease_ttl
-        while not self._stop.wait(ttl / 3):
+        delay = ttl / 3
+        while not self._stop.wait(delay):
             until = repr(time.time() + ttl)
-            ok, _, _ = self._rt.store.transition(
-                self._run_id, [RunStatus.RUNNING], RunStatus.RUNNING, epoch=self._epoch, lease=until
-            )
+            try:
+                ok, _, _ = self._store.transition(
+                    self._run_id, [RunStatus.RUNNING], RunStatus.RUNNING, epoch=self._epoch, lease=until
+                )
+            except redis.RedisError as exc:
+                log.warning("could not renew the lease; retrying", run_id=self._run_id, error=str(exc))
+                delay = min(ttl / 3, self.RETRY)
+                continue
+            delay = ttl / 3
             if not ok:
                 return
+
+
+def _prompt_client(client: redis.Redis, timeout: float) -> redis.Redis:
+    """A client of the same server whose commands fail within `timeout` instead of backing off."""
+    pool = client.connection_pool
+    kwargs = {
+        **pool.connection_kwargs,
+        "retry": Retry(NoBackoff(), 1),
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+    }
+    return redis.Redis(connection_pool=type(pool)(connection_class=pool.connection_class, max_connections=2, **kwargs))
 
 
 def execute(runtime: Runtime, run_id: str) -> str:
