@@ -106,7 +106,12 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
 
 
 def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
-    """Queued runs whose job is gone (a crash between acceptance and enqueue) get one."""
+    """Queued runs whose job is gone get one.
+
+    Gone: never enqueued (a crash between acceptance and enqueue), ended, or abandoned (RQ
+    calls it started, but its worker died before claiming the run; RQ would only notice
+    after the job's timeout, and until then the run would sit queued).
+    """
     store = runtime.store
     for run_id in store.due(keys.accepted_index(), now - runtime.settings.requeue_grace):
         run = store.find(run_id)
@@ -114,15 +119,32 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
             runtime.redis.zrem(keys.accepted_index(), run_id)
             continue
         job_id = run.job or f"run-{run_id}"
+        job: Job | None
         try:
-            status = Job.fetch(job_id, connection=runtime.redis, serializer=runtime.queue.serializer).get_status()
+            job = Job.fetch(job_id, connection=runtime.redis, serializer=runtime.queue.serializer)
+            status = job.get_status()
         except NoSuchJobError:
-            status = None
-        if status in _LIVE_JOB:
+            job, status = None, None
+        if status in _LIVE_JOB and not _abandoned(job, status, now, runtime.settings.lease_ttl):
             continue
-        if enqueue_run(runtime.queue, run_id, job_id if status is None else f"{job_id}-s{int(now)}"):
+        if status is not None:
+            job_id = f"{job_id}-s{int(now)}"
+            ok, _, _ = store.transition(run_id, [RunStatus.QUEUED], RunStatus.QUEUED, job=job_id)
+            if not ok:
+                continue  # claimed meanwhile
+        if enqueue_run(runtime.queue, run_id, job_id):
             report.requeued.append(run_id)
-            log.warning("queued run had no job; enqueued", run_id=run_id, job=job_id)
+            previous = getattr(status, "value", None)
+            log.warning("queued run had no job; enqueued", run_id=run_id, job=job_id, previous=previous)
+
+
+def _abandoned(job: Job | None, status: JobStatus | None, now: float, lease_ttl: float) -> bool:
+    """A job started longer than a lease ago whose run is still queued: its worker died before the claim.
+
+    A live worker claims the run (queued → running) as the first thing the job does.
+    """
+    started = job.started_at if job is not None and status == JobStatus.STARTED else None
+    return started is not None and now - started.timestamp() > lease_ttl
 
 
 def schedule_next(runtime: Runtime, now: float | None = None) -> None:
