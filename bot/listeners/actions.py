@@ -10,7 +10,7 @@ from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome, unavailable
+from bot.listeners.answers import OUTCOME, accept_from_slack, tell_refusal, unavailable
 from bot.listeners.home import publish_home
 from bot.slack import blocks
 from bot.slack.state import StateError, parse_block_id, parse_state_values
@@ -59,7 +59,7 @@ def register(app: App, deps: BotDeps) -> None:
                                 "detail": {"errors": {"form": str(exc)}}}
             ack()
             return
-        context[OUTCOME] = accept_from_slack(deps, iid, user, team, answers, _token(body, action))
+        context[OUTCOME] = accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
         ack()
 
     def choose_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
@@ -79,19 +79,12 @@ def register(app: App, deps: BotDeps) -> None:
             return
         item = interrupt.request.items[0]
         answers = [Answer(id=item.id, choice=str(action.get("value", "")))]
-        context[OUTCOME] = accept_from_slack(deps, iid, user, team, answers, _token(body, action))
+        context[OUTCOME] = accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
         ack()
 
     def report(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:
-        outcome = context.get(OUTCOME)
-        if outcome and not outcome["ok"]:
-            channel = _channel(body)
-            thread_ts = (body.get("container") or {}).get("thread_ts")
-            if channel:
-                client.chat_postEphemeral(channel=channel, user=outcome["user"], thread_ts=thread_ts,
-                                          text=refusal_text(outcome))
-            return
-        report_outcome(deps, client, outcome, _channel(body))
+        thread_ts = (body.get("container") or {}).get("thread_ts")
+        tell_refusal(client, context.get(OUTCOME), _channel(body), thread_ts)
 
     app.action(blocks.SUBMIT_ACTION_ID)(ack=submit_ack, lazy=[report])
     app.action(re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$"))(ack=choose_ack, lazy=[report])

@@ -1,9 +1,10 @@
 """Accepting an answer from any Slack surface, and telling the clicker the outcome.
 
-The ack half (`accept_from_slack`) does only Redis work: read the stored request,
-decode, validate, accept atomically, enqueue. Its outcome is left in the bolt
-context as plain JSON so the lazy half (`report_outcome`) can update the question
-message or explain a refusal ephemerally after Slack has its ack.
+The ack half (`accept_from_slack`) does only Redis work: decode, validate against
+the stored request, accept atomically, enqueue. Its outcome is left in the bolt
+context as plain JSON so the lazy half (`tell_refusal`) can explain a refusal
+ephemerally after Slack has its ack. The worker that resumes the run locks the
+question message, so nothing about a success waits on the Web API here.
 """
 
 from __future__ import annotations
@@ -19,22 +20,24 @@ from bot.slack.mrkdwn import date_token, escape, user_ref
 from workers.interaction import Answer
 from workers.logs import Log
 from workers.runtime.acceptance import AcceptRefused, accept
+from workers.store.records import InterruptRecord
 
 log = Log("parley.answers")
 OUTCOME = "parley_outcome"
 
 
 def accept_from_slack(
-    deps: BotDeps, iid: str, user: str, team: str | None, answers: list[Answer], token: str
+    deps: BotDeps, interrupt: InterruptRecord, user: str, team: str | None, answers: list[Answer], token: str
 ) -> dict[str, Any]:
-    """Try to accept; returns a JSON outcome: {"ok": bool, "reason", "message", "errors", ...}."""
+    """Try to accept; returns a JSON outcome: {"ok": bool, "reason", "detail", ...}."""
+    iid = interrupt.id
     try:
-        accepted = accept(deps.runtime, iid, user, answers, team=team, token=token)
+        accepted = accept(deps.runtime, interrupt, user, answers, team=team, token=token)
     except AcceptRefused as exc:
         return {"ok": False, "iid": iid, "user": user, "reason": exc.reason, "detail": _jsonable(exc.detail)}
     except redis.RedisError:
         return unavailable(iid, user, team)
-    return {"ok": True, "iid": iid, "user": user, "run_id": accepted.run.id}
+    return {"ok": True, "iid": iid, "user": user, "run_id": accepted.run_id}
 
 
 def unavailable(iid: str, user: str, team: str | None) -> dict[str, Any]:
@@ -67,25 +70,15 @@ def refusal_text(outcome: dict[str, Any]) -> str:
     return "This question no longer exists."
 
 
-def report_outcome(deps: BotDeps, client: WebClient, outcome: dict[str, Any] | None, channel: str | None) -> None:
-    """After the ack: lock the answered message, or tell the clicker why not."""
-    if not outcome:
-        return
-    if outcome["ok"]:
-        interrupt = deps.runtime.store.interrupt(outcome["iid"])
-        if interrupt is not None:
-            deps.slack.lock_question(interrupt)
-        return
-    if outcome["reason"] == "answered" and outcome.get("duplicate_delivery"):
-        return
-    target = channel or _question_channel(deps, outcome["iid"])
-    if target:
-        client.chat_postEphemeral(channel=target, user=outcome["user"], text=refusal_text(outcome))
+def tell_refusal(client: WebClient, outcome: dict[str, Any] | None, channel: str | None, thread_ts: str | None) -> None:
+    """After the ack: tell the person whose answer was refused exactly why.
 
-
-def _question_channel(deps: BotDeps, iid: str) -> str | None:
-    interrupt = deps.runtime.store.interrupt(iid)
-    return interrupt.message.get("channel") if interrupt else None
+    An accepted answer needs nothing here: the resumed run shows it on the question
+    (the worker locks the message), so the ack path makes no Web API call at all.
+    """
+    if not outcome or outcome["ok"] or not channel:
+        return
+    client.chat_postEphemeral(channel=channel, user=outcome["user"], thread_ts=thread_ts, text=refusal_text(outcome))
 
 
 def _jsonable(detail: dict[str, Any]) -> dict[str, Any]:

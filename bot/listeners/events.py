@@ -8,7 +8,7 @@ from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, report_outcome
+from bot.listeners.answers import OUTCOME, accept_from_slack, tell_refusal
 from bot.listeners.home import publish_home
 from bot.slack.mrkdwn import escape
 from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
@@ -66,7 +66,7 @@ def register(app: App, deps: BotDeps) -> None:
             ack()
             return
         answers = [Answer(id=items[0].id, choice=value)]
-        context[OUTCOME] = accept_from_slack(deps, interrupt.id, user, team, answers, f"{user}:{event.get('ts')}")
+        context[OUTCOME] = accept_from_slack(deps, interrupt, user, team, answers, f"{user}:{event.get('ts')}")
         ack()
 
     def reply_done(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:
@@ -75,16 +75,11 @@ def register(app: App, deps: BotDeps) -> None:
             return
         event = body.get("event") or {}
         if outcome.get("reason") == "ambiguous":
-            client.chat_postEphemeral(channel=event["channel"], user=outcome["user"],
-                                      thread_ts=event.get("thread_ts"),
-                                      text=f"I couldn't tell which option you meant: {escape(outcome['detail']['message'])}")
+            text = f"I couldn't tell which option you meant: {escape(outcome['detail']['message'])}"
+            client.chat_postEphemeral(
+                channel=event["channel"], user=outcome["user"], thread_ts=event.get("thread_ts"), text=text
+            )
             return
-        if outcome["ok"]:
-            report_outcome(deps, client, outcome, event.get("channel"))
-            return
-        from bot.listeners.answers import refusal_text
-
-        client.chat_postEphemeral(channel=event["channel"], user=outcome["user"], thread_ts=event.get("thread_ts"),
-                                  text=refusal_text(outcome))
+        tell_refusal(client, outcome, event.get("channel"), event.get("thread_ts"))
 
     app.event("message")(ack=reply_ack, lazy=[reply_done])

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-from slack_bolt import Ack, App, BoltContext
-from slack_sdk import WebClient
+from slack_bolt import Ack, App
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, refusal_text, report_outcome, unavailable
+from bot.listeners.answers import accept_from_slack, refusal_text, unavailable
 from bot.slack import blocks
 from bot.slack.state import StateError, parse_state_values
 
@@ -17,7 +16,7 @@ from bot.slack.state import StateError, parse_state_values
 def register(app: App, deps: BotDeps) -> None:
     store = deps.runtime.store
 
-    def form_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+    def form_ack(ack: Ack, body: dict[str, Any]) -> None:
         view = body.get("view") or {}
         iid = str(view.get("private_metadata", ""))
         user, team = body["user"]["id"], (body.get("team") or {}).get("id")
@@ -39,10 +38,9 @@ def register(app: App, deps: BotDeps) -> None:
         except StateError as exc:
             ack(response_action="errors", errors={first_block or "form": str(exc)[:150]})
             return
-        outcome = accept_from_slack(deps, iid, user, team, answers, f"{user}:{view.get('id')}:{view.get('hash')}")
+        outcome = accept_from_slack(deps, interrupt, user, team, answers, f"{user}:{view.get('id')}:{view.get('hash')}")
         if outcome["ok"]:
-            context[OUTCOME] = outcome
-            ack()
+            ack()  # the resumed run locks the question message
             return
         if outcome["reason"] == "unavailable":
             text = refusal_text(outcome).removeprefix(":warning: ")
@@ -58,10 +56,7 @@ def register(app: App, deps: BotDeps) -> None:
         text = refusal_text(outcome)
         ack(response_action="update", view=_notice_view(text))
 
-    def form_done(context: BoltContext, client: WebClient) -> None:
-        report_outcome(deps, client, context.get(OUTCOME), None)
-
-    app.view(blocks.FORM_CALLBACK_ID)(ack=form_ack, lazy=[form_done])
+    app.view(blocks.FORM_CALLBACK_ID)(form_ack)
 
 
 def _notice_view(text: str) -> dict[str, Any]:

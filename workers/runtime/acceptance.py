@@ -11,7 +11,7 @@ from workers.interaction import Answer, AnswerError
 from workers.logs import Log
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.records import InterruptRecord, InterruptState
 from workers.store.runs import Refusal, resume_job_id
 
 log = Log("parley.accept")
@@ -32,7 +32,7 @@ class AcceptRefused(ParleyError):
 
 @dataclass(frozen=True)
 class Accepted:
-    run: RunRecord
+    run_id: str
     interrupt: InterruptRecord
     answers: list[Answer] = field(default_factory=list)
     answered_by: str = ""
@@ -57,7 +57,7 @@ def refusal_error(refusal: Refusal, interrupt: InterruptRecord | None) -> Accept
 
 def accept(
     runtime: Runtime,
-    interrupt_id: str,
+    interrupt_id: str | InterruptRecord,
     user: str,
     answers: list[Answer],
     *,
@@ -66,16 +66,17 @@ def accept(
 ) -> Accepted:
     """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
 
-    The request is read from Redis, never from the caller. Refusals raise
-    `AcceptRefused` and change nothing.
+    The request comes from Redis, never from the caller: pass the id, or the record a
+    host just read by that id (one read per answer). Refusals raise `AcceptRefused`
+    and change nothing; the atomic close re-checks everything the record says.
     """
     store = runtime.store
-    interrupt = store.interrupt(interrupt_id)
+    interrupt = store.interrupt(interrupt_id) if isinstance(interrupt_id, str) else interrupt_id
     if interrupt is None:
         raise AcceptRefused("unknown", "no such question")
-    run = store.get(interrupt.run_id)
-    ctx = run.log_context() | {"interrupt_id": interrupt_id, "user": user}
-    if team and run.conversation.get("team") not in (None, team):
+    interrupt_id = interrupt.id
+    ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt_id, "user": user, "team": interrupt.team}
+    if team and interrupt.team and interrupt.team != team:
         log.warning("answer from another team refused", **ctx, payload_team=team)
         raise AcceptRefused("unknown", "no such question")
     # A redelivery of an accepted answer carries its token; the store recognises it.
@@ -94,9 +95,9 @@ def accept(
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)
-    enqueue_run(runtime.queue, run.id, resume_job_id(run.id, interrupt_id))
+    enqueue_run(runtime.queue, interrupt.run_id, resume_job_id(interrupt.run_id, interrupt_id))
     log.info("answer accepted", **ctx)
-    return Accepted(run=run, interrupt=interrupt, answers=valid, answered_by=user)
+    return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
 
 
 def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:

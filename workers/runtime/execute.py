@@ -22,7 +22,7 @@ from workers.logs import Log
 from workers.runtime.context import Run
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store.records import RunStatus
+from workers.store.records import InterruptState, RunStatus
 from workers.store.runs import RunStore
 
 log = Log("parley.execute")
@@ -42,8 +42,7 @@ class LeaseKeeper:
         self._rt = runtime
         self._run_id = run_id
         self._epoch = epoch
-        self._client = _prompt_client(runtime.redis, timeout=min(runtime.settings.lease_ttl / 3, 2.0))
-        self._store = RunStore(self._client)
+        self._store = _lease_store(runtime)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
 
@@ -54,8 +53,6 @@ class LeaseKeeper:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        self._client.close()
-        self._client.connection_pool.disconnect()
 
     def _loop(self) -> None:
         ttl = self._rt.settings.lease_ttl
@@ -73,6 +70,18 @@ class LeaseKeeper:
             delay = ttl / 3
             if not ok:
                 return
+
+
+_LEASE_STORES: dict[int, RunStore] = {}
+
+
+def _lease_store(runtime: Runtime) -> RunStore:
+    """One quick-failing store per process for every lease renewal (not a pool per execution)."""
+    key = id(runtime.redis)
+    if key not in _LEASE_STORES:
+        timeout = min(runtime.settings.lease_ttl / 3, 2.0)
+        _LEASE_STORES[key] = RunStore(_prompt_client(runtime.redis, timeout=timeout))
+    return _LEASE_STORES[key]
 
 
 def _prompt_client(client: redis.Redis, timeout: float) -> redis.Redis:
@@ -102,6 +111,7 @@ def execute(runtime: Runtime, run_id: str) -> str:
     run = Run(runtime, record, epoch, host)
     run.log.info("executing", epoch=epoch, failures=record.failures)
     with LeaseKeeper(runtime, run_id, epoch):
+        _lock_closed_question(runtime, run)
         try:
             spec = runtime.registry.get(record.agent)
             result = spec.fn(run, record.text)
@@ -120,6 +130,28 @@ def execute(runtime: Runtime, run_id: str) -> str:
             return _fail(runtime, run, str(exc))
         except Exception as exc:
             return _retry_or_fail(runtime, run, exc)
+
+
+def _lock_closed_question(runtime: Runtime, run: Run) -> None:
+    """Show the answer (or the expiry) on the question that resumed this run, once.
+
+    The worker does it rather than the bot: the ack path stays free of Web API calls,
+    and a bot that dies right after accepting cannot leave a question looking open.
+    """
+    iid = run.record.interrupt
+    if not iid:
+        return
+    closed = runtime.store.interrupt(iid)
+    if closed is None or closed.state not in (InterruptState.ANSWERED, InterruptState.EXPIRED):
+        return
+    if not closed.message:
+        return  # the host never showed it (or shows nothing), so there is nothing to update
+    try:
+        run.once(f"lock:{iid}", lambda: run.host.question_closed(run.record, closed))
+    except StaleEpoch:
+        raise
+    except Exception:
+        run.log.warning("could not update the closed question; the next execution tries again", exc=True)
 
 
 def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:

@@ -7,6 +7,7 @@ Every action it takes is an atomic transition, so a repeated sweep is harmless.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,12 +55,9 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
             continue
         defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
         if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
+            # The resumed run shows the expiry on the question (see execute._lock_closed_question).
             enqueue_run(runtime.queue, interrupt.run_id, resume_job_id(interrupt.run_id, iid))
             report.expired.append(iid)
-            closed = store.interrupt(iid)
-            run = store.get(interrupt.run_id)
-            if closed is not None:
-                runtime.hosts.for_run(run).question_closed(run, closed)
 
 
 def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
@@ -152,7 +150,5 @@ def schedule_next(runtime: Runtime, now: float | None = None) -> None:
     interval = runtime.settings.sweep_interval
     slot = int((time.time() if now is None else now) // interval) + 1
     at = datetime.fromtimestamp(slot * interval, tz=UTC)
-    try:
+    with contextlib.suppress(DuplicateJobError):
         runtime.queue.enqueue_at(at, SWEEP, job_id=f"parley-sweep-{slot}", unique=True, result_ttl=60)
-    except DuplicateJobError:
-        pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -81,6 +82,12 @@ class RunRecord(_Record):
         return ctx
 
 
+@lru_cache(maxsize=4096)
+def _request(raw: str) -> Request:
+    """Parse a stored request once per process: an interrupt's request never changes."""
+    return Request.model_validate_json(raw)
+
+
 class InterruptRecord(_Record):
     """One question put to people, with its outcome once closed."""
 
@@ -98,12 +105,13 @@ class InterruptRecord(_Record):
     answered_by: str = ""
     answered_at: float | None = None
     closed_by: str = ""
+    team: str = ""
     message: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
         fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
-        fields["request"] = Request.model_validate_json(data["request"])
+        fields["request"] = _request(data["request"])
         fields["assignees"] = json.loads(data.get("assignees") or "[]")
         fields["answers"] = [Answer.model_validate(a) for a in json.loads(data.get("answers") or "[]")]
         fields["message"] = json.loads(data.get("message") or "{}")

@@ -168,6 +168,7 @@ class RunStore:
             "expires_at": repr(expires) if expires else "",
             "remind_at": repr(now + request.expires_in / 2) if request.expires_in else "",
             "state": InterruptState.POSTING.value,
+            "team": str(run.conversation.get("team", "")),
         }
         argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
         for name, value in fields.items():
