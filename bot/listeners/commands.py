@@ -52,7 +52,8 @@ def register(app: App, deps: BotDeps) -> None:
             ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
             return
         if len(rest) > MAX_TEXT:
-            ack(response_type="ephemeral", text=f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}.")
+            too_long = f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}."
+            ack(response_type="ephemeral", text=too_long)
             return
         try:
             conversation = {"host": "slack", "team": team, "channel": channel}
