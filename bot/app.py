@@ -30,9 +30,9 @@ def refuse_malformed(body: Any, next: Any) -> BoltResponse | None:
     return next()
 
 
-def create_app(deps: BotDeps, *, signing_secret: str | None, token: str | None) -> App:
+def create_app(deps: BotDeps, *, signing_secret: str | None) -> App:
+    """The bot's bolt app; its token is the one `deps.client` carries."""
     app = App(
-        token=token,
         signing_secret=signing_secret,
         client=deps.client,
         process_before_response=True,

@@ -32,8 +32,7 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
     slack = SlackHost(web, runtime.store)
     hosts.register("slack", slack)
     deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset(settings.parley_admins))
-    app = create_app(deps, signing_secret=None if socket_mode else settings.slack_signing_secret,
-                     token=settings.slack_bot_token)
+    app = create_app(deps, signing_secret=None if socket_mode else settings.slack_signing_secret)
     return app, client
 
 
