@@ -238,3 +238,21 @@ def test_cancelling_a_running_run_stops_its_execution_from_writing(r: Redis, tmp
     assert rt.store.get(run_id).status is RunStatus.CANCELLED
     assert host.finals == [] and host.failures == []
     assert [h.event for h in rt.store.history(run_id)] == ["started", "cancelled"]
+
+
+def test_the_resumed_run_shows_the_answer_once_and_a_cancel_before_resume_shows_it_too(
+    r: Redis, tmp_path: Path
+) -> None:
+    host = RecordingHost()
+    rt = make_runtime(r, tmp_path, host)
+    resumed, cancelled = start(rt, "t-ask"), start(rt, "t-ask")
+    work(rt)
+    for run_id in (resumed, cancelled):
+        accept(rt, paused(rt, run_id), "U1", RED)
+    assert host.closed == []  # the ack path shows nothing; the worker does
+    admin.cancel(rt, cancelled, by="U-admin")  # answered, queued, never resumes
+    assert host.closed == [(cancelled, "answered")]
+    work(rt)
+    assert sorted(host.closed) == sorted([(cancelled, "answered"), (resumed, "answered")])
+    execute(rt, resumed)  # nothing queued: no second update
+    assert len(host.closed) == 2

@@ -66,7 +66,20 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
         raise AdminError(f"run {run_id} is {old or reason}; only queued, running or paused runs can be cancelled")
     store.add_history(run_id, "cancelled", by)
     log.info("cancelled", **run.log_context(), user=by)
-    return store.get(run_id)
+    cancelled = store.get(run_id)
+    _show_unlocked_answer(runtime, cancelled)
+    return cancelled
+
+
+def _show_unlocked_answer(runtime: Runtime, run: RunRecord) -> None:
+    """A run cancelled after its answer was accepted never resumes, so nothing else would
+    replace the answered question's controls with its answer: do it here."""
+    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if interrupt is None or not interrupt.message or interrupt.state is InterruptState.OPEN:
+        return
+    if runtime.store.journal_get(run.id, f"fx:lock:{interrupt.id}") == "done":
+        return
+    runtime.hosts.for_run(run).question_closed(run, interrupt)
 
 
 def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:

@@ -111,8 +111,8 @@ def execute(runtime: Runtime, run_id: str) -> str:
     run = Run(runtime, record, epoch, host)
     run.log.info("executing", epoch=epoch, failures=record.failures)
     with LeaseKeeper(runtime, run_id, epoch):
-        _lock_closed_question(runtime, run)
         try:
+            _lock_closed_question(runtime, run)
             spec = runtime.registry.get(record.agent)
             result = spec.fn(run, record.text)
             run.once("final", lambda: host.finished(record, str(result)))
@@ -146,12 +146,8 @@ def _lock_closed_question(runtime: Runtime, run: Run) -> None:
         return
     if not closed.message:
         return  # the host never showed it (or shows nothing), so there is nothing to update
-    try:
-        run.once(f"lock:{iid}", lambda: run.host.question_closed(run.record, closed))
-    except StaleEpoch:
-        raise
-    except Exception:
-        run.log.warning("could not update the closed question; the next execution tries again", exc=True)
+    # A failure here (Slack down) propagates: the run is retried, and the retry locks it.
+    run.once(f"lock:{iid}", lambda: run.host.question_closed(run.record, closed))
 
 
 def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
