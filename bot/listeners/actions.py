@@ -6,11 +6,11 @@ import re
 from typing import Any
 
 import redis
-from slack_bolt import Ack, App, BoltContext
+from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, tell_refusal, unavailable
+from bot.listeners.answers import accept_from_slack, tell_refusal, unavailable
 from bot.listeners.home import publish_home
 from bot.slack import blocks
 from bot.slack.state import StateError, parse_block_id, parse_state_values
@@ -38,31 +38,28 @@ def _channel(body: dict[str, Any]) -> str | None:
 def register(app: App, deps: BotDeps) -> None:
     store = deps.runtime.store
 
-    def submit_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+    def refused(iid: str, user: str, reason: str, **detail: Any) -> dict[str, Any]:
+        return {"ok": False, "iid": iid, "user": user, "reason": reason, "detail": detail}
+
+    def submit_outcome(body: dict[str, Any]) -> dict[str, Any]:
+        """Submit: decode the form's state against the stored request, then accept."""
         action = _clicked(body)
         iid, user = str(action.get("value", "")), body["user"]["id"]
         team = (body.get("team") or {}).get("id")
         try:
             interrupt = store.interrupt(iid) if iid else None
         except redis.RedisError:
-            context[OUTCOME] = unavailable(iid, user, team)
-            ack()
-            return
+            return unavailable(iid, user, team)
         if interrupt is None:
-            context[OUTCOME] = {"ok": False, "iid": iid, "user": user, "reason": "unknown", "detail": {}}
-            ack()
-            return
+            return refused(iid, user, "unknown")
         try:
             answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
         except StateError as exc:
-            context[OUTCOME] = {"ok": False, "iid": iid, "user": user, "reason": "invalid",
-                                "detail": {"errors": {"form": str(exc)}}}
-            ack()
-            return
-        context[OUTCOME] = accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
-        ack()
+            return refused(iid, user, "invalid", errors={"form": str(exc)})
+        return accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
 
-    def choose_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
+    def choose_outcome(body: dict[str, Any]) -> dict[str, Any]:
+        """A one-click option button: its value is the choice."""
         action = _clicked(body)
         ref = parse_block_id(str(action.get("block_id", "")))
         iid = ref[1] if ref and ref[0] == "qc" else ""  # (kind, iid, version, item_id)
@@ -70,24 +67,26 @@ def register(app: App, deps: BotDeps) -> None:
         try:
             interrupt = store.interrupt(iid) if iid else None
         except redis.RedisError:
-            context[OUTCOME] = unavailable(iid, user, team)
-            ack()
-            return
+            return unavailable(iid, user, team)
         if interrupt is None:
-            context[OUTCOME] = {"ok": False, "iid": "", "user": user, "reason": "unknown", "detail": {}}
-            ack()
-            return
-        item = interrupt.request.items[0]
-        answers = [Answer(id=item.id, choice=str(action.get("value", "")))]
-        context[OUTCOME] = accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
+            return refused("", user, "unknown")
+        answers = [Answer(id=interrupt.request.items[0].id, choice=str(action.get("value", "")))]
+        return accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
+
+    def answered(ack: Ack, body: dict[str, Any], outcome: dict[str, Any]) -> None:
+        """Ack the click; a refusal is explained to the clicker after the ack."""
         ack()
+        if not outcome["ok"]:
+            thread_ts = (body.get("container") or {}).get("thread_ts")
+            deps.after_ack(tell_refusal, deps.client, outcome, _channel(body), thread_ts)
 
-    def report(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:
-        thread_ts = (body.get("container") or {}).get("thread_ts")
-        tell_refusal(client, context.get(OUTCOME), _channel(body), thread_ts)
+    @app.action(blocks.SUBMIT_ACTION_ID)
+    def on_submit(ack: Ack, body: dict[str, Any]) -> None:
+        answered(ack, body, submit_outcome(body))
 
-    app.action(blocks.SUBMIT_ACTION_ID)(ack=submit_ack, lazy=[report])
-    app.action(re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$"))(ack=choose_ack, lazy=[report])
+    @app.action(re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$"))
+    def on_choose(ack: Ack, body: dict[str, Any]) -> None:
+        answered(ack, body, choose_outcome(body))
 
     @app.action(blocks.OPEN_FORM_ACTION_ID)
     def open_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
