@@ -37,6 +37,7 @@ class Run:
         self._key_calls: dict[str, int] = {}
         self._interrupt: InterruptRecord | None = None
         self._journal: dict[str, Any] | None = None
+        self._interrupts: dict[str, InterruptRecord | None] = {}
         self.log = log.bind(**record.log_context())
 
     def _recorded(self, field: str) -> Any:
@@ -45,6 +46,12 @@ class Run:
         if self._journal is None:
             self._journal = self._rt.store.journal(self.run_id)
         return self._journal.get(field)
+
+    def read_interrupt(self, iid: str) -> InterruptRecord | None:
+        """An interrupt, read once per execution: nothing else changes it while this execution owns the run."""
+        if iid not in self._interrupts:
+            self._interrupts[iid] = self._rt.store.interrupt(iid)
+        return self._interrupts[iid]
 
     def _write(self, field: str, value: Any) -> None:
         self._rt.store.record(self.run_id, self._epoch, field, value)
@@ -149,7 +156,7 @@ class Run:
             raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
         attempts: list[str] = self._recorded(f"ask:{key}") or []
         if len(attempts) >= n:
-            interrupt = self._rt.store.interrupt(attempts[n - 1])
+            interrupt = self.read_interrupt(attempts[n - 1])
             if interrupt is None:
                 raise AgentError(f"question {key!r} attempt {n} is missing from the store")
             if interrupt.state is InterruptState.ANSWERED:

@@ -141,7 +141,7 @@ def _lock_closed_question(runtime: Runtime, run: Run) -> None:
     iid = run.record.interrupt
     if not iid:
         return
-    closed = runtime.store.interrupt(iid)
+    closed = run.read_interrupt(iid)
     if closed is None or closed.state not in (InterruptState.ANSWERED, InterruptState.EXPIRED):
         return
     if not closed.message:
