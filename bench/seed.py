@@ -152,6 +152,7 @@ def _queue_one(
         "expires_at": "",
         "remind_at": "",
         "state": InterruptState.POSTING.value,
+        "team": conversation["team"],
     }
     argv: list[Any] = ["1", "ask:#1", json.dumps([iid]), iid]
     for name, value in fields.items():

@@ -131,6 +131,7 @@ def ensure_server(data_dir: Path) -> Path:
             "appendonly yes\nappendfsync everysec\nsave 60 1\n"
             f'logfile "{log}"\ndaemonize no\n'
             "maxmemory-policy noeviction\n"
+            "hash-max-ziplist-value 2048\n"
         )
         subprocess.Popen(
             [_server_binary(), str(conf)],
