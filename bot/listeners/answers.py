@@ -9,7 +9,6 @@ question message, so nothing about a success waits on the Web API here.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import redis
@@ -83,7 +82,3 @@ def tell_refusal(client: WebClient, outcome: dict[str, Any] | None, channel: str
 
 def _jsonable(detail: dict[str, Any]) -> dict[str, Any]:
     return {k: (v if isinstance(v, str | int | float | list | dict) else str(v)) for k, v in detail.items()}
-
-
-def now() -> float:
-    return time.time()
