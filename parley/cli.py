@@ -22,7 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run an RQ worker for Parley's queue")
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     worker.add_argument(
-        "--worker-class", choices=["simple", "fork"], default="simple",
+        "--worker-class",
+        choices=["simple", "fork"],
+        default="simple",
         help="simple: jobs in the worker process (default, fastest); fork: a child process per job (isolation)",
     )
     worker.add_argument("--name", default=None)

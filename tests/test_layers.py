@@ -8,8 +8,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-STDLIB_OK = {"__future__", "typing", "re", "enum", "datetime", "json", "dataclasses", "collections",
-             "unicodedata", "functools", "itertools", "math", "string", "abc"}
+STDLIB_OK = {
+    "__future__",
+    "typing",
+    "re",
+    "enum",
+    "datetime",
+    "json",
+    "dataclasses",
+    "collections",
+    "unicodedata",
+    "functools",
+    "itertools",
+    "math",
+    "string",
+    "abc",
+}
 
 
 def imports(path: Path) -> set[str]:

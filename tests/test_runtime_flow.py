@@ -20,12 +20,15 @@ COUNTER: dict[str, int] = {}
 
 
 def _two_questions(run: Any, text: str) -> str:
-    first = run.ask(Request(reason="Pick a colour", items=[
-        Item(id="colour", text="Colour", type=ItemType.SELECT, options=["red", "green"])]))
+    first = run.ask(
+        Request(
+            reason="Pick a colour",
+            items=[Item(id="colour", text="Colour", type=ItemType.SELECT, options=["red", "green"])],
+        )
+    )
     run.say(f"got {first['colour']}")
     made = run.step("side-effect", lambda: COUNTER.__setitem__(run.run_id, COUNTER.get(run.run_id, 0) + 1) or 1)
-    second = run.ask(Request(reason="And a name", items=[
-        Item(id="name", text="Name", type=ItemType.FREE_TEXT)]))
+    second = run.ask(Request(reason="And a name", items=[Item(id="name", text="Name", type=ItemType.FREE_TEXT)]))
     return f"{first['colour']} {second['name']} {made}"
 
 

@@ -142,7 +142,8 @@ def register(app: App, deps: BotDeps) -> None:
 def _tell(client: WebClient, body: dict[str, Any], user: str, text: str) -> None:
     channel = _channel(body)
     if channel:
-        client.chat_postEphemeral(channel=channel, user=user, text=text,
-                                  thread_ts=(body.get("container") or {}).get("thread_ts"))
+        client.chat_postEphemeral(
+            channel=channel, user=user, text=text, thread_ts=(body.get("container") or {}).get("thread_ts")
+        )
     else:
         client.chat_postMessage(channel=user, text=text)

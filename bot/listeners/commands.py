@@ -45,8 +45,11 @@ def register(app: App, deps: BotDeps) -> None:
                 return
             page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20)
             runs = [_run_summary(r) for r in page.runs]
-            ack(response_type="ephemeral", text="Paused runs",
-                blocks=blocks.runs_list_blocks(runs, deps.runtime.store.counts()))
+            ack(
+                response_type="ephemeral",
+                text="Paused runs",
+                blocks=blocks.runs_list_blocks(runs, deps.runtime.store.counts()),
+            )
             return
         if name not in deps.runtime.registry.names():
             ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
@@ -96,4 +99,3 @@ def _run_summary(r: Any) -> dict[str, Any]:
 def thread_run_id(deps: BotDeps, team: str, channel: str, thread_ts: str) -> str | None:
     raw = deps.runtime.redis.get(keys.thread(team, channel, thread_ts))
     return raw.decode() if isinstance(raw, bytes) else raw
-

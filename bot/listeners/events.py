@@ -61,8 +61,13 @@ def register(app: App, deps: BotDeps) -> None:
         try:
             value = resolve_choice(items[0], event.get("text") or "")
         except ChoiceError as exc:
-            context[OUTCOME] = {"ok": False, "iid": interrupt.id, "user": user, "reason": "ambiguous",
-                                "detail": {"message": str(exc)}}
+            context[OUTCOME] = {
+                "ok": False,
+                "iid": interrupt.id,
+                "user": user,
+                "reason": "ambiguous",
+                "detail": {"message": str(exc)},
+            }
             ack()
             return
         answers = [Answer(id=items[0].id, choice=value)]

@@ -31,10 +31,16 @@ def waiting_entries(deps: BotDeps, client: WebClient, user: str) -> list[dict[st
                 permalink = client.chat_getPermalink(channel=msg["channel"], message_ts=msg["ts"])["permalink"]
             except SlackApiError:
                 permalink = None
-        entries.append({
-            "run_id": q.run_id, "agent": run.agent if run else "?", "reason": q.request.reason,
-            "permalink": permalink, "asked_at": q.asked_at, "now": now,
-        })
+        entries.append(
+            {
+                "run_id": q.run_id,
+                "agent": run.agent if run else "?",
+                "reason": q.request.reason,
+                "permalink": permalink,
+                "asked_at": q.asked_at,
+                "now": now,
+            }
+        )
     return entries
 
 
@@ -43,10 +49,17 @@ def admin_section(deps: BotDeps, page: int) -> dict[str, Any]:
     runs = []
     for r in listing.runs:
         q = deps.runtime.store.interrupt(r.interrupt) if r.interrupt else None
-        runs.append({
-            "run_id": r.id, "agent": r.agent, "status": r.status.value, "text": r.text,
-            "started_by": r.started_by, "updated_at": r.updated_at, "assignees": q.assignees if q else [],
-        })
+        runs.append(
+            {
+                "run_id": r.id,
+                "agent": r.agent,
+                "status": r.status.value,
+                "text": r.text,
+                "started_by": r.started_by,
+                "updated_at": r.updated_at,
+                "assignees": q.assignees if q else [],
+            }
+        )
     return {"counts": deps.runtime.store.counts(), "runs": runs, "page": page, "has_next": listing.has_next}
 
 

@@ -23,5 +23,6 @@ def register(app: App, deps: BotDeps) -> None:
             return
         query = str(body.get("value", "")).strip().casefold()
         matches = [o for o in item.options if query in o.label.casefold() or query in o.value.casefold()]
-        ack(options=[{"text": {"type": "plain_text", "text": o.label}, "value": o.value}
-                     for o in matches[:MAX_OPTIONS]])
+        ack(
+            options=[{"text": {"type": "plain_text", "text": o.label}, "value": o.value} for o in matches[:MAX_OPTIONS]]
+        )

@@ -33,8 +33,9 @@ def register(app: App, deps: BotDeps) -> None:
             ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
             return
         try:
-            answers = parse_state_values(interrupt.request, iid, (view.get("state") or {}).get("values") or {},
-                                         prefix="f")
+            answers = parse_state_values(
+                interrupt.request, iid, (view.get("state") or {}).get("values") or {}, prefix="f"
+            )
         except StateError as exc:
             ack(response_action="errors", errors={first_block or "form": str(exc)[:150]})
             return
@@ -64,6 +65,8 @@ def _notice_view(text: str) -> dict[str, Any]:
     from slack_sdk.models.views import View
 
     return View(
-        type="modal", title="Answer", close="Close",
+        type="modal",
+        title="Answer",
+        close="Close",
         blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))],
     ).to_dict()

@@ -61,8 +61,12 @@ class SlackHost:
     def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._thread(run)
         resp = self.client.chat_postMessage(
-            channel=conv["channel"], thread_ts=conv["thread_ts"], text=text,
-            unfurl_links=False, unfurl_media=False, **kwargs,
+            channel=conv["channel"],
+            thread_ts=conv["thread_ts"],
+            text=text,
+            unfurl_links=False,
+            unfurl_media=False,
+            **kwargs,
         )
         return {"channel": resp["channel"], "ts": resp["ts"]}
 

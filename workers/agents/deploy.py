@@ -17,8 +17,12 @@ def approval_request(target: str, attempt: int) -> Request:
     return Request(
         reason=f"Approve deployment of {target}?{again}",
         items=[
-            Item(id="decision", text="Decision", type=ItemType.SELECT,
-                 options=[Option(value="approve", label="Approve"), Option(value="reject", label="Reject")]),
+            Item(
+                id="decision",
+                text="Decision",
+                type=ItemType.SELECT,
+                options=[Option(value="approve", label="Approve"), Option(value="reject", label="Reject")],
+            ),
             Item(id="reason", text="Reason (required when rejecting)", type=ItemType.FREE_TEXT, required=False),
         ],
     )

@@ -21,10 +21,20 @@ def details_request(title: str) -> Request:
     return Request(
         reason=f"I'm filing a ticket for: {title}\nA few details first.",
         items=[
-            Item(id="description", text="Describe the bug", type=ItemType.FREE_TEXT, multiline=True,
-                 placeholder="What happened, what you expected, steps to reproduce"),
-            Item(id="affected", text="Who is affected?", type=ItemType.SELECT,
-                 options=["All users", "Some users", "One customer", "Internal only"], default="All users"),
+            Item(
+                id="description",
+                text="Describe the bug",
+                type=ItemType.FREE_TEXT,
+                multiline=True,
+                placeholder="What happened, what you expected, steps to reproduce",
+            ),
+            Item(
+                id="affected",
+                text="Who is affected?",
+                type=ItemType.SELECT,
+                options=["All users", "Some users", "One customer", "Internal only"],
+                default="All users",
+            ),
             Item(id="severity", text="Severity", type=ItemType.SELECT, options=SEVERITIES),
             Item(id="components", text="Components", type=ItemType.MULTI_SELECT, options=COMPONENTS),
             Item(id="due", text="Due date", type=ItemType.DATE, required=False),

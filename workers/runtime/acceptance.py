@@ -103,8 +103,10 @@ def accept(
 def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:
     if interrupt.state is InterruptState.ANSWERED:
         return AcceptRefused(
-            "answered", f"already answered by {interrupt.answered_by}",
-            by=interrupt.answered_by, at=interrupt.answered_at or 0.0,
+            "answered",
+            f"already answered by {interrupt.answered_by}",
+            by=interrupt.answered_by,
+            at=interrupt.answered_at or 0.0,
         )
     if interrupt.state is InterruptState.CANCELLED:
         return AcceptRefused("cancelled", "this question was cancelled", by=interrupt.closed_by)

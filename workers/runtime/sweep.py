@@ -84,8 +84,14 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
         reason = f"worker lost while running (attempt {failures})"
         if failures > runtime.settings.max_retries:
             ok, _, _ = store.transition(
-                run_id, [RunStatus.RUNNING], RunStatus.FAILED, epoch=run.epoch, lease="clear",
-                bump_epoch=True, failures=1, error=reason,
+                run_id,
+                [RunStatus.RUNNING],
+                RunStatus.FAILED,
+                epoch=run.epoch,
+                lease="clear",
+                bump_epoch=True,
+                failures=1,
+                error=reason,
             )
             if ok:
                 store.add_history(run_id, "failed", "parley", error=reason)
@@ -93,8 +99,15 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
         else:
             job_id = f"lapse-{run_id}-{run.epoch}"
             ok, _, _ = store.transition(
-                run_id, [RunStatus.RUNNING], RunStatus.QUEUED, epoch=run.epoch, lease="clear",
-                bump_epoch=True, failures=1, error=reason, job=job_id,
+                run_id,
+                [RunStatus.RUNNING],
+                RunStatus.QUEUED,
+                epoch=run.epoch,
+                lease="clear",
+                bump_epoch=True,
+                failures=1,
+                error=reason,
+                job=job_id,
             )
             if ok:
                 store.add_history(run_id, "lease lapsed", "parley", epoch=run.epoch, failures=failures)

@@ -266,8 +266,14 @@ class RunStore:
         )
         pipe.rpush(
             keys.history(interrupt.run_id),
-            _entry("answered", by, interrupt_id=interrupt.id, key=interrupt.key, attempt=interrupt.attempt,
-                   answers=json.loads(answers_json)),
+            _entry(
+                "answered",
+                by,
+                interrupt_id=interrupt.id,
+                key=interrupt.key,
+                attempt=interrupt.attempt,
+                answers=json.loads(answers_json),
+            ),
         )
         pipe.execute()
 

@@ -30,7 +30,9 @@ end
 # KEYS: run, leases, accepted   ARGV: run_id, idx_prefix, allowed (space separated),
 # epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch ('0'|'1'),
 # failures delta, then field/value pairs.
-TRANSITION = _LIB + """
+TRANSITION = (
+    _LIB
+    + """
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return {0, 'missing', ''} end
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
@@ -50,6 +52,7 @@ if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else r
 for i = 10, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 return {1, epoch, st}
 """
+)
 
 # A worker's journal write, fenced by its epoch: a stale worker cannot record.
 # KEYS: run, journal   ARGV: epoch, field, value, only_if_absent ('1'|'0')
@@ -81,7 +84,9 @@ return 1
 # Park a running run on its open question and free the worker.
 # KEYS: run, interrupt, leases, expiry, remind   ARGV: run_id, idx_prefix, epoch, now,
 # iid, waiting_prefix, message json
-PARK = _LIB + """
+PARK = (
+    _LIB
+    + """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[3] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return -1
 end
@@ -99,13 +104,16 @@ for _, u in ipairs(cjson.decode(redis.call('HGET', KEYS[2], 'assignees'))) do
 end
 return 1
 """
+)
 
 # Close an open question and queue its run: an accepted answer, an expiry, or a
 # cancel. Returns {1} or {0, reason, detail...}; a refusal writes nothing.
 # KEYS: run, interrupt, expiry, remind, accepted, leases, history
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json, token, history json, job id of the resume
-CLOSE = _LIB + """
+CLOSE = (
+    _LIB
+    + """
 local h = redis.call('HGETALL', KEYS[2])
 if #h == 0 then return {0, 'unknown'} end
 local q = {}
@@ -146,3 +154,4 @@ end
 redis.call('RPUSH', KEYS[7], ARGV[10])
 return {1}
 """
+)
