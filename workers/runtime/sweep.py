@@ -82,38 +82,28 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
             continue
         failures = run.failures + 1
         reason = f"worker lost while running (attempt {failures})"
-        if failures > runtime.settings.max_retries:
-            ok, _, _ = store.transition(
-                run_id,
-                [RunStatus.RUNNING],
-                RunStatus.FAILED,
-                epoch=run.epoch,
-                lease="clear",
-                bump_epoch=True,
-                failures=1,
-                error=reason,
-            )
-            if ok:
-                store.add_history(run_id, "failed", "parley", error=reason)
-                runtime.hosts.for_run(run).failed(run, reason)
+        give_up = failures > runtime.settings.max_retries
+        job_id = f"lapse-{run_id}-{run.epoch}"
+        ok, _, _ = store.transition(
+            run_id,
+            [RunStatus.RUNNING],
+            RunStatus.FAILED if give_up else RunStatus.QUEUED,
+            epoch=run.epoch,
+            lease="clear",
+            bump_epoch=True,
+            failures=1,
+            error=reason,
+            **({} if give_up else {"job": job_id}),
+        )
+        if not ok:
+            continue
+        report.lapsed.append(run_id)
+        if give_up:
+            store.add_history(run_id, "failed", "parley", error=reason)
+            runtime.hosts.for_run(run).failed(run, reason)
         else:
-            job_id = f"lapse-{run_id}-{run.epoch}"
-            ok, _, _ = store.transition(
-                run_id,
-                [RunStatus.RUNNING],
-                RunStatus.QUEUED,
-                epoch=run.epoch,
-                lease="clear",
-                bump_epoch=True,
-                failures=1,
-                error=reason,
-                job=job_id,
-            )
-            if ok:
-                store.add_history(run_id, "lease lapsed", "parley", epoch=run.epoch, failures=failures)
-                enqueue_run(runtime.queue, run_id, job_id)
-        if ok:
-            report.lapsed.append(run_id)
+            store.add_history(run_id, "lease lapsed", "parley", epoch=run.epoch, failures=failures)
+            enqueue_run(runtime.queue, run_id, job_id)
 
 
 def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
