@@ -17,7 +17,6 @@ import sys
 from typing import Any
 
 import redis
-from gunicorn.app.base import BaseApplication
 from rq import Queue
 from rq.serializers import JSONSerializer
 from slack_bolt import Ack, App
@@ -25,25 +24,10 @@ from slack_bolt import Ack, App
 from bot.slack.blocks import SUBMIT_ACTION_ID
 from bot.slack.client import make_web_client
 from bot.wsgi import make_wsgi
-from parley.serve import THREADS
+from parley.serve import WsgiServer, gunicorn_options
 
 BARE_QUEUE = "bench-bare"
 MARK = "bench.jobs.mark"
-
-
-def gunicorn_options(port: int) -> dict[str, Any]:
-    """`parley serve`'s gunicorn options (see `parley.serve.serve`), bound to `port`."""
-    return {
-        "bind": f"127.0.0.1:{port}",
-        "workers": 1,
-        "worker_class": "gthread",
-        "threads": THREADS,
-        "timeout": 30,
-        "graceful_timeout": 10,
-        "accesslog": None,
-        "loglevel": "warning",
-        "preload_app": False,
-    }
 
 
 def create_bare_app(client: redis.Redis, signing_secret: str, token: str, api_url: str) -> App:
@@ -69,22 +53,13 @@ def create_bare_app(client: redis.Redis, signing_secret: str, token: str, api_ur
     return app
 
 
-class _Server(BaseApplication):  # type: ignore[misc]
-    def __init__(self, options: dict[str, Any]) -> None:
-        self._options = options
-        super().__init__()
-
-    def load_config(self) -> None:
-        for key, value in self._options.items():
-            self.cfg.set(key, value)
-
-    def load(self) -> Any:
-        client = redis.Redis.from_url(os.environ["REDIS_URL"], health_check_interval=30)
-        app = create_bare_app(
-            client, os.environ["SLACK_SIGNING_SECRET"], os.environ["SLACK_BOT_TOKEN"], os.environ["SLACK_API_URL"]
-        )
-        return make_wsgi(app, client)
+def _bare_wsgi() -> Any:
+    client = redis.Redis.from_url(os.environ["REDIS_URL"], health_check_interval=30)
+    app = create_bare_app(
+        client, os.environ["SLACK_SIGNING_SECRET"], os.environ["SLACK_BOT_TOKEN"], os.environ["SLACK_API_URL"]
+    )
+    return make_wsgi(app, client)
 
 
 if __name__ == "__main__":
-    _Server(gunicorn_options(int(sys.argv[1]))).run()
+    WsgiServer(gunicorn_options("127.0.0.1", int(sys.argv[1])), _bare_wsgi).run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -36,12 +37,27 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
     return app, client
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
-    """Gunicorn, configured in code; each worker process builds its own bot (nothing is preloaded)."""
+def gunicorn_options(host: str, port: int, workers: int = 1) -> dict[str, Any]:
+    """The HTTP stack: gunicorn's threaded workers for bolt's sync `App` (RQ has no async API)."""
+    return {
+        "bind": f"{host}:{port}",
+        "workers": workers,
+        "worker_class": "gthread",
+        "threads": THREADS,
+        "timeout": 30,
+        "graceful_timeout": 10,
+        "accesslog": None,
+        "loglevel": "warning",
+        "preload_app": False,
+    }
 
-    def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
-        self._settings = settings
+
+class WsgiServer(BaseApplication):  # type: ignore[misc]
+    """Gunicorn, configured in code; `load` runs in each worker process (nothing is preloaded)."""
+
+    def __init__(self, options: dict[str, Any], load: Callable[[], Any]) -> None:
         self._options = options
+        self._load = load
         super().__init__()
 
     def load_config(self) -> None:
@@ -49,11 +65,15 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from workers import logs
+        return self._load()
 
-        logs.configure(self._settings.parley_log_level)
-        app, client = build_bot(self._settings)
-        return make_wsgi(app, client)
+
+def _bot_wsgi(settings: Settings) -> Any:
+    from workers import logs
+
+    logs.configure(settings.parley_log_level)
+    app, client = build_bot(settings)
+    return make_wsgi(app, client)
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int = 1, socket_mode: bool = False) -> int:
@@ -68,17 +88,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int = 1, socket_
         handler.start()
         return 0
     build_bot(settings)  # fail fast on bad settings, before forking workers
-    options = {
-        "bind": f"{host}:{port}",
-        "workers": workers,
-        "worker_class": "gthread",
-        "threads": THREADS,
-        "timeout": 30,
-        "graceful_timeout": 10,
-        "accesslog": None,
-        "loglevel": "warning",
-        "preload_app": False,
-    }
+    options = gunicorn_options(host, port, workers)
     log.info("serving over HTTP", bind=options["bind"], workers=workers)
-    _Gunicorn(settings, options).run()
+    WsgiServer(options, lambda: _bot_wsgi(settings)).run()
     return 0
