@@ -101,17 +101,16 @@ def accept(
 
 
 def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:
-    if interrupt.state is InterruptState.ANSWERED:
-        return AcceptRefused(
-            "answered",
-            f"already answered by {interrupt.answered_by}",
-            by=interrupt.answered_by,
-            at=interrupt.answered_at or 0.0,
-        )
-    if interrupt.state is InterruptState.CANCELLED:
-        return AcceptRefused("cancelled", "this question was cancelled", by=interrupt.closed_by)
-    if interrupt.state is InterruptState.EXPIRED:
-        return AcceptRefused("expired", "this question expired before it was answered")
-    if interrupt.state is InterruptState.POSTING:
+    """The refusal a closed question's record already tells, worded as the store's would be."""
+    state = interrupt.state
+    if state is InterruptState.POSTING:
         return AcceptRefused("not_open", "this question is still being posted; try again in a moment")
-    return None
+    if state is InterruptState.ANSWERED:
+        refusal = Refusal("answered", (interrupt.answered_by, repr(interrupt.answered_at or 0.0)))
+    elif state is InterruptState.CANCELLED:
+        refusal = Refusal("cancelled", (interrupt.closed_by,))
+    elif state is InterruptState.EXPIRED:
+        refusal = Refusal("expired")
+    else:
+        return None
+    return refusal_error(refusal, interrupt)
