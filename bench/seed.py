@@ -18,6 +18,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -27,8 +28,8 @@ from bot.playground.workspace import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID
 from bot.slack import blocks
 from workers.interaction import Request
 from workers.store import keys
-from workers.store.records import InterruptState, RunStatus
-from workers.store.runs import RunStore, _entry, new_id
+from workers.store.records import RunStatus
+from workers.store.runs import RunStore, interrupt_fields, new_id, stage_create
 
 DUMMY_IID = "qBENCHDUMMYIID00000000"
 ANSWER_STATE = {
@@ -91,6 +92,11 @@ def seed_paused(
     return out
 
 
+@lru_cache(maxsize=8)
+def _parsed(request_json: str) -> Request:
+    return Request.model_validate_json(request_json)
+
+
 def _queue_one(
     store: RunStore,
     pipe: Any,
@@ -104,24 +110,7 @@ def _queue_one(
     message: dict[str, Any],
 ) -> None:
     now = time.time()
-    record = {  # RunStore.create
-        "id": run_id,
-        "agent": agent,
-        "text": text,
-        "started_by": user,
-        "conversation": json.dumps(conversation),
-        "status": RunStatus.QUEUED.value,
-        "created_at": now,
-        "updated_at": now,
-        "epoch": 0,
-        "failures": 0,
-        "job": f"run-{run_id}",
-    }
-    pipe.hset(keys.run(run_id), mapping=record)
-    pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})
-    pipe.zadd(keys.all_runs_index(), {run_id: now})
-    pipe.zadd(keys.accepted_index(), {run_id: now})
-    pipe.rpush(keys.history(run_id), _entry("started", user, agent=agent, text=text))
+    stage_create(pipe, run_id, agent, text, user, conversation, now)  # RunStore.create
     # SlackHost.start_thread
     pipe.set(keys.thread(conversation["team"], conversation["channel"], conversation["thread_ts"]), run_id)
     # execute(): the claim
@@ -141,19 +130,8 @@ def _queue_one(
         client=pipe,
     )
     # Run.ask -> RunStore.open_interrupt
-    fields = {
-        "id": iid,
-        "run_id": run_id,
-        "key": "#1",
-        "attempt": 1,
-        "request": request_json,
-        "assignees": json.dumps([user]),
-        "asked_at": repr(now),
-        "expires_at": "",
-        "remind_at": "",
-        "state": InterruptState.POSTING.value,
-        "team": conversation["team"],
-    }
+    request = _parsed(request_json)
+    fields = interrupt_fields(iid, run_id, conversation["team"], "#1", 1, request, [user], now)
     argv: list[Any] = ["1", "ask:#1", json.dumps([iid]), iid]
     for name, value in fields.items():
         argv += [name, value]

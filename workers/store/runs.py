@@ -54,27 +54,9 @@ class RunStore:
 
     # ---- creation and reads -------------------------------------------------
     def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:
-        now = time.time()
         run_id = new_id("r")
-        record = {
-            "id": run_id,
-            "agent": agent,
-            "text": text,
-            "started_by": started_by,
-            "conversation": json.dumps(conversation),
-            "status": RunStatus.QUEUED.value,
-            "created_at": now,
-            "updated_at": now,
-            "epoch": 0,
-            "failures": 0,
-            "job": f"run-{run_id}",
-        }
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(keys.run(run_id), mapping=record)
-        pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})
-        pipe.zadd(keys.all_runs_index(), {run_id: now})
-        pipe.zadd(keys.accepted_index(), {run_id: now})
-        pipe.rpush(keys.history(run_id), _entry("started", started_by, agent=agent, text=text))
+        stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
         pipe.execute()
         return self.get(run_id)
 
@@ -155,29 +137,14 @@ class RunStore:
     ) -> InterruptRecord:
         """Record the intent to ask (attempt `len(attempts)` of `key`) before anything is posted."""
         iid = attempts[-1]
-        now = time.time()
-        expires = now + request.expires_in if request.expires_in else None
-        fields: dict[str, Any] = {
-            "id": iid,
-            "run_id": run.id,
-            "key": key,
-            "attempt": len(attempts),
-            "request": request.model_dump_json(),
-            "assignees": json.dumps(assignees),
-            "asked_at": repr(now),
-            "expires_at": repr(expires) if expires else "",
-            "remind_at": repr(now + request.expires_in / 2) if request.expires_in else "",
-            "state": InterruptState.POSTING.value,
-            "team": str(run.conversation.get("team", "")),
-        }
+        team = str(run.conversation.get("team", ""))
+        fields = interrupt_fields(iid, run.id, team, key, len(attempts), request, assignees, time.time())
         argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
         for name, value in fields.items():
             argv += [name, value]
         if self._open(keys=[keys.run(run.id), keys.journal(run.id), keys.interrupt(iid)], args=argv) == -1:
             raise StaleEpoch(run.id, epoch)
-        found = self.interrupt(iid)
-        assert found is not None
-        return found
+        return InterruptRecord.from_hash(fields)
 
     def set_message(self, interrupt_id: str, message: dict[str, Any]) -> None:
         """Remember where a host posted the question, so it is never posted twice."""
@@ -297,6 +264,57 @@ class RunStore:
 
     def due(self, index_key: str, now: float, limit: int = 100) -> list[str]:
         return [_s(x) for x in self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit)]
+
+
+def stage_create(
+    pipe: Any, run_id: str, agent: str, text: str, started_by: str, conversation: dict[str, Any], now: float
+) -> None:
+    """Queue on `pipe` every write that creates a queued run (also used to seed benchmarks)."""
+    record = {
+        "id": run_id,
+        "agent": agent,
+        "text": text,
+        "started_by": started_by,
+        "conversation": json.dumps(conversation),
+        "status": RunStatus.QUEUED.value,
+        "created_at": now,
+        "updated_at": now,
+        "epoch": 0,
+        "failures": 0,
+        "job": f"run-{run_id}",
+    }
+    pipe.hset(keys.run(run_id), mapping=record)
+    pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})
+    pipe.zadd(keys.all_runs_index(), {run_id: now})
+    pipe.zadd(keys.accepted_index(), {run_id: now})
+    pipe.rpush(keys.history(run_id), _entry("started", started_by, agent=agent, text=text))
+
+
+def interrupt_fields(
+    iid: str,
+    run_id: str,
+    team: str,
+    key: str,
+    attempt: int,
+    request: Request,
+    assignees: list[str],
+    now: float,
+) -> dict[str, str]:
+    """The hash of a question about to be posted (state `posting`)."""
+    expires_in = request.expires_in
+    return {
+        "id": iid,
+        "run_id": run_id,
+        "key": key,
+        "attempt": str(attempt),
+        "request": request.model_dump_json(),
+        "assignees": json.dumps(assignees),
+        "asked_at": repr(now),
+        "expires_at": repr(now + expires_in) if expires_in else "",
+        "remind_at": repr(now + expires_in / 2) if expires_in else "",
+        "state": InterruptState.POSTING.value,
+        "team": team,
+    }
 
 
 def _entry(event: str, by: str, **detail: Any) -> str:
