@@ -29,8 +29,8 @@ from workers.interaction import Answer
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import keys
+from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import RunStatus
-from workers.store.runs import resume_job_id
 
 RAW_QUEUE = "bench-raw"
 CLASSES = ("simple", "fork", "spawn", "pool-simple", "pool-fork")

@@ -58,7 +58,7 @@ def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
         except InvalidJobOperation:  # another worker (or the scheduler) took it
             continue
         except NoSuchJobError:
-            runtime.redis.zrem(registry.key, job_id)
+            registry.remove(job_id)
             continue
         rescued.append(job_id)
     if rescued:

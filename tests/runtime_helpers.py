@@ -10,8 +10,8 @@ from redis import Redis
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
-from workers.interaction import Outcome, Request, RunView
-from workers.runtime.host import HostRouter
+from workers.interaction import Outcome, Request
+from workers.runtime.host import HostRouter, PausingRun
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store.records import InterruptRecord, RunRecord
 
@@ -28,11 +28,11 @@ class RecordingHost:
         self.closed: list[tuple[str, str]] = []
         self.reminders: list[tuple[str, str]] = []
 
-    def solicit(self, request: Request, run: RunView) -> Outcome:
+    def solicit(self, request: Request, run: PausingRun) -> Outcome:
         with self.lock:
-            if not run.question_message:  # type: ignore[attr-defined]
+            if not run.question_message:
                 self.questions.append((run.run_id, run.interrupt_id or ""))
-                run.record_question_message({"posted": len(self.questions)})  # type: ignore[attr-defined]
+                run.record_question_message({"posted": len(self.questions)})
         return Outcome(paused=True)
 
     def say(self, run: RunRecord, text: str) -> None:

@@ -60,3 +60,78 @@ def test_rule_checker_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("from bot.slack import blocks\nimport redis\n")
     assert {"bot.slack", "redis"} <= imports(bad)
+
+
+# ---- one door to Redis ------------------------------------------------------------
+# Run, interrupt, thread, index and dedupe state is read and written only by
+# `workers/store` (RunStore and its scripts). Elsewhere a Redis command is a call of one
+# of these methods on something named like a Redis client or a pipeline; RQ's own
+# objects (queues, registries, jobs) are called through RQ's API and are not named so.
+REDIS_COMMANDS = {
+    "get", "set", "setnx", "mget", "delete", "exists", "expire", "incr", "incrby",
+    "hget", "hset", "hgetall", "hmget", "hdel", "hincrby", "hsetnx", "hexists", "hkeys",
+    "zadd", "zrem", "zrange", "zrevrange", "zrangebyscore", "zcard", "zscore",
+    "rpush", "lpush", "lrange", "llen", "sadd", "srem", "smembers",
+    "scan", "scan_iter", "keys", "eval", "evalsha", "register_script", "pipeline", "execute_command",
+}  # fmt: skip
+STORE = ROOT / "workers" / "store"
+
+
+def _receiver_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):
+        return _receiver_name(node.func)
+    return ""
+
+
+def store_bypasses(path: Path) -> list[str]:
+    """Where `path` builds Parley's keys or sends Redis commands itself, as `line: what`."""
+    found: list[str] = []
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            if node.module == "workers.store.keys" or (
+                node.module == "workers.store" and any(a.name == "keys" for a in node.names)
+            ):
+                found.append(f"{node.lineno}: imports the key builder")
+        elif isinstance(node, ast.Import) and any(a.name == "workers.store.keys" for a in node.names):
+            found.append(f"{node.lineno}: imports the key builder")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REDIS_COMMANDS:
+            receiver = _receiver_name(node.func.value).lower()
+            if "redis" in receiver or receiver in ("pipe", "pipeline", "client"):
+                if receiver == "client" and node.func.attr not in REDIS_COMMANDS - {"get", "set", "delete"}:
+                    continue  # `client` is also the Slack WebClient; only unambiguous Redis commands count
+                found.append(f"{node.lineno}: {receiver}.{node.func.attr}(...)")
+    return found
+
+
+def outside_store() -> list[Path]:
+    paths = [p for pkg in ("workers", "bot", "parley") for p in files(pkg)]
+    return [p for p in paths if STORE not in p.parents]
+
+
+@pytest.mark.parametrize("path", outside_store(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_store_touches_run_state_in_redis(path: Path) -> None:
+    bad = store_bypasses(path)
+    assert not bad, f"{path.relative_to(ROOT)} goes around RunStore: {bad}"
+
+
+def test_store_bypass_checker_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "m.py"
+    bad.write_text(
+        "from workers.store import keys\n"
+        "def f(deps, store):\n"
+        "    deps.runtime.redis.get(keys.thread('T', 'C', '1'))\n"
+        "    pipe = store.redis.pipeline(transaction=True)\n"
+        "    pipe.hset('k', 'f', 'v')\n"
+        "    {}.get('x')\n"
+    )
+    assert store_bypasses(bad) == [
+        "1: imports the key builder",
+        "3: redis.get(...)",
+        "4: redis.pipeline(...)",
+        "5: pipe.hset(...)",
+    ]

@@ -24,8 +24,8 @@ from workers.runtime.execute import execute
 from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
+from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import RunStatus
-from workers.store.runs import resume_job_id
 
 
 def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None, user: str = "U1") -> str:

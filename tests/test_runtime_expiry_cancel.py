@@ -22,8 +22,8 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store import keys
+from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import InterruptState, RunStatus
-from workers.store.runs import resume_job_id
 
 RED = [Answer(id="colour", choice="red")]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from typing import Any
 
 CORRELATION = ("run_id", "interrupt_id", "team", "channel", "user")
@@ -66,7 +65,3 @@ class Log:
 
     def error(self, msg: str, exc: bool = False, **fields: Any) -> None:
         self._emit(logging.ERROR, msg, exc, fields)
-
-
-def elapsed_ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 3)

@@ -14,7 +14,7 @@ from bot.slack.mrkdwn import escape
 from workers.logs import Log
 from workers.runtime import admin
 from workers.runtime.queues import enqueue_run
-from workers.store import keys
+from workers.store import job_ids
 from workers.store.records import RunStatus
 
 log = Log("parley.commands")
@@ -79,7 +79,7 @@ def register(app: App, deps: BotDeps) -> None:
             deps.slack.start_thread(run)
         except Exception:
             log.error("could not post the root message; the worker will", exc=True, **run.log_context())
-        enqueue_run(deps.runtime.queue, run_id, run.job or f"run-{run_id}")
+        enqueue_run(deps.runtime.queue, run_id, run.job or job_ids.first(run_id))
 
     app.command("/parley")(ack=parley_ack, lazy=[parley_start])
 
@@ -94,8 +94,3 @@ def _run_summary(r: Any) -> dict[str, Any]:
         "updated_at": r.updated_at,
         "assignees": [],
     }
-
-
-def thread_run_id(deps: BotDeps, team: str, channel: str, thread_ts: str) -> str | None:
-    raw = deps.runtime.redis.get(keys.thread(team, channel, thread_ts))
-    return raw.decode() if isinstance(raw, bytes) else raw

@@ -13,7 +13,6 @@ from bot.listeners.home import publish_home
 from bot.slack.mrkdwn import escape
 from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
 from workers.logs import Log
-from workers.store import keys
 from workers.store.records import RunStatus
 
 log = Log("parley.events")
@@ -25,7 +24,7 @@ def _first_delivery(deps: BotDeps, body: dict[str, Any]) -> bool:
     event_id = body.get("event_id")
     if not event_id:
         return True
-    return bool(deps.runtime.redis.set(keys.seen_event(str(event_id)), 1, nx=True, ex=SEEN_TTL))
+    return deps.runtime.store.first_delivery(f"event:{event_id}", SEEN_TTL)
 
 
 def register(app: App, deps: BotDeps) -> None:
@@ -47,8 +46,8 @@ def register(app: App, deps: BotDeps) -> None:
             ack()
             return
         team = body.get("team_id") or event.get("team") or ""
-        raw = deps.runtime.redis.get(keys.thread(team, event["channel"], event["thread_ts"]))
-        run = store.find(raw.decode()) if raw else None
+        run_id = store.thread_run(team, event["channel"], event["thread_ts"])
+        run = store.find(run_id) if run_id else None
         if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
             ack()
             return

@@ -7,7 +7,6 @@ recorded before posting and the posted `ts` right after, and a replay finds it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from slack_sdk import WebClient
@@ -17,9 +16,9 @@ from bot.slack import blocks
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import escape, user_ref
 from workers.exceptions import AgentError
-from workers.interaction import Outcome, Request, RunView
+from workers.interaction import Outcome, Request
 from workers.logs import Log
-from workers.store import keys
+from workers.runtime.host import PausingRun
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import RunStore
 
@@ -46,10 +45,7 @@ class SlackHost:
             unfurl_media=False,
         )
         conv["thread_ts"] = resp["ts"]
-        pipe = self.store.redis.pipeline(transaction=True)
-        pipe.hset(keys.run(run.id), "conversation", json.dumps(conv))
-        pipe.set(keys.thread(conv.get("team", ""), conv["channel"], resp["ts"]), run.id)
-        pipe.execute()
+        self.store.set_thread(run.id, conv)
         log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
         return conv
 
@@ -71,11 +67,10 @@ class SlackHost:
         return {"channel": resp["channel"], "ts": resp["ts"]}
 
     # ---- Interactor ------------------------------------------------------------
-    def solicit(self, request: Request, run: RunView) -> Outcome:
-        message: dict[str, Any] = getattr(run, "question_message", {}) or {}
-        if message.get("ts"):
+    def solicit(self, request: Request, run: PausingRun) -> Outcome:
+        if run.question_message.get("ts"):
             return Outcome(paused=True)  # posted before this replay
-        record: RunRecord = run.record  # type: ignore[attr-defined]
+        record = run.record
         iid = run.interrupt_id or ""
         try:
             question = blocks.question_blocks(request, iid, assignees=list(request.assignees or [run.started_by]))
@@ -87,7 +82,7 @@ class SlackHost:
             if exc.response.get("error") == "invalid_blocks":
                 raise AgentError(f"Slack refused the question's blocks: {exc.response.get('errors')}") from exc
             raise
-        run.record_question_message({**posted, "version": 1})  # type: ignore[attr-defined]
+        run.record_question_message({**posted, "version": 1})
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         return Outcome(paused=True)
 

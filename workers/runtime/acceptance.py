@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+
+import redis
 
 from workers.exceptions import ParleyError
 from workers.interaction import Answer, AnswerError
 from workers.logs import Log
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store.records import InterruptRecord, InterruptState
-from workers.store.runs import Refusal, resume_job_id
+from workers.store import job_ids
+from workers.store.records import InterruptRecord, InterruptState, RefusalReason
+from workers.store.runs import Refusal
 
 log = Log("parley.accept")
 
@@ -20,11 +25,10 @@ log = Log("parley.accept")
 class AcceptRefused(ParleyError):
     """An answer that was not accepted; nothing was written.
 
-    `reason` is one of: unknown, answered, cancelled, expired, not_open,
-    not_allowed, invalid. `detail` carries what a host needs to explain it.
+    `detail` carries what a host needs to explain the `reason`.
     """
 
-    def __init__(self, reason: str, message: str, **detail: Any) -> None:
+    def __init__(self, reason: RefusalReason, message: str, **detail: Any) -> None:
         self.reason = reason
         self.detail = detail
         super().__init__(message)
@@ -38,21 +42,73 @@ class Accepted:
     answered_by: str = ""
 
 
+@dataclass(frozen=True)
+class AnswerOutcome:
+    """What became of one person's answer, for the host to show: accepted, or refused and why.
+
+    Every host surface (a button, a form, a typed reply) gets this one type, from
+    `AnswerOutcome.accepted` or `AnswerOutcome.refused`, and words it the same way.
+    """
+
+    interrupt_id: str
+    user: str
+    reason: RefusalReason | None = None
+    run_id: str = ""
+    detail: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+    @classmethod
+    def accepted(cls, interrupt_id: str, user: str, run_id: str) -> AnswerOutcome:
+        return cls(interrupt_id=interrupt_id, user=user, run_id=run_id)
+
+    @classmethod
+    def refused(cls, interrupt_id: str, user: str, reason: RefusalReason, **detail: Any) -> AnswerOutcome:
+        return cls(interrupt_id=interrupt_id, user=user, reason=reason, detail=MappingProxyType(dict(detail)))
+
+
+def try_accept(
+    runtime: Runtime,
+    interrupt: InterruptRecord,
+    user: str,
+    answers: list[Answer],
+    *,
+    team: str | None,
+    token: str,
+) -> AnswerOutcome:
+    """`accept`, with every refusal (and an unreachable Redis) turned into an `AnswerOutcome`."""
+    try:
+        accepted = accept(runtime, interrupt, user, answers, team=team, token=token)
+    except AcceptRefused as exc:
+        return AnswerOutcome.refused(interrupt.id, user, exc.reason, **exc.detail)
+    except redis.RedisError:
+        return unavailable(interrupt.id, user, team)
+    return AnswerOutcome.accepted(interrupt.id, user, accepted.run_id)
+
+
+def unavailable(interrupt_id: str, user: str, team: str | None) -> AnswerOutcome:
+    """Redis could not be reached: nothing was written, and the person is asked to submit again."""
+    log.error("Redis unavailable while accepting", exc=True, interrupt_id=interrupt_id, user=user, team=team)
+    return AnswerOutcome.refused(interrupt_id, user, RefusalReason.UNAVAILABLE)
+
+
 def refusal_error(refusal: Refusal, interrupt: InterruptRecord | None) -> AcceptRefused:
     """Turn a store refusal into a host-neutral, specific error."""
-    d = refusal.detail
-    if refusal.reason == "answered":
-        return AcceptRefused("answered", f"already answered by {d[0]}", by=d[0], at=float(d[1] or 0))
-    if refusal.reason == "cancelled":
-        return AcceptRefused("cancelled", "this question was cancelled", by=d[0] if d else "")
-    if refusal.reason == "expired":
-        return AcceptRefused("expired", "this question expired before it was answered")
-    if refusal.reason == "not_allowed":
+    d, reason = refusal.detail, refusal.reason
+    if reason is RefusalReason.ANSWERED:
+        return AcceptRefused(reason, f"already answered by {d[0]}", by=d[0], at=float(d[1] or 0))
+    if reason is RefusalReason.CANCELLED:
+        return AcceptRefused(reason, "this question was cancelled", by=d[0] if d else "")
+    if reason is RefusalReason.EXPIRED:
+        return AcceptRefused(reason, "this question expired before it was answered")
+    if reason is RefusalReason.NOT_ALLOWED:
         assignees = interrupt.assignees if interrupt else []
-        return AcceptRefused("not_allowed", f"only {', '.join(assignees)} may answer", assignees=assignees)
-    if refusal.reason == "not_open":
-        return AcceptRefused("not_open", "this question is not waiting for an answer")
-    return AcceptRefused("unknown", "no such question")
+        return AcceptRefused(reason, f"only {', '.join(assignees)} may answer", assignees=assignees)
+    if reason is RefusalReason.NOT_OPEN:
+        return AcceptRefused(reason, "this question is not waiting for an answer")
+    return AcceptRefused(RefusalReason.UNKNOWN, "no such question")
 
 
 def accept(
@@ -73,12 +129,12 @@ def accept(
     store = runtime.store
     interrupt = store.interrupt(interrupt_id) if isinstance(interrupt_id, str) else interrupt_id
     if interrupt is None:
-        raise AcceptRefused("unknown", "no such question")
+        raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
     interrupt_id = interrupt.id
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt_id, "user": user, "team": interrupt.team}
     if team and interrupt.team and interrupt.team != team:
         log.warning("answer from another team refused", **ctx, payload_team=team)
-        raise AcceptRefused("unknown", "no such question")
+        raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
     # A redelivery of an accepted answer carries its token; the store recognises it.
     redelivery = bool(token) and interrupt.state is InterruptState.ANSWERED
     if interrupt.state is not InterruptState.OPEN and not redelivery:
@@ -86,16 +142,16 @@ def accept(
         if state_refusal:
             raise state_refusal
     if user not in interrupt.assignees:
-        raise refusal_error(Refusal("not_allowed"), interrupt)
+        raise refusal_error(Refusal(RefusalReason.NOT_ALLOWED), interrupt)
     try:
         valid = interrupt.request.validate_answers(answers)
     except AnswerError as exc:
-        raise AcceptRefused("invalid", str(exc), errors=exc.errors) from None
+        raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors) from None
     refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)
-    enqueue_run(runtime.queue, interrupt.run_id, resume_job_id(interrupt.run_id, interrupt_id))
+    enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
     log.info("answer accepted", **ctx)
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
 
@@ -104,13 +160,13 @@ def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:
     """The refusal a closed question's record already tells, worded as the store's would be."""
     state = interrupt.state
     if state is InterruptState.POSTING:
-        return AcceptRefused("not_open", "this question is still being posted; try again in a moment")
+        return AcceptRefused(RefusalReason.NOT_OPEN, "this question is still being posted; try again in a moment")
     if state is InterruptState.ANSWERED:
-        refusal = Refusal("answered", (interrupt.answered_by, repr(interrupt.answered_at or 0.0)))
+        refusal = Refusal(RefusalReason.ANSWERED, (interrupt.answered_by, repr(interrupt.answered_at or 0.0)))
     elif state is InterruptState.CANCELLED:
-        refusal = Refusal("cancelled", (interrupt.closed_by,))
+        refusal = Refusal(RefusalReason.CANCELLED, (interrupt.closed_by,))
     elif state is InterruptState.EXPIRED:
-        refusal = Refusal("expired")
+        refusal = Refusal(RefusalReason.EXPIRED)
     else:
         return None
     return refusal_error(refusal, interrupt)

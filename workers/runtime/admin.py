@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from workers.exceptions import AdminError
 from workers.logs import Log
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store import keys
+from workers.store import job_ids
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 
 log = Log("parley.admin")
@@ -32,10 +31,7 @@ class RunDetail:
 def list_runs(runtime: Runtime, status: RunStatus | None = None, *, page: int = 0, per_page: int = 20) -> RunPage:
     """One page of runs, newest first, read through the status index."""
     ids = runtime.store.list_ids(status, offset=page * per_page, limit=per_page + 1)
-    pipe = runtime.redis.pipeline(transaction=False)
-    for run_id in ids[:per_page]:
-        pipe.hgetall(keys.run(run_id))
-    runs = [RunRecord.from_hash({_s(k): _s(v) for k, v in d.items()}) for d in pipe.execute() if d]
+    runs = runtime.store.runs(ids[:per_page])
     return RunPage(runs=runs, page=page, has_next=len(ids) > per_page)
 
 
@@ -89,7 +85,7 @@ def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     """
     store = runtime.store
     run = store.get(run_id)
-    job_id = f"admin-retry-{run_id}-{run.epoch}"
+    job_id = job_ids.admin_retry(run_id, run.epoch)
     ok, reason, old = store.transition(
         run_id,
         [RunStatus.FAILED, RunStatus.EXPIRED],
@@ -101,7 +97,7 @@ def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     )
     if not ok:
         raise AdminError(f"run {run_id} is {old or reason}; only failed or expired runs can be retried")
-    runtime.redis.hdel(keys.journal(run_id), "fx:final")
+    store.forget_final(run_id)
     if old == RunStatus.EXPIRED.value:
         _forget_expired_attempt(runtime, run)
     store.add_history(run_id, "retried", by)
@@ -118,10 +114,7 @@ def _forget_expired_attempt(runtime: Runtime, run: RunRecord) -> None:
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     if interrupt is None or interrupt.state is not InterruptState.EXPIRED:
         return
-    field_name = f"ask:{interrupt.key}"
-    attempts = runtime.store.journal_get(run.id, field_name) or []
-    if attempts and attempts[-1] == interrupt.id:
-        runtime.redis.hset(keys.journal(run.id), field_name, json.dumps(attempts[:-1]))
+    runtime.store.forget_attempt(run.id, interrupt.key, interrupt.id)
 
 
 def remind(runtime: Runtime, run_id: str, by: str) -> InterruptRecord:
@@ -133,7 +126,3 @@ def remind(runtime: Runtime, run_id: str, by: str) -> InterruptRecord:
     runtime.hosts.for_run(run).remind(run, interrupt)
     runtime.store.add_history(run_id, "reminded", by, interrupt_id=interrupt.id)
     return interrupt
-
-
-def _s(v: object) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)

@@ -22,6 +22,7 @@ from workers.logs import Log
 from workers.runtime.context import Run
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
+from workers.store import job_ids
 from workers.store.records import InterruptState, RunStatus
 from workers.store.runs import RunStore
 
@@ -176,7 +177,7 @@ def _retry_or_fail(runtime: Runtime, run: Run, exc: Exception) -> str:
     delay = delays[min(failures - 1, len(delays) - 1)] if delays else 0.0
     # Named by the epoch, which no other execution shares: the failure count starts
     # over after an admin retry, and a job id used before would not be enqueued again.
-    job_id = f"retry-{run.run_id}-{run.epoch}"
+    job_id = job_ids.retry(run.run_id, run.epoch)
     ok, _, _ = runtime.store.transition(
         run.run_id,
         [RunStatus.RUNNING],

@@ -8,15 +8,34 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from workers.interaction import Interactor, Outcome, Request, RunView
+from workers.interaction import Outcome, Request, RunView
 from workers.logs import Log
 from workers.store.records import InterruptRecord, RunRecord
 
 log = Log("parley.host")
 
 
-class Host(Interactor, Protocol):
-    """An `Interactor` that can also report progress and outcomes in the run's conversation."""
+class PausingRun(RunView, Protocol):
+    """What a host that pauses may read and record about the run that asks.
+
+    A pause/resume host posts a question once and must find it on replay: it reads
+    where the question was posted and records where it posts it, nothing more.
+    """
+
+    @property
+    def record(self) -> RunRecord: ...
+
+    @property
+    def question_message(self) -> dict[str, Any]: ...
+
+    def record_question_message(self, message: dict[str, Any]) -> None: ...
+
+
+class Host(Protocol):
+    """Puts questions to people (as an `Interactor` does, with the run's own record at hand)
+    and reports progress and outcomes in the run's conversation."""
+
+    def solicit(self, request: Request, run: PausingRun) -> Outcome: ...
 
     def say(self, run: RunRecord, text: str) -> None: ...
 
@@ -36,7 +55,7 @@ class LogHost:
     credentials, say); questions stay answerable through any host that shares Redis.
     """
 
-    def solicit(self, request: Request, run: RunView) -> Outcome:
+    def solicit(self, request: Request, run: PausingRun) -> Outcome:
         log.info("question waiting", run_id=run.run_id, interrupt_id=run.interrupt_id, reason=request.reason)
         return Outcome(paused=True)
 

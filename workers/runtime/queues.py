@@ -9,13 +9,12 @@ from rq import Queue
 from rq.exceptions import DuplicateJobError
 from rq.serializers import JSONSerializer
 
-from workers.store import keys
-
 EXECUTE = "workers.runtime.jobs.execute_run"
 SWEEP = "workers.runtime.jobs.sweep_job"
+QUEUE_NAME = "parley"
 
 
-def queue(redis: Redis, name: str = keys.QUEUE_NAME) -> Queue:
+def queue(redis: Redis, name: str = QUEUE_NAME) -> Queue:
     return Queue(name, connection=redis, serializer=JSONSerializer)
 
 

@@ -18,9 +18,8 @@ from rq.job import Job, JobStatus
 from workers.logs import Log
 from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store import keys
+from workers.store import job_ids
 from workers.store.records import InterruptState, RunStatus
-from workers.store.runs import resume_job_id
 
 log = Log("parley.sweep")
 _LIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
@@ -48,22 +47,22 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
 
 def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
     store = runtime.store
-    for iid in store.due(keys.expiry_index(), now):
+    for iid in store.due_expiries(now):
         interrupt = store.interrupt(iid)
         if interrupt is None or interrupt.state is not InterruptState.OPEN:
-            runtime.redis.zrem(keys.expiry_index(), iid)
+            store.unschedule_expiry(iid)
             continue
         defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
         if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
             # The resumed run shows the expiry on the question (see execute._lock_closed_question).
-            enqueue_run(runtime.queue, interrupt.run_id, resume_job_id(interrupt.run_id, iid))
+            enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, iid))
             report.expired.append(iid)
 
 
 def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
     store = runtime.store
-    for iid in store.due(keys.remind_index(), now):
-        if not runtime.redis.zrem(keys.remind_index(), iid):
+    for iid in store.due_reminders(now):
+        if not store.take_reminder(iid):
             continue  # another sweep took it
         interrupt = store.interrupt(iid)
         if interrupt is None or interrupt.state is not InterruptState.OPEN:
@@ -76,14 +75,14 @@ def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
 
 def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
     store = runtime.store
-    for run_id in store.due(keys.leases_index(), now):
+    for run_id in store.due_leases(now):
         run = store.find(run_id)
         if run is None or run.status is not RunStatus.RUNNING or run.lease_until > now:
             continue
         failures = run.failures + 1
         reason = f"worker lost while running (attempt {failures})"
         give_up = failures > runtime.settings.max_retries
-        job_id = f"lapse-{run_id}-{run.epoch}"
+        job_id = job_ids.lapse(run_id, run.epoch)
         ok, _, _ = store.transition(
             run_id,
             [RunStatus.RUNNING],
@@ -114,12 +113,12 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
     after the job's timeout, and until then the run would sit queued).
     """
     store = runtime.store
-    for run_id in store.due(keys.accepted_index(), now - runtime.settings.requeue_grace):
+    for run_id in store.due_queued(now - runtime.settings.requeue_grace):
         run = store.find(run_id)
         if run is None or run.status is not RunStatus.QUEUED:
-            runtime.redis.zrem(keys.accepted_index(), run_id)
+            store.unwatch_queued(run_id)
             continue
-        job_id = run.job or f"run-{run_id}"
+        job_id = run.job or job_ids.first(run_id)
         job: Job | None
         try:
             job = Job.fetch(job_id, connection=runtime.redis, serializer=runtime.queue.serializer)
@@ -129,7 +128,7 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
         if status in _LIVE_JOB and not _abandoned(job, status, now, runtime.settings.lease_ttl):
             continue
         if status is not None:
-            job_id = f"{job_id}-s{int(now)}"
+            job_id = job_ids.requeue(job_id, now)
             ok, _, _ = store.transition(run_id, [RunStatus.QUEUED], RunStatus.QUEUED, job=job_id)
             if not ok:
                 continue  # claimed meanwhile
@@ -154,4 +153,4 @@ def schedule_next(runtime: Runtime, now: float | None = None) -> None:
     slot = int((time.time() if now is None else now) // interval) + 1
     at = datetime.fromtimestamp(slot * interval, tz=UTC)
     with contextlib.suppress(DuplicateJobError):
-        runtime.queue.enqueue_at(at, SWEEP, job_id=f"parley-sweep-{slot}", unique=True, result_ttl=60)
+        runtime.queue.enqueue_at(at, SWEEP, job_id=job_ids.sweep(slot), unique=True, result_ttl=60)

@@ -7,7 +7,6 @@ path scans the keyspace.
 from __future__ import annotations
 
 PREFIX = "parley:"
-QUEUE_NAME = "parley"
 
 
 def run(run_id: str) -> str:

@@ -42,6 +42,26 @@ class InterruptState(StrEnum):
     CANCELLED = "cancelled"
 
 
+class RefusalReason(StrEnum):
+    """Why an answer (or an expiry, or a cancel) was not accepted; nothing was written.
+
+    The store's Lua scripts reply with these values, acceptance raises them, and each
+    host words them for people. One list, so a new reason cannot be half-handled.
+    """
+
+    UNKNOWN = "unknown"  # no such question
+    ANSWERED = "answered"  # someone answered first
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    NOT_OPEN = "not_open"  # still being posted, or its run is not paused on it
+    NOT_ALLOWED = "not_allowed"  # the answerer is not among the assignees
+    NOT_DUE = "not_due"  # an expiry before the question's deadline
+    WRONG_TEAM = "wrong_team"  # the answer came from another workspace than the run's
+    INVALID = "invalid"  # the answers do not fit the request
+    AMBIGUOUS = "ambiguous"  # a typed reply that matches no single option
+    UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

@@ -13,11 +13,12 @@ from redis import Redis
 
 from workers.exceptions import RunNotFound, StaleEpoch
 from workers.interaction import Answer, Request
-from workers.store import keys, scripts
+from workers.store import job_ids, keys, scripts
 from workers.store.records import (
     HistoryEntry,
     InterruptRecord,
     InterruptState,
+    RefusalReason,
     RunRecord,
     RunStatus,
 )
@@ -27,13 +28,8 @@ from workers.store.records import (
 class Refusal:
     """Why a close (answer, expire, cancel) was refused; nothing was written."""
 
-    reason: str  # unknown | answered | cancelled | expired | not_open | not_allowed | not_due
+    reason: RefusalReason
     detail: tuple[str, ...] = ()
-
-
-def resume_job_id(run_id: str, interrupt_id: str) -> str:
-    """The one RQ job id that resumes `run_id` after `interrupt_id` closes."""
-    return f"resume-{run_id}-{interrupt_id}"
 
 
 def new_id(prefix: str) -> str:
@@ -214,12 +210,12 @@ class RunStore:
                 answers_json,
                 token,
                 entry,
-                resume_job_id(interrupt.run_id, interrupt.id),
+                job_ids.resume(interrupt.run_id, interrupt.id),
             ],
         )
         if res[0] == 1:
             return None
-        return Refusal(_s(res[1]), tuple(_s(x) for x in res[2:]))
+        return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
 
     def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
         """Record answers a synchronous host (the terminal) collected in-process."""
@@ -244,7 +240,46 @@ class RunStore:
         )
         pipe.execute()
 
+    # ---- the run's conversation ----------------------------------------------------
+    def set_thread(self, run_id: str, conversation: dict[str, Any]) -> None:
+        """Record the thread a host started for the run, and find the run by that thread later."""
+        thread = keys.thread(str(conversation.get("team", "")), conversation["channel"], conversation["thread_ts"])
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(keys.run(run_id), "conversation", json.dumps(conversation))
+        pipe.set(thread, run_id)
+        pipe.execute()
+
+    def thread_run(self, team: str, channel: str, thread_ts: str) -> str | None:
+        """The run whose conversation is this thread, if any."""
+        raw = self.redis.get(keys.thread(team, channel, thread_ts))
+        return None if raw is None else _s(raw)
+
+    def first_delivery(self, delivery_id: str, ttl: float) -> bool:
+        """True the first time `delivery_id` is seen within `ttl` seconds (Slack redelivers)."""
+        return bool(self.redis.set(keys.seen_event(delivery_id), 1, nx=True, ex=max(1, int(ttl))))
+
+    # ---- admin writes ---------------------------------------------------------------
+    def forget_final(self, run_id: str) -> None:
+        """Drop the record that the final message was posted, so a retried run posts its new one."""
+        self.redis.hdel(keys.journal(run_id), "fx:final")
+
+    def forget_attempt(self, run_id: str, key: str, interrupt_id: str) -> bool:
+        """Drop `interrupt_id` as the last attempt of ask `key`, so a replay asks it afresh."""
+        field = f"ask:{key}"
+        attempts = self.journal_get(run_id, field) or []
+        if not attempts or attempts[-1] != interrupt_id:
+            return False
+        self.redis.hset(keys.journal(run_id), field, json.dumps(attempts[:-1]))
+        return True
+
     # ---- indexes --------------------------------------------------------------
+    def runs(self, run_ids: Iterable[str]) -> list[RunRecord]:
+        """Several runs in one round trip, in order; ids with no run are skipped."""
+        pipe = self.redis.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hgetall(keys.run(run_id))
+        return [RunRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+
     def list_ids(self, status: RunStatus | None, *, offset: int = 0, limit: int = 20) -> list[str]:
         """Run ids newest first, one page of an index; never a keyspace scan."""
         index = keys.all_runs_index() if status is None else keys.status_index(status)
@@ -262,7 +297,35 @@ class RunStore:
     def waiting_on(self, user: str, *, limit: int = 20) -> list[str]:
         return [_s(x) for x in self.redis.zrange(keys.waiting_index(user), 0, limit - 1)]
 
-    def due(self, index_key: str, now: float, limit: int = 100) -> list[str]:
+    def due_expiries(self, now: float, limit: int = 100) -> list[str]:
+        """Open questions whose deadline has passed."""
+        return self._due(keys.expiry_index(), now, limit)
+
+    def due_reminders(self, now: float, limit: int = 100) -> list[str]:
+        """Open questions whose assignees are due a reminder."""
+        return self._due(keys.remind_index(), now, limit)
+
+    def due_leases(self, now: float, limit: int = 100) -> list[str]:
+        """Running runs whose worker's lease has lapsed."""
+        return self._due(keys.leases_index(), now, limit)
+
+    def due_queued(self, before: float, limit: int = 100) -> list[str]:
+        """Runs queued (by a start, an answer or a retry) before `before`, which should have a job."""
+        return self._due(keys.accepted_index(), before, limit)
+
+    def unschedule_expiry(self, interrupt_id: str) -> None:
+        """Stop watching a question that is no longer open for its expiry."""
+        self.redis.zrem(keys.expiry_index(), interrupt_id)
+
+    def take_reminder(self, interrupt_id: str) -> bool:
+        """Claim a due reminder; False when another sweep took it."""
+        return bool(self.redis.zrem(keys.remind_index(), interrupt_id))
+
+    def unwatch_queued(self, run_id: str) -> None:
+        """Stop watching a run that is no longer queued for a missing job."""
+        self.redis.zrem(keys.accepted_index(), run_id)
+
+    def _due(self, index_key: str, now: float, limit: int) -> list[str]:
         return [_s(x) for x in self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit)]
 
 
@@ -281,7 +344,7 @@ def stage_create(
         "updated_at": now,
         "epoch": 0,
         "failures": 0,
-        "job": f"run-{run_id}",
+        "job": job_ids.first(run_id),
     }
     pipe.hset(keys.run(run_id), mapping=record)
     pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})

@@ -11,6 +11,11 @@ by `workers.store.keys` and passed in ARGV.
 
 from __future__ import annotations
 
+from workers.store.records import RefusalReason
+
+# The refusal reasons as Lua constants, so a script's replies are `RefusalReason` values.
+_REASONS = "".join(f"local R_{r.name} = '{r.value}'\n" for r in RefusalReason)
+
 # Shared helpers, prepended to every script.
 _LIB = """
 local function set_status(run_key, run_id, idx_prefix, new, now)
@@ -113,30 +118,31 @@ return 1
 #       actor, answers json, token, history json, job id of the resume
 CLOSE = (
     _LIB
+    + _REASONS
     + """
 local h = redis.call('HGETALL', KEYS[2])
-if #h == 0 then return {0, 'unknown'} end
+if #h == 0 then return {0, R_UNKNOWN} end
 local q = {}
 for i = 1, #h, 2 do q[h[i]] = h[i + 1] end
 if q.state == 'answered' then
   if ARGV[6] == 'answer' and q.accept_token == ARGV[9] then return {1} end
-  return {0, 'answered', q.answered_by or '', q.answered_at or ''}
+  return {0, R_ANSWERED, q.answered_by or '', q.answered_at or ''}
 end
-if q.state == 'cancelled' then return {0, 'cancelled', q.closed_by or ''} end
-if q.state == 'expired' then return {0, 'expired', q.expires_at or ''} end
+if q.state == 'cancelled' then return {0, R_CANCELLED, q.closed_by or ''} end
+if q.state == 'expired' then return {0, R_EXPIRED, q.expires_at or ''} end
 local st = redis.call('HGET', KEYS[1], 'status')
 if q.state ~= 'open' or st ~= 'paused' or redis.call('HGET', KEYS[1], 'interrupt') ~= ARGV[4] then
-  return {0, 'not_open', st or ''}
+  return {0, R_NOT_OPEN, st or ''}
 end
 local now = tonumber(ARGV[5])
 local expired = q.expires_at and q.expires_at ~= '' and now >= tonumber(q.expires_at)
 if ARGV[6] == 'answer' then
-  if expired then return {0, 'expired', q.expires_at} end
-  if not list_has(q.assignees, ARGV[7]) then return {0, 'not_allowed', q.assignees} end
+  if expired then return {0, R_EXPIRED, q.expires_at} end
+  if not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
 elseif ARGV[6] == 'expire' then
-  if not expired then return {0, 'not_due', q.expires_at or ''} end
+  if not expired then return {0, R_NOT_DUE, q.expires_at or ''} end
   redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
 else
   redis.call('HSET', KEYS[2], 'state', 'cancelled', 'closed_by', ARGV[7])

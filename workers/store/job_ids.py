@@ -1,0 +1,42 @@
+"""Every RQ job id Parley uses, built in one place.
+
+A job id names one execution a run may get, so that `unique=True` enqueues make each
+of them happen once however many processes ask (a bot, a sweep, an admin).
+"""
+
+from __future__ import annotations
+
+
+def first(run_id: str) -> str:
+    """The run's first execution, enqueued when it is started."""
+    return f"run-{run_id}"
+
+
+def resume(run_id: str, interrupt_id: str) -> str:
+    """The execution that resumes `run_id` after `interrupt_id` closes (answer or expiry)."""
+    return f"resume-{run_id}-{interrupt_id}"
+
+
+def retry(run_id: str, epoch: int) -> str:
+    """The retry after an execution at `epoch` raised; no other execution shares an epoch."""
+    return f"retry-{run_id}-{epoch}"
+
+
+def admin_retry(run_id: str, epoch: int) -> str:
+    """An admin's retry of a failed or expired run last held at `epoch`."""
+    return f"admin-retry-{run_id}-{epoch}"
+
+
+def lapse(run_id: str, epoch: int) -> str:
+    """The execution that takes over a run whose worker's lease at `epoch` lapsed."""
+    return f"lapse-{run_id}-{epoch}"
+
+
+def requeue(previous: str, now: float) -> str:
+    """A fresh job for a queued run whose job `previous` ended or was abandoned."""
+    return f"{previous}-s{int(now)}"
+
+
+def sweep(slot: int) -> str:
+    """The sweep of one slot of the time grid."""
+    return f"parley-sweep-{slot}"
