@@ -15,7 +15,8 @@ from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
 
 from bot.deps import BotDeps
-from bot.listeners import actions, commands, events, options, shape, views
+from bot.listeners import actions, commands, events, options, views
+from bot.slack import payload_shape
 from workers.logs import Log
 
 log = Log("parley.bot")
@@ -23,7 +24,7 @@ log = Log("parley.bot")
 
 def refuse_malformed(body: Any, next: Any) -> BoltResponse | None:
     """Answer 400 to a signed body whose shape the listeners (or bolt's own middleware) cannot read."""
-    reason = shape.problem(body)
+    reason = payload_shape.problem(body)
     if reason:
         log.warning("malformed request refused", reason=reason, **_ctx(body))
         return BoltResponse(status=400, body="")

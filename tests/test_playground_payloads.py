@@ -34,7 +34,7 @@ from slack_sdk.signature import SignatureVerifier
 from bot.playground import LoopbackServer, Workspace, make_webapi_app
 from bot.playground import slack_sender as ss
 from bot.slack import blocks
-from bot.slack.state import parse_state_values
+from bot.slack.form_state import parse_state_values
 from workers.agents.ticket import details_request
 
 SECRET = "playground-test-secret"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.slack import blocks
-from bot.slack.state import StateError, parse_block_id, parse_state_values
+from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from workers.interaction.exceptions import AnswerError
 from workers.interaction.models import Answer, Request
 

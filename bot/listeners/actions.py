@@ -13,7 +13,7 @@ from bot.deps import BotDeps
 from bot.listeners.answers import accept_from_slack, tell_refusal, unavailable
 from bot.listeners.home import publish_home
 from bot.slack import blocks
-from bot.slack.state import StateError, parse_block_id, parse_state_values
+from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from workers.exceptions import AdminError, ParleyError
 from workers.interaction import Answer
 from workers.logs import Log

@@ -7,7 +7,7 @@ from typing import Any
 from slack_bolt import Ack, App
 
 from bot.deps import BotDeps
-from bot.slack.state import parse_block_id
+from bot.slack.form_state import parse_block_id
 
 MAX_OPTIONS = 100
 

@@ -10,7 +10,7 @@ from slack_bolt import Ack, App
 from bot.deps import BotDeps
 from bot.listeners.answers import accept_from_slack, refusal_text, unavailable
 from bot.slack import blocks
-from bot.slack.state import StateError, parse_state_values
+from bot.slack.form_state import StateError, parse_state_values
 
 
 def register(app: App, deps: BotDeps) -> None:

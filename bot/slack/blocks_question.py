@@ -1,6 +1,6 @@
 """Block Kit for a question: the message people answer in a thread, its form, and its locked states.
 
-Id scheme (the bot routes on these; `bot.slack.state.parse_block_id` reads them back). `iid` is
+Id scheme (the bot routes on these; `bot.slack.form_state.parse_block_id` reads them back). `iid` is
 the interrupt's unguessable `token_urlsafe` id and `v` the message version, bumped on every
 re-render because Slack wants fresh block_ids each time a message is updated:
 
