@@ -10,6 +10,7 @@ import pytest
 
 from bot.slack import blocks, blocks_question, limits, mrkdwn
 from workers.interaction.models import Answer, Request
+from workers.runtime.admin import RunSummary
 
 try:
     from tests.blockcheck import assert_valid_message, assert_valid_view, block_errors, text_objects
@@ -400,18 +401,18 @@ def test_run_message_texts_and_retry() -> None:
 # ---- home tab -----------------------------------------------------------------------------------
 
 
-def _runs(n: int) -> list[dict[str, Any]]:
+def _runs(n: int) -> list[RunSummary]:
     statuses = ["paused", "failed", "running", "done"]
     return [
-        {
-            "run_id": f"run-{k}",
-            "agent": f"agent {k} {EVIL}",
-            "status": statuses[k % 4],
-            "text": EVIL * 20,
-            "started_by": "UOK1",
-            "updated_at": 1_760_000_000 + k,
-            "assignees": ["UOK1", "UOK2"] * 4,
-        }
+        RunSummary(
+            run_id=f"run-{k}",
+            agent=f"agent {k} {EVIL}",
+            status=statuses[k % 4],
+            text=EVIL * 20,
+            started_by="UOK1",
+            updated_at=1_760_000_000 + k,
+            assignees=("UOK1", "UOK2") * 4,
+        )
         for k in range(n)
     ]
 

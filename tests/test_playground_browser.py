@@ -18,6 +18,7 @@ from bot.playground import LoopbackServer, Workspace
 from bot.playground.app import create_playground_app
 from bot.slack import blocks
 from workers.agents.ticket import SEVERITIES, details_request
+from workers.runtime.admin import RunSummary
 
 pytestmark = pytest.mark.browser
 
@@ -115,7 +116,7 @@ def test_type_ahead_errors_in_the_modal_and_confirmations(setup: tuple[Any, Work
     expect(modal).to_have_count(0)
     assert stub.received[-1]["type"] == "view_submission" and ws.open_views(ALICE) == []
 
-    run = {"run_id": "r1", "agent": "ticket", "status": "paused", "text": "x", "started_by": ALICE, "updated_at": 0}
+    run = RunSummary(run_id="r1", agent="ticket", status="paused", text="x", started_by=ALICE, updated_at=0)
     admin = {"counts": {"paused": 1}, "runs": [run], "page": 0, "has_next": False}
     ws.publish_home(ALICE, blocks.home_view(waiting=[], admin=admin))
     with page.expect_response("**/ui/home"):

@@ -36,6 +36,7 @@ from bot.playground import slack_sender as ss
 from bot.slack import blocks
 from bot.slack.form_state import parse_state_values
 from workers.agents.ticket import details_request
+from workers.runtime.admin import RunSummary
 
 SECRET = "playground-test-secret"
 IID = "qTestInterrupt01"
@@ -202,8 +203,10 @@ def test_form_submission_is_a_view_submission_with_the_modal_state(ws: Workspace
 
 
 def test_home_button_click_names_the_view(ws: Workspace) -> None:
-    run = {"run_id": "r1", "agent": "ticket", "status": "paused", "text": "x", "started_by": ALICE, "updated_at": 0}
-    admin = {"counts": {"paused": 1}, "runs": [{**run, "assignees": [ALICE]}], "page": 0, "has_next": False}
+    run = RunSummary(
+        run_id="r1", agent="ticket", status="paused", text="x", started_by=ALICE, updated_at=0, assignees=(ALICE,)
+    )
+    admin = {"counts": {"paused": 1}, "runs": [run], "page": 0, "has_next": False}
     home = ws.publish_home(ALICE, blocks.home_view(waiting=[], admin=admin))
     assert isinstance(home, dict)
     surface = ss.ViewSurface(home)

@@ -44,7 +44,7 @@ def register(app: App, deps: BotDeps) -> None:
                 ack(response_type="ephemeral", text="Only Parley admins can list runs.")
                 return
             page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20)
-            runs = [_run_summary(r) for r in page.runs]
+            runs = [admin.RunSummary.of(r) for r in page.runs]
             ack(
                 response_type="ephemeral",
                 text="Paused runs",
@@ -82,15 +82,3 @@ def register(app: App, deps: BotDeps) -> None:
         enqueue_run(deps.runtime.queue, run_id, run.job or job_ids.first(run_id))
 
     app.command("/parley")(ack=parley_ack, lazy=[parley_start])
-
-
-def _run_summary(r: Any) -> dict[str, Any]:
-    return {
-        "run_id": r.id,
-        "agent": r.agent,
-        "status": r.status.value,
-        "text": r.text,
-        "started_by": r.started_by,
-        "updated_at": r.updated_at,
-        "assignees": [],
-    }

@@ -46,20 +46,8 @@ def waiting_entries(deps: BotDeps, client: WebClient, user: str) -> list[dict[st
 
 def admin_section(deps: BotDeps, page: int) -> dict[str, Any]:
     listing = admin.list_runs(deps.runtime, RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE)
-    runs = []
-    for r in listing.runs:
-        q = deps.runtime.store.interrupt(r.interrupt) if r.interrupt else None
-        runs.append(
-            {
-                "run_id": r.id,
-                "agent": r.agent,
-                "status": r.status.value,
-                "text": r.text,
-                "started_by": r.started_by,
-                "updated_at": r.updated_at,
-                "assignees": q.assignees if q else [],
-            }
-        )
+    store = deps.runtime.store
+    runs = [admin.RunSummary.of(r, store.interrupt(r.interrupt) if r.interrupt else None) for r in listing.runs]
     return {"counts": deps.runtime.store.counts(), "runs": runs, "page": page, "has_next": listing.has_next}
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -35,6 +36,7 @@ from slack_sdk.models.views import View
 
 from bot.slack import limits
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
+from workers.runtime.admin import RunSummary
 
 HOME_PAGE_SIZE = 20
 """Runs shown per admin page; callers page their query by this."""
@@ -80,28 +82,27 @@ def _counts_line(counts: dict[str, int]) -> str:
     return " · ".join(f"*{clip(str(status), 30)}* {int(n)}" for status, n in sorted(counts.items()))
 
 
-def _run_text(run: dict[str, Any], *, text_max: int) -> str:
-    status = clip(str(run.get("status", "?")), 30).replace("`", "'")
-    line = f"*{clip(_one_line(run.get('agent') or 'agent'), 80)}* `{status}`"
-    if run.get("text"):
-        line += f" — {clip(_one_line(run['text']), text_max)}"
+def _run_text(run: RunSummary, *, text_max: int) -> str:
+    status = clip(run.status, 30).replace("`", "'")
+    line = f"*{clip(_one_line(run.agent or 'agent'), 80)}* `{status}`"
+    if run.text:
+        line += f" — {clip(_one_line(run.text), text_max)}"
     facts = []
-    if run.get("started_by"):
-        facts.append(f"started by {user_ref(str(run['started_by']))}")
-    if run.get("updated_at") is not None:
-        facts.append(f"updated {date_token(float(run['updated_at']), '{date_short_pretty} {time}')}")
-    assignees = [str(a) for a in run.get("assignees") or []]
+    if run.started_by:
+        facts.append(f"started by {user_ref(run.started_by)}")
+    facts.append(f"updated {date_token(float(run.updated_at), '{date_short_pretty} {time}')}")
+    assignees = list(run.assignees)
     if assignees:
         more = f" and {len(assignees) - 5} more" if len(assignees) > 5 else ""
         facts.append("waiting on " + ", ".join(user_ref(a) for a in assignees[:5]) + more)
     return line + ("\n" + " · ".join(facts) if facts else "")
 
 
-def _run_buttons(run: dict[str, Any]) -> list[ButtonElement]:
-    run_id, status = str(run["run_id"]), str(run.get("status", ""))
+def _run_buttons(run: RunSummary) -> list[ButtonElement]:
+    run_id, status = run.run_id, run.status
     buttons = []
     if status in CANCELLABLE_STATUSES:
-        agent = clip(_one_line(run.get("agent") or "agent"), 100)
+        agent = clip(_one_line(run.agent or "agent"), 100)
         confirm = ConfirmObject(
             title="Cancel this run?",
             text=MarkdownTextObject(text=f"The *{agent}* run stops and any open question is closed."),
@@ -121,14 +122,14 @@ def _run_buttons(run: dict[str, Any]) -> list[ButtonElement]:
     return buttons
 
 
-def _newest_first(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _newest_first(runs: Sequence[RunSummary]) -> list[RunSummary]:
     seen: set[str] = set()
     unique = []
     for run in runs:
-        if str(run["run_id"]) not in seen:
-            seen.add(str(run["run_id"]))
+        if run.run_id not in seen:
+            seen.add(run.run_id)
             unique.append(run)
-    return sorted(unique, key=lambda r: -float(r.get("updated_at") or 0))
+    return sorted(unique, key=lambda r: -float(r.updated_at or 0))
 
 
 def _admin_blocks(admin: dict[str, Any]) -> list[Block]:
@@ -145,7 +146,7 @@ def _admin_blocks(admin: dict[str, Any]) -> list[Block]:
     if not runs:
         blocks.append(SectionBlock(block_id="home|noruns", text=MarkdownTextObject(text="No runs on this page.")))
     for run in runs[:HOME_PAGE_SIZE]:
-        run_id = str(run["run_id"])
+        run_id = run.run_id
         blocks.append(
             SectionBlock(block_id=_block_id("hr", run_id), text=MarkdownTextObject(text=_run_text(run, text_max=300)))
         )
@@ -167,8 +168,7 @@ def home_view(*, waiting: list[dict[str, Any]], admin: dict[str, Any] | None) ->
     """The Home tab: questions waiting on this person, then (for admins) runs with their controls.
 
     `waiting`: {"run_id", "agent", "reason", "permalink" or None, "asked_at", "now"}.
-    `admin`: None, or {"counts": {status: n}, "runs": [{"run_id", "agent", "status", "text",
-    "started_by", "updated_at", "assignees"}], "page": int, "has_next": bool}.
+    `admin`: None, or {"counts": {status: n}, "runs": [RunSummary], "page": int, "has_next": bool}.
     """
     blocks: list[Block] = [HeaderBlock(block_id="home|waiting", text=PlainTextObject(text="Waiting on you"))]
     if not waiting:
@@ -186,7 +186,7 @@ def home_view(*, waiting: list[dict[str, Any]], admin: dict[str, Any] | None) ->
     return view
 
 
-def runs_list_blocks(runs: list[dict[str, Any]], counts: dict[str, int]) -> list[dict[str, Any]]:
+def runs_list_blocks(runs: Sequence[RunSummary], counts: dict[str, int]) -> list[dict[str, Any]]:
     """The ephemeral `/parley runs` reply: counts by status and the newest runs, without buttons."""
     ordered = _newest_first(runs)
     shown = min(len(ordered), MAX_LISTED_RUNS)

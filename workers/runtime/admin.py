@@ -10,6 +10,7 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store.runs import history_entry
 
 log = Log("parley.admin")
 
@@ -19,6 +20,36 @@ class RunPage:
     runs: list[RunRecord]
     page: int
     has_next: bool
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as a listing shows it (the Slack Home tab, `/parley runs`): what, by whom, how far.
+
+    Built only by `RunSummary.of`, so every listing reads the same fields off the records.
+    `status` is a `RunStatus` value; `assignees` are who the run's open question waits on.
+    """
+
+    run_id: str
+    agent: str
+    status: str
+    text: str
+    started_by: str
+    updated_at: float
+    assignees: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, run: RunRecord, interrupt: InterruptRecord | None = None) -> RunSummary:
+        """`run`, with the assignees of `interrupt` (the question it is paused on) when given."""
+        return cls(
+            run_id=run.id,
+            agent=run.agent,
+            status=run.status.value,
+            text=run.text,
+            started_by=run.started_by,
+            updated_at=run.updated_at,
+            assignees=tuple(interrupt.assignees) if interrupt else (),
+        )
 
 
 @dataclass
@@ -56,11 +87,15 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
             return cancelled
         run = store.get(run_id)
     ok, reason, old = store.transition(
-        run_id, [RunStatus.QUEUED, RunStatus.RUNNING], RunStatus.CANCELLED, lease="clear", bump_epoch=True
+        run_id,
+        [RunStatus.QUEUED, RunStatus.RUNNING],
+        RunStatus.CANCELLED,
+        lease="clear",
+        bump_epoch=True,
+        history=history_entry("cancelled", by),
     )
     if not ok:
         raise AdminError(f"run {run_id} is {old or reason}; only queued, running or paused runs can be cancelled")
-    store.add_history(run_id, "cancelled", by)
     log.info("cancelled", **run.log_context(), user=by)
     cancelled = store.get(run_id)
     _show_unlocked_answer(runtime, cancelled)
@@ -92,6 +127,7 @@ def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
         RunStatus.QUEUED,
         bump_epoch=True,
         failures=-run.failures,
+        history=history_entry("retried", by),
         error="",
         job=job_id,
     )
@@ -100,7 +136,6 @@ def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     store.forget_final(run_id)
     if old == RunStatus.EXPIRED.value:
         _forget_expired_attempt(runtime, run)
-    store.add_history(run_id, "retried", by)
     enqueue_run(runtime.queue, run_id, job_id)
     log.info("retried", **run.log_context(), user=by)
     return store.get(run_id)
