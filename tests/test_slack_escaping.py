@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from slack_agents import NASTY
-from slack_support import ADMIN, SlackStack, app_home_opened_event, mrkdwn_escape
+from slack_payloads import ADMIN, app_home_opened_event, mrkdwn_escape
+from slack_stack import SlackStack
 
 from bot.playground import validate_blocks
 

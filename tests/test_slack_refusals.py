@@ -25,32 +25,27 @@ from slack_bolt.request.payload_utils import (
     is_slash_command,
     is_view_submission,
 )
-from slack_sdk.models.views import ViewState
-from slack_sdk.signature import SignatureVerifier
-from slack_support import (
+from slack_forms import Tampered, button_action, find_element, form_state
+from slack_payloads import (
     ADMIN,
     FORM,
     JSON_TYPE,
     SIGNING_SECRET,
-    RunRef,
-    SlackStack,
-    Tampered,
     app_home_opened_event,
     block_actions_payload,
     block_suggestion_payload,
-    button_action,
     event_callback_body,
-    find_element,
-    form_state,
     home_actions_payload,
     interaction_body,
     signed_headers,
     slack_signature,
     slash_command_body,
-    snapshot,
     thread_reply_event,
     view_submission_payload,
 )
+from slack_sdk.models.views import ViewState
+from slack_sdk.signature import SignatureVerifier
+from slack_stack import RunRef, SlackStack, snapshot
 
 # ---- the payload builders themselves, checked against Slack's own tooling (no processes) ----------
 # The worked example on Slack's "Verifying requests from Slack" page.

@@ -14,25 +14,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from slack_support import (
+from slack_forms import blocks_of, button_action, find_element, form_state, is_question, option_object
+from slack_payloads import (
     ADMIN,
     FORM,
-    SlackStack,
     app_home_opened_event,
     block_actions_payload,
     block_suggestion_payload,
-    blocks_of,
-    button_action,
-    find_element,
-    form_state,
     home_actions_payload,
     interaction_body,
-    is_question,
-    option_object,
-    snapshot,
     thread_reply_event,
     view_submission_payload,
 )
+from slack_stack import SlackStack, snapshot
 
 from workers.agents.tracker import read_tickets
 

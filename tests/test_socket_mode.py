@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from slack_support import APP_TOKEN, SlackStack, slash_command_fields
+from slack_payloads import APP_TOKEN, slash_command_fields
+from slack_stack import SlackStack
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import Server, ServerConnection, serve
 

@@ -3,7 +3,7 @@
 The suite never touches a shared Redis. It starts its own `redis-server` on a free loopback
 port, with the persistence the docs require (AOF, `appendfsync everysec`, `noeviction`), so a
 scenario can SHUTDOWN and restart it. On top runs the real product: `parley serve` and
-`parley worker` subprocesses (see `slack_support.SlackStack`) with short leases and a fast
+`parley worker` subprocesses (see `slack_stack.SlackStack`) with short leases and a fast
 sweep, plus the Web API stand-in in this process.
 
 `--seed N` (default `DEFAULT_SEED`) seeds every random choice; `--rounds M` sets how many
@@ -17,7 +17,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -31,7 +30,7 @@ import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from slack_support import SlackStack
+from slack_stack import SlackStack, free_port
 
 DEFAULT_SEED = 20240611
 DEFAULT_ROUNDS = 10
@@ -42,12 +41,6 @@ TIMINGS = {
     "PARLEY_REQUEUE_GRACE": "1",
 }
 WORKERS = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def redis_binary() -> str:
@@ -68,7 +61,7 @@ class RedisServer:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-from slack_support import RunRef, is_question
+from slack_forms import is_question
+from slack_stack import RunRef
 
 from faults.agents import count
 from faults.conftest import FaultStack, Ledger

@@ -17,15 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from slack_support import (
-    ADMIN,
-    RunRef,
-    app_home_opened_event,
-    button_action,
-    find_element,
-    home_actions_payload,
-    is_question,
-)
+from slack_forms import button_action, find_element, is_question
+from slack_payloads import ADMIN, app_home_opened_event, home_actions_payload
+from slack_stack import RunRef
 
 from faults.agents import CRASH_POINTS, marker_path
 from faults.conftest import FaultStack, Ledger

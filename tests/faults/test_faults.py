@@ -16,19 +16,10 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+from slack_forms import Tampered, is_question
+from slack_payloads import BOT_TOKEN, FORM, JSON_TYPE, interaction_body, mrkdwn_escape, signed_headers, slack_signature
 from slack_sdk import WebClient
-from slack_support import (
-    BOT_TOKEN,
-    FORM,
-    JSON_TYPE,
-    RunRef,
-    Tampered,
-    interaction_body,
-    is_question,
-    mrkdwn_escape,
-    signed_headers,
-    slack_signature,
-)
+from slack_stack import RunRef
 
 from faults.agents import bump
 from faults.conftest import FaultStack, Ledger

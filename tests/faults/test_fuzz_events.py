@@ -21,22 +21,21 @@ from urllib.parse import urlencode
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from slack_support import (
+from slack_forms import button_action, find_element
+from slack_payloads import (
     ADMIN,
     FORM,
     JSON_TYPE,
-    RunRef,
     app_home_opened_event,
     block_actions_payload,
     block_suggestion_payload,
-    button_action,
     event_callback_body,
-    find_element,
     home_actions_payload,
     slash_command_fields,
     thread_reply_event,
     view_submission_payload,
 )
+from slack_stack import RunRef
 
 from faults.conftest import FaultStack, Ledger
 from faults.invariants import snapshot_run

@@ -1,0 +1,145 @@
+"""Reading the blocks Parley posted and answering them the way a person fills a form.
+
+Answers are built from the blocks the bot actually posted: an element is found by its
+`action_id`, a click becomes the `actions[0]` entry Slack sends, and a form's `state.values`
+is filled by the labels a person sees (`form_state`), with untouched inputs reported as
+Slack reports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_payloads import action_ts
+
+
+# ---- finding an element and clicking it --------------------------------------------------
+def find_element(blocks: list[dict[str, Any]], action_id: str | Callable[[str], bool]) -> tuple[dict, dict]:
+    """The (block, element) of the first interactive element whose action_id matches."""
+    match = action_id if callable(action_id) else (lambda a: a == action_id)
+    for block in blocks:
+        elements = list(block.get("elements") or [])
+        for key in ("element", "accessory"):
+            if isinstance(block.get(key), dict):
+                elements.append(block[key])
+        for element in elements:
+            if isinstance(element, dict) and match(str(element.get("action_id", ""))):
+                return block, element
+    raise LookupError(f"no element with action_id {action_id!r} in {len(blocks)} blocks")
+
+
+def button_action(block: dict[str, Any], element: dict[str, Any]) -> dict[str, Any]:
+    """The `actions[0]` entry Slack sends for a click on a button."""
+    action = {
+        "type": "button",
+        "action_id": element["action_id"],
+        "block_id": block["block_id"],
+        "text": element["text"],
+        "action_ts": action_ts(),
+    }
+    if "value" in element:
+        action["value"] = element["value"]
+    if "style" in element:
+        action["style"] = element["style"]
+    return action
+
+
+# ---- filling a form as a person would ----------------------------------------------------
+@dataclass(frozen=True)
+class Tampered:
+    """An option value the form never offered, as a doctored request would carry it."""
+
+    value: str
+
+
+def option_object(label: str, value: str) -> dict[str, Any]:
+    """An option as Slack echoes a selection back: plain_text with `emoji: true`, and its value."""
+    return {"text": {"type": "plain_text", "text": label, "emoji": True}, "value": value}
+
+
+def _echo(option: dict[str, Any]) -> dict[str, Any]:
+    out = option_object(option["text"]["text"], option["value"])
+    if option.get("description"):
+        out["description"] = {**option["description"], "emoji": True}
+    return out
+
+
+def _pick(element: dict[str, Any], choice: Any) -> dict[str, Any]:
+    if isinstance(choice, Tampered):
+        return option_object(choice.value, choice.value)
+    if isinstance(choice, dict):
+        return choice
+    for option in element.get("options") or []:
+        if option["text"]["text"] == choice:
+            return _echo(option)
+    raise LookupError(f"no option labelled {choice!r} in {element.get('type')} {element.get('action_id')}")
+
+
+def element_state(element: dict[str, Any], value: Any = None, *, filled: bool) -> dict[str, Any]:
+    """`state.values[block_id][action_id]` for one element: what was filled, or what Slack shows untouched."""
+    kind = element["type"]
+    state: dict[str, Any] = {"type": kind}
+    if kind in ("static_select", "external_select", "radio_buttons"):
+        if filled:
+            state["selected_option"] = None if value is None else _pick(element, value)
+        else:
+            initial = element.get("initial_option")
+            state["selected_option"] = _echo(initial) if initial else None
+    elif kind in ("multi_static_select", "multi_external_select", "checkboxes"):
+        if filled:
+            state["selected_options"] = [_pick(element, v) for v in value or []]
+        else:
+            state["selected_options"] = [_echo(o) for o in element.get("initial_options") or []]
+    elif kind == "plain_text_input":
+        state["value"] = value if filled else element.get("initial_value")
+    elif kind == "datepicker":
+        state["selected_date"] = value if filled else element.get("initial_date")
+    else:
+        raise ValueError(f"no state format for {kind}")
+    return state
+
+
+def form_state(blocks: list[dict[str, Any]], fills: dict[str, Any], *, omit_untouched: bool = False) -> dict[str, Any]:
+    """`state.values` for the input blocks in `blocks`, filled by label: {label text: answer}.
+
+    Answers: an option label (or `Tampered(value)`, or a raw option dict) for selects, a list of
+    labels for multi-selects, text for text inputs and `YYYY-MM-DD` for date pickers. Inputs not
+    in `fills` hold their initial value or null, or are left out with `omit_untouched`.
+    """
+    labels = {b["label"]["text"] for b in blocks if b.get("type") == "input"}
+    unknown = set(fills) - labels
+    if unknown:
+        raise LookupError(f"no input labelled {sorted(unknown)}; the form has {sorted(labels)}")
+    values: dict[str, Any] = {}
+    for block in blocks:
+        if block.get("type") != "input":
+            continue
+        label, element = block["label"]["text"], block["element"]
+        if label not in fills and omit_untouched:
+            continue
+        values[block["block_id"]] = {
+            element["action_id"]: element_state(element, fills.get(label), filled=label in fills)
+        }
+    return values
+
+
+# ---- Web API call log ------------------------------------------------------------------------
+def blocks_of(call: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = call["args"].get("blocks")
+    return blocks if isinstance(blocks, list) else []
+
+
+def has_action(blocks: list[dict[str, Any]], prefix: str) -> bool:
+    try:
+        find_element(blocks, lambda a: a.startswith(prefix))
+    except LookupError:
+        return False
+    return True
+
+
+def is_question(message: dict[str, Any]) -> bool:
+    """A question message still open: it carries Submit or one-click choice buttons."""
+    blocks = message.get("blocks") or []
+    return has_action(blocks, "parley_submit") or has_action(blocks, "parley_choose_")

@@ -1,0 +1,314 @@
+"""Slack's wire formats, built as Slack builds them: signatures, bodies and payloads.
+
+The builders follow Slack's documented formats, not Parley's code:
+
+- slash commands are `application/x-www-form-urlencoded` bodies with Slack's fields;
+- interactions (`block_actions`, `view_submission`, `block_suggestion`) are form bodies with a
+  single `payload=<JSON>` field;
+- Events API deliveries are `event_callback` JSON envelopes;
+- every HTTP request is signed like Slack signs it: `v0=HMAC-SHA256(secret, "v0:<ts>:<body>")`
+  in `X-Slack-Signature`, the timestamp in `X-Slack-Request-Timestamp`.
+
+The constants name the test workspace: its people, channels, admin and secrets, shared by the
+stack that runs Parley (`slack_stack`) and the tests that talk to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+from bot.playground.workspace import APP_ID, BOT_USER_ID, TEAM_ID
+
+SIGNING_SECRET = "parley-tests-signing-secret"
+BOT_TOKEN = "xoxb-test"
+APP_TOKEN = "xapp-test"
+VERIFICATION_TOKEN = "deprecatedVerificationToken"  # Slack still sends the legacy `token` field
+TEAM_DOMAIN = "parley-playground"
+EVENTS_PATH = "/slack/events"
+ADMIN = "U0ALICE"
+PERMALINK_BASE = f"https://{TEAM_DOMAIN}.slack.com"
+FORM = "application/x-www-form-urlencoded"
+JSON_TYPE = "application/json"
+
+USER_NAMES = {"U0ALICE": "alice", "U0BOB": "bob", "U0CAROL": "carol"}
+CHANNEL_NAMES = {"C0GENERAL": "general", "C0OPS": "ops"}
+
+
+# ---- signing ---------------------------------------------------------------------------
+def slack_signature(body: str, timestamp: str, secret: str = SIGNING_SECRET) -> str:
+    """`v0=<hex>`: HMAC-SHA256 over `v0:<timestamp>:<raw body>`, as Slack computes it."""
+    base = f"v0:{timestamp}:{body}".encode()
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+def signed_headers(
+    body: str, content_type: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None
+) -> dict[str, str]:
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    return {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": slack_signature(body, ts, secret),
+    }
+
+
+# ---- small Slack-shaped values -----------------------------------------------------------
+def trigger_id() -> str:
+    """A trigger id in Slack's shape (`<digits>.<digits>.<hex>`)."""
+    return f"{secrets.randbelow(10**11)}.{secrets.randbelow(10**12)}.{secrets.token_hex(16)}"
+
+
+def action_ts() -> str:
+    return f"{time.time():.6f}"
+
+
+def response_url(team: str = TEAM_ID) -> str:
+    return f"https://hooks.slack.com/actions/{team}/{secrets.randbelow(10**12)}/{secrets.token_urlsafe(18)}"
+
+
+def event_id() -> str:
+    return "Ev" + secrets.token_hex(5).upper()
+
+
+def mrkdwn_escape(text: str) -> str:
+    """Slack's escaping for text in mrkdwn: `&`, `<` and `>` as entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _user(user: str, team: str) -> dict[str, Any]:
+    name = USER_NAMES.get(user, user.lower())
+    return {"id": user, "username": name, "name": name, "team_id": team}
+
+
+def _team(team: str) -> dict[str, Any]:
+    return {"id": team, "domain": TEAM_DOMAIN}
+
+
+def _channel(channel: str) -> dict[str, Any]:
+    return {"id": channel, "name": CHANNEL_NAMES.get(channel, channel.lower())}
+
+
+# ---- slash commands ----------------------------------------------------------------------
+def slash_command_body(
+    text: str,
+    *,
+    user: str,
+    channel: str = "C0GENERAL",
+    team: str = TEAM_ID,
+    command: str = "/parley",
+    trigger: str | None = None,
+) -> str:
+    """The form body Slack POSTs for `/command text` typed by `user` in `channel`."""
+    return urlencode(
+        slash_command_fields(text, user=user, channel=channel, team=team, command=command, trigger=trigger)
+    )
+
+
+def slash_command_fields(
+    text: str,
+    *,
+    user: str,
+    channel: str = "C0GENERAL",
+    team: str = TEAM_ID,
+    command: str = "/parley",
+    trigger: str | None = None,
+) -> dict[str, str]:
+    """A slash command's fields: form-encoded over HTTP, the envelope's `payload` over Socket Mode."""
+    return {
+        "token": VERIFICATION_TOKEN,
+        "team_id": team,
+        "team_domain": TEAM_DOMAIN,
+        "channel_id": channel,
+        "channel_name": CHANNEL_NAMES.get(channel, channel.lower()),
+        "user_id": user,
+        "user_name": USER_NAMES.get(user, user.lower()),
+        "command": command,
+        "text": text,
+        "api_app_id": APP_ID,
+        "is_enterprise_install": "false",
+        "response_url": f"https://hooks.slack.com/commands/{team}/{secrets.randbelow(10**12)}/{secrets.token_hex(12)}",
+        "trigger_id": trigger or trigger_id(),
+    }
+
+
+# ---- interactions --------------------------------------------------------------------------
+def interaction_body(payload: dict[str, Any]) -> str:
+    """An interaction as Slack sends it over HTTP: one form field, `payload`, holding JSON."""
+    return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
+
+
+def block_actions_payload(
+    *,
+    user: str,
+    message: dict[str, Any],
+    channel: str,
+    action: dict[str, Any],
+    state_values: dict[str, Any] | None = None,
+    team: str = TEAM_ID,
+    trigger: str | None = None,
+) -> dict[str, Any]:
+    """A `block_actions` payload for a click in `message` (as stored by Slack) in `channel`."""
+    container = {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False}
+    if message.get("thread_ts"):
+        container["thread_ts"] = message["thread_ts"]
+    return {
+        "type": "block_actions",
+        "user": _user(user, team),
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "container": container,
+        "trigger_id": trigger or trigger_id(),
+        "team": _team(team),
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": _channel(channel),
+        "message": message,
+        "state": {"values": state_values or {}},
+        "response_url": response_url(team),
+        "actions": [action],
+    }
+
+
+def home_actions_payload(
+    *, user: str, view: dict[str, Any], action: dict[str, Any], team: str = TEAM_ID, trigger: str | None = None
+) -> dict[str, Any]:
+    """A `block_actions` payload for a click on the App Home tab (`container.type == "view"`)."""
+    return {
+        "type": "block_actions",
+        "user": _user(user, team),
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "container": {"type": "view", "view_id": view["id"]},
+        "trigger_id": trigger or trigger_id(),
+        "team": _team(team),
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "view": view,
+        "actions": [action],
+    }
+
+
+def view_submission_payload(
+    *, user: str, view: dict[str, Any], state_values: dict[str, Any], team: str = TEAM_ID
+) -> dict[str, Any]:
+    """A `view_submission` for the open modal `view` (as Slack stored it) with `state_values`."""
+    submitted = {**view, "state": {"values": state_values}}
+    return {
+        "type": "view_submission",
+        "team": _team(team),
+        "user": _user(user, team),
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "trigger_id": trigger_id(),
+        "view": submitted,
+        "response_urls": [],
+        "is_enterprise_install": False,
+        "enterprise": None,
+    }
+
+
+def block_suggestion_payload(
+    *,
+    user: str,
+    message: dict[str, Any],
+    channel: str,
+    block_id: str,
+    action_id: str,
+    value: str,
+    team: str = TEAM_ID,
+) -> dict[str, Any]:
+    """The options request Slack sends while a person types into an `external_select` in a message."""
+    container = {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False}
+    if message.get("thread_ts"):
+        container["thread_ts"] = message["thread_ts"]
+    return {
+        "type": "block_suggestion",
+        "user": _user(user, team),
+        "container": container,
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "action_id": action_id,
+        "block_id": block_id,
+        "value": value,
+        "team": _team(team),
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": _channel(channel),
+        "message": message,
+        "state": {"values": {}},
+    }
+
+
+# ---- events ------------------------------------------------------------------------------
+def event_callback_body(event: dict[str, Any], *, team: str = TEAM_ID, eid: str | None = None) -> str:
+    """The Events API envelope Slack POSTs as JSON."""
+    envelope = {
+        "token": VERIFICATION_TOKEN,
+        "team_id": team,
+        "context_team_id": team,
+        "context_enterprise_id": None,
+        "api_app_id": APP_ID,
+        "event": event,
+        "type": "event_callback",
+        "event_id": eid or event_id(),
+        "event_time": int(time.time()),
+        "authorizations": [
+            {
+                "enterprise_id": None,
+                "team_id": team,
+                "user_id": BOT_USER_ID,
+                "is_bot": True,
+                "is_enterprise_install": False,
+            }
+        ],
+        "is_ext_shared_channel": False,
+        "event_context": "4-" + secrets.token_urlsafe(24),
+    }
+    return json.dumps(envelope, separators=(",", ":"))
+
+
+def thread_reply_event(
+    *, user: str, channel: str, text: str, ts: str, thread_ts: str, team: str = TEAM_ID
+) -> dict[str, Any]:
+    """A `message` event for a person's reply in a thread whose parent the bot posted."""
+    return {
+        "type": "message",
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "thread_ts": thread_ts,
+        "parent_user_id": BOT_USER_ID,
+        "client_msg_id": str(uuid.uuid4()),
+        "team": team,
+        "channel": channel,
+        "channel_type": "channel",
+        "event_ts": ts,
+        "blocks": [
+            {
+                "type": "rich_text",
+                "block_id": secrets.token_hex(3),
+                "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
+            }
+        ],
+    }
+
+
+def app_home_opened_event(user: str, view: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`app_home_opened` for the Home tab; `view` is present once a Home view was published."""
+    event: dict[str, Any] = {
+        "type": "app_home_opened",
+        "user": user,
+        "channel": "D" + user[1:],
+        "tab": "home",
+        "event_ts": f"{time.time():.6f}",
+    }
+    if view is not None:
+        event["view"] = view
+    return event
