@@ -115,7 +115,7 @@ def _queue_one(
     pipe.set(keys.thread(conversation["team"], conversation["channel"], conversation["thread_ts"]), run_id)
     # execute(): the claim
     store._transition(
-        keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index()],
+        keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)],
         args=[
             run_id,
             keys.status_index(""),
@@ -126,6 +126,7 @@ def _queue_one(
             repr(now + 30.0),
             "1",
             "0",
+            "",
         ],
         client=pipe,
     )

@@ -119,3 +119,49 @@ def test_a_run_whose_workers_keep_dying_fails_after_three_retries(r: Redis, tmp_
     assert len(events(rt, run.id, "lease lapsed")) == 3
     assert host.failures == [(run.id, failed.error)]
     assert sweep(rt).lapsed == [] and host.failures == [(run.id, failed.error)]
+
+
+def _lose_worker(rt: Runtime, run_id: str) -> None:
+    """A worker claims the run and dies at once: its lease lapsed a second ago; the sweep notices."""
+    ok, _, _ = rt.store.transition(
+        run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(time.time() - 1), bump_epoch=True
+    )
+    assert ok
+    assert sweep(rt).lapsed == [run_id]
+
+
+def test_worker_losses_are_counted_only_while_the_run_makes_no_progress(r: Redis, tmp_path: Path) -> None:
+    """Two losses before the question and two after the answer: four in all, but never four in a row."""
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-ask")
+    for n in (1, 2):
+        _lose_worker(rt, run_id)
+        assert rt.store.get(run_id).failures == n
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.PAUSED
+    accept(rt, run.interrupt, "U1", [Answer(id="colour", choice="green")])
+    assert rt.store.get(run_id).failures == 0  # the accepted answer is progress
+    rt.queue.empty()  # the resume job: the workers that take it die before claiming
+    for n in (1, 2):
+        _lose_worker(rt, run_id)
+        assert rt.store.get(run_id).failures == n
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    assert run.result == "colour green"
+    assert len(events(rt, run_id, "lease lapsed")) == 4
+
+
+def test_a_recorded_step_restarts_the_count_of_worker_losses(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-counter")
+    for _ in range(3):
+        _lose_worker(rt, run_id)
+    work(rt)  # asks the first question
+    accept(rt, rt.store.get(run_id).interrupt, "U1", [Answer(id="colour", choice="red")])
+    for _ in range(3):
+        _lose_worker(rt, run_id)
+    work(rt)  # records the counted step, then asks the second question
+    assert rt.store.get(run_id).failures == 0
+    assert rt.store.get(run_id).status is RunStatus.PAUSED

@@ -17,6 +17,7 @@ from workers.exceptions import AgentError, NotSerializable, StaleEpoch, Suspend
 from workers.interaction import AnswerValue, OnExpiry, QuestionExpired, Request, answers_to_values
 from workers.logs import Log
 from workers.runtime.host import Host
+from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 
@@ -27,11 +28,14 @@ log = Log("parley.run")
 class Run:
     """One execution of one run, bound to the epoch its worker claimed."""
 
-    def __init__(self, runtime: Runtime, record: RunRecord, epoch: int, host: Host) -> None:
+    def __init__(self, runtime: Runtime, record: RunRecord, epoch: int, host: Host, keeper: LeaseKeeper) -> None:
         self._rt = runtime
         self._record = record
         self._epoch = epoch
         self._host = host
+        self._keeper = keeper
+        self.retried_writes = 0  # store calls that met a Redis outage and were tried again
+        self.progressed = False  # this execution recorded a step
         self._asks = 0
         self._says = 0
         self._key_calls: dict[str, int] = {}
@@ -44,17 +48,30 @@ class Run:
         """A journal entry; the whole journal is read once per execution, since only this
         execution (fenced by its epoch) writes to it while it runs."""
         if self._journal is None:
-            self._journal = self._rt.store.journal(self.run_id)
+            self._journal = self.durable(lambda: self._rt.store.journal(self.run_id), "read the journal")
         return self._journal.get(field)
 
     def read_interrupt(self, iid: str) -> InterruptRecord | None:
         """An interrupt, read once per execution: nothing else changes it while this execution owns the run."""
         if iid not in self._interrupts:
-            self._interrupts[iid] = self._rt.store.interrupt(iid)
+            self._interrupts[iid] = self.durable(lambda: self._rt.store.interrupt(iid), "read a question")
         return self._interrupts[iid]
 
+    def durable(self, call: Callable[[], T], what: str) -> T:
+        """Call the store, riding out a Redis outage while this worker's lease holds (see `lease`)."""
+        first = True
+
+        def attempt() -> T:
+            nonlocal first
+            if not first:
+                self.retried_writes += 1
+            first = False
+            return call()
+
+        return self._keeper.durable(attempt, what)
+
     def _write(self, field: str, value: Any) -> None:
-        self._rt.store.record(self.run_id, self._epoch, field, value)
+        self.durable(lambda: self._rt.store.record(self.run_id, self._epoch, field, value), f"record {field}")
         if self._journal is not None:
             self._journal[field] = value
 
@@ -86,7 +103,8 @@ class Run:
 
     def record_question_message(self, message: dict[str, Any]) -> None:
         if self._interrupt is not None:
-            self._rt.store.set_message(self._interrupt.id, message)
+            iid = self._interrupt.id
+            self.durable(lambda: self._rt.store.set_message(iid, message), "record where the question was posted")
             self._interrupt = self._interrupt.model_copy(update={"message": message})
 
     @property
@@ -120,12 +138,13 @@ class Run:
         except (TypeError, ValueError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
         self._write(field, {"v": result})
+        self.progressed = True
         self.log.info("step recorded", step=key)
         return result
 
     def history(self, event: str, **detail: Any) -> None:
         """Add an entry to the run's history (e.g. token usage), shown by `parley runs show`."""
-        self._rt.store.add_history(self.run_id, event, "agent", **detail)
+        self.durable(lambda: self._rt.store.add_history(self.run_id, event, "agent", **detail), "add history")
 
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing."""
@@ -171,8 +190,10 @@ class Run:
             if not request.assignees:
                 request = request.model_copy(update={"assignees": [self.started_by]})
             attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
-            interrupt = self._rt.store.open_interrupt(
-                self.record, self._epoch, key, attempts, request, list(request.assignees)
+            assignees = list(request.assignees)
+            interrupt = self.durable(
+                lambda: self._rt.store.open_interrupt(self.record, self._epoch, key, attempts, request, assignees),
+                "open a question",
             )
             if self._journal is not None:
                 self._journal[f"ask:{key}"] = attempts
@@ -184,8 +205,12 @@ class Run:
         outcome = self._host.solicit(interrupt.request, self)
         if not outcome.paused:
             answers = interrupt.request.validate_answers(outcome.answers)
-            self._rt.store.close_synchronously(interrupt, answers, by=self.started_by, epoch=self._epoch)
+            self.durable(
+                lambda: self._rt.store.close_synchronously(interrupt, answers, by=self.started_by, epoch=self._epoch),
+                "record the answers",
+            )
             return answers_to_values(interrupt.request, answers)
-        self._rt.store.park(self.run_id, self._epoch, self._interrupt)
+        parked = self._interrupt
+        self.durable(lambda: self._rt.store.park(self.run_id, self._epoch, parked), "park")
         self.log.info("paused", key=interrupt.key, attempt=interrupt.attempt, assignees=interrupt.assignees)
         raise Suspend(self.run_id, interrupt.id)

@@ -1,4 +1,4 @@
-"""The periodic sweep: expiries, reminders, lapsed leases, and queued runs without a job.
+"""The periodic sweep: expiries, reminders, lapsed leases, queued runs without a job, retention.
 
 It runs as an RQ job scheduled on a fixed grid of time slots (`parley-sweep-<slot>`,
 unique), so any number of workers schedule it and exactly one sweep runs per slot.
@@ -17,11 +17,14 @@ from rq.job import Job, JobStatus
 
 from workers.logs import Log
 from workers.runtime.queues import SWEEP, enqueue_run
+from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import InterruptState, RunStatus
+from workers.store.runs import history_entry
 
 log = Log("parley.sweep")
+PURGE_PER_SWEEP = 1000  # finished runs deleted per pass at most, so one pass stays short
 _LIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
 
 
@@ -31,6 +34,7 @@ class SweepReport:
     reminded: list[str] = field(default_factory=list)
     lapsed: list[str] = field(default_factory=list)
     requeued: list[str] = field(default_factory=list)
+    purged: list[str] = field(default_factory=list)
 
 
 def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
@@ -40,8 +44,10 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     _remind(runtime, now, report)
     _lapsed(runtime, now, report)
     _requeue(runtime, now, report)
-    if any((report.expired, report.reminded, report.lapsed, report.requeued)):
-        log.info("sweep", **{k: v for k, v in report.__dict__.items() if v})
+    _purge(runtime, now, report)
+    if any((report.expired, report.reminded, report.lapsed, report.requeued, report.purged)):
+        found = {k: v for k, v in report.__dict__.items() if v and k != "purged"}
+        log.info("sweep", **found, **({"purged": len(report.purged)} if report.purged else {}))
     return report
 
 
@@ -83,6 +89,10 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
         reason = f"worker lost while running (attempt {failures})"
         give_up = failures > runtime.settings.max_retries
         job_id = job_ids.lapse(run_id, run.epoch)
+        if give_up:
+            entry = history_entry("failed", "parley", error=reason)
+        else:
+            entry = history_entry("lease lapsed", "parley", epoch=run.epoch, failures=failures)
         ok, _, _ = store.transition(
             run_id,
             [RunStatus.RUNNING],
@@ -91,6 +101,7 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
             lease="clear",
             bump_epoch=True,
             failures=1,
+            history=entry,
             error=reason,
             **({} if give_up else {"job": job_id}),
         )
@@ -98,10 +109,8 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
             continue
         report.lapsed.append(run_id)
         if give_up:
-            store.add_history(run_id, "failed", "parley", error=reason)
             runtime.hosts.for_run(run).failed(run, reason)
         else:
-            store.add_history(run_id, "lease lapsed", "parley", epoch=run.epoch, failures=failures)
             enqueue_run(runtime.queue, run_id, job_id)
 
 
@@ -136,6 +145,13 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
             report.requeued.append(run_id)
             previous = getattr(status, "value", None)
             log.warning("queued run had no job; enqueued", run_id=run_id, job=job_id, previous=previous)
+
+
+def _purge(runtime: Runtime, now: float, report: SweepReport) -> None:
+    """Delete finished runs older than `PARLEY_RETENTION` (0 keeps them), a bounded batch per pass."""
+    retention = runtime.settings.retention
+    if retention > 0:
+        report.purged = purge_finished(runtime, retention, now=now, limit=PURGE_PER_SWEEP)
 
 
 def _abandoned(job: Job | None, status: JobStatus | None, now: float, lease_ttl: float) -> bool:

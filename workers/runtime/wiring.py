@@ -29,6 +29,7 @@ class RuntimeSettings:
     max_retries: int = 3
     max_asks_per_key: int = 3
     requeue_grace: float = 10.0
+    retention: float = 30 * 86400.0  # finished runs are deleted this long after they ended; 0 keeps them
     data_dir: Path = Path(".parley")
 
 

@@ -40,3 +40,17 @@ def requeue(previous: str, now: float) -> str:
 def sweep(slot: int) -> str:
     """The sweep of one slot of the time grid."""
     return f"parley-sweep-{slot}"
+
+
+def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "") -> list[str]:
+    """Every job id run `run_id` could have had, for deleting its job records with the run.
+
+    Its first execution, a resume per question, a retry, a lapse and an admin's retry per
+    epoch it reached, and its current job (which may be a `requeue` of one of those).
+    """
+    ids = [first(run_id), *(resume(run_id, iid) for iid in interrupt_ids)]
+    for e in range(epoch + 1):
+        ids += [retry(run_id, e), lapse(run_id, e), admin_retry(run_id, e)]
+    if current and current not in ids:
+        ids.append(current)
+    return ids

@@ -22,6 +22,7 @@ from workers.store.records import (
     RunRecord,
     RunStatus,
 )
+from workers.store.retention import Retention
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class RunStore:
         self._open = redis.register_script(scripts.OPEN_INTERRUPT)
         self._park = redis.register_script(scripts.PARK)
         self._close = redis.register_script(scripts.CLOSE)
+        self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
 
     # ---- creation and reads -------------------------------------------------
     def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:
@@ -84,7 +86,7 @@ class RunStore:
         return [HistoryEntry.model_validate_json(x) for x in self.redis.lrange(keys.history(run_id), 0, -1)]
 
     def add_history(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:
-        self.redis.rpush(keys.history(run_id), _entry(event, by, **detail))
+        self.redis.rpush(keys.history(run_id), history_entry(event, by, **detail))
 
     # ---- worker-side transitions (fenced by epoch) --------------------------
     def transition(
@@ -97,9 +99,13 @@ class RunStore:
         lease: str = "keep",
         bump_epoch: bool = False,
         failures: int = 0,
+        history: str = "",
         **fields: Any,
     ) -> tuple[bool, str, str]:
-        """Move `run_id` to `new` if it is in `allowed`; returns (done, epoch or reason, old status)."""
+        """Move `run_id` to `new` if it is in `allowed`; returns (done, epoch or reason, old status).
+
+        `history` (from `history_entry`) is appended in the same atomic step.
+        """
         argv: list[Any] = [
             run_id,
             keys.status_index(""),
@@ -110,11 +116,12 @@ class RunStore:
             lease,
             "1" if bump_epoch else "0",
             str(failures),
+            history,
         ]
         for name, value in fields.items():
             argv += [name, value if isinstance(value, str) else json.dumps(value)]
         done, second, old = self._transition(
-            keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index()], args=argv
+            keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)], args=argv
         )
         return bool(done), _s(second), _s(old)
 
@@ -181,7 +188,7 @@ class RunStore:
         """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing."""
         now = time.time() if now is None else now
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
-        entry = _entry(
+        entry = history_entry(
             {"answer": "answered", "expire": "expired", "cancel": "cancelled"}[mode],
             actor,
             interrupt_id=interrupt.id,
@@ -229,7 +236,7 @@ class RunStore:
         )
         pipe.rpush(
             keys.history(interrupt.run_id),
-            _entry(
+            history_entry(
                 "answered",
                 by,
                 interrupt_id=interrupt.id,
@@ -350,7 +357,7 @@ def stage_create(
     pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})
     pipe.zadd(keys.all_runs_index(), {run_id: now})
     pipe.zadd(keys.accepted_index(), {run_id: now})
-    pipe.rpush(keys.history(run_id), _entry("started", started_by, agent=agent, text=text))
+    pipe.rpush(keys.history(run_id), history_entry("started", started_by, agent=agent, text=text))
 
 
 def interrupt_fields(
@@ -380,7 +387,8 @@ def interrupt_fields(
     }
 
 
-def _entry(event: str, by: str, **detail: Any) -> str:
+def history_entry(event: str, by: str = "", **detail: Any) -> str:
+    """One history line as stored, for `add_history` or a transition that records its own."""
     return HistoryEntry(at=time.time(), event=event, by=by, detail=detail).model_dump_json()
 
 

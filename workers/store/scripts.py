@@ -31,10 +31,11 @@ end
 """
 
 # Move a run between statuses when it is in one of the allowed ones (and, for a
-# worker's write, when its epoch still matches).
-# KEYS: run, leases, accepted   ARGV: run_id, idx_prefix, allowed (space separated),
-# epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch ('0'|'1'),
-# failures delta, then field/value pairs.
+# worker's write, when its epoch still matches), with its history entry in the same
+# step: a reader never sees a run ended without the entry that says how.
+# KEYS: run, leases, accepted, history   ARGV: run_id, idx_prefix, allowed (space
+# separated), epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch
+# ('0'|'1'), failures delta, history entry json or '', then field/value pairs.
 TRANSITION = (
     _LIB
     + """
@@ -54,17 +55,20 @@ elseif ARGV[7] ~= 'keep' then
   redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', ARGV[7])
 end
 if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
-for i = 10, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
 return {1, epoch, st}
 """
 )
 
-# A worker's journal write, fenced by its epoch: a stale worker cannot record.
+# A worker's journal write, fenced by its epoch: a stale worker cannot record. A
+# recorded step is progress, so the run's count of failures without progress restarts.
 # KEYS: run, journal   ARGV: epoch, field, value, only_if_absent ('1'|'0')
 JOURNAL = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return -1
 end
+if string.sub(ARGV[2], 1, 5) == 'step:' then redis.call('HSET', KEYS[1], 'failures', 0) end
 if ARGV[4] == '1' then return redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 1
@@ -141,6 +145,7 @@ if ARGV[6] == 'answer' then
   if not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
+  redis.call('HSET', KEYS[1], 'failures', 0)  -- an answer is progress: failures count afresh
 elseif ARGV[6] == 'expire' then
   if not expired then return {0, R_NOT_DUE, q.expires_at or ''} end
   redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
@@ -161,3 +166,60 @@ redis.call('RPUSH', KEYS[7], ARGV[10])
 return {1}
 """
 )
+
+# Delete a finished run and everything it owns, if it is still finished and was last
+# updated at or before the cutoff: its questions (every attempt the journal lists, the
+# current one, and any its history names, such as an expired attempt an admin's retry
+# dropped from the journal), their index entries, the thread key, the run's index
+# entries, journal, history and record. Everything is read and checked before the first
+# write, so a refusal or a malformed value writes nothing. A run that is already gone
+# leaves only stray index entries, which are removed ({2}); running it again is harmless.
+# Returns {1, epoch, job, interrupt ids...}, {2}, or {0, reason, status}.
+# KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, [thread]
+# ARGV: run_id, cutoff, final statuses, every status (both space separated), idx_prefix,
+#       waiting_prefix, interrupt_prefix, the conversation json the caller read
+PURGE = """
+local function unindex()
+  for s in string.gmatch(ARGV[4], '%S+') do redis.call('ZREM', ARGV[5] .. s, ARGV[1]) end
+  redis.call('ZREM', KEYS[4], ARGV[1]); redis.call('ZREM', KEYS[5], ARGV[1]); redis.call('ZREM', KEYS[8], ARGV[1])
+end
+local run = redis.call('HMGET', KEYS[1], 'status', 'updated_at', 'conversation', 'interrupt', 'epoch', 'job')
+local st = run[1]
+if not st then
+  unindex()
+  redis.call('DEL', KEYS[2], KEYS[3])
+  return {2}
+end
+local final = false
+for s in string.gmatch(ARGV[3], '%S+') do if s == st then final = true end end
+if not final then return {0, 'status', st} end
+if tonumber(run[2]) > tonumber(ARGV[2]) then return {0, 'recent', st} end
+if (run[3] or '') ~= ARGV[8] then return {0, 'changed', st} end
+local seen, iids = {}, {}
+local function add(iid)
+  if iid and iid ~= '' and not seen[iid] then seen[iid] = true; iids[#iids + 1] = iid end
+end
+for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if string.sub(f, 1, 4) == 'ask:' then
+    for _, iid in ipairs(cjson.decode(redis.call('HGET', KEYS[2], f))) do add(iid) end
+  end
+end
+add(run[4])
+for _, e in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  for iid in string.gmatch(e, '"interrupt_id":"([^"]+)"') do add(iid) end
+end
+local owned = {}
+for _, iid in ipairs(iids) do
+  local q = redis.call('HMGET', ARGV[7] .. iid, 'run_id', 'assignees')
+  if q[1] == ARGV[1] then owned[#owned + 1] = {iid, cjson.decode(q[2] or '[]')} end
+end
+for _, o in ipairs(owned) do
+  for _, u in ipairs(o[2]) do redis.call('ZREM', ARGV[6] .. u, o[1]) end
+  redis.call('ZREM', KEYS[6], o[1]); redis.call('ZREM', KEYS[7], o[1])
+  redis.call('DEL', ARGV[7] .. o[1])
+end
+if KEYS[9] and redis.call('GET', KEYS[9]) == ARGV[1] then redis.call('DEL', KEYS[9]) end
+unindex()
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return {1, run[5] or '0', run[6] or '', unpack(iids)}
+"""

@@ -1,0 +1,72 @@
+"""Retention of finished runs: delete those past the keeping time, with their RQ job records.
+
+The sweep calls `purge_finished` on every pass, a bounded number of runs at a time, when
+`PARLEY_RETENTION` is not 0; admins call it through `parley runs purge --older-than`.
+The store deletes a run's own keys in one atomic step that re-checks it is still
+finished and old enough (`RunStore.retention`); the RQ job records the run may have
+left are deleted here, through RQ's API, only after that step, so a run that is kept
+keeps its jobs too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from workers.logs import Log
+from workers.runtime.wiring import Runtime
+
+log = Log("parley.retention")
+BATCH = 100  # runs read and deleted per round, so no single step holds Redis for long
+
+
+def purge_finished(
+    runtime: Runtime,
+    older_than: float,
+    now: float | None = None,
+    dry_run: bool = False,
+    limit: int | None = None,
+) -> list[str]:
+    """Delete finished runs last updated more than `older_than` seconds before `now`; their ids.
+
+    At most `limit` runs (None: every one), oldest first. With `dry_run`, only lists the
+    runs that would be deleted. Queued, running and paused runs are never deleted.
+    """
+    now = time.time() if now is None else now
+    cutoff = now - older_than
+    retention = runtime.store.retention
+    if dry_run:
+        return retention.expired_finished(cutoff, limit)
+    purged: list[str] = []
+    while limit is None or len(purged) < limit:
+        want = BATCH if limit is None else min(BATCH, limit - len(purged))
+        candidates = retention.expired_finished(cutoff, want)
+        done = [p for p in (retention.purge(run_id, cutoff) for run_id in candidates) if p is not None]
+        delete_jobs(runtime, [job_id for p in done for job_id in p.job_ids()])
+        purged += [p.run_id for p in done]
+        if len(candidates) < want or not done:
+            break  # none left, or only runs that are not to be deleted after all
+    if purged:
+        log.info("purged finished runs", count=len(purged), older_than=older_than)
+    return purged
+
+
+def delete_jobs(runtime: Runtime, job_ids: list[str]) -> int:
+    """Delete the RQ job records among `job_ids` that exist; returns how many.
+
+    A job a worker is running right now is left alone (deleting it under the worker would
+    break RQ's own bookkeeping); it ends at once, finding its run gone, and expires after
+    its `result_ttl`.
+    """
+    deleted = 0
+    serializer = runtime.queue.serializer
+    for job in Job.fetch_many(job_ids, connection=runtime.redis, serializer=serializer):
+        if job is None or job.get_status(refresh=False) == JobStatus.STARTED:
+            continue
+        with contextlib.suppress(NoSuchJobError):
+            job.delete()
+            deleted += 1
+    return deleted
