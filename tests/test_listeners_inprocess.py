@@ -1,0 +1,389 @@
+"""The bot's bolt app in this process: Slack's signed requests in, Redis and the Web API stand-in out.
+
+The app is the one `parley serve` runs (`bot.app.create_app`), with a real runtime on the
+test Redis and a `WebClient` pointed at the loopback Web API stand-in. Requests are driven
+the way bolt-python's own scenario tests drive an app: `app.dispatch(BoltRequest(...))` with
+the raw body in Slack's wire format (form-encoded `payload=` for interactions, form fields for
+slash commands, JSON for events) and Slack's v0 signature headers. Runs are executed by an
+in-process RQ worker, so every question a test answers was posted by the real Slack host.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from runtime_helpers import make_runtime, work
+from slack_bolt import App, BoltResponse
+from slack_bolt.request import BoltRequest
+from slack_forms import (
+    button_action,
+    find_element,
+    form_state,
+    is_question,
+)
+from slack_payloads import (
+    ADMIN,
+    BOT_TOKEN,
+    FORM,
+    JSON_TYPE,
+    SIGNING_SECRET,
+    app_home_opened_event,
+    block_actions_payload,
+    block_suggestion_payload,
+    event_callback_body,
+    home_actions_payload,
+    interaction_body,
+    signed_headers,
+    slash_command_body,
+    thread_reply_event,
+    view_submission_payload,
+)
+from slack_sdk import WebClient
+from slack_stack import snapshot
+
+from bot.app import create_app
+from bot.deps import BotDeps
+from bot.playground import LoopbackServer, Workspace, make_webapi_app
+from bot.playground.workspace import TEAM_ID
+from bot.slack.host import SlackHost
+from workers.registry import load_agents
+from workers.runtime.wiring import Runtime
+from workers.store import job_ids
+from workers.store.records import InterruptRecord, InterruptState, RunRecord, RunStatus
+
+pytestmark = pytest.mark.integration
+
+CHANNEL = "C0GENERAL"
+
+
+@dataclass
+class PausedRun:
+    """A run parked on its first question, as posted in its thread by the Slack host."""
+
+    run: RunRecord
+    root_ts: str
+    question: dict[str, Any]
+    interrupt: InterruptRecord
+
+
+@dataclass
+class Bot:
+    """The bolt app, its dependencies and the stand-in's workspace."""
+
+    app: App
+    deps: BotDeps
+    ws: Workspace
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.deps.runtime
+
+    # ---- sending -------------------------------------------------------------------------
+    def send(self, body: str, content_type: str) -> BoltResponse:
+        """Dispatch `body`, signed as Slack signs it, and return the ack."""
+        return self.app.dispatch(BoltRequest(body=body, headers=signed_headers(body, content_type)))
+
+    def command(self, text: str, *, user: str = "U0BOB") -> BoltResponse:
+        return self.send(slash_command_body(text, user=user, channel=CHANNEL), FORM)
+
+    def interact(self, payload: dict[str, Any]) -> BoltResponse:
+        return self.send(interaction_body(payload), FORM)
+
+    def event(self, event: dict[str, Any]) -> BoltResponse:
+        return self.send(event_callback_body(event), JSON_TYPE)
+
+    # ---- waiting -------------------------------------------------------------------------
+    def wait_for(self, what: str, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while not (value := predicate()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(0.02)
+        return value
+
+    def calls(self, method: str, pred: Callable[[dict[str, Any]], bool] = lambda c: True) -> list[dict[str, Any]]:
+        return [c for c in self.ws.calls(method) if pred(c)]
+
+    def wait_call(self, method: str, pred: Callable[[dict[str, Any]], bool] = lambda c: True) -> dict[str, Any]:
+        return self.wait_for(f"a {method} call", lambda: self.calls(method, pred))[0]
+
+    def settle(self, quiet: float = 0.5) -> None:
+        """Wait until the stand-in has had no call for `quiet` seconds: what runs after the ack is done."""
+        before = -1
+        while before != self.ws.events:
+            before = self.ws.events
+            time.sleep(quiet)
+
+    # ---- runs ----------------------------------------------------------------------------
+    def runs(self) -> list[RunRecord]:
+        store = self.runtime.store
+        return store.runs(store.list_ids(None, limit=100))
+
+    def roots(self) -> list[dict[str, Any]]:
+        return [m for m in self.ws.messages(CHANNEL) if m.get("thread_ts", m["ts"]) == m["ts"]]
+
+    def started(self, agent: str, text: str, *, user: str = "U0BOB") -> tuple[RunRecord, str]:
+        """`/parley agent text`, its run once enqueued, and the ts of its root message."""
+        resp = self.command(f"{agent} {text}", user=user)
+        assert (resp.status, resp.body) == (200, "")
+        [run] = [r for r in self.runs() if r.text == text]
+        self.wait_for("the run to be enqueued", lambda: job_ids.first(run.id) in self.runtime.queue.job_ids)
+        [root] = [m for m in self.roots() if m["text"].endswith(text)]
+        return run, root["ts"]
+
+    def paused(self, agent: str, params: dict[str, Any] | None = None, *, user: str = "U0BOB") -> PausedRun:
+        """Start `agent`, execute it in this process until it asks, and return its question."""
+        text = (json.dumps(params) + " " if params else "") + secrets.token_hex(4)
+        run, root_ts = self.started(agent, text, user=user)
+        work(self.runtime)
+        paused = self.runtime.store.get(run.id)
+        assert paused.status is RunStatus.PAUSED, paused
+        [question] = [m for m in self.ws.thread(CHANNEL, root_ts) if is_question(m)]
+        interrupt = self.runtime.store.interrupt(paused.interrupt)
+        assert interrupt is not None and interrupt.state is InterruptState.OPEN
+        return PausedRun(paused, root_ts, question, interrupt)
+
+    def click(
+        self, paused: PausedRun, action_id: str, *, user: str, fills: dict[str, Any] | None = None
+    ) -> BoltResponse:
+        """Click the button `action_id` on the question, with the form filled in as `fills`."""
+        blocks = paused.question["blocks"]
+        block, button = find_element(blocks, action_id)
+        payload = block_actions_payload(
+            user=user,
+            message=paused.question,
+            channel=CHANNEL,
+            action=button_action(block, button),
+            state_values=form_state(blocks, fills or {}),
+            trigger=self.ws.issue_trigger(user),
+        )
+        return self.interact(payload)
+
+
+@pytest.fixture
+def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
+    load_agents(["slack_agents"])
+    ws = Workspace()
+    api = LoopbackServer(make_webapi_app(ws)).start()
+    web = WebClient(token=BOT_TOKEN, base_url=api.url + "/api/")
+    runtime = make_runtime(r, tmp_path)
+    slack = SlackHost(web, runtime.store)
+    runtime.hosts.register("slack", slack)
+    deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset({ADMIN}))
+    try:
+        yield Bot(create_app(deps, signing_secret=SIGNING_SECRET), deps, ws)
+    finally:
+        deps.pool.shutdown(wait=True)
+        api.stop()
+
+
+def answers_of(interrupt: InterruptRecord | None) -> dict[str, Any]:
+    assert interrupt is not None
+    return {a.id: a.value for a in interrupt.answers}
+
+
+# ---- slash command ---------------------------------------------------------------------------
+def test_slash_command_creates_a_run_and_its_root_message_follows_the_ack(bot: Bot) -> None:
+    resp = bot.command("s-form Paint the shed")
+    assert (resp.status, resp.body) == (200, "")
+    [run] = bot.runs()
+    assert (run.agent, run.text, run.started_by, run.status) == ("s-form", "Paint the shed", "U0BOB", RunStatus.QUEUED)
+    assert {k: run.conversation[k] for k in ("host", "team", "channel")} == {
+        "host": "slack",
+        "team": TEAM_ID,
+        "channel": CHANNEL,
+    }
+
+    posted = bot.wait_call("chat.postMessage")
+    assert posted["args"]["text"] == "<@U0BOB> started *s-form*: Paint the shed"
+    assert posted["args"]["channel"] == CHANNEL and "thread_ts" not in posted["args"]
+    bot.wait_for("the run to be enqueued", lambda: job_ids.first(run.id) in bot.runtime.queue.job_ids)
+    [root] = bot.roots()
+    assert bot.runtime.store.thread_run(TEAM_ID, CHANNEL, root["ts"]) == run.id
+
+
+def test_slash_command_for_an_unknown_agent_starts_nothing(bot: Bot) -> None:
+    resp = bot.command("nosuchagent do it")
+    assert resp.status == 200
+    reply = json.loads(resp.body)
+    assert reply["response_type"] == "ephemeral"
+    assert "There is no agent called `nosuchagent`." in reply["text"] and "*s-form*" in reply["text"]
+    bot.settle()
+    assert bot.runs() == [] and bot.ws.calls("chat.postMessage") == []
+
+
+# ---- block_actions ---------------------------------------------------------------------------
+def test_submit_is_accepted_before_the_ack_and_the_resume_is_enqueued(bot: Bot) -> None:
+    paused = bot.paused("s-form")
+    resp = bot.click(paused, "parley_submit", user="U0BOB", fills={"Colour": "Green", "Note": "soon"})
+    assert (resp.status, resp.body) == (200, "")
+
+    # Accepted and enqueued before the ack returned: nothing here waits on a worker.
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.ANSWERED
+    assert interrupt.answered_by == "U0BOB" and answers_of(interrupt) == {"colour": "Green", "note": "soon"}
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.QUEUED
+    assert job_ids.resume(paused.run.id, paused.interrupt.id) in bot.runtime.queue.job_ids
+
+    work(bot.runtime)
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.SUCCEEDED
+    thread = bot.ws.thread(CHANNEL, paused.root_ts)
+    assert thread[-1]["text"] == ":white_check_mark: Done: colour Green, note soon"
+    assert not any(is_question(m) for m in thread)  # the resumed run locked the question
+    assert bot.ws.calls("chat.postEphemeral") == []
+
+
+def test_a_refused_submit_is_told_to_the_clicker_after_the_ack(bot: Bot, r: redis.Redis) -> None:
+    paused = bot.paused("s-form", {"assignees": ["U0BOB"]})
+    before = snapshot(r)
+    resp = bot.click(paused, "parley_submit", user="U0CAROL", fills={"Colour": "Red"})
+    assert (resp.status, resp.body) == (200, "")
+
+    told = bot.wait_call("chat.postEphemeral")
+    assert told["args"]["text"] == "This question is not yours to answer; it is waiting on <@U0BOB>."
+    assert (told["args"]["user"], told["args"]["channel"]) == ("U0CAROL", CHANNEL)
+    assert told["args"]["thread_ts"] == paused.root_ts
+    assert snapshot(r) == before  # a refusal writes nothing
+    assert job_ids.resume(paused.run.id, paused.interrupt.id) not in bot.runtime.queue.job_ids
+
+
+def test_a_one_click_choice_answers(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    block, button = find_element(paused.question["blocks"], lambda a: a.startswith("parley_choose_"))
+    assert button["value"] == "Staging EU"
+    payload = block_actions_payload(
+        user="U0BOB", message=paused.question, channel=CHANNEL, action=button_action(block, button)
+    )
+    assert bot.interact(payload).status == 200
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {"target": "Staging EU"}
+    assert job_ids.resume(paused.run.id, paused.interrupt.id) in bot.runtime.queue.job_ids
+
+
+# ---- view_submission -------------------------------------------------------------------------
+def test_form_submission_shows_an_invalid_field_inline(bot: Bot) -> None:
+    paused = bot.paused("s-form")
+    assert bot.click(paused, "parley_open_form", user="U0BOB").status == 200
+    opened = bot.wait_call("views.open")
+    assert opened["status"] == 200
+    [view] = bot.ws.open_views("U0BOB")
+    fields = {b["label"]["text"]: b["block_id"] for b in view["blocks"] if b["type"] == "input"}
+
+    missing = view_submission_payload(
+        user="U0BOB", view=view, state_values=form_state(view["blocks"], {"Note": "in a hurry"})
+    )
+    resp = bot.interact(missing)
+    assert resp.status == 200
+    assert json.loads(resp.body) == {"response_action": "errors", "errors": {fields["Colour"]: "an answer is required"}}
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.OPEN
+
+    valid = view_submission_payload(
+        user="U0BOB", view=view, state_values=form_state(view["blocks"], {"Colour": "Blue"})
+    )
+    resp = bot.interact(valid)
+    assert (resp.status, resp.body) == (200, "")
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {"colour": "Blue"}
+
+
+# ---- block_suggestion ------------------------------------------------------------------------
+def test_options_are_filtered_by_what_is_typed(bot: Bot) -> None:
+    paused = bot.paused("s-many")
+    region = next(b for b in paused.question["blocks"] if b["type"] == "input" and b["label"]["text"] == "Region")
+    assert region["element"]["type"] == "external_select"
+
+    def suggest(value: str) -> list[str]:
+        payload = block_suggestion_payload(
+            user="U0BOB",
+            message=paused.question,
+            channel=CHANNEL,
+            block_id=region["block_id"],
+            action_id=region["element"]["action_id"],
+            value=value,
+        )
+        resp = bot.interact(payload)
+        assert resp.status == 200
+        return [o["value"] for o in json.loads(resp.body)["options"]]
+
+    assert suggest("042") == ["region-042"]
+    assert suggest("REGION 00") == [f"region-00{n}" for n in range(10)]
+    assert suggest("nowhere") == []
+
+
+# ---- message events --------------------------------------------------------------------------
+def test_a_thread_reply_answers_a_single_select(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    reply = thread_reply_event(user="U0BOB", channel=CHANNEL, text="2", ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    resp = bot.event(reply)
+    assert (resp.status, resp.body) == (200, "")
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert answers_of(interrupt) == {"target": "Staging US"}
+    assert interrupt is not None and interrupt.answered_by == "U0BOB"
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.QUEUED
+    assert job_ids.resume(paused.run.id, paused.interrupt.id) in bot.runtime.queue.job_ids
+
+
+def test_an_ambiguous_thread_reply_lists_the_options_after_the_ack(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    reply = thread_reply_event(
+        user="U0BOB", channel=CHANNEL, text="staging", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+    )
+    assert bot.event(reply).status == 200
+    told = bot.wait_call("chat.postEphemeral")
+    assert told["args"]["text"].startswith("I couldn't tell which option you meant: ")
+    assert "Staging EU" in told["args"]["text"] and "Staging US" in told["args"]["text"]
+    assert (told["args"]["user"], told["args"]["thread_ts"]) == ("U0BOB", paused.root_ts)
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.OPEN
+
+
+# ---- app_home_opened and the admins' buttons -------------------------------------------------
+def test_app_home_opened_publishes_waiting_questions_and_admin_runs(bot: Bot) -> None:
+    paused = bot.paused("s-pick", user="U0CAROL")
+    assert bot.event(app_home_opened_event("U0CAROL")).status == 200
+    published = bot.wait_call("views.publish", lambda c: c["args"].get("user_id") == "U0CAROL")
+    assert published["status"] == 200
+    waiting = {b["block_id"]: b for b in published["args"]["view"]["blocks"]}
+    assert "*s-pick* · waiting" in waiting["hw|0"]["text"]["text"]
+    assert f"hr|{paused.run.id}" not in waiting  # not an admin
+
+    assert bot.event(app_home_opened_event(ADMIN)).status == 200
+    admin_home = bot.wait_call("views.publish", lambda c: c["args"].get("user_id") == ADMIN)
+    rows = {b["block_id"]: b for b in admin_home["args"]["view"]["blocks"]}
+    assert "waiting on <@U0CAROL>" in rows[f"hr|{paused.run.id}"]["text"]["text"]
+    assert [e["action_id"] for e in rows[f"hra|{paused.run.id}"]["elements"]] == [
+        "parley_admin_cancel",
+        "parley_admin_remind",
+    ]
+
+
+def test_admin_cancel_from_the_home_tab_and_a_non_admin_refused(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    assert bot.event(app_home_opened_event(ADMIN)).status == 200
+    bot.wait_call("views.publish", lambda c: c["args"].get("user_id") == ADMIN)
+    home = bot.ws.home(ADMIN)
+    assert home is not None
+    block = next(b for b in home["blocks"] if b.get("block_id") == f"hra|{paused.run.id}")
+    _, cancel = find_element([block], "parley_admin_cancel")
+
+    def click(user: str) -> BoltResponse:
+        action = button_action(block, cancel)
+        return bot.interact(home_actions_payload(user=user, view=home, action=action))
+
+    refused = click("U0BOB")
+    assert (refused.status, refused.body) == (200, "")
+    told = bot.wait_call("chat.postMessage", lambda c: c["args"].get("channel") == "U0BOB")
+    assert told["args"]["text"] == "Only Parley admins can do that."
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.PAUSED
+
+    assert click(ADMIN).status == 200
+    bot.wait_for("the run to be cancelled", lambda: bot.runtime.store.get(paused.run.id).status is RunStatus.CANCELLED)
+    bot.wait_call("chat.update", lambda c: c["args"].get("ts") == paused.question["ts"])
+    assert len(bot.calls("views.publish", lambda c: c["args"].get("user_id") == ADMIN)) >= 2
