@@ -10,14 +10,16 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import accept_from_slack, tell_refusal, unavailable
 from bot.listeners.home import publish_home
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
+from bot.slack.refusals import tell_refusal
 from workers.exceptions import AdminError, ParleyError
 from workers.interaction import Answer
 from workers.logs import Log
 from workers.runtime import admin
+from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
+from workers.store.records import RefusalReason
 
 log = Log("parley.actions")
 
@@ -38,10 +40,7 @@ def _channel(body: dict[str, Any]) -> str | None:
 def register(app: App, deps: BotDeps) -> None:
     store = deps.runtime.store
 
-    def refused(iid: str, user: str, reason: str, **detail: Any) -> dict[str, Any]:
-        return {"ok": False, "iid": iid, "user": user, "reason": reason, "detail": detail}
-
-    def submit_outcome(body: dict[str, Any]) -> dict[str, Any]:
+    def submit_outcome(body: dict[str, Any]) -> AnswerOutcome:
         """Submit: decode the form's state against the stored request, then accept."""
         action = _clicked(body)
         iid, user = str(action.get("value", "")), body["user"]["id"]
@@ -51,14 +50,14 @@ def register(app: App, deps: BotDeps) -> None:
         except redis.RedisError:
             return unavailable(iid, user, team)
         if interrupt is None:
-            return refused(iid, user, "unknown")
+            return AnswerOutcome.refused(iid, user, RefusalReason.UNKNOWN)
         try:
             answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
         except StateError as exc:
-            return refused(iid, user, "invalid", errors={"form": str(exc)})
-        return accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
+            return AnswerOutcome.refused(iid, user, RefusalReason.INVALID, errors={"form": str(exc)})
+        return try_accept(deps.runtime, interrupt, user, answers, team=team, token=_token(body, action))
 
-    def choose_outcome(body: dict[str, Any]) -> dict[str, Any]:
+    def choose_outcome(body: dict[str, Any]) -> AnswerOutcome:
         """A one-click option button: its value is the choice."""
         action = _clicked(body)
         ref = parse_block_id(str(action.get("block_id", "")))
@@ -69,14 +68,14 @@ def register(app: App, deps: BotDeps) -> None:
         except redis.RedisError:
             return unavailable(iid, user, team)
         if interrupt is None:
-            return refused("", user, "unknown")
+            return AnswerOutcome.refused("", user, RefusalReason.UNKNOWN)
         answers = [Answer(id=interrupt.request.items[0].id, choice=str(action.get("value", "")))]
-        return accept_from_slack(deps, interrupt, user, team, answers, _token(body, action))
+        return try_accept(deps.runtime, interrupt, user, answers, team=team, token=_token(body, action))
 
-    def answered(ack: Ack, body: dict[str, Any], outcome: dict[str, Any]) -> None:
+    def answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome) -> None:
         """Ack the click; a refusal is explained to the clicker after the ack."""
         ack()
-        if not outcome["ok"]:
+        if not outcome.ok:
             thread_ts = (body.get("container") or {}).get("thread_ts")
             deps.after_ack(tell_refusal, deps.client, outcome, _channel(body), thread_ts)
 

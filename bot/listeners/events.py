@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from slack_bolt import Ack, App, BoltContext
+from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.answers import OUTCOME, accept_from_slack, tell_refusal
 from bot.listeners.home import publish_home
-from bot.slack.mrkdwn import escape
+from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
 from workers.logs import Log
-from workers.store.records import RunStatus
+from workers.runtime.acceptance import AnswerOutcome, try_accept
+from workers.store.records import RefusalReason, RunStatus
 
 log = Log("parley.events")
 SEEN_TTL = 3600
@@ -39,8 +39,11 @@ def register(app: App, deps: BotDeps) -> None:
 
     app.event("app_home_opened")(ack=home_ack, lazy=[home_publish])
 
-    def reply_ack(ack: Ack, body: dict[str, Any], event: dict[str, Any], context: BoltContext) -> None:
-        """A threaded reply ("2", "the second one", "HBO") to a pending single-select question."""
+    def on_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any]) -> None:
+        """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
+
+        Accepted before the ack, like a click; a refusal is told after the ack.
+        """
         addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
         if event.get("subtype") or event.get("bot_id") or not addressed:
             ack()
@@ -60,30 +63,12 @@ def register(app: App, deps: BotDeps) -> None:
         try:
             value = resolve_choice(items[0], event.get("text") or "")
         except ChoiceError as exc:
-            context[OUTCOME] = {
-                "ok": False,
-                "iid": interrupt.id,
-                "user": user,
-                "reason": "ambiguous",
-                "detail": {"message": str(exc)},
-            }
-            ack()
-            return
-        answers = [Answer(id=items[0].id, choice=value)]
-        context[OUTCOME] = accept_from_slack(deps, interrupt, user, team, answers, f"{user}:{event.get('ts')}")
+            outcome = AnswerOutcome.refused(interrupt.id, user, RefusalReason.AMBIGUOUS, message=str(exc))
+        else:
+            answers = [Answer(id=items[0].id, choice=value)]
+            outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=f"{user}:{event.get('ts')}")
         ack()
+        if not outcome.ok:
+            deps.after_ack(tell_refusal, deps.client, outcome, event["channel"], event.get("thread_ts"))
 
-    def reply_done(body: dict[str, Any], context: BoltContext, client: WebClient) -> None:
-        outcome = context.get(OUTCOME)
-        if not outcome:
-            return
-        event = body.get("event") or {}
-        if outcome.get("reason") == "ambiguous":
-            text = f"I couldn't tell which option you meant: {escape(outcome['detail']['message'])}"
-            client.chat_postEphemeral(
-                channel=event["channel"], user=outcome["user"], thread_ts=event.get("thread_ts"), text=text
-            )
-            return
-        tell_refusal(client, outcome, event.get("channel"), event.get("thread_ts"))
-
-    app.event("message")(ack=reply_ack, lazy=[reply_done])
+    app.event("message")(on_reply)

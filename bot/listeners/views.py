@@ -8,9 +8,11 @@ import redis
 from slack_bolt import Ack, App
 
 from bot.deps import BotDeps
-from bot.listeners.answers import accept_from_slack, refusal_text, unavailable
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_state_values
+from bot.slack.refusals import refusal_text
+from workers.runtime.acceptance import try_accept, unavailable
+from workers.store.records import RefusalReason
 
 
 def register(app: App, deps: BotDeps) -> None:
@@ -39,16 +41,17 @@ def register(app: App, deps: BotDeps) -> None:
         except StateError as exc:
             ack(response_action="errors", errors={first_block or "form": str(exc)[:150]})
             return
-        outcome = accept_from_slack(deps, interrupt, user, team, answers, f"{user}:{view.get('id')}:{view.get('hash')}")
-        if outcome["ok"]:
+        token = f"{user}:{view.get('id')}:{view.get('hash')}"
+        outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=token)
+        if outcome.ok:
             ack()  # the resumed run locks the question message
             return
-        if outcome["reason"] == "unavailable":
+        if outcome.reason is RefusalReason.UNAVAILABLE:
             text = refusal_text(outcome).removeprefix(":warning: ")
             ack(response_action="errors", errors={first_block or "form": text[:150]})
             return
-        if outcome["reason"] == "invalid":
-            errors = outcome["detail"].get("errors", {})
+        if outcome.reason is RefusalReason.INVALID:
+            errors = outcome.detail.get("errors", {})
             ids = {i.id for i in interrupt.request.items}
             field_errors = {f"f|{iid}|{k}": v for k, v in errors.items() if k in ids}
             if field_errors:

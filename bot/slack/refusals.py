@@ -1,0 +1,53 @@
+"""Telling a person why their answer was refused, in Slack's words.
+
+Every surface (Submit, a one-click choice, the form, a typed reply in the thread) gets an
+`AnswerOutcome` from acceptance and words a refusal here, so the same reason reads the same
+everywhere. An accepted answer needs no words: the resumed run shows it on the question.
+"""
+
+from __future__ import annotations
+
+from slack_sdk import WebClient
+
+from bot.slack.mrkdwn import date_token, escape, user_ref
+from workers.runtime.acceptance import AnswerOutcome
+from workers.store.records import RefusalReason
+
+
+def refusal_text(outcome: AnswerOutcome) -> str:
+    """What the person reads when an answer is refused: exactly why."""
+    d = outcome.detail
+    match outcome.reason:
+        case RefusalReason.INVALID:
+            lines = [f"• *{escape(k)}*: {escape(v)}" for k, v in (d.get("errors") or {}).items()]
+            return ":warning: Your answer was not accepted:\n" + "\n".join(lines)
+        case RefusalReason.ANSWERED:
+            when = f" at {date_token(float(d['at']))}" if d.get("at") else ""
+            return f"This question was already answered by {user_ref(d.get('by', ''))}{when}."
+        case RefusalReason.NOT_ALLOWED:
+            who = ", ".join(user_ref(u) for u in d.get("assignees", []))
+            return f"This question is not yours to answer; it is waiting on {who}."
+        case RefusalReason.CANCELLED:
+            by = d.get("by", "")
+            return "This question was cancelled" + (f" by {user_ref(by)}." if by.startswith(("U", "W")) else ".")
+        case RefusalReason.EXPIRED:
+            return "This question expired before it was answered."
+        case RefusalReason.UNAVAILABLE:
+            return ":warning: Parley could not save your answer just now. Nothing was recorded; please submit again."
+        case RefusalReason.NOT_OPEN:
+            return "This question is not waiting for an answer right now; try again in a moment."
+        case RefusalReason.AMBIGUOUS:
+            return f"I couldn't tell which option you meant: {escape(d['message'])}"
+        case _:  # UNKNOWN, WRONG_TEAM (told as unknown, so nothing leaks across teams), NOT_DUE
+            return "This question no longer exists."
+
+
+def tell_refusal(client: WebClient, outcome: AnswerOutcome, channel: str | None, thread_ts: str | None) -> None:
+    """After the ack: tell the person whose answer was refused exactly why, visible to them alone.
+
+    An accepted answer needs nothing here: the resumed run shows it on the question
+    (the worker locks the message), so the ack path makes no Web API call at all.
+    """
+    if outcome.ok or not channel:
+        return
+    client.chat_postEphemeral(channel=channel, user=outcome.user, thread_ts=thread_ts, text=refusal_text(outcome))
