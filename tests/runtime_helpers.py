@@ -1,19 +1,29 @@
-"""Helpers for runtime tests: a runtime on the test Redis, a recording host, an in-process worker."""
+"""Helpers for runtime tests: a runtime on the test Redis, a recording host, an in-process worker.
+
+Runs are started on the `test` host as U1 in team T1; `parked` starts one and works the queue
+until it waits on its question, the step most runtime tests begin with.
+"""
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agents_for_tests import GATES, REACHED
 from redis import Redis
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
 from workers.interaction import Outcome, Request
+from workers.runtime.execute import execute
 from workers.runtime.host import HostRouter, PausingRun
+from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
-from workers.store.records import InterruptRecord, RunRecord
+from workers.store.records import HistoryEntry, InterruptRecord, RunRecord, RunStatus
 
 
 class RecordingHost:
@@ -66,3 +76,66 @@ def make_runtime(r: Redis, data_dir: Path, host: Any = None, **settings: Any) ->
 def work(runtime: Runtime) -> None:
     """Drain the queue with an in-process SimpleWorker (burst mode)."""
     SimpleWorker([runtime.queue], connection=runtime.redis, serializer=JSONSerializer).work(burst=True)
+
+
+def runtime_and_host(r: Redis, data_dir: Path, **settings: Any) -> tuple[Runtime, RecordingHost]:
+    """A runtime whose `test` host is a fresh `RecordingHost`, and that host, for tests that read what it showed."""
+    host = RecordingHost()
+    return make_runtime(r, data_dir, host, **settings), host
+
+
+def start(rt: Runtime, agent_name: str, params: dict[str, Any] | str | None = None, *, user: str = "U1") -> str:
+    """Create a run of `agent_name` by `user` and queue its first execution; returns the run id.
+
+    `params` become the run's text as JSON (the test agents read them from there); a string is
+    taken as the text itself.
+    """
+    text = params if isinstance(params, str) else json.dumps(params or {})
+    run = rt.store.create(agent_name, text, user, {"host": "test", "team": "T1"})
+    enqueue_run(rt.queue, run.id, run.job)
+    return run.id
+
+
+def paused(rt: Runtime, run_id: str) -> str:
+    """The id of the question `run_id` waits on; fails the test unless the run is paused."""
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.PAUSED, (record.status, record.error)
+    return record.interrupt
+
+
+def parked(rt: Runtime, agent_name: str, params: dict[str, Any] | str | None = None) -> tuple[str, str]:
+    """Start a run, work the queue until it waits on its question, and return (run id, question id)."""
+    run_id = start(rt, agent_name, params)
+    work(rt)
+    return run_id, paused(rt, run_id)
+
+
+def history_events(rt: Runtime, run_id: str, event: str) -> list[HistoryEntry]:
+    """The entries of the run's history with this `event` name, oldest first."""
+    return [h for h in rt.store.history(run_id) if h.event == event]
+
+
+def dump_database(r: Redis) -> dict[bytes, Any]:
+    """Every key of the database (Parley's and RQ's), dumped: equal dumps mean nothing was written."""
+    return {k: r.dump(k) for k in sorted(r.scan_iter("*"))}
+
+
+@contextmanager
+def held_at_gate(rt: Runtime, run_id: str) -> Iterator[list[str]]:
+    """Execute the `t-gate` run `run_id` in a thread that waits at its gate while the body runs.
+
+    The body sees the execution after its first recorded step and before its next write. On
+    exit the gate opens and the thread ends; the yielded list then holds what `execute`
+    returned ("succeeded", or "stale" for an execution that lost the run meanwhile).
+    """
+    gate = GATES[run_id] = threading.Event()
+    reached = REACHED[run_id] = threading.Event()
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(execute(rt, run_id)))
+    thread.start()
+    try:
+        assert reached.wait(10), f"run {run_id} never reached its gate"
+        yield outcome
+    finally:
+        gate.set()
+        thread.join(10)

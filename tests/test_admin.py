@@ -2,40 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agents_for_tests import bump, count
 from redis import Redis
-from runtime_helpers import RecordingHost, make_runtime, work
+from runtime_helpers import dump_database, make_runtime, runtime_and_host, start, work
 
 from workers.exceptions import AdminError, RunNotFound
 from workers.interaction import Answer
 from workers.runtime import admin
 from workers.runtime.acceptance import accept
-from workers.runtime.queues import enqueue_run
 from workers.runtime.sweep import sweep
-from workers.runtime.wiring import Runtime
 from workers.store.records import RunStatus
 
 TESTS = Path(__file__).resolve().parent
 PARLEY = Path(sys.executable).with_name("parley")
-
-
-def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None) -> str:
-    run = rt.store.create(agent_name, json.dumps(params or {}), "U1", {"host": "test", "team": "T1"})
-    enqueue_run(rt.queue, run.id, run.job)
-    return run.id
-
-
-def snapshot(r: Redis) -> dict[bytes, Any]:
-    return {k: r.dump(k) for k in sorted(r.scan_iter("*"))}
 
 
 def test_list_runs_pages_newest_first(r: Redis, tmp_path: Path) -> None:
@@ -84,8 +70,7 @@ def test_show_gives_the_run_its_open_question_and_history(r: Redis, tmp_path: Pa
 
 
 def test_retry_of_a_failed_run_finishes_it_and_posts_the_final(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-flaky", {"fail": "always"})
     work(rt)
     failed = rt.store.get(run_id)
@@ -110,8 +95,7 @@ def test_retry_of_a_failed_run_finishes_it_and_posts_the_final(r: Redis, tmp_pat
 
 
 def test_retry_of_an_expired_run_asks_its_question_again(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-ask", {"expires_in": 1})
     work(rt)
     expired_q = rt.store.get(run_id).interrupt
@@ -141,7 +125,7 @@ def test_retry_and_cancel_refuse_runs_in_the_wrong_status(r: Redis, tmp_path: Pa
     assert rt.store.get(broken).status is RunStatus.FAILED
     assert rt.store.get(waiting).status is RunStatus.PAUSED
 
-    before = snapshot(r)
+    before = dump_database(r)
     with pytest.raises(AdminError, match="is succeeded; only failed or expired runs can be retried"):
         admin.retry(rt, done, by="U-admin")
     with pytest.raises(AdminError, match="is paused; only failed or expired"):
@@ -151,7 +135,7 @@ def test_retry_and_cancel_refuse_runs_in_the_wrong_status(r: Redis, tmp_path: Pa
             admin.cancel(rt, finished, by="U-admin")
     with pytest.raises(RunNotFound):
         admin.cancel(rt, "r-no-such-run", by="U-admin")
-    assert snapshot(r) == before
+    assert dump_database(r) == before
 
 
 def parley_runs(redis_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -213,8 +197,7 @@ def test_the_runs_command_lists_shows_cancels_and_retries(redis_url: str, r: Red
 
 
 def test_a_retried_run_that_raises_again_gets_its_retries_again(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-flaky", {"fail": "always"})
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.FAILED

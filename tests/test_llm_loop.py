@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from llm_standin import ChatStandin, HTTPReply, call, calls, final, last_tool_result
 from redis import Redis
-from runtime_helpers import RecordingHost, make_runtime, work
+from runtime_helpers import RecordingHost, make_runtime, parked, runtime_and_host, start, work
 
 from workers import agent
 from workers.agents.assistant import CREATE_TICKET_SCHEMA  # importing it registers `assistant`
@@ -71,18 +71,6 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatStandin]:
     assert standin.problems == []
 
 
-def start(rt: Any, name: str, text: str = "hello") -> str:
-    run = rt.store.create(name, text, "U1", {"host": "test", "team": "T1", "channel": "C1"})
-    rt.queue.enqueue("workers.runtime.jobs.execute_run", run.id, job_id=f"run-{run.id}")
-    return run.id
-
-
-def paused_on(rt: Any, run_id: str) -> str:
-    record = rt.store.get(run_id)
-    assert record.status is RunStatus.PAUSED, (record.status, record.error)
-    return record.interrupt
-
-
 TWO_QUESTIONS = {
     "questions": [
         {
@@ -115,11 +103,8 @@ def _report(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ask_and_file(llm: ChatStandin, r: Redis, tmp_path: Path) -> tuple[Any, str, RecordingHost]:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "assistant", "Login fails on Safari")
-    work(rt)
-    iid = paused_on(rt, run_id)
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "assistant", "Login fails on Safari")
     assert len(llm.requests) == 1
     request = rt.store.interrupt(iid).request
     assert [i.id for i in request.items] == ["severity", "severity__other", "details"]
@@ -197,9 +182,7 @@ def test_malformed_ask_user_arguments_come_back_to_the_model_which_corrects_them
 
     llm.add(calls(call("ask_user", no_options, "call_1")), correct, lambda body: final(last_tool_result(body)))
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "assistant")
-    work(rt)
-    iid = paused_on(rt, run_id)
+    run_id, iid = parked(rt, "assistant", "hello")
     assert len(llm.requests) == 2
     assert rt.store.interrupt(iid).request.reason == "The assistant needs a few details"
     accept(rt, iid, "U1", [Answer(id="sev__other", free_text="Only on Tuesdays")])
@@ -213,11 +196,8 @@ def test_malformed_ask_user_arguments_come_back_to_the_model_which_corrects_them
 def test_an_expired_question_reaches_the_model_as_no_answer(llm: ChatStandin, r: Redis, tmp_path: Path) -> None:
     question = {"questions": [{"id": "note", "header": "Note", "question": "Anything to add?", "type": "free"}]}
     llm.add(calls(call("ask_user", question, "call_1")), lambda body: final(last_tool_result(body)))
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "test-llm-expiring")
-    work(rt)
-    iid = paused_on(rt, run_id)
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "test-llm-expiring", "hello")
     assert rt.store.interrupt(iid).request.expires_in == 1
     assert sweep(rt, now=time.time() + 5).expired == [iid]
     work(rt)
@@ -233,9 +213,8 @@ def test_the_assistant_without_model_settings_fails_once_naming_the_variables(
 ) -> None:
     for name in ("PARLEY_LLM_BASE_URL", "PARLEY_LLM_MODEL", "PARLEY_LLM_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "assistant")
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "assistant", "hello")
     work(rt)
     record = rt.store.get(run_id)
     assert record.status is RunStatus.FAILED
@@ -270,7 +249,7 @@ def test_bad_arguments_to_a_user_tool_become_an_error_the_model_reads(
         lambda body: final(f"The sum is {last_tool_result(body)}."),
     )
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "test-llm-adder")
+    run_id = start(rt, "test-llm-adder", "hello")
     work(rt)
     record = rt.store.get(run_id)
     assert record.status is RunStatus.SUCCEEDED, record.error
@@ -282,7 +261,7 @@ def test_bad_arguments_to_a_user_tool_become_an_error_the_model_reads(
 def test_a_model_that_never_finishes_fails_the_run_after_max_turns(llm: ChatStandin, r: Redis, tmp_path: Path) -> None:
     llm.add(*[calls(call("multiply", {}, f"c{i}")) for i in range(3)])
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "test-llm-adder")
+    run_id = start(rt, "test-llm-adder", "hello")
     work(rt)
     record = rt.store.get(run_id)
     assert record.status is RunStatus.FAILED and record.failures == 0
@@ -294,7 +273,7 @@ def test_a_model_that_never_finishes_fails_the_run_after_max_turns(llm: ChatStan
 def test_a_refused_request_fails_the_run_without_retrying(llm: ChatStandin, r: Redis, tmp_path: Path) -> None:
     llm.add(HTTPReply(401, {"error": {"message": "Incorrect API key provided"}}))
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "assistant")
+    run_id = start(rt, "assistant", "hello")
     work(rt)
     record = rt.store.get(run_id)
     assert record.status is RunStatus.FAILED and record.failures == 0

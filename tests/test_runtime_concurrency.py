@@ -2,54 +2,32 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from agents_for_tests import GATES, REACHED, count
+from agents_for_tests import count
 from redis import Redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
-from runtime_helpers import RecordingHost, make_runtime, work
+from runtime_helpers import held_at_gate, history_events, make_runtime, parked, runtime_and_host, start, work
 
 from parley.worker import enqueue_overdue
 from workers.exceptions import StaleEpoch
 from workers.interaction import Answer
 from workers.runtime.acceptance import Accepted, AcceptRefused, accept
-from workers.runtime.execute import execute
-from workers.runtime.queues import SWEEP, enqueue_run
+from workers.runtime.queues import SWEEP
 from workers.runtime.sweep import sweep
-from workers.runtime.wiring import Runtime
 from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import RunStatus
-
-
-def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None, user: str = "U1") -> str:
-    run = rt.store.create(agent_name, json.dumps(params or {}), user, {"host": "test", "team": "T1"})
-    enqueue_run(rt.queue, run.id, run.job)
-    return run.id
-
-
-def paused(rt: Runtime, run_id: str) -> str:
-    record = rt.store.get(run_id)
-    assert record.status is RunStatus.PAUSED, record.status
-    return record.interrupt
-
-
-def answered_events(rt: Runtime, run_id: str) -> list[Any]:
-    return [h for h in rt.store.history(run_id) if h.event == "answered"]
 
 
 def test_fifty_people_answering_at_once_resume_the_run_exactly_once(r: Redis, tmp_path: Path) -> None:
     users = [f"U{i:02d}" for i in range(50)]
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "t-ask", {"assignees": users})
-    work(rt)
-    iid = paused(rt, run_id)
+    run_id, iid = parked(rt, "t-ask", {"assignees": users})
     barrier = threading.Barrier(len(users))
     results: list[Accepted | AcceptRefused | None] = [None] * len(users)
 
@@ -75,7 +53,7 @@ def test_fifty_people_answering_at_once_resume_the_run_exactly_once(r: Redis, tm
     assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
     interrupt = rt.store.interrupt(iid)
     assert interrupt is not None and interrupt.answered_by == winner
-    assert len(answered_events(rt, run_id)) == 1
+    assert len(history_events(rt, run_id, "answered")) == 1
 
     work(rt)
     run = rt.store.get(run_id)
@@ -86,16 +64,14 @@ def test_fifty_people_answering_at_once_resume_the_run_exactly_once(r: Redis, tm
 
 def test_the_same_answer_delivered_twice_is_accepted_once(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "t-ask")
-    work(rt)
-    iid = paused(rt, run_id)
+    run_id, iid = parked(rt, "t-ask")
     answers = [Answer(id="colour", choice="green")]
 
     first = accept(rt, iid, "U1", answers, token="delivery-1")
     again = accept(rt, iid, "U1", answers, token="delivery-1")
     assert first.answered_by == again.answered_by == "U1"
     assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
-    assert len(answered_events(rt, run_id)) == 1
+    assert len(history_events(rt, run_id, "answered")) == 1
     with pytest.raises(AcceptRefused) as err:
         accept(rt, iid, "U1", [Answer(id="colour", choice="red")], token="delivery-2")
     assert err.value.reason == "answered"
@@ -125,13 +101,7 @@ def test_a_lapsed_lease_requeues_the_run_and_fences_the_old_epoch(r: Redis, tmp_
     assert sweep(rt).lapsed == []  # a second sweep finds nothing more to do
 
     # The new execution holds the run (epoch 3); the dead worker's epoch cannot write.
-    GATES[run.id] = gate = threading.Event()
-    REACHED[run.id] = reached = threading.Event()
-    out: list[str] = []
-    worker = threading.Thread(target=lambda: out.append(execute(rt, run.id)))
-    worker.start()
-    try:
-        assert reached.wait(10)
+    with held_at_gate(rt, run.id) as out:
         current = rt.store.get(run.id)
         assert current.status is RunStatus.RUNNING and current.epoch == 3
         with pytest.raises(StaleEpoch):
@@ -139,29 +109,16 @@ def test_a_lapsed_lease_requeues_the_run_and_fences_the_old_epoch(r: Redis, tmp_
         with pytest.raises(StaleEpoch):
             rt.store.record(run.id, 2, "step:after", {"v": "stale"})
         assert rt.store.journal_get(run.id, "step:after") is None
-    finally:
-        gate.set()
-        worker.join(10)
     assert out == ["succeeded"]
     assert rt.store.get(run.id).result == "1 epoch 3"
 
 
 def test_a_frozen_execution_that_lost_its_lease_stops_without_writing(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host, lease_ttl=1.0)
+    rt, host = runtime_and_host(r, tmp_path, lease_ttl=1.0)
     run_id = start(rt, "t-gate")
-    GATES[run_id] = gate = threading.Event()
-    REACHED[run_id] = reached = threading.Event()
-    out: list[str] = []
-    frozen = threading.Thread(target=lambda: out.append(execute(rt, run_id)))
-    frozen.start()
-    try:
-        assert reached.wait(10)
+    with held_at_gate(rt, run_id) as out:
         # Seen from a minute later, the execution stopped renewing long ago.
         assert sweep(rt, now=time.time() + 60).lapsed == [run_id]
-    finally:
-        gate.set()
-        frozen.join(10)
     assert out == ["stale"]
     assert rt.store.journal_get(run_id, "step:after") is None
     assert rt.store.get(run_id).status is RunStatus.QUEUED
@@ -175,9 +132,7 @@ def test_a_frozen_execution_that_lost_its_lease_stops_without_writing(r: Redis, 
 
 def test_a_queued_run_whose_job_vanished_is_enqueued_again_by_the_sweep(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path, requeue_grace=30.0)
-    run_id = start(rt, "t-ask")
-    work(rt)
-    iid = paused(rt, run_id)
+    run_id, iid = parked(rt, "t-ask")
     accept(rt, iid, "U1", [Answer(id="colour", choice="red")])
     job_id = resume_job_id(run_id, iid)
     # The process that accepted died between closing the question and enqueueing the resume.

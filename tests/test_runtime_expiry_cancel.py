@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_for_tests import GATES, REACHED, count
+from agents_for_tests import count
 from redis import Redis
 from rq.job import Job
-from runtime_helpers import RecordingHost, make_runtime, work
+from runtime_helpers import dump_database, held_at_gate, make_runtime, parked, paused, runtime_and_host, start, work
 
 from workers.interaction import Answer
 from workers.runtime import admin
 from workers.runtime.acceptance import Accepted, AcceptRefused, accept
 from workers.runtime.execute import execute
-from workers.runtime.queues import enqueue_run
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store import keys
@@ -26,23 +24,6 @@ from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import InterruptState, RunStatus
 
 RED = [Answer(id="colour", choice="red")]
-
-
-def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None) -> str:
-    run = rt.store.create(agent_name, json.dumps(params or {}), "U1", {"host": "test", "team": "T1"})
-    enqueue_run(rt.queue, run.id, run.job)
-    return run.id
-
-
-def paused(rt: Runtime, run_id: str) -> str:
-    record = rt.store.get(run_id)
-    assert record.status is RunStatus.PAUSED, record.status
-    return record.interrupt
-
-
-def snapshot(r: Redis) -> dict[bytes, Any]:
-    """Every key of the database (Parley's and RQ's), dumped."""
-    return {k: r.dump(k) for k in sorted(r.scan_iter("*"))}
 
 
 def refused(rt: Runtime, iid: str, answers: list[Answer] = RED) -> AcceptRefused:
@@ -61,18 +42,15 @@ def expire(rt: Runtime, run_id: str, iid: str) -> None:
 
 
 def test_an_expired_question_fails_a_run_that_does_not_catch_it(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "t-ask", {"expires_in": 1})
-    work(rt)
-    iid = paused(rt, run_id)
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"expires_in": 1})
     expire(rt, run_id, iid)
     assert host.closed == []  # shown by the resumed run, not by the sweep
     assert r.zcard(keys.waiting_index("U1")) == 0 and r.zcard(keys.expiry_index()) == 0
 
-    before = snapshot(r)
+    before = dump_database(r)
     assert refused(rt, iid).reason == "expired"
-    assert snapshot(r) == before
+    assert dump_database(r) == before
 
     work(rt)
     assert host.closed == [(run_id, "expired")]
@@ -86,8 +64,7 @@ def test_an_expired_question_fails_a_run_that_does_not_catch_it(r: Redis, tmp_pa
 
 
 def test_a_run_that_catches_the_expiry_finishes(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-ask", {"expires_in": 1, "catch": True})
     work(rt)
     expire(rt, run_id, paused(rt, run_id))
@@ -99,9 +76,7 @@ def test_a_run_that_catches_the_expiry_finishes(r: Redis, tmp_path: Path) -> Non
 
 def test_an_expired_question_with_use_defaults_gives_the_run_its_defaults(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "t-ask", {"expires_in": 1, "on_expiry": "use_defaults", "default": "green"})
-    work(rt)
-    iid = paused(rt, run_id)
+    run_id, iid = parked(rt, "t-ask", {"expires_in": 1, "on_expiry": "use_defaults", "default": "green"})
     expire(rt, run_id, iid)
     interrupt = rt.store.interrupt(iid)
     assert interrupt is not None and interrupt.state is InterruptState.EXPIRED
@@ -114,28 +89,23 @@ def test_an_expired_question_with_use_defaults_gives_the_run_its_defaults(r: Red
 
 def test_an_answer_after_the_deadline_is_refused_before_the_sweep_ran(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "t-ask", {"expires_in": 1})
-    work(rt)
-    iid = paused(rt, run_id)
+    run_id, iid = parked(rt, "t-ask", {"expires_in": 1})
     interrupt = rt.store.interrupt(iid)
     assert interrupt is not None and interrupt.expires_at is not None
     time.sleep(max(0.0, interrupt.expires_at - time.time()) + 0.05)
     assert rt.store.interrupt(iid).state is InterruptState.OPEN  # type: ignore[union-attr]
 
-    before = snapshot(r)
+    before = dump_database(r)
     assert refused(rt, iid).reason == "expired"
-    assert snapshot(r) == before
+    assert dump_database(r) == before
     assert sweep(rt).expired == [iid]  # the sweep closes it as expired, and the run goes on
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.EXPIRED
 
 
 def test_assignees_are_reminded_once_halfway_to_expiry(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "t-ask", {"expires_in": 100})
-    work(rt)
-    iid = paused(rt, run_id)
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"expires_in": 100})
     asked = rt.store.interrupt(iid).asked_at  # type: ignore[union-attr]
 
     assert sweep(rt, now=asked + 40).reminded == []
@@ -148,11 +118,8 @@ def test_assignees_are_reminded_once_halfway_to_expiry(r: Redis, tmp_path: Path)
 
 
 def test_cancelling_a_paused_run_closes_its_question(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "t-ask", {"expires_in": 100})
-    work(rt)
-    iid = paused(rt, run_id)
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"expires_in": 100})
 
     cancelled = admin.cancel(rt, run_id, by="U-admin")
     assert cancelled.status is RunStatus.CANCELLED
@@ -161,10 +128,10 @@ def test_cancelling_a_paused_run_closes_its_question(r: Redis, tmp_path: Path) -
     assert host.closed == [(run_id, "cancelled")]
     assert rt.store.waiting_on("U1") == [] and r.zcard(keys.expiry_index()) == 0 and r.zcard(keys.remind_index()) == 0
 
-    before = snapshot(r)
+    before = dump_database(r)
     err = refused(rt, iid)
     assert err.reason == "cancelled" and err.detail["by"] == "U-admin"
-    assert snapshot(r) == before
+    assert dump_database(r) == before
     assert sweep(rt, now=time.time() + 200) == sweep(rt)  # nothing left to expire or remind
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.CANCELLED
@@ -219,20 +186,10 @@ def test_a_cancel_racing_an_answer_closes_the_question_once(r: Redis, tmp_path: 
 
 
 def test_cancelling_a_running_run_stops_its_execution_from_writing(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-gate")
-    GATES[run_id] = gate = threading.Event()
-    REACHED[run_id] = reached = threading.Event()
-    out: list[str] = []
-    running = threading.Thread(target=lambda: out.append(execute(rt, run_id)))
-    running.start()
-    try:
-        assert reached.wait(10)
+    with held_at_gate(rt, run_id) as out:
         assert admin.cancel(rt, run_id, by="U-admin").status is RunStatus.CANCELLED
-    finally:
-        gate.set()
-        running.join(10)
     assert out == ["stale"]
     assert rt.store.journal_get(run_id, "step:after") is None
     assert rt.store.get(run_id).status is RunStatus.CANCELLED
@@ -243,8 +200,7 @@ def test_cancelling_a_running_run_stops_its_execution_from_writing(r: Redis, tmp
 def test_the_resumed_run_shows_the_answer_once_and_a_cancel_before_resume_shows_it_too(
     r: Redis, tmp_path: Path
 ) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     resumed, cancelled = start(rt, "t-ask"), start(rt, "t-ask")
     work(rt)
     for run_id in (resumed, cancelled):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from redis import Redis
-from runtime_helpers import RecordingHost, make_runtime, work
+from runtime_helpers import make_runtime, parked, paused, runtime_and_host, start, work
 
 from workers import agent
 from workers.interaction import Answer, Item, ItemType, Request
@@ -35,28 +35,13 @@ def _two_questions(run: Any, text: str) -> str:
 agent("test-two-questions")(_two_questions)
 
 
-def start(rt: Any, name: str, user: str = "U1") -> str:
-    run = rt.store.create(name, "hello", user, {"host": "test", "team": "T1", "channel": "C1"})
-    rt.queue.enqueue("workers.runtime.jobs.execute_run", run.id, job_id=f"run-{run.id}")
-    return run.id
-
-
-def pending(rt: Any, run_id: str) -> str:
-    record = rt.store.get(run_id)
-    assert record.status is RunStatus.PAUSED, record.status
-    return record.interrupt
-
-
 def test_run_that_asks_twice_pauses_twice_and_finishes(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
-    run_id = start(rt, "test-two-questions")
-    work(rt)
-    q1 = pending(rt, run_id)
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, q1 = parked(rt, "test-two-questions")
     assert rt.queue.count == 0 and rt.store.count(RunStatus.RUNNING) == 0  # the worker is free
     accept(rt, q1, "U1", [Answer(id="colour", choice="green")])
     work(rt)
-    q2 = pending(rt, run_id)
+    q2 = paused(rt, run_id)
     assert q2 != q1
     accept(rt, q2, "U1", [Answer(id="name", free_text="Ada")])
     work(rt)
@@ -71,9 +56,7 @@ def test_run_that_asks_twice_pauses_twice_and_finishes(r: Redis, tmp_path: Path)
 
 def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
-    run_id = start(rt, "test-two-questions")
-    work(rt)
-    q1 = pending(rt, run_id)
+    _, q1 = parked(rt, "test-two-questions")
 
     def snapshot() -> dict[str, Any]:
         return {k: r.dump(k) for k in sorted(r.scan_iter(f"{keys.PREFIX}*"))}

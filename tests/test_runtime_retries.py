@@ -2,70 +2,54 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 from agents_for_tests import count
 from redis import Redis
-from runtime_helpers import RecordingHost, make_runtime, work
+from runtime_helpers import history_events, make_runtime, runtime_and_host, start, work
 
 from workers.interaction import Answer
 from workers.runtime.acceptance import accept
-from workers.runtime.queues import enqueue_run
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store.records import RunStatus
 
 
-def start(rt: Runtime, agent_name: str, params: dict[str, Any] | None = None) -> str:
-    run = rt.store.create(agent_name, json.dumps(params or {}), "U1", {"host": "test", "team": "T1"})
-    enqueue_run(rt.queue, run.id, run.job)
-    return run.id
-
-
-def events(rt: Runtime, run_id: str, event: str) -> list[Any]:
-    return [h for h in rt.store.history(run_id) if h.event == event]
-
-
 def test_a_run_that_raises_twice_is_retried_and_succeeds(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-flaky", {"fail": 2})
     work(rt)
     run = rt.store.get(run_id)
     assert run.status is RunStatus.SUCCEEDED, run.error
     assert run.result == "ok after 3 executions, step 1"
     assert run.failures == 2
-    assert [h.detail["error"] for h in events(rt, run_id, "retry")] == [
+    assert [h.detail["error"] for h in history_events(rt, run_id, "retry")] == [
         "RuntimeError: flaky on execution 1",
         "RuntimeError: flaky on execution 2",
     ]
-    assert "flaky on execution 2" in events(rt, run_id, "retry")[-1].detail["trace"]
+    assert "flaky on execution 2" in history_events(rt, run_id, "retry")[-1].detail["trace"]
     assert count(tmp_path, run_id, "step") == 1  # recorded before the first raise, replayed after
     assert host.finals == [(run_id, run.result)] and host.failures == []
 
 
 def test_a_run_that_always_raises_fails_after_three_retries(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-flaky", {"fail": "always"})
     work(rt)
     run = rt.store.get(run_id)
     assert run.status is RunStatus.FAILED
     assert run.error == "RuntimeError: still broken on execution 4"
     assert count(tmp_path, run_id, "executions") == 4
-    assert len(events(rt, run_id, "retry")) == 3 and run.failures == 3
-    assert [h.detail["error"] for h in events(rt, run_id, "failed")] == [run.error]
+    assert len(history_events(rt, run_id, "retry")) == 3 and run.failures == 3
+    assert [h.detail["error"] for h in history_events(rt, run_id, "failed")] == [run.error]
     assert host.failures == [(run_id, run.error)] and host.finals == []
     assert count(tmp_path, run_id, "step") == 1
     assert rt.queue.job_ids == []
 
 
 def test_re_asking_a_key_opens_new_attempts_until_the_limit(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-reask")
     work(rt)
     asked = []
@@ -79,7 +63,7 @@ def test_re_asking_a_key_opens_new_attempts_until_the_limit(r: Redis, tmp_path: 
     assert rt.store.journal_get(run_id, "ask:colour") == asked
     attempts = [rt.store.interrupt(iid).attempt for iid in asked]  # type: ignore[union-attr]
     assert attempts == [1, 2, 3]
-    answered = events(rt, run_id, "answered")
+    answered = history_events(rt, run_id, "answered")
     assert [(h.detail["attempt"], h.detail["interrupt_id"]) for h in answered] == list(
         zip([1, 2, 3], asked, strict=True)
     )
@@ -100,12 +84,11 @@ def test_a_re_asked_question_answered_well_lets_the_run_finish(r: Redis, tmp_pat
         work(rt)
     run = rt.store.get(run_id)
     assert run.status is RunStatus.SUCCEEDED and run.result == "green at last"
-    assert [h.detail["attempt"] for h in events(rt, run_id, "answered")] == [1, 2, 3]
+    assert [h.detail["attempt"] for h in history_events(rt, run_id, "answered")] == [1, 2, 3]
 
 
 def test_a_run_whose_workers_keep_dying_fails_after_three_retries(r: Redis, tmp_path: Path) -> None:
-    host = RecordingHost()
-    rt = make_runtime(r, tmp_path, host)
+    rt, host = runtime_and_host(r, tmp_path)
     run = rt.store.create("t-gate", "", "U1", {"host": "test"})
     for attempt in range(1, 5):
         ok, _, _ = rt.store.transition(
@@ -116,7 +99,7 @@ def test_a_run_whose_workers_keep_dying_fails_after_three_retries(r: Redis, tmp_
     failed = rt.store.get(run.id)
     assert failed.status is RunStatus.FAILED
     assert failed.error == "worker lost while running (attempt 4)"
-    assert len(events(rt, run.id, "lease lapsed")) == 3
+    assert len(history_events(rt, run.id, "lease lapsed")) == 3
     assert host.failures == [(run.id, failed.error)]
     assert sweep(rt).lapsed == [] and host.failures == [(run.id, failed.error)]
 
@@ -150,7 +133,7 @@ def test_worker_losses_are_counted_only_while_the_run_makes_no_progress(r: Redis
     run = rt.store.get(run_id)
     assert run.status is RunStatus.SUCCEEDED, run.error
     assert run.result == "colour green"
-    assert len(events(rt, run_id, "lease lapsed")) == 4
+    assert len(history_events(rt, run_id, "lease lapsed")) == 4
 
 
 def test_a_recorded_step_restarts_the_count_of_worker_losses(r: Redis, tmp_path: Path) -> None:
