@@ -56,6 +56,7 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
         sweep_interval=settings.parley_sweep_interval,
         retry_delays=tuple(settings.parley_retry_delays),
         requeue_grace=settings.parley_requeue_grace,
+        retention=settings.parley_retention,
         data_dir=settings.parley_data_dir,
     )
 

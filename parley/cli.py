@@ -11,6 +11,14 @@ from workers import logs
 from workers.exceptions import ParleyError
 
 
+def _duration(text: str) -> float:
+    """argparse type of `--older-than`: the grammar of `PARLEY_RETENTION`, refused in argparse's usual line."""
+    try:
+        return settings_mod.parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="parley", description="Agents that stop to ask people, and carry on.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -45,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--page", type=int, default=1)
     for name in ("show", "cancel", "retry"):
         rsub.add_parser(name, help=f"{name} one run").add_argument("run_id")
+    purge = rsub.add_parser("purge", help="delete finished runs older than a duration, with everything they own")
+    purge.add_argument(
+        "--older-than", required=True, type=_duration, metavar="DURATION", help="30d, 12h, 15m, 90s or seconds"
+    )
+    purge.add_argument("--dry-run", action="store_true", help="list the runs it would delete, and delete nothing")
     return p
 
 

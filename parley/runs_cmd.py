@@ -1,4 +1,4 @@
-"""`parley runs list|show|cancel|retry`: the admin CLI over the runtime's admin operations."""
+"""`parley runs list|show|cancel|retry|purge`: the admin CLI over the runtime's admin operations."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from parley.bootstrap import build_runtime, connect_redis
 from parley.settings import Settings
 from workers.exceptions import AdminError
 from workers.runtime import admin
+from workers.runtime.retention import purge_finished
+from workers.runtime.wiring import Runtime
 from workers.store.records import RunStatus
 
 PER_PAGE = 20
@@ -29,6 +31,25 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 def _short(text: str, n: int = 40) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _span(seconds: float) -> str:
+    """`older_than` as given: the largest of d, h, m, s that divides it, else seconds."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def purge(runtime: Runtime, older_than: float, dry_run: bool) -> int:
+    """Delete finished runs last updated more than `older_than` seconds ago; list them and count them."""
+    ids = purge_finished(runtime, older_than, dry_run=dry_run)
+    for run_id in ids:
+        print(run_id)
+    what = "would purge" if dry_run else "purged"
+    tail = " (dry run: nothing was deleted)" if dry_run else ""
+    print(f"{what} {len(ids)} finished run(s) last updated more than {_span(older_than)} ago{tail}")
+    return 0
 
 
 def runs_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -68,6 +89,8 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
         rows = [[_when(h.at), h.event, h.by, _short(str(h.detail), 70)] for h in detail.history]
         print("\n" + _table(rows, ["WHEN", "EVENT", "BY", "DETAIL"]))
         return 0
+    if cmd == "purge":
+        return purge(runtime, args.older_than, args.dry_run)
     if cmd == "cancel":
         run = admin.cancel(runtime, args.run_id, by="cli")
         print(f"run {run.id} is {run.status.value}")

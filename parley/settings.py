@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,23 @@ from workers.exceptions import ConfigError
 from workers.store.embedded import default_data_dir
 
 SLACK_API_DEFAULT = "https://slack.com/api/"
+DEFAULT_RETENTION = 30 * 86400.0
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_HELP = "a duration such as 30d, 12h, 15m, 90s, or a number of seconds"
+
+
+def parse_duration(value: object) -> float:
+    """Seconds in `30d`, `12h`, `15m`, `90s` or a plain number of seconds; ValueError otherwise.
+
+    One grammar for `PARLEY_RETENTION` and `parley runs purge --older-than`.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    match = _DURATION.fullmatch(str(value).strip().lower())
+    if match is None:
+        raise ValueError(f"must be {DURATION_HELP}, not {value!r}")
+    return float(match[1]) * _UNIT_SECONDS[match[2]]
 
 
 def _split(value: object) -> object:
@@ -38,8 +56,10 @@ class Settings(BaseSettings):
     parley_sweep_interval: float = Field(default=5.0, gt=0)
     parley_retry_delays: Annotated[list[float], NoDecode] = Field(default_factory=lambda: [1.0, 5.0, 15.0])
     parley_requeue_grace: float = Field(default=10.0, ge=0)
+    parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
 
     _split_lists = field_validator("parley_agents", "parley_admins", "parley_retry_delays", mode="before")(_split)
+    _duration = field_validator("parley_retention", mode="before")(parse_duration)
 
     @field_validator("redis_url")
     @classmethod
