@@ -2,7 +2,7 @@
 
 Importable as `PARLEY_AGENTS=agents_for_tests` with the tests directory on
 PYTHONPATH. Side effects are counted in files under the run's data directory, not
-in Redis or in memory, so an execution in a process that was killed still counts.
+in Redis or in memory (`effect_counters`), so an execution in a process that was killed still counts.
 Agents take their parameters as JSON in the run's text.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 from typing import Any
+
+from effect_counters import bump, count, counter_path
 
 from workers import agent
 from workers.interaction import Item, ItemType, QuestionExpired, Request
@@ -21,24 +22,6 @@ from workers.interaction import Item, ItemType, QuestionExpired, Request
 GATES: dict[str, threading.Event] = {}
 # In-process tests learn here that an execution reached its gate: run id -> event.
 REACHED: dict[str, threading.Event] = {}
-
-
-def counter_path(data_dir: Path, run_id: str, name: str) -> Path:
-    return data_dir / "counters" / f"{run_id}.{name}"
-
-
-def bump(data_dir: Path, run_id: str, name: str) -> int:
-    """Count one occurrence of `name` for `run_id`; appends are atomic across processes."""
-    path = counter_path(data_dir, run_id, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write("x")
-    return count(data_dir, run_id, name)
-
-
-def count(data_dir: Path, run_id: str, name: str) -> int:
-    path = counter_path(data_dir, run_id, name)
-    return len(path.read_text()) if path.exists() else 0
 
 
 def _params(text: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agents_for_tests import bump, count
+from effect_counters import bump, count
 from redis import Redis
 from runtime_helpers import dump_database, make_runtime, runtime_and_host, start, work
 

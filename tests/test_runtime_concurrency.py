@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from agents_for_tests import count
+from effect_counters import count
 from redis import Redis
 from rq.job import Job
 from rq.serializers import JSONSerializer

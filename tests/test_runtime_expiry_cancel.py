@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_for_tests import count
+from effect_counters import count
 from redis import Redis
 from rq.job import Job
 from runtime_helpers import dump_database, held_at_gate, make_runtime, parked, paused, runtime_and_host, start, work

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agents_for_tests import count
+from effect_counters import count
 from redis import Redis
 from runtime_helpers import history_events, make_runtime, runtime_and_host, start, work
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_for_tests import count
+from effect_counters import count
 from redis import Redis
 from runtime_helpers import make_runtime
 

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from effect_counters import bump
+from effect_counters import count as count  # the suite reads the counts through this module
 from slack_agents import params
 
 from workers import agent
@@ -34,24 +36,6 @@ from workers.interaction import Item, ItemType, Request
 CRASH_POINTS = ("before_claim", "before_ask", "after_post", "after_answer", "mid_step", "after_effect")
 COLOURS = ["Red", "Green", "Blue"]
 HANG = 60.0
-
-
-def counter_path(data_dir: Path, run_id: str, name: str) -> Path:
-    return data_dir / "counters" / f"{run_id}.{name}"
-
-
-def bump(data_dir: Path, run_id: str, name: str) -> int:
-    """Count one occurrence of `name` for `run_id`; an append is atomic across processes."""
-    path = counter_path(data_dir, run_id, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write("x")
-    return len(path.read_text())
-
-
-def count(data_dir: Path, run_id: str, name: str) -> int:
-    path = counter_path(data_dir, run_id, name)
-    return len(path.read_text()) if path.exists() else 0
 
 
 def marker_path(data_dir: Path, run_id: str, point: str) -> Path:
