@@ -2,7 +2,8 @@
 
 Parameters come as JSON at the start of the run's text, as for `slack_agents`
 (`{"crash": ["mid_step"], "work": 0.3} tag`): `crash` (points to arm), `work` (seconds each
-step takes), `gate` (the first step waits for `<data_dir>/gates/<gate>`), `assignees`,
+step takes), `gate` (the first step waits for `<data_dir>/gates/<gate>`), `apply_gate` (the second
+step touches `<gate>.inside`, then waits for its gate before its side effect), `assignees`,
 `expires_in`, `reason`, `options` and `say` (a progress note after the answer). Side effects are counted in files under
 the data directory, outside Redis, so an execution in a process that was SIGKILLed
 still counts.
@@ -84,6 +85,11 @@ def flow_agent(run: Any, text: str) -> str:
             wait_for_gate(run.data_dir / "gates" / str(p["gate"]))
         if name == "apply":
             crashpoint(run, "mid_step")
+            if p.get("apply_gate"):  # say the step is under way, then wait for the test
+                inside = run.data_dir / "gates" / f"{p['apply_gate']}.inside"
+                inside.parent.mkdir(parents=True, exist_ok=True)
+                inside.touch()
+                wait_for_gate(run.data_dir / "gates" / str(p["apply_gate"]))
         time.sleep(work)
         made = bump(run.data_dir, run.run_id, f"step.{name}")
         if name == "apply":
