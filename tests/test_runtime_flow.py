@@ -77,7 +77,12 @@ def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
     assert err.value.reason == "unknown"
     with pytest.raises(AcceptRefused) as err:
         accept(rt, q1, "U1", [Answer(id="colour", choice="red")], team="T-other")
-    assert err.value.reason == "unknown"
+    assert err.value.reason == "wrong_team"
+    for team, enterprise in (("", None), ("", "E-other")):  # a payload with `"team": null`
+        with pytest.raises(AcceptRefused) as err:
+            accept(rt, q1, "U1", [Answer(id="colour", choice="red")], team=team, enterprise=enterprise)
+        assert err.value.reason == "wrong_team"
+        assert str(err.value) == "this question was asked in another Slack workspace"
     assert snapshot() == before
     accept(rt, q1, "U1", [Answer(id="colour", choice="red")])
     with pytest.raises(AcceptRefused) as err:
@@ -90,3 +95,16 @@ def test_execute_skips_a_run_that_is_not_queued(r: Redis, tmp_path: Path) -> Non
     run_id = start(rt, "test-two-questions")
     work(rt)
     assert execute(rt, run_id) == "paused"
+
+
+def test_an_org_wide_install_answers_by_enterprise_when_the_payload_has_no_team(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run = rt.store.create("test-two-questions", "", "U1", {"host": "test", "team": "T1", "enterprise": "E1"})
+    rt.queue.enqueue("workers.runtime.jobs.execute_run", run.id, job_id=run.job)
+    work(rt)
+    iid = paused(rt, run.id)
+    with pytest.raises(AcceptRefused) as err:
+        accept(rt, iid, "U1", [Answer(id="colour", choice="red")], team="", enterprise="E2")
+    assert err.value.reason == "wrong_team"
+    accept(rt, iid, "U1", [Answer(id="colour", choice="red")], team="", enterprise="E1")
+    assert rt.store.get(run.id).status is RunStatus.QUEUED

@@ -77,10 +77,11 @@ def try_accept(
     *,
     team: str | None,
     token: str,
+    enterprise: str | None = None,
 ) -> AnswerOutcome:
     """`accept`, with every refusal (and an unreachable Redis) turned into an `AnswerOutcome`."""
     try:
-        accepted = accept(runtime, interrupt, user, answers, team=team, token=token)
+        accepted = accept(runtime, interrupt, user, answers, team=team, enterprise=enterprise, token=token)
     except AcceptRefused as exc:
         return AnswerOutcome.refused(interrupt.id, user, exc.reason, **exc.detail)
     except redis.RedisError:
@@ -118,12 +119,15 @@ def accept(
     answers: list[Answer],
     *,
     team: str | None = None,
+    enterprise: str | None = None,
     token: str | None = None,
 ) -> Accepted:
     """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
 
     The request comes from Redis, never from the caller: pass the id, or the record a
-    host just read by that id (one read per answer). Refusals raise `AcceptRefused`
+    host just read by that id (one read per answer). A host with workspaces passes the
+    payload's `team` ("" when it had none) and `enterprise`; `None` means the host has no
+    workspaces (the terminal) and skips that check. Refusals raise `AcceptRefused`
     and change nothing; the atomic close re-checks everything the record says.
     """
     store = runtime.store
@@ -132,9 +136,14 @@ def accept(
         raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
     interrupt_id = interrupt.id
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt_id, "user": user, "team": interrupt.team}
-    if team and interrupt.team and interrupt.team != team:
-        log.warning("answer from another team refused", **ctx, payload_team=team)
-        raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
+    if team is not None and not _same_workspace(interrupt, team, enterprise):
+        log.warning("answer from another workspace refused", **ctx, payload_team=team, enterprise=enterprise)
+        raise AcceptRefused(
+            RefusalReason.WRONG_TEAM,
+            "this question was asked in another Slack workspace",
+            team=interrupt.team,
+            payload_team=team,
+        )
     # A redelivery of an accepted answer carries its token; the store recognises it.
     redelivery = bool(token) and interrupt.state is InterruptState.ANSWERED
     if interrupt.state is not InterruptState.OPEN and not redelivery:
@@ -154,6 +163,19 @@ def accept(
     enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
     log.info("answer accepted", **ctx)
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
+
+
+def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None) -> bool:
+    """Whether an answer sent from `team` (or, for an org-wide install, `enterprise`) may answer.
+
+    A question of a run with no workspace (the terminal's) has no team to match. A
+    missing team in a payload matches nothing but the run's own enterprise.
+    """
+    if not interrupt.team:
+        return True
+    if team and team == interrupt.team:
+        return True
+    return bool(enterprise) and enterprise == interrupt.enterprise
 
 
 def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:

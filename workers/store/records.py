@@ -126,6 +126,7 @@ class InterruptRecord(_Record):
     answered_at: float | None = None
     closed_by: str = ""
     team: str = ""
+    enterprise: str = ""
     message: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod

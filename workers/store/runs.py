@@ -142,6 +142,8 @@ class RunStore:
         iid = attempts[-1]
         team = str(run.conversation.get("team", ""))
         fields = interrupt_fields(iid, run.id, team, key, len(attempts), request, assignees, time.time())
+        if run.conversation.get("enterprise"):
+            fields["enterprise"] = str(run.conversation["enterprise"])
         argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
         for name, value in fields.items():
             argv += [name, value]
