@@ -1,4 +1,8 @@
-"""The App Home tab: "Waiting on you" for everyone, paused runs and controls for admins."""
+"""The App Home tab: "Waiting on you" for everyone, paused runs and controls for admins.
+
+Published when a person opens the tab and again after an admin's button on it, so both
+`bot.listeners.events` and `bot.listeners.admin_actions` use it.
+"""
 
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ def admin_section(deps: BotDeps, page: int) -> dict[str, Any]:
 
 
 def publish_home(deps: BotDeps, client: WebClient, user: str, *, page: int = 0) -> None:
+    """Publish `user`'s Home tab; admins see page `page` of the paused runs."""
     view = blocks.home_view(
         waiting=waiting_entries(deps, client, user),
         admin=admin_section(deps, page) if deps.is_admin(user) else None,

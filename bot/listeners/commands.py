@@ -1,12 +1,17 @@
-"""`/parley`: start a run, list the agents, or (admins) list paused runs."""
+"""`/parley`: start a run, list the agents, or (admins) list paused runs.
+
+Starting a run creates it before the ack (one Redis write, so the person learns at once if
+that failed); the root message that becomes the run's thread is posted after the ack, in a
+bolt lazy listener, which then enqueues the run.
+"""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import redis
 from slack_bolt import Ack, App, BoltContext
-from slack_sdk import WebClient
 
 from bot.deps import BotDeps
 from bot.slack import blocks
@@ -19,6 +24,8 @@ from workers.store.records import RunStatus
 
 log = Log("parley.commands")
 MAX_TEXT = 3000
+RUN_ID = "parley_run"
+"""The bolt context key the ack half leaves the new run's id under, for the lazy half."""
 UNAVAILABLE = ":warning: Parley cannot reach its store just now, so nothing was started. Please try again in a moment."
 
 
@@ -31,54 +38,57 @@ def help_text(deps: BotDeps, problem: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDeps) -> None:
+    """Before the ack: answer help and listings ephemerally, or create the run."""
+    text = (body.get("text") or "").strip()
+    user, channel, team = body["user_id"], body["channel_id"], body.get("team_id", "")
+    name, _, rest = text.partition(" ")
+    if name in ("", "help"):
+        ack(response_type="ephemeral", text=help_text(deps))
+        return
+    if name == "runs":
+        if not deps.is_admin(user):
+            ack(response_type="ephemeral", text="Only Parley admins can list runs.")
+            return
+        page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20)
+        runs = [admin.RunSummary.of(r) for r in page.runs]
+        ack(
+            response_type="ephemeral",
+            text="Paused runs",
+            blocks=blocks.runs_list_blocks(runs, deps.runtime.store.counts()),
+        )
+        return
+    if name not in deps.runtime.registry.names():
+        ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
+        return
+    if len(rest) > MAX_TEXT:
+        too_long = f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}."
+        ack(response_type="ephemeral", text=too_long)
+        return
+    try:
+        conversation = {"host": "slack", "team": team, "channel": channel}
+        run = deps.runtime.store.create(name, rest.strip(), user, conversation)
+    except redis.RedisError:
+        log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)
+        ack(response_type="ephemeral", text=UNAVAILABLE)
+        return
+    context[RUN_ID] = run.id
+    log.info("run created", run_id=run.id, team=team, channel=channel, user=user, agent=name)
+    ack()
+
+
+def start_run(context: BoltContext, deps: BotDeps) -> None:
+    """After the ack: post the root message (the run's thread), then enqueue the run."""
+    run_id = context.get(RUN_ID)
+    if not run_id:
+        return
+    run = deps.runtime.store.get(run_id)
+    try:
+        deps.slack.start_thread(run)
+    except Exception:
+        log.error("could not post the root message; the worker will", exc=True, **run.log_context())
+    enqueue_run(deps.runtime.queue, run_id, run.job or job_ids.first(run_id))
+
+
 def register(app: App, deps: BotDeps) -> None:
-    def parley_ack(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
-        text = (body.get("text") or "").strip()
-        user, channel, team = body["user_id"], body["channel_id"], body.get("team_id", "")
-        name, _, rest = text.partition(" ")
-        if name in ("", "help"):
-            ack(response_type="ephemeral", text=help_text(deps))
-            return
-        if name == "runs":
-            if not deps.is_admin(user):
-                ack(response_type="ephemeral", text="Only Parley admins can list runs.")
-                return
-            page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20)
-            runs = [admin.RunSummary.of(r) for r in page.runs]
-            ack(
-                response_type="ephemeral",
-                text="Paused runs",
-                blocks=blocks.runs_list_blocks(runs, deps.runtime.store.counts()),
-            )
-            return
-        if name not in deps.runtime.registry.names():
-            ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
-            return
-        if len(rest) > MAX_TEXT:
-            too_long = f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}."
-            ack(response_type="ephemeral", text=too_long)
-            return
-        try:
-            conversation = {"host": "slack", "team": team, "channel": channel}
-            run = deps.runtime.store.create(name, rest.strip(), user, conversation)
-        except redis.RedisError:
-            log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)
-            ack(response_type="ephemeral", text=UNAVAILABLE)
-            return
-        context["parley_run"] = run.id
-        log.info("run created", run_id=run.id, team=team, channel=channel, user=user, agent=name)
-        ack()
-
-    def parley_start(context: BoltContext, client: WebClient) -> None:
-        """After the ack: post the root message (the run's thread), then enqueue the run."""
-        run_id = context.get("parley_run")
-        if not run_id:
-            return
-        run = deps.runtime.store.get(run_id)
-        try:
-            deps.slack.start_thread(run)
-        except Exception:
-            log.error("could not post the root message; the worker will", exc=True, **run.log_context())
-        enqueue_run(deps.runtime.queue, run_id, run.job or job_ids.first(run_id))
-
-    app.command("/parley")(ack=parley_ack, lazy=[parley_start])
+    app.command("/parley")(ack=partial(on_parley, deps=deps), lazy=[partial(start_run, deps=deps)])

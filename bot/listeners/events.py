@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
-from bot.listeners.home import publish_home
+from bot.home_tab import publish_home
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
 from workers.logs import Log
@@ -27,48 +28,50 @@ def _first_delivery(deps: BotDeps, body: dict[str, Any]) -> bool:
     return deps.runtime.store.first_delivery(f"event:{event_id}", SEEN_TTL)
 
 
-def register(app: App, deps: BotDeps) -> None:
+def ack_home_opened(ack: Ack) -> None:
+    ack()
+
+
+def publish_home_tab(event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    """After the ack: publish the person's Home tab (the Messages tab opening needs nothing)."""
+    if event.get("tab", "home") == "home":
+        publish_home(deps, client, event["user"])
+
+
+def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps: BotDeps) -> None:
+    """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
+
+    Accepted before the ack, like a click; a refusal is told after the ack.
+    """
     store = deps.runtime.store
-
-    def home_ack(ack: Ack) -> None:
+    addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
+    if event.get("subtype") or event.get("bot_id") or not addressed:
         ack()
-
-    def home_publish(event: dict[str, Any], client: WebClient) -> None:
-        if event.get("tab", "home") == "home":
-            publish_home(deps, client, event["user"])
-
-    app.event("app_home_opened")(ack=home_ack, lazy=[home_publish])
-
-    def on_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any]) -> None:
-        """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
-
-        Accepted before the ack, like a click; a refusal is told after the ack.
-        """
-        addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
-        if event.get("subtype") or event.get("bot_id") or not addressed:
-            ack()
-            return
-        team = body.get("team_id") or event.get("team") or ""
-        run_id = store.thread_run(team, event["channel"], event["thread_ts"])
-        run = store.find(run_id) if run_id else None
-        if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
-            ack()
-            return
-        interrupt = store.interrupt(run.interrupt)
-        items = interrupt.request.items if interrupt else []
-        if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
-            ack()
-            return
-        user = event["user"]
-        try:
-            value = resolve_choice(items[0], event.get("text") or "")
-        except ChoiceError as exc:
-            outcome = AnswerOutcome.refused(interrupt.id, user, RefusalReason.AMBIGUOUS, message=str(exc))
-        else:
-            answers = [Answer(id=items[0].id, choice=value)]
-            outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=f"{user}:{event.get('ts')}")
+        return
+    team = body.get("team_id") or event.get("team") or ""
+    run_id = store.thread_run(team, event["channel"], event["thread_ts"])
+    run = store.find(run_id) if run_id else None
+    if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
         ack()
-        if not outcome.ok:
-            deps.after_ack(tell_refusal, deps.client, outcome, event["channel"], event.get("thread_ts"))
+        return
+    interrupt = store.interrupt(run.interrupt)
+    items = interrupt.request.items if interrupt else []
+    if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
+        ack()
+        return
+    user = event["user"]
+    try:
+        value = resolve_choice(items[0], event.get("text") or "")
+    except ChoiceError as exc:
+        outcome = AnswerOutcome.refused(interrupt.id, user, RefusalReason.AMBIGUOUS, message=str(exc))
+    else:
+        answers = [Answer(id=items[0].id, choice=value)]
+        outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=f"{user}:{event.get('ts')}")
+    ack()
+    if not outcome.ok:
+        deps.after_ack(tell_refusal, deps.client, outcome, event["channel"], event.get("thread_ts"))
 
-    app.event("message")(on_reply)
+
+def register(app: App, deps: BotDeps) -> None:
+    app.event("app_home_opened")(ack=ack_home_opened, lazy=[partial(publish_home_tab, deps=deps)])
+    app.event("message")(partial(on_thread_reply, deps=deps))

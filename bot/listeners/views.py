@@ -1,75 +1,79 @@
-"""The "Answer in a form" modal: its submission shows per-field errors inline."""
+"""The "Answer in a form" modal: its submission is accepted before the ack, errors shown inline.
+
+A refusal Slack can show beside a field (a missing or invalid answer, Redis unreachable) keeps
+the form open with what was typed; any other refusal replaces the form with the reason.
+"""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import redis
 from slack_bolt import Ack, App
+from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
+from slack_sdk.models.views import View
 
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_state_values
+from bot.slack.payload_fields import team_of
 from bot.slack.refusals import refusal_text
 from workers.runtime.acceptance import try_accept, unavailable
 from workers.store.records import RefusalReason
 
+ERROR_MAX = 150
+"""Slack shows at most this many characters of an inline field error."""
 
-def register(app: App, deps: BotDeps) -> None:
-    store = deps.runtime.store
 
-    def form_ack(ack: Ack, body: dict[str, Any]) -> None:
-        view = body.get("view") or {}
-        iid = str(view.get("private_metadata", ""))
-        user, team = body["user"]["id"], (body.get("team") or {}).get("id")
-        inputs = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
-        first_block = next((b for b in inputs if isinstance(b, str)), None)
-        try:
-            interrupt = store.interrupt(iid) if iid else None
-        except redis.RedisError:
-            # Keep the form and what was typed in it; the person submits again.
-            text = refusal_text(unavailable(iid, user, team)).removeprefix(":warning: ")
-            ack(response_action="errors", errors={first_block or "form": text[:150]})
+def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
+    view = body.get("view") or {}
+    iid = str(view.get("private_metadata", ""))
+    user, team = body["user"]["id"], team_of(body)
+    inputs = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
+    first_block = next((b for b in inputs if isinstance(b, str)), None)
+    try:
+        interrupt = deps.runtime.store.interrupt(iid) if iid else None
+    except redis.RedisError:
+        # Keep the form and what was typed in it; the person submits again.
+        text = refusal_text(unavailable(iid, user, team)).removeprefix(":warning: ")
+        ack(response_action="errors", errors={first_block or "form": text[:ERROR_MAX]})
+        return
+    if interrupt is None:
+        ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
+        return
+    try:
+        answers = parse_state_values(interrupt.request, iid, (view.get("state") or {}).get("values") or {}, prefix="f")
+    except StateError as exc:
+        ack(response_action="errors", errors={first_block or "form": str(exc)[:ERROR_MAX]})
+        return
+    token = f"{user}:{view.get('id')}:{view.get('hash')}"
+    outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=token)
+    if outcome.ok:
+        ack()  # the resumed run locks the question message
+        return
+    if outcome.reason is RefusalReason.UNAVAILABLE:
+        text = refusal_text(outcome).removeprefix(":warning: ")
+        ack(response_action="errors", errors={first_block or "form": text[:ERROR_MAX]})
+        return
+    if outcome.reason is RefusalReason.INVALID:
+        errors = outcome.detail.get("errors", {})
+        ids = {i.id for i in interrupt.request.items}
+        field_errors = {f"f|{iid}|{k}": v for k, v in errors.items() if k in ids}
+        if field_errors:
+            ack(response_action="errors", errors=field_errors)
             return
-        if interrupt is None:
-            ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
-            return
-        try:
-            answers = parse_state_values(
-                interrupt.request, iid, (view.get("state") or {}).get("values") or {}, prefix="f"
-            )
-        except StateError as exc:
-            ack(response_action="errors", errors={first_block or "form": str(exc)[:150]})
-            return
-        token = f"{user}:{view.get('id')}:{view.get('hash')}"
-        outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=token)
-        if outcome.ok:
-            ack()  # the resumed run locks the question message
-            return
-        if outcome.reason is RefusalReason.UNAVAILABLE:
-            text = refusal_text(outcome).removeprefix(":warning: ")
-            ack(response_action="errors", errors={first_block or "form": text[:150]})
-            return
-        if outcome.reason is RefusalReason.INVALID:
-            errors = outcome.detail.get("errors", {})
-            ids = {i.id for i in interrupt.request.items}
-            field_errors = {f"f|{iid}|{k}": v for k, v in errors.items() if k in ids}
-            if field_errors:
-                ack(response_action="errors", errors=field_errors)
-                return
-        text = refusal_text(outcome)
-        ack(response_action="update", view=_notice_view(text))
-
-    app.view(blocks.FORM_CALLBACK_ID)(form_ack)
+    ack(response_action="update", view=_notice_view(refusal_text(outcome)))
 
 
 def _notice_view(text: str) -> dict[str, Any]:
-    from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
-    from slack_sdk.models.views import View
-
     return View(
         type="modal",
         title="Answer",
         close="Close",
         blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))],
     ).to_dict()
+
+
+def register(app: App, deps: BotDeps) -> None:
+    app.view(blocks.FORM_CALLBACK_ID)(partial(on_form_submission, deps=deps))

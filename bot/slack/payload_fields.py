@@ -1,0 +1,29 @@
+"""The fields listeners read out of an interaction payload, wherever Slack puts them.
+
+`bot.slack.payload_shape` has already refused a body whose objects are of the wrong type,
+so these only choose between the places a field may be (the channel of a click in a message
+is `channel.id`, in a Home tab there is none) and give a default where it is absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def clicked(body: dict[str, Any]) -> dict[str, Any]:
+    """The action a `block_actions` payload reports (Slack sends one per click)."""
+    return (body.get("actions") or [{}])[0]
+
+
+def team_of(body: dict[str, Any]) -> str | None:
+    return (body.get("team") or {}).get("id")
+
+
+def channel_of(body: dict[str, Any]) -> str | None:
+    """The channel the click happened in; None on a Home tab or in a modal."""
+    return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+
+
+def thread_of(body: dict[str, Any]) -> str | None:
+    """The thread of the message clicked in, so a reply to the clicker lands beside it."""
+    return (body.get("container") or {}).get("thread_ts")
