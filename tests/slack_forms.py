@@ -30,6 +30,12 @@ def find_element(blocks: list[dict[str, Any]], action_id: str | Callable[[str], 
     raise LookupError(f"no element with action_id {action_id!r} in {len(blocks)} blocks")
 
 
+def home_row_button(home: dict[str, Any], run_id: str, action_id: str) -> tuple[dict, dict]:
+    """The (block, button) of `action_id` in the App Home tab's row for run `run_id` (block id `hra|<run id>`)."""
+    row = next(b for b in home["blocks"] if b.get("block_id") == f"hra|{run_id}")
+    return find_element([row], action_id)
+
+
 def button_action(block: dict[str, Any], element: dict[str, Any]) -> dict[str, Any]:
     """The `actions[0]` entry Slack sends for a click on a button."""
     action = {

@@ -96,19 +96,9 @@ def _channel(channel: str) -> dict[str, Any]:
 
 
 # ---- slash commands ----------------------------------------------------------------------
-def slash_command_body(
-    text: str,
-    *,
-    user: str,
-    channel: str = "C0GENERAL",
-    team: str = TEAM_ID,
-    command: str = "/parley",
-    trigger: str | None = None,
-) -> str:
-    """The form body Slack POSTs for `/command text` typed by `user` in `channel`."""
-    return urlencode(
-        slash_command_fields(text, user=user, channel=channel, team=team, command=command, trigger=trigger)
-    )
+def slash_command_body(text: str, **fields: Any) -> str:
+    """The form body Slack POSTs for `/command text` (`fields`: as for `slash_command_fields`)."""
+    return urlencode(slash_command_fields(text, **fields))
 
 
 def slash_command_fields(
@@ -144,6 +134,29 @@ def interaction_body(payload: dict[str, Any]) -> str:
     return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
 
 
+def _message_container(message: dict[str, Any], channel: str) -> dict[str, Any]:
+    """The `container` of a request from an element in a channel message (and its thread)."""
+    container = {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False}
+    if message.get("thread_ts"):
+        container["thread_ts"] = message["thread_ts"]
+    return container
+
+
+def _block_actions(user: str, team: str, container: dict[str, Any], trigger: str | None) -> dict[str, Any]:
+    """The fields every `block_actions` payload carries, wherever the click happened."""
+    return {
+        "type": "block_actions",
+        "user": _user(user, team),
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "container": container,
+        "trigger_id": trigger or trigger_id(),
+        "team": _team(team),
+        "enterprise": None,
+        "is_enterprise_install": False,
+    }
+
+
 def block_actions_payload(
     *,
     user: str,
@@ -155,19 +168,8 @@ def block_actions_payload(
     trigger: str | None = None,
 ) -> dict[str, Any]:
     """A `block_actions` payload for a click in `message` (as stored by Slack) in `channel`."""
-    container = {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False}
-    if message.get("thread_ts"):
-        container["thread_ts"] = message["thread_ts"]
     return {
-        "type": "block_actions",
-        "user": _user(user, team),
-        "api_app_id": APP_ID,
-        "token": VERIFICATION_TOKEN,
-        "container": container,
-        "trigger_id": trigger or trigger_id(),
-        "team": _team(team),
-        "enterprise": None,
-        "is_enterprise_install": False,
+        **_block_actions(user, team, _message_container(message, channel), trigger),
         "channel": _channel(channel),
         "message": message,
         "state": {"values": state_values or {}},
@@ -181,15 +183,7 @@ def home_actions_payload(
 ) -> dict[str, Any]:
     """A `block_actions` payload for a click on the App Home tab (`container.type == "view"`)."""
     return {
-        "type": "block_actions",
-        "user": _user(user, team),
-        "api_app_id": APP_ID,
-        "token": VERIFICATION_TOKEN,
-        "container": {"type": "view", "view_id": view["id"]},
-        "trigger_id": trigger or trigger_id(),
-        "team": _team(team),
-        "enterprise": None,
-        "is_enterprise_install": False,
+        **_block_actions(user, team, {"type": "view", "view_id": view["id"]}, trigger),
         "view": view,
         "actions": [action],
     }
@@ -225,13 +219,10 @@ def block_suggestion_payload(
     team: str = TEAM_ID,
 ) -> dict[str, Any]:
     """The options request Slack sends while a person types into an `external_select` in a message."""
-    container = {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False}
-    if message.get("thread_ts"):
-        container["thread_ts"] = message["thread_ts"]
     return {
         "type": "block_suggestion",
         "user": _user(user, team),
-        "container": container,
+        "container": _message_container(message, channel),
         "api_app_id": APP_ID,
         "token": VERIFICATION_TOKEN,
         "action_id": action_id,

@@ -34,6 +34,7 @@ from slack_payloads import (
     PERMALINK_BASE,
     SIGNING_SECRET,
     TEAM_ID,
+    app_home_opened_event,
     block_actions_payload,
     event_callback_body,
     interaction_body,
@@ -282,6 +283,15 @@ class SlackStack:
     def event(self, event: dict[str, Any], *, team: str = TEAM_ID, eid: str | None = None) -> httpx.Response:
         return self.send(event_callback_body(event, team=team, eid=eid), JSON_TYPE)
 
+    def open_home(self, user: str) -> dict[str, Any]:
+        """`user` opens the App Home tab; returns the view Parley published for them in answer."""
+        mark = self.mark()
+        assert self.event(app_home_opened_event(user)).status_code == 200
+        self.wait_call("views.publish", lambda c: c["args"].get("user_id") == user, since=mark)
+        home = self.ws.home(user)
+        assert home is not None
+        return home
+
     # ---- runs, threads and questions ---------------------------------------------------
     def start_run(self, agent: str, text: str, *, user: str = "U0BOB", channel: str = "C0GENERAL") -> RunRef:
         """`/parley <agent> <text>` and the run it started; `text` must be unique to the test."""
@@ -368,17 +378,10 @@ class SlackStack:
 
     # ---- answering ---------------------------------------------------------------------
     def submit(
-        self,
-        run: RunRef,
-        question: dict[str, Any],
-        fills: dict[str, Any],
-        *,
-        user: str | None = None,
-        team: str = TEAM_ID,
-        omit_untouched: bool = False,
+        self, run: RunRef, question: dict[str, Any], fills: dict[str, Any], **how: Any
     ) -> tuple[httpx.Response, dict[str, Any]]:
-        """Click Submit on `question` as `user` after filling it; returns the response and the payload sent."""
-        payload = self.submit_payload(run, question, fills, user=user, team=team, omit_untouched=omit_untouched)
+        """Click Submit on `question` after filling it (`how`: as for `submit_payload`); returns reply and payload."""
+        payload = self.submit_payload(run, question, fills, **how)
         return self.interact(payload), payload
 
     def submit_payload(
@@ -391,6 +394,7 @@ class SlackStack:
         team: str = TEAM_ID,
         omit_untouched: bool = False,
     ) -> dict[str, Any]:
+        """The click on Submit of `question`, filled by label with `fills`, by `user` (the run's starter by default)."""
         blocks = question["blocks"]
         block, button = find_element(blocks, "parley_submit")
         return block_actions_payload(

@@ -25,7 +25,7 @@ from slack_bolt.request.payload_utils import (
     is_slash_command,
     is_view_submission,
 )
-from slack_forms import Tampered, button_action, find_element, form_state
+from slack_forms import Tampered, button_action, find_element, form_state, home_row_button
 from slack_payloads import (
     ADMIN,
     FORM,
@@ -267,12 +267,8 @@ def test_an_answered_question_names_who_answered(stack: SlackStack) -> None:
 def test_a_question_cancelled_from_the_home_tab_is_refused(stack: SlackStack) -> None:
     run, question = form_run(stack)
     mark = stack.mark()
-    assert stack.event(app_home_opened_event(ADMIN)).status_code == 200
-    stack.wait_call("views.publish", lambda c: c["args"].get("user_id") == ADMIN, since=mark)
-    home = stack.ws.home(ADMIN)
-    assert home is not None
-    row = next(b for b in home["blocks"] if b.get("block_id") == f"hra|{run.run_id}")
-    block, cancel = find_element([row], "parley_admin_cancel")
+    home = stack.open_home(ADMIN)
+    block, cancel = home_row_button(home, run.run_id, "parley_admin_cancel")
     assert cancel.get("confirm")  # Slack asks "Cancel this run?" before sending the click
     resp = stack.interact(home_actions_payload(user=ADMIN, view=home, action=button_action(block, cancel)))
     assert resp.status_code == 200

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from slack_forms import button_action, find_element, is_question
-from slack_payloads import ADMIN, app_home_opened_event, home_actions_payload
+from slack_forms import button_action, home_row_button, is_question
+from slack_payloads import ADMIN, home_actions_payload
 from slack_stack import RunRef
 
 from faults.agents import CRASH_POINTS, marker_path
@@ -347,14 +347,8 @@ def concurrent_clicks(ctx: Ctx) -> None:
 
 
 def _admin_cancel_payload(ctx: Ctx, run: RunRef) -> dict[str, Any]:
-    stack = ctx.stack
-    mark = stack.mark()
-    assert stack.event(app_home_opened_event(ADMIN)).status_code == 200
-    stack.wait_call("views.publish", lambda c: c["args"].get("user_id") == ADMIN, since=mark)
-    home = stack.ws.home(ADMIN)
-    assert home is not None
-    row = next(b for b in home["blocks"] if b.get("block_id") == f"hra|{run.run_id}")
-    block, cancel = find_element([row], "parley_admin_cancel")
+    home = ctx.stack.open_home(ADMIN)
+    block, cancel = home_row_button(home, run.run_id, "parley_admin_cancel")
     return home_actions_payload(user=ADMIN, view=home, action=button_action(block, cancel))
 
 

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from slack_forms import button_action, find_element
+from slack_forms import button_action, find_element, home_row_button
 from slack_payloads import (
     ADMIN,
     FORM,
@@ -60,7 +60,7 @@ class Targets:
         assert stack.redis is not None
         self.iids = [stack.redis.hget(f"parley:run:{r.run_id}", "interrupt").decode() for r in self.runs]
         self.view = self._open_form()
-        self.home = self._admin_home()
+        self.home = stack.open_home(ADMIN)
         stack.settle(quiet=0.3)
 
     @property
@@ -81,14 +81,6 @@ class Targets:
         assert self.stack.interact(payload).status_code == 200
         self.stack.wait_call("views.open", since=mark)
         return self.stack.ws.open_views(ASSIGNEE)[-1]
-
-    def _admin_home(self) -> dict[str, Any]:
-        mark = self.stack.mark()
-        assert self.stack.event(app_home_opened_event(ADMIN)).status_code == 200
-        self.stack.wait_call("views.publish", lambda c: c["args"].get("user_id") == ADMIN, since=mark)
-        home = self.stack.ws.home(ADMIN)
-        assert home is not None
-        return home
 
     # -- real payloads to mutate --
     def bases(self) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -125,8 +117,7 @@ class Targets:
             action_id="answer",
             value="re",
         )
-        row = next(b for b in self.home["blocks"] if b.get("block_id") == f"hra|{run.run_id}")
-        cancel_block, cancel_button = find_element([row], "parley_admin_cancel")
+        cancel_block, cancel_button = home_row_button(self.home, run.run_id, "parley_admin_cancel")
         cancel = home_actions_payload(user=ADMIN, view=self.home, action=button_action(cancel_block, cancel_button))
         reply = thread_reply_event(
             user=ASSIGNEE,
