@@ -210,6 +210,27 @@ def test_slash_command_creates_a_run_and_its_root_message_follows_the_ack(bot: B
     assert bot.runtime.store.thread_run(TEAM_ID, CHANNEL, root["ts"]) == run.id
 
 
+def test_a_replayed_slash_command_starts_one_run(bot: Bot) -> None:
+    """The same signed request three times within the signature window: one run, one root message."""
+    body = slash_command_body("ticket Create ticket for login issue", user="U0BOB", channel=CHANNEL)
+    headers = signed_headers(body, FORM)
+    first = bot.app.dispatch(BoltRequest(body=body, headers=headers))
+    assert (first.status, first.body) == (200, "")
+    for _ in range(2):
+        replay = bot.app.dispatch(BoltRequest(body=body, headers=headers))
+        assert replay.status == 200
+        assert json.loads(replay.body) == {
+            "response_type": "ephemeral",
+            "text": "Parley already received this command, so nothing new was started.",
+        }
+    bot.wait_call("chat.postMessage")
+    bot.settle()
+    [run] = bot.runs()
+    assert (run.agent, run.text) == ("ticket", "Create ticket for login issue")
+    assert [m["text"] for m in bot.roots()] == ["<@U0BOB> started *ticket*: Create ticket for login issue"]
+    assert bot.runtime.queue.job_ids == [job_ids.first(run.id)]
+
+
 def test_slash_command_for_an_unknown_agent_starts_nothing(bot: Bot) -> None:
     resp = bot.command("nosuchagent do it")
     assert resp.status == 200

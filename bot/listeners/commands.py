@@ -3,6 +3,10 @@
 Starting a run creates it before the ack (one Redis write, so the person learns at once if
 that failed); the root message that becomes the run's thread is posted after the ack, in a
 bolt lazy listener, which then enqueues the run.
+
+A signed request stays valid for the signature window, so the same `/parley` request sent
+again within it (a replay) would start another run. Each invocation carries its own
+`trigger_id`; one already seen in the window is acked with a note and starts nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ MAX_TEXT = 3000
 RUN_ID = "parley_run"
 """The bolt context key the ack half leaves the new run's id under, for the lazy half."""
 UNAVAILABLE = ":warning: Parley cannot reach its store just now, so nothing was started. Please try again in a moment."
+ALREADY_RECEIVED = "Parley already received this command, so nothing new was started."
+SIGNATURE_WINDOW = 300
+"""Seconds a signed request is accepted for (bolt's verifier); a replay can only come within them."""
 
 
 def help_text(deps: BotDeps, problem: str | None = None) -> str:
@@ -65,7 +72,12 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         too_long = f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}."
         ack(response_type="ephemeral", text=too_long)
         return
+    trigger_id = body.get("trigger_id")
     try:
+        if trigger_id and not deps.runtime.store.first_delivery(f"command:{trigger_id}", SIGNATURE_WINDOW):
+            log.warning("slash command received again; nothing started", team=team, channel=channel, user=user)
+            ack(response_type="ephemeral", text=ALREADY_RECEIVED)
+            return
         conversation = {"host": "slack", "team": team, "channel": channel}
         run = deps.runtime.store.create(name, rest.strip(), user, conversation)
     except redis.RedisError:
