@@ -26,7 +26,9 @@ import rq
 import slack_bolt
 
 from bench import report
-from bench.common import BENCH_DB, ROOT, Config, Row, bench_redis_url, connect, dump_json, flush
+from bench.measurement import Config, Row, dump_json
+from bench.processes import ROOT
+from bench.redis_db import BENCH_DB, bench_redis_url, connect, flush
 from bench.stack import Stack
 
 MEASUREMENTS = {

@@ -22,9 +22,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from bench.agents import AGENT, three_item_request
-from bench.common import Config, Dist, Result, Row, flush, ratio
+from bench.measurement import Config, Result, Row
+from bench.redis_db import flush
 from bench.seed import SubmitClicks, seed_paused
 from bench.stack import Poster, Stack
+from bench.stats import Dist, ratio
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore
 

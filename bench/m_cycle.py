@@ -20,10 +20,13 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from bench.agents import AGENT, three_item_request
-from bench.common import Config, Result, Row, flush, group_cpu_seconds, ratio
 from bench.jobs import DONE_KEY
+from bench.measurement import Config, Result, Row
+from bench.processes import group_cpu_seconds
+from bench.redis_db import flush
 from bench.seed import Seeded, SubmitClicks
 from bench.stack import Poster, Proc, Stack
+from bench.stats import ratio
 from bot.playground.workspace import TEAM_ID
 from workers.runtime.queues import enqueue_run, queue
 from workers.store import keys

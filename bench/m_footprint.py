@@ -21,7 +21,9 @@ import time
 import redis
 
 from bench.agents import AGENT, three_item_request
-from bench.common import BENCH_DB, Config, Result, Row, flush, free_port, wait_until
+from bench.measurement import Config, Result, Row
+from bench.processes import free_port, wait_until
+from bench.redis_db import BENCH_DB, flush
 from bench.seed import check_fidelity, run_keys, seed_paused
 from bench.stack import Stack
 from bot.playground.workspace import TEAM_ID

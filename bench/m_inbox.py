@@ -15,9 +15,11 @@ from __future__ import annotations
 import time
 
 from bench.agents import AGENT, three_item_request
-from bench.common import Config, Dist, Result, Row, flush, ratio
+from bench.measurement import Config, Result, Row
+from bench.redis_db import flush
 from bench.seed import seed_paused
 from bench.stack import Stack
+from bench.stats import Dist, ratio
 from workers.runtime import admin
 from workers.runtime.wiring import Runtime
 from workers.store.records import RunStatus

@@ -19,8 +19,10 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from bench.agents import AGENT, three_item_request
-from bench.common import Config, Dist, Result, Row, flush, ratio
+from bench.measurement import Config, Result, Row
+from bench.redis_db import flush
 from bench.stack import Stack
+from bench.stats import Dist, ratio
 from bot.playground.workspace import TEAM_ID
 from bot.slack import blocks
 from workers.runtime.queues import enqueue_run, queue

@@ -17,9 +17,11 @@ from dataclasses import replace
 
 from bench.agents import AGENT, three_item_request
 from bench.bare import BARE_QUEUE
-from bench.common import Config, Dist, Result, Row, flush, ratio
+from bench.measurement import Config, Result, Row
+from bench.redis_db import flush
 from bench.seed import Seeded, SubmitClicks, seed_paused
 from bench.stack import Poster, Stack
+from bench.stats import Dist, ratio
 from workers.store import keys
 from workers.store.runs import RunStore
 

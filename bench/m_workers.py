@@ -21,10 +21,12 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from bench.agents import AGENT, three_item_request
-from bench.common import Config, Dist, Result, Row, flush, ratio
 from bench.jobs import DONE_KEY
+from bench.measurement import Config, Result, Row
+from bench.redis_db import flush
 from bench.seed import Seeded, seed_paused
 from bench.stack import Stack
+from bench.stats import Dist, ratio
 from workers.interaction import Answer
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime

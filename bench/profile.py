@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 from bench.agents import AGENT, three_item_request
-from bench.common import bench_redis_url, connect, flush
 from bench.m_ack import load
 from bench.m_workers import _parley_rate
+from bench.redis_db import bench_redis_url, connect, flush
 from bench.seed import SubmitClicks, seed_paused
 from bench.stack import Stack
 from workers.runtime.wiring import Runtime

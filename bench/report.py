@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from bench.common import Row
+from bench.measurement import Row
 
 HEADER = ("Measurement", "Case", "Metric", "Parley", "Baseline", "Ratio", "Target", "Met", "Spread (rounds)", "Note")
 

@@ -27,7 +27,8 @@ from typing import Any
 import redis
 from rq import Worker
 
-from bench.common import BOT_TOKEN, ROOT, SIGNING_SECRET, Proc, free_port, http_ok, python_argv, wait_until
+from bench.processes import ROOT, Proc, free_port, http_ok, python_argv, wait_until
+from bench.slack_signing import BOT_TOKEN, SIGNING_SECRET
 
 EVENTS = "/slack/events"
 
@@ -189,7 +190,7 @@ class Poster:
         self.conn: http.client.HTTPConnection | None = None
 
     def post(self, body: bytes) -> int:
-        from bench.common import signed_headers
+        from bench.slack_signing import signed_headers
 
         headers = signed_headers(body)
         for attempt in (0, 1):
