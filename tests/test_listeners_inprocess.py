@@ -54,6 +54,7 @@ from bot.deps import BotDeps
 from bot.playground import LoopbackServer, Workspace, make_webapi_app
 from bot.playground.workspace import TEAM_ID
 from bot.slack.host import SlackHost
+from bot.slack.refusals import WRONG_WORKSPACE
 from workers.registry import load_agents
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -274,6 +275,28 @@ def test_a_refused_submit_is_told_to_the_clicker_after_the_ack(bot: Bot, r: redi
     assert told["args"]["thread_ts"] == paused.root_ts
     assert snapshot(r) == before  # a refusal writes nothing
     assert job_ids.resume(paused.run.id, paused.interrupt.id) not in bot.runtime.queue.job_ids
+
+
+def test_a_submit_without_a_team_is_refused_and_says_why(bot: Bot, r: redis.Redis) -> None:
+    """Slack sends `"team": null` for org-wide installs; only the run's own workspace may answer."""
+    paused = bot.paused("s-form", {"assignees": ["U0BOB"]})
+    blocks = paused.question["blocks"]
+    block, button = find_element(blocks, "parley_submit")
+    payload = block_actions_payload(
+        user="U0BOB",
+        message=paused.question,
+        channel=CHANNEL,
+        action=button_action(block, button),
+        state_values=form_state(blocks, {"Colour": "Red"}),
+    )
+    payload.update(team=None, enterprise={"id": "E0ELSEWHERE", "name": "Elsewhere"}, is_enterprise_install=True)
+    before = snapshot(r)
+    assert bot.interact(payload).status == 200
+    told = bot.wait_call("chat.postEphemeral")
+    assert told["args"]["text"] == WRONG_WORKSPACE
+    assert told["args"]["user"] == "U0BOB"
+    assert snapshot(r) == before
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.PAUSED
 
 
 def test_a_one_click_choice_answers(bot: Bot) -> None:

@@ -19,7 +19,7 @@ from slack_sdk import WebClient
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
-from bot.slack.payload_fields import channel_of, clicked, team_of, thread_of
+from bot.slack.payload_fields import channel_of, clicked, enterprise_of, team_of, thread_of
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
@@ -47,7 +47,9 @@ def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
         answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
     except StateError as exc:
         return AnswerOutcome.refused(iid, user, RefusalReason.INVALID, errors={"form": str(exc)})
-    return try_accept(deps.runtime, interrupt, user, answers, team=team, token=_token(body, action))
+    return try_accept(
+        deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise_of(body), token=_token(body, action)
+    )
 
 
 def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
@@ -63,7 +65,9 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     if interrupt is None:
         return AnswerOutcome.refused("", user, RefusalReason.UNKNOWN)
     answers = [Answer(id=interrupt.request.items[0].id, choice=str(action.get("value", "")))]
-    return try_accept(deps.runtime, interrupt, user, answers, team=team, token=_token(body, action))
+    return try_accept(
+        deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise_of(body), token=_token(body, action)
+    )
 
 
 def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, deps: BotDeps) -> None:

@@ -79,6 +79,8 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
             ack(response_type="ephemeral", text=ALREADY_RECEIVED)
             return
         conversation = {"host": "slack", "team": team, "channel": channel}
+        if body.get("enterprise_id"):  # an org-wide install: answers may come with no team
+            conversation["enterprise"] = body["enterprise_id"]
         run = deps.runtime.store.create(name, rest.strip(), user, conversation)
     except redis.RedisError:
         log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)

@@ -66,7 +66,9 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps:
         outcome = AnswerOutcome.refused(interrupt.id, user, RefusalReason.AMBIGUOUS, message=str(exc))
     else:
         answers = [Answer(id=items[0].id, choice=value)]
-        outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=f"{user}:{event.get('ts')}")
+        enterprise = body.get("enterprise_id") or None
+        token = f"{user}:{event.get('ts')}"
+        outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise, token=token)
     ack()
     if not outcome.ok:
         deps.after_ack(tell_refusal, deps.client, outcome, event["channel"], event.get("thread_ts"))

@@ -17,7 +17,7 @@ from slack_sdk.models.views import View
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_state_values
-from bot.slack.payload_fields import team_of
+from bot.slack.payload_fields import enterprise_of, team_of
 from bot.slack.refusals import refusal_text
 from workers.runtime.acceptance import try_accept, unavailable
 from workers.store.records import RefusalReason
@@ -48,7 +48,7 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
         ack(response_action="errors", errors={first_block or "form": str(exc)[:ERROR_MAX]})
         return
     token = f"{user}:{view.get('id')}:{view.get('hash')}"
-    outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, token=token)
+    outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise_of(body), token=token)
     if outcome.ok:
         ack()  # the resumed run locks the question message
         return

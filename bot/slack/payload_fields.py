@@ -15,8 +15,15 @@ def clicked(body: dict[str, Any]) -> dict[str, Any]:
     return (body.get("actions") or [{}])[0]
 
 
-def team_of(body: dict[str, Any]) -> str | None:
-    return (body.get("team") or {}).get("id")
+def team_of(body: dict[str, Any]) -> str:
+    """The workspace the payload comes from; "" when Slack sent `"team": null` (org-wide installs)."""
+    return str((body.get("team") or {}).get("id") or "")
+
+
+def enterprise_of(body: dict[str, Any]) -> str | None:
+    """The Enterprise Grid organization of the payload, where there is one."""
+    enterprise = (body.get("enterprise") or {}).get("id") or (body.get("team") or {}).get("enterprise_id")
+    return str(enterprise) if enterprise else None
 
 
 def channel_of(body: dict[str, Any]) -> str | None:

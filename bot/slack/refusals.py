@@ -13,6 +13,8 @@ from bot.slack.mrkdwn import date_token, escape, user_ref
 from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
 
+WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
+
 
 def refusal_text(outcome: AnswerOutcome) -> str:
     """What the person reads when an answer is refused: exactly why."""
@@ -38,7 +40,9 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:
             return f"I couldn't tell which option you meant: {escape(d['message'])}"
-        case _:  # UNKNOWN, WRONG_TEAM (told as unknown, so nothing leaks across teams), NOT_DUE
+        case RefusalReason.WRONG_TEAM:
+            return WRONG_WORKSPACE
+        case _:  # UNKNOWN, NOT_DUE
             return "This question no longer exists."
 
 

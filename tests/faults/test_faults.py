@@ -206,7 +206,7 @@ def _deep_state(ctx: Ctx, run: RunRef, q: dict[str, Any]) -> dict[str, Any]:
 HOSTILE: dict[str, tuple[Callable[[Ctx, RunRef, dict[str, Any]], dict[str, Any]], str]] = {
     "an option value that was not offered": (_not_offered, "not one of the offered options"),
     "an unknown interrupt id": (_unknown_interrupt, "no longer exists"),
-    "another team's run": (_other_team, "no longer exists"),
+    "another team's run": (_other_team, "asked in another Slack workspace"),
     "someone who was not asked": (_not_asked, "not yours to answer"),
     "a text over our limit": (_over_our_limit, "over the limit of 3000"),
     "a text over Block Kit's limits": (_over_block_kit, "over the limit of 3000"),
