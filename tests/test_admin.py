@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,8 +17,7 @@ from workers.runtime.acceptance import accept
 from workers.runtime.sweep import sweep
 from workers.store.records import RunStatus
 
-TESTS = Path(__file__).resolve().parent
-PARLEY = Path(sys.executable).with_name("parley")
+pytestmark = pytest.mark.integration
 
 
 def test_list_runs_pages_newest_first(r: Redis, tmp_path: Path) -> None:
@@ -136,64 +132,6 @@ def test_retry_and_cancel_refuse_runs_in_the_wrong_status(r: Redis, tmp_path: Pa
     with pytest.raises(RunNotFound):
         admin.cancel(rt, "r-no-such-run", by="U-admin")
     assert dump_database(r) == before
-
-
-def parley_runs(redis_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "PARLEY_AGENTS": "agents_for_tests",
-        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        "PARLEY_DATA_DIR": str(tmp_path),
-    }
-    return subprocess.run(
-        [str(PARLEY), "runs", *args], env=env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
-    )
-
-
-def test_the_runs_command_lists_shows_cancels_and_retries(redis_url: str, r: Redis, tmp_path: Path) -> None:
-    rt = make_runtime(r, tmp_path)
-    waiting = start(rt, "t-ask")
-    broken = start(rt, "t-flaky", {"fail": "always"})
-    work(rt)
-    older = [rt.store.create("t-ask", f"queued {i}", "U2", {}).id for i in range(20)]
-
-    listed = parley_runs(redis_url, tmp_path, "list")
-    assert listed.returncode == 0, listed.stderr
-    lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["RUN", "AGENT", "STATUS", "STARTED", "BY", "UPDATED", "TEXT"]
-    assert set(lines[1]) <= {"-", " "}
-    assert lines[2].split()[:4] == [older[-1], "t-ask", "queued", "U2"]  # newest first
-    assert sum(1 for line in lines if line.startswith("r")) == 20
-    assert "queued: 20  paused: 1  failed: 1" in listed.stdout
-    assert "more: parley runs list --page 2" in listed.stdout
-
-    second = parley_runs(redis_url, tmp_path, "list", "--page", "2")
-    assert second.returncode == 0, second.stderr
-    assert {waiting, broken} <= set(second.stdout.split()) and "more:" not in second.stdout
-    failed_only = parley_runs(redis_url, tmp_path, "list", "--status", "failed")
-    assert failed_only.returncode == 0 and broken in failed_only.stdout and waiting not in failed_only.stdout
-
-    shown = parley_runs(redis_url, tmp_path, "show", waiting)
-    assert shown.returncode == 0, shown.stderr
-    assert f"run {waiting}  agent t-ask  status paused  started by U1" in shown.stdout
-    assert "waiting on U1" in shown.stdout and "Pick a colour" in shown.stdout
-    assert "EVENT" in shown.stdout and "started" in shown.stdout
-
-    cancelled = parley_runs(redis_url, tmp_path, "cancel", waiting)
-    assert (cancelled.returncode, cancelled.stdout.strip()) == (0, f"run {waiting} is cancelled")
-    assert rt.store.get(waiting).status is RunStatus.CANCELLED
-    retried = parley_runs(redis_url, tmp_path, "retry", broken)
-    assert (retried.returncode, retried.stdout.strip()) == (0, f"run {broken} is queued")
-    assert rt.store.get(broken).status is RunStatus.QUEUED
-
-    unknown = parley_runs(redis_url, tmp_path, "show", "r-no-such-run")
-    assert unknown.returncode != 0 and unknown.stdout == ""
-    assert unknown.stderr.strip() == "parley: no run 'r-no-such-run'"
-    again = parley_runs(redis_url, tmp_path, "cancel", waiting)
-    assert again.returncode != 0 and "is cancelled; only queued, running or paused runs" in again.stderr
-    bad = parley_runs(redis_url, tmp_path, "list", "--status", "sleeping")
-    assert bad.returncode != 0 and "--status must be one of: queued, running" in bad.stderr
 
 
 def test_a_retried_run_that_raises_again_gets_its_retries_again(r: Redis, tmp_path: Path) -> None:

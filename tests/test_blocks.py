@@ -17,6 +17,8 @@ try:
 except ImportError:  # tests/ is not a package: pytest puts this directory on sys.path
     from blockcheck import assert_valid_message, assert_valid_view, block_errors, text_objects
 
+pytestmark = pytest.mark.unit
+
 IID = "Zx9_k-3mQpL2vR7tY1uW0aBcDeFgHiJkLmNoPqRsTuV"  # 43 chars, like secrets.token_urlsafe(32)
 ASKED = ["UOK1", "UOK2"]
 EVIL = "<!channel> <@U123> & <https://evil|click> > done"

@@ -25,7 +25,7 @@ import pytest
 import redis
 from browser_support import ARTIFACTS, ROOT, browser_page, require_chromium
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.system, pytest.mark.browser]
 
 DOCS_IMG = ROOT / "docs" / "img"
 WAIT = 30_000  # ms: a worker run includes an RQ dequeue and a few Web API calls

@@ -28,6 +28,8 @@ from workers.runtime.acceptance import accept
 from workers.runtime.sweep import sweep
 from workers.store.records import RunStatus
 
+pytestmark = pytest.mark.integration
+
 ADDS: list[tuple[int, int]] = []
 
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = REPO / "manifest.yml"
 EXPECTED_SCOPES = {"commands", "chat:write", "chat:write.public", "channels:history", "groups:history"}

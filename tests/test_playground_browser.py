@@ -20,7 +20,7 @@ from bot.slack import blocks
 from workers.agents.ticket import SEVERITIES, details_request
 from workers.runtime.admin import RunSummary
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.system, pytest.mark.browser]
 
 IID = "qBrowserPage01"
 ALICE = "U0ALICE"

@@ -38,6 +38,8 @@ from bot.slack.form_state import parse_state_values
 from workers.agents.ticket import details_request
 from workers.runtime.admin import RunSummary
 
+pytestmark = pytest.mark.integration
+
 SECRET = "playground-test-secret"
 IID = "qTestInterrupt01"
 ALICE, BOB = "U0ALICE", "U0BOB"

@@ -30,6 +30,8 @@ from bot.playground.app import create_playground_app
 from bot.slack import blocks
 from workers.agents.ticket import details_request
 
+pytestmark = pytest.mark.integration
+
 IID = "qUiInterrupt01"
 ALICE = "U0ALICE"
 

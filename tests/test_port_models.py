@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from workers.interaction import Answer, Item, ItemType, OnExpiry, Option, Outcome, Request
 
+pytestmark = pytest.mark.unit
+
 
 def select(item_id: str = "sev", **kw) -> Item:
     kw.setdefault("options", ["Low", "Medium", "High"])

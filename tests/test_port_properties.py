@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from workers.interaction import Answer, AnswerError, Item, ItemType, Option, Request, answers_to_values
+
+pytestmark = pytest.mark.unit
 
 SETTINGS = settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 ANSWERS = TypeAdapter(list[Answer])

@@ -6,6 +6,8 @@ import pytest
 
 from workers.interaction import Answer, AnswerError, Item, Request
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def request_() -> Request:

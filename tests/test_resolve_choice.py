@@ -6,6 +6,8 @@ import pytest
 
 from workers.interaction import ChoiceError, Item, Option, resolve_choice
 
+pytestmark = pytest.mark.unit
+
 SEVERITY = Item(
     id="sev",
     text="How bad is it?",

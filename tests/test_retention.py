@@ -7,9 +7,6 @@ is read back from the whole database: every key name, hash, list, set and sorted
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,6 @@ from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
 
-TESTS = Path(__file__).resolve().parent
-PARLEY = Path(sys.executable).with_name("parley")
 RED = [Answer(id="colour", choice="red")]
 LATER = 3600.0  # how far past the runs' last update the purges in these tests look
 
@@ -233,52 +228,6 @@ def test_purging_a_run_that_is_gone_clears_its_stray_index_entries(r: Redis, tmp
     assert rt.store.retention.expired_finished(2.0) == ["r-gone"]
     assert rt.store.retention.purge("r-gone", 2.0) is None
     assert [k for k in r.scan_iter("*")] == []
-
-
-def parley_runs(redis_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "PARLEY_AGENTS": "agents_for_tests",
-        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        "PARLEY_DATA_DIR": str(tmp_path),
-    }
-    return subprocess.run(
-        [str(PARLEY), "runs", *args], env=env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
-    )
-
-
-def test_the_purge_command_lists_what_it_deletes_and_a_dry_run_deletes_nothing(
-    redis_url: str, r: Redis, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rt = make_runtime(r, tmp_path)
-    done = [start(rt, "t-flaky", {"fail": 0}) for _ in range(2)]
-    waiting = start(rt, "t-ask")
-    work(rt)
-    before = {k: r.dump(k) for k in r.scan_iter("*")}
-
-    dry = parley_runs(redis_url, tmp_path, "purge", "--older-than", "0", "--dry-run")
-    assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.splitlines() == [
-        *done,
-        "would purge 2 finished run(s) last updated more than 0s ago (dry run: nothing was deleted)",
-    ]
-    assert {k: r.dump(k) for k in r.scan_iter("*")} == before
-
-    monkeypatch.setenv("REDIS_URL", redis_url)
-    monkeypatch.setenv("PARLEY_DATA_DIR", str(tmp_path))
-    capsys.readouterr()
-    assert cli.main(["runs", "purge", "--older-than", "1h"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["purged 0 finished run(s) last updated more than 1h ago"]
-    assert cli.main(["runs", "purge", "--older-than", "0"]) == 0
-    assert capsys.readouterr().out.splitlines() == [*done, "purged 2 finished run(s) last updated more than 0s ago"]
-    assert [rt.store.find(run_id) for run_id in done] == [None, None]
-    assert rt.store.get(waiting).status is RunStatus.PAUSED
-
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["runs", "purge", "--older-than", "a while"])
-    assert exit_.value.code == 2
-    assert "argument --older-than: must be a duration such as 30d, 12h, 15m, 90s" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

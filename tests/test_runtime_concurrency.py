@@ -23,6 +23,8 @@ from workers.runtime.sweep import sweep
 from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import RunStatus
 
+pytestmark = pytest.mark.integration
+
 
 def test_fifty_people_answering_at_once_resume_the_run_exactly_once(r: Redis, tmp_path: Path) -> None:
     users = [f"U{i:02d}" for i in range(50)]

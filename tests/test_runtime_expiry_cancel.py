@@ -23,6 +23,8 @@ from workers.store import keys
 from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import InterruptState, RunStatus
 
+pytestmark = pytest.mark.integration
+
 RED = [Answer(id="colour", choice="red")]
 
 

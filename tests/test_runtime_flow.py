@@ -16,6 +16,8 @@ from workers.runtime.execute import execute
 from workers.store import keys
 from workers.store.records import RunStatus
 
+pytestmark = pytest.mark.integration
+
 COUNTER: dict[str, int] = {}
 
 

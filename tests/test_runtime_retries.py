@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from effect_counters import count
 from redis import Redis
 from runtime_helpers import history_events, make_runtime, runtime_and_host, start, work
@@ -14,6 +15,8 @@ from workers.runtime.acceptance import accept
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store.records import RunStatus
+
+pytestmark = pytest.mark.integration
 
 
 def test_a_run_that_raises_twice_is_retried_and_succeeds(r: Redis, tmp_path: Path) -> None:

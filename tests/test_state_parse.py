@@ -15,6 +15,8 @@ from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from workers.interaction.exceptions import AnswerError
 from workers.interaction.models import Answer, Request
 
+pytestmark = pytest.mark.unit
+
 IID = "kP3_x-9QmZ2rT7vY1uW0aBcDeFgHiJkLmNoPqRsTuVw"
 OTHER = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 

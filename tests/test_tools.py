@@ -19,6 +19,8 @@ from workers.interaction.tools import (
     request_from_tool_call,
 )
 
+pytestmark = pytest.mark.unit
+
 SEVERITY = {
     "id": "sev",
     "header": "Severity",

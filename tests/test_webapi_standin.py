@@ -21,6 +21,8 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 
 from bot.playground import LoopbackServer, Workspace, make_webapi_app, validate_blocks
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def ws() -> Workspace:
