@@ -16,9 +16,10 @@ from collections.abc import Callable
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, to_filter
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout.controls import BufferControl
 from prompt_toolkit.shortcuts import print_formatted_text
 from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
@@ -109,13 +110,23 @@ def _list_keys(state: dict[str, int], size: int) -> KeyBindings:
 
 
 def _session(**kwargs: object) -> PromptSession[str]:
-    return PromptSession(
+    """A prompt whose refusal message sits on the row right below the input.
+
+    Where the terminal reports the cursor's position, prompt_toolkit lets the input
+    window grow to the bottom of the screen, which pushes the message drawn after it
+    to the last row, far from the prompt. The input window is kept to its text.
+    """
+    session: PromptSession[str] = PromptSession(
         style=STYLE,
         erase_when_done=True,
         reserve_space_for_menu=0,
         validate_while_typing=False,
         **kwargs,  # type: ignore[arg-type]
     )
+    for window in session.layout.find_all_windows():
+        if isinstance(window.content, BufferControl) and window.content.buffer is session.default_buffer:
+            window.dont_extend_height = to_filter(True)
+    return session
 
 
 class TerminalPrompter:
