@@ -2,10 +2,13 @@
 
 Every line about a run carries `run_id`, and `interrupt_id`, `team`, `channel`
 and `user` where they are known, so one grep follows a run across bot and workers.
+When standard error is a terminal (a person at the command line) the same lines
+are written for reading instead: time, level, message, then the fields as key=value.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import sys
@@ -28,13 +31,36 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, default=str)
 
 
+class ReadableFormatter(logging.Formatter):
+    """One line for a person: `12:04:05 INFO cancelled  run_id=r1 user=cli:jane`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        when = dt.datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
+        fields = " ".join(f"{k}={v}" for k, v in getattr(record, "ctx", {}).items())
+        line = f"{when} {record.levelname} {record.getMessage()}" + (f"  {fields}" if fields else "")
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
 def configure(level: str = "INFO") -> None:
-    """Send every log line to stderr as JSON; called once per process at its entry point."""
+    """Send every log line to stderr, for reading when it is a terminal, else as JSON.
+
+    Called once per process at its entry point. Servers and workers write to a pipe or
+    a file in production, so they keep JSON lines; a command run by hand reads well.
+    """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(ReadableFormatter() if _is_terminal(sys.stderr) else JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 class Log:
