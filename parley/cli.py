@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from parley import settings as settings_mod
 from workers import logs
@@ -19,13 +19,32 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _port(reach: int = 0) -> Callable[[str], int]:
+    """argparse type of `--port` for a command that listens on PORT up to PORT+`reach`."""
+    top = 65535 - reach
+
+    def port(text: str) -> int:
+        value = int(text) if text.strip().isdigit() else 0
+        if not 1 <= value <= top:
+            also = f"; it also listens on PORT+{reach}" if reach else ""
+            raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to {top}{also}")
+        return value
+
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="parley", description="Agents that stop to ask people, and carry on.")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run an agent in this terminal, answering its questions here")
-    run.add_argument("agent")
-    run.add_argument("text", nargs="?", default="")
+    run.add_argument("agent", nargs="?", help="the agent to start")
+    run.add_argument("text", nargs="?", default="", help="what the agent is to do")
+    run.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="carry on a run of yours stopped with Ctrl-C: ask its open question again here, then go on",
+    )
 
     worker = sub.add_parser("worker", help="run an RQ worker for Parley's queue")
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
@@ -39,15 +58,20 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the Slack app (HTTP, or Socket Mode)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--port", type=_port(), default=3000, help="HTTP port (default: 3000)")
     serve.add_argument("--workers", type=int, default=1, help="server processes")
     serve.add_argument("--socket-mode", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
 
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
-    dev.add_argument("--port", type=int, default=3000)
+    dev.add_argument(
+        "--port",
+        type=_port(reach=1),
+        default=3000,
+        help="the playground's port (default: 3000); the Slack app listens on PORT+1",
+    )
 
     runs = sub.add_parser("runs", help="inspect and manage runs")
-    rsub = runs.add_subparsers(dest="runs_command", required=True)
+    rsub = runs.add_subparsers(dest="runs_command")
     ls = rsub.add_parser("list", help="list runs, newest first")
     ls.add_argument("--status", default=None)
     ls.add_argument("--page", type=int, default=1)
@@ -58,14 +82,32 @@ def _parser() -> argparse.ArgumentParser:
         "--older-than", required=True, type=_duration, metavar="DURATION", help="30d, 12h, 15m, 90s or seconds"
     )
     purge.add_argument("--dry-run", action="store_true", help="list the runs it would delete, and delete nothing")
+    runs.set_defaults(runs_commands=list(rsub.choices))  # to name them when none is given
     return p
+
+
+def _refusal(args: argparse.Namespace) -> str | None:
+    """A command line argparse accepts but that names no action, as one line; None when it is whole."""
+    if args.command == "runs" and args.runs_command is None:
+        return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
+    if args.command == "run" and (args.agent is None) == (args.resume is None):
+        return "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    refusal = _refusal(args)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     try:
         settings = settings_mod.load()
         logs.configure(settings.parley_log_level if args.command != "run" else "WARNING")
+        if args.command == "run" and args.resume:
+            from parley.resume import resume_in_terminal
+
+            return resume_in_terminal(settings, args.resume)
         if args.command == "run":
             from parley.terminal import run_in_terminal
 

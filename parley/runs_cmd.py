@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 
 from parley.bootstrap import build_runtime, connect_redis
+from parley.identity import cli_actor
 from parley.settings import Settings
 from workers.exceptions import AdminError
 from workers.runtime import admin
@@ -92,9 +93,9 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
     if cmd == "purge":
         return purge(runtime, args.older_than, args.dry_run)
     if cmd == "cancel":
-        run = admin.cancel(runtime, args.run_id, by="cli")
+        run = admin.cancel(runtime, args.run_id, by=cli_actor())
         print(f"run {run.id} is {run.status.value}")
         return 0
-    run = admin.retry(runtime, args.run_id, by="cli")
+    run = admin.retry(runtime, args.run_id, by=cli_actor())
     print(f"run {run.id} is {run.status.value}")
     return 0

@@ -1,40 +1,51 @@
 """`parley run`: the composition root that runs one agent inline, answering its questions here.
 
-The run is an ordinary durable run in Redis (so `parley runs show` sees it), but
-this process executes it itself with a `TerminalHost`, which asks synchronously:
-nothing parks and no worker is involved. A retryable failure is retried here
-after the usual delay. Quitting mid-question leaves the run `running`; its lease
-lapses and, where workers run, the sweep takes it over.
+The run is an ordinary durable run in Redis (so `parley runs show` sees it), but this
+process executes it itself with a `TerminalHost`, which asks synchronously: while the
+person answers, nothing parks and no worker is involved. A retryable failure is
+retried here after the usual delay.
+
+Stopping (Ctrl-C) leaves the run where anyone can carry it on, and says which:
+
+- at a question, the run is paused on it, the question open: `parley run --resume RUN_ID`
+  asks it again here, and an answer given elsewhere resumes it on any worker;
+- anywhere else (inside a step), the run is handed back, queued with a job, for a
+  `parley worker` or `parley run --resume`; the step it was in runs again, recorded
+  steps do not.
 """
 
 from __future__ import annotations
 
 import contextlib
-import getpass
-import os
-import re
+import sys
 import time
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from bot.terminal import Aborted, TerminalHost
+from bot.terminal import TerminalHost
 from parley.bootstrap import build_runtime, connect_redis
+from parley.identity import os_user
 from parley.settings import Settings
+from workers.exceptions import ParleyError
 from workers.registry import load_agents
 from workers.runtime.execute import execute
 from workers.runtime.host import HostRouter
+from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
+from workers.store import job_ids
 from workers.store.records import RunRecord, RunStatus
+from workers.store.runs import history_entry
 
 
-def terminal_user() -> str:
-    """The OS user name, shaped as a Parley user id (it becomes the question's assignee)."""
-    try:
-        name = getpass.getuser()
-    except (OSError, KeyError):
-        name = f"uid{os.getuid()}"
-    return re.sub(r"[^A-Za-z0-9_.@-]", "_", name)[:64] or "terminal"
+class CannotRun(ParleyError):
+    """`parley run` refused before it changed anything; the message says why, in one line."""
+
+
+def require_terminal() -> None:
+    """Refuse to go on without a person at a terminal to answer the questions."""
+    if not sys.stdin.isatty():
+        raise CannotRun("parley run asks its questions in a terminal, and standard input is not one")
 
 
 def _retry_delay(runtime: Runtime, failures: int) -> float:
@@ -43,10 +54,10 @@ def _retry_delay(runtime: Runtime, failures: int) -> float:
     return delays[min(failures - 1, len(delays) - 1)] if delays and failures > 0 else 0.0
 
 
-def _drop_job(runtime: Runtime, job_id: str) -> None:
-    """Withdraw the worker job a retry enqueued: this process runs the retry itself.
+def drop_job(runtime: Runtime, job_id: str) -> None:
+    """Withdraw a worker job for the run: this process executes the run itself.
 
-    Should this process die before retrying, the sweep gives the queued run a new job.
+    Should this process die before executing it, the sweep gives the queued run a new job.
     """
     with contextlib.suppress(NoSuchJobError):
         Job.fetch(job_id, connection=runtime.redis, serializer=runtime.queue.serializer).delete()
@@ -59,20 +70,54 @@ def execute_inline(runtime: Runtime, host: TerminalHost, run_id: str) -> RunReco
         if record.status is not RunStatus.QUEUED:
             break
         if record.job:
-            _drop_job(runtime, record.job)
+            drop_job(runtime, record.job)
         delay = _retry_delay(runtime, record.failures)
         host.notice(f"The run failed ({record.error}); retrying in {delay:g}s (attempt {record.failures + 1}).")
         time.sleep(delay)
     return runtime.store.get(run_id)
 
 
-def _stopped(runtime: Runtime, host: TerminalHost, run_id: str) -> None:
+def hand_back(runtime: Runtime, run_id: str) -> None:
+    """Let go of a run stopped outside a question: queued again, with a job any worker takes.
+
+    A running run gets a new epoch, which fences off anything this process might still
+    write, and its lease is cleared, so nobody waits for it to lapse.
+    """
+    store = runtime.store
+    run = store.get(run_id)
+    if run.status is RunStatus.RUNNING:
+        job_id = job_ids.lapse(run_id, run.epoch)
+        ok, _, _ = store.transition(
+            run_id,
+            [RunStatus.RUNNING],
+            RunStatus.QUEUED,
+            epoch=run.epoch,
+            lease="clear",
+            bump_epoch=True,
+            history=history_entry("handed back", os_user(), epoch=run.epoch),
+            job=job_id,
+        )
+        if not ok:
+            return
+    elif run.status is RunStatus.QUEUED:
+        job_id = run.job or job_ids.first(run_id)  # stopped before its execution, or while waiting to retry
+    else:
+        return
+    enqueue_run(runtime.queue, run_id, job_id)
+
+
+def stopped(runtime: Runtime, host: TerminalHost, run_id: str) -> int:
+    """Say what state the stopped run is in, as `parley runs show` will show it; exit status 130."""
     status = runtime.store.get(run_id).status
-    if status is RunStatus.RUNNING:
-        state = f"stays running until its lease lapses (about {runtime.settings.lease_ttl:g}s)"
+    resume = f"parley run --resume {run_id}"
+    if status is RunStatus.PAUSED:
+        state = f"is paused on its question; answer it here with: {resume}"
+    elif status is RunStatus.QUEUED:
+        state = f"is queued: a parley worker will carry it on, or carry it on here with: {resume}"
     else:
         state = f"is {status.value}"
-    host.notice(f"\nStopped. Run {run_id} {state}; see it with: parley runs show {run_id}")
+    host.notice(f"\nStopped. Run {run_id} {state} (see it with: parley runs show {run_id})")
+    return 130
 
 
 def conclude(runtime: Runtime, host: TerminalHost, record: RunRecord) -> int:
@@ -89,16 +134,28 @@ def conclude(runtime: Runtime, host: TerminalHost, record: RunRecord) -> int:
     return 1
 
 
+def drive(runtime: Runtime, host: TerminalHost, run_id: str) -> int:
+    """Execute the run here to its end, or to where the person stopped it; the command's exit status."""
+    try:
+        final = execute_inline(runtime, host, run_id)
+    except KeyboardInterrupt:
+        hand_back(runtime, run_id)
+        return stopped(runtime, host, run_id)
+    if run_id in host.stopped:
+        return stopped(runtime, host, run_id)
+    return conclude(runtime, host, final)
+
+
+def terminal_runtime(settings: Settings, host: TerminalHost) -> Runtime:
+    return build_runtime(settings, connect_redis(settings), HostRouter({"terminal": host}))
+
+
 def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
     """Run `agent_name` on `text` in this terminal; 0 on success, 1 on failure, 130 when stopped."""
     spec = load_agents(settings.parley_agents).get(agent_name)  # UnknownAgent lists them; checked before Redis
+    require_terminal()
     host = TerminalHost()
-    runtime = build_runtime(settings, connect_redis(settings), HostRouter({"terminal": host}))
-    record = runtime.store.create(spec.name, text, terminal_user(), {"host": "terminal"})
+    runtime = terminal_runtime(settings, host)
+    record = runtime.store.create(spec.name, text, os_user(), {"host": "terminal"})
     host.notice(f"Run {record.id}: {spec.name} {text}".rstrip())
-    try:
-        final = execute_inline(runtime, host, record.id)
-    except (Aborted, KeyboardInterrupt):
-        _stopped(runtime, host, record.id)
-        return 130
-    return conclude(runtime, host, final)
+    return drive(runtime, host, record.id)

@@ -9,10 +9,8 @@ Esc then Enter to finish a multiline answer.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
@@ -23,9 +21,23 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
+from terminal_support import (
+    CLEAR,
+    DOWN,
+    FINISH,
+    TIMEOUT,
+    UP,
+    finish,
+    parley_command,
+    parley_env,
+    spawn_run,
+    started_run,
+    stored_run,
+)
 
-from bot.terminal import Aborted, TerminalHost, TerminalPrompter, parse_choices
-from parley.terminal import conclude, execute_inline, terminal_user
+from bot.terminal import TerminalHost, TerminalPrompter, parse_choices
+from parley.identity import os_user
+from parley.terminal import conclude, execute_inline
 from workers.agents.ticket import details_request
 from workers.agents.tracker import read_tickets
 from workers.exceptions import AgentError
@@ -34,12 +46,7 @@ from workers.registry import AgentFn, AgentRegistry, AgentSpec
 from workers.runtime.host import HostRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import RunStatus
-from workers.store.runs import RunStore
 
-TIMEOUT = 30
-UP, DOWN = "\x1b[A", "\x1b[B"
-FINISH = "\x1b\r"  # Esc then Enter ends a multiline answer
-CLEAR = "\x15"  # Ctrl-U empties the line before the cursor
 TICKET = {i.id: i for i in details_request("Create ticket for login issue").items}
 
 
@@ -178,13 +185,12 @@ def test_the_host_asks_again_only_the_items_validation_refused() -> None:
     assert prompter.problems == [("title", "text is 12 characters, over the limit of 5")]
 
 
-def test_quitting_aborts_the_execution_without_failing_it() -> None:
+def test_quitting_pauses_the_run_on_its_question() -> None:
     request = Request(reason="Details?", items=[TICKET["due"]])
     for quit_with in (KeyboardInterrupt(), EOFError()):
-        with pytest.raises(Aborted) as caught:
-            TerminalHost(ScriptedPrompter({"due": [quit_with]})).solicit(request, FakeRun())
-        assert caught.value.run_id == "r-test"
-        assert not isinstance(caught.value, Exception)  # an agent's `except Exception` cannot swallow it
+        host = TerminalHost(ScriptedPrompter({"due": [quit_with]}))
+        assert host.solicit(request, FakeRun()).paused  # the runtime parks it, open, as any host's
+        assert host.stopped == {"r-test"}
 
 
 # ---- executing inline -------------------------------------------------------------
@@ -231,59 +237,10 @@ def test_a_failed_run_ends_the_command_with_status_1(r: redis.Redis, tmp_path: P
 
 def test_the_terminal_user_is_a_valid_user_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("getpass.getuser", lambda: "DOMAIN\\jane doe")
-    assert terminal_user() == "DOMAIN_jane_doe"
+    assert os_user() == "DOMAIN_jane_doe"
 
 
 # ---- `parley run` in a real terminal ------------------------------------------------
-def parley_command() -> list[str]:
-    script = Path(sys.executable).with_name("parley")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "parley.cli"]
-
-
-def parley_env(redis_url: str, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLEY_", "SLACK_"))}
-    env.update(
-        REDIS_URL=redis_url,
-        PARLEY_DATA_DIR=str(data_dir),
-        TERM="xterm",
-        PROMPT_TOOLKIT_NO_CPR="1",  # nobody answers cursor-position requests in a pty
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
-def spawn_run(redis_url: str, data_dir: Path, *args: str) -> pexpect.spawn:
-    command = parley_command()
-    return pexpect.spawn(
-        command[0],
-        [*command[1:], "run", *args],
-        env=parley_env(redis_url, data_dir),
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        dimensions=(50, 200),
-    )
-
-
-def started_run(term: pexpect.spawn) -> str:
-    term.expect(r"Run (r[A-Za-z0-9_-]+): ticket")
-    return str(term.match.group(1))
-
-
-def finish(term: pexpect.spawn) -> int:
-    term.expect(pexpect.EOF)
-    term.close()
-    return int(term.exitstatus if term.exitstatus is not None else -1)
-
-
-def stored_run(redis_url: str, run_id: str) -> tuple[RunStatus, list[str]]:
-    client = redis.Redis.from_url(redis_url)
-    try:
-        store = RunStore(client)
-        return store.get(run_id).status, [h.event for h in store.history(run_id)]
-    finally:
-        client.close()
-
-
 def test_parley_run_ticket_in_a_terminal(redis_url: str, tmp_path: Path) -> None:
     term = spawn_run(redis_url, tmp_path, "ticket", "Create ticket for login issue")
     run_id = started_run(term)
@@ -366,17 +323,6 @@ def test_parley_run_refuses_bad_answers_with_the_reason_and_asks_again(redis_url
     assert (ticket["affected"], ticket["severity"], ticket["due"]) == ("All users", "sev2", None)
     assert ticket["components"] == ["API", "Mobile app"]
     assert stored_run(redis_url, run_id)[0] is RunStatus.SUCCEEDED
-
-
-def test_ctrl_c_leaves_the_run_running_and_says_how_to_find_it(redis_url: str, tmp_path: Path) -> None:
-    term = spawn_run(redis_url, tmp_path, "ticket", "Create ticket for login issue")
-    run_id = started_run(term)
-    term.expect_exact("? Describe the bug")
-    term.send("\x03")
-    term.expect_exact(f"parley runs show {run_id}")
-    assert finish(term) == 130
-    assert stored_run(redis_url, run_id)[0] is RunStatus.RUNNING
-    assert not (tmp_path / "tickets.jsonl").exists()
 
 
 def test_parley_run_without_redis_url_uses_the_embedded_redis(tmp_path: Path) -> None:

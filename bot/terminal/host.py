@@ -1,30 +1,25 @@
 """`TerminalHost`: a synchronous host that asks the person at this terminal and waits.
 
-`parley run` executes a run inline, so a question never parks: `solicit` puts each
-item to the person, checks the whole set of answers with the port's validation,
-asks again only the items that were refused, and returns the answers. Progress
-and outcomes are printed to the terminal.
+`parley run` executes a run inline, so a question normally does not park: `solicit`
+puts each item to the person, checks the whole set of answers with the port's
+validation, asks again only the items that were refused, and returns the answers.
+When the person quits instead (Ctrl-C, end of input), the question parks like any
+other host's, open and answerable, so `parley run --resume` (or a worker, once
+someone answers it elsewhere) carries the run on. Progress and outcomes are
+printed to the terminal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.shortcuts import print_formatted_text
 
 from bot.terminal.prompts import STYLE, TerminalPrompter
-from workers.exceptions import RunSignal
 from workers.interaction import Answer, AnswerError, AnswerValue, Item, Outcome, Request, RunView
 from workers.store.records import InterruptRecord, RunRecord
-
-
-class Aborted(RunSignal):
-    """The person quit answering (Ctrl-C or end of input); the execution stops without failing the run."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        super().__init__(f"run {run_id}: answering was aborted at the terminal")
 
 
 class Prompter(Protocol):
@@ -46,28 +41,39 @@ class TerminalHost:
         self._prompter: Prompter = prompter or TerminalPrompter()
         self.reported: set[str] = set()
         """Runs whose outcome (finished or failed) this host has printed."""
+        self.stopped: set[str] = set()
+        """Runs whose question the person quit (Ctrl-C or end of input); they are paused on it."""
 
     # ---- Interactor ------------------------------------------------------------
     def solicit(self, request: Request, run: RunView) -> Outcome:
-        """Ask every item, re-ask the refused ones, and return the answers; never pauses."""
+        """Ask every item, re-ask the refused ones, and return the answers; pause when the person quits."""
+        try:
+            return Outcome(paused=False, answers=self.collect(request, request.validate_answers))
+        except (KeyboardInterrupt, EOFError):
+            self.stopped.add(run.run_id)
+            return Outcome(paused=True)
+
+    def collect(self, request: Request, check: Callable[[list[Answer]], list[Answer]]) -> list[Answer]:
+        """Put `request` to the person until `check` takes the answers; returns what it returned.
+
+        `check` raises `AnswerError` to refuse: the refused items are asked again, each
+        with its reason. Quitting raises KeyboardInterrupt or EOFError.
+        """
         _print([("", "\n"), ("class:question", request.reason), ("", "\n")])
         values: dict[str, AnswerValue] = {}
         pending = list(request.items)
-        try:
-            while True:
+        while True:
+            for item in pending:
+                values[item.id] = self._prompter.ask(item)
+            answers = [Answer.for_item(i, values[i.id]) for i in request.items if values.get(i.id) is not None]
+            try:
+                return check(answers)
+            except AnswerError as exc:
+                pending = [i for i in request.items if i.id in exc.errors]
+                if not pending:  # problems with no item to ask again: nothing a person can fix here
+                    raise
                 for item in pending:
-                    values[item.id] = self._prompter.ask(item)
-                answers = [Answer.for_item(i, values[i.id]) for i in request.items if values.get(i.id) is not None]
-                try:
-                    return Outcome(paused=False, answers=request.validate_answers(answers))
-                except AnswerError as exc:
-                    pending = [i for i in request.items if i.id in exc.errors]
-                    if not pending:  # problems with no item to ask again: nothing a person can fix here
-                        raise
-                    for item in pending:
-                        self._prompter.problem(item, exc.errors[item.id])
-        except (KeyboardInterrupt, EOFError):
-            raise Aborted(run.run_id) from None
+                    self._prompter.problem(item, exc.errors[item.id])
 
     # ---- Host: telling people how the run goes ------------------------------------
     def say(self, run: RunRecord, text: str) -> None:

@@ -1,0 +1,78 @@
+"""`parley run --resume RUN_ID`: carry on, in this terminal, a run that was stopped in one.
+
+A paused run's open question is asked again here and the answer goes through the same
+acceptance as an answer from anywhere else (`accept`: the stored request, the
+assignees, exactly once); then the run executes inline, replaying what it recorded
+(no step runs twice). A queued run (handed back from inside a step) executes inline
+at once. Every refusal comes before anything is written, as one line.
+"""
+
+from __future__ import annotations
+
+from bot.terminal import TerminalHost
+from parley.identity import os_user
+from parley.settings import Settings
+from parley.terminal import CannotRun, drive, drop_job, require_terminal, stopped, terminal_runtime
+from workers.interaction import Answer, AnswerError
+from workers.runtime.acceptance import AcceptRefused, accept
+from workers.runtime.wiring import Runtime
+from workers.store import job_ids
+from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
+
+
+def _open_question(runtime: Runtime, run: RunRecord, user: str) -> InterruptRecord:
+    """The question a paused run waits on, when `user` may answer it."""
+    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if interrupt is None or interrupt.state is not InterruptState.OPEN:
+        raise CannotRun(f"run {run.id} has no open question to answer; see it with: parley runs show {run.id}")
+    if user not in interrupt.assignees:
+        raise CannotRun(f"run {run.id} is waiting on {', '.join(interrupt.assignees)}; only they can answer it")
+    return interrupt
+
+
+def resumable(runtime: Runtime, run_id: str, user: str) -> RunRecord:
+    """The run, when `user` started it with `parley run` and it is paused or queued; else `CannotRun`."""
+    run = runtime.store.get(run_id)
+    if run.conversation.get("host") != "terminal":
+        raise CannotRun(f"run {run_id} was not started with parley run; answer it where it was started")
+    if run.started_by != user:
+        raise CannotRun(f"run {run_id} was started by {run.started_by}; only they can resume it")
+    if run.status not in (RunStatus.PAUSED, RunStatus.QUEUED):
+        raise CannotRun(f"run {run_id} is {run.status.value}; only a paused or queued run can be resumed")
+    runtime.registry.get(run.agent)  # an agent this process cannot run is refused now, not as a failed run
+    return run
+
+
+def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord, user: str) -> None:
+    """Ask the open question again until an answer is accepted; quitting raises KeyboardInterrupt or EOFError."""
+
+    def check(answers: list[Answer]) -> list[Answer]:
+        try:
+            return accept(runtime, interrupt, user, answers).answers
+        except AcceptRefused as exc:
+            if exc.reason is RefusalReason.INVALID:
+                raise AnswerError(exc.detail.get("errors", {})) from None
+            raise CannotRun(f"run {interrupt.run_id}: {exc}") from None
+
+    host.collect(interrupt.request, check)
+    drop_job(runtime, job_ids.resume(interrupt.run_id, interrupt.id))  # this process runs the resume itself
+
+
+def resume_in_terminal(settings: Settings, run_id: str) -> int:
+    """Carry on `run_id` here; exit status as for `parley run`, 2 when refused."""
+    host = TerminalHost()
+    runtime = terminal_runtime(settings, host)
+    user = os_user()
+    run = resumable(runtime, run_id, user)
+    interrupt = _open_question(runtime, run, user) if run.status is RunStatus.PAUSED else None
+    require_terminal()
+    host.notice(f"Run {run.id}: {run.agent} {run.text}".rstrip() + " (resumed)")
+    if interrupt is None:
+        if run.job:
+            drop_job(runtime, run.job)
+    else:
+        try:
+            answer_here(runtime, host, interrupt, user)
+        except (KeyboardInterrupt, EOFError):
+            return stopped(runtime, host, run_id)
+    return drive(runtime, host, run_id)
