@@ -86,7 +86,7 @@ def hand_back(runtime: Runtime, run_id: str) -> None:
     store = runtime.store
     run = store.get(run_id)
     if run.status is RunStatus.RUNNING:
-        job_id = job_ids.lapse(run_id, run.epoch)
+        job_id = job_ids.hand_back(run_id, run.epoch)
         ok, _, _ = store.transition(
             run_id,
             [RunStatus.RUNNING],

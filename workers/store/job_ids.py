@@ -32,6 +32,11 @@ def lapse(run_id: str, epoch: int) -> str:
     return f"lapse-{run_id}-{epoch}"
 
 
+def hand_back(run_id: str, epoch: int) -> str:
+    """The execution that takes over a run a stopped terminal handed back at `epoch`."""
+    return f"handback-{run_id}-{epoch}"
+
+
 def requeue(previous: str, now: float) -> str:
     """A fresh job for a queued run whose job `previous` ended or was abandoned."""
     return f"{previous}-s{int(now)}"
@@ -45,12 +50,12 @@ def sweep(slot: int) -> str:
 def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "") -> list[str]:
     """Every job id run `run_id` could have had, for deleting its job records with the run.
 
-    Its first execution, a resume per question, a retry, a lapse and an admin's retry per
-    epoch it reached, and its current job (which may be a `requeue` of one of those).
+    Its first execution, a resume per question, a retry, a lapse, a hand-back and an admin's
+    retry per epoch it reached, and its current job (which may be a `requeue` of one of those).
     """
     ids = [first(run_id), *(resume(run_id, iid) for iid in interrupt_ids)]
     for e in range(epoch + 1):
-        ids += [retry(run_id, e), lapse(run_id, e), admin_retry(run_id, e)]
+        ids += [retry(run_id, e), lapse(run_id, e), hand_back(run_id, e), admin_retry(run_id, e)]
     if current and current not in ids:
         ids.append(current)
     return ids
