@@ -1,4 +1,10 @@
-"""Shared fixtures: a real Redis (REDIS_URL, or the embedded server), flushed per test."""
+"""Shared fixtures: a real Redis (REDIS_URL, or the embedded server), flushed per test.
+
+Every test belongs to one group, marked on its module (`pytestmark`): `unit` (in-process only),
+`integration` (real Redis, in-process bolt/RQ, loopback servers), `system` (real `parley`
+processes or a browser) or `faults` (the fault-injection suite). Collection fails for a test
+in no group, and for a `unit` test that asks for Redis.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,28 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+GROUPS = ("unit", "integration", "system", "faults")
+REDIS_FIXTURES = {"r", "redis_url"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse to run tests that are in no group, or `unit` tests that need Redis."""
+    problems: dict[str, set[str]] = {}
+    for item in items:
+        groups = [g for g in GROUPS if item.get_closest_marker(g) is not None]
+        if not groups:
+            problems.setdefault(item.nodeid.split("::")[0], set()).add("is in no group")
+        elif groups == ["unit"] and REDIS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            problems.setdefault(item.nodeid.split("::")[0], set()).add("is marked unit but uses Redis")
+    if problems:
+        listed = "\n".join(f"  {name}: a test {', '.join(sorted(why))}" for name, why in sorted(problems.items()))
+        raise pytest.UsageError(
+            "every test module needs the group its tests belong to: `pytestmark = pytest.mark.unit` (in-process "
+            "only: no Redis, no processes, no network), `integration` (real Redis, in-process bolt/RQ, loopback "
+            f"servers) or `system` (real parley processes or a browser); see the markers in pyproject.toml\n{listed}"
+        )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,7 +1,8 @@
 """Driving the real `parley` command in a pty, as a person at a terminal would.
 
 Shared by the terminal tests: spawn `parley run ...` against the test Redis, read the
-run id it prints, wait for it to exit, and read back what it left in Redis.
+run id it prints, wait for it to exit, and read back what it left in Redis. In-process, a
+`ScriptedPrompter` stands where the person at the terminal would.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pexpect
 import redis
 
+from workers.interaction import AnswerValue, Item
 from workers.store.records import RunRecord, RunStatus
 from workers.store.runs import RunStore
 
@@ -84,3 +86,22 @@ def stored_run(redis_url: str, run_id: str) -> tuple[RunStatus, list[str]]:
         return store.get(run_id).status, [h.event for h in store.history(run_id)]
     finally:
         client.close()
+
+
+class ScriptedPrompter:
+    """Answers from a script per item id, recording what was asked and what was refused."""
+
+    def __init__(self, script: dict[str, list[AnswerValue | BaseException]]) -> None:
+        self.script = script
+        self.asked: list[str] = []
+        self.problems: list[tuple[str, str]] = []
+
+    def ask(self, item: Item) -> AnswerValue:
+        self.asked.append(item.id)
+        value = self.script[item.id].pop(0)
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    def problem(self, item: Item, message: str) -> None:
+        self.problems.append((item.id, message))
