@@ -21,6 +21,7 @@ STDLIB_OK = {
     "collections",
     "unicodedata",
     "functools",
+    "hashlib",
     "itertools",
     "math",
     "string",

@@ -5,7 +5,14 @@ the standard library and pydantic.
 """
 
 from workers.interaction.choice import resolve_choice
-from workers.interaction.exceptions import AnswerError, ChoiceError, InteractionError, QuestionExpired
+from workers.interaction.context import CONTEXT_MAX, ChangeKind, Context, ContextChange
+from workers.interaction.exceptions import (
+    AnswerError,
+    ChoiceError,
+    ContextError,
+    InteractionError,
+    QuestionExpired,
+)
 from workers.interaction.models import (
     Answer,
     AnswerValue,
@@ -20,10 +27,15 @@ from workers.interaction.models import (
 from workers.interaction.protocol import Interactor, RunView
 
 __all__ = [
+    "CONTEXT_MAX",
     "Answer",
     "AnswerError",
     "AnswerValue",
+    "ChangeKind",
     "ChoiceError",
+    "Context",
+    "ContextChange",
+    "ContextError",
     "InteractionError",
     "Interactor",
     "Item",

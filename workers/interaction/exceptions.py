@@ -24,6 +24,10 @@ class ChoiceError(InteractionError):
         super().__init__(message)
 
 
+class ContextError(InteractionError):
+    """A context `run.ask` cannot bind an answer to: not a JSON object, or too long; nothing was recorded."""
+
+
 class QuestionExpired(InteractionError):
     """Raised by `run.ask` when nobody answered in time and the request says `on_expiry="fail"`."""
 

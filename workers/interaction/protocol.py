@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from workers.interaction.context import Context, ContextChange
 from workers.interaction.models import Outcome, Request
 
 
@@ -22,6 +23,16 @@ class RunView(Protocol):
 
     @property
     def interrupt_id(self) -> str | None: ...
+
+    @property
+    def question_context(self) -> Context | None:
+        """The facts the person decides on with this question, to be shown with it (None: none given)."""
+        ...
+
+    @property
+    def context_changes(self) -> list[ContextChange]:
+        """What changed, field by field, since an earlier answer to this question was given on other facts."""
+        ...
 
 
 @runtime_checkable

@@ -1,7 +1,9 @@
 """The `ask_user` tool: lets a language model put typed questions to a person mid-run.
 
-A model calls `ask_user` with a short list of questions; `request_from_tool_call`
-checks those arguments and turns them into a port `Request`, and
+A model calls `ask_user` with a short list of questions, and optionally the facts
+the person decides on (`context`, bound to the answer as `run.ask`'s context);
+`request_from_tool_call` checks those arguments and turns them into a port `Request`,
+`context_from_tool_call` returns the facts, and
 `answers_for_model` turns the person's answers back into the compact text the
 model reads as the tool result. Bad arguments always raise `ToolArgumentError`
 with one specific line per problem, so the model can correct its call.
@@ -15,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workers.interaction.exceptions import InteractionError
+from workers.interaction.context import Context, canonical
+from workers.interaction.exceptions import ContextError, InteractionError
 from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Option, Request
 
 TOOL_NAME = "ask_user"
@@ -88,6 +91,11 @@ ASK_USER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "questions": {"type": "array", "minItems": 1, "maxItems": MAX_QUESTIONS, "items": _QUESTION_SCHEMA},
+        "context": {
+            "type": "object",
+            "description": "The facts the person decides on, e.g. {'order': 'A-17', 'refund': '40 EUR'}; "
+            "shown with the questions, at most 2,000 characters as JSON.",
+        },
     },
     "required": ["questions"],
     "additionalProperties": False,
@@ -102,7 +110,8 @@ ASK_USER_DESCRIPTION = (
     "Batch related questions into a single call rather than asking one at a time. "
     "Never ask again for something already answered earlier in the conversation. "
     "Prefer 'single' or 'multiple' questions with concrete options; a 'single' question always lets "
-    "the person type their own answer instead. The result has one line per question id, e.g. "
+    "the person type their own answer instead. When the person approves or decides something, pass the "
+    "facts they decide on as 'context'. The result has one line per question id, e.g. "
     "'severity: High', 'areas: [API, Web]', 'notes: \"text\"', 'due: 2026-12-01', "
     "'severity: other \"text\"' or 'notes: (skipped)'."
 )
@@ -199,7 +208,12 @@ def _problems(args: Any) -> list[str]:
     """Every problem with `args` as `ask_user` arguments; empty when they are acceptable."""
     if not isinstance(args, dict):
         return ["arguments must be a JSON object with a 'questions' list"]
-    problems = _unknown(args, {"questions"}, "")
+    problems = _unknown(args, {"questions", "context"}, "")
+    if "context" in args:
+        try:
+            canonical(args["context"])
+        except ContextError as exc:
+            problems.append(str(exc))
     questions = args.get("questions")
     if not isinstance(questions, list):
         return [*problems, "'questions' must be a list of 1-5 questions"]
@@ -236,11 +250,7 @@ def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The a
     multi_select, free -> free_text, date -> date; each option's value is its label.
     Raises `ToolArgumentError` listing every problem, and nothing else for bad input.
     """
-    if isinstance(arguments, str | bytes):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError) as exc:
-            raise ToolArgumentError([f"arguments are not valid JSON: {exc}"]) from None
+    arguments = _decoded(arguments)
     problems = _problems(arguments)
     if problems:
         raise ToolArgumentError(problems)
@@ -250,6 +260,29 @@ def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The a
     except ValidationError as exc:
         problems = [f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()]
         raise ToolArgumentError(problems) from None
+
+
+def context_from_tool_call(arguments: dict[str, Any] | str) -> Context | None:
+    """The facts the `ask_user` call passed as `context` (None when it passed none); `ToolArgumentError` if unusable."""
+    arguments = _decoded(arguments)
+    context = arguments.get("context") if isinstance(arguments, dict) else None
+    if context is None:
+        return None
+    try:
+        canonical(context)
+    except ContextError as exc:
+        raise ToolArgumentError([str(exc)]) from None
+    return dict(context)
+
+
+def _decoded(arguments: Any) -> Any:
+    """Arguments as given, or decoded when they are JSON text."""
+    if not isinstance(arguments, str | bytes):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except (ValueError, RecursionError) as exc:
+        raise ToolArgumentError([f"arguments are not valid JSON: {exc}"]) from None
 
 
 # Bare text may not start like a quote, "(skipped)" or a list, nor hold separators used on the line.

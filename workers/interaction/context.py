@@ -1,0 +1,125 @@
+"""The facts a person decides on, bound to their answer: canonical form, digest and changes.
+
+An agent passes `run.ask(request, context={...})` the JSON-able facts the answer is about
+("deploy api v1.4.2 to prod-eu"). They are checked here before anything is recorded or
+shown, stored in canonical JSON (sorted keys, compact separators) with its sha256, and
+compared on replay: an answer given on other facts than the agent holds now is void,
+and the question is asked again showing what changed, field by field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from workers.interaction.exceptions import ContextError
+
+CONTEXT_MAX = 2000
+"""The most characters a context may take in canonical JSON."""
+
+Context = dict[str, Any]
+
+
+class ChangeKind(StrEnum):
+    """How one top-level field of the facts differs between the answered ask and this one."""
+
+    CHANGED = "changed"
+    ADDED = "added"
+    REMOVED = "removed"
+
+
+class ContextChange(BaseModel):
+    """One field whose value differs: `old` is None when it was added, `new` when it was removed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    kind: ChangeKind
+    old: Any = None
+    new: Any = None
+
+
+def _problem(value: Any, where: str) -> str | None:
+    """Why `value` is not plain JSON (objects with text keys, lists, text, numbers, booleans, null)."""
+    if value is None or isinstance(value, bool | str | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value}, which JSON cannot hold"
+    if isinstance(value, list | tuple):
+        return next((p for n, v in enumerate(value) if (p := _problem(v, f"{where}[{n}]"))), None)
+    if isinstance(value, dict):
+        for key, v in value.items():
+            if not isinstance(key, str):
+                return f"{where} has the key {key!r}, which is not text"
+            if problem := _problem(v, f"{where}.{key}"):
+                return problem
+        return None
+    return f"{where} is a {type(value).__name__}, which is not JSON"
+
+
+def canonical(context: Any) -> str:
+    """`context` as canonical JSON, or `ContextError` saying why it cannot be a context.
+
+    A context is a JSON object of at most `CONTEXT_MAX` characters in this form; sorted keys
+    and compact separators make equal facts give equal text whatever their order.
+    """
+    if not isinstance(context, dict):
+        raise ContextError(f"context must be a dict of facts, not a {type(context).__name__}")
+    if problem := _problem(context, "context"):
+        raise ContextError(problem)
+    text = json.dumps(context, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    if len(text) > CONTEXT_MAX:
+        raise ContextError(
+            f"context is {len(text):,} characters of canonical JSON, over the limit of {CONTEXT_MAX:,}; "
+            "pass only the facts the person decides on"
+        )
+    return text
+
+
+def as_given(context: Context) -> str:
+    """A context already checked by `canonical`, as compact JSON in the agent's own field order (for showing)."""
+    return json.dumps(context, separators=(",", ":"), allow_nan=False)
+
+
+def digest(canonical_json: str) -> str:
+    """The sha256 (hex) of a context's canonical JSON; empty text for an ask without a context."""
+    return hashlib.sha256(canonical_json.encode()).hexdigest() if canonical_json else ""
+
+
+def changes(old: Context | None, new: Context | None) -> list[ContextChange]:
+    """Each top-level field that differs between `old` and `new`: `new`'s fields in order, then those removed."""
+    before, after = old or {}, new or {}
+    found: list[ContextChange] = []
+    for name in [*after, *(n for n in before if n not in after)]:
+        if name not in after:
+            found.append(ContextChange(field=name, kind=ChangeKind.REMOVED, old=before[name]))
+        elif name not in before:
+            found.append(ContextChange(field=name, kind=ChangeKind.ADDED, new=after[name]))
+        elif _same(before[name], after[name]):
+            continue
+        else:
+            found.append(ContextChange(field=name, kind=ChangeKind.CHANGED, old=before[name], new=after[name]))
+    return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def show_value(value: Any) -> str:
+    """A fact as people read it: text as it is, anything else as compact JSON."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def describe_change(change: ContextChange, arrow: str = "→") -> str:
+    """One change as a line of plain text: `version: v1.4.2 → v1.4.3`, `(added)` or `(removed)`."""
+    if change.kind is ChangeKind.ADDED:
+        return f"{change.field}: (added) {show_value(change.new)}"
+    if change.kind is ChangeKind.REMOVED:
+        return f"{change.field}: {show_value(change.old)} (removed)"
+    return f"{change.field}: {show_value(change.old)} {arrow} {show_value(change.new)}"
