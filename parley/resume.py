@@ -54,7 +54,7 @@ def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord
                 raise AnswerError(exc.detail.get("errors", {})) from None
             raise CannotRun(f"run {interrupt.run_id}: {exc}") from None
 
-    host.collect(interrupt.request, check)
+    host.collect(interrupt.request, check, context=interrupt.context, changes=interrupt.context_changes)
     drop_job(runtime, job_ids.resume(interrupt.run_id, interrupt.id))  # this process runs the resume itself
 
 

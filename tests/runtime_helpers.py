@@ -18,7 +18,7 @@ from redis import Redis
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
-from workers.interaction import Outcome, Request
+from workers.interaction import ContextChange, Outcome, Request
 from workers.runtime.execute import execute
 from workers.runtime.host import HostRouter, PausingRun
 from workers.runtime.queues import enqueue_run
@@ -37,11 +37,14 @@ class RecordingHost:
         self.failures: list[tuple[str, str]] = []
         self.closed: list[tuple[str, str]] = []
         self.reminders: list[tuple[str, str]] = []
+        self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
+        self.superseded: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, fields changed)
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
         with self.lock:
             if not run.question_message:
                 self.questions.append((run.run_id, run.interrupt_id or ""))
+                self.facts[run.interrupt_id or ""] = (run.question_context, run.context_changes)
                 run.record_question_message({"posted": len(self.questions)})
         return Outcome(paused=True)
 
@@ -60,6 +63,10 @@ class RecordingHost:
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         with self.lock:
             self.closed.append((run.id, interrupt.state.value))
+
+    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+        with self.lock:
+            self.superseded.append((run.id, interrupt.id, [c.field for c in changes]))
 
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         with self.lock:

@@ -328,3 +328,35 @@ def test_tools_refuse_reserved_names_and_bad_schemas() -> None:
         Tool(name="t", description="", parameters={"type": "object", "properties": 3}, fn=lambda: None)
     with pytest.raises(ValueError, match="type 'object'"):
         Tool(name="t", description="", parameters={"type": "string"}, fn=lambda: None)
+
+
+def test_an_ask_user_context_is_checked_shown_and_bound_to_the_answer(
+    llm: ChatStandin, r: Redis, tmp_path: Path
+) -> None:
+    facts = {"order": "A-17", "refund": "40 EUR"}
+    yes_no = [{"label": "Yes"}, {"label": "No"}]
+    approve = {
+        "questions": [{"id": "ok", "header": "Refund", "question": "Refund it?", "type": "single", "options": yes_no}],
+        "context": facts,
+    }
+
+    def correct(body: dict[str, Any]) -> dict[str, Any]:
+        text = last_tool_result(body)
+        assert text.startswith("error: invalid ask_user arguments; nobody was asked"), text
+        assert "- context is 2,012 characters of canonical JSON, over the limit of 2,000" in text
+        return calls(call("ask_user", approve, "call_2"))
+
+    too_long = {**approve, "context": {"notes": "x" * 2000}}
+    llm.add(calls(call("ask_user", too_long, "call_1")), correct, lambda body: final(last_tool_result(body)))
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "assistant", "refund A-17")
+    asked = rt.store.interrupt(iid)
+    assert asked.context == facts and host.facts[iid] == (facts, [])
+    accept(rt, iid, "U1", [Answer(id="ok", choice="Yes")])
+    work(rt)
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "ok: Yes")
+    # The replayed call is the journalled one, with the same context: the answer stands.
+    assert host.superseded == [] and len(llm.requests) == 3
+    [answered] = [h for h in rt.store.history(run_id) if h.event == "answered"]
+    assert answered.detail["context_digest"] == asked.context_digest

@@ -7,16 +7,20 @@ execution, on the test Redis) and `test_terminal_command` (the real command in a
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from prompt_toolkit.output.plain_text import PlainTextOutput
 from terminal_support import CLEAR, DOWN, FINISH, UP, ScriptedPrompter
 
 from bot.terminal import TerminalHost, TerminalPrompter, parse_choices
 from parley.identity import os_user
 from workers.agents.ticket import details_request
 from workers.interaction import AnswerValue, ChoiceError, Item, ItemType, Request
+from workers.interaction.context import changes
 
 pytestmark = pytest.mark.unit
 
@@ -122,7 +126,7 @@ class FakeRun:
     conversation = {"host": "terminal"}
     interrupt_id = "q-test"
     question_context = None
-    context_changes: list[Any] = []
+    context_changes: list[object] = []
 
 
 def test_the_host_asks_again_only_the_items_validation_refused() -> None:
@@ -152,3 +156,23 @@ def test_quitting_pauses_the_run_on_its_question() -> None:
 def test_the_terminal_user_is_a_valid_user_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("getpass.getuser", lambda: "DOMAIN\\jane doe")
     assert os_user() == "DOMAIN_jane_doe"
+
+
+def test_the_host_shows_the_facts_and_what_changed_since_a_void_answer() -> None:
+    class AskedAgain(FakeRun):
+        question_context = {"service": "api", "version": "v1.4.3"}
+        context_changes = changes({"service": "api", "version": "v1.4.2"}, question_context)
+
+    shown = io.StringIO()
+    request = Request(reason="Approve?", items=[Item(id="ok", text="OK?", type=ItemType.SELECT, options=["yes", "no"])])
+    with create_app_session(output=PlainTextOutput(shown)):
+        outcome = TerminalHost(ScriptedPrompter({"ok": ["yes"]})).solicit(request, AskedAgain())
+    assert [a.value for a in outcome.answers] == ["yes"]
+    assert [line for line in shown.getvalue().replace("\r\n", "\n").splitlines() if line.strip()] == [
+        "Approve?",
+        "The facts changed since the last answer, so it no longer applies:",
+        "  version: v1.4.2 → v1.4.3",
+        "You are deciding on:",
+        "  service: api",
+        "  version: v1.4.3",
+    ]

@@ -11,6 +11,8 @@ re-render because Slack wants fresh block_ids each time a message is updated:
     qh|{iid}|{v}|{n}       reason header/section number n
     qm|{iid}|{v}           "Asked of …" context
     qt|{iid}|{v}           fast-path question text
+    qd|{iid}|{v}           what changed since an answer voided by changed facts (`blocks_context`)
+    qx|{iid}|{v}           "You are deciding on": the facts the answer is bound to (`blocks_context`)
     f|{iid}|{item_id}      input block of one item in the "parley_form" modal (private_metadata = iid)
     fh|{iid}|{v}|{n}       reason section number n in the modal
 
@@ -23,6 +25,7 @@ parse them. Locked messages (answered/closed) carry no block_ids: Slack assigns 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -46,7 +49,9 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack import limits
+from bot.slack.blocks_context import context_blocks, deciding_on
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, split_escaped, truncate, user_ref
+from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
 
 EXTERNAL_SELECT_THRESHOLD = 100
@@ -185,8 +190,13 @@ def question_blocks(
     assignees: list[str],
     reason_prefix: str | None = None,
     external_threshold: int = EXTERNAL_SELECT_THRESHOLD,
+    context: Context | None = None,
+    changes: Sequence[ContextChange] = (),
 ) -> list[dict[str, Any]]:
     """The question message for interrupt `iid`: reason, who is asked, inputs and the Submit row.
+
+    With a `context`, the facts the answer is bound to are shown above the inputs, and
+    with `changes`, what changed since an earlier answer was voided by other facts.
 
     When the text would exceed Slack's per-message budget, the biggest selects switch to
     external_select and then labels are shortened (the form keeps them whole).
@@ -194,6 +204,7 @@ def question_blocks(
     _check_ids(iid, version)
     head = _reason_blocks(request.reason, reason_prefix, f"qh|{iid}|{version}", allow_header=True)
     meta = ContextBlock(block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=_assignee_line(assignees))])
+    head = [*head, meta, *context_blocks(context, changes, iid, version)]
     if is_fast_path(request) and not _is_external(request.items[0], external_threshold):
         item = request.items[0]
         buttons = [
@@ -207,7 +218,6 @@ def question_blocks(
         ]
         blocks = [
             *head,
-            meta,
             SectionBlock(block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=clip(item.text, SECTION_MAX))),
             ActionsBlock(block_id=f"qc|{iid}|{version}", elements=buttons),
         ]
@@ -229,7 +239,7 @@ def question_blocks(
             _input(i, f"q|{iid}|{version}|{i.id}", external=i.id in external, label_cap=label_cap)
             for i in request.items
         ]
-        return _dicts([*head, meta, *inputs, actions])
+        return _dicts([*head, *inputs, actions])
 
     out = build(LABEL_MAX)
     # Shed option text first: the biggest static selects load their options on demand instead.
@@ -271,11 +281,11 @@ def _locked_reason(request: Request) -> list[Block]:
 
 
 def answered_blocks(
-    request: Request, answers: list[Answer], *, answered_by: str, answered_at: float
+    request: Request, answers: list[Answer], *, answered_by: str, answered_at: float, context: Context | None = None
 ) -> list[dict[str, Any]]:
-    """The locked message after an answer: the reason, each item with its answer, who and when."""
+    """The locked message after an answer: the reason, the facts it was given on, each answer, who and when."""
     by_id = {a.id: a for a in answers}
-    reason = _locked_reason(request)
+    reason = [*_locked_reason(request), *([deciding_on(context)] if context is not None else [])]
     share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(_dicts(reason)) - 200) // len(request.items))
     sections: list[Block] = []
     for item in request.items:

@@ -13,10 +13,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
 from bot.slack import blocks
+from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import escape, user_ref
 from workers.exceptions import AgentError
-from workers.interaction import Outcome, Request
+from workers.interaction import ContextChange, Outcome, Request
 from workers.logs import Log
 from workers.runtime.host import PausingRun
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
@@ -73,7 +74,13 @@ class SlackHost:
         record = run.record
         iid = run.interrupt_id or ""
         try:
-            question = blocks.question_blocks(request, iid, assignees=list(request.assignees or [run.started_by]))
+            question = blocks.question_blocks(
+                request,
+                iid,
+                assignees=list(request.assignees or [run.started_by]),
+                context=run.question_context,
+                changes=run.context_changes,
+            )
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc
         try:
@@ -99,6 +106,16 @@ class SlackHost:
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         self.lock_question(interrupt)
 
+    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+        """Replace the answered question with "Superseded: the facts changed" and what changed."""
+        msg = interrupt.message
+        if not msg.get("ts"):
+            return
+        body = superseded_blocks(interrupt.request, changes, answered_by=interrupt.answered_by)
+        self.client.chat_update(
+            channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
+        )
+
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         who = ", ".join(user_ref(u) for u in interrupt.assignees)
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
@@ -112,7 +129,11 @@ class SlackHost:
         req = interrupt.request
         if interrupt.state is InterruptState.ANSWERED:
             body = blocks.answered_blocks(
-                req, interrupt.answers, answered_by=interrupt.answered_by, answered_at=interrupt.answered_at or 0.0
+                req,
+                interrupt.answers,
+                answered_by=interrupt.answered_by,
+                answered_at=interrupt.answered_at or 0.0,
+                context=interrupt.context,
             )
             text = f"Answered by {user_ref(interrupt.answered_by)}: {escape(req.reason)}"
         elif interrupt.state is InterruptState.CANCELLED:

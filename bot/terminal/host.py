@@ -11,14 +11,25 @@ printed to the terminal.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.shortcuts import print_formatted_text
 
 from bot.terminal.prompts import STYLE, TerminalPrompter
-from workers.interaction import Answer, AnswerError, AnswerValue, Item, Outcome, Request, RunView
+from workers.interaction import (
+    Answer,
+    AnswerError,
+    AnswerValue,
+    Context,
+    ContextChange,
+    Item,
+    Outcome,
+    Request,
+    RunView,
+)
+from workers.interaction.context import describe_change, show_value
 from workers.store.records import InterruptRecord, RunRecord
 
 
@@ -48,18 +59,38 @@ class TerminalHost:
     def solicit(self, request: Request, run: RunView) -> Outcome:
         """Ask every item, re-ask the refused ones, and return the answers; pause when the person quits."""
         try:
-            return Outcome(paused=False, answers=self.collect(request, request.validate_answers))
+            answers = self.collect(
+                request, request.validate_answers, context=run.question_context, changes=run.context_changes
+            )
+            return Outcome(paused=False, answers=answers)
         except (KeyboardInterrupt, EOFError):
             self.stopped.add(run.run_id)
             return Outcome(paused=True)
 
-    def collect(self, request: Request, check: Callable[[list[Answer]], list[Answer]]) -> list[Answer]:
+    def collect(
+        self,
+        request: Request,
+        check: Callable[[list[Answer]], list[Answer]],
+        *,
+        context: Context | None = None,
+        changes: Sequence[ContextChange] = (),
+    ) -> list[Answer]:
         """Put `request` to the person until `check` takes the answers; returns what it returned.
 
-        `check` raises `AnswerError` to refuse: the refused items are asked again, each
-        with its reason. Quitting raises KeyboardInterrupt or EOFError.
+        `context` (the facts the answer is bound to) is shown under the reason, and `changes`
+        (what changed since an earlier answer was voided) above it. `check` raises
+        `AnswerError` to refuse: the refused items are asked again, each with its reason.
+        Quitting raises KeyboardInterrupt or EOFError.
         """
         _print([("", "\n"), ("class:question", request.reason), ("", "\n")])
+        if changes:
+            _print([("class:problem", "The facts changed since the last answer, so it no longer applies:")])
+            for change in changes:
+                _print([("", f"  {describe_change(change)}")])
+        if context is not None:
+            _print([("class:hint", "You are deciding on:")])
+            for name, value in context.items():
+                _print([("", f"  {name}: {show_value(value)}")])
         values: dict[str, AnswerValue] = {}
         pending = list(request.items)
         while True:
@@ -91,6 +122,10 @@ class TerminalHost:
         who = interrupt.closed_by or interrupt.answered_by
         subject = interrupt.request.reason.splitlines()[0]
         _print([("class:hint", f"The question '{subject}' was {interrupt.state}{f' by {who}' if who else ''}.")])
+
+    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+        subject = interrupt.request.reason.splitlines()[0]
+        _print([("class:problem", f"The answer to '{subject}' is superseded: the facts changed.")])
 
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         _print([("class:hint", f"Reminder: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])

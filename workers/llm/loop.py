@@ -8,7 +8,8 @@ agent replays from the start: the message list is rebuilt from those records, so
 no model call and no tool runs twice, and the model sees exactly what it saw before.
 
 The `ask_user` tool is built in. Its arguments become a `Request` put to people
-with `run.ask`, which parks the run until they answer; arguments that cannot
+with `run.ask` (bound to the call's `context`, when it passes the facts the person
+decides on), which parks the run until they answer; arguments that cannot
 become a request, and questions nobody answered in time, come back to the model as
 tool results it can act on, never as a failed run.
 """
@@ -25,6 +26,7 @@ from workers.interaction.tools import TOOL_NAME as ASK_USER
 from workers.interaction.tools import (
     ToolArgumentError,
     answers_for_model,
+    context_from_tool_call,
     openai_tool,
     request_from_tool_call,
 )
@@ -144,6 +146,7 @@ class _Loop:
         reason = (said or "").strip()[:3000] or self.ask_reason
         try:
             request = request_from_tool_call(arguments, reason=reason)
+            context = context_from_tool_call(arguments)
         except ToolArgumentError as exc:
             lines = "\n".join(f"- {p}" for p in exc.problems)
             return (
@@ -152,7 +155,7 @@ class _Loop:
         if self.ask_expires_in is not None:
             request = request.model_copy(update={"expires_in": self.ask_expires_in})
         try:
-            values = self.run.ask(request, key=f"{self.prefix}ask:{turn}:{call_id}")
+            values = self.run.ask(request, key=f"{self.prefix}ask:{turn}:{call_id}", context=context)
         except QuestionExpired:
             return answers_for_model(request, None, expired=True)
         return answers_for_model(request, _answers(request, values))

@@ -14,12 +14,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workers.exceptions import AgentError, NotSerializable, StaleEpoch, Suspend
-from workers.interaction import AnswerValue, OnExpiry, QuestionExpired, Request, answers_to_values
+from workers.interaction import (
+    AnswerValue,
+    Context,
+    ContextChange,
+    OnExpiry,
+    QuestionExpired,
+    Request,
+    answers_to_values,
+)
+from workers.interaction.context import as_given, canonical, changes, digest
 from workers.logs import Log
 from workers.runtime.host import Host
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.runs import history_entry
 
 T = TypeVar("T")
 log = Log("parley.run")
@@ -42,6 +52,7 @@ class Run:
         self._interrupt: InterruptRecord | None = None
         self._journal: dict[str, Any] | None = None
         self._interrupts: dict[str, InterruptRecord | None] = {}
+        self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self.log = log.bind(**record.log_context())
 
     def _recorded(self, field: str) -> Any:
@@ -95,6 +106,14 @@ class Run:
     @property
     def interrupt(self) -> InterruptRecord | None:
         return self._interrupt
+
+    @property
+    def question_context(self) -> Context | None:
+        return self._interrupt.context if self._interrupt else None
+
+    @property
+    def context_changes(self) -> list[ContextChange]:
+        return list(self._interrupt.context_changes) if self._interrupt else []
 
     @property
     def question_message(self) -> dict[str, Any]:
@@ -160,25 +179,41 @@ class Run:
         effect()
         self._write(field, "done")
 
-    def ask(self, request: Request, key: str | None = None) -> dict[str, AnswerValue]:
+    def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.
 
         The first time, the run parks until someone answers. On replay the recorded
         answers are returned. Asking the same `key` again (an unusable answer) opens
         a new attempt; the fourth attempt fails the run.
+
+        `context` is the JSON-able facts the person decides on (at most 2,000 characters
+        of canonical JSON, else `ContextError` before anything is recorded). It is shown
+        with the question and recorded with the answer; on replay, an answer given on
+        other facts than `context` now is void for this run, and the question is asked
+        again as the key's next attempt, showing what changed.
         """
+        bound = canonical(context) if context is not None else ""  # refused here, before anything is recorded
+        shown = as_given(context) if context is not None else ""
+        facts: Context | None = json.loads(shown) if shown else None
         self._asks += 1
         key = key or f"#{self._asks}"
-        n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
         limit = self._rt.settings.max_asks_per_key
-        if n > limit:
-            raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
         attempts: list[str] = self._recorded(f"ask:{key}") or []
-        if len(attempts) >= n:
+        voided: list[ContextChange] | None = None  # what changed since the attempt before, when its answer was void
+        while True:
+            n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
+            if n > limit:
+                raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
+            self._changed[key] = voided is not None  # attempt n is asked again because the facts changed
+            if len(attempts) < n:
+                break
             interrupt = self.read_interrupt(attempts[n - 1])
             if interrupt is None:
                 raise AgentError(f"question {key!r} attempt {n} is missing from the store")
             if interrupt.state is InterruptState.ANSWERED:
+                voided = self._void_if_changed(interrupt, bound, facts)
+                if voided is not None:
+                    continue
                 return answers_to_values(interrupt.request, interrupt.answers)
             if interrupt.state is InterruptState.EXPIRED:
                 if interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS:
@@ -186,18 +221,64 @@ class Run:
                 raise QuestionExpired(key, interrupt.expires_at)
             if interrupt.state is InterruptState.CANCELLED:
                 raise StaleEpoch(self.run_id, self._epoch)
-        else:
-            if not request.assignees:
-                request = request.model_copy(update={"assignees": [self.started_by]})
-            attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
-            assignees = list(request.assignees)
-            interrupt = self.durable(
-                lambda: self._rt.store.open_interrupt(self.record, self._epoch, key, attempts, request, assignees),
-                "open a question",
+            return self._solicit(interrupt)
+        if not request.assignees:
+            request = request.model_copy(update={"assignees": [self.started_by]})
+        attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
+        assignees = list(request.assignees)
+        opened = self.durable(
+            lambda: self._rt.store.open_interrupt(
+                self.record, self._epoch, key, attempts, request, assignees, context=shown, changes=voided
+            ),
+            "open a question",
+        )
+        if self._journal is not None:
+            self._journal[f"ask:{key}"] = attempts
+        return self._solicit(opened)
+
+    def context_changed(self, key: str) -> bool:
+        """True when the answer the last `ask` of `key` returned was asked again because the
+        facts of the answer before it had changed (that answer was void); False otherwise,
+        and before `ask` of `key` in this execution."""
+        return self._changed.get(key, False)
+
+    def _void_if_changed(
+        self, interrupt: InterruptRecord, bound: str, facts: Context | None
+    ) -> list[ContextChange] | None:
+        """The changes that void `interrupt`'s answer (None when it stands), recorded once.
+
+        An answer voided once stays void for this run, whatever the facts later become.
+        The void is journalled with its history entry in one step; the host then marks
+        the old question superseded, once.
+        """
+        field = f"void:{interrupt.id}"
+        recorded = self._recorded(field)
+        if recorded is None:
+            if interrupt.context_digest == digest(bound):
+                return None
+            found = changes(interrupt.context, facts)
+            recorded = {"changes": [c.model_dump(mode="json") for c in found], "digest": digest(bound)}
+            entry = history_entry(
+                "context changed",
+                interrupt_id=interrupt.id,
+                key=interrupt.key,
+                attempt=interrupt.attempt,
+                fields=[c.field for c in found],
+                old_digest=interrupt.context_digest,
+                new_digest=digest(bound),
+            )
+            self.durable(
+                lambda: self._rt.store.record(
+                    self.run_id, self._epoch, field, recorded, only_if_absent=True, history=entry
+                ),
+                "record that an answer is void",
             )
             if self._journal is not None:
-                self._journal[f"ask:{key}"] = attempts
-        return self._solicit(interrupt)
+                self._journal[field] = recorded
+            self.log.info("answer void: the facts changed", key=interrupt.key, fields=[c.field for c in found])
+        voided = [ContextChange.model_validate(c) for c in recorded["changes"]]
+        self.once(f"supersede:{interrupt.id}", lambda: self._host.question_superseded(self._record, interrupt, voided))
+        return voided
 
     def _solicit(self, interrupt: InterruptRecord) -> dict[str, AnswerValue]:
         self._interrupt = interrupt

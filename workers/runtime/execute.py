@@ -12,7 +12,7 @@ import time
 import traceback
 
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
-from workers.interaction import QuestionExpired
+from workers.interaction import ContextError, QuestionExpired
 from workers.logs import Log
 from workers.runtime.context import Run
 from workers.runtime.lease import LeaseKeeper
@@ -68,7 +68,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
         reason = f"expired: {exc}"
         run.once("final", lambda: host.failed(record, reason))
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
-    except (AgentError, UnknownAgent) as exc:
+    except (AgentError, UnknownAgent, ContextError) as exc:  # no retry would fix these
         return _fail(runtime, run, str(exc))
     except Exception as exc:
         return _retry_or_fail(runtime, run, exc)

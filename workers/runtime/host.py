@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from workers.interaction import Outcome, Request, RunView
+from workers.interaction import ContextChange, Outcome, Request, RunView
 from workers.logs import Log
 from workers.store.records import InterruptRecord, RunRecord
 
@@ -45,6 +45,10 @@ class Host(Protocol):
 
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None: ...
 
+    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+        """Mark an answered question void: the facts it was answered on changed (`changes`); it is asked again."""
+        ...
+
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None: ...
 
 
@@ -70,6 +74,10 @@ class LogHost:
 
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         log.info("question closed", **run.log_context(), state=interrupt.state.value)
+
+    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+        fields = [c.field for c in changes]
+        log.info("answer superseded: the facts changed", **run.log_context(), key=interrupt.key, fields=fields)
 
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         log.info("reminder", **run.log_context(), assignees=interrupt.assignees)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workers.interaction import Answer, Request
+from workers.interaction import Answer, ContextChange, Request
 
 
 class RunStatus(StrEnum):
@@ -128,6 +128,9 @@ class InterruptRecord(_Record):
     team: str = ""
     enterprise: str = ""
     message: dict[str, Any] = Field(default_factory=dict)
+    context: dict[str, Any] | None = None  # the facts the answer is bound to, when the agent passed any
+    context_digest: str = ""  # sha256 of the context's canonical JSON
+    context_changes: list[ContextChange] = Field(default_factory=list)  # what voided the attempt before this one
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
@@ -136,6 +139,8 @@ class InterruptRecord(_Record):
         fields["assignees"] = json.loads(data.get("assignees") or "[]")
         fields["answers"] = [Answer.model_validate(a) for a in json.loads(data.get("answers") or "[]")]
         fields["message"] = json.loads(data.get("message") or "{}")
+        fields["context"] = json.loads(data["context"]) if data.get("context") else None
+        fields["context_changes"] = json.loads(data.get("context_changes") or "[]")
         return cls.model_validate(fields)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 from redis import Redis
 
 from workers.exceptions import RunNotFound, StaleEpoch
-from workers.interaction import Answer, Request
+from workers.interaction import Answer, ContextChange, Request
+from workers.interaction.context import canonical, digest
 from workers.store import job_ids, keys, scripts
 from workers.store.records import (
     HistoryEntry,
@@ -125,23 +126,43 @@ class RunStore:
         )
         return bool(done), _s(second), _s(old)
 
-    def record(self, run_id: str, epoch: int, field: str, value: Any, *, only_if_absent: bool = False) -> bool:
-        """Journal `value` under `field`; raises `StaleEpoch` when this worker lost the run."""
+    def record(
+        self, run_id: str, epoch: int, field: str, value: Any, *, only_if_absent: bool = False, history: str = ""
+    ) -> bool:
+        """Journal `value` under `field`; raises `StaleEpoch` when this worker lost the run.
+
+        `history` (from `history_entry`) is appended in the same atomic step when the value is written.
+        """
         res = self._journal(
-            keys=[keys.run(run_id), keys.journal(run_id)],
-            args=[str(epoch), field, json.dumps(value), "1" if only_if_absent else "0"],
+            keys=[keys.run(run_id), keys.journal(run_id), keys.history(run_id)],
+            args=[str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history],
         )
         if res == -1:
             raise StaleEpoch(run_id, epoch)
         return bool(res)
 
     def open_interrupt(
-        self, run: RunRecord, epoch: int, key: str, attempts: list[str], request: Request, assignees: list[str]
+        self,
+        run: RunRecord,
+        epoch: int,
+        key: str,
+        attempts: list[str],
+        request: Request,
+        assignees: list[str],
+        *,
+        context: str = "",
+        changes: list[ContextChange] | None = None,
     ) -> InterruptRecord:
-        """Record the intent to ask (attempt `len(attempts)` of `key`) before anything is posted."""
+        """Record the intent to ask (attempt `len(attempts)` of `key`) before anything is posted.
+
+        `context` is the JSON of the facts the answer will be bound to (digested in canonical form); `changes` what
+        differed from the facts of the attempt before, whose answer they voided.
+        """
         iid = attempts[-1]
         team = str(run.conversation.get("team", ""))
-        fields = interrupt_fields(iid, run.id, team, key, len(attempts), request, assignees, time.time())
+        fields = interrupt_fields(
+            iid, run.id, team, key, len(attempts), request, assignees, time.time(), context=context, changes=changes
+        )
         if run.conversation.get("enterprise"):
             fields["enterprise"] = str(run.conversation["enterprise"])
         argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
@@ -197,6 +218,7 @@ class RunStore:
             key=interrupt.key,
             attempt=interrupt.attempt,
             answers=json.loads(answers_json),
+            **_bound_to(interrupt),
         )
         res = self._close(
             keys=[
@@ -245,6 +267,7 @@ class RunStore:
                 key=interrupt.key,
                 attempt=interrupt.attempt,
                 answers=json.loads(answers_json),
+                **_bound_to(interrupt),
             ),
         )
         pipe.execute()
@@ -371,10 +394,17 @@ def interrupt_fields(
     request: Request,
     assignees: list[str],
     now: float,
+    *,
+    context: str = "",
+    changes: list[ContextChange] | None = None,
 ) -> dict[str, str]:
-    """The hash of a question about to be posted (state `posting`)."""
+    """The hash of a question about to be posted (state `posting`), with the facts it is bound to."""
     expires_in = request.expires_in
+    bound = {"context": context, "context_digest": digest(canonical(json.loads(context)))} if context else {}
+    if changes:
+        bound["context_changes"] = json.dumps([c.model_dump(mode="json") for c in changes])
     return {
+        **bound,
         "id": iid,
         "run_id": run_id,
         "key": key,
@@ -387,6 +417,11 @@ def interrupt_fields(
         "state": InterruptState.POSTING.value,
         "team": team,
     }
+
+
+def _bound_to(interrupt: InterruptRecord) -> dict[str, str]:
+    """The digest of the facts an answer was given on, for its history entry."""
+    return {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
 
 
 def history_entry(event: str, by: str = "", **detail: Any) -> str:

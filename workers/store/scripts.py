@@ -63,15 +63,21 @@ return {1, epoch, st}
 
 # A worker's journal write, fenced by its epoch: a stale worker cannot record. A
 # recorded step is progress, so the run's count of failures without progress restarts.
-# KEYS: run, journal   ARGV: epoch, field, value, only_if_absent ('1'|'0')
+# A history entry, when given, is appended only when the value is written.
+# KEYS: run, journal, history   ARGV: epoch, field, value, only_if_absent ('1'|'0'), history json or ''
 JOURNAL = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return -1
 end
 if string.sub(ARGV[2], 1, 5) == 'step:' then redis.call('HSET', KEYS[1], 'failures', 0) end
-if ARGV[4] == '1' then return redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-return 1
+local written = 1
+if ARGV[4] == '1' then
+  written = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
+else
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+end
+if written == 1 and ARGV[5] and ARGV[5] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[5]) end
+return written
 """
 
 # Record the intent to ask: the interrupt exists (state 'posting') before anything is
