@@ -155,6 +155,9 @@ def test_deploy_rejected_without_a_reason_is_asked_again(stack: SlackStack) -> N
     run = stack.start_run("deploy", target)
     first = stack.question(run, 1)
     assert controls(first).keys() == {"Decision", "Reason (required when rejecting)"}
+    service = target.split()[0]
+    facts = f"*You are deciding on*\n• service: {service}\n• version: v1.4.2\n• target: production"
+    assert facts in texts(first["blocks"])
 
     resp, _ = stack.submit(run, first, {"Decision": "Reject"})
     assert resp.status_code == 200 and resp.text == ""
@@ -167,7 +170,7 @@ def test_deploy_rejected_without_a_reason_is_asked_again(stack: SlackStack) -> N
     assert resp.status_code == 200
     wait_locked(stack, run, second)
     final = final_reply(stack, run)
-    assert final["text"] == f":white_check_mark: Done: Deployment of {target} rejected: tests are red"
+    assert final["text"] == f":white_check_mark: Done: Deployment of {target} to production rejected: tests are red"
     nagged = stack.replies(run, lambda m: "asking again" in m["text"])
     assert len(nagged) == 1, nagged
     questions = [m for m in stack.thread(run) if m.get("edited")]

@@ -124,15 +124,23 @@ def test_parley_run_without_redis_url_uses_the_embedded_redis(tmp_path: Path) ->
     term = pexpect.spawn(
         command[0], [*command[1:], "run", "deploy", "api v1.4.2"], env=env, encoding="utf-8", timeout=TIMEOUT
     )
+    term.expect_exact("You are deciding on:")
+    for fact in ("service: api", "version: v1.4.2", "target: production"):
+        term.expect_exact(fact)
     term.expect_exact("? Decision")
     term.send("approve\r")
     term.expect_exact("? Reason")
     term.send("\r")
-    term.expect_exact("Done: Deployment of api v1.4.2 approved and recorded.")
+    term.expect_exact("Done: Deployment of api v1.4.2 to production approved and recorded.")
     assert finish(term) == 0
     assert (tmp_path / "redis.log").exists()  # the embedded server ran in the data dir
     [entry] = [json.loads(line) for line in (tmp_path / "deployments.jsonl").read_text().splitlines()]
-    assert (entry["target"], entry["decision"]) == ("api v1.4.2", "approve")
+    assert {k: entry[k] for k in ("service", "version", "target", "decision")} == {
+        "service": "api",
+        "version": "v1.4.2",
+        "target": "production",
+        "decision": "approve",
+    }
 
 
 def test_parley_run_of_an_unknown_agent_lists_the_agents(redis_url: str, tmp_path: Path) -> None:
