@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from effect_counters import bump
+
 from workers import agent
 from workers.interaction import Item, ItemType, Option, Request
 
@@ -132,3 +134,21 @@ def huge_agent(run: Any, text: str) -> str:
 
     run.ask(_request(params(text), [big(1), big(2)], "Everything at once"))
     return "unreachable"
+
+
+@agent("s-bound", description="Reads its facts from a file on every replay, asks to approve them, then acts once")
+def bound_agent(run: Any, text: str) -> str:
+    """The facts come from `facts/<name>` in the data directory, read live (not in a `run.step`), so a
+    change between the question and the answer voids the answer; the act is counted in `act`."""
+    p = params(text)
+    facts = json.loads((run.data_dir / "facts" / p["facts"]).read_text())
+    items = [
+        Item(id="decision", text="Decision", type=ItemType.SELECT, options=["Approve", "Reject"]),
+        Item(id="note", text="Note", type=ItemType.FREE_TEXT, required=False),
+    ]
+    answers = run.ask(_request(p, items, "Approve this deployment?"), key="approval", context=facts)
+    if answers["decision"] != "Approve":
+        return "rejected"
+    run.step("act", lambda: bump(run.data_dir, run.run_id, "act"))
+    again = " after the facts changed" if run.context_changed("approval") else ""
+    return f"deployed {facts['service']} {facts['version']}{again}"
