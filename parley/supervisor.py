@@ -1,0 +1,190 @@
+"""Child processes started together, watched together and stopped together.
+
+`parley dev` and `parley up` each run the product as one process tree: a few `parley`
+subcommands (a worker, the Slack app) under one supervisor that holds the embedded Redis
+when REDIS_URL is unset. Each child runs in a process group of its own; its output is
+copied to ours one prefixed line at a time.
+
+Ctrl-C stops everything: SIGTERM to each child's process group, SIGKILL after
+`STOP_TIMEOUT`; a second Ctrl-C kills at once. A child that exits on its own stops the
+whole thing with a message naming it. Children are also told to exit if the supervisor
+dies (Linux's parent-death signal), so even a killed supervisor leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO
+
+from parley.bootstrap import connect_redis
+from parley.settings import Settings
+
+STOP_TIMEOUT = 8.0
+READY_TIMEOUT = 60.0
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the supervisor dies (Linux only; ignored elsewhere)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class Child:
+    """One child process, the leader of its own process group.
+
+    `ready_line`: text the child prints once it is serving; `ready` is set when it has.
+    """
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    ready_line: str | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    pumps: list[threading.Thread] = field(default_factory=list)
+
+    def signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+
+def _pump(child: Child, stream: IO[bytes], out: IO[str]) -> None:
+    """Copy a child's output to ours, one prefixed line at a time, noticing its ready line."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        if child.ready_line is not None and child.ready_line in line:
+            child.ready.set()
+        with contextlib.suppress(ValueError, OSError):
+            out.write(f"[{child.name}] {line}\n")
+            out.flush()
+    stream.close()
+
+
+class Supervisor:
+    """Starts `parley` subcommands as children of `parley <command>` and takes them all down together."""
+
+    def __init__(self, command: str, env: dict[str, str]) -> None:
+        self.command = command
+        self.env = env
+        self.children: list[Child] = []
+        self.interrupts = 0
+        self.stopping = threading.Event()
+        self._checks: list[Callable[[], str | None]] = []
+        self._stops: list[Callable[[], None]] = []
+
+    def spawn(self, name: str, *args: str, ready_line: str | None = None) -> Child:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "parley.cli", *args],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        child = Child(name, proc, ready_line)
+        self.children.append(child)
+        return child
+
+    def start_output(self, out: IO[str] | None = None) -> None:
+        """Copy every child's output; called after every spawn, so no thread is cloned mid-write by a fork."""
+        for child in self.children:
+            assert child.proc.stdout is not None
+            pump = threading.Thread(target=_pump, args=(child, child.proc.stdout, out or sys.stdout), daemon=True)
+            child.pumps.append(pump)
+            pump.start()
+
+    def also_watch(self, check: Callable[[], str | None], stop: Callable[[], None] | None = None) -> None:
+        """Another piece run in this process: `check` says why it stopped (None while it runs); `stop` ends it."""
+        self._checks.append(check)
+        if stop is not None:
+            self._stops.append(stop)
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        self.interrupts += 1
+        self.stopping.set()
+        if self.interrupts > 1:
+            for child in self.children:
+                child.signal_group(signal.SIGKILL)
+
+    def crashed(self) -> str | None:
+        """A message naming the first piece that stopped on its own, or None while all run."""
+        for child in self.children:
+            code = child.proc.poll()
+            if code is not None:
+                return f"`parley {child.name}` exited with code {code}"
+        return next((problem for check in self._checks if (problem := check())), None)
+
+    def wait_until(self, ready: Callable[[], bool], failure: str, timeout: float = READY_TIMEOUT) -> str | None:
+        """Wait for `ready()`; a crash message if a piece died first, `failure` if it timed out, else None."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            problem = self.crashed()
+            if problem:
+                return problem
+            if ready():
+                return None
+            self.stopping.wait(0.2)
+        return None if self.stopping.is_set() else f"{failure} within {timeout:.0f} s"
+
+    def stop(self) -> None:
+        """SIGTERM every child's group, wait, SIGKILL what is left (at once after a second Ctrl-C)."""
+        for child in self.children:
+            child.signal_group(signal.SIGKILL if self.interrupts > 1 else signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for child in self.children:
+            while child.proc.poll() is None and time.monotonic() < deadline and self.interrupts < 2:
+                time.sleep(0.05)
+            child.signal_group(signal.SIGKILL)  # the leader's stragglers too (gunicorn workers, work horses)
+            child.proc.wait()
+            for pump in child.pumps:
+                pump.join(1)
+        for stop in self._stops:
+            stop()
+
+    def run(
+        self,
+        settings: Settings,
+        *,
+        start: Callable[[], None],
+        ready: Callable[[], str | None],
+        banner: Callable[[], None],
+    ) -> int:
+        """Start, wait for `ready`, print the `banner`, and run until Ctrl-C (exit 0) or a piece dies (exit 1).
+
+        The embedded Redis (REDIS_URL unset) is started first and held here, so every child shares it.
+        """
+        embedded = None if settings.redis_url else connect_redis(settings)
+        previous = {s: signal.signal(s, self.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        problem: str | None = None
+        try:
+            start()
+            problem = ready()
+            if problem is None and not self.stopping.is_set():
+                banner()
+                while not self.stopping.wait(0.2):
+                    problem = self.crashed()
+                    if problem:
+                        break
+        finally:
+            if self.interrupts or problem:
+                print(f"parley {self.command}: stopping…", file=sys.stderr, flush=True)
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if embedded is not None:
+                embedded.close()
+        if problem:
+            print(f"parley {self.command}: {problem}; stopped everything.", file=sys.stderr, flush=True)
+            return 1
+        print(f"parley {self.command}: stopped.", file=sys.stderr, flush=True)
+        return 0
