@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import uuid
 from collections.abc import Callable
@@ -27,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from bot.playground import app_methods
+from bot.playground.slack_error import SlackError
 from bot.playground.workspace import Workspace
 
 MESSAGE_BLOCK_LIMIT = 50
@@ -34,15 +37,6 @@ VIEW_BLOCK_LIMIT = 100
 OPTION_TEXT_LIMIT = 75
 OPTION_VALUE_LIMIT = 150
 CHOICE_OPTIONS_LIMIT = 10  # checkboxes and radio_buttons
-
-
-class SlackError(Exception):
-    """A Slack-level failure, answered as HTTP 200 ``{"ok": false, "error": code, **extra}``."""
-
-    def __init__(self, error: str, **extra: Any) -> None:
-        super().__init__(error)
-        self.error = error
-        self.extra = extra
 
 
 def _option_errors(element: dict[str, Any], at: str) -> list[str]:
@@ -157,7 +151,8 @@ class _Api:
             "views.update": self.views_update,
             "views.publish": self.views_publish,
             "users.info": self.users_info,
-            "apps.connections.open": self.connections_open,
+            "apps.connections.open": functools.partial(app_methods.connections_open, ws),
+            "apps.manifest.create": functools.partial(app_methods.manifest_create, ws),
         }
 
     def _channel(self, args: dict[str, Any]) -> str:
@@ -262,10 +257,6 @@ class _Api:
             raise SlackError("user_not_found")
         return {"user": user.to_slack(self.ws.team_id)}
 
-    def connections_open(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
-        url = self.ws.socket_mode_url or f"ws://{request.url.netloc}/socket-mode/link"
-        return {"url": url}
-
 
 async def _read_args(request: Request) -> dict[str, Any]:
     args: dict[str, Any] = dict(request.query_params)
@@ -312,12 +303,7 @@ def create_webapi(workspace: Workspace) -> Starlette:
                 if fault.retry_after is not None:
                     headers["Retry-After"] = str(fault.retry_after)
             else:
-                if not token:
-                    raise SlackError("not_authed")
-                if not token.startswith(("xoxb-", "xapp-")):
-                    raise SlackError("invalid_auth")
-                if token.startswith("xapp-") != (method == "apps.connections.open") and method != "auth.test":
-                    raise SlackError("not_allowed_token_type")
+                app_methods.check_token(workspace, method, token)
                 body = {"ok": True, **handler(args, token, request)}
         except SlackError as exc:
             body = {"ok": False, "error": exc.error, **exc.extra}

@@ -51,6 +51,9 @@ class Workspace(ViewsMixin):
         self.socket_mode_url: str | None = None
         #: Base for ``chat.getPermalink``; ``None`` uses the URL the request arrived on.
         self.permalink_base: str | None = None
+        #: Tokens the Web API knows; ``None`` knows any token of a known kind (xoxb-, xapp-, xoxe).
+        self.accepted_tokens: set[str] | None = None
+        self._apps: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
         self.changed = threading.Condition(self._lock)
         self._events = 0
@@ -267,6 +270,19 @@ class Workspace(ViewsMixin):
         with self._lock:
             found = self._ephemerals.get(user, [])
             return copy.deepcopy([m for m in found if channel is None or m["channel"] == channel])
+
+    # -- apps made with apps.manifest.create --------------------------------
+
+    def add_app(self, app_id: str, manifest: dict[str, Any], credentials: dict[str, str]) -> None:
+        """Record an app made from ``manifest`` with its ``credentials``."""
+        with self._lock:
+            self._apps[app_id] = {"manifest": copy.deepcopy(manifest), "credentials": dict(credentials)}
+            self._bump()
+
+    def apps(self) -> dict[str, dict[str, Any]]:
+        """Every app made so far: app id → ``{"manifest", "credentials"}``."""
+        with self._lock:
+            return copy.deepcopy(self._apps)
 
     # -- call log ------------------------------------------------------------
 

@@ -1,0 +1,14 @@
+"""The stand-in's Slack-level failure: what every Web API method raises to answer `ok: false`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SlackError(Exception):
+    """A Slack-level failure, answered as HTTP 200 ``{"ok": false, "error": code, **extra}``."""
+
+    def __init__(self, error: str, **extra: Any) -> None:
+        super().__init__(error)
+        self.error = error
+        self.extra = extra
