@@ -1,4 +1,4 @@
-"""Parley's configuration, read from the environment once, at a process's entry point."""
+"""Parley's configuration, read once at a process's entry point from the environment and `.env`."""
 
 from __future__ import annotations
 
@@ -38,10 +38,17 @@ def _split(value: object) -> object:
     return value
 
 
+ENV_FILE = ".env"
+"""Settings also come from this file in the working directory (`parley slack setup` writes it);
+a variable set in the environment wins over the file."""
+
+
 class Settings(BaseSettings):
     """Every setting, by its environment variable name."""
 
-    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="", case_sensitive=False, extra="ignore", env_file=ENV_FILE, env_file_encoding="utf-8"
+    )
 
     redis_url: str | None = None
     slack_bot_token: str | None = None
