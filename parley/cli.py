@@ -70,6 +70,17 @@ def _parser() -> argparse.ArgumentParser:
         help="the playground's port (default: 3000); the Slack app listens on PORT+1",
     )
 
+    sub.add_parser("up", help="Parley in your own Slack workspace: Redis, a worker and the Slack app over Socket Mode")
+    slack = sub.add_parser("slack", help="connect Parley to your Slack workspace")
+    ssub = slack.add_subparsers(dest="slack_command")
+    setup = ssub.add_parser("setup", help="create the Slack app, check its tokens and save them in .env")
+    setup.add_argument("--bot-token", metavar="xoxb-…", help="the app's bot token (or SLACK_BOT_TOKEN)")
+    setup.add_argument("--app-token", metavar="xapp-…", help="the app-level token (or SLACK_APP_TOKEN)")
+    setup.add_argument(
+        "--config-token", metavar="xoxe-…", help="an app configuration token: create the app through Slack's API"
+    )
+    slack.set_defaults(slack_commands=list(ssub.choices))
+
     runs = sub.add_parser("runs", help="inspect and manage runs")
     rsub = runs.add_subparsers(dest="runs_command")
     ls = rsub.add_parser("list", help="list runs, newest first")
@@ -88,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _refusal(args: argparse.Namespace) -> str | None:
     """A command line argparse accepts but that names no action, as one line; None when it is whole."""
+    if args.command == "slack" and args.slack_command is None:
+        return f"parley slack: name a command: {', '.join(args.slack_commands)} (see parley slack --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
     if args.command == "run" and (args.agent is None) == (args.resume is None):
@@ -103,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         settings = settings_mod.load()
-        logs.configure(settings.parley_log_level if args.command != "run" else "WARNING")
+        logs.configure(settings.parley_log_level if args.command not in ("run", "slack") else "WARNING")
         if args.command == "run" and args.resume:
             from parley.resume import resume_in_terminal
 
@@ -124,6 +137,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             from parley.dev import run_dev
 
             return run_dev(settings, port=args.port)
+        if args.command == "up":
+            from parley.up import run_up
+
+            return run_up(settings)
+        if args.command == "slack":
+            from parley.slack_setup import slack_setup
+
+            return slack_setup(
+                settings, bot_token=args.bot_token, app_token=args.app_token, config_token=args.config_token
+            )
         from parley.runs_cmd import runs_command
 
         return runs_command(settings, args)

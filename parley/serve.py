@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from slack_sdk.errors import SlackApiError
 
 from bot.app import create_app
 from bot.deps import BotDeps
@@ -14,11 +16,13 @@ from bot.slack.host import SlackHost
 from bot.wsgi import make_wsgi
 from parley.bootstrap import build_runtime, connect_redis
 from parley.settings import Settings
+from workers.exceptions import ConfigError
 from workers.logs import Log
 from workers.runtime.host import HostRouter
 
 log = Log("parley.serve")
 THREADS = 32
+SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
 
 
 def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
@@ -84,8 +88,13 @@ def serve(settings: Settings, *, host: str, port: int, workers: int = 1, socket_
         app, _ = build_bot(settings, socket_mode=True)
         handler = SocketModeHandler(app, app_token=settings.slack_app_token)
         handler.client.web_client.base_url = settings.slack_api_url
+        try:
+            handler.connect()
+        except SlackApiError as exc:
+            raise ConfigError(f"SLACK_APP_TOKEN: Slack refused it ({exc.response.get('error')})") from None
         log.info("serving over Socket Mode")
-        handler.start()
+        print(SOCKET_MODE_READY, flush=True)  # `parley up` waits for this line
+        threading.Event().wait()  # the connection's threads serve until the process is stopped
         return 0
     build_bot(settings)  # fail fast on bad settings, before forking workers
     options = gunicorn_options(host, port, workers)

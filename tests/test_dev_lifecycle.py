@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from process_support import leftover_processes, read_proc_file
 
 pytestmark = [
     pytest.mark.system,
@@ -60,38 +61,20 @@ def can_listen(port: int) -> bool:
     return True
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def belonging_to(data_dir: Path, port: int) -> list[str]:
     """Processes whose command line or environment names this run's data directory, ports or worker."""
-    markers = (str(data_dir), f"--port {port + 1}", f"parley-dev-{port}-", f"dev --port {port}")
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        status = _read(proc / "status")
-        if "State:\tZ" in status:
-            continue
-        cmdline, environ = _read(proc / "cmdline"), _read(proc / "environ")
-        if any(m in cmdline for m in markers) or f"PARLEY_DATA_DIR={data_dir}" in environ:
-            found.append(f"{proc.name}: {cmdline.strip()}")
-    return found
+    return leftover_processes(data_dir, f"--port {port + 1}", f"parley-dev-{port}-", f"dev --port {port}")
 
 
 def _cmdline(pid: int) -> str:
-    return _read(Path(f"/proc/{pid}/cmdline"))
+    return read_proc_file(Path(f"/proc/{pid}/cmdline"))
 
 
 def children(pid: int) -> list[int]:
     """Direct children of ``pid``."""
     found = []
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and f"\nPPid:\t{pid}\n" in _read(proc / "status"):
+        if proc.name.isdigit() and f"\nPPid:\t{pid}\n" in read_proc_file(proc / "status"):
             found.append(int(proc.name))
     return found
 

@@ -1,0 +1,100 @@
+"""The Web API calls that connect Parley to a workspace, each failure worded in one line.
+
+`parley slack setup` checks a bot token with `auth.test` (which names the workspace and the
+bot), an app-level token with `apps.connections.open` (what Socket Mode will call), and can
+create the app with `apps.manifest.create` given an app configuration token. `parley up`
+checks the bot token the same way before it starts anything. Every call goes to
+`SLACK_API_URL`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import SlackResponse
+
+from workers.exceptions import ParleyError
+
+TIMEOUT = 15
+ERRORS = {
+    "invalid_auth": "Slack does not know this token",
+    "not_authed": "no token reached Slack",
+    "token_revoked": "this token has been revoked",
+    "token_expired": "this token has expired",
+    "account_inactive": "this token's app was uninstalled or its account deactivated",
+    "not_allowed_token_type": "this is the wrong kind of token for this",
+    "missing_scope": "this token lacks the scope it needs",
+}
+
+
+class TokenRefused(ParleyError):
+    """Slack (or the token's own shape) refused a token; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    """Who a bot token speaks as, from `auth.test`."""
+
+    team: str
+    team_id: str
+    bot: str
+
+
+@dataclass(frozen=True)
+class CreatedApp:
+    """An app made by `apps.manifest.create`: its id, credentials and the link that installs it."""
+
+    app_id: str
+    credentials: dict[str, str]
+    install_url: str
+
+
+def _explain(exc: SlackApiError) -> str:
+    error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
+    if error == "invalid_manifest":
+        problems = exc.response.get("errors") or [{}]
+        first = problems[0] if isinstance(problems[0], dict) else {}
+        return f"Slack refused the manifest: {first.get('pointer', '')} {first.get('message', '')}".rstrip()
+    return f"{ERRORS[error]} ({error})" if error in ERRORS else f"Slack answered {error}"
+
+
+class SlackApiCalls:
+    """The calls of connecting a workspace, against the Web API at `api_url`."""
+
+    def __init__(self, api_url: str) -> None:
+        self.api_url = api_url
+
+    def _call(self, call: Callable[[WebClient], SlackResponse], token: str) -> SlackResponse:
+        client = WebClient(token=token, base_url=self.api_url, timeout=TIMEOUT)
+        try:
+            return call(client)
+        except SlackApiError as exc:
+            raise TokenRefused(_explain(exc)) from None
+        except OSError as exc:
+            raise TokenRefused(f"cannot reach Slack at {self.api_url} ({exc})") from None
+
+    def bot_identity(self, token: str) -> BotIdentity:
+        """Check a bot token with `auth.test`; the workspace and bot it names."""
+        if not token.startswith("xoxb-"):
+            raise TokenRefused("this is not a bot token: a bot token starts with xoxb-")
+        found = self._call(lambda c: c.auth_test(), token)
+        return BotIdentity(team=str(found.get("team", "")), team_id=str(found.get("team_id", "")), bot=found["user"])
+
+    def check_app_token(self, token: str) -> None:
+        """Check an app-level token the way Socket Mode uses it: `apps.connections.open`."""
+        if not token.startswith("xapp-"):
+            raise TokenRefused("this is not an app-level token: an app-level token starts with xapp-")
+        self._call(lambda c: c.apps_connections_open(app_token=token), token)
+
+    def create_app(self, config_token: str, manifest: dict[str, Any]) -> CreatedApp:
+        """Create the app from `manifest` with an app configuration token (`xoxe…`)."""
+        if not config_token.startswith("xoxe"):
+            raise TokenRefused("this is not an app configuration token: one starts with xoxe")
+        made = self._call(lambda c: c.apps_manifest_create(manifest=json.dumps(manifest)), config_token)
+        credentials = {k: str(v) for k, v in (made.get("credentials") or {}).items()}
+        return CreatedApp(app_id=made["app_id"], credentials=credentials, install_url=made["oauth_authorize_url"])
