@@ -63,7 +63,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
             run = store.create(
                 AGENT, "", user, {"host": "slack", "team": TEAM_ID, "channel": channel, "thread_ts": root}
             )
-            r.set(keys.thread(TEAM_ID, channel, root), run.id)
+            r.set(keys.thread(channel, root), run.id)
             enqueue_run(pq, run.id, run.job)
             _wait(lambda: r.hget(keys.run(run.id), "status") == b"paused")
             return run.id, root

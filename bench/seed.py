@@ -112,7 +112,7 @@ def _queue_one(
     now = time.time()
     stage_create(pipe, run_id, agent, text, user, conversation, now)  # RunStore.create
     # SlackHost.start_thread
-    pipe.set(keys.thread(conversation["team"], conversation["channel"], conversation["thread_ts"]), run_id)
+    pipe.set(keys.thread(conversation["channel"], conversation["thread_ts"]), run_id)
     # execute(): the claim
     store._transition(
         keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)],
@@ -151,7 +151,7 @@ def run_keys(client: redis.Redis, run_id: str) -> list[str]:
     conv = json.loads(data.get("conversation") or "{}")
     found = [keys.run(run_id), keys.journal(run_id), keys.history(run_id), keys.interrupt(data.get("interrupt", ""))]
     if conv.get("thread_ts"):
-        found.append(keys.thread(conv.get("team", ""), conv["channel"], conv["thread_ts"]))
+        found.append(keys.thread(conv["channel"], conv["thread_ts"]))
     return [k for k in found if client.exists(k)]
 
 

@@ -238,8 +238,21 @@ def block_suggestion_payload(
 
 
 # ---- events ------------------------------------------------------------------------------
-def event_callback_body(event: dict[str, Any], *, team: str = TEAM_ID, eid: str | None = None) -> str:
-    """The Events API envelope Slack POSTs as JSON."""
+def event_callback_body(
+    event: dict[str, Any],
+    *,
+    team: str = TEAM_ID,
+    eid: str | None = None,
+    installed_team: str | None = None,
+    shared: bool = False,
+) -> str:
+    """The Events API envelope Slack POSTs as JSON.
+
+    In a shared (Slack Connect) channel the envelope's `team_id` is the team the event came
+    from, `installed_team` the one the app is installed in (in `authorizations`), and
+    `is_ext_shared_channel` is true.
+    """
+    installed = installed_team or team
     envelope = {
         "token": VERIFICATION_TOKEN,
         "team_id": team,
@@ -253,23 +266,47 @@ def event_callback_body(event: dict[str, Any], *, team: str = TEAM_ID, eid: str 
         "authorizations": [
             {
                 "enterprise_id": None,
-                "team_id": team,
+                "team_id": installed,
                 "user_id": BOT_USER_ID,
                 "is_bot": True,
                 "is_enterprise_install": False,
             }
         ],
-        "is_ext_shared_channel": False,
+        "is_ext_shared_channel": shared,
         "event_context": "4-" + secrets.token_urlsafe(24),
     }
     return json.dumps(envelope, separators=(",", ":"))
 
 
+def _rich_text(text: str) -> list[dict[str, Any]]:
+    """The `blocks` Slack adds to a message a person typed."""
+    return [
+        {
+            "type": "rich_text",
+            "block_id": secrets.token_hex(3),
+            "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
+        }
+    ]
+
+
 def thread_reply_event(
-    *, user: str, channel: str, text: str, ts: str, thread_ts: str, team: str = TEAM_ID
+    *,
+    user: str,
+    channel: str,
+    text: str,
+    ts: str,
+    thread_ts: str,
+    team: str = TEAM_ID,
+    user_team: str | None = None,
+    channel_type: str = "channel",
 ) -> dict[str, Any]:
-    """A `message` event for a person's reply in a thread whose parent the bot posted."""
-    return {
+    """A `message` event for a person's reply in a thread whose parent the bot posted.
+
+    `user_team`: the replier belongs to another organisation (a shared channel), so the
+    event carries their team as `team`, `user_team` and `source_team`, and their profile.
+    `channel_type`: "channel", "group", "im" (a DM) or "mpim" (a group DM).
+    """
+    event: dict[str, Any] = {
         "type": "message",
         "user": user,
         "text": text,
@@ -279,15 +316,96 @@ def thread_reply_event(
         "client_msg_id": str(uuid.uuid4()),
         "team": team,
         "channel": channel,
-        "channel_type": "channel",
+        "channel_type": channel_type,
         "event_ts": ts,
-        "blocks": [
-            {
-                "type": "rich_text",
-                "block_id": secrets.token_hex(3),
-                "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
-            }
-        ],
+        "blocks": _rich_text(text),
+    }
+    if user_team:
+        name = USER_NAMES.get(user, user.lower())
+        event.update(team=user_team, user_team=user_team, source_team=user_team)
+        event["user_profile"] = {
+            "avatar_hash": secrets.token_hex(6),
+            "image_72": f"https://avatars.slack-edge.com/{secrets.token_hex(4)}_72.png",
+            "first_name": name.title(),
+            "real_name": name.title(),
+            "display_name": name,
+            "team": user_team,
+            "name": name,
+            "is_restricted": False,
+            "is_ultra_restricted": False,
+        }
+    return event
+
+
+def thread_broadcast_event(*, root: dict[str, Any], **reply: Any) -> dict[str, Any]:
+    """A thread reply sent with "Also send to channel": subtype `thread_broadcast`, with the thread's `root`."""
+    event = thread_reply_event(**reply)
+    del event["parent_user_id"]
+    root_fields = ("type", "text", "user", "ts", "team", "bot_id", "app_id", "thread_ts", "reply_count")
+    event.update(subtype="thread_broadcast", root={k: root[k] for k in root_fields if k in root})
+    return event
+
+
+def file_share_reply_event(*, filename: str = "screenshot.png", **reply: Any) -> dict[str, Any]:
+    """A thread reply with a file attached: subtype `file_share`, the text and `files[]`."""
+    event = thread_reply_event(**reply)
+    user, file_id = event["user"], "F" + secrets.token_hex(5).upper()
+    private = f"https://files.slack.com/files-pri/{TEAM_ID}-{file_id}/{filename}"
+    event.update(subtype="file_share", upload=False, display_as_bot=False)
+    event["files"] = [
+        {
+            "id": file_id,
+            "created": int(time.time()),
+            "timestamp": int(time.time()),
+            "name": filename,
+            "title": filename,
+            "mimetype": "image/png",
+            "filetype": "png",
+            "pretty_type": "PNG",
+            "user": user,
+            "editable": False,
+            "size": 92582,
+            "mode": "hosted",
+            "is_external": False,
+            "is_public": True,
+            "url_private": private,
+            "url_private_download": private.replace(file_id + "/", file_id + "/download/"),
+            "permalink": f"{PERMALINK_BASE}/files/{user}/{file_id}/{filename}",
+        }
+    ]
+    return event
+
+
+def message_changed_event(*, channel: str, message: dict[str, Any], new_text: str) -> dict[str, Any]:
+    """Someone edited `message` (a thread reply): subtype `message_changed`, the message before and after."""
+    now = f"{time.time():.6f}"
+    edited = {**message, "text": new_text, "edited": {"user": message["user"], "ts": now}}
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "message": edited,
+        "previous_message": message,
+        "channel": channel,
+        "hidden": True,
+        "ts": now,
+        "event_ts": now,
+        "channel_type": "channel",
+    }
+
+
+def bot_message_event(*, channel: str, text: str, ts: str, thread_ts: str) -> dict[str, Any]:
+    """A message an integration posted in the thread: subtype `bot_message`, a `bot_id` and no user."""
+    return {
+        "type": "message",
+        "subtype": "bot_message",
+        "text": text,
+        "ts": ts,
+        "thread_ts": thread_ts,
+        "bot_id": "B0OTHERBOT",
+        "username": "deploy-notifier",
+        "channel": channel,
+        "event_ts": ts,
+        "channel_type": "channel",
     }
 
 

@@ -317,7 +317,7 @@ class SlackStack:
         message = self.wait_for(f"the root message of {agent} {text!r}", root)
         assert self.redis is not None
         run_id = self.wait_for(
-            "the thread to be recorded", lambda: self.redis.get(f"parley:thread:{TEAM_ID}:{channel}:{message['ts']}")
+            "the thread to be recorded", lambda: self.redis.get(f"parley:thread:{channel}:{message['ts']}")
         )
         return RunRef(run_id.decode(), channel, message["ts"], user)
 

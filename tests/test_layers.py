@@ -127,7 +127,7 @@ def test_store_bypass_checker_can_fail(tmp_path: Path) -> None:
     bad.write_text(
         "from workers.store import keys\n"
         "def f(deps, store):\n"
-        "    deps.runtime.redis.get(keys.thread('T', 'C', '1'))\n"
+        "    deps.runtime.redis.get(keys.thread('C', '1'))\n"
         "    pipe = store.redis.pipeline(transaction=True)\n"
         "    pipe.hset('k', 'f', 'v')\n"
         "    {}.get('x')\n"

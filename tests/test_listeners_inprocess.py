@@ -1,27 +1,21 @@
-"""The bot's bolt app in this process: Slack's signed requests in, Redis and the Web API stand-in out.
+"""The bot's bolt app in this process, driven with Slack's signed requests (see `inprocess_bot`).
 
-The app is the one `parley serve` runs (`bot.app.create_app`), with a real runtime on the
-test Redis and a `WebClient` pointed at the loopback Web API stand-in. Requests are driven
-the way bolt-python's own scenario tests drive an app: `app.dispatch(BoltRequest(...))` with
-the raw body in Slack's wire format (form-encoded `payload=` for interactions, form fields for
-slash commands, JSON for events) and Slack's v0 signature headers. Runs are executed by an
-in-process RQ worker, so every question a test answers was posted by the real Slack host.
+Each listener surface in turn: slash commands, clicks, the form, option loads, thread replies,
+the Home tab and the admins' buttons, against real Redis, an in-process RQ worker and the
+Web API stand-in.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
-from runtime_helpers import make_runtime, work
-from slack_bolt import App, BoltResponse
+from inprocess_bot import CHANNEL, Bot, answers_of, running_bot
+from runtime_helpers import work
+from slack_bolt import BoltResponse
 from slack_bolt.request import BoltRequest
 from slack_forms import (
     button_action,
@@ -31,164 +25,30 @@ from slack_forms import (
 )
 from slack_payloads import (
     ADMIN,
-    BOT_TOKEN,
     FORM,
-    JSON_TYPE,
-    SIGNING_SECRET,
     app_home_opened_event,
     block_actions_payload,
     block_suggestion_payload,
-    event_callback_body,
     home_actions_payload,
-    interaction_body,
     signed_headers,
     slash_command_body,
     thread_reply_event,
     view_submission_payload,
 )
-from slack_sdk import WebClient
 from slack_stack import snapshot
 
-from bot.app import create_app
-from bot.deps import BotDeps
-from bot.playground import LoopbackServer, Workspace, make_webapi_app
 from bot.playground.workspace import TEAM_ID
-from bot.slack.host import SlackHost
 from bot.slack.refusals import WRONG_WORKSPACE
-from workers.registry import load_agents
-from workers.runtime.wiring import Runtime
 from workers.store import job_ids
-from workers.store.records import InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store.records import InterruptState, RunStatus
 
 pytestmark = pytest.mark.integration
-
-CHANNEL = "C0GENERAL"
-
-
-@dataclass
-class PausedRun:
-    """A run parked on its first question, as posted in its thread by the Slack host."""
-
-    run: RunRecord
-    root_ts: str
-    question: dict[str, Any]
-    interrupt: InterruptRecord
-
-
-@dataclass
-class Bot:
-    """The bolt app, its dependencies and the stand-in's workspace."""
-
-    app: App
-    deps: BotDeps
-    ws: Workspace
-
-    @property
-    def runtime(self) -> Runtime:
-        return self.deps.runtime
-
-    # ---- sending -------------------------------------------------------------------------
-    def send(self, body: str, content_type: str) -> BoltResponse:
-        """Dispatch `body`, signed as Slack signs it, and return the ack."""
-        return self.app.dispatch(BoltRequest(body=body, headers=signed_headers(body, content_type)))
-
-    def command(self, text: str, *, user: str = "U0BOB") -> BoltResponse:
-        return self.send(slash_command_body(text, user=user, channel=CHANNEL), FORM)
-
-    def interact(self, payload: dict[str, Any]) -> BoltResponse:
-        return self.send(interaction_body(payload), FORM)
-
-    def event(self, event: dict[str, Any]) -> BoltResponse:
-        return self.send(event_callback_body(event), JSON_TYPE)
-
-    # ---- waiting -------------------------------------------------------------------------
-    def wait_for(self, what: str, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while not (value := predicate()):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.02)
-        return value
-
-    def calls(self, method: str, pred: Callable[[dict[str, Any]], bool] = lambda c: True) -> list[dict[str, Any]]:
-        return [c for c in self.ws.calls(method) if pred(c)]
-
-    def wait_call(self, method: str, pred: Callable[[dict[str, Any]], bool] = lambda c: True) -> dict[str, Any]:
-        return self.wait_for(f"a {method} call", lambda: self.calls(method, pred))[0]
-
-    def settle(self, quiet: float = 0.5) -> None:
-        """Wait until the stand-in has had no call for `quiet` seconds: what runs after the ack is done."""
-        before = -1
-        while before != self.ws.events:
-            before = self.ws.events
-            time.sleep(quiet)
-
-    # ---- runs ----------------------------------------------------------------------------
-    def runs(self) -> list[RunRecord]:
-        store = self.runtime.store
-        return store.runs(store.list_ids(None, limit=100))
-
-    def roots(self) -> list[dict[str, Any]]:
-        return [m for m in self.ws.messages(CHANNEL) if m.get("thread_ts", m["ts"]) == m["ts"]]
-
-    def started(self, agent: str, text: str, *, user: str = "U0BOB") -> tuple[RunRecord, str]:
-        """`/parley agent text`, its run once enqueued, and the ts of its root message."""
-        resp = self.command(f"{agent} {text}", user=user)
-        assert (resp.status, resp.body) == (200, "")
-        [run] = [r for r in self.runs() if r.text == text]
-        self.wait_for("the run to be enqueued", lambda: job_ids.first(run.id) in self.runtime.queue.job_ids)
-        [root] = [m for m in self.roots() if m["text"].endswith(text)]
-        return run, root["ts"]
-
-    def paused(self, agent: str, params: dict[str, Any] | None = None, *, user: str = "U0BOB") -> PausedRun:
-        """Start `agent`, execute it in this process until it asks, and return its question."""
-        text = (json.dumps(params) + " " if params else "") + secrets.token_hex(4)
-        run, root_ts = self.started(agent, text, user=user)
-        work(self.runtime)
-        paused = self.runtime.store.get(run.id)
-        assert paused.status is RunStatus.PAUSED, paused
-        [question] = [m for m in self.ws.thread(CHANNEL, root_ts) if is_question(m)]
-        interrupt = self.runtime.store.interrupt(paused.interrupt)
-        assert interrupt is not None and interrupt.state is InterruptState.OPEN
-        return PausedRun(paused, root_ts, question, interrupt)
-
-    def click(
-        self, paused: PausedRun, action_id: str, *, user: str, fills: dict[str, Any] | None = None
-    ) -> BoltResponse:
-        """Click the button `action_id` on the question, with the form filled in as `fills`."""
-        blocks = paused.question["blocks"]
-        block, button = find_element(blocks, action_id)
-        payload = block_actions_payload(
-            user=user,
-            message=paused.question,
-            channel=CHANNEL,
-            action=button_action(block, button),
-            state_values=form_state(blocks, fills or {}),
-            trigger=self.ws.issue_trigger(user),
-        )
-        return self.interact(payload)
 
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    load_agents(["slack_agents"])
-    ws = Workspace()
-    api = LoopbackServer(make_webapi_app(ws)).start()
-    web = WebClient(token=BOT_TOKEN, base_url=api.url + "/api/")
-    runtime = make_runtime(r, tmp_path)
-    slack = SlackHost(web, runtime.store)
-    runtime.hosts.register("slack", slack)
-    deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset({ADMIN}))
-    try:
-        yield Bot(create_app(deps, signing_secret=SIGNING_SECRET), deps, ws)
-    finally:
-        deps.pool.shutdown(wait=True)
-        api.stop()
-
-
-def answers_of(interrupt: InterruptRecord | None) -> dict[str, Any]:
-    assert interrupt is not None
-    return {a.id: a.value for a in interrupt.answers}
+    with running_bot(r, tmp_path) as running:
+        yield running
 
 
 # ---- slash command ---------------------------------------------------------------------------
@@ -208,7 +68,7 @@ def test_slash_command_creates_a_run_and_its_root_message_follows_the_ack(bot: B
     assert posted["args"]["channel"] == CHANNEL and "thread_ts" not in posted["args"]
     bot.wait_for("the run to be enqueued", lambda: job_ids.first(run.id) in bot.runtime.queue.job_ids)
     [root] = bot.roots()
-    assert bot.runtime.store.thread_run(TEAM_ID, CHANNEL, root["ts"]) == run.id
+    assert bot.runtime.store.thread_run(CHANNEL, root["ts"]) == run.id
 
 
 def test_a_replayed_slash_command_starts_one_run(bot: Bot) -> None:

@@ -86,7 +86,7 @@ def owned(r: Redis, run_id: str) -> dict[bytes, bytes]:
         names.append(keys.interrupt(record[b"interrupt"].decode()))
     conversation = json.loads(record.get(b"conversation") or b"{}")
     if conversation.get("thread_ts"):
-        names.append(keys.thread("T1", conversation["channel"], conversation["thread_ts"]))
+        names.append(keys.thread(conversation["channel"], conversation["thread_ts"]))
     return {name.encode(): r.dump(name) for name in names}
 
 

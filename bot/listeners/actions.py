@@ -23,7 +23,7 @@ from bot.slack.payload_fields import channel_of, clicked, enterprise_of, team_of
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
-from workers.store.records import RefusalReason
+from workers.store.records import InterruptRecord, RefusalReason
 
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
 
@@ -31,6 +31,22 @@ CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
 def _token(body: dict[str, Any], action: dict[str, Any]) -> str:
     """The same click delivered twice carries the same token, so acceptance stays idempotent."""
     return f"{body.get('user', {}).get('id')}:{action.get('action_ts', '')}"
+
+
+def _accept(
+    body: dict[str, Any], action: dict[str, Any], interrupt: InterruptRecord, answers: list[Answer], deps: BotDeps
+) -> AnswerOutcome:
+    """Accept a click's answers, saying where the click came from: workspace, organisation, channel."""
+    return try_accept(
+        deps.runtime,
+        interrupt,
+        body["user"]["id"],
+        answers,
+        team=team_of(body),
+        enterprise=enterprise_of(body),
+        channel=channel_of(body),
+        token=_token(body, action),
+    )
 
 
 def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
@@ -47,9 +63,7 @@ def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
         answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
     except StateError as exc:
         return AnswerOutcome.refused(iid, user, RefusalReason.INVALID, errors={"form": str(exc)})
-    return try_accept(
-        deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise_of(body), token=_token(body, action)
-    )
+    return _accept(body, action, interrupt, answers, deps)
 
 
 def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
@@ -65,9 +79,7 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     if interrupt is None:
         return AnswerOutcome.refused("", user, RefusalReason.UNKNOWN)
     answers = [Answer(id=interrupt.request.items[0].id, choice=str(action.get("value", "")))]
-    return try_accept(
-        deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise_of(body), token=_token(body, action)
-    )
+    return _accept(body, action, interrupt, answers, deps)
 
 
 def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, deps: BotDeps) -> None:
@@ -92,7 +104,8 @@ def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDep
     interrupt = deps.runtime.store.interrupt(iid)
     if interrupt is None:
         return
-    client.views_open(trigger_id=body["trigger_id"], view=blocks.modal_view(interrupt.request, iid))
+    view = blocks.modal_view(interrupt.request, iid, channel=channel_of(body))
+    client.views_open(trigger_id=body["trigger_id"], view=view)
 
 
 def register(app: App, deps: BotDeps) -> None:

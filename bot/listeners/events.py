@@ -41,15 +41,17 @@ def publish_home_tab(event: dict[str, Any], client: WebClient, deps: BotDeps) ->
 def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps: BotDeps) -> None:
     """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
 
-    Accepted before the ack, like a click; a refusal is told after the ack.
+    Accepted before the ack, like a click; a refusal is told after the ack. The run is found
+    by channel and thread alone: in a shared channel the envelope's `team_id` may be another
+    organisation's. The answer is accepted with the replier's own team (`user_team`).
     """
     store = deps.runtime.store
     addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
     if event.get("subtype") or event.get("bot_id") or not addressed:
         ack()
         return
-    team = body.get("team_id") or event.get("team") or ""
-    run_id = store.thread_run(team, event["channel"], event["thread_ts"])
+    team = event.get("user_team") or event.get("team") or body.get("team_id") or ""
+    run_id = store.thread_run(event["channel"], event["thread_ts"])
     run = store.find(run_id) if run_id else None
     if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
         ack()
@@ -68,7 +70,16 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps:
         answers = [Answer(id=items[0].id, choice=value)]
         enterprise = body.get("enterprise_id") or None
         token = f"{user}:{event.get('ts')}"
-        outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise, token=token)
+        outcome = try_accept(
+            deps.runtime,
+            interrupt,
+            user,
+            answers,
+            team=team,
+            enterprise=enterprise,
+            channel=event["channel"],
+            token=token,
+        )
     ack()
     if not outcome.ok:
         deps.after_ack(tell_refusal, deps.client, outcome, event["channel"], event.get("thread_ts"))

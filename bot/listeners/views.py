@@ -27,8 +27,9 @@ ERROR_MAX = 150
 
 
 def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
+    """Accept the form's answers; the channel it was opened from comes back in `private_metadata`."""
     view = body.get("view") or {}
-    iid = str(view.get("private_metadata", ""))
+    iid, _, channel = str(view.get("private_metadata", "")).partition("|")
     user, team = body["user"]["id"], team_of(body)
     inputs = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
     first_block = next((b for b in inputs if isinstance(b, str)), None)
@@ -48,7 +49,16 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
         ack(response_action="errors", errors={first_block or "form": str(exc)[:ERROR_MAX]})
         return
     token = f"{user}:{view.get('id')}:{view.get('hash')}"
-    outcome = try_accept(deps.runtime, interrupt, user, answers, team=team, enterprise=enterprise_of(body), token=token)
+    outcome = try_accept(
+        deps.runtime,
+        interrupt,
+        user,
+        answers,
+        team=team,
+        enterprise=enterprise_of(body),
+        channel=channel or None,
+        token=token,
+    )
     if outcome.ok:
         ack()  # the resumed run locks the question message
         return

@@ -13,7 +13,8 @@ re-render because Slack wants fresh block_ids each time a message is updated:
     qt|{iid}|{v}           fast-path question text
     qd|{iid}|{v}           what changed since an answer voided by changed facts (`blocks_context`)
     qx|{iid}|{v}           "You are deciding on": the facts the answer is bound to (`blocks_context`)
-    f|{iid}|{item_id}      input block of one item in the "parley_form" modal (private_metadata = iid)
+    f|{iid}|{item_id}      input block of one item in the "parley_form" modal (private_metadata = iid,
+                           or "{iid}|{channel}" when opened from the question's message in that channel)
     fh|{iid}|{v}|{n}       reason section number n in the modal
 
 Everything is built from slack_sdk model objects so their limit validators run, then checked
@@ -319,16 +320,25 @@ def closed_blocks(request: Request, *, status: str, detail: str = "", by: str | 
 
 
 def modal_view(
-    request: Request, iid: str, *, version: int = 1, external_threshold: int = EXTERNAL_SELECT_THRESHOLD
+    request: Request,
+    iid: str,
+    *,
+    version: int = 1,
+    external_threshold: int = EXTERNAL_SELECT_THRESHOLD,
+    channel: str | None = None,
 ) -> dict[str, Any]:
-    """The "Answer in a form" modal: full-length labels, Slack's own required-field checks."""
+    """The "Answer in a form" modal: full-length labels, Slack's own required-field checks.
+
+    `channel` is where the form was opened from; its submission then counts as given there
+    (a submission carries no channel of its own).
+    """
     _check_ids(iid, version)
     blocks: list[Block] = [*_reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)]
     blocks += [_input(i, f"f|{iid}|{i.id}", external=_is_external(i, external_threshold)) for i in request.items]
     view = View(
         type="modal",
         callback_id=FORM_CALLBACK_ID,
-        private_metadata=iid,
+        private_metadata=f"{iid}|{channel}" if channel else iid,
         title=PlainTextObject(text="Answer"),
         submit=PlainTextObject(text="Submit"),
         close=PlainTextObject(text="Cancel"),

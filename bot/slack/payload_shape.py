@@ -65,7 +65,7 @@ def problem(body: Any) -> str | None:
         if event.get("type") == "app_home_opened" and not isinstance(event.get("user"), str):
             return "event.user must be a string"
         if event.get("type") in ("message", "app_home_opened"):
-            for name in ("user", "channel", "thread_ts", "text", "ts", "subtype", "tab"):
+            for name in ("user", "channel", "thread_ts", "text", "ts", "subtype", "tab", "team", "user_team"):
                 if not _optional(event, name, str):
                     return f"event.{name} must be a string"
         if not _optional(body, "team_id", str):

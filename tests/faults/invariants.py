@@ -105,7 +105,7 @@ def run_keys(r: redis.Redis, run_id: str) -> list[str]:
     found += [f"parley:interrupt:{iid}" for iid in view.interrupts]
     conv = view.conversation
     if conv.get("thread_ts"):
-        found.append(f"parley:thread:{conv.get('team', '')}:{conv['channel']}:{conv['thread_ts']}")
+        found.append(f"parley:thread:{conv['channel']}:{conv['thread_ts']}")
     return found
 
 

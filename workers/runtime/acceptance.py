@@ -78,10 +78,13 @@ def try_accept(
     team: str | None,
     token: str,
     enterprise: str | None = None,
+    channel: str | None = None,
 ) -> AnswerOutcome:
     """`accept`, with every refusal (and an unreachable Redis) turned into an `AnswerOutcome`."""
     try:
-        accepted = accept(runtime, interrupt, user, answers, team=team, enterprise=enterprise, token=token)
+        accepted = accept(
+            runtime, interrupt, user, answers, team=team, enterprise=enterprise, channel=channel, token=token
+        )
     except AcceptRefused as exc:
         return AnswerOutcome.refused(interrupt.id, user, exc.reason, **exc.detail)
     except redis.RedisError:
@@ -120,15 +123,18 @@ def accept(
     *,
     team: str | None = None,
     enterprise: str | None = None,
+    channel: str | None = None,
     token: str | None = None,
 ) -> Accepted:
     """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
 
     The request comes from Redis, never from the caller: pass the id, or the record a
     host just read by that id (one read per answer). A host with workspaces passes the
-    payload's `team` ("" when it had none) and `enterprise`; `None` means the host has no
-    workspaces (the terminal) and skips that check. Refusals raise `AcceptRefused`
-    and change nothing; the atomic close re-checks everything the record says.
+    payload's `team` ("" when it had none), `enterprise` and the `channel` the answer was
+    given in (None where there is none, as in a modal); `team=None` means the host has no
+    workspaces (the terminal) and skips that check (see `_same_workspace` for the rule).
+    Refusals raise `AcceptRefused` and change nothing; the atomic close re-checks
+    everything the record says.
     """
     store = runtime.store
     interrupt = store.interrupt(interrupt_id) if isinstance(interrupt_id, str) else interrupt_id
@@ -136,7 +142,7 @@ def accept(
         raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
     interrupt_id = interrupt.id
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt_id, "user": user, "team": interrupt.team}
-    if team is not None and not _same_workspace(interrupt, team, enterprise):
+    if team is not None and not _same_workspace(interrupt, team, enterprise, channel):
         log.warning("answer from another workspace refused", **ctx, payload_team=team, enterprise=enterprise)
         raise AcceptRefused(
             RefusalReason.WRONG_TEAM,
@@ -165,17 +171,25 @@ def accept(
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
 
 
-def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None) -> bool:
+def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None, channel: str | None) -> bool:
     """Whether an answer sent from `team` (or, for an org-wide install, `enterprise`) may answer.
 
-    A question of a run with no workspace (the terminal's) has no team to match. A
-    missing team in a payload matches nothing but the run's own enterprise.
+    - A question of a run with no workspace (the terminal's) has no team to match.
+    - The run's own team answers from anywhere; so does the run's own enterprise.
+    - Another team answers only from inside the question's own conversation: in a shared
+      (Slack Connect) channel Slack reports the clicker's own team, and only people in that
+      channel can click there. Whether that person may answer is still decided by user id,
+      by the assignee check that follows.
+    - A payload with no team (`"team": null`, an org-wide install elsewhere) matches
+      nothing but the run's own enterprise.
     """
     if not interrupt.team:
         return True
     if team and team == interrupt.team:
         return True
-    return bool(enterprise) and enterprise == interrupt.enterprise
+    if enterprise and enterprise == interrupt.enterprise:
+        return True
+    return bool(team) and bool(channel) and channel == interrupt.message.get("channel")
 
 
 def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:

@@ -64,9 +64,14 @@ def accepted_index() -> str:
     return f"{PREFIX}idx:accepted"
 
 
-def thread(team: str, channel: str, thread_ts: str) -> str:
-    """String: the run whose conversation is this thread (for answers typed as replies)."""
-    return f"{PREFIX}thread:{team}:{channel}:{thread_ts}"
+def thread(channel: str, thread_ts: str) -> str:
+    """String: the run whose conversation is this thread (for answers typed as replies).
+
+    Keyed by channel and thread alone: a Slack channel id names one conversation whichever
+    team's envelope delivers its events (a shared channel's events may come under another
+    organisation's team id), so the team plays no part in finding the thread.
+    """
+    return f"{PREFIX}thread:{channel}:{thread_ts}"
 
 
 def seen_event(event_id: str) -> str:

@@ -89,7 +89,7 @@ class Retention:
         ]
         conv: dict[str, Any] = json.loads(conversation) if conversation else {}
         if conv.get("channel") and conv.get("thread_ts"):
-            names.append(keys.thread(str(conv.get("team", "")), conv["channel"], conv["thread_ts"]))
+            names.append(keys.thread(conv["channel"], conv["thread_ts"]))
         return names
 
     @staticmethod

@@ -275,15 +275,15 @@ class RunStore:
     # ---- the run's conversation ----------------------------------------------------
     def set_thread(self, run_id: str, conversation: dict[str, Any]) -> None:
         """Record the thread a host started for the run, and find the run by that thread later."""
-        thread = keys.thread(str(conversation.get("team", "")), conversation["channel"], conversation["thread_ts"])
+        thread = keys.thread(conversation["channel"], conversation["thread_ts"])
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(keys.run(run_id), "conversation", json.dumps(conversation))
         pipe.set(thread, run_id)
         pipe.execute()
 
-    def thread_run(self, team: str, channel: str, thread_ts: str) -> str | None:
-        """The run whose conversation is this thread, if any."""
-        raw = self.redis.get(keys.thread(team, channel, thread_ts))
+    def thread_run(self, channel: str, thread_ts: str) -> str | None:
+        """The run whose conversation is this thread, if any, whichever team delivered the event."""
+        raw = self.redis.get(keys.thread(channel, thread_ts))
         return None if raw is None else _s(raw)
 
     def first_delivery(self, delivery_id: str, ttl: float) -> bool:
