@@ -18,6 +18,9 @@ from workers.store.records import RefusalReason, RunStatus
 
 log = Log("parley.events")
 SEEN_TTL = 3600
+PEOPLE_SUBTYPES = frozenset({"thread_broadcast", "file_share"})
+"""Replies with a subtype that are still a person speaking: "Also send to channel", and a reply
+with files attached (its text answers). Edits, deletions and bots' messages are not."""
 
 
 def _first_delivery(deps: BotDeps, body: dict[str, Any]) -> bool:
@@ -47,7 +50,8 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps:
     """
     store = deps.runtime.store
     addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
-    if event.get("subtype") or event.get("bot_id") or not addressed:
+    spoken = event.get("subtype") in (None, *PEOPLE_SUBTYPES) and not event.get("bot_id")
+    if not spoken or not addressed:
         ack()
         return
     team = event.get("user_team") or event.get("team") or body.get("team_id") or ""

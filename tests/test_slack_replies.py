@@ -1,0 +1,83 @@
+"""Typed answers in a run's thread, whatever kind of message carries them.
+
+A reply sent with "Also send to channel" (subtype `thread_broadcast`) and a reply with a file
+attached (`file_share`) are a person speaking and answer like a plain reply; an edit
+(`message_changed`) and an integration's message (`bot_message`) never answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from inprocess_bot import CHANNEL, Bot, answers_of, running_bot
+from slack_payloads import (
+    bot_message_event,
+    file_share_reply_event,
+    message_changed_event,
+    thread_broadcast_event,
+    thread_reply_event,
+)
+from slack_stack import snapshot
+
+from workers.store import job_ids
+from workers.store.records import InterruptState, RunStatus
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
+    with running_bot(r, tmp_path) as running:
+        yield running
+
+
+def test_a_reply_also_sent_to_the_channel_answers(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    root = bot.ws.message(CHANNEL, paused.root_ts)
+    assert root is not None
+    reply = thread_broadcast_event(
+        root=root, user="U0BOB", channel=CHANNEL, text="2", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+    )
+    assert bot.event(reply).status == 200
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert answers_of(interrupt) == {"target": "Staging US"}
+    assert interrupt is not None and interrupt.answered_by == "U0BOB"
+    assert job_ids.resume(paused.run.id, paused.interrupt.id) in bot.runtime.queue.job_ids
+
+
+def test_a_reply_with_a_file_attached_answers_with_its_text(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    reply = file_share_reply_event(
+        user="U0BOB", channel=CHANNEL, text="production", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+    )
+    assert bot.event(reply).status == 200
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {"target": "Production"}
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.QUEUED
+
+
+def test_edits_and_bots_messages_never_answer_but_the_next_broadcast_does(bot: Bot, r: redis.Redis) -> None:
+    paused = bot.paused("s-pick")
+    said = thread_reply_event(user="U0BOB", channel=CHANNEL, text="hmm", ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    before = snapshot(r)
+    for event in (
+        message_changed_event(channel=CHANNEL, message=said, new_text="2"),
+        bot_message_event(channel=CHANNEL, text="2", ts=bot.ws.next_ts(), thread_ts=paused.root_ts),
+    ):
+        resp = bot.event(event)
+        assert (resp.status, resp.body) == (200, "")
+    bot.settle(0.2)
+    assert snapshot(r) == before
+    assert bot.ws.calls("chat.postEphemeral") == []
+
+    root = bot.ws.message(CHANNEL, paused.root_ts)
+    assert root is not None
+    broadcast = thread_broadcast_event(
+        root=root, user="U0BOB", channel=CHANNEL, text="Staging EU", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+    )
+    assert bot.event(broadcast).status == 200
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.ANSWERED
+    assert answers_of(interrupt) == {"target": "Staging EU"}
