@@ -38,7 +38,15 @@ FORM = "application/x-www-form-urlencoded"
 JSON_TYPE = "application/json"
 
 USER_NAMES = {"U0ALICE": "alice", "U0BOB": "bob", "U0CAROL": "carol"}
-CHANNEL_NAMES = {"C0GENERAL": "general", "C0OPS": "ops"}
+CHANNEL_NAMES = {
+    "C0GENERAL": "general",
+    "C0OPS": "ops",
+    "C0RANDOM": "random",
+    "C0SECRET": "privategroup",  # Slack's channel_name for a private channel
+    "D0BOB": "directmessage",
+    "D0HUMANS": "directmessage",
+    "G0GROUPDM": "mpdm-alice--bob--carol-1",
+}
 
 
 # ---- signing ---------------------------------------------------------------------------

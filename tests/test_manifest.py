@@ -13,8 +13,16 @@ pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = REPO / "manifest.yml"
-EXPECTED_SCOPES = {"commands", "chat:write", "chat:write.public", "channels:history", "groups:history"}
-EXPECTED_EVENTS = {"app_home_opened", "message.channels", "message.groups"}
+EXPECTED_SCOPES = {
+    "commands",
+    "chat:write",
+    "channels:join",
+    "channels:history",
+    "groups:history",
+    "im:history",
+    "mpim:history",
+}
+EXPECTED_EVENTS = {"app_home_opened", "message.channels", "message.groups", "message.im", "message.mpim"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +61,8 @@ def test_features_and_settings(manifest: dict[str, Any]) -> None:
     features = manifest["features"]
     assert features["bot_user"] == {"display_name": "parley", "always_online": True}
     assert features["app_home"]["home_tab_enabled"] is True
-    assert features["app_home"]["messages_tab_enabled"] is False
+    assert features["app_home"]["messages_tab_enabled"] is True
+    assert features["app_home"]["messages_tab_read_only_enabled"] is False
     [command] = features["slash_commands"]
     assert command["command"] == "/parley"
     assert command["usage_hint"] == "AGENT text | help | runs"

@@ -37,7 +37,9 @@ class User:
 
 @dataclass(frozen=True)
 class Channel:
-    """A public channel the bot may post to."""
+    """A channel: public unless `is_private`; the bot posts and hears replies only where it is a member."""
 
     id: str
     name: str
+    is_private: bool = False
+    bot_is_member: bool = True

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from bot.playground import app_methods
+from bot.playground import app_methods, conversations
 from bot.playground.slack_error import SlackError
 from bot.playground.workspace import Workspace
 
@@ -151,6 +151,8 @@ class _Api:
             "views.update": self.views_update,
             "views.publish": self.views_publish,
             "users.info": self.users_info,
+            "conversations.join": functools.partial(conversations.join, ws),
+            "conversations.replies": functools.partial(conversations.replies, ws),
             "apps.connections.open": functools.partial(app_methods.connections_open, ws),
             "apps.manifest.create": functools.partial(app_methods.manifest_create, ws),
         }
@@ -174,6 +176,9 @@ class _Api:
 
     def post_message(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
         channel = self._channel(args)
+        known = self.ws.channel(channel)
+        if known is not None and not known.bot_is_member:
+            raise SlackError("not_in_channel")  # Parley asks for no chat:write.public
         if not args.get("text") and not args.get("blocks"):
             raise SlackError("no_text")
         if "blocks" in args:

@@ -128,13 +128,22 @@ class Workspace(ViewsMixin):
         with self._lock:
             return list(self._channels.values())
 
+    def channel(self, channel_id: str) -> Channel | None:
+        """Look a channel up by id (DMs are not channels here)."""
+        with self._lock:
+            return self._channels.get(channel_id)
+
     def user(self, user_id: str) -> User | None:
         """Look a member up by id."""
         with self._lock:
             return self._users.get(user_id)
 
     def resolve_channel(self, ref: str) -> str | None:
-        """Map a channel id, ``name``/``#name``, or a user id (a DM) to a channel id."""
+        """Map a channel id, ``name``/``#name``, or a user id (a DM) to a channel id.
+
+        The bot's DM with user ``U…`` is ``D…`` (the same id with a D); any other DM or
+        group DM is one the bot is not part of, so it is not found.
+        """
         with self._lock:
             if ref in self._channels:
                 return ref
@@ -146,7 +155,8 @@ class Workspace(ViewsMixin):
                 dm = "D" + ref[1:]
                 self._messages.setdefault(dm, [])
                 return dm
-            if ref.startswith("D") and ref in self._messages:
+            if ref.startswith("D") and (ref in self._messages or "U" + ref[1:] in self._users):
+                self._messages.setdefault(ref, [])
                 return ref
             return None
 

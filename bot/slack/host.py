@@ -3,6 +3,11 @@
 It posts the run's root message, its questions, progress and outcome, and locks
 question messages when they close. Questions are posted once: the interrupt is
 recorded before posting and the posted `ts` right after, and a replay finds it.
+
+Where the thread goes: in a public channel, Parley joins first (`conversations.join`,
+`channels:join`), because Slack delivers a channel's messages (typed answers) only to its
+members. In a conversation Parley cannot post in (a DM or group DM between people, a private
+channel it was not invited to), the thread goes to the starter's DM with Parley instead.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import RunStore
 
 log = Log("parley.slack")
+CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
+"""Errors of a post in a conversation Parley is not part of (and, for a DM or group DM, cannot join)."""
 
 
 class SlackHost:
@@ -39,16 +46,37 @@ class SlackHost:
         conv = dict(run.conversation)
         if conv.get("thread_ts"):
             return conv
-        resp = self.client.chat_postMessage(
-            channel=conv["channel"],
-            text=blocks.run_started_text(run.started_by, run.agent, run.text),
-            unfurl_links=False,
-            unfurl_media=False,
-        )
-        conv["thread_ts"] = resp["ts"]
+        text = blocks.run_started_text(run.started_by, run.agent, run.text)
+        self._join(conv["channel"])
+        try:
+            resp = self.client.chat_postMessage(
+                channel=conv["channel"], text=text, unfurl_links=False, unfurl_media=False
+            )
+        except SlackApiError as exc:
+            if exc.response.get("error") not in CANNOT_POST_HERE:
+                raise
+            log.info("cannot post where the run was started; using the starter's DM", **run.log_context())
+            conv["started_in"] = conv["channel"]
+            resp = self.client.chat_postMessage(
+                channel=run.started_by, text=text, unfurl_links=False, unfurl_media=False
+            )
+        conv["channel"], conv["thread_ts"] = resp["channel"], resp["ts"]
         self.store.set_thread(run.id, conv)
         log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
         return conv
+
+    def _join(self, channel: str) -> None:
+        """Join a public channel before talking there, so its thread replies reach Parley.
+
+        Only channel ids (C…) can be joined; Slack refuses private channels, DMs and group
+        DMs (`method_not_supported_for_channel_type`), and the post then decides.
+        """
+        if not channel.startswith("C"):
+            return
+        try:
+            self.client.conversations_join(channel=channel)
+        except SlackApiError as exc:
+            log.info("did not join the channel", channel=channel, error=exc.response.get("error"))
 
     def _thread(self, run: RunRecord) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):
