@@ -130,8 +130,10 @@ class Bot:
         assert (resp.status, resp.body) == (200, "")
         [run] = [r for r in self.runs() if r.text == text]
         self.wait_for("the run to be enqueued", lambda: job_ids.first(run.id) in self.runtime.queue.job_ids)
-        [root] = [m for m in self.roots(posted_in or channel) if m["text"].endswith(text)]
-        return run, root["ts"]
+        root_ts = self.runtime.store.get(run.id).conversation.get("thread_ts")
+        root = self.ws.message(posted_in or channel, root_ts) if root_ts else None
+        assert root is not None and root["text"].startswith(f"<@{user}> started *{agent}*"), root
+        return run, root_ts
 
     def paused(
         self,

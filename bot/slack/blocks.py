@@ -40,6 +40,7 @@ from bot.slack.blocks_question import (
     closed_blocks,
     fallback_text,
     is_fast_path,
+    locked_text,
     modal_view,
     question_blocks,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "final_text",
     "home_view",
     "is_fast_path",
+    "locked_text",
     "modal_view",
     "progress_text",
     "question_blocks",

@@ -65,6 +65,8 @@ SECTION_MAX = 3000
 HEADER_MAX = 150
 LABEL_MAX = 2000
 MAX_ASSIGNEES_SHOWN = 10
+FALLBACK_MAX = 4000
+"""Slack's recommended ceiling for a message's top-level `text`, escaped."""
 
 ANSWER_ACTION_ID = "answer"
 SUBMIT_ACTION_ID = "parley_submit"
@@ -351,4 +353,11 @@ def modal_view(
 def fallback_text(request: Request) -> str:
     """The message's top-level `text` (notifications, screen readers): escaped, at most 4000 chars."""
     lines = [f"Question: {escape(request.reason)}", *(f"• {escape(i.text)}" for i in request.items)]
-    return cut_escaped("\n".join(lines), 4000)
+    return cut_escaped("\n".join(lines), FALLBACK_MAX)
+
+
+def locked_text(request: Request, outcome: str) -> str:
+    """A locked question's top-level `text`: its outcome ("Answered by <@U…>", "Cancelled",
+    "Expired") and the reason, escaped and cut to Slack's 4,000 characters (escaping alone can
+    make a 3,000-character reason several times longer)."""
+    return cut_escaped(f"{outcome}: {escape(request.reason)}", FALLBACK_MAX)

@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from bot.slack import blocks
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.limits import BlockLimitError
-from bot.slack.mrkdwn import escape, user_ref
+from bot.slack.mrkdwn import user_ref
 from workers.exceptions import AgentError
 from workers.interaction import ContextChange, Outcome, Request
 from workers.logs import Log
@@ -163,14 +163,14 @@ class SlackHost:
                 answered_at=interrupt.answered_at or 0.0,
                 context=interrupt.context,
             )
-            text = f"Answered by {user_ref(interrupt.answered_by)}: {escape(req.reason)}"
+            text = blocks.locked_text(req, f"Answered by {user_ref(interrupt.answered_by)}")
         elif interrupt.state is InterruptState.CANCELLED:
             by = interrupt.closed_by if interrupt.closed_by.startswith(("U", "W")) else None
             body = blocks.closed_blocks(req, status="cancelled", by=by)
-            text = f"Cancelled: {escape(req.reason)}"
+            text = blocks.locked_text(req, "Cancelled")
         elif interrupt.state is InterruptState.EXPIRED:
             body = blocks.closed_blocks(req, status="expired")
-            text = f"Expired: {escape(req.reason)}"
+            text = blocks.locked_text(req, "Expired")
         else:
             return
         self.client.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
