@@ -165,14 +165,16 @@ class Bot:
         fills: dict[str, Any] | None = None,
         team: str = TEAM_ID,
         channel: str | None = None,
+        message_ts: str | None = None,
     ) -> BoltResponse:
         """Click the button `action_id` on the question (as `user` of `team`, in `channel`, by default
-        the question's own), with the form filled in as `fills`."""
+        the question's own), with the form filled in as `fills`; with `message_ts`, the same blocks
+        clicked on another message (a copy of the question)."""
         blocks = paused.question["blocks"]
         block, button = find_element(blocks, action_id)
         payload = block_actions_payload(
             user=user,
-            message=paused.question,
+            message={**paused.question, "ts": message_ts} if message_ts else paused.question,
             channel=channel or paused.channel,
             action=button_action(block, button),
             state_values=form_state(blocks, fills or {}),

@@ -159,6 +159,28 @@ def test_a_submit_without_a_team_is_refused_and_says_why(bot: Bot, r: redis.Redi
     assert bot.runtime.store.get(paused.run.id).status is RunStatus.PAUSED
 
 
+@pytest.mark.parametrize("where", ["another channel", "another message"])
+def test_a_click_away_from_the_questions_own_message_is_refused_and_says_where(
+    bot: Bot, r: redis.Redis, where: str
+) -> None:
+    """The question is in #general, on its own message; the same blocks clicked anywhere else answer nothing."""
+    paused = bot.paused("s-form", {"assignees": ["U0BOB"]})
+    place = {"channel": "C0OPS"} if where == "another channel" else {"message_ts": paused.root_ts}
+    before = snapshot(r)
+    resp = bot.click(paused, "parley_submit", user="U0BOB", fills={"Colour": "Red"}, **place)
+    assert (resp.status, resp.body) == (200, "")
+    told = bot.wait_call("chat.postEphemeral")
+    assert told["args"]["text"] == (
+        "This question was asked in <#C0GENERAL>; it can only be answered on its own message there."
+    )
+    assert told["args"]["user"] == "U0BOB"
+    assert snapshot(r) == before
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.PAUSED
+
+    assert bot.click(paused, "parley_submit", user="U0BOB", fills={"Colour": "Red"}).status == 200
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {"colour": "Red"}
+
+
 def test_a_one_click_choice_answers(bot: Bot) -> None:
     paused = bot.paused("s-pick")
     block, button = find_element(paused.question["blocks"], lambda a: a.startswith("parley_choose_"))

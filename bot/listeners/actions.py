@@ -19,7 +19,7 @@ from slack_sdk import WebClient
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
-from bot.slack.payload_fields import channel_of, clicked, enterprise_of, team_of, thread_of
+from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
@@ -36,7 +36,7 @@ def _token(body: dict[str, Any], action: dict[str, Any]) -> str:
 def _accept(
     body: dict[str, Any], action: dict[str, Any], interrupt: InterruptRecord, answers: list[Answer], deps: BotDeps
 ) -> AnswerOutcome:
-    """Accept a click's answers, saying where the click came from: workspace, organisation, channel."""
+    """Accept a click's answers, saying where the click came from: workspace, organisation, channel, message."""
     return try_accept(
         deps.runtime,
         interrupt,
@@ -45,6 +45,7 @@ def _accept(
         team=team_of(body),
         enterprise=enterprise_of(body),
         channel=channel_of(body),
+        message_ts=message_of(body),
         token=_token(body, action),
     )
 

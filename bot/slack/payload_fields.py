@@ -31,6 +31,11 @@ def channel_of(body: dict[str, Any]) -> str | None:
     return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
 
 
+def message_of(body: dict[str, Any]) -> str | None:
+    """The `ts` of the message clicked in; None on a Home tab or in a modal."""
+    return (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
+
+
 def thread_of(body: dict[str, Any]) -> str | None:
     """The thread of the message clicked in, so a reply to the clicker lands beside it."""
     return (body.get("container") or {}).get("thread_ts")

@@ -7,6 +7,8 @@ everywhere. An accepted answer needs no words: the resumed run shows it on the q
 
 from __future__ import annotations
 
+import re
+
 from slack_sdk import WebClient
 
 from bot.slack.mrkdwn import date_token, escape, user_ref
@@ -14,6 +16,13 @@ from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
+_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
+
+
+def wrong_place(channel: str) -> str:
+    """An answer given away from the question's own message: where the question is, as a channel link."""
+    where = f"in <#{channel}>" if _CHANNEL_ID.fullmatch(channel) else "in another conversation"
+    return f"This question was asked {where}; it can only be answered on its own message there."
 
 
 def refusal_text(outcome: AnswerOutcome) -> str:
@@ -42,6 +51,8 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             return f"I couldn't tell which option you meant: {escape(d['message'])}"
         case RefusalReason.WRONG_TEAM:
             return WRONG_WORKSPACE
+        case RefusalReason.WRONG_PLACE:
+            return wrong_place(str(d.get("channel", "")))
         case _:  # UNKNOWN, NOT_DUE
             return "This question no longer exists."
 

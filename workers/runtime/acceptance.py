@@ -79,11 +79,20 @@ def try_accept(
     token: str,
     enterprise: str | None = None,
     channel: str | None = None,
+    message_ts: str | None = None,
 ) -> AnswerOutcome:
     """`accept`, with every refusal (and an unreachable Redis) turned into an `AnswerOutcome`."""
     try:
         accepted = accept(
-            runtime, interrupt, user, answers, team=team, enterprise=enterprise, channel=channel, token=token
+            runtime,
+            interrupt,
+            user,
+            answers,
+            team=team,
+            enterprise=enterprise,
+            channel=channel,
+            message_ts=message_ts,
+            token=token,
         )
     except AcceptRefused as exc:
         return AnswerOutcome.refused(interrupt.id, user, exc.reason, **exc.detail)
@@ -124,6 +133,7 @@ def accept(
     team: str | None = None,
     enterprise: str | None = None,
     channel: str | None = None,
+    message_ts: str | None = None,
     token: str | None = None,
 ) -> Accepted:
     """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
@@ -133,6 +143,8 @@ def accept(
     payload's `team` ("" when it had none), `enterprise` and the `channel` the answer was
     given in (None where there is none, as in a modal); `team=None` means the host has no
     workspaces (the terminal) and skips that check (see `_same_workspace` for the rule).
+    A click also passes the `message_ts` it was made on: an answer given in another
+    conversation, or on another message, than the question's is refused (`_where_asked`).
     Refusals raise `AcceptRefused` and change nothing; the atomic close re-checks
     everything the record says.
     """
@@ -149,6 +161,13 @@ def accept(
             "this question was asked in another Slack workspace",
             team=interrupt.team,
             payload_team=team,
+        )
+    if not _where_asked(interrupt, channel, message_ts):
+        log.warning("answer from another place refused", **ctx, channel=channel, message_ts=message_ts)
+        raise AcceptRefused(
+            RefusalReason.WRONG_PLACE,
+            "this answer was not given on the question's own message",
+            channel=str(interrupt.message.get("channel", "")),
         )
     # A redelivery of an accepted answer carries its token; the store recognises it.
     redelivery = bool(token) and interrupt.state is InterruptState.ANSWERED
@@ -190,6 +209,18 @@ def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | Non
     if enterprise and enterprise == interrupt.enterprise:
         return True
     return bool(team) and bool(channel) and channel == interrupt.message.get("channel")
+
+
+def _where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: str | None) -> bool:
+    """Whether an answer given in `channel`, on message `message_ts`, was given where the question is.
+
+    Either may be None when the surface has none (a typed reply has no message, a terminal
+    neither); a question not posted yet has nowhere to compare with.
+    """
+    posted = interrupt.message
+    if channel is not None and posted.get("channel") and channel != posted["channel"]:
+        return False
+    return message_ts is None or not posted.get("ts") or message_ts == posted["ts"]
 
 
 def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:

@@ -57,6 +57,7 @@ class RefusalReason(StrEnum):
     NOT_ALLOWED = "not_allowed"  # the answerer is not among the assignees
     NOT_DUE = "not_due"  # an expiry before the question's deadline
     WRONG_TEAM = "wrong_team"  # the answer came from another workspace than the run's
+    WRONG_PLACE = "wrong_place"  # the click came from another conversation or message than the question's
     INVALID = "invalid"  # the answers do not fit the request
     AMBIGUOUS = "ambiguous"  # a typed reply that matches no single option
     UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
