@@ -9,12 +9,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Fault:
-    """What the Web API must do instead of (or before) serving one call."""
+    """What the Web API must do instead of (or before, or after) serving one call."""
 
     status: int = 200
     error: str | None = None
     retry_after: int | None = None
     delay: float = 0.0
+    hold: float = 0.0
+    """Seconds the response is held after the call was served: done at Slack, unknown to a client that gave up."""
 
     @property
     def fails(self) -> bool:
@@ -50,6 +52,15 @@ class FaultPlan:
         """Hold the next ``times`` calls of ``method`` for ``seconds``, then serve them normally."""
         with self._lock:
             self._rules.append([method, Fault(delay=seconds), times])
+
+    def hold_next(self, method: str, seconds: float, times: int = 1) -> None:
+        """Serve the next ``times`` calls of ``method``, then hold each response for ``seconds``.
+
+        A client whose timeout is shorter gives up on a call whose effect happened, as when a
+        process dies inside the call or the network drops the reply.
+        """
+        with self._lock:
+            self._rules.append([method, Fault(hold=seconds), times])
 
     def take(self, method: str) -> Fault | None:
         """Consume one use of the first rule matching ``method`` and return its fault, if any."""

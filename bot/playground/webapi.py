@@ -310,6 +310,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
             else:
                 app_methods.check_token(workspace, method, token)
                 body = {"ok": True, **handler(args, token, request)}
+                if fault and fault.hold:
+                    await asyncio.sleep(fault.hold)
         except SlackError as exc:
             body = {"ok": False, "error": exc.error, **exc.extra}
         workspace.record_call(method, args, token, status, None if body.get("ok") else body.get("error"))

@@ -2,7 +2,9 @@
 
 It posts the run's root message, its questions, progress and outcome, and locks
 question messages when they close. Questions are posted once: the interrupt is
-recorded before posting and the posted `ts` right after, and a replay finds it.
+recorded before posting and the posted `ts` right after, and a replay finds it; a
+replay that finds no `ts` looks for the message in the thread by its metadata
+(`bot.slack.question_metadata`) before posting it.
 
 Where the thread goes: in a public channel, Parley joins first (`conversations.join`,
 `channels:join`), because Slack delivers a channel's messages (typed answers) only to its
@@ -21,6 +23,7 @@ from bot.slack import blocks
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import user_ref
+from bot.slack.question_metadata import find_question, question_metadata
 from workers.exceptions import AgentError
 from workers.interaction import ContextChange, Outcome, Request
 from workers.logs import Log
@@ -101,6 +104,10 @@ class SlackHost:
             return Outcome(paused=True)  # posted before this replay
         record = run.record
         iid = run.interrupt_id or ""
+        if run.question_may_be_posted and (found := self._posted_before(record, iid)):
+            run.record_question_message({**found, "version": 1})
+            log.info("question found posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=found["ts"])
+            return Outcome(paused=True)
         try:
             question = blocks.question_blocks(
                 request,
@@ -112,7 +119,7 @@ class SlackHost:
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc
         try:
-            posted = self._post(record, blocks.fallback_text(request), blocks=question)
+            posted = self._post(record, blocks.fallback_text(request), blocks=question, metadata=question_metadata(iid))
         except SlackApiError as exc:
             if exc.response.get("error") == "invalid_blocks":
                 raise AgentError(f"Slack refused the question's blocks: {exc.response.get('errors')}") from exc
@@ -120,6 +127,16 @@ class SlackHost:
         run.record_question_message({**posted, "version": 1})
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         return Outcome(paused=True)
+
+    def _posted_before(self, run: RunRecord, iid: str) -> dict[str, Any] | None:
+        """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""
+        conv = self._thread(run)
+        try:
+            ts = find_question(self.client, conv["channel"], conv["thread_ts"], iid)
+        except SlackApiError as exc:
+            log.warning("could not read the thread; posting the question", **run.log_context(), error=str(exc))
+            return None
+        return {"channel": conv["channel"], "ts": ts} if ts else None
 
     # ---- Host ------------------------------------------------------------------
     def say(self, run: RunRecord, text: str) -> None:

@@ -50,6 +50,7 @@ class Run:
         self._says = 0
         self._key_calls: dict[str, int] = {}
         self._interrupt: InterruptRecord | None = None
+        self._opened_earlier = False  # the current question was opened by an earlier execution
         self._journal: dict[str, Any] | None = None
         self._interrupts: dict[str, InterruptRecord | None] = {}
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
@@ -119,6 +120,12 @@ class Run:
     def question_message(self) -> dict[str, Any]:
         """Where the current question was posted before, if it was; a host posts it only once."""
         return self._interrupt.message if self._interrupt else {}
+
+    @property
+    def question_may_be_posted(self) -> bool:
+        """True when an earlier execution opened the current question and no message is recorded
+        for it: that execution may have died inside the post, after the message was made."""
+        return self._opened_earlier and not self.question_message.get("ts")
 
     def record_question_message(self, message: dict[str, Any]) -> None:
         if self._interrupt is not None:
@@ -221,7 +228,7 @@ class Run:
                 raise QuestionExpired(key, interrupt.expires_at)
             if interrupt.state is InterruptState.CANCELLED:
                 raise StaleEpoch(self.run_id, self._epoch)
-            return self._solicit(interrupt)
+            return self._solicit(interrupt, opened_earlier=True)
         if not request.assignees:
             request = request.model_copy(update={"assignees": [self.started_by]})
         attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
@@ -234,7 +241,7 @@ class Run:
         )
         if self._journal is not None:
             self._journal[f"ask:{key}"] = attempts
-        return self._solicit(opened)
+        return self._solicit(opened, opened_earlier=False)
 
     def context_changed(self, key: str) -> bool:
         """True when the answer the last `ask` of `key` returned was asked again because the
@@ -280,8 +287,9 @@ class Run:
         self.once(f"supersede:{interrupt.id}", lambda: self._host.question_superseded(self._record, interrupt, voided))
         return voided
 
-    def _solicit(self, interrupt: InterruptRecord) -> dict[str, AnswerValue]:
+    def _solicit(self, interrupt: InterruptRecord, *, opened_earlier: bool) -> dict[str, AnswerValue]:
         self._interrupt = interrupt
+        self._opened_earlier = opened_earlier
         self.log = self.log.bind(interrupt_id=interrupt.id)
         outcome = self._host.solicit(interrupt.request, self)
         if not outcome.paused:

@@ -19,7 +19,9 @@ class PausingRun(RunView, Protocol):
     """What a host that pauses may read and record about the run that asks.
 
     A pause/resume host posts a question once and must find it on replay: it reads
-    where the question was posted and records where it posts it, nothing more.
+    where the question was posted and records where it posts it, nothing more. When
+    `question_may_be_posted`, an earlier execution opened the question and may have died
+    inside the post: the host looks for its message before posting it.
     """
 
     @property
@@ -27,6 +29,9 @@ class PausingRun(RunView, Protocol):
 
     @property
     def question_message(self) -> dict[str, Any]: ...
+
+    @property
+    def question_may_be_posted(self) -> bool: ...
 
     def record_question_message(self, message: dict[str, Any]) -> None: ...
 
