@@ -137,6 +137,20 @@ def test_a_refused_submit_is_told_to_the_clicker_after_the_ack(bot: Bot, r: redi
     assert job_ids.resume(paused.run.id, paused.interrupt.id) not in bot.runtime.queue.job_ids
 
 
+def test_a_refused_answer_names_each_field_by_the_label_people_read(bot: Bot, r: redis.Redis) -> None:
+    paused = bot.paused("ticket")
+    before = snapshot(r)
+    assert bot.click(paused, "parley_submit", user="U0BOB", fills={"Due date": "2026-03-01"}).status == 200
+    told = bot.wait_call("chat.postEphemeral")
+    assert told["args"]["text"] == (
+        ":warning: Your answer was not accepted:\n"
+        "• *Describe the bug*: an answer is required\n"
+        "• *Severity*: an answer is required\n"
+        "• *Components*: an answer is required"
+    )
+    assert snapshot(r) == before
+
+
 def test_a_submit_without_a_team_is_refused_and_says_why(bot: Bot, r: redis.Redis) -> None:
     """Slack sends `"team": null` for org-wide installs; only the run's own workspace may answer."""
     paused = bot.paused("s-form", {"assignees": ["U0BOB"]})

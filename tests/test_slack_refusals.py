@@ -78,9 +78,9 @@ def test_missing_required_answers_are_each_named(stack: SlackStack) -> None:
         "U0BOB",
         "Your answer was not accepted",
     )
-    for item in ("description", "severity", "components"):
-        assert f"*{item}*: an answer is required" in text, text
-    assert "*affected*" not in text  # its default counts as an answer
+    for label in ("Describe the bug", "Severity", "Components"):  # the labels people read, not item ids
+        assert f"*{label}*: an answer is required" in text, text
+    assert "*Who is affected?*" not in text  # its default counts as an answer
     assert stack.status(run.run_id) == "paused"
 
 
@@ -93,7 +93,7 @@ def test_an_option_that_was_not_offered_is_refused(stack: SlackStack) -> None:
         "U0BOB",
         "Your answer was not accepted",
     )
-    assert "*colour*: 'Purple' is not one of the offered options (Red, Green, Blue)" in text, text
+    assert "*Colour*: 'Purple' is not one of the offered options (Red, Green, Blue)" in text, text
 
 
 def test_an_answer_from_someone_not_asked_names_who_is(stack: SlackStack) -> None:

@@ -11,12 +11,19 @@ import re
 
 from slack_sdk import WebClient
 
-from bot.slack.mrkdwn import date_token, escape, user_ref
+from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, user_ref
 from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
+LABEL_MAX = 150
+TEXT_MAX = 4000
+
+
+def _problem_line(label: str | None, problem: str) -> str:
+    """One refused item, named by the label people read ("Describe the bug"), never by its id."""
+    return f"• *{clip(label, LABEL_MAX)}*: {escape(problem)}" if label else f"• {escape(problem)}"
 
 
 def wrong_place(channel: str) -> str:
@@ -30,8 +37,9 @@ def refusal_text(outcome: AnswerOutcome) -> str:
     d = outcome.detail
     match outcome.reason:
         case RefusalReason.INVALID:
-            lines = [f"• *{escape(k)}*: {escape(v)}" for k, v in (d.get("errors") or {}).items()]
-            return ":warning: Your answer was not accepted:\n" + "\n".join(lines)
+            labels = d.get("labels") or {}
+            lines = [_problem_line(labels.get(k), v) for k, v in (d.get("errors") or {}).items()]
+            return cut_escaped(":warning: Your answer was not accepted:\n" + "\n".join(lines), TEXT_MAX)
         case RefusalReason.ANSWERED:
             when = f" at {date_token(float(d['at']))}" if d.get("at") else ""
             return f"This question was already answered by {user_ref(d.get('by', ''))}{when}."

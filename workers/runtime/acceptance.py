@@ -180,7 +180,8 @@ def accept(
     try:
         valid = interrupt.request.validate_answers(answers)
     except AnswerError as exc:
-        raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors) from None
+        labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
+        raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
     refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
