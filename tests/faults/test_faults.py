@@ -172,7 +172,10 @@ def _unknown_interrupt(ctx: Ctx, run: RunRef, q: dict[str, Any]) -> dict[str, An
 
 
 def _other_team(ctx: Ctx, run: RunRef, q: dict[str, Any]) -> dict[str, Any]:
-    return ctx.payload(run, q, "Red", team="T0ELSEWHERE")
+    """An org-wide install elsewhere: no team, another enterprise (a shared channel's own clicks are allowed)."""
+    payload = ctx.payload(run, q, "Red", team="T0ELSEWHERE")
+    payload.update(team=None, enterprise={"id": "E0ELSEWHERE", "name": "Elsewhere"}, is_enterprise_install=True)
+    return payload
 
 
 def _not_asked(ctx: Ctx, run: RunRef, q: dict[str, Any]) -> dict[str, Any]:
