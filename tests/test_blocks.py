@@ -384,11 +384,24 @@ def test_answered_message_shows_labels_and_who() -> None:
     assert "*Question 2*\na\nb &amp; c" in texts
     assert "*Question 0*\n_no answer_" in texts
     who = out[-1]["elements"][0]["text"]
-    assert who.startswith("Answered by <@UOK1> at <!date^1760000000^")
+    # The date token renders "today at 12:55 AM" itself: "Answered by @x, today at 12:55 AM", never "at today at".
+    assert who == "Answered by <@UOK1>, <!date^1760000000^{date_short_pretty} at {time}|2025-10-09 08:53 UTC>"
     closed = blocks.closed_blocks(request, status="cancelled", detail="", by="UOK2")
     assert "Cancelled by <@UOK2>" in closed[-1]["text"]["text"]
     expired = blocks.closed_blocks(request, status="expired", detail="")
     assert "Expired without an answer" in expired[-1]["text"]["text"]
+
+
+def test_the_deploy_agents_fields_read_right_as_slack_shows_them() -> None:
+    """Slack adds "(optional)" after an optional input's label; the reason must not read
+    "Reason (required when rejecting) (optional)"."""
+    from workers.agents.deploy import approval_request
+
+    request = approval_request({"service": "api", "version": "v1.4.2", "target": "production"}, 1)
+    inputs = [b for b in blocks.question_blocks(request, IID, assignees=["U0BOB"]) if b["type"] == "input"]
+    shown = [b["label"]["text"] + (" (optional)" if b.get("optional") else "") for b in inputs]
+    assert shown == ["Decision", "Reason (optional)"]
+    assert inputs[1]["element"]["placeholder"]["text"] == "Needed if you reject"
 
 
 def test_run_message_texts_and_retry() -> None:

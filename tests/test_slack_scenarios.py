@@ -154,7 +154,7 @@ def test_deploy_rejected_without_a_reason_is_asked_again(stack: SlackStack) -> N
     target = f"api-{tag()} v1.4.2"
     run = stack.start_run("deploy", target)
     first = stack.question(run, 1)
-    assert controls(first).keys() == {"Decision", "Reason (required when rejecting)"}
+    assert controls(first).keys() == {"Decision", "Reason"}
     service = target.split()[0]
     facts = f"*You are deciding on*\n• service: {service}\n• version: v1.4.2\n• target: production"
     assert facts in texts(first["blocks"])
@@ -166,7 +166,7 @@ def test_deploy_rejected_without_a_reason_is_asked_again(stack: SlackStack) -> N
     assert second["ts"] != first["ts"]
     assert "A rejection needs a reason" in texts(second["blocks"])
 
-    resp, _ = stack.submit(run, second, {"Decision": "Reject", "Reason (required when rejecting)": "tests are red"})
+    resp, _ = stack.submit(run, second, {"Decision": "Reject", "Reason": "tests are red"})
     assert resp.status_code == 200
     wait_locked(stack, run, second)
     final = final_reply(stack, run)

@@ -90,7 +90,7 @@ def _run_text(run: RunSummary, *, text_max: int) -> str:
     facts = []
     if run.started_by:
         facts.append(f"started by {user_ref(run.started_by)}")
-    facts.append(f"updated {date_token(float(run.updated_at), '{date_short_pretty} {time}')}")
+    facts.append(f"updated {date_token(float(run.updated_at))}")
     assignees = list(run.assignees)
     if assignees:
         more = f" and {len(assignees) - 5} more" if len(assignees) > 5 else ""

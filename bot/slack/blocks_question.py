@@ -296,7 +296,7 @@ def answered_blocks(
         body = _answer_text(item, by_id.get(item.id), max(20, share - len(title) - 3))
         sections.append(SectionBlock(text=MarkdownTextObject(text=f"*{title}*\n{body}")))
     who = ContextBlock(
-        elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)} at {date_token(answered_at)}")]
+        elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)}, {date_token(answered_at)}")]
     )
     out = _dicts([*reason, *sections, who])
     limits.check_message_blocks(out)

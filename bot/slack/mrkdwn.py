@@ -94,7 +94,11 @@ def split_escaped(escaped: str, size: int) -> list[str]:
 
 
 def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}") -> str:
-    """A `<!date^…>` token Slack renders in the reader's timezone, with a UTC fallback."""
+    """A `<!date^…>` token Slack renders in the reader's timezone, with a UTC fallback.
+
+    The default renders "today at 12:55 AM", "Mar 3 at 12:55 AM", or "2026-03-03 00:55 UTC"
+    where Slack cannot: it carries its own "at", so the words around it must not add one.
+    """
     seconds = int(ts)
     fallback = dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"<!date^{seconds}^{fmt}|{fallback}>"

@@ -41,7 +41,7 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             lines = [_problem_line(labels.get(k), v) for k, v in (d.get("errors") or {}).items()]
             return cut_escaped(":warning: Your answer was not accepted:\n" + "\n".join(lines), TEXT_MAX)
         case RefusalReason.ANSWERED:
-            when = f" at {date_token(float(d['at']))}" if d.get("at") else ""
+            when = f", {date_token(float(d['at']))}" if d.get("at") else ""
             return f"This question was already answered by {user_ref(d.get('by', ''))}{when}."
         case RefusalReason.NOT_ALLOWED:
             who = ", ".join(user_ref(u) for u in d.get("assignees", []))

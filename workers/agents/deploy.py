@@ -61,7 +61,15 @@ def approval_request(facts: dict[str, str], attempt: int) -> Request:
                 type=ItemType.SELECT,
                 options=[Option(value="approve", label="Approve"), Option(value="reject", label="Reject")],
             ),
-            Item(id="reason", text="Reason (required when rejecting)", type=ItemType.FREE_TEXT, required=False),
+            # Optional to Slack, which shows "Reason (optional)": an approval needs none, a
+            # rejection without one is asked again.
+            Item(
+                id="reason",
+                text="Reason",
+                type=ItemType.FREE_TEXT,
+                required=False,
+                placeholder="Needed if you reject",
+            ),
         ],
     )
 
