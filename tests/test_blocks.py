@@ -455,6 +455,30 @@ def test_home_view_empty_and_non_admin() -> None:
     assert "parley_admin_page" not in str(admin_empty)
 
 
+def test_the_admins_home_section_says_it_lists_paused_runs() -> None:
+    """Counts of every status above an empty list read as if runs were missing: say what is listed."""
+
+    def admin_texts(page: int) -> dict[str, str]:
+        admin = {"counts": {"succeeded": 4, "paused": 0, "failed": 1}, "runs": [], "page": page, "has_next": False}
+        view = blocks.home_view(waiting=[], admin=admin)
+        assert_valid_view(view)
+        found = {b["block_id"]: b for b in view["blocks"] if b.get("block_id", "").startswith("home|")}
+        return {
+            "heading": found["home|runs"]["text"]["text"],
+            "counts": found["home|counts"]["elements"][0]["text"],
+            "empty": found["home|noruns"]["text"]["text"],
+        }
+
+    assert admin_texts(0) == {
+        "heading": "Paused runs",
+        "counts": "Runs waiting for an answer, newest first. All runs: *succeeded* 4 · *failed* 1",
+        "empty": "No paused runs right now.",
+    }
+    assert admin_texts(2)["empty"] == "No paused runs on this page."
+    listed = [b.get("text", {}).get("text") for b in blocks.runs_list_blocks([], {"succeeded": 4})]
+    assert listed[:3] == ["*Paused runs*", None, "No paused runs right now."]
+
+
 def test_home_view_many_runs_pages() -> None:
     admin = {"counts": {"paused": 30, "failed": 10}, "runs": _runs(60), "page": 2, "has_next": True}
     view = blocks.home_view(waiting=_waiting(50), admin=admin)

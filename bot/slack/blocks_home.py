@@ -1,7 +1,8 @@
 """The App Home tab and the `/parley runs` listing.
 
 Everyone's Home tab lists the questions waiting on them, each linking to its thread. Admins
-(`admin` is not None) also see run counts by status and one page of runs, newest first, with:
+(`admin` is not None) also see "Paused runs": one page of the runs waiting for an answer,
+newest first, under the count of every run by status, with:
 
     parley_admin_cancel  "Cancel" (with a confirmation) on queued/running/paused runs; value = run_id
     parley_admin_remind  "Remind" on paused runs; value = run_id
@@ -76,10 +77,19 @@ def _waiting_section(n: int, entry: dict[str, Any]) -> SectionBlock:
     return SectionBlock(block_id=f"hw|{n}", text=MarkdownTextObject(text=text))
 
 
+STATUS_ORDER = ("queued", "running", "paused", "succeeded", "failed", "cancelled", "expired")
+PAUSED_EXPLAINED = "Runs waiting for an answer, newest first."
+
+
 def _counts_line(counts: dict[str, int]) -> str:
-    if not counts:
-        return "No runs yet."
-    return " · ".join(f"*{clip(str(status), 30)}* {int(n)}" for status, n in sorted(counts.items()))
+    """Every run by status, the ones with none left out: "All runs: *paused* 2 · *succeeded* 4"."""
+    known = [s for s in STATUS_ORDER if s in counts] + sorted(s for s in counts if s not in STATUS_ORDER)
+    shown = [f"*{clip(str(status), 30)}* {int(counts[status])}" for status in known if int(counts[status])]
+    return "All runs: " + " · ".join(shown) if shown else "No runs yet."
+
+
+def _no_paused_runs(page: int) -> str:
+    return "No paused runs right now." if page == 0 else "No paused runs on this page."
 
 
 def _run_text(run: RunSummary, *, text_max: int) -> str:
@@ -138,13 +148,14 @@ def _admin_blocks(admin: dict[str, Any]) -> list[Block]:
     has_next = bool(admin.get("has_next")) or len(runs) > HOME_PAGE_SIZE
     blocks: list[Block] = [
         DividerBlock(block_id="home|div"),
-        HeaderBlock(block_id="home|runs", text=PlainTextObject(text="Runs")),
+        HeaderBlock(block_id="home|runs", text=PlainTextObject(text="Paused runs")),
         ContextBlock(
-            block_id="home|counts", elements=[MarkdownTextObject(text=_counts_line(admin.get("counts") or {}))]
+            block_id="home|counts",
+            elements=[MarkdownTextObject(text=f"{PAUSED_EXPLAINED} {_counts_line(admin.get('counts') or {})}")],
         ),
     ]
     if not runs:
-        blocks.append(SectionBlock(block_id="home|noruns", text=MarkdownTextObject(text="No runs on this page.")))
+        blocks.append(SectionBlock(block_id="home|noruns", text=MarkdownTextObject(text=_no_paused_runs(page))))
     for run in runs[:HOME_PAGE_SIZE]:
         run_id = run.run_id
         blocks.append(
@@ -192,9 +203,11 @@ def runs_list_blocks(runs: Sequence[RunSummary], counts: dict[str, int]) -> list
     shown = min(len(ordered), MAX_LISTED_RUNS)
     while True:
         blocks: list[Block] = [
-            SectionBlock(text=MarkdownTextObject(text="*Parley runs*")),
-            ContextBlock(elements=[MarkdownTextObject(text=_counts_line(counts))]),
+            SectionBlock(text=MarkdownTextObject(text="*Paused runs*")),
+            ContextBlock(elements=[MarkdownTextObject(text=f"{PAUSED_EXPLAINED} {_counts_line(counts)}")]),
         ]
+        if not ordered:
+            blocks.append(SectionBlock(text=MarkdownTextObject(text=_no_paused_runs(0))))
         blocks += [SectionBlock(text=MarkdownTextObject(text=_run_text(r, text_max=150))) for r in ordered[:shown]]
         footer = "Admins can cancel, remind and retry runs from the Parley Home tab."
         if len(ordered) > shown:
