@@ -393,14 +393,16 @@ class SlackStack:
         user: str | None = None,
         team: str = TEAM_ID,
         omit_untouched: bool = False,
+        channel: str | None = None,
     ) -> dict[str, Any]:
-        """The click on Submit of `question`, filled by label with `fills`, by `user` (the run's starter by default)."""
+        """The click on Submit of `question`, filled by label with `fills`, by `user` (the run's starter by
+        default), in `channel` (the run's by default)."""
         blocks = question["blocks"]
         block, button = find_element(blocks, "parley_submit")
         return block_actions_payload(
             user=user or run.started_by,
             message=question,
-            channel=run.channel,
+            channel=channel or run.channel,
             action=button_action(block, button),
             state_values=form_state(blocks, fills, omit_untouched=omit_untouched),
             team=team,

@@ -48,15 +48,23 @@ def form_run(stack: SlackStack, user: str = "U0BOB", **params: Any) -> tuple[Run
     return run, stack.question(run)
 
 
-def assert_refused(stack: SlackStack, run: RunRef, send: Callable[[], httpx.Response], user: str, *needles: str) -> str:
-    """Send a refused answer: an ephemeral to `user` says why, and no `parley:*` key changes."""
+def assert_refused(
+    stack: SlackStack,
+    run: RunRef,
+    send: Callable[[], httpx.Response],
+    user: str,
+    *needles: str,
+    told_in: str | None = None,
+) -> str:
+    """Send a refused answer: an ephemeral to `user` (in `told_in`, by default the run's channel)
+    says why, and no `parley:*` key changes."""
     stack.settle()
     before = snapshot(stack.redis)
     mark = stack.mark()
     resp = send()
     assert resp.status_code == 200
     note = stack.wait_ephemeral(user, lambda t: all(n in t for n in needles), since=mark)
-    assert note["args"]["channel"] == run.channel
+    assert note["args"]["channel"] == (told_in or run.channel)
     stack.settle()
     assert snapshot(stack.redis) == before
     assert stack.calls("chat.update", since=mark) == []
@@ -155,13 +163,15 @@ def test_an_expired_question_is_refused(stack: SlackStack) -> None:
 
 
 def test_an_answer_from_another_workspace_is_refused_as_such(stack: SlackStack) -> None:
+    """Another team answers only in the question's own (shared) channel; from a channel of its own, never."""
     run, question = form_run(stack)
     assert_refused(
         stack,
         run,
-        lambda: stack.submit(run, question, {"Colour": "Red"}, team="T0ELSEWHERE")[0],
+        lambda: stack.submit(run, question, {"Colour": "Red"}, team="T0ELSEWHERE", channel="C0OPS")[0],
         "U0BOB",
         "This question was asked in another Slack workspace, so it can't be answered from here.",
+        told_in="C0OPS",
     )
     assert stack.status(run.run_id) == "paused"
 
