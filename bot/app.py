@@ -15,7 +15,7 @@ from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
 
 from bot.deps import BotDeps
-from bot.listeners import actions, admin_actions, commands, events, options, views
+from bot.listeners import actions, admin_actions, commands, events, inspect, options, views
 from bot.slack import payload_shape
 from workers.logs import Log
 
@@ -49,6 +49,7 @@ def create_app(deps: BotDeps, *, signing_secret: str | None) -> App:
     views.register(app, deps)
     events.register(app, deps)
     options.register(app, deps)
+    inspect.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

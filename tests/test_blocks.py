@@ -497,10 +497,10 @@ def test_home_view_many_runs_pages() -> None:
     assert run_sections[0]["block_id"] == "hr|run-59"  # newest first
     rows = {b["block_id"]: b for b in view["blocks"] if b.get("block_id", "").startswith("hra|")}
     paused = [e["action_id"] for e in rows["hra|run-56"]["elements"]]
-    assert paused == ["parley_admin_cancel", "parley_admin_remind"]
+    assert paused == ["parley_admin_cancel", "parley_admin_remind", "parley_inspect"]
     assert rows["hra|run-56"]["elements"][0]["confirm"]["title"]["text"]
-    assert [e["action_id"] for e in rows["hra|run-57"]["elements"]] == ["parley_admin_retry"]
-    assert "hra|run-59" not in rows  # finished runs get no buttons
+    assert [e["action_id"] for e in rows["hra|run-57"]["elements"]] == ["parley_admin_retry", "parley_inspect"]
+    assert [e["action_id"] for e in rows["hra|run-59"]["elements"]] == ["parley_inspect"]  # finished: Inspect only
     assert all(e["value"] == k.removeprefix("hra|") for k, b in rows.items() for e in b["elements"])
 
 
@@ -508,6 +508,9 @@ def test_runs_list_blocks() -> None:
     assert_valid_message(blocks.runs_list_blocks([], {}))
     out = blocks.runs_list_blocks(_runs(100), {"paused": 25, "failed": 25})
     assert_valid_message(out)
+    listed = [b for b in out if b.get("accessory")]
+    assert listed and all(b["accessory"]["action_id"] == "parley_inspect" for b in listed)
+    assert listed[0]["accessory"]["value"] == "run-99"  # newest first
     assert "more" in out[-1]["elements"][0]["text"]
     for text in every_mrkdwn(out):
         assert_inert(text)

@@ -301,6 +301,7 @@ def test_app_home_opened_publishes_waiting_questions_and_admin_runs(bot: Bot) ->
     assert [e["action_id"] for e in rows[f"hra|{paused.run.id}"]["elements"]] == [
         "parley_admin_cancel",
         "parley_admin_remind",
+        "parley_inspect",
     ]
 
 

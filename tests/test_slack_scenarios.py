@@ -354,7 +354,7 @@ def test_app_home_shows_waiting_questions_and_admin_controls(stack: SlackStack) 
     admin_home = stack.ws.home(ADMIN)
     assert admin_home is not None and admin_home["blocks"] == published["args"]["view"]["blocks"]
     row = next(b for b in admin_home["blocks"] if b.get("block_id") == f"hra|{run.run_id}")
-    assert [e["text"]["text"] for e in row["elements"]] == ["Cancel", "Remind"]
+    assert [e["text"]["text"] for e in row["elements"]] == ["Cancel", "Remind", "Inspect"]
 
     # Remind: the assignee is mentioned again in the run's thread.
     _, remind = find_element([row], "parley_admin_remind")

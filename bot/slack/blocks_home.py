@@ -1,12 +1,14 @@
 """The App Home tab and the `/parley runs` listing.
 
-Everyone's Home tab lists the questions waiting on them, each linking to its thread. Admins
+Everyone's Home tab lists the questions waiting on them, each linking to its thread (with
+"Inspect" on its run). Admins
 (`admin` is not None) also see "Paused runs": one page of the runs waiting for an answer,
 newest first, under the count of every run by status, with:
 
     parley_admin_cancel  "Cancel" (with a confirmation) on queued/running/paused runs; value = run_id
     parley_admin_remind  "Remind" on paused runs; value = run_id
     parley_admin_retry   "Retry" on failed runs; value = run_id
+    parley_inspect       "Inspect" on every run (and on each run `/parley runs` lists); value = run_id
     parley_admin_page    "Previous"/"Next" page; value = str(page ∓ 1). The two buttons share an
                          action_id, so each sits in its own actions block (home|page|prev / home|page|next).
 
@@ -36,6 +38,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack import limits
+from bot.slack.blocks_inspect import INSPECT_ACTION_ID
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
 from workers.runtime.admin import RunSummary
 
@@ -74,7 +77,8 @@ def _waiting_section(n: int, entry: dict[str, Any]) -> SectionBlock:
     waited = duration(float(entry.get("now", 0)) - float(entry.get("asked_at", 0)))
     agent = clip(_one_line(entry.get("agent") or "agent"), 80)
     text = f"*{agent}* · waiting {waited}\n{question}"
-    return SectionBlock(block_id=f"hw|{n}", text=MarkdownTextObject(text=text))
+    inspect = ButtonElement(text="Inspect", action_id=INSPECT_ACTION_ID, value=str(entry.get("run_id", "")))
+    return SectionBlock(block_id=f"hw|{n}", text=MarkdownTextObject(text=text), accessory=inspect)
 
 
 STATUS_ORDER = ("queued", "running", "paused", "succeeded", "failed", "cancelled", "expired")
@@ -129,6 +133,7 @@ def _run_buttons(run: RunSummary) -> list[ButtonElement]:
         buttons.append(ButtonElement(text="Remind", action_id=ADMIN_REMIND_ACTION_ID, value=run_id))
     if status in RETRYABLE_STATUSES:
         buttons.append(ButtonElement(text="Retry", action_id=ADMIN_RETRY_ACTION_ID, value=run_id))
+    buttons.append(ButtonElement(text="Inspect", action_id=INSPECT_ACTION_ID, value=run_id))
     return buttons
 
 
@@ -198,7 +203,7 @@ def home_view(*, waiting: list[dict[str, Any]], admin: dict[str, Any] | None) ->
 
 
 def runs_list_blocks(runs: Sequence[RunSummary], counts: dict[str, int]) -> list[dict[str, Any]]:
-    """The ephemeral `/parley runs` reply: counts by status and the newest runs, without buttons."""
+    """The ephemeral `/parley runs` reply: counts by status and the newest runs, each with "Inspect"."""
     ordered = _newest_first(runs)
     shown = min(len(ordered), MAX_LISTED_RUNS)
     while True:
@@ -208,7 +213,13 @@ def runs_list_blocks(runs: Sequence[RunSummary], counts: dict[str, int]) -> list
         ]
         if not ordered:
             blocks.append(SectionBlock(text=MarkdownTextObject(text=_no_paused_runs(0))))
-        blocks += [SectionBlock(text=MarkdownTextObject(text=_run_text(r, text_max=150))) for r in ordered[:shown]]
+        blocks += [
+            SectionBlock(
+                text=MarkdownTextObject(text=_run_text(r, text_max=150)),
+                accessory=ButtonElement(text="Inspect", action_id=INSPECT_ACTION_ID, value=r.run_id),
+            )
+            for r in ordered[:shown]
+        ]
         footer = "Admins can cancel, remind and retry runs from the Parley Home tab."
         if len(ordered) > shown:
             footer = f"…and {len(ordered) - shown} more. " + footer

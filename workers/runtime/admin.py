@@ -54,9 +54,13 @@ class RunSummary:
 
 @dataclass
 class RunDetail:
+    """Everything about one run an admin may look at: `parley runs show` and Slack's Inspect."""
+
     run: RunRecord
     interrupt: InterruptRecord | None
     history: list[HistoryEntry] = field(default_factory=list)
+    steps: dict[str, object] = field(default_factory=dict)
+    """The results of the steps recorded so far, by step key."""
 
 
 def list_runs(runtime: Runtime, status: RunStatus | None = None, *, page: int = 0, per_page: int = 20) -> RunPage:
@@ -69,7 +73,9 @@ def list_runs(runtime: Runtime, status: RunStatus | None = None, *, page: int = 
 def show(runtime: Runtime, run_id: str) -> RunDetail:
     run = runtime.store.get(run_id)
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
-    return RunDetail(run=run, interrupt=interrupt, history=runtime.store.history(run_id))
+    journal = runtime.store.journal(run_id)
+    steps = {k.removeprefix("step:"): v.get("v") for k, v in journal.items() if k.startswith("step:")}
+    return RunDetail(run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps)
 
 
 def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:

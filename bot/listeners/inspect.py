@@ -1,0 +1,72 @@
+"""Inspect: a run's history, steps, question and answers in a modal, for admins and the people it asks.
+
+"Inspect" sits on each run of the admins' App Home and of `/parley runs`; the modal pages
+through the run's history with its own buttons. The modal opens straight from the click (a
+`trigger_id` lives three seconds); who may see the run is checked here, on every click:
+Parley admins, and the people its latest question asks.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.deps import BotDeps
+from bot.slack.blocks_inspect import INSPECT_ACTION_ID, INSPECT_PAGE_ACTION_ID, inspect_view, notice_view
+from bot.slack.payload_fields import clicked
+from workers.exceptions import RunNotFound
+from workers.logs import Log
+from workers.runtime import admin
+from workers.runtime.admin import RunDetail
+
+log = Log("parley.inspect")
+NOT_YOURS = "Only Parley admins and the people this run asks can inspect it."
+GONE = "This run no longer exists."
+
+
+def may_inspect(deps: BotDeps, user: str, detail: RunDetail) -> bool:
+    """Admins see every run; anyone else only a run whose latest question asks them."""
+    return deps.is_admin(user) or (detail.interrupt is not None and user in detail.interrupt.assignees)
+
+
+def view_for(deps: BotDeps, user: str, run_id: str, page: int) -> dict[str, Any]:
+    """The modal `user` gets for run `run_id`: the run, or why not."""
+    try:
+        detail = admin.show(deps.runtime, run_id)
+    except RunNotFound:
+        return notice_view(GONE)
+    if not may_inspect(deps, user, detail):
+        log.warning("inspect refused", run_id=run_id, user=user)
+        return notice_view(NOT_YOURS)
+    return inspect_view(detail, page=page)
+
+
+def on_inspect(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    ack()
+    user, run_id = body["user"]["id"], str(clicked(body).get("value", ""))
+    try:
+        client.views_open(trigger_id=body["trigger_id"], view=view_for(deps, user, run_id, 0))
+    except SlackApiError as exc:
+        log.warning("could not open the Inspect modal", run_id=run_id, user=user, error=str(exc))
+
+
+def on_inspect_page(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    """ "Older"/"Newer" in the modal: the same run, another page of its history."""
+    ack()
+    run_id, _, page = str(clicked(body).get("value", "")).rpartition("|")
+    user, view = body["user"]["id"], body.get("view") or {}
+    try:
+        client.views_update(
+            view_id=view.get("id"), hash=view.get("hash"), view=view_for(deps, user, run_id, int(page or 0))
+        )
+    except (SlackApiError, ValueError) as exc:
+        log.warning("could not page the Inspect modal", run_id=run_id, user=user, error=str(exc))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    app.action(INSPECT_ACTION_ID)(partial(on_inspect, deps=deps))
+    app.action(INSPECT_PAGE_ACTION_ID)(partial(on_inspect_page, deps=deps))
