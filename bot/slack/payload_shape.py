@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_OPTIONAL_OBJECTS = ("team", "state", "container", "channel", "view", "message")
+_OPTIONAL_OBJECTS = ("team", "enterprise", "state", "container", "channel", "view", "message")
 
 
 def _is_user(value: Any) -> bool:
@@ -68,6 +68,7 @@ def problem(body: Any) -> str | None:
             for name in ("user", "channel", "thread_ts", "text", "ts", "subtype", "tab", "team", "user_team"):
                 if not _optional(event, name, str):
                     return f"event.{name} must be a string"
-        if not _optional(body, "team_id", str):
-            return "team_id must be a string"
+        for name in ("team_id", "enterprise_id"):
+            if not _optional(body, name, str):
+                return f"{name} must be a string"
     return None
