@@ -2,9 +2,10 @@
 
 Drives Debian's Chromium (never a downloaded browser) with Playwright against a running
 `parley dev`, the way a person would: types the slash command, opens the thread, fills
-every control of the question, submits, and reads the result. Screenshots go to
-tests/artifacts/; with PARLEY_UPDATE_SCREENSHOTS=1 the two used in docs/playground.md are
-refreshed in docs/img/ as well.
+every control of the question (picking components from the multi-select menu and the due
+date from the calendar), submits, and reads the result. Screenshots go to tests/artifacts/;
+with PARLEY_UPDATE_SCREENSHOTS=1 the two used in docs/playground.md are refreshed in docs/img/
+as well.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,23 @@ def field(question: Any, label: str) -> Any:
     return question.get_by_test_id("input-block").filter(has_text=label)
 
 
+def pick(menu: Any, *labels: str) -> None:
+    """Picks each option from a multi-select menu, then closes its list as a person would (Escape)."""
+    from playwright.sync_api import expect
+
+    menu.locator(".menu-field").click()
+    for label in labels:
+        menu.get_by_test_id("menu-option").filter(has_text=label).click()
+    menu.locator(".menu-input").press("Escape")
+    expect(menu.get_by_test_id("menu-list")).to_be_hidden()
+
+
+def next_month_15th() -> date:
+    """The day the test picks from the calendar: one click on "next month", then the 15th."""
+    today = date.today()
+    return date(today.year + today.month // 12, today.month % 12 + 1, 15)
+
+
 def test_ticket_from_composer_to_answer_refusal_and_admin_home(page: Any, dev: DevServer) -> None:
     from playwright.sync_api import expect
 
@@ -150,9 +169,15 @@ def test_ticket_from_composer_to_answer_refusal_and_admin_home(page: Any, dev: D
     description.press_sequentially("Login fails on Safari & Firefox.\nSteps: open /login, submit <empty> form.")
     field(question, "Who is affected?").locator("select").select_option(label="Some users")
     field(question, "Severity").locator("select").select_option(label="High")
-    field(question, "Components").locator("select").select_option(label=["Login", "Web app"])
-    field(question, "Due date").locator("input").fill("2026-12-01")
-    field(question, "Due date").locator("input").blur()
+    components = field(question, "Components")
+    pick(components, "Login", "API", "Web app")
+    components.get_by_title("Remove API").click()
+    expect(components.locator(".chip-label")).to_have_text(["Login", "Web app"])
+    due = next_month_15th()
+    field(question, "Due date").get_by_test_id("datepicker-field").click()
+    field(question, "Due date").get_by_test_id("calendar-next").click()
+    field(question, "Due date").locator(f'[data-testid="calendar-day"][data-date="{due.isoformat()}"]').click()
+    expect(field(question, "Due date").get_by_test_id("datepicker-field")).to_have_text(f"{due:%b} 15, {due.year}")
     page.mouse.move(0, 0)
     shot(page, "playground-question.png")
     question.get_by_test_id("button-parley_submit").click()
@@ -162,10 +187,11 @@ def test_ticket_from_composer_to_answer_refusal_and_admin_home(page: Any, dev: D
     expect(locked.get_by_test_id("input-block")).to_have_count(0)
     expect(locked.get_by_test_id("button-parley_submit")).to_have_count(0)
     for answer in ("Login fails on Safari & Firefox.", "submit <empty> form.", "Some users", "High", "Login, Web app",
-                   "2026-12-01"):  # fmt: skip
+                   due.isoformat()):  # fmt: skip
         expect(locked).to_contain_text(answer)
     final = thread.get_by_test_id("message").filter(has_text="Created PAR-")
     expect(final).to_contain_text("Created PAR-1: Create ticket for login issue. Severity High", timeout=WAIT)
+    expect(final).to_contain_text(f"components Login, Web app, due {due.isoformat()}.")
     reply = page.get_by_test_id("thread-input")
     reply.click()
     reply.press_sequentially("Thanks, Parley!")
@@ -209,7 +235,7 @@ def test_ticket_from_composer_to_answer_refusal_and_admin_home(page: Any, dev: D
     expect(modal.get_by_test_id("input-error").first).to_contain_text("Please complete this required field.")
     field(modal, "Describe the bug").locator("textarea").fill("Smoke from tray 2.")
     field(modal, "Severity").locator("select").select_option(label="Critical")
-    field(modal, "Components").locator("select").select_option(label=["Notifications"])
+    pick(field(modal, "Components"), "Notifications")
     modal.get_by_test_id("modal-submit").click()
     expect(modal).to_have_count(0, timeout=WAIT)
     done = thread.get_by_test_id("message").filter(has_text="Created PAR-2")

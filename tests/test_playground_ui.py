@@ -64,7 +64,7 @@ def question(ws: Workspace, external_threshold: int = blocks.EXTERNAL_SELECT_THR
 def test_the_page_and_its_scripts_are_served(page: httpx.Client) -> None:
     html = page.get("/").text
     assert 'data-testid="composer-input"' in html and "/static/app.js" in html
-    for name in ("app.js", "blocks.js", "mrkdwn.js", "surfaces.js", "app.css"):
+    for name in ("app.js", "blocks.js", "mrkdwn.js", "pickers.js", "richtext.js", "surfaces.js", "app.css"):
         assert page.get(f"/static/{name}").status_code == 200
     assert page.post("/api/auth.test", headers={"Authorization": "Bearer xoxb-x"}).json()["ok"] is True
 

@@ -6,6 +6,8 @@
 // for block_actions, `suggest(block, element, query)` for type-ahead, `confirm(obj)`.
 
 import { plainText, renderText } from "./mrkdwn.js";
+import { renderDatepicker, renderMenu } from "./pickers.js";
+import { renderRichText } from "./richtext.js";
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -17,12 +19,6 @@ function el(tag, cls, text) {
 function testid(node, id) {
   node.dataset.testid = id;
   return node;
-}
-
-function options(element) {
-  const flat = [...(element.options || [])];
-  for (const group of element.option_groups || []) flat.push(...(group.options || []));
-  return flat;
 }
 
 // The raw value an element holds: what the person chose, else its initial value.
@@ -80,71 +76,6 @@ function fillSelect(select, element) {
   }
 }
 
-function renderExternal(block, element, ctx, dispatch) {
-  const multi = element.type === "multi_external_select";
-  const box = testid(el("div", "ext"), element.type);
-  const chips = el("div", "chips");
-  const input = testid(el("input", "ext-input"), "external_select-input");
-  input.type = "search";
-  input.placeholder = plainText(element.placeholder) || "Type to search";
-  const list = testid(el("ul", "suggestions"), "suggestions");
-  list.hidden = true;
-  const value = () => currentValue(ctx, block.block_id, element);
-  const drawChips = () => {
-    chips.replaceChildren();
-    const chosen = multi ? value() : value() ? [value()] : [];
-    for (const o of chosen) {
-      const chip = testid(el("span", "chip", optionLabel(o)), "chip");
-      const x = el("button", "chip-x", "×");
-      x.type = "button";
-      x.title = "Remove";
-      x.addEventListener("click", () => {
-        const next = multi ? value().filter((v) => v.value !== o.value) : null;
-        ctx.store.set(block.block_id, element.action_id, next);
-        drawChips();
-        if (dispatch) ctx.act(block, element, next);
-      });
-      chip.append(x);
-      chips.append(chip);
-    }
-  };
-  let timer = null;
-  let seq = 0;
-  const load = () => {
-    const query = input.value;
-    if (query.length < (element.min_query_length ?? 3)) { list.hidden = true; return; }
-    const mine = ++seq;
-    ctx.suggest(block, element, query).then((found) => {
-      if (mine !== seq) return;
-      list.replaceChildren();
-      const flat = [...(found.options || [])];
-      for (const g of found.option_groups || []) flat.push(...(g.options || []));
-      if (!flat.length) list.append(el("li", "none", "No results"));
-      for (const o of flat) {
-        const li = testid(el("li", "suggestion", optionLabel(o)), "suggestion");
-        li.addEventListener("mousedown", (ev) => {
-          ev.preventDefault();
-          const picked = { text: o.text, value: o.value };
-          const next = multi ? [...value().filter((v) => v.value !== o.value), picked] : picked;
-          ctx.store.set(block.block_id, element.action_id, next);
-          input.value = "";
-          list.hidden = true;
-          drawChips();
-          if (dispatch) ctx.act(block, element, next);
-        });
-        list.append(li);
-      }
-      list.hidden = false;
-    });
-  };
-  input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(load, 200); });
-  input.addEventListener("focus", load);
-  input.addEventListener("blur", () => setTimeout(() => { list.hidden = true; }, 150));
-  drawChips();
-  box.append(chips, input, list);
-  return box;
-}
-
 function renderButton(block, element, ctx) {
   const button = testid(el("button", "btn"), `button-${element.action_id}`);
   button.type = "button";
@@ -196,26 +127,18 @@ export function renderElement(block, element, ctx, dispatch) {
   switch (element.type) {
     case "button":
       return renderButton(block, element, ctx);
-    case "static_select": case "multi_static_select": {
-      const multi = element.type === "multi_static_select";
-      const select = testid(el("select", multi ? "multi" : "single"), element.type);
-      if (!multi) {
-        const none = el("option", "placeholder", plainText(element.placeholder) || "Select an item");
-        none.value = "";
-        select.append(none);
-      } else {
-        select.multiple = true;
-        select.size = Math.min(Math.max(options(element).length, 2), 6);
-      }
+    case "static_select": {
+      const select = testid(el("select", "single"), element.type);
+      const none = el("option", "placeholder", plainText(element.placeholder) || "Select an item");
+      none.value = "";
+      select.append(none);
       fillSelect(select, element);
-      for (const opt of select.options) opt.selected = multi ? raw.includes(opt.value) : opt.value === (raw || "");
-      select.addEventListener("change", () => {
-        set(multi ? [...select.selectedOptions].map((o) => o.value) : select.value || null);
-      });
+      for (const opt of select.options) opt.selected = opt.value === (raw || "");
+      select.addEventListener("change", () => set(select.value || null));
       return select;
     }
-    case "external_select": case "multi_external_select":
-      return renderExternal(block, element, ctx, dispatch);
+    case "multi_static_select": case "external_select": case "multi_external_select":
+      return renderMenu(block, element, ctx, () => currentValue(ctx, block.block_id, element), set);
     case "plain_text_input": {
       const input = testid(el(element.multiline ? "textarea" : "input", "text-input"), "plain_text_input");
       if (!element.multiline) input.type = "text";
@@ -227,9 +150,11 @@ export function renderElement(block, element, ctx, dispatch) {
       if (dispatch) input.addEventListener("change", () => ctx.act(block, element, input.value));
       return input;
     }
-    case "datepicker": case "timepicker": {
+    case "datepicker":
+      return renderDatepicker(element, () => currentValue(ctx, block.block_id, element), set);
+    case "timepicker": {
       const input = testid(el("input", "date-input"), element.type);
-      input.type = element.type === "datepicker" ? "date" : "time";
+      input.type = "time";
       input.value = raw || "";
       input.addEventListener("change", () => set(input.value || null));
       return input;
@@ -307,6 +232,9 @@ function renderBlock(block, ctx) {
     }
     case "image":
       node.append(el("span", "image-alt", `[image: ${block.alt_text || ""}]`));
+      break;
+    case "rich_text":
+      node.append(renderRichText(block, ctx.m));
       break;
     default:
       node.append(el("span", "unsupported", `(a ${block.type} block is not shown in the playground)`));

@@ -86,7 +86,7 @@ export function formatDate(seconds, format) {
   return unknown ? null : out;
 }
 
-function safeUrl(url) {
+export function safeUrl(url) {
   return /^(https?:|mailto:)/i.test(url) ? url : null;
 }
 
