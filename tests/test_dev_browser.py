@@ -3,9 +3,9 @@
 Drives Debian's Chromium (never a downloaded browser) with Playwright against a running
 `parley dev`, the way a person would: types the slash command, opens the thread, fills
 every control of the question (picking components from the multi-select menu and the due
-date from the calendar), submits, and reads the result. Screenshots go to tests/artifacts/;
-with PARLEY_UPDATE_SCREENSHOTS=1 the two used in docs/playground.md are refreshed in docs/img/
-as well.
+date from the calendar), submits, and reads the result; then, as the admin, reminds and
+inspects a paused run. Screenshots go to tests/artifacts/; with PARLEY_UPDATE_SCREENSHOTS=1
+the three used in docs/playground.md are refreshed in docs/img/ as well.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.system, pytest.mark.browser]
 
 DOCS_IMG = ROOT / "docs" / "img"
 WAIT = 30_000  # ms: a worker run includes an RQ dequeue and a few Web API calls
-DOC_SHOTS = ("playground-question.png", "playground-answered.png")
+DOC_SHOTS = ("playground-question.png", "playground-answered.png", "playground-inspect.png")
 
 
 def free_port_pair() -> int:
@@ -225,8 +225,32 @@ def test_ticket_from_composer_to_answer_refusal_and_admin_home(page: Any, dev: D
     expect(home.get_by_test_id("button-parley_admin_remind")).to_be_visible()
     shot(page, "playground-home.png")
 
-    # The Home link opens the question's thread, where alice answers in the form instead.
-    home.get_by_role("link", name="I'm filing a ticket for: Printer on fire").click()
+    # alice sends a reminder; the Home link opens the question's thread, where it is posted.
+    home.get_by_test_id("button-parley_admin_remind").click()
+    link = home.get_by_role("link", name="I'm filing a ticket for: Printer on fire")
+    link.click()
+    expect(question2).to_be_visible()
+    expect(thread.get_by_test_id("message").filter(has_text="Reminder:")).to_be_visible(timeout=WAIT)
+
+    # Inspect on her row of paused runs: the run, its question, who was asked, the reminder, its history.
+    page.get_by_test_id("nav-home").click()
+    home.locator('[data-block-id^="hra|"]').get_by_test_id("button-parley_inspect").click()
+    inspect = page.get_by_test_id("modal")
+    expect(inspect).to_contain_text("Inspect run", timeout=WAIT)
+    expect(inspect).to_contain_text("ticket · paused")
+    question_shown = inspect.locator(".block-section").filter(has_text="Waiting for an answer")
+    expect(question_shown).to_contain_text("I'm filing a ticket for: Printer on fire")
+    expect(inspect).to_contain_text("Asked of @alice")
+    expect(inspect.locator(".block-context").filter(has_text="Reminders sent:")).to_contain_text("by @alice")
+    expect(inspect).to_contain_text("History, newest first")
+    expect(inspect.locator(".block-section").filter(has_text="reminded")).to_contain_text("@alice")
+    page.mouse.move(0, 0)
+    shot(page, "playground-inspect.png")
+    inspect.get_by_test_id("modal-close").click()
+    expect(inspect).to_have_count(0)
+
+    # Back in the thread, alice answers in the form instead.
+    link.click()
     expect(question2).to_be_visible()
     question2.get_by_test_id("button-parley_open_form").click()
     modal = page.get_by_test_id("modal")
