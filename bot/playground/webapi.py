@@ -291,6 +291,7 @@ def create_webapi(workspace: Workspace) -> Starlette:
         token: str | None = None
         args: dict[str, Any] = {}
         status, body = 200, {}
+        fault = None
         try:
             args = _decode(await _read_args(request))
             auth = request.headers.get("authorization", "")
@@ -310,11 +311,11 @@ def create_webapi(workspace: Workspace) -> Starlette:
             else:
                 app_methods.check_token(workspace, method, token)
                 body = {"ok": True, **handler(args, token, request)}
-                if fault and fault.hold:
-                    await asyncio.sleep(fault.hold)
         except SlackError as exc:
             body = {"ok": False, "error": exc.error, **exc.extra}
         workspace.record_call(method, args, token, status, None if body.get("ok") else body.get("error"))
+        if fault and fault.hold:  # served and logged as Slack would have; only the reply is late
+            await asyncio.sleep(fault.hold)
         return JSONResponse(body, status_code=status, headers=headers)
 
     routes = [Route("/{method}", endpoint, methods=["GET", "POST"]), Route("/", endpoint, methods=["GET", "POST"])]

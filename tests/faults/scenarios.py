@@ -293,6 +293,29 @@ for _label, _method, _fault in SLACK_FAULTS:
     scenario(f"slack {_label}")(_slack_fault(_label, _method, _fault))
 
 
+@scenario("worker killed inside the question's post")
+def killed_inside_question_post(ctx: Ctx) -> None:
+    """Slack posts the question but the worker dies before learning its `ts`: the replay finds the
+    message by its metadata in the thread and reuses it, so the question is posted once."""
+    stack = ctx.stack
+    gate = secrets.token_hex(4)
+    r = ctx.start(gate=gate)
+    ctx.wait_status(r, "running")
+    stack.settle(quiet=0.3)
+    stack.ws.faults.hold_next("chat.postMessage", 30.0)  # the next post is the question: served, reply held
+    ctx.open_gate(gate)
+    stack.wait_for("the question to reach Slack", lambda: any(is_question(m) for m in stack.thread(r)), 20)
+    for worker in stack.live("worker"):  # the worker inside the call, and any other: the machine died
+        stack.sigkill(worker)
+    ctx.ledger.fault("worker SIGKILL inside chat.postMessage")
+    stack.start_worker()
+    stack.start_worker()
+    colour = ctx.answer(r)  # the replay parks on the message Slack already has
+    ctx.wait_status(r, "succeeded", timeout=40)
+    assert ctx.result(r).startswith(f"colour {colour},")
+    assert sum(is_question(m) or bool(m.get("edited")) for m in stack.thread(r)) == 1
+
+
 @scenario("slack lock timed out")
 def slack_lock_timeout(ctx: Ctx) -> None:
     """chat.update slower than the client's timeout: the client gives up, the call still lands."""
