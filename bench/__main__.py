@@ -1,10 +1,11 @@
-"""`python -m bench [--quick] [--only 1,4]`: Parley's cost against bolt, Redis and RQ, side by side.
+"""`python -m bench [--quick] [--only 1,4] [--peers]`: Parley's cost against bolt, Redis and RQ, side by side.
 
 Starts the Web API stand-in, `parley serve` and a bare bolt app on free ports,
 runs the selected measurements (each starts and stops the workers it needs), then
 prints the table and writes `bench/results/latest.{json,md,png}` (and a copy named
 after the mode, `quick.*` or `full.*`). Redis: `REDIS_URL` (or 127.0.0.1:6379),
-database 14, which the bench flushes; it refuses database 0.
+database 14, which the bench flushes; it refuses database 0. `--peers` runs only
+`bench.m_peers` instead: Parley beside Prefect's pause and suspend (the `peers` extra).
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--redis-url", default=None, help="Redis server (default REDIS_URL or 127.0.0.1:6379)")
     p.add_argument("--db", type=int, default=BENCH_DB, help="Redis database the bench owns and flushes")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for latest.{json,md,png}")
+    p.add_argument(
+        "--peers",
+        action="store_true",
+        help="Parley beside Prefect's pause and suspend (needs pip install -e '.[peers]'); writes peers.{json,md}",
+    )
+    p.add_argument("--peers-n", type=int, default=32, help="with --peers: the larger number of paused Prefect flows")
     return p.parse_args(argv)
 
 
@@ -75,6 +82,10 @@ def _commit() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if args.peers:
+        from bench import m_peers
+
+        return m_peers.run(bench_redis_url(args.redis_url, args.db), args.rounds or 2, args.peers_n, args.out)
     cfg = Config(quick=args.quick, rounds=args.rounds or (3 if args.quick else 5))
     selected = [int(x) for x in args.only.split(",") if x.strip()] or list(MEASUREMENTS)
     url = bench_redis_url(args.redis_url, args.db)
