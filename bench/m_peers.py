@@ -90,7 +90,9 @@ def latency(stack: Stack, server: PrefectServer, parley: ParleyRig, rounds: int,
             result.rows.append(latency_row(case, "p50 ms", p, q))
         except Exception as exc:
             traceback.print_exc()
+            stack.keep_logs = True
             result.rows.append(Row("P1 answer -> running", case, "error", float("nan"), note=str(exc)[:200]))
+        print(f"peers: {case}: done", file=sys.stderr, flush=True)
         if key == "suspend-1" and isinstance(rig, SuspendRig):
             kept = rig
         elif rig is not None:
@@ -177,6 +179,7 @@ def measure(stack: Stack, server: PrefectServer, rounds: int, big_n: int, budget
             mem.update(burst(stack, server, parley, fast, rounds, result))
         except Exception as exc:
             traceback.print_exc()
+            stack.keep_logs = True
             result.rows.append(Row("P2 burst", "error", "", float("nan"), note=str(exc)[:200]))
         _log(started, "bursts measured")
         if fast is not None:
@@ -189,6 +192,7 @@ def measure(stack: Stack, server: PrefectServer, rounds: int, big_n: int, budget
             mem.update(paused_many(server, stack, big_n))
         except Exception as exc:
             traceback.print_exc()
+            stack.keep_logs = True
             result.detail["paused_many_error"] = str(exc)
         _log(started, f"{big_n} paused flows measured")
     else:
