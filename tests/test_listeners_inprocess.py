@@ -207,6 +207,24 @@ def test_a_one_click_choice_answers(bot: Bot) -> None:
     assert job_ids.resume(paused.run.id, paused.interrupt.id) in bot.runtime.queue.job_ids
 
 
+def test_answer_in_a_form_without_a_live_trigger_opens_nothing_and_fails_nothing(bot: Bot) -> None:
+    """A click whose trigger is missing, or has expired by the time the form opens, is acked; no 5xx."""
+    paused = bot.paused("s-form")
+    blocks = paused.question["blocks"]
+    block, button = find_element(blocks, "parley_open_form")
+    payload = block_actions_payload(
+        user="U0BOB", message=paused.question, channel=paused.channel, action=button_action(block, button)
+    )
+    payload.pop("trigger_id", None)
+    assert (bot.interact(payload).status, bot.calls("views.open")) == (200, [])
+
+    bot.ws.faults.fail_next("views.open", status=200, error="expired_trigger_id")
+    assert bot.click(paused, "parley_open_form", user="U0BOB").status == 200
+    refused = bot.wait_call("views.open")
+    assert (refused["status"], refused["error"]) == (200, "expired_trigger_id")
+    assert bot.ws.open_views("U0BOB") == []
+
+
 # ---- view_submission -------------------------------------------------------------------------
 def test_form_submission_shows_an_invalid_field_inline(bot: Bot) -> None:
     paused = bot.paused("s-form")

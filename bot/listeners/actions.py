@@ -15,6 +15,7 @@ from typing import Any
 import redis
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
 from bot.slack import blocks
@@ -22,9 +23,11 @@ from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer
+from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import InterruptRecord, RefusalReason
 
+log = Log("parley.actions")
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
 
 
@@ -101,12 +104,15 @@ def on_choose(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
 def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     """Open the form straight from the click: a `trigger_id` lives three seconds."""
     ack()
-    iid = str(clicked(body).get("value", ""))
+    iid, trigger_id = str(clicked(body).get("value", "")), body.get("trigger_id")
     interrupt = deps.runtime.store.interrupt(iid)
-    if interrupt is None:
+    if interrupt is None or not trigger_id:  # without a trigger Slack opens no modal
         return
     view = blocks.modal_view(interrupt.request, iid, channel=channel_of(body))
-    client.views_open(trigger_id=body["trigger_id"], view=view)
+    try:
+        client.views_open(trigger_id=trigger_id, view=view)
+    except SlackApiError as exc:  # e.g. expired_trigger_id: the click came too late; a new click works
+        log.warning("could not open the form", interrupt_id=iid, run_id=interrupt.run_id, error=str(exc))
 
 
 def register(app: App, deps: BotDeps) -> None:
