@@ -149,3 +149,21 @@ def is_question(message: dict[str, Any]) -> bool:
     """A question message still open: it carries Submit or one-click choice buttons."""
     blocks = message.get("blocks") or []
     return has_action(blocks, "parley_submit") or has_action(blocks, "parley_choose_")
+
+
+def texts(blocks: list[dict[str, Any]]) -> str:
+    """Every text in `blocks`, joined: what a person reads in the message."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("plain_text", "mrkdwn") and isinstance(node.get("text"), str):
+                found.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(blocks)
+    return "\n".join(found)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from effect_counters import count
-from slack_forms import blocks_of, is_question
+from slack_forms import blocks_of, is_question, texts
 from slack_stack import RunRef, SlackStack
 
 pytestmark = pytest.mark.system
@@ -27,24 +27,6 @@ FACTS = {"service": "api", "version": "v1.4.2", "target": "production"}
 @pytest.fixture(scope="module")
 def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
     yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-context"), workers=1)
-
-
-def texts(blocks: list[dict[str, Any]]) -> str:
-    """Every text in `blocks`, joined: what a person reads in the message."""
-    found: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") in ("plain_text", "mrkdwn") and isinstance(node.get("text"), str):
-                found.append(node["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(blocks)
-    return "\n".join(found)
 
 
 def facts_file(stack: SlackStack, name: str, facts: dict[str, str]) -> Path:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from slack_forms import blocks_of, button_action, find_element, form_state, is_question, option_object
+from slack_forms import blocks_of, button_action, find_element, form_state, is_question, option_object, texts
 from slack_payloads import (
     ADMIN,
     FORM,
@@ -42,24 +42,6 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 def tag() -> str:
     return secrets.token_hex(4)
-
-
-def texts(blocks: list[dict[str, Any]]) -> str:
-    """Every text in `blocks`, joined: what a person reads in the message."""
-    found: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") in ("plain_text", "mrkdwn") and isinstance(node.get("text"), str):
-                found.append(node["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(blocks)
-    return "\n".join(found)
 
 
 def controls(message: dict[str, Any]) -> dict[str, dict[str, Any]]:

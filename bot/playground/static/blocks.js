@@ -5,21 +5,9 @@
 // (block_id → message, shown under an input), and callbacks `act(block, element, raw)`
 // for block_actions, `suggest(block, element, query)` for type-ahead, `confirm(obj)`.
 
-import { plainText, renderText } from "./mrkdwn.js";
-import { renderDatepicker, renderMenu } from "./pickers.js";
+import { el, plainText, renderText } from "./mrkdwn.js";
+import { renderDatepicker, renderMenu, testid } from "./pickers.js";
 import { renderRichText } from "./richtext.js";
-
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function testid(node, id) {
-  node.dataset.testid = id;
-  return node;
-}
 
 // The raw value an element holds: what the person chose, else its initial value.
 export function currentValue(ctx, blockId, element) {

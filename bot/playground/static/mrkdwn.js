@@ -35,7 +35,8 @@ export function emojify(text) {
   return String(text).replace(/:([a-z0-9_+\-']+):/g, (all, name) => EMOJI[name] || all);
 }
 
-function el(tag, cls, text) {
+/** A DOM element with an optional class and text: the page never builds HTML from strings. */
+export function el(tag, cls, text) {
   const node = document.createElement(tag);
   if (cls) node.className = cls;
   if (text !== undefined) node.textContent = text;

@@ -6,16 +6,9 @@
 // that opens a month calendar. Both hold the same raw values as before (option values, option
 // objects for external menus, "YYYY-MM-DD"), which blockstate.py turns into Slack's shapes.
 
-import { plainText } from "./mrkdwn.js";
+import { el, plainText } from "./mrkdwn.js";
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function testid(node, id) {
+export function testid(node, id) {
   node.dataset.testid = id;
   return node;
 }

@@ -3,18 +3,11 @@
 // their styles (bold, italic, strike, code, underline) and become mentions, channel names,
 // links (http, https, mailto only), emoji and dates. Text goes in as text, never as HTML.
 
-import { emojify, formatDate, safeUrl } from "./mrkdwn.js";
+import { el, emojify, formatDate, safeUrl } from "./mrkdwn.js";
 
 const BULLETS = ["disc", "circle", "square"];
 const NUMBERS = ["decimal", "lower-alpha", "lower-roman"];
 const BROADCAST = { here: "@here", channel: "@channel", everyone: "@everyone" };
-
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 // Wraps `node` in the tags its style asks for, code innermost as Slack nests them.
 function styled(node, style) {
