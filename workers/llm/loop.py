@@ -34,7 +34,7 @@ from workers.llm.client import ChatClient, LLMConfig
 from workers.llm.tools import Tool
 
 if TYPE_CHECKING:
-    from workers.runtime.context import Run
+    from workers.runtime.run import Run
 
 ASK_REASON = "The assistant needs your input"
 USAGE_EVENT = "llm usage"

@@ -14,9 +14,9 @@ import traceback
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import ContextError, QuestionExpired
 from workers.logs import Log
-from workers.runtime.context import Run
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.queues import enqueue_run
+from workers.runtime.run import Run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import InterruptState, RunStatus
