@@ -7,9 +7,10 @@ replay that finds no `ts` looks for the message in the thread by its metadata
 (`bot.slack.question_metadata`) before posting it.
 
 Where the thread goes: in a public channel, Parley joins first (`conversations.join`,
-`channels:join`), because Slack delivers a channel's messages (typed answers) only to its
-members. In a conversation Parley cannot post in (a DM or group DM between people, a private
-channel it was not invited to), the thread goes to the starter's DM with Parley instead.
+`channels:join`, once per channel per process every `recent.JOIN_TTL`), because Slack
+delivers a channel's messages (typed answers) only to its members. In a conversation Parley
+cannot post in (a DM or group DM between people, a private channel it was not invited to),
+the thread goes to the starter's DM with Parley instead.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import user_ref
 from bot.slack.question_metadata import find_question, question_metadata
+from bot.slack.recent import JoinedChannels, StartedThreads
 from workers.exceptions import AgentError
 from workers.interaction import ContextChange, Outcome, Request
 from workers.logs import Log
@@ -42,6 +44,8 @@ class SlackHost:
     def __init__(self, client: WebClient, store: RunStore) -> None:
         self.client = client
         self.store = store
+        self._joined = JoinedChannels()
+        self._threads = StartedThreads()
 
     # ---- the thread ------------------------------------------------------------
     def start_thread(self, run: RunRecord) -> dict[str, Any]:
@@ -65,6 +69,7 @@ class SlackHost:
             )
         conv["channel"], conv["thread_ts"] = resp["channel"], resp["ts"]
         self.store.set_thread(run.id, conv)
+        self._threads.started(run.id, conv)
         log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
         return conv
 
@@ -74,16 +79,21 @@ class SlackHost:
         Only channel ids (C…) can be joined; Slack refuses private channels, DMs and group
         DMs (`method_not_supported_for_channel_type`), and the post then decides.
         """
-        if not channel.startswith("C"):
+        if not channel.startswith("C") or self._joined.fresh(channel):
             return
         try:
             self.client.conversations_join(channel=channel)
+            self._joined.joined(channel)
         except SlackApiError as exc:
             log.info("did not join the channel", channel=channel, error=exc.response.get("error"))
 
     def _thread(self, run: RunRecord) -> dict[str, Any]:
+        """The run's thread: as the run was read, as this process started it, or as Redis has it
+        now (another process may have started it since the run was read)."""
         if run.conversation.get("thread_ts"):
             return run.conversation
+        if (started := self._threads.get(run.id)) is not None:
+            return started
         return self.start_thread(self.store.get(run.id))
 
     def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:

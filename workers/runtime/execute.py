@@ -28,21 +28,15 @@ log = Log("parley.execute")
 def execute(runtime: Runtime, run_id: str) -> str:
     """Execute `run_id` if it is queued; returns the status it ends this execution in."""
     lease_until = time.time() + runtime.settings.lease_ttl
-    ok, epoch_or_reason, old = runtime.store.transition(
-        run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(lease_until), bump_epoch=True
-    )
-    if not ok:
-        log.info("nothing to execute", run_id=run_id, reason=epoch_or_reason, status=old)
-        return old or epoch_or_reason
-    epoch = int(epoch_or_reason)
+    claim = runtime.store.claim(run_id, lease_until)
+    if claim.record is None or claim.journal is None:
+        log.info("nothing to execute", run_id=run_id, reason=claim.refused, status=claim.old)
+        return claim.old or claim.refused
+    epoch, record = claim.epoch, claim.record
     keeper = LeaseKeeper(runtime, run_id, epoch, held_until=lease_until)
     with keeper:
-        try:
-            record = keeper.durable(lambda: runtime.store.get(run_id), "read the run")
-        except StaleEpoch:
-            return "stale"
         host = runtime.hosts.for_run(record)
-        run = Run(runtime, record, epoch, host, keeper)
+        run = Run(runtime, record, epoch, host, keeper, journal=claim.journal)
         run.log.info("executing", epoch=epoch, failures=record.failures)
         try:
             return _replay(runtime, run)

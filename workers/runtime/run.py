@@ -38,7 +38,15 @@ log = Log("parley.run")
 class Run:
     """One execution of one run, bound to the epoch its worker claimed."""
 
-    def __init__(self, runtime: Runtime, record: RunRecord, epoch: int, host: Host, keeper: LeaseKeeper) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        record: RunRecord,
+        epoch: int,
+        host: Host,
+        keeper: LeaseKeeper,
+        journal: dict[str, Any] | None = None,
+    ) -> None:
         self._rt = runtime
         self._record = record
         self._epoch = epoch
@@ -51,7 +59,7 @@ class Run:
         self._key_calls: dict[str, int] = {}
         self._interrupt: InterruptRecord | None = None
         self._opened_earlier = False  # the current question was opened by an earlier execution
-        self._journal: dict[str, Any] | None = None
+        self._journal: dict[str, Any] | None = journal  # read with the claim, or on first use
         self._interrupts: dict[str, InterruptRecord | None] = {}
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self.log = log.bind(**record.log_context())

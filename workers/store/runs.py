@@ -27,6 +27,17 @@ from workers.store.retention import Retention
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A worker's claim on a queued run: its new epoch with the run and journal, or why not."""
+
+    epoch: int
+    old: str
+    refused: str = ""
+    record: RunRecord | None = None
+    journal: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Refusal:
     """Why a close (answer, expire, cancel) was refused; nothing was written."""
 
@@ -45,6 +56,7 @@ class RunStore:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self._transition = redis.register_script(scripts.TRANSITION)
+        self._claim = redis.register_script(scripts.CLAIM)
         self._journal = redis.register_script(scripts.JOURNAL)
         self._open = redis.register_script(scripts.OPEN_INTERRUPT)
         self._park = redis.register_script(scripts.PARK)
@@ -121,10 +133,24 @@ class RunStore:
         ]
         for name, value in fields.items():
             argv += [name, value if isinstance(value, str) else json.dumps(value)]
-        done, second, old = self._transition(
-            keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)], args=argv
-        )
+        done, second, old = self._transition(keys=_transition_keys(run_id), args=argv)
         return bool(done), _s(second), _s(old)
+
+    def claim(self, run_id: str, lease_until: float) -> Claim:
+        """Move a queued run to running under a new epoch and lease, and read the run and its
+        journal in the same step: an execution starts with one round trip."""
+        argv = [run_id, keys.status_index(""), RunStatus.QUEUED.value, "", RunStatus.RUNNING.value]
+        argv += [repr(time.time()), repr(lease_until), "1", "0", ""]
+        reply = self._claim(keys=[*_transition_keys(run_id), keys.journal(run_id)], args=argv)
+        if not reply[0]:
+            return Claim(epoch=0, refused=_s(reply[1]), old=_s(reply[2]))
+        run, journal = _pairs(reply[3]), _pairs(reply[4])
+        return Claim(
+            epoch=int(_s(reply[1])),
+            old=_s(reply[2]),
+            record=RunRecord.from_hash(_decode(run)),
+            journal={_s(k): json.loads(v) for k, v in journal.items()},
+        )
 
     def record(
         self, run_id: str, epoch: int, field: str, value: Any, *, only_if_absent: bool = False, history: str = ""
@@ -431,6 +457,15 @@ def history_entry(event: str, by: str = "", **detail: Any) -> str:
 
 def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _transition_keys(run_id: str) -> list[str]:
+    return [keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)]
+
+
+def _pairs(flat: list[Any]) -> dict[Any, Any]:
+    """A Lua HGETALL reply (a flat list) as a dict."""
+    return dict(zip(flat[0::2], flat[1::2], strict=True))
 
 
 def _decode(data: dict[Any, Any]) -> dict[str, str]:

@@ -36,9 +36,7 @@ end
 # KEYS: run, leases, accepted, history   ARGV: run_id, idx_prefix, allowed (space
 # separated), epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch
 # ('0'|'1'), failures delta, history entry json or '', then field/value pairs.
-TRANSITION = (
-    _LIB
-    + """
+_TRANSITION_BODY = """
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return {0, 'missing', ''} end
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
@@ -57,8 +55,14 @@ end
 if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
 for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
-return {1, epoch, st}
 """
+TRANSITION = _LIB + _TRANSITION_BODY + "return {1, epoch, st}\n"
+
+# A worker's claim: TRANSITION to running with a new epoch, then the run and its
+# journal as they stand after it, so an execution starts in one round trip.
+# KEYS: as TRANSITION, then the journal   ARGV: as TRANSITION
+CLAIM = (
+    _LIB + _TRANSITION_BODY + "return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[5])}\n"
 )
 
 # A worker's journal write, fenced by its epoch: a stale worker cannot record. A
