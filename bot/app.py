@@ -13,9 +13,10 @@ from typing import Any
 import redis
 from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
+from slack_bolt.oauth.oauth_settings import OAuthSettings
 
 from bot.deps import BotDeps
-from bot.listeners import actions, admin_actions, commands, events, inspect, options, views
+from bot.listeners import actions, admin_actions, commands, events, inspect, installs, options, views
 from bot.slack import payload_shape
 from workers.logs import Log
 
@@ -31,11 +32,13 @@ def refuse_malformed(body: Any, next: Any) -> BoltResponse | None:
     return next()
 
 
-def create_app(deps: BotDeps, *, signing_secret: str | None) -> App:
-    """The bot's bolt app; its token is the one `deps.client` carries."""
+def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAuthSettings | None = None) -> App:
+    """The bot's bolt app; its token is the one `deps.client` carries, or, with `oauth_settings`
+    (many workspaces), the one bolt finds in the installation store for each request."""
     app = App(
         signing_secret=signing_secret,
         client=deps.client,
+        oauth_settings=oauth_settings,
         process_before_response=True,
         token_verification_enabled=False,
         raise_error_for_unhandled_request=True,
@@ -50,6 +53,7 @@ def create_app(deps: BotDeps, *, signing_secret: str | None) -> App:
     events.register(app, deps)
     options.register(app, deps)
     inspect.register(app, deps)
+    installs.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_bolt import BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.host import SlackHost
+from bot.slack.scope import Scope
 from workers.logs import Log
 from workers.runtime.wiring import Runtime
+from workers.store.records import RunRecord
 
 log = Log("parley.bot")
 
@@ -26,10 +29,32 @@ class BotDeps:
     client: WebClient
     slack: SlackHost
     admins: frozenset[str] = field(default_factory=frozenset)
+    """Admins in every workspace (`PARLEY_ADMINS=U1,U2`)."""
+    team_admins: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Admins of one workspace, by team id or (org-wide installs) enterprise id (`PARLEY_ADMINS=T1:U1;T2:U2`)."""
     pool: ThreadPoolExecutor = field(default_factory=_after_ack_pool)
 
-    def is_admin(self, user: str) -> bool:
-        return user in self.admins
+    @property
+    def many_workspaces(self) -> bool:
+        """OAuth mode: each workspace has its own installation, and runs are scoped to theirs."""
+        return self.slack.clients.many
+
+    def scope(self, context: BoltContext) -> Scope | None:
+        """The workspace of a request in OAuth mode; None (every run) with one workspace."""
+        return Scope.of(context) if self.many_workspaces else None
+
+    def run_filter(self, context: BoltContext) -> Callable[[RunRecord], bool] | None:
+        """Keeps the runs of the request's workspace in OAuth mode; None (every run) with one workspace."""
+        scope = self.scope(context)
+        return None if scope is None else (lambda run: scope.owns(run.conversation))
+
+    def is_admin(self, user: str, context: BoltContext | None = None) -> bool:
+        """An admin everywhere, or of the request's workspace (its team, or its enterprise)."""
+        if user in self.admins:
+            return True
+        scope = Scope.of(context) if context is not None else None
+        where = (scope.team, scope.enterprise) if scope else ()
+        return any(user in self.team_admins.get(w, ()) for w in where if w)
 
     def after_ack(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run a Web API call off the answer path, without holding up the ack.

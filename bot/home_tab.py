@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from slack_bolt import BoltContext
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -20,14 +21,20 @@ from workers.store.records import RunStatus
 WAITING_SHOWN = 20
 
 
-def waiting_entries(deps: BotDeps, client: WebClient, user: str) -> list[dict[str, Any]]:
+def waiting_entries(
+    deps: BotDeps, client: WebClient, user: str, context: BoltContext | None = None
+) -> list[dict[str, Any]]:
+    """The questions waiting on `user`; with many workspaces, those of the workspace the tab is in."""
     store, now = deps.runtime.store, time.time()
+    scope = deps.scope(context) if context is not None else None
     entries = []
     for iid in store.waiting_on(user, limit=WAITING_SHOWN):
         q = store.interrupt(iid)
         if q is None:
             continue
         run = store.find(q.run_id)
+        if scope is not None and (run is None or not scope.owns(run.conversation)):
+            continue
         permalink = None
         msg = q.message
         if msg.get("ts"):
@@ -48,17 +55,21 @@ def waiting_entries(deps: BotDeps, client: WebClient, user: str) -> list[dict[st
     return entries
 
 
-def admin_section(deps: BotDeps, page: int) -> dict[str, Any]:
-    listing = admin.list_runs(deps.runtime, RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE)
+def admin_section(deps: BotDeps, page: int, context: BoltContext | None = None) -> dict[str, Any]:
+    where = deps.run_filter(context) if context is not None else None
+    listing = admin.list_runs(deps.runtime, RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE, where=where)
     store = deps.runtime.store
     runs = [admin.RunSummary.of(r, store.interrupt(r.interrupt) if r.interrupt else None) for r in listing.runs]
-    return {"counts": deps.runtime.store.counts(), "runs": runs, "page": page, "has_next": listing.has_next}
+    counts = admin.count_runs(deps.runtime, where)
+    return {"counts": counts, "runs": runs, "page": page, "has_next": listing.has_next}
 
 
-def publish_home(deps: BotDeps, client: WebClient, user: str, *, page: int = 0) -> None:
-    """Publish `user`'s Home tab; admins see page `page` of the paused runs."""
+def publish_home(
+    deps: BotDeps, client: WebClient, user: str, *, page: int = 0, context: BoltContext | None = None
+) -> None:
+    """Publish `user`'s Home tab; admins see page `page` of the paused runs (of the tab's workspace)."""
     view = blocks.home_view(
-        waiting=waiting_entries(deps, client, user),
-        admin=admin_section(deps, page) if deps.is_admin(user) else None,
+        waiting=waiting_entries(deps, client, user, context),
+        admin=admin_section(deps, page, context) if deps.is_admin(user, context) else None,
     )
     client.views_publish(user_id=user, view=view)

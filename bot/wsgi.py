@@ -17,6 +17,8 @@ EVENTS_PATH = "/slack/events"
 
 def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
     bolt = SlackRequestHandler(app, path=EVENTS_PATH)
+    flow = app.oauth_flow  # OAuth mode: bolt serves the install page and Slack's redirect back
+    oauth_paths = {flow.install_path, flow.redirect_uri_path} if flow is not None else set()
 
     def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -28,6 +30,8 @@ def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
             except (redis.RedisError, OSError):
                 start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
                 return [b"redis unavailable\n"]
+        if path in oauth_paths:
+            return bolt(environ, start_response)
         if path == EVENTS_PATH:
             if not _readable_signature(environ):
                 start_response("401 Unauthorized", [("Content-Type", "text/plain")])

@@ -15,6 +15,7 @@ from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
 from bot.wsgi import make_wsgi
 from parley.bootstrap import build_runtime, connect_redis
+from parley.installs import oauth_settings, web_clients
 from parley.settings import Settings
 from workers.exceptions import ConfigError
 from workers.logs import Log
@@ -26,18 +27,29 @@ SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
 
 
 def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
-    """Wire one bot process: Redis, runtime, Web API client, Slack host, bolt app."""
-    settings.require("slack_bot_token")
+    """Wire one bot process: Redis, runtime, Web API clients, Slack host, bolt app.
+
+    One workspace (`SLACK_BOT_TOKEN`), or many through OAuth (`parley/installs.py`)."""
+    if settings.oauth_mode and socket_mode:
+        raise ConfigError("SLACK_CLIENT_ID: OAuth installs are served over HTTP; serve without --socket-mode")
+    if not settings.oauth_mode:
+        settings.require("slack_bot_token")
     if not socket_mode:
         settings.require("slack_signing_secret")
     client = connect_redis(settings, request_path=True)
-    web = make_web_client(settings.slack_bot_token, settings.slack_api_url)
+    clients = web_clients(settings, client)
+    web = clients.single or make_web_client(None, settings.slack_api_url)
     hosts = HostRouter()
     runtime = build_runtime(settings, client, hosts)
-    slack = SlackHost(web, runtime.store)
+    slack = SlackHost(clients, runtime.store)
     hosts.register("slack", slack)
-    deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset(settings.parley_admins))
-    app = create_app(deps, signing_secret=None if socket_mode else settings.slack_signing_secret)
+    admins = settings.parley_admins
+    team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}
+    deps = BotDeps(
+        runtime=runtime, client=web, slack=slack, admins=frozenset(admins.get("", ())), team_admins=team_admins
+    )
+    signing_secret = None if socket_mode else settings.slack_signing_secret
+    app = create_app(deps, signing_secret=signing_secret, oauth_settings=oauth_settings(settings, clients, client))
     return app, client
 
 

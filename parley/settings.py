@@ -38,6 +38,35 @@ def _split(value: object) -> object:
     return value
 
 
+_SCOPE_ID = re.compile(r"[TE][A-Z0-9]+")
+ADMINS_HELP = "user ids (U1,U2), or per workspace T1:U1,U2;T2:U3 (a team or enterprise id, a colon, its admins)"
+
+
+def parse_admins(value: object) -> object:
+    """`PARLEY_ADMINS` by workspace: `{"": every-workspace admins, "T1": T1's admins, ...}`.
+
+    The plain form `U1,U2` names admins of every workspace (single-workspace mode's form).
+    Per workspace, groups are separated by `;`, each `T1:U1,U2` (a team id, or an enterprise
+    id `E…` for an org-wide install, then its admins); a group without `T…:` counts for every
+    workspace. A malformed group is an error naming it.
+    """
+    if not isinstance(value, str):
+        return value
+    admins: dict[str, list[str]] = {}
+    for group in (g.strip() for g in value.split(";")):
+        if not group:
+            continue
+        scope, sep, users = group.rpartition(":") if ":" in group else ("", "", group)
+        scope = scope.strip()
+        if sep and not _SCOPE_ID.fullmatch(scope):
+            raise ValueError(f"{group!r}: before the colon goes a team id (T…) or enterprise id (E…); {ADMINS_HELP}")
+        ids = [u.strip() for u in users.split(",") if u.strip()]
+        if not ids:
+            raise ValueError(f"{group!r} names no user; {ADMINS_HELP}")
+        admins.setdefault(scope, []).extend(ids)
+    return admins
+
+
 ENV_FILE = ".env"
 """Settings also come from this file in the working directory (`parley slack setup` writes it);
 a variable set in the environment wins over the file."""
@@ -55,8 +84,11 @@ class Settings(BaseSettings):
     slack_signing_secret: str | None = None
     slack_app_token: str | None = None
     slack_api_url: str = SLACK_API_DEFAULT
+    slack_client_id: str | None = None
+    slack_client_secret: str | None = None
+    slack_state_secret: str | None = None
     parley_agents: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    parley_admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    parley_admins: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
     parley_data_dir: Path = Field(default_factory=default_data_dir)
     parley_log_level: str = "INFO"
     parley_lease_ttl: float = Field(default=30.0, gt=0)
@@ -65,7 +97,8 @@ class Settings(BaseSettings):
     parley_requeue_grace: float = Field(default=10.0, ge=0)
     parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
 
-    _split_lists = field_validator("parley_agents", "parley_admins", "parley_retry_delays", mode="before")(_split)
+    _split_lists = field_validator("parley_agents", "parley_retry_delays", mode="before")(_split)
+    _admins = field_validator("parley_admins", mode="before")(parse_admins)
     _duration = field_validator("parley_retention", mode="before")(parse_duration)
 
     @field_validator("redis_url")
@@ -95,6 +128,15 @@ class Settings(BaseSettings):
         if v and not v.startswith("xapp-"):
             raise ValueError("must be an app-level token starting with xapp-")
         return v or None
+
+    @property
+    def oauth_mode(self) -> bool:
+        """Many workspaces: the app is installed through OAuth and each workspace's token is in Redis.
+
+        On when `SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET` and `SLACK_STATE_SECRET` are all set;
+        `SLACK_BOT_TOKEN` is then not used.
+        """
+        return bool(self.slack_client_id and self.slack_client_secret and self.slack_state_secret)
 
     def require(self, *names: str) -> None:
         """Stop with one line naming the first missing variable among `names`."""

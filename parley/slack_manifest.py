@@ -21,7 +21,8 @@ from workers.exceptions import ConfigError
 
 MANIFEST = Path(__file__).resolve().parents[1] / "manifest.yml"
 CREATE_APP_URL = "https://api.slack.com/apps?new_app=1&manifest_json="
-REQUEST_URL_KEYS = frozenset({"url", "request_url", "message_menu_options_url"})
+REQUEST_URL_KEYS = frozenset({"url", "request_url", "message_menu_options_url", "redirect_urls"})
+"""Keys holding Parley's public URLs; `redirect_urls` is OAuth mode's, which Socket Mode does not serve."""
 
 
 def load_manifest(path: Path = MANIFEST) -> dict[str, Any]:

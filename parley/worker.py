@@ -30,13 +30,13 @@ the interpreter. RQ's SpawnWorker is not offered: each job starts a fresh interp
 
 
 def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
-    """The hosts a worker reports to: Slack when a bot token is configured."""
-    if settings.slack_bot_token:
-        from bot.slack.client import make_web_client
+    """The hosts a worker reports to: Slack when a bot token is configured, or OAuth mode is
+    (then each run posts with the token of its workspace's installation)."""
+    if settings.slack_bot_token or settings.oauth_mode:
         from bot.slack.host import SlackHost
+        from parley.installs import web_clients
 
-        web = make_web_client(settings.slack_bot_token, settings.slack_api_url)
-        runtime.hosts.register("slack", SlackHost(web, runtime.store))
+        runtime.hosts.register("slack", SlackHost(web_clients(settings, runtime.store.redis), runtime.store))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:

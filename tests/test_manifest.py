@@ -22,7 +22,15 @@ EXPECTED_SCOPES = {
     "im:history",
     "mpim:history",
 }
-EXPECTED_EVENTS = {"app_home_opened", "message.channels", "message.groups", "message.im", "message.mpim"}
+EXPECTED_EVENTS = {
+    "app_home_opened",
+    "message.channels",
+    "message.groups",
+    "message.im",
+    "message.mpim",
+    "app_uninstalled",
+    "tokens_revoked",
+}
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +80,16 @@ def test_features_and_settings(manifest: dict[str, Any]) -> None:
     assert settings["socket_mode_enabled"] is False
     assert settings["org_deploy_enabled"] is False
     assert settings["token_rotation_enabled"] is False
+
+
+def test_oauth_settings_redirect_back_to_parley_and_install_the_manifests_scopes(manifest: dict[str, Any]) -> None:
+    """OAuth mode: Slack's redirect URL is the one bolt serves, and an install asks for the manifest's scopes."""
+    from parley.installs import INSTALL_PATH, REDIRECT_PATH, bot_scopes
+
+    [redirect] = manifest["oauth_config"]["redirect_urls"]
+    assert redirect.startswith("https://") and redirect.endswith(REDIRECT_PATH)
+    assert INSTALL_PATH == "/slack/install"
+    assert bot_scopes() == manifest["oauth_config"]["scopes"]["bot"]
+    assert set(bot_scopes()) == EXPECTED_SCOPES
+    broken = {**manifest, "oauth_config": {**manifest["oauth_config"], "redirect_urls": "https://x/slack/oauth_redirect"}}
+    assert schema_errors(broken), "a redirect URL that is not a list must fail Slack's schema"

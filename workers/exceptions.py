@@ -61,3 +61,13 @@ class StaleEpoch(RunSignal):
         self.run_id = run_id
         self.epoch = epoch
         super().__init__(f"run {run_id}: epoch {epoch} is no longer current")
+
+
+class NotInstalled(AgentError):
+    """Parley has no installation (no bot token) for the workspace a run belongs to: it was
+    uninstalled, or the run predates the install. No retry fixes that, so the run fails."""
+
+    def __init__(self, team: str | None, enterprise: str | None = None) -> None:
+        self.team, self.enterprise = team, enterprise
+        where = f"workspace {team}" if team else f"organisation {enterprise}"
+        super().__init__(f"Parley is not installed in {where}")

@@ -86,19 +86,20 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     return _accept(body, action, interrupt, answers, deps)
 
 
-def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, deps: BotDeps) -> None:
-    """Ack the click; a refusal is explained to the clicker after the ack."""
+def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, client: WebClient, deps: BotDeps) -> None:
+    """Ack the click; a refusal is explained to the clicker after the ack, with the token of
+    the installation bolt authorized the click for (the clicker's workspace)."""
     ack()
     if not outcome.ok:
-        deps.after_ack(tell_refusal, deps.client, outcome, channel_of(body), thread_of(body))
+        deps.after_ack(tell_refusal, client, outcome, channel_of(body), thread_of(body))
 
 
-def on_submit(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
-    _answered(ack, body, submit_outcome(body, deps), deps)
+def on_submit(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    _answered(ack, body, submit_outcome(body, deps), client, deps)
 
 
-def on_choose(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
-    _answered(ack, body, choose_outcome(body, deps), deps)
+def on_choose(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    _answered(ack, body, choose_outcome(body, deps), client, deps)
 
 
 def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:

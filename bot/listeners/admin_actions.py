@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
@@ -34,13 +34,13 @@ def ack_admin_action(ack: Ack) -> None:
     ack()
 
 
-def do_admin_action(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """After the ack: check the clicker is an admin, act on the run, and show the result."""
+def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
+    """After the ack: check the clicker is an admin of the run's workspace, act on it, show the result."""
     action = clicked(body)
     user, run_id = body["user"]["id"], str(action.get("value", ""))
     action_id = action.get("action_id", "")
     in_home = (body.get("container") or {}).get("type") == "view"
-    if not deps.is_admin(user):
+    if not deps.is_admin(user, context) or not _in_workspace(deps, context, run_id, action_id):
         log.warning("admin action refused", user=user, run_id=run_id, action=action_id)
         _tell(client, body, user, "Only Parley admins can do that.")
         return
@@ -61,7 +61,16 @@ def do_admin_action(body: dict[str, Any], client: WebClient, deps: BotDeps) -> N
     except (AdminError, ParleyError, ValueError) as exc:
         _tell(client, body, user, f":warning: {exc}")
     if in_home:
-        publish_home(deps, client, user, page=page)
+        publish_home(deps, client, user, page=page, context=context)
+
+
+def _in_workspace(deps: BotDeps, context: BoltContext, run_id: str, action_id: str) -> bool:
+    """With many workspaces, an admin acts on the runs of their own workspace only."""
+    scope = deps.scope(context)
+    if scope is None or action_id == blocks.ADMIN_PAGE_ACTION_ID:
+        return True
+    run = deps.runtime.store.find(run_id)
+    return run is None or scope.owns(run.conversation)
 
 
 def _tell(client: WebClient, body: dict[str, Any], user: str, text: str) -> None:

@@ -54,15 +54,16 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         ack(response_type="ephemeral", text=help_text(deps))
         return
     if name == "runs":
-        if not deps.is_admin(user):
+        if not deps.is_admin(user, context):
             ack(response_type="ephemeral", text="Only Parley admins can list runs.")
             return
-        page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20)
+        where = deps.run_filter(context)
+        page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20, where=where)
         runs = [admin.RunSummary.of(r) for r in page.runs]
         ack(
             response_type="ephemeral",
             text="Paused runs",
-            blocks=blocks.runs_list_blocks(runs, deps.runtime.store.counts()),
+            blocks=blocks.runs_list_blocks(runs, admin.count_runs(deps.runtime, where)),
         )
         return
     if name not in deps.runtime.registry.names():
@@ -81,6 +82,8 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         conversation = {"host": "slack", "team": team, "channel": channel}
         if body.get("enterprise_id"):  # an org-wide install: answers may come with no team
             conversation["enterprise"] = body["enterprise_id"]
+        if context.is_enterprise_install:  # its bot token is the organisation's installation's
+            conversation["enterprise_install"] = True
         run = deps.runtime.store.create(name, rest.strip(), user, conversation)
     except redis.RedisError:
         log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)

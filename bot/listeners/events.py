@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
@@ -35,13 +35,13 @@ def ack_home_opened(ack: Ack) -> None:
     ack()
 
 
-def publish_home_tab(event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+def publish_home_tab(event: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
     """After the ack: publish the person's Home tab (the Messages tab opening needs nothing)."""
     if event.get("tab", "home") == "home":
-        publish_home(deps, client, event["user"])
+        publish_home(deps, client, event["user"], context=context)
 
 
-def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps: BotDeps) -> None:
+def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
 
     Accepted before the ack, like a click; a refusal is told after the ack. The run is found
@@ -86,7 +86,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], deps:
         )
     ack()
     if not outcome.ok:
-        deps.after_ack(tell_refusal, deps.client, outcome, event["channel"], event.get("thread_ts"))
+        deps.after_ack(tell_refusal, client, outcome, event["channel"], event.get("thread_ts"))
 
 
 def register(app: App, deps: BotDeps) -> None:

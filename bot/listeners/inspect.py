@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -28,40 +28,43 @@ NOT_YOURS = "Only Parley admins and the people this run asks can inspect it."
 GONE = "This run no longer exists."
 
 
-def may_inspect(deps: BotDeps, user: str, detail: RunDetail) -> bool:
-    """Admins see every run; anyone else only a run whose latest question asks them."""
-    return deps.is_admin(user) or (detail.interrupt is not None and user in detail.interrupt.assignees)
+def may_inspect(deps: BotDeps, user: str, detail: RunDetail, context: BoltContext | None = None) -> bool:
+    """Admins see every run (of their workspace); anyone else only a run whose latest question asks them."""
+    scope = deps.scope(context) if context is not None else None
+    if scope is not None and not scope.owns(detail.run.conversation):
+        return False
+    return deps.is_admin(user, context) or (detail.interrupt is not None and user in detail.interrupt.assignees)
 
 
-def view_for(deps: BotDeps, user: str, run_id: str, page: int) -> dict[str, Any]:
+def view_for(deps: BotDeps, user: str, run_id: str, page: int, context: BoltContext | None = None) -> dict[str, Any]:
     """The modal `user` gets for run `run_id`: the run, or why not."""
     try:
         detail = admin.show(deps.runtime, run_id)
     except RunNotFound:
         return notice_view(GONE)
-    if not may_inspect(deps, user, detail):
+    if not may_inspect(deps, user, detail, context):
         log.warning("inspect refused", run_id=run_id, user=user)
         return notice_view(NOT_YOURS)
     return inspect_view(detail, page=page)
 
 
-def on_inspect(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+def on_inspect(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
     ack()
     user, run_id = body["user"]["id"], str(clicked(body).get("value", ""))
     try:
-        client.views_open(trigger_id=body["trigger_id"], view=view_for(deps, user, run_id, 0))
+        client.views_open(trigger_id=body["trigger_id"], view=view_for(deps, user, run_id, 0, context))
     except SlackApiError as exc:
         log.warning("could not open the Inspect modal", run_id=run_id, user=user, error=str(exc))
 
 
-def on_inspect_page(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+def on_inspect_page(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
     """ "Older"/"Newer" in the modal: the same run, another page of its history."""
     ack()
     run_id, _, page = str(clicked(body).get("value", "")).rpartition("|")
     user, view = body["user"]["id"], body.get("view") or {}
     try:
         client.views_update(
-            view_id=view.get("id"), hash=view.get("hash"), view=view_for(deps, user, run_id, int(page or 0))
+            view_id=view.get("id"), hash=view.get("hash"), view=view_for(deps, user, run_id, int(page or 0), context)
         )
     except (SlackApiError, ValueError) as exc:
         log.warning("could not page the Inspect modal", run_id=run_id, user=user, error=str(exc))

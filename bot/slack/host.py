@@ -22,11 +22,12 @@ from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
 from bot.slack import blocks
 from bot.slack.blocks_context import superseded_blocks, superseded_text
+from bot.slack.clients import WebClients
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import user_ref
 from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.recent import JoinedChannels, StartedThreads
-from workers.exceptions import AgentError
+from workers.exceptions import AgentError, NotInstalled
 from workers.interaction import ContextChange, Outcome, Request
 from workers.logs import Log
 from workers.runtime.host import PausingRun
@@ -39,13 +40,22 @@ CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 
 
 class SlackHost:
-    """Talks in the run's thread through the Web API; needs `chat:write`."""
+    """Talks in the run's thread through the Web API; needs `chat:write`.
 
-    def __init__(self, client: WebClient, store: RunStore) -> None:
-        self.client = client
+    `client` is the one `WebClient` (single-workspace mode) or the `WebClients` that pick each
+    run's workspace's client from the installation store (OAuth mode).
+    """
+
+    def __init__(self, client: WebClient | WebClients, store: RunStore) -> None:
+        self.clients = client if isinstance(client, WebClients) else WebClients(single=client)
+        self.client = self.clients.single
         self.store = store
         self._joined = JoinedChannels()
         self._threads = StartedThreads()
+
+    def _web(self, run: RunRecord) -> WebClient:
+        """The client with the bot token of the installation that owns `run`."""
+        return self.clients.for_conversation(run.conversation)
 
     # ---- the thread ------------------------------------------------------------
     def start_thread(self, run: RunRecord) -> dict[str, Any]:
@@ -54,26 +64,23 @@ class SlackHost:
         if conv.get("thread_ts"):
             return conv
         text = blocks.run_started_text(run.started_by, run.agent, run.text)
-        self._join(conv["channel"])
+        web = self._web(run)
+        self._join(web, conv["channel"])
         try:
-            resp = self.client.chat_postMessage(
-                channel=conv["channel"], text=text, unfurl_links=False, unfurl_media=False
-            )
+            resp = web.chat_postMessage(channel=conv["channel"], text=text, unfurl_links=False, unfurl_media=False)
         except SlackApiError as exc:
             if exc.response.get("error") not in CANNOT_POST_HERE:
                 raise
             log.info("cannot post where the run was started; using the starter's DM", **run.log_context())
             conv["started_in"] = conv["channel"]
-            resp = self.client.chat_postMessage(
-                channel=run.started_by, text=text, unfurl_links=False, unfurl_media=False
-            )
+            resp = web.chat_postMessage(channel=run.started_by, text=text, unfurl_links=False, unfurl_media=False)
         conv["channel"], conv["thread_ts"] = resp["channel"], resp["ts"]
         self.store.set_thread(run.id, conv)
         self._threads.started(run.id, conv)
         log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
         return conv
 
-    def _join(self, channel: str) -> None:
+    def _join(self, web: WebClient, channel: str) -> None:
         """Join a public channel before talking there, so its thread replies reach Parley.
 
         Only channel ids (C…) can be joined; Slack refuses private channels, DMs and group
@@ -82,7 +89,7 @@ class SlackHost:
         if not channel.startswith("C") or self._joined.fresh(channel):
             return
         try:
-            self.client.conversations_join(channel=channel)
+            web.conversations_join(channel=channel)
             self._joined.joined(channel)
         except SlackApiError as exc:
             log.info("did not join the channel", channel=channel, error=exc.response.get("error"))
@@ -98,7 +105,7 @@ class SlackHost:
 
     def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._thread(run)
-        resp = self.client.chat_postMessage(
+        resp = self._web(run).chat_postMessage(
             channel=conv["channel"],
             thread_ts=conv["thread_ts"],
             text=text,
@@ -142,7 +149,7 @@ class SlackHost:
         """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""
         conv = self._thread(run)
         try:
-            ts = find_question(self.client, conv["channel"], conv["thread_ts"], iid)
+            ts = find_question(self._web(run), conv["channel"], conv["thread_ts"], iid)
         except SlackApiError as exc:
             log.warning("could not read the thread; posting the question", **run.log_context(), error=str(exc))
             return None
@@ -159,7 +166,7 @@ class SlackHost:
         self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
 
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
-        self.lock_question(interrupt)
+        self.lock_question(interrupt, run)
 
     def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
         """Replace the answered question with "Superseded: the facts changed" and what changed."""
@@ -167,7 +174,7 @@ class SlackHost:
         if not msg.get("ts"):
             return
         body = superseded_blocks(interrupt.request, changes, answered_by=interrupt.answered_by)
-        self.client.chat_update(
+        self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
         )
 
@@ -176,10 +183,19 @@ class SlackHost:
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
     # ---- message updates -------------------------------------------------------
-    def lock_question(self, interrupt: InterruptRecord) -> None:
-        """Replace the question's controls with its outcome: who answered and what, or why it closed."""
+    def lock_question(self, interrupt: InterruptRecord, run: RunRecord | None = None) -> None:
+        """Replace the question's controls with its outcome: who answered and what, or why it closed.
+
+        A question of a workspace Parley was uninstalled from has nobody to show it to: skipped.
+        """
         msg = interrupt.message
         if not msg.get("ts"):
+            return
+        run = run or self.store.get(interrupt.run_id)
+        try:
+            web = self._web(run)
+        except NotInstalled as exc:
+            log.info("question not locked: " + str(exc), **run.log_context(), interrupt_id=interrupt.id)
             return
         req = interrupt.request
         if interrupt.state is InterruptState.ANSWERED:
@@ -200,4 +216,4 @@ class SlackHost:
             text = blocks.locked_text(req, "Expired")
         else:
             return
-        self.client.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
+        web.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from workers.exceptions import AdminError
@@ -63,11 +64,67 @@ class RunDetail:
     """The results of the steps recorded so far, by step key."""
 
 
-def list_runs(runtime: Runtime, status: RunStatus | None = None, *, page: int = 0, per_page: int = 20) -> RunPage:
-    """One page of runs, newest first, read through the status index."""
-    ids = runtime.store.list_ids(status, offset=page * per_page, limit=per_page + 1)
-    runs = runtime.store.runs(ids[:per_page])
-    return RunPage(runs=runs, page=page, has_next=len(ids) > per_page)
+RunFilter = Callable[[RunRecord], bool]
+"""Which runs a listing shows (with many workspaces: the runs of the asker's workspace)."""
+SCAN_CHUNK = 200
+OPEN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED)
+
+
+def list_runs(
+    runtime: Runtime,
+    status: RunStatus | None = None,
+    *,
+    page: int = 0,
+    per_page: int = 20,
+    where: RunFilter | None = None,
+) -> RunPage:
+    """One page of runs, newest first, read through the status index; only those `where` keeps."""
+    if where is None:
+        ids = runtime.store.list_ids(status, offset=page * per_page, limit=per_page + 1)
+        runs = runtime.store.runs(ids[:per_page])
+        return RunPage(runs=runs, page=page, has_next=len(ids) > per_page)
+    kept = [r for r in _scan(runtime, status, where, stop_after=(page + 1) * per_page + 1)]
+    start = page * per_page
+    return RunPage(runs=kept[start : start + per_page], page=page, has_next=len(kept) > start + per_page)
+
+
+def _scan(
+    runtime: Runtime, status: RunStatus | None, where: RunFilter, stop_after: int | None = None
+) -> list[RunRecord]:
+    """The runs in `status`'s index that `where` keeps, newest first, read a chunk at a time.
+
+    The indexes are not kept per workspace, so a filtered listing reads past the runs of other
+    workspaces; it stops once it has `stop_after` runs.
+    """
+    kept: list[RunRecord] = []
+    offset = 0
+    while stop_after is None or len(kept) < stop_after:
+        ids = runtime.store.list_ids(status, offset=offset, limit=SCAN_CHUNK)
+        kept.extend(r for r in runtime.store.runs(ids) if where(r))
+        if len(ids) < SCAN_CHUNK:
+            break
+        offset += SCAN_CHUNK
+    return kept if stop_after is None else kept[:stop_after]
+
+
+def count_runs(runtime: Runtime, where: RunFilter | None = None) -> dict[str, int]:
+    """Runs by status (every status's count), or only those `where` keeps."""
+    if where is None:
+        return runtime.store.counts()
+    return {s.value: len(_scan(runtime, s, where)) for s in RunStatus}
+
+
+def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]:
+    """Cancel every queued, running or paused run `where` keeps (an uninstalled workspace's), each
+    with its history entry; a run that finished meanwhile is left as it is."""
+    cancelled: list[RunRecord] = []
+    for status in OPEN_STATUSES:
+        for run in _scan(runtime, status, where):
+            try:
+                cancelled.append(cancel(runtime, run.id, by=by))
+            except AdminError as exc:
+                log.info("not cancelled: " + str(exc), **run.log_context())
+    return cancelled
 
 
 def show(runtime: Runtime, run_id: str) -> RunDetail:

@@ -77,3 +77,23 @@ def thread(channel: str, thread_ts: str) -> str:
 def seen_event(event_id: str) -> str:
     """String with a TTL: an event delivery already handled (Slack retries deliveries)."""
     return f"{PREFIX}seen:{event_id}"
+
+
+def install_bot(enterprise: str, team: str) -> str:
+    """String: JSON of the latest bot installation of a workspace (`team` is `none` for an org-wide install)."""
+    return f"{PREFIX}install:{enterprise}:{team}:bot"
+
+
+def install_installer(enterprise: str, team: str, user: str | None = None) -> str:
+    """String: JSON of the latest installation of a workspace, or of the latest one `user` made."""
+    return f"{PREFIX}install:{enterprise}:{team}:installer" + (f":{user}" if user else "")
+
+
+def install_installers(enterprise: str, team: str) -> str:
+    """Set: the per-user installation keys of a workspace, so they can all be deleted."""
+    return f"{PREFIX}install:{enterprise}:{team}:installers"
+
+
+def oauth_state(state: str) -> str:
+    """String with a TTL: an OAuth `state` issued for an install and not consumed yet."""
+    return f"{PREFIX}oauth-state:{state}"

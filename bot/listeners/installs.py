@@ -1,0 +1,71 @@
+"""Uninstalls: `app_uninstalled` and `tokens_revoked` end a workspace's installation and its runs.
+
+When a workspace removes Parley (or revokes its bot token), Slack sends one of these events;
+Parley can no longer talk there. The workspace's installation is deleted from the
+installation store (OAuth mode) and every open run of that workspace is cancelled through
+the ordinary cancel path (`workers.runtime.admin`), so each gets its `cancelled` history
+entry and nobody waits on its question. Acked first; the work runs after the ack, in a bolt
+lazy listener, because a workspace may have many runs. Bolt does not call `auth.test` for
+these events (the token is already gone), and routes them without an installation.
+
+A `tokens_revoked` that names only user tokens leaves the bot, and so the runs, alone.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+
+from bot.deps import BotDeps
+from bot.slack.scope import Scope
+from workers.logs import Log
+from workers.runtime import admin
+
+log = Log("parley.installs")
+
+
+def ack_install_event(ack: Ack) -> None:
+    ack()
+
+
+def forget_workspace(deps: BotDeps, scope: Scope, why: str) -> int:
+    """Delete `scope`'s installation and cancel its open runs; returns how many were cancelled."""
+    installations = deps.slack.clients.installations
+    if installations is not None:
+        team = None if scope.enterprise_install else scope.team
+        installations.delete_all(enterprise_id=scope.enterprise, team_id=team)
+    if not (scope.team or (scope.enterprise_install and scope.enterprise)):
+        log.warning("uninstall with no workspace; nothing to cancel", event=why)
+        return 0
+    cancelled = admin.cancel_where(deps.runtime, lambda run: scope.owns(run.conversation), by=f"slack:{why}")
+    log.info(
+        "workspace uninstalled; its runs cancelled",
+        team=scope.team,
+        enterprise=scope.enterprise,
+        event=why,
+        cancelled=[r.id for r in cancelled],
+    )
+    return len(cancelled)
+
+
+def on_app_uninstalled(context: BoltContext, deps: BotDeps) -> None:
+    forget_workspace(deps, Scope.of(context), "app_uninstalled")
+
+
+def on_tokens_revoked(event: dict[str, Any], context: BoltContext, deps: BotDeps) -> None:
+    tokens = event.get("tokens") or {}
+    if tokens.get("bot"):
+        forget_workspace(deps, Scope.of(context), "tokens_revoked")
+        return
+    installations = deps.slack.clients.installations
+    if installations is not None:  # user tokens only: Parley asks for none, but forget any it holds
+        scope = Scope.of(context)
+        for user in tokens.get("oauth") or []:
+            installations.delete_installation(enterprise_id=scope.enterprise, team_id=scope.team, user_id=user)
+
+
+def register(app: App, deps: BotDeps) -> None:
+    app.event("app_uninstalled")(ack=ack_install_event, lazy=[partial(on_app_uninstalled, deps=deps)])
+    app.event("tokens_revoked")(ack=ack_install_event, lazy=[partial(on_tokens_revoked, deps=deps)])
