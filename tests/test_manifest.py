@@ -91,5 +91,8 @@ def test_oauth_settings_redirect_back_to_parley_and_install_the_manifests_scopes
     assert INSTALL_PATH == "/slack/install"
     assert bot_scopes() == manifest["oauth_config"]["scopes"]["bot"]
     assert set(bot_scopes()) == EXPECTED_SCOPES
-    broken = {**manifest, "oauth_config": {**manifest["oauth_config"], "redirect_urls": "https://x/slack/oauth_redirect"}}
+    broken = {
+        **manifest,
+        "oauth_config": {**manifest["oauth_config"], "redirect_urls": "https://x/slack/oauth_redirect"},
+    }
     assert schema_errors(broken), "a redirect URL that is not a list must fail Slack's schema"

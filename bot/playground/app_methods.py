@@ -34,12 +34,19 @@ def token_kind(token: str) -> str | None:
     return next((kind for prefix, kind in TOKEN_KINDS if token.startswith(prefix)), None)
 
 
+CLIENT_AUTH_METHODS = frozenset({"oauth.v2.access"})
+"""Methods authenticated by the app's client id and secret, not a token."""
+
+
 def check_token(ws: Workspace, method: str, token: str | None) -> None:
-    """Refuse a call the way Slack does: no token, an unknown one, or one of the wrong kind for `method`."""
+    """Refuse a call the way Slack does: no token, an unknown one, a revoked one (the workspace
+    uninstalled the app), or one of the wrong kind for `method`."""
     if not token:
         raise SlackError("not_authed")
+    ws.installs.check(token)
+    installed = ws.installs.grant(token) is not None
     kind = token_kind(token)
-    if kind is None or (ws.accepted_tokens is not None and token not in ws.accepted_tokens):
+    if kind is None or (ws.accepted_tokens is not None and token not in ws.accepted_tokens and not installed):
         raise SlackError("invalid_auth")
     if method != "auth.test" and kind != METHOD_KINDS.get(method, "bot"):
         raise SlackError("not_allowed_token_type")

@@ -18,14 +18,14 @@ import json
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from bot.playground import app_methods, conversations
@@ -155,7 +155,11 @@ class _Api:
             "conversations.replies": functools.partial(conversations.replies, ws),
             "apps.connections.open": functools.partial(app_methods.connections_open, ws),
             "apps.manifest.create": functools.partial(app_methods.manifest_create, ws),
+            "oauth.v2.access": self.oauth_access,
         }
+
+    def oauth_access(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        return self.ws.installs.access(args, request.headers.get("authorization", ""))
 
     def _channel(self, args: dict[str, Any]) -> str:
         channel = self.ws.resolve_channel(str(args.get("channel") or ""))
@@ -164,8 +168,12 @@ class _Api:
         return channel
 
     def auth_test(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+        url = f"{request.url.scheme}://{request.url.netloc}/"
+        installed = self.ws.installs.identity(token, url)  # a token an install was given
+        if installed is not None:
+            return installed
         return {
-            "url": f"{request.url.scheme}://{request.url.netloc}/",
+            "url": url,
             "team": self.ws.team_name,
             "user": "parley",
             "team_id": self.ws.team_id,
@@ -309,7 +317,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
                 if fault.retry_after is not None:
                     headers["Retry-After"] = str(fault.retry_after)
             else:
-                app_methods.check_token(workspace, method, token)
+                if method not in app_methods.CLIENT_AUTH_METHODS:
+                    app_methods.check_token(workspace, method, token)
                 body = {"ok": True, **handler(args, token, request)}
         except SlackError as exc:
             body = {"ok": False, "error": exc.error, **exc.extra}
@@ -318,5 +327,21 @@ def create_webapi(workspace: Workspace) -> Starlette:
             await asyncio.sleep(fault.hold)
         return JSONResponse(body, status_code=status, headers=headers)
 
-    routes = [Route("/{method}", endpoint, methods=["GET", "POST"]), Route("/", endpoint, methods=["GET", "POST"])]
+    async def authorize(request: Request) -> Response:
+        """Slack's approval page, approved at once: `?team=T…` (or `enterprise=E…` alone, org-wide)
+        installs there and the browser goes to `redirect_uri` with the code and the `state`."""
+        q = request.query_params
+        if q.get("client_id") != workspace.installs.client_id or not q.get("redirect_uri"):
+            return JSONResponse({"ok": False, "error": "invalid_client_id"}, status_code=400)
+        code = workspace.installs.authorize(
+            q.get("team") or None, enterprise_id=q.get("enterprise") or None, user=q.get("user") or "U0ALICE"
+        )
+        target = f"{q['redirect_uri']}?{urlencode({'code': code, 'state': q.get('state', '')})}"
+        return RedirectResponse(target, status_code=302)
+
+    routes = [
+        Route("/oauth/v2/authorize", authorize, methods=["GET"]),
+        Route("/{method}", endpoint, methods=["GET", "POST"]),
+        Route("/", endpoint, methods=["GET", "POST"]),
+    ]
     return Starlette(routes=routes)

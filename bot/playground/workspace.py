@@ -19,6 +19,7 @@ from typing import Any
 
 from bot.playground.directory import APP_ID, BOT_ID, BOT_USER_ID, TEAM_DOMAIN, TEAM_ID, TEAM_NAME, Channel, User
 from bot.playground.faults import Fault, FaultPlan
+from bot.playground.installs import Installs
 from bot.playground.views import ViewsMixin
 
 __all__ = [
@@ -54,6 +55,8 @@ class Workspace(ViewsMixin):
         #: Tokens the Web API knows; ``None`` knows any token of a known kind (xoxb-, xapp-, xoxe).
         self.accepted_tokens: set[str] | None = None
         self._apps: dict[str, dict[str, Any]] = {}
+        #: Installs through OAuth into simulated workspaces (`oauth.v2.access` and their tokens).
+        self.installs = Installs(self.app_id)
         self._lock = threading.RLock()
         self.changed = threading.Condition(self._lock)
         self._events = 0

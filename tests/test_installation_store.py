@@ -1,0 +1,149 @@
+"""The installation and OAuth state stores on the real Redis: slack_sdk's interfaces, Parley's keys.
+
+Team installs, an org-wide install (found for any of its teams through `is_enterprise_install`),
+per-user installations, each delete, and states that are consumed once and expire.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+from slack_sdk.oauth.installation_store import Installation
+
+from workers.store.installations import RedisInstallationStore, RedisOAuthStateStore
+
+pytestmark = pytest.mark.integration
+
+
+def team_install(team: str, *, user: str = "U1", token: str = "xoxb-a", enterprise: str | None = None) -> Installation:
+    return Installation(
+        app_id="A1",
+        enterprise_id=enterprise,
+        team_id=team,
+        team_name=f"team {team}",
+        user_id=user,
+        bot_token=token,
+        bot_id=f"B{team}",
+        bot_user_id=f"UB{team}",
+        bot_scopes="commands,chat:write",
+        installed_at=time.time(),
+    )
+
+
+def org_install(enterprise: str, *, token: str = "xoxb-org") -> Installation:
+    return Installation(
+        app_id="A1",
+        enterprise_id=enterprise,
+        enterprise_name="Org",
+        team_id=None,
+        user_id="U9",
+        bot_token=token,
+        bot_id="BORG",
+        bot_user_id="UBORG",
+        is_enterprise_install=True,
+        installed_at=time.time(),
+    )
+
+
+def test_a_team_install_is_found_by_its_team_and_nothing_else(r: redis.Redis) -> None:
+    store = RedisInstallationStore(r)
+    store.save(team_install("T1", token="xoxb-one"))
+    store.save(team_install("T2", token="xoxb-two"))
+    bot = store.find_bot(enterprise_id=None, team_id="T1")
+    assert bot is not None and bot.bot_token == "xoxb-one" and bot.bot_user_id == "UBT1"
+    installation = store.find_installation(enterprise_id=None, team_id="T2")
+    assert installation is not None and installation.bot_token == "xoxb-two" and installation.team_name == "team T2"
+    assert store.find_bot(enterprise_id=None, team_id="T3") is None
+    assert store.find_bot(enterprise_id="E1", team_id="T1") is None  # another organisation's T1
+    # Stored as JSON, never pickled.
+    raw = [r.get(k) for k in r.keys("parley:install:*:bot")]
+    assert sorted(json.loads(v)["bot_token"] for v in raw) == ["xoxb-one", "xoxb-two"]
+
+
+def test_a_reinstall_replaces_the_token_and_a_users_installation_carries_the_latest(r: redis.Redis) -> None:
+    store = RedisInstallationStore(r)
+    store.save(team_install("T1", user="U1", token="xoxb-old"))
+    store.save(team_install("T1", user="U2", token="xoxb-new"))
+    assert store.find_bot(enterprise_id=None, team_id="T1").bot_token == "xoxb-new"  # type: ignore[union-attr]
+    by_u1 = store.find_installation(enterprise_id=None, team_id="T1", user_id="U1")
+    assert by_u1 is not None and by_u1.user_id == "U1" and by_u1.bot_token == "xoxb-new"
+    assert store.find_installation(enterprise_id=None, team_id="T1", user_id="U3") is None
+
+
+def test_an_org_wide_install_is_found_for_any_team_through_is_enterprise_install(r: redis.Redis) -> None:
+    store = RedisInstallationStore(r)
+    store.save(org_install("E1"))
+    store.save(team_install("T7", token="xoxb-t7", enterprise="E2"))
+    for team in ("T5", "T6", None):
+        bot = store.find_bot(enterprise_id="E1", team_id=team, is_enterprise_install=True)
+        assert bot is not None and bot.bot_token == "xoxb-org" and bot.is_enterprise_install
+    found = store.find_installation(enterprise_id="E1", team_id="T5", is_enterprise_install=True)
+    assert found is not None and found.team_id is None and found.enterprise_name == "Org"
+    # Without is_enterprise_install, a team of E1 has no installation of its own.
+    assert store.find_bot(enterprise_id="E1", team_id="T5") is None
+    assert store.find_bot(enterprise_id="E2", team_id="T7", is_enterprise_install=True) is None
+    assert store.find_bot(enterprise_id="E2", team_id="T7").bot_token == "xoxb-t7"  # type: ignore[union-attr]
+
+
+def test_delete_bot_delete_installation_and_delete_all(r: redis.Redis) -> None:
+    store = RedisInstallationStore(r)
+    store.save(team_install("T1", user="U1", token="xoxb-1"))
+    store.save(team_install("T1", user="U2", token="xoxb-1"))
+    store.save(team_install("T2", token="xoxb-2"))
+    store.save(org_install("E1"))
+
+    store.delete_installation(enterprise_id=None, team_id="T1", user_id="U1")
+    assert store.find_installation(enterprise_id=None, team_id="T1", user_id="U1") is None
+    assert store.find_installation(enterprise_id=None, team_id="T1", user_id="U2") is not None
+
+    store.delete_bot(enterprise_id=None, team_id="T1")
+    assert store.find_bot(enterprise_id=None, team_id="T1") is None
+    assert store.find_installation(enterprise_id=None, team_id="T1") is not None
+
+    store.delete_all(enterprise_id=None, team_id="T1")
+    assert store.find_installation(enterprise_id=None, team_id="T1") is None
+    assert store.find_installation(enterprise_id=None, team_id="T1", user_id="U2") is None
+    assert not r.keys("parley:install:none:T1:*")
+    assert store.find_bot(enterprise_id=None, team_id="T2") is not None  # another workspace untouched
+
+    store.delete_all(enterprise_id="E1", team_id=None)
+    assert store.find_bot(enterprise_id="E1", team_id="T5", is_enterprise_install=True) is None
+    assert not r.keys("parley:install:E1:*")
+    assert r.keys("parley:install:none:T2:*")
+
+
+def test_a_state_is_consumed_once(r: redis.Redis) -> None:
+    states = RedisOAuthStateStore(r, "state-secret")
+    state = states.issue()
+    assert states.consume(state) is True
+    assert states.consume(state) is False
+    assert states.consume("") is False
+
+
+def test_a_state_not_signed_with_the_secret_is_refused_and_left_alone(r: redis.Redis) -> None:
+    ours = RedisOAuthStateStore(r, "state-secret")
+    theirs = RedisOAuthStateStore(r, "another-secret")
+    state = theirs.issue()
+    assert ours.consume(state) is False
+    nonce = state.partition(".")[0]
+    assert ours.consume(nonce) is False and ours.consume(f"{nonce}.{'0' * 32}") is False
+    assert theirs.consume(state) is True  # the refusals consumed nothing
+
+
+def test_a_state_expires(r: redis.Redis) -> None:
+    states = RedisOAuthStateStore(r, "state-secret", expiration_seconds=1)
+    stale, fresh = states.issue(), None
+    [key] = r.keys("parley:oauth-state:*")
+    assert 0 < r.ttl(key) <= 1
+    time.sleep(1.3)
+    fresh = states.issue()
+    assert states.consume(stale) is False
+    assert states.consume(fresh) is True
+
+
+def test_the_state_store_needs_a_secret(r: redis.Redis) -> None:
+    with pytest.raises(ValueError, match="secret"):
+        RedisOAuthStateStore(r, "")

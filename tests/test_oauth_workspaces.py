@@ -1,0 +1,192 @@
+"""Many workspaces through OAuth, end to end against the Web API stand-in.
+
+Parley's WSGI app serves over real HTTP on loopback in OAuth mode; workspaces A (T0ALPHA) and B
+(T0BETA) install it through `/slack/install`, the stand-in's approval and the redirect to
+`/slack/oauth_redirect` (bolt exchanges the code at the stand-in's `oauth.v2.access`). Each
+workspace's run posts with its own bot token, as the stand-in records; a signed click from A
+cannot answer B's question; B's signed `app_uninstalled` deletes B's installation and cancels
+B's runs, each with a history entry, and leaves A's alone. An org-wide install (`team: null`,
+`is_enterprise_install: true`) is routed to the organisation's installation.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+import redis
+from oauth_stack import OAuthStack, get, oauth_stack
+from runtime_helpers import history_events
+from slack_forms import button_action, find_element, is_question
+from slack_payloads import (
+    block_actions_payload,
+    event_callback_body,
+    interaction_body,
+    slash_command_body,
+    slash_command_fields,
+)
+
+from bot.slack.refusals import WRONG_WORKSPACE
+from workers.store.records import InterruptState, RunStatus
+
+pytestmark = pytest.mark.integration
+
+ALPHA, BETA, ORG, ORG_TEAM = "T0ALPHA", "T0BETA", "E0ORG", "T0ORG1"
+
+
+@pytest.fixture
+def stack(r: redis.Redis, redis_url: str, tmp_path: Path) -> Iterator[OAuthStack]:
+    with oauth_stack(r, redis_url, tmp_path, parley_admins={ALPHA: ["U0ALICE"]}) as s:
+        yield s
+
+
+def token_of(stack: OAuthStack, team: str | None, enterprise: str | None = None, org: bool = False) -> str:
+    bot = stack.installations.find_bot(enterprise_id=enterprise, team_id=team, is_enterprise_install=org)
+    assert bot is not None and bot.bot_token
+    return bot.bot_token
+
+
+def start_paused(stack: OAuthStack, *, team: str, user: str, channel: str, **fields: str) -> tuple[str, dict]:
+    """`/parley s-pick …` typed in `team`; the worker runs it until it asks. Returns (run id, question)."""
+    text = secrets.token_hex(4)
+    body = urlencode({**slash_command_fields(f"s-pick {text}", user=user, channel=channel, team=team), **fields})
+    resp = stack.form(body)
+    assert (resp.status, resp.text) == (200, ""), resp.text
+    run = stack.run_with_text(text)
+    stack.enqueued(run)
+    stack.work()
+    run = stack.worker.store.get(run.id)
+    assert run.status is RunStatus.PAUSED, (run.status, run.error)
+    [question] = [m for m in stack.ws.thread(channel, run.conversation["thread_ts"]) if is_question(m)]
+    return run.id, question
+
+
+def choose(question: dict, *, user: str, team: str, channel: str) -> dict:
+    block, button = find_element(question["blocks"], lambda a: a.startswith("parley_choose_"))
+    return block_actions_payload(
+        user=user, message=question, channel=channel, action=button_action(block, button), team=team
+    )
+
+
+def test_two_workspaces_install_post_with_their_own_tokens_and_b_uninstalls(stack: OAuthStack) -> None:
+    # ---- install A, then B, through bolt's flow and the stand-in's oauth.v2.access ------------
+    for team in (ALPHA, BETA):
+        done = stack.install(team)
+        assert done.status == 200, done.text
+    exchanges = stack.calls("oauth.v2.access")
+    assert [c["status"] for c in exchanges] == [200, 200] and all(c["token"] is None for c in exchanges)
+    alpha, beta = token_of(stack, ALPHA), token_of(stack, BETA)
+    assert alpha != beta and alpha.startswith("xoxb-") and beta.startswith("xoxb-")
+
+    # ---- a run in each posts with its own token ----------------------------------------------
+    run_a, question_a = start_paused(stack, team=ALPHA, user="U0ALICE", channel="C0GENERAL")
+    run_b, question_b = start_paused(stack, team=BETA, user="U0BETA", channel="C0BETA")
+    posts = stack.calls("chat.postMessage")
+    assert {c["args"]["channel"] for c in posts} == {"C0GENERAL", "C0BETA"}
+    for post in posts:
+        assert post["token"] == (alpha if post["args"]["channel"] == "C0GENERAL" else beta), post
+    assert len([c for c in posts if c["args"].get("blocks")]) == 2  # each question, posted once
+
+    # ---- a click from A can't answer B's question ---------------------------------------------
+    forged = choose(question_b, user="U0ALICE", team=ALPHA, channel="C0GENERAL")
+    assert stack.form(interaction_body(forged)).status == 200
+    told = stack.wait_for("the refusal", lambda: stack.calls("chat.postEphemeral"))[0]
+    assert told["token"] == alpha and told["args"]["user"] == "U0ALICE"
+    assert told["args"]["text"] == WRONG_WORKSPACE  # the existing WRONG_TEAM refusal
+    interrupt_b = stack.worker.store.interrupt(stack.worker.store.get(run_b).interrupt)
+    assert interrupt_b is not None and interrupt_b.state is InterruptState.OPEN
+
+    # ---- B uninstalls: its installation is gone, its runs cancelled, A untouched --------------
+    assert stack.ws.installs.uninstall(BETA) == [beta]  # Slack revokes the token, then tells Parley
+    event = {"type": "app_uninstalled", "event_ts": "1700000000.000100"}
+    resp = stack.json(event_callback_body(event, team=BETA))
+    assert resp.status == 200
+    stack.wait_for("B's run to be cancelled", lambda: stack.worker.store.get(run_b).status is RunStatus.CANCELLED)
+    assert stack.installations.find_bot(enterprise_id=None, team_id=BETA) is None
+    assert stack.installations.find_installation(enterprise_id=None, team_id=BETA) is None
+    [entry] = history_events(stack.worker, run_b, "cancelled")
+    assert entry.by == "slack:app_uninstalled"
+    assert stack.worker.store.interrupt(interrupt_b.id).state is InterruptState.CANCELLED  # type: ignore[union-attr]
+    assert stack.worker.store.get(run_a).status is RunStatus.PAUSED
+    assert token_of(stack, ALPHA) == alpha
+
+    # ---- A carries on: its answer is accepted and the run finishes, posting with A's token ----
+    answer = choose(question_a, user="U0ALICE", team=ALPHA, channel="C0GENERAL")
+    assert stack.form(interaction_body(answer)).status == 200
+    stack.work()
+    assert stack.worker.store.get(run_a).status is RunStatus.SUCCEEDED
+    after = [
+        c for c in stack.calls("chat.postMessage") + stack.calls("chat.update") if c["args"]["channel"] == "C0GENERAL"
+    ]
+    assert after and {c["token"] for c in after} == {alpha}
+    assert not [c for c in stack.calls("chat.update") if c["token"] == beta]  # nothing sent with B's dead token
+
+
+def test_tokens_revoked_for_the_bot_ends_the_workspace_too(stack: OAuthStack) -> None:
+    assert stack.install(BETA).status == 200
+    run_b, _ = start_paused(stack, team=BETA, user="U0BETA", channel="C0BETA")
+    event = {"type": "tokens_revoked", "tokens": {"oauth": [], "bot": ["UBT0BETA"]}, "event_ts": "1700000000.000200"}
+    assert stack.json(event_callback_body(event, team=BETA)).status == 200
+    stack.wait_for("B's run to be cancelled", lambda: stack.worker.store.get(run_b).status is RunStatus.CANCELLED)
+    assert [h.by for h in history_events(stack.worker, run_b, "cancelled")] == ["slack:tokens_revoked"]
+    assert stack.installations.find_bot(enterprise_id=None, team_id=BETA) is None
+
+
+def test_an_install_with_a_state_parley_did_not_issue_is_refused(stack: OAuthStack) -> None:
+    code = stack.ws.installs.authorize(ALPHA)
+    resp = get(
+        f"{stack.url}/slack/oauth_redirect",
+        {"code": code, "state": "forged.0000"},
+        cookies={"slack-app-oauth-state": "forged.0000"},
+    )
+    assert resp.status == 401 and "state parameter is no longer valid" in resp.text
+    assert not stack.calls("oauth.v2.access")
+    assert stack.installations.find_bot(enterprise_id=None, team_id=ALPHA) is None
+
+
+def test_an_org_wide_install_routes_team_null_payloads_to_the_organisations_installation(stack: OAuthStack) -> None:
+    assert stack.install(ALPHA).status == 200
+    assert stack.install(None, enterprise=ORG).status == 200
+    org_token = token_of(stack, None, ORG, org=True)
+    installation = stack.installations.find_installation(
+        enterprise_id=ORG, team_id=ORG_TEAM, is_enterprise_install=True
+    )
+    assert installation is not None and installation.team_id is None and installation.is_enterprise_install
+
+    # /parley in one of the organisation's teams: the run belongs to the org-wide installation.
+    org_fields = {"enterprise_id": ORG, "enterprise_name": ORG, "is_enterprise_install": "true"}
+    run_id, question = start_paused(stack, team=ORG_TEAM, user="U0ORG", channel="C0ORG", **org_fields)
+    run = stack.worker.store.get(run_id)
+    assert run.conversation["enterprise"] == ORG and run.conversation["enterprise_install"] is True
+    org_posts = stack.calls("chat.postMessage", lambda c: c["args"]["channel"] == "C0ORG")
+    assert org_posts and {c["token"] for c in org_posts} == {org_token}
+
+    # A click with `team: null`, as Slack sends it from an org-wide install, answers it.
+    click = choose(question, user="U0ORG", team=ORG_TEAM, channel="C0ORG")
+    click.update({"team": None, "enterprise": {"id": ORG, "name": ORG}, "is_enterprise_install": True})
+    click["user"]["team_id"] = ORG_TEAM
+    assert stack.form(interaction_body(click)).status == 200
+    interrupt = stack.worker.store.interrupt(run.interrupt)
+    assert interrupt is not None and interrupt.state is InterruptState.ANSWERED and interrupt.answered_by == "U0ORG"
+    stack.work()
+    assert stack.worker.store.get(run_id).status is RunStatus.SUCCEEDED
+    locked = stack.calls("chat.update", lambda c: c["args"]["channel"] == "C0ORG")
+    assert locked and {c["token"] for c in locked} == {org_token}
+    assert not stack.calls("chat.postEphemeral")  # nothing was refused
+
+
+def test_admins_and_listings_are_the_workspaces_own(stack: OAuthStack) -> None:
+    """PARLEY_ADMINS=T0ALPHA:U0ALICE: Alice lists A's runs only; in B she is no admin."""
+    for team in (ALPHA, BETA):
+        assert stack.install(team).status == 200
+    run_a, _ = start_paused(stack, team=ALPHA, user="U0ALICE", channel="C0GENERAL")
+    run_b, _ = start_paused(stack, team=BETA, user="U0BETA", channel="C0BETA")
+    listing = stack.form(slash_command_body("runs", user="U0ALICE", channel="C0GENERAL", team=ALPHA))
+    shown = json.dumps(listing.json())
+    assert run_a in shown and run_b not in shown
+    refused = stack.form(slash_command_body("runs", user="U0ALICE", channel="C0BETA", team=BETA))
+    assert refused.json()["text"] == "Only Parley admins can list runs."
