@@ -10,6 +10,7 @@ authorize link), the stand-in's approval page, and the redirect back to
 
 from __future__ import annotations
 
+import json
 import re
 import socketserver
 import threading
@@ -56,8 +57,6 @@ class Reply:
     cookies: dict[str, str]
 
     def json(self) -> Any:
-        import json
-
         return json.loads(self.text)
 
 

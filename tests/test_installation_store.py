@@ -147,3 +147,24 @@ def test_a_state_expires(r: redis.Redis) -> None:
 def test_the_state_store_needs_a_secret(r: redis.Redis) -> None:
     with pytest.raises(ValueError, match="secret"):
         RedisOAuthStateStore(r, "")
+
+
+def test_web_clients_carry_each_installations_token_and_refuse_a_workspace_without_one(r: redis.Redis) -> None:
+    from bot.slack.clients import WebClients
+    from workers.exceptions import NotInstalled
+
+    store = RedisInstallationStore(r)
+    store.save(team_install("T1", token="xoxb-one"))
+    store.save(org_install("E1"))
+    clients = WebClients(installations=store, base_url="http://127.0.0.1:9/api/")
+    assert clients.for_conversation({"team": "T1"}).token == "xoxb-one"
+    assert clients.for_conversation({"team": "T1"}) is clients.for_conversation({"team": "T1"})
+    org = {"team": "T5", "enterprise": "E1", "enterprise_install": True}
+    assert clients.for_conversation(org).token == "xoxb-org"
+    # A team of the organisation whose run did not record the org-wide install still finds it.
+    assert clients.for_conversation({"team": "T6", "enterprise": "E1"}).token == "xoxb-org"
+    with pytest.raises(NotInstalled, match="not installed in workspace T2"):
+        clients.for_conversation({"team": "T2"})
+    store.delete_all(enterprise_id=None, team_id="T1")
+    with pytest.raises(NotInstalled):
+        clients.for_conversation({"team": "T1"})
