@@ -62,8 +62,9 @@ def on_tokens_revoked(event: dict[str, Any], context: BoltContext, deps: BotDeps
     installations = deps.slack.clients.installations
     if installations is not None:  # user tokens only: Parley asks for none, but forget any it holds
         scope = Scope.of(context)
+        team = None if scope.enterprise_install else scope.team
         for user in tokens.get("oauth") or []:
-            installations.delete_installation(enterprise_id=scope.enterprise, team_id=scope.team, user_id=user)
+            installations.delete_installation(enterprise_id=scope.enterprise, team_id=team, user_id=user)
 
 
 def register(app: App, deps: BotDeps) -> None:

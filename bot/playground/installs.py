@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import secrets
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bot.playground.slack_error import SlackError
@@ -49,7 +49,6 @@ class Grant:
     bot_id: str
     token: str = ""
     revoked: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def enterprise_install(self) -> bool:
