@@ -86,6 +86,24 @@ def get(url: str, params: dict[str, str] | None = None, cookies: dict[str, str] 
     return http("GET", url + query, headers=headers)
 
 
+def install(url: str, api_url: str, team: str | None, *, enterprise: str | None = None) -> Reply:
+    """Install the Parley at `url` as a browser does: its install page, the approval at the
+    stand-in (`api_url`) for `team` (or org-wide for `enterprise`), the redirect back to Parley."""
+    page = get(f"{url}/slack/install")
+    assert page.status == 200, page.text
+    cookie = page.cookies.get(STATE_COOKIE)
+    link = re.search(r'href="(https://slack\.com/oauth/v2/authorize\?[^"]+)"', page.text)
+    assert cookie and link, page.text
+    query = {k: v[0] for k, v in parse_qs(urlparse(link[1].replace("&amp;", "&")).query).items()}
+    assert query["state"] == cookie and query["client_id"] == CLIENT_ID
+    approval = {**query, "redirect_uri": f"{url}/slack/oauth_redirect", "team": team or ""}
+    if enterprise:
+        approval["enterprise"] = enterprise
+    approved = get(f"{api_url}oauth/v2/authorize", approval)
+    assert approved.status == 302, approved.text
+    return get(approved.headers["location"], cookies={STATE_COOKIE: cookie})
+
+
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
@@ -105,20 +123,7 @@ class OAuthStack:
 
     # ---- installing ----------------------------------------------------------------------
     def install(self, team: str | None, *, enterprise: str | None = None) -> Reply:
-        """Install Parley as a browser does: Parley's install page, Slack's approval, the redirect back."""
-        page = get(f"{self.url}/slack/install")
-        assert page.status == 200, page.text
-        cookie = page.cookies.get(STATE_COOKIE)
-        link = re.search(r'href="(https://slack\.com/oauth/v2/authorize\?[^"]+)"', page.text)
-        assert cookie and link, page.text
-        query = {k: v[0] for k, v in parse_qs(urlparse(link[1].replace("&amp;", "&")).query).items()}
-        assert query["state"] == cookie and query["client_id"] == CLIENT_ID
-        approval = {**query, "redirect_uri": f"{self.url}/slack/oauth_redirect", "team": team or ""}
-        if enterprise:
-            approval["enterprise"] = enterprise
-        approved = get(f"{self.api_url}oauth/v2/authorize", approval)
-        assert approved.status == 302, approved.text
-        return get(approved.headers["location"], cookies={STATE_COOKIE: cookie})
+        return install(self.url, self.api_url, team, enterprise=enterprise)
 
     # ---- Slack's requests ----------------------------------------------------------------
     def post(self, body: str, content_type: str) -> Reply:
@@ -154,6 +159,15 @@ class OAuthStack:
                 raise AssertionError(f"timed out waiting for {what}")
             time.sleep(0.02)
         return value
+
+
+OAUTH_ENV = {
+    "SLACK_BOT_TOKEN": "",
+    "SLACK_CLIENT_ID": CLIENT_ID,
+    "SLACK_CLIENT_SECRET": CLIENT_SECRET,
+    "SLACK_STATE_SECRET": STATE_SECRET,
+}
+"""What turns a `parley` process's OAuth mode on (and its single bot token off)."""
 
 
 def oauth_settings(redis_url: str, api_url: str, data_dir: Path, **extra: Any) -> Settings:
