@@ -50,8 +50,7 @@ def waiting_entries(deps: BotDeps, client: WebClient, user: str) -> list[dict[st
 
 def admin_section(deps: BotDeps, page: int) -> dict[str, Any]:
     listing = admin.list_runs(deps.runtime, RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE)
-    store = deps.runtime.store
-    runs = [admin.RunSummary.of(r, store.interrupt(r.interrupt) if r.interrupt else None) for r in listing.runs]
+    runs = [admin.summarize(deps.runtime, r) for r in listing.runs]
     return {"counts": deps.runtime.store.counts(), "runs": runs, "page": page, "has_next": listing.has_next}
 
 

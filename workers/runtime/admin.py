@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from workers.exceptions import AdminError
 from workers.logs import Log
+from workers.runtime.group_close import cancel_group, remind_group
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -37,10 +38,17 @@ class RunSummary:
     started_by: str
     updated_at: float
     assignees: tuple[str, ...] = ()
+    questions: tuple[QuestionState, ...] = ()
+    """For a run paused on several questions at once: each one's progress (one per person for `ask_each`)."""
 
     @classmethod
-    def of(cls, run: RunRecord, interrupt: InterruptRecord | None = None) -> RunSummary:
-        """`run`, with the assignees of `interrupt` (the question it is paused on) when given."""
+    def of(
+        cls, run: RunRecord, interrupt: InterruptRecord | None = None, members: list[InterruptRecord] | None = None
+    ) -> RunSummary:
+        """`run`, with the assignees of `interrupt` (the question it is paused on) when given, or of the open
+        `members` of the group of questions it is paused on."""
+        members = members or []
+        waiting = [a for m in members if m.state is InterruptState.OPEN for a in m.assignees]
         return cls(
             run_id=run.id,
             agent=run.agent,
@@ -48,8 +56,34 @@ class RunSummary:
             text=run.text,
             started_by=run.started_by,
             updated_at=run.updated_at,
-            assignees=tuple(interrupt.assignees) if interrupt else (),
+            assignees=tuple(interrupt.assignees) if interrupt else tuple(dict.fromkeys(waiting)),
+            questions=tuple(QuestionState.of(m) for m in members),
         )
+
+
+@dataclass(frozen=True)
+class QuestionState:
+    """One question of several a run waits on: its ask key, state, who it waits on and who answered."""
+
+    key: str
+    state: str
+    assignees: tuple[str, ...]
+    answered_by: str = ""
+
+    @classmethod
+    def of(cls, interrupt: InterruptRecord) -> QuestionState:
+        return cls(interrupt.key, interrupt.state.value, tuple(interrupt.assignees), interrupt.answered_by)
+
+
+def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
+    """`run` as listings show it, with the question (or each of the questions) it is paused on."""
+    store = runtime.store
+    if not run.interrupt:
+        return RunSummary.of(run)
+    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    if group is not None:
+        return RunSummary.of(run, members=store.groups.members(group))
+    return RunSummary.of(run, store.interrupt(run.interrupt))
 
 
 @dataclass
@@ -82,6 +116,9 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     """Cancel a live run; a paused run's question is closed so nobody can answer it."""
     store = runtime.store
     run = store.get(run_id)
+    if run.status is RunStatus.PAUSED and (in_group := cancel_group(runtime, run, by)) is not None:
+        log.info("cancelled", **run.log_context(), user=by)
+        return in_group
     if run.status is RunStatus.PAUSED and run.interrupt:
         interrupt = store.interrupt(run.interrupt)
         if interrupt is not None and store.close(interrupt, "cancel", by) is None:
@@ -162,6 +199,8 @@ def remind(runtime: Runtime, run_id: str, by: str) -> InterruptRecord:
     """Mention the assignees of a paused run's question again."""
     run = runtime.store.get(run_id)
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if run.status is RunStatus.PAUSED and interrupt is None and (reminded := remind_group(runtime, run, by)):
+        return reminded[0]
     if run.status is not RunStatus.PAUSED or interrupt is None:
         raise AdminError(f"run {run_id} is {run.status.value}; only paused runs have someone to remind")
     runtime.hosts.for_run(run).remind(run, interrupt)
