@@ -406,7 +406,7 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
         return
     members = run.durable(lambda: store.groups.members(group), "read questions")
     if group.mode is GroupMode.EACH:
-        if group.message.get("ts"):
+        if group.message:
             progress = progress_of(group, members)
             run.once(f"lock:{gid}", lambda: run.host.group_progress(record, group, progress))
         return

@@ -118,7 +118,7 @@ def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
     cancelled = runtime.store.get(run.id)
     host = runtime.hosts.for_run(cancelled)
     if group.mode is GroupMode.EACH:
-        if group.message.get("ts"):
+        if group.message:
             host.group_progress(cancelled, group, progress_of(group, members))
     else:
         for m in members:
