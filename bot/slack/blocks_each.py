@@ -14,7 +14,7 @@ from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject, Sec
 
 from bot.slack import limits
 from bot.slack.blocks_question import SECTION_MAX, _answer_text, _locked_reason
-from bot.slack.mrkdwn import clip, user_ref
+from bot.slack.mrkdwn import clip, cut_escaped, user_ref
 from workers.interaction import Request
 from workers.runtime.host import QuestionProgress
 
@@ -36,7 +36,7 @@ def _answers_section(request: Request, progress: QuestionProgress) -> list[Block
         by_id = {a.id: a for a in member.answers}
         parts = [f"{clip(i.text, 60)}: {_answer_text(i, by_id.get(i.id), 200)}" for i in request.items]
         lines.append(f"• {user_ref(person)}: " + "; ".join(parts))
-    return [SectionBlock(text=MarkdownTextObject(text=clip("\n".join(lines), SECTION_MAX)))]
+    return [SectionBlock(text=MarkdownTextObject(text=cut_escaped("\n".join(lines), SECTION_MAX)))]
 
 
 def progress_blocks(request: Request, progress: QuestionProgress, gid: str, version: int) -> list[dict[str, Any]]:
@@ -59,7 +59,7 @@ def each_closed_blocks(request: Request, progress: QuestionProgress, *, cancelle
     blocks = [
         *_locked_reason(request),
         *_answers_section(request, progress),
-        SectionBlock(text=MarkdownTextObject(text=clip(headline, SECTION_MAX))),
+        SectionBlock(text=MarkdownTextObject(text=cut_escaped(headline, SECTION_MAX))),
     ]
     out = [b.to_dict() for b in blocks]
     limits.check_message_blocks(out)

@@ -229,7 +229,7 @@ class SlackHost:
             body = blocks.closed_blocks(req, status="expired")
             text = blocks.locked_text(req, "Expired")
         elif interrupt.state is InterruptState.NOT_NEEDED:
-            body = blocks.closed_blocks(req, status=":heavy_minus_sign: No longer needed", detail=NOT_NEEDED_DETAIL)
+            body = blocks.closed_blocks(req, status="no longer needed", detail=NOT_NEEDED_DETAIL)
             text = blocks.locked_text(req, "No longer needed")
         else:
             return
