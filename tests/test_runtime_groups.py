@@ -17,6 +17,7 @@ from runtime_helpers import history_events, paused, runtime_and_host, start, wor
 
 from workers import agent
 from workers.interaction import Answer, Item, ItemType, Request
+from workers.registry import load_agents
 from workers.runtime import admin
 from workers.runtime.acceptance import AcceptRefused, accept
 from workers.runtime.sweep import sweep
@@ -197,3 +198,31 @@ def test_a_void_answer_asks_only_that_key_again(r: Redis, tmp_path: Path) -> Non
     work(rt)
     assert rt.store.get(run_id).result == "a=no b=no changed=True"
     assert host.superseded == [(run_id, members["a"].id, ["v"])]
+
+
+def _signoff(rt: Runtime, iid: str, user: str, decision: str) -> None:
+    accept(rt, iid, user, [Answer(id="decision", choice=decision)])
+
+
+@pytest.mark.parametrize(("second", "published"), [("ship", True), ("block", False)])
+def test_the_release_agent_publishes_on_two_signoffs_unless_one_blocks(
+    r: Redis, tmp_path: Path, second: str, published: bool
+) -> None:
+    load_agents()  # the shipped agents, `release` among them
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "release", "api v2.0.1 U0AAA U0BBB U0CCC")
+    work(rt)
+    members = _members(rt, run_id)
+    _signoff(rt, members["U0CCC"].id, "U0CCC", "ship")
+    _signoff(rt, members["U0AAA"].id, "U0AAA", second)
+    work(rt)
+    record = rt.store.get(run_id)
+    release_file = tmp_path / "releases" / "api"
+    if published:
+        assert record.result == "Released api v2.0.1, signed off by U0AAA, U0CCC."
+        assert release_file.read_text() == "v2.0.1\n"
+        assert json.loads((tmp_path / "releases.jsonl").read_text())["signed_off_by"] == ["U0AAA", "U0CCC"]
+    else:
+        assert record.result == "Release of api v2.0.1 blocked by U0AAA."
+        assert not release_file.exists()
+    assert rt.store.interrupt(members["U0BBB"].id).state is InterruptState.NOT_NEEDED
