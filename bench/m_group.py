@@ -157,8 +157,10 @@ def measure(stack: Stack, cfg: Config) -> Result:
         ("footprint", "B"),
     ):
         a, s = Dist(), Dist()
-        a.add_round(x[metric] for x in sides["all"])
-        s.add_round(x[metric] for x in sides["seq"])
+        for x in sides["all"]:
+            a.add_round([x[metric]])
+        for x in sides["seq"]:
+            s.add_round([x[metric]])
         label = {"worker_ms": "worker time", "footprint": "bytes per paused question"}.get(metric, metric)
         rows.append(
             Row(

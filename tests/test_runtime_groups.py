@@ -15,6 +15,7 @@ import pytest
 from redis import Redis
 from runtime_helpers import history_events, paused, runtime_and_host, start, work
 
+from bot.slack.blocks_inspect import inspect_view
 from workers import agent
 from workers.interaction import Answer, Item, ItemType, Request
 from workers.registry import load_agents
@@ -80,6 +81,9 @@ def test_ask_all_resumes_once_after_the_last_answer(r: Redis, tmp_path: Path) ->
     assert rt.store.get(run_id).status is RunStatus.PAUSED  # one answer of two: still parked
     work(rt)  # shows the answered question, does not resume
     assert EXECUTIONS[run_id] == 1 and host.closed == [(run_id, "answered")]
+    shown = json.dumps(inspect_view(admin.show(rt, run_id)))  # an admin's Inspect: each question's progress
+    assert "*Waiting on 2 questions at once* (1 answered)" in shown
+    assert "`a` A?: waiting on `UA`" in shown and "`b` B?: answered by `UB`" in shown
     with pytest.raises(AcceptRefused) as refused:
         _yes(rt, members["b"].id, "UB")
     assert refused.value.reason is RefusalReason.ANSWERED

@@ -30,7 +30,8 @@ GONE = "This run no longer exists."
 
 def may_inspect(deps: BotDeps, user: str, detail: RunDetail) -> bool:
     """Admins see every run; anyone else only a run whose latest question asks them."""
-    return deps.is_admin(user) or (detail.interrupt is not None and user in detail.interrupt.assignees)
+    asked = [q.assignees for q in detail.questions] + ([detail.interrupt.assignees] if detail.interrupt else [])
+    return deps.is_admin(user) or any(user in assignees for assignees in asked)
 
 
 def view_for(deps: BotDeps, user: str, run_id: str, page: int) -> dict[str, Any]:

@@ -95,6 +95,8 @@ class RunDetail:
     history: list[HistoryEntry] = field(default_factory=list)
     steps: dict[str, object] = field(default_factory=dict)
     """The results of the steps recorded so far, by step key."""
+    questions: list[InterruptRecord] = field(default_factory=list)
+    """The questions of the group the run is paused on, when it asked several at once."""
 
 
 def list_runs(runtime: Runtime, status: RunStatus | None = None, *, page: int = 0, per_page: int = 20) -> RunPage:
@@ -109,7 +111,11 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     journal = runtime.store.journal(run_id)
     steps = {k.removeprefix("step:"): v.get("v") for k, v in journal.items() if k.startswith("step:")}
-    return RunDetail(run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps)
+    group = runtime.store.groups.group(run.interrupt) if interrupt is None and run.interrupt else None
+    questions = runtime.store.groups.members(group) if group else []
+    return RunDetail(
+        run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps, questions=questions
+    )
 
 
 def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:

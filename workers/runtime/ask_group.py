@@ -410,6 +410,6 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
             progress = progress_of(group, members)
             run.once(f"lock:{gid}", lambda: run.host.group_progress(record, group, progress))
         return
-    for m in members:
-        if m.message and m.state is not InterruptState.OPEN:
+    for m in members:  # a member a `show` job already locked is left as it is
+        if m.message and m.state is not InterruptState.OPEN and not m.shown:
             run.once(f"lock:{m.id}", lambda m=m: run.host.question_closed(record, m))

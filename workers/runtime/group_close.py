@@ -80,6 +80,7 @@ def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:
         host.group_progress(run, group, progress_of(group, store.groups.members(group)))
     elif interrupt.message:
         host.question_closed(run, interrupt)
+        store.groups.mark_shown(interrupt.id)
     log.info("answer shown while the group waits", **{**run.log_context(), "interrupt_id": interrupt_id})
 
 

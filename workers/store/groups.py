@@ -207,6 +207,10 @@ class GroupStore:
             return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
         return MemberClose(done=bool(int(res[1])), dropped=[_s(x) for x in res[2:]])
 
+    def mark_shown(self, interrupt_id: str) -> None:
+        """Remember that a member's closing is shown on its message, so the resumed run need not show it again."""
+        self.redis.hset(keys.interrupt(interrupt_id), "shown", "1")
+
     def drop_synchronously(self, interrupt: InterruptRecord) -> None:
         """Close a member a synchronous host never put to anyone, because the run went on without it."""
         self.redis.hset(

@@ -135,6 +135,7 @@ class InterruptRecord(_Record):
     context_digest: str = ""  # sha256 of the context's canonical JSON
     context_changes: list[ContextChange] = Field(default_factory=list)  # what voided the attempt before this one
     group: str = ""  # the group of questions asked at once (`ask_all`, `ask_any`, `ask_each`) it belongs to
+    shown: bool = False  # a group's member whose closing was shown on its message before the run resumed
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
