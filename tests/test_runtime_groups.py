@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,17 @@ def test_the_release_agent_publishes_on_two_signoffs_unless_one_blocks(
         assert record.result == "Release of api v2.0.1 blocked by U0AAA."
         assert not release_file.exists()
     assert rt.store.interrupt(members["U0BBB"].id).state is InterruptState.NOT_NEEDED
+
+
+def test_retention_deletes_a_finished_runs_questions_and_groups(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-group-each", {})
+    work(rt)
+    for user, member in _members(rt, run_id).items():
+        _yes(rt, member.id, user)
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert list(r.scan_iter("parley:group:*")) and list(r.scan_iter("parley:interrupt:*"))
+    assert rt.store.retention.purge(run_id, cutoff=time.time() + 1) is not None
+    assert list(r.scan_iter("parley:group:*")) == [] and list(r.scan_iter("parley:interrupt:*")) == []
+    assert [k for k in r.scan_iter("parley:*") if run_id.encode() in k] == []

@@ -138,7 +138,7 @@ def ask_all(
     else:
         todo = [s for s in specs if walks[s.key].state in ("new", "dropped")]
         answered.update(_open_and_wait(run, GroupMode.ALL, len(todo), [(s, walks[s.key]) for s in todo]))
-    return answered
+    return {s.key: answered[s.key] for s in specs}  # in the order the agent gave
 
 
 def ask_any(
@@ -178,11 +178,12 @@ def _open_and_wait(
         attempts = [*w.attempts, f"q{secrets.token_urlsafe(16)}"]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
         members.append(NewMember(fields, f"ask:{spec.key}", attempts))
-    run.durable(lambda: run._rt.store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
+    store = run._rt.store
+    opened = run.durable(lambda: store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
     if run._journal is not None:
         for m in members:
             run._journal[m.journal_field] = m.attempts
-    return _wait(run, gid, mode, opened_earlier=False)
+    return _wait(run, gid, mode, opened_earlier=False, opened=opened)
 
 
 def _fields(
@@ -206,14 +207,25 @@ def _fields(
     return fields
 
 
-def _wait(run: Run, gid: str, mode: GroupMode, *, opened_earlier: bool = True) -> dict[str, dict[str, AnswerValue]]:
+def _wait(
+    run: Run,
+    gid: str,
+    mode: GroupMode,
+    *,
+    opened_earlier: bool = True,
+    opened: tuple[GroupRecord, list[InterruptRecord]] | None = None,
+) -> dict[str, dict[str, AnswerValue]]:
     """Put every open member of group `gid` to people; return the answers a synchronous host gave
-    when they complete the group, else park the run on the group."""
+    when they complete the group, else park the run on the group. `opened`: the group and members
+    this execution just opened, so they need not be read back."""
     store = run._rt.store
-    group = run.durable(lambda: store.groups.group(gid), "read questions")
-    if group is None:
-        raise AgentError(f"the questions {gid!r} are missing from the store")
-    members = run.durable(lambda: store.groups.members(group), "read questions")
+    if opened is not None:
+        members = opened[1]
+    else:
+        group = run.durable(lambda: store.groups.group(gid), "read questions")
+        if group is None:
+            raise AgentError(f"the questions {gid!r} are missing from the store")
+        members = run.durable(lambda: store.groups.members(group), "read questions")
     got: dict[str, dict[str, AnswerValue]] = {}
     for m in members:
         if m.state not in (InterruptState.POSTING, InterruptState.OPEN):
