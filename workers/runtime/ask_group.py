@@ -135,8 +135,8 @@ def ask_all(
     pending = next((w.interrupt for w in walks.values() if w.state == "pending" and w.interrupt), None)
     if pending is not None:  # an earlier execution opened these and stopped before parking
         answered.update(_wait(run, pending.group, GroupMode.ALL))
-    else:
-        todo = [s for s in specs if walks[s.key].state in ("new", "dropped")]
+    todo = [s for s in specs if s.key not in answered and walks[s.key].state in ("new", "dropped")]
+    if todo:
         answered.update(_open_and_wait(run, GroupMode.ALL, len(todo), [(s, walks[s.key]) for s in todo]))
     return {s.key: answered[s.key] for s in specs}  # in the order the agent gave
 
