@@ -40,7 +40,11 @@ def _all(run: Any, text: str) -> str:
     EXECUTIONS[run.run_id] = EXECUTIONS.get(run.run_id, 0) + 1
     p = json.loads(text)
     got = run.ask_all(
-        {"a": _yes_no("A?", ["UA"], expires_in=p.get("expires_in")), "b": _yes_no("B?", ["UB"])},
+        # the deadline only on the first execution, so a retried run's new attempt has none
+        {
+            "a": _yes_no("A?", ["UA"], expires_in=p.get("expires_in") if run.epoch == 1 else None),
+            "b": _yes_no("B?", ["UB"]),
+        },
         context=p.get("context"),
     )
     return f"a={got['a']['ok']} b={got['b']['ok']}"
@@ -162,6 +166,13 @@ def test_each_question_expires_by_its_own_on_expiry(r: Redis, tmp_path: Path) ->
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.EXPIRED
     assert (run_id, "expired") in host.closed
+    admin.retry(rt, run_id, "UADMIN")  # asks the expired question afresh; the answered one stands
+    work(rt)
+    again = _members(rt, run_id)
+    assert list(again) == ["a"] and again["a"].id != members["a"].id
+    _yes(rt, again["a"].id, "UA", "no")
+    work(rt)
+    assert rt.store.get(run_id).result == "a=no b=yes"
 
 
 def test_cancel_closes_every_open_question(r: Redis, tmp_path: Path) -> None:
@@ -245,3 +256,40 @@ def test_retention_deletes_a_finished_runs_questions_and_groups(r: Redis, tmp_pa
     assert rt.store.retention.purge(run_id, cutoff=time.time() + 1) is not None
     assert list(r.scan_iter("parley:group:*")) == [] and list(r.scan_iter("parley:interrupt:*")) == []
     assert [k for k in r.scan_iter("parley:*") if run_id.encode() in k] == []
+
+
+def test_ask_each_and_ask_any_answers_on_changed_facts_are_asked_again(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"v": 1}))
+
+    def each_bound(run: Any, text: str) -> str:
+        got = run.ask_each(_yes_no("Approve?", ["UA", "UB"]), key="approve", context=json.loads(facts.read_text()))
+        return f"{sorted(got)} changed={run.context_changed('approve')}"
+
+    def any_bound(run: Any, text: str) -> str:
+        now = json.loads(facts.read_text())
+        key, got = run.ask_any({"a": _yes_no("A?", ["UA"]), "b": _yes_no("B?", ["UB"])}, context={"a": now, "b": now})
+        return f"{key}={got['ok']} changed={run.context_changed(key)}"
+
+    agent("t-group-each-bound")(each_bound)
+    agent("t-group-any-bound")(any_bound)
+    each_id, any_id = start(rt, "t-group-each-bound", {}), start(rt, "t-group-any-bound", {})
+    work(rt)
+    each, anyq = _members(rt, each_id), _members(rt, any_id)
+    _yes(rt, each["UA"].id, "UA")
+    facts.write_text(json.dumps({"v": 2}))
+    _yes(rt, each["UB"].id, "UB")
+    _yes(rt, anyq["a"].id, "UA")
+    work(rt)
+    again_each, again_any = _members(rt, each_id), _members(rt, any_id)
+    assert {m.attempt for m in again_each.values()} == {2} and sorted(again_each) == ["UA", "UB"]
+    assert [c.field for c in again_each["UA"].context_changes] == ["v"]
+    assert {k: m.attempt for k, m in again_any.items()} == {"a": 2, "b": 2}
+    assert sorted((run, fields) for run, _, fields in host.superseded) == sorted([(each_id, ["v"]), (any_id, ["v"])])
+    for user, member in again_each.items():
+        _yes(rt, member.id, user)
+    _yes(rt, again_any["b"].id, "UB", "no")
+    work(rt)
+    assert rt.store.get(each_id).result == "['UA', 'UB'] changed=True"
+    assert rt.store.get(any_id).result == "b=no changed=False"

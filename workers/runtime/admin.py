@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from workers.exceptions import AdminError
 from workers.logs import Log
-from workers.runtime.group_close import cancel_group, remind_group
+from workers.runtime.group_close import cancel_group, forget_expired_in_group, remind_group
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -196,6 +196,8 @@ def _forget_expired_attempt(runtime: Runtime, run: RunRecord) -> None:
     Left in place, the replay would meet the expired attempt and expire at once.
     """
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if interrupt is None and run.interrupt:
+        forget_expired_in_group(runtime, run)
     if interrupt is None or interrupt.state is not InterruptState.EXPIRED:
         return
     runtime.store.forget_attempt(run.id, interrupt.key, interrupt.id)

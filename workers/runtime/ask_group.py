@@ -117,6 +117,8 @@ def _walk(run: Run, spec: _Spec) -> _Walk:
         if state is InterruptState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         if state is InterruptState.NOT_NEEDED:
+            if len(attempts) > n:  # asked again in a later group (an `ask_any` whose winner was void)
+                continue
             return _Walk("dropped", attempts, interrupt)
         return _Walk("pending", attempts, interrupt)
 

@@ -137,3 +137,19 @@ def remind_group(runtime: Runtime, run: RunRecord, by: str) -> list[InterruptRec
         host.remind(run, m)
         runtime.store.add_history(run.id, "reminded", by, interrupt_id=m.id)
     return reminded
+
+
+def forget_expired_in_group(runtime: Runtime, run: RunRecord) -> None:
+    """For an admin's retry of a run that expired on one of several questions: drop the expired
+    attempt (for `ask_each`, the group's) from the journal, so the retried run asks it afresh;
+    the others the expiry closed as no longer needed are asked again with it."""
+    store = runtime.store
+    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    if group is None:
+        return
+    expired = [m for m in store.groups.members(group) if m.state is InterruptState.EXPIRED]
+    if group.mode is GroupMode.EACH and expired:
+        store.forget_attempt(run.id, group.key, group.id)
+        return
+    for m in expired:
+        store.forget_attempt(run.id, m.key, m.id)
