@@ -68,3 +68,31 @@ def bench_cycle(run: Any, text: str) -> str:
     if "say" in text:
         run.say(f"Deploying to {answers['env']}")
     return f"deployed to {answers['env']} in {', '.join(answers['regions'] or [])}"
+
+
+GROUP_SIZE = 10
+ALL_AGENT = "bench-all"
+SEQ_AGENT = "bench-seq"
+
+
+def group_requests() -> dict[str, Request]:
+    """Ten 3-item questions, each to its own person."""
+    base = three_item_request()
+    return {f"q{k}": base.model_copy(update={"assignees": [f"U0B{k:03d}"]}) for k in range(GROUP_SIZE)}
+
+
+@agent(ALL_AGENT, description="Bench agent: asks ten questions at once with ask_all, then finishes")
+def bench_all(run: Any, text: str) -> str:
+    _redis().setnx(f"bench:asked:{run.run_id}", repr(time.time()))
+    got = run.ask_all(group_requests())
+    _redis().setnx(f"bench:resumed:{run.run_id}", repr(time.time()))
+    return f"{len(got)} answered"
+
+
+@agent(SEQ_AGENT, description="Bench agent: asks the same ten questions one after another, then finishes")
+def bench_seq(run: Any, text: str) -> str:
+    for key, request in group_requests().items():
+        _redis().setnx(f"bench:asked:{run.run_id}:{key}", repr(time.time()))
+        run.ask(request, key=key)
+        _redis().setnx(f"bench:resumed:{run.run_id}:{key}", repr(time.time()))
+    return f"{GROUP_SIZE} answered"

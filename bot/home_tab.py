@@ -58,8 +58,7 @@ def waiting_entries(
 def admin_section(deps: BotDeps, page: int, context: BoltContext | None = None) -> dict[str, Any]:
     where = deps.run_filter(context) if context is not None else None
     listing = admin.list_runs(deps.runtime, RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE, where=where)
-    store = deps.runtime.store
-    runs = [admin.RunSummary.of(r, store.interrupt(r.interrupt) if r.interrupt else None) for r in listing.runs]
+    runs = [admin.summarize(deps.runtime, r) for r in listing.runs]
     counts = admin.count_runs(deps.runtime, where)
     return {"counts": counts, "runs": runs, "page": page, "has_next": listing.has_next}
 

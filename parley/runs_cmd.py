@@ -87,6 +87,11 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
                 print(f"  - {item.id} ({item.type.value}{'' if item.required else ', optional'}): {item.text}")
             if q.expires_at:
                 print(f"  expires {_when(q.expires_at)}")
+        if detail.questions and run.status is RunStatus.PAUSED:  # several at once: each one's progress
+            print(f"\nwaiting on {len(detail.questions)} questions at once:")
+            for q in detail.questions:
+                who = q.answered_by if q.answered_by else ", ".join(q.assignees)
+                print(f"  - {q.key}: {q.state.value} ({who})  {_short(q.request.reason, 60)}")
         rows = [[_when(h.at), h.event, h.by, _short(str(h.detail), 70)] for h in detail.history]
         print("\n" + _table(rows, ["WHEN", "EVENT", "BY", "DETAIL"]))
         return 0

@@ -20,9 +20,10 @@ from rq.serializers import JSONSerializer
 
 from workers.interaction import ContextChange, Outcome, Request
 from workers.runtime.execute import execute
-from workers.runtime.host import HostRouter, PausingRun
+from workers.runtime.host import HostRouter, PausingRun, QuestionProgress
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
+from workers.store.groups import GroupRecord
 from workers.store.records import HistoryEntry, InterruptRecord, RunRecord, RunStatus
 
 
@@ -39,6 +40,7 @@ class RecordingHost:
         self.reminders: list[tuple[str, str]] = []
         self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
         self.superseded: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, fields changed)
+        self.progress: list[tuple[str, str]] = []  # (run_id, summary) of questions put to each person
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
         with self.lock:
@@ -71,6 +73,10 @@ class RecordingHost:
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         with self.lock:
             self.reminders.append((run.id, interrupt.id))
+
+    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+        with self.lock:
+            self.progress.append((run.id, progress.summary + (" closed" if progress.closed else "")))
 
 
 def make_runtime(r: Redis, data_dir: Path, host: Any = None, **settings: Any) -> Runtime:

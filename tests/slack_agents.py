@@ -152,3 +152,39 @@ def bound_agent(run: Any, text: str) -> str:
     run.step("act", lambda: bump(run.data_dir, run.run_id, "act"))
     again = " after the facts changed" if run.context_changed("approval") else ""
     return f"deployed {facts['service']} {facts['version']}{again}"
+
+
+def _decision(reason: str, who: list[str]) -> Request:
+    """An approval with a note: answered with Submit (two items, so no one-click buttons)."""
+    items = [
+        Item(id="decision", text="Decision", type=ItemType.SELECT, options=["Approve", "Reject"]),
+        Item(id="note", text="Note", type=ItemType.FREE_TEXT, required=False),
+    ]
+    return Request(reason=reason, items=items, assignees=who)
+
+
+@agent("s-all", description="Counts its executions, records an effect once, then asks two people at once")
+def all_agent(run: Any, text: str) -> str:
+    """`{"a": user, "b": user}`: a deploy question to a and a migration question to b, posted together."""
+    p = params(text)
+    bump(run.data_dir, run.run_id, "exec")
+    run.step("effect", lambda: bump(run.data_dir, run.run_id, "effect"))
+    got = run.ask_all({"deploy": _decision("Deploy?", [p["a"]]), "db": _decision("Migrate the database?", [p["b"]])})
+    return f"deploy {got['deploy']['decision']}, db {got['db']['decision']}"
+
+
+@agent("s-any", description="Asks two people at once and goes on with the first answer")
+def any_agent(run: Any, text: str) -> str:
+    p = params(text)
+    bump(run.data_dir, run.run_id, "exec")
+    key, got = run.ask_any({"first": _decision("Who takes it?", [p["a"]]), "second": _decision("Or you?", [p["b"]])})
+    return f"{key} {got['decision']}"
+
+
+@agent("s-each", description="Asks each person separately and goes on at the quorum")
+def each_agent(run: Any, text: str) -> str:
+    p = params(text)
+    bump(run.data_dir, run.run_id, "exec")
+    request = _decision("Approve the release?", p["people"]).model_copy(update={"show_answers": p.get("show", False)})
+    got = run.ask_each(request, quorum=p.get("quorum"))
+    return "; ".join(f"{user}: {answers['decision']}" for user, answers in sorted(got.items()))

@@ -44,3 +44,8 @@ def test_a_click_elsewhere_says_where_the_question_is() -> None:
     assert refused(RefusalReason.WRONG_PLACE, channel="D0BOB") == (
         "This question was asked in another conversation; it can only be answered on its own message there."
     )
+
+
+def test_a_question_no_longer_needed_says_so() -> None:
+    text = refused(RefusalReason.NOT_NEEDED)
+    assert text == "This question is no longer needed: the run went on without it, so your answer was not recorded."

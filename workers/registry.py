@@ -10,7 +10,12 @@ from typing import Any
 from workers.exceptions import ConfigError, UnknownAgent
 
 AgentFn = Callable[[Any, str], str]
-BUILTIN_MODULES = ("workers.agents.ticket", "workers.agents.deploy", "workers.agents.assistant")
+BUILTIN_MODULES = (
+    "workers.agents.ticket",
+    "workers.agents.deploy",
+    "workers.agents.assistant",
+    "workers.agents.release",
+)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
+from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer
 from workers.logs import Log
@@ -58,11 +59,11 @@ def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
     try:
-        interrupt = deps.runtime.store.interrupt(iid) if iid else None
+        interrupt = lookup(deps.runtime.store, iid, user)
     except redis.RedisError:
         return unavailable(iid, user, team)
-    if interrupt is None:
-        return AnswerOutcome.refused(iid, user, RefusalReason.UNKNOWN)
+    if isinstance(interrupt, AnswerOutcome):
+        return interrupt
     try:
         answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
     except StateError as exc:
@@ -77,11 +78,11 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     iid = ref[1] if ref and ref[0] == "qc" else ""  # (kind, iid, version, item_id)
     user, team = body["user"]["id"], team_of(body)
     try:
-        interrupt = deps.runtime.store.interrupt(iid) if iid else None
+        interrupt = lookup(deps.runtime.store, iid, user)
     except redis.RedisError:
         return unavailable(iid, user, team)
-    if interrupt is None:
-        return AnswerOutcome.refused("", user, RefusalReason.UNKNOWN)
+    if isinstance(interrupt, AnswerOutcome):
+        return interrupt
     answers = [Answer(id=interrupt.request.items[0].id, choice=str(action.get("value", "")))]
     return _accept(body, action, interrupt, answers, deps)
 
@@ -106,8 +107,11 @@ def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDep
     """Open the form straight from the click: a `trigger_id` lives three seconds."""
     ack()
     iid, trigger_id = str(clicked(body).get("value", "")), body.get("trigger_id")
-    interrupt = deps.runtime.store.interrupt(iid)
-    if interrupt is None or not trigger_id:  # without a trigger Slack opens no modal
+    interrupt = lookup(deps.runtime.store, iid, body["user"]["id"])
+    if isinstance(interrupt, AnswerOutcome):  # not theirs (or gone): Submit tells them why
+        deps.after_ack(tell_refusal, client, interrupt, channel_of(body), thread_of(body))
+        return
+    if not trigger_id:  # without a trigger Slack opens no modal
         return
     view = blocks.modal_view(interrupt.request, iid, channel=channel_of(body))
     try:

@@ -10,11 +10,12 @@ from slack_sdk import WebClient
 
 from bot.deps import BotDeps
 from bot.home_tab import publish_home
+from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept
-from workers.store.records import RefusalReason, RunStatus
+from workers.store.records import InterruptRecord, RefusalReason, RunStatus
 
 log = Log("parley.events")
 SEEN_TTL = 3600
@@ -60,7 +61,10 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
         ack()
         return
-    interrupt = store.interrupt(run.interrupt)
+    # A question put to each person separately is answered by the replier's own; with several
+    # questions at once (ask_all, ask_any) a reply names none of them, so it is left alone.
+    found = lookup(store, run.interrupt, str(event["user"]))
+    interrupt = found if isinstance(found, InterruptRecord) else None
     items = interrupt.request.items if interrupt else []
     if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
         ack()

@@ -18,8 +18,9 @@ from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_state_values
 from bot.slack.payload_fields import enterprise_of, team_of
+from bot.slack.question_lookup import lookup
 from bot.slack.refusals import refusal_text
-from workers.runtime.acceptance import try_accept, unavailable
+from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import RefusalReason
 
 ERROR_MAX = 150
@@ -34,15 +35,19 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     inputs = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
     first_block = next((b for b in inputs if isinstance(b, str)), None)
     try:
-        interrupt = deps.runtime.store.interrupt(iid) if iid else None
+        found = lookup(deps.runtime.store, iid, user)
     except redis.RedisError:
         # Keep the form and what was typed in it; the person submits again.
         text = refusal_text(unavailable(iid, user, team)).removeprefix(":warning: ")
         ack(response_action="errors", errors={first_block or "form": text[:ERROR_MAX]})
         return
-    if interrupt is None:
+    if isinstance(found, AnswerOutcome) and found.reason is RefusalReason.UNKNOWN:
         ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
         return
+    if isinstance(found, AnswerOutcome):  # a question put to each person, and this one was not asked
+        ack(response_action="update", view=_notice_view(refusal_text(found)))
+        return
+    interrupt = found
     try:
         answers = parse_state_values(interrupt.request, iid, (view.get("state") or {}).get("values") or {}, prefix="f")
     except StateError as exc:

@@ -40,12 +40,14 @@ from slack_sdk.models.views import View
 from bot.slack import limits
 from bot.slack.blocks_inspect import INSPECT_ACTION_ID
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
-from workers.runtime.admin import RunSummary
+from workers.runtime.admin import QuestionState, RunSummary
 
 HOME_PAGE_SIZE = 20
 """Runs shown per admin page; callers page their query by this."""
 MAX_WAITING_SHOWN = 20
 MAX_LISTED_RUNS = 30
+MAX_QUESTIONS_SHOWN = 10
+"""Questions listed under a run paused on several at once."""
 
 ADMIN_CANCEL_ACTION_ID = "parley_admin_cancel"
 ADMIN_REMIND_ACTION_ID = "parley_admin_remind"
@@ -109,7 +111,22 @@ def _run_text(run: RunSummary, *, text_max: int) -> str:
     if assignees:
         more = f" and {len(assignees) - 5} more" if len(assignees) > 5 else ""
         facts.append("waiting on " + ", ".join(user_ref(a) for a in assignees[:5]) + more)
-    return line + ("\n" + " · ".join(facts) if facts else "")
+    progress = [_question_line(q) for q in run.questions[:MAX_QUESTIONS_SHOWN]]
+    if len(run.questions) > MAX_QUESTIONS_SHOWN:
+        progress.append(f"…and {len(run.questions) - MAX_QUESTIONS_SHOWN} more questions")
+    return line + ("\n" + " · ".join(facts) if facts else "") + "".join(f"\n{p}" for p in progress)
+
+
+def _question_line(q: QuestionState) -> str:
+    """One question of several a run waits on: "• `deploy`: answered by @A" or "• `db`: waiting on @B"."""
+    key = clip(_one_line(q.key), 60).replace("`", "'")
+    if q.state == "answered":
+        how = f"answered by {user_ref(q.answered_by)}"
+    elif q.state == "open":
+        how = "waiting on " + ", ".join(user_ref(a) for a in q.assignees[:3])
+    else:
+        how = {"not_needed": "no longer needed"}.get(q.state, clip(q.state, 30))
+    return f"• `{key}`: {how}"
 
 
 def _run_buttons(run: RunSummary) -> list[ButtonElement]:

@@ -31,7 +31,7 @@ from slack_sdk.models.views import View
 from bot.slack import limits
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, truncate, user_ref
 from workers.runtime.admin import RunDetail
-from workers.store.records import HistoryEntry, RunStatus
+from workers.store.records import HistoryEntry, InterruptState, RunStatus
 
 INSPECT_ACTION_ID = "parley_inspect"
 INSPECT_PAGE_ACTION_ID = "parley_inspect_page"
@@ -79,8 +79,26 @@ def _run_blocks(detail: RunDetail) -> list[Block]:
     return [HeaderBlock(text=PlainTextObject(text=header)), _section("\n".join(facts))]
 
 
+def _group_blocks(detail: RunDetail) -> list[Block]:
+    """A run paused on several questions at once: each one's progress (one per person for `ask_each`)."""
+    lines = []
+    for q in detail.questions[:20]:
+        if q.state is InterruptState.ANSWERED:
+            how = f"answered by {user_ref(q.answered_by)}"
+        elif q.state is InterruptState.OPEN:
+            how = "waiting on " + (", ".join(user_ref(a) for a in q.assignees[:5]) or "nobody")
+        else:
+            how = q.state.value.replace("_", " ")
+        lines.append(f"• `{_code(q.key)}` {clip(q.request.reason, 100)}: {how}")
+    done = sum(1 for q in detail.questions if q.state is InterruptState.ANSWERED)
+    head = f"*Waiting on {len(detail.questions)} questions at once* ({done} answered)"
+    return [DividerBlock(), _section("\n".join([head, *lines]))]
+
+
 def _question_blocks(detail: RunDetail) -> list[Block]:
     question = detail.interrupt
+    if detail.questions and detail.run.status is RunStatus.PAUSED:
+        return _group_blocks(detail)
     if question is None or detail.run.status is not RunStatus.PAUSED:
         return []
     asked = ", ".join(user_ref(a) for a in question.assignees[:10]) or "nobody"

@@ -20,8 +20,9 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
-from bot.slack import blocks
+from bot.slack import blocks, limits
 from bot.slack.blocks_context import superseded_blocks, superseded_text
+from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.clients import WebClients
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import user_ref
@@ -30,13 +31,15 @@ from bot.slack.recent import JoinedChannels, StartedThreads
 from workers.exceptions import AgentError, NotInstalled
 from workers.interaction import ContextChange, Outcome, Request
 from workers.logs import Log
-from workers.runtime.host import PausingRun
+from workers.runtime.host import PausingRun, QuestionProgress
+from workers.store.groups import GroupRecord
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import RunStore
 
 log = Log("parley.slack")
 CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 """Errors of a post in a conversation Parley is not part of (and, for a DM or group DM, cannot join)."""
+NOT_NEEDED_DETAIL = "The run went on without this question (another one was answered first)."
 
 
 class SlackHost:
@@ -133,6 +136,9 @@ class SlackHost:
                 context=run.question_context,
                 changes=run.context_changes,
             )
+            if (progress := run.question_progress) is not None:  # put to each person separately
+                question += progress_blocks(request, progress, iid, 1)
+                limits.check_message_blocks(question)
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc
         try:
@@ -182,6 +188,30 @@ class SlackHost:
         who = ", ".join(user_ref(u) for u in interrupt.assignees)
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
+    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+        """Update the message an `ask_each` question's people share: its progress, or (closed) its outcome."""
+        msg = group.message
+        members = self.store.groups.members(group) if msg.get("ts") else []
+        if not members:
+            return
+        req = members[0].request.model_copy(update={"assignees": list(group.people)})
+        if progress.closed:
+            body = each_closed_blocks(req, progress, cancelled=group.state == "cancelled")
+            text = blocks.locked_text(req, progress.summary)
+        else:
+            version = int(msg.get("version", 1))
+            body = blocks.question_blocks(
+                req,
+                group.id,
+                version=version,
+                assignees=list(group.people),
+                context=members[0].context,
+                changes=members[0].context_changes,
+            )
+            body += progress_blocks(req, progress, group.id, version)
+            text = blocks.fallback_text(req)
+        self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
+
     # ---- message updates -------------------------------------------------------
     def lock_question(self, interrupt: InterruptRecord, run: RunRecord | None = None) -> None:
         """Replace the question's controls with its outcome: who answered and what, or why it closed.
@@ -214,6 +244,9 @@ class SlackHost:
         elif interrupt.state is InterruptState.EXPIRED:
             body = blocks.closed_blocks(req, status="expired")
             text = blocks.locked_text(req, "Expired")
+        elif interrupt.state is InterruptState.NOT_NEEDED:
+            body = blocks.closed_blocks(req, status="no longer needed", detail=NOT_NEEDED_DETAIL)
+            text = blocks.locked_text(req, "No longer needed")
         else:
             return
         web.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)

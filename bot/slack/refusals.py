@@ -16,6 +16,7 @@ from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
+NO_LONGER_NEEDED = "This question is no longer needed: the run went on without it, so your answer was not recorded."
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
 LABEL_MAX = 150
 TEXT_MAX = 4000
@@ -53,6 +54,8 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             return "This question expired before it was answered."
         case RefusalReason.UNAVAILABLE:
             return ":warning: Parley could not save your answer just now. Nothing was recorded; please submit again."
+        case RefusalReason.NOT_NEEDED:
+            return NO_LONGER_NEEDED
         case RefusalReason.NOT_OPEN:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:

@@ -30,6 +30,8 @@ from workers.interaction import (
     RunView,
 )
 from workers.interaction.context import describe_change, show_value
+from workers.runtime.host import QuestionProgress
+from workers.store.groups import GroupRecord
 from workers.store.records import InterruptRecord, RunRecord
 
 
@@ -57,7 +59,15 @@ class TerminalHost:
 
     # ---- Interactor ------------------------------------------------------------
     def solicit(self, request: Request, run: RunView) -> Outcome:
-        """Ask every item, re-ask the refused ones, and return the answers; pause when the person quits."""
+        """Ask every item, re-ask the refused ones, and return the answers; pause when the person quits.
+
+        Several questions at once (`ask_all`, `ask_any`) come here one after another; a question
+        put to each person separately (`ask_each`) comes once per person, named before it is asked.
+        """
+        progress = getattr(run, "question_progress", None)
+        if progress is not None and progress.answering:
+            line = f"Asked of each person separately ({progress.summary}); answering for {progress.answering}:"
+            _print([("", "\n"), ("class:hint", line)])
         try:
             answers = self.collect(
                 request, request.validate_answers, context=run.question_context, changes=run.context_changes
@@ -129,6 +139,10 @@ class TerminalHost:
 
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         _print([("class:hint", f"Reminder: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])
+
+    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+        who = f": {', '.join(progress.answered)}" if progress.answered else ""
+        _print([("class:hint", f"{progress.summary}{who}.")])
 
     def notice(self, text: str) -> None:
         """A plain line from the `parley run` command itself (run started, retrying, stopped)."""

@@ -121,6 +121,7 @@ class Request(_Strict):
     assignees: list[str] = Field(default_factory=list)
     expires_in: Annotated[int | None, Field(gt=0)] = None
     on_expiry: OnExpiry = OnExpiry.FAIL
+    show_answers: bool = False  # `ask_each`: the shared message shows what each person answered, not only who
 
     @field_validator("items")
     @classmethod

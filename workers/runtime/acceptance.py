@@ -13,6 +13,7 @@ import redis
 from workers.exceptions import ParleyError
 from workers.interaction import Answer, AnswerError
 from workers.logs import Log
+from workers.runtime.group_close import close_member
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -119,6 +120,8 @@ def refusal_error(refusal: Refusal, interrupt: InterruptRecord | None) -> Accept
     if reason is RefusalReason.NOT_ALLOWED:
         assignees = interrupt.assignees if interrupt else []
         return AcceptRefused(reason, f"only {', '.join(assignees)} may answer", assignees=assignees)
+    if reason is RefusalReason.NOT_NEEDED:
+        return AcceptRefused(reason, "this question is no longer needed: the run went on without it")
     if reason is RefusalReason.NOT_OPEN:
         return AcceptRefused(reason, "this question is not waiting for an answer")
     return AcceptRefused(RefusalReason.UNKNOWN, "no such question")
@@ -182,6 +185,13 @@ def accept(
     except AnswerError as exc:
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
         raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
+    if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
+        refusal = close_member(runtime, interrupt, "answer", user, valid, token=token or secrets.token_hex(8))
+        if refusal:
+            log.info("answer refused", **ctx, reason=refusal.reason)
+            raise refusal_error(refusal, interrupt)
+        log.info("answer accepted", **ctx, group=interrupt.group)
+        return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
     refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
@@ -235,6 +245,8 @@ def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:
         refusal = Refusal(RefusalReason.CANCELLED, (interrupt.closed_by,))
     elif state is InterruptState.EXPIRED:
         refusal = Refusal(RefusalReason.EXPIRED)
+    elif state is InterruptState.NOT_NEEDED:
+        refusal = Refusal(RefusalReason.NOT_NEEDED)
     else:
         return None
     return refusal_error(refusal, interrupt)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from workers.exceptions import AdminError
 from workers.logs import Log
+from workers.runtime.group_close import cancel_group, forget_expired_in_group, remind_group
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -38,10 +39,17 @@ class RunSummary:
     started_by: str
     updated_at: float
     assignees: tuple[str, ...] = ()
+    questions: tuple[QuestionState, ...] = ()
+    """For a run paused on several questions at once: each one's progress (one per person for `ask_each`)."""
 
     @classmethod
-    def of(cls, run: RunRecord, interrupt: InterruptRecord | None = None) -> RunSummary:
-        """`run`, with the assignees of `interrupt` (the question it is paused on) when given."""
+    def of(
+        cls, run: RunRecord, interrupt: InterruptRecord | None = None, members: list[InterruptRecord] | None = None
+    ) -> RunSummary:
+        """`run`, with the assignees of `interrupt` (the question it is paused on) when given, or of the open
+        `members` of the group of questions it is paused on."""
+        members = members or []
+        waiting = [a for m in members if m.state is InterruptState.OPEN for a in m.assignees]
         return cls(
             run_id=run.id,
             agent=run.agent,
@@ -49,8 +57,34 @@ class RunSummary:
             text=run.text,
             started_by=run.started_by,
             updated_at=run.updated_at,
-            assignees=tuple(interrupt.assignees) if interrupt else (),
+            assignees=tuple(interrupt.assignees) if interrupt else tuple(dict.fromkeys(waiting)),
+            questions=tuple(QuestionState.of(m) for m in members),
         )
+
+
+@dataclass(frozen=True)
+class QuestionState:
+    """One question of several a run waits on: its ask key, state, who it waits on and who answered."""
+
+    key: str
+    state: str
+    assignees: tuple[str, ...]
+    answered_by: str = ""
+
+    @classmethod
+    def of(cls, interrupt: InterruptRecord) -> QuestionState:
+        return cls(interrupt.key, interrupt.state.value, tuple(interrupt.assignees), interrupt.answered_by)
+
+
+def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
+    """`run` as listings show it, with the question (or each of the questions) it is paused on."""
+    store = runtime.store
+    if not run.interrupt:
+        return RunSummary.of(run)
+    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    if group is not None:
+        return RunSummary.of(run, members=store.groups.members(group))
+    return RunSummary.of(run, store.interrupt(run.interrupt))
 
 
 @dataclass
@@ -62,6 +96,8 @@ class RunDetail:
     history: list[HistoryEntry] = field(default_factory=list)
     steps: dict[str, object] = field(default_factory=dict)
     """The results of the steps recorded so far, by step key."""
+    questions: list[InterruptRecord] = field(default_factory=list)
+    """The questions of the group the run is paused on, when it asked several at once."""
 
 
 RunFilter = Callable[[RunRecord], bool]
@@ -132,13 +168,20 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     journal = runtime.store.journal(run_id)
     steps = {k.removeprefix("step:"): v.get("v") for k, v in journal.items() if k.startswith("step:")}
-    return RunDetail(run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps)
+    group = runtime.store.groups.group(run.interrupt) if interrupt is None and run.interrupt else None
+    questions = runtime.store.groups.members(group) if group else []
+    return RunDetail(
+        run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps, questions=questions
+    )
 
 
 def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     """Cancel a live run; a paused run's question is closed so nobody can answer it."""
     store = runtime.store
     run = store.get(run_id)
+    if run.status is RunStatus.PAUSED and (in_group := cancel_group(runtime, run, by)) is not None:
+        log.info("cancelled", **run.log_context(), user=by)
+        return in_group
     if run.status is RunStatus.PAUSED and run.interrupt:
         interrupt = store.interrupt(run.interrupt)
         if interrupt is not None and store.close(interrupt, "cancel", by) is None:
@@ -210,6 +253,8 @@ def _forget_expired_attempt(runtime: Runtime, run: RunRecord) -> None:
     Left in place, the replay would meet the expired attempt and expire at once.
     """
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if interrupt is None and run.interrupt:
+        forget_expired_in_group(runtime, run)
     if interrupt is None or interrupt.state is not InterruptState.EXPIRED:
         return
     runtime.store.forget_attempt(run.id, interrupt.key, interrupt.id)
@@ -219,6 +264,8 @@ def remind(runtime: Runtime, run_id: str, by: str) -> InterruptRecord:
     """Mention the assignees of a paused run's question again."""
     run = runtime.store.get(run_id)
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    if run.status is RunStatus.PAUSED and interrupt is None and (reminded := remind_group(runtime, run, by)):
+        return reminded[0]
     if run.status is not RunStatus.PAUSED or interrupt is None:
         raise AdminError(f"run {run_id} is {run.status.value}; only paused runs have someone to remind")
     runtime.hosts.for_run(run).remind(run, interrupt)

@@ -14,6 +14,7 @@ import traceback
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import ContextError, QuestionExpired
 from workers.logs import Log
+from workers.runtime.ask_group import show_closed_group
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.queues import enqueue_run
 from workers.runtime.run import Run
@@ -49,6 +50,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
     record, host = run.record, run.host
     try:
         _lock_closed_question(runtime, run)
+        show_closed_group(run, record)
         spec = runtime.registry.get(record.agent)
         result = spec.fn(run, record.text)
         run.once("final", lambda: host.finished(record, str(result)))

@@ -6,11 +6,37 @@ The composition root of each process decides which hosts exist there.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from workers.interaction import ContextChange, Outcome, Request, RunView
 from workers.logs import Log
+from workers.store.groups import GroupRecord
 from workers.store.records import InterruptRecord, RunRecord
+
+
+@dataclass(frozen=True)
+class QuestionProgress:
+    """How far a question put to each person separately (`ask_each`) is: shown with it, updated per answer.
+
+    `answers` (user id -> the member's answers) is filled only when the request asks to
+    show what people answered (`show_answers`); `answering` names the person a host that
+    asks in sequence (the terminal) is asking now.
+    """
+
+    asked: tuple[str, ...]
+    answered: tuple[str, ...]
+    need: int
+    answers: tuple[tuple[str, InterruptRecord], ...] = ()
+    answering: str = ""
+    closed: bool = False
+
+    @property
+    def summary(self) -> str:
+        """e.g. "2 of 3 answered" (with "2 needed" when a quorum is below everyone)."""
+        need = f", {self.need} needed" if self.need < len(self.asked) else ""
+        return f"{len(self.answered)} of {len(self.asked)} answered{need}"
+
 
 log = Log("parley.host")
 
@@ -35,6 +61,11 @@ class PausingRun(RunView, Protocol):
 
     def record_question_message(self, message: dict[str, Any]) -> None: ...
 
+    @property
+    def question_progress(self) -> QuestionProgress | None:
+        """For a question put to each person separately (`ask_each`), how far it is; None otherwise."""
+        ...
+
 
 class Host(Protocol):
     """Puts questions to people (as an `Interactor` does, with the run's own record at hand)
@@ -55,6 +86,10 @@ class Host(Protocol):
         ...
 
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None: ...
+
+    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+        """Show how far an `ask_each` question is on the message its people share (`progress.closed`: locked)."""
+        ...
 
 
 class LogHost:
@@ -86,6 +121,9 @@ class LogHost:
 
     def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         log.info("reminder", **run.log_context(), assignees=interrupt.assignees)
+
+    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+        log.info("question progress", **run.log_context(), group=group.id, progress=progress.summary)
 
 
 class HostRouter:

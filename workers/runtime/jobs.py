@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from workers.runtime import wiring
 from workers.runtime.execute import execute
+from workers.runtime.group_close import show
 from workers.runtime.sweep import schedule_next, sweep
 
 
@@ -19,3 +20,8 @@ def sweep_job() -> dict[str, list[str]]:
         return sweep(runtime).__dict__
     finally:
         schedule_next(runtime)
+
+
+def show_job(run_id: str, interrupt_id: str) -> None:
+    """Show one answered question of several asked at once on its message, before the run resumes."""
+    show(wiring.current(), run_id, interrupt_id)

@@ -11,6 +11,7 @@ from rq.serializers import JSONSerializer
 
 EXECUTE = "workers.runtime.jobs.execute_run"
 SWEEP = "workers.runtime.jobs.sweep_job"
+SHOW = "workers.runtime.jobs.show_job"
 QUEUE_NAME = "parley"
 
 
@@ -25,6 +26,15 @@ def enqueue_run(q: Queue, run_id: str, job_id: str, *, delay: float = 0) -> bool
             q.enqueue_in(timedelta(seconds=delay), EXECUTE, run_id, job_id=job_id, unique=True, result_ttl=600)
         else:
             q.enqueue(EXECUTE, run_id, job_id=job_id, unique=True, result_ttl=600, failure_ttl=86400)
+    except DuplicateJobError:
+        return False
+    return True
+
+
+def enqueue_show(q: Queue, run_id: str, interrupt_id: str, job_id: str) -> bool:
+    """Enqueue showing a closed member of a group on its message (see `group_close.show`), once per `job_id`."""
+    try:
+        q.enqueue(SHOW, run_id, interrupt_id, job_id=job_id, unique=True, result_ttl=60, failure_ttl=3600)
     except DuplicateJobError:
         return False
     return True

@@ -25,7 +25,8 @@ from workers.interaction import (
 )
 from workers.interaction.context import as_given, canonical, changes, digest
 from workers.logs import Log
-from workers.runtime.host import Host
+from workers.runtime import ask_group
+from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
@@ -250,6 +251,48 @@ class Run:
         if self._journal is not None:
             self._journal[f"ask:{key}"] = attempts
         return self._solicit(opened, opened_earlier=False)
+
+    def ask_all(
+        self, requests: dict[str, Request], context: dict[str, Context] | None = None
+    ) -> dict[str, dict[str, AnswerValue]]:
+        """Put every request at once (each its own message and assignees); return each one's answers by its key.
+
+        The run parks until all are answered and resumes once, after the last answer; each question
+        is locked as soon as it is answered, and expires by its own `on_expiry`. The keys are ask
+        keys: asking one again opens its next attempt, within the same limit. `context` maps a key
+        to the facts that question's answer is bound to, as for `ask`.
+        """
+        return ask_group.ask_all(self, requests, context)
+
+    def ask_any(
+        self, requests: dict[str, Request], context: dict[str, Context] | None = None
+    ) -> tuple[str, dict[str, AnswerValue]]:
+        """Put every request at once; resume on the first answer and return `(its key, its answers)`.
+
+        The other questions close as "no longer needed"; a late answer to one is refused with that reason.
+        """
+        return ask_group.ask_any(self, requests, context)
+
+    def ask_each(
+        self,
+        request: Request,
+        quorum: int | None = None,
+        *,
+        key: str | None = None,
+        context: Context | None = None,
+    ) -> dict[str, dict[str, AnswerValue]]:
+        """Put `request` to each assignee separately; return each person's own answers by user id.
+
+        One message, with progress ("2 of 3 answered: @A, @B"; what they answered too when
+        `request.show_answers`); each person answers once, for themselves. The run resumes when
+        `quorum` people answered (default: everyone), and the others' answers are no longer needed.
+        """
+        return ask_group.ask_each(self, request, quorum, key=key, context=context)
+
+    @property
+    def question_progress(self) -> QuestionProgress | None:
+        """A single question has no per-person progress (see `ask_each`)."""
+        return None
 
     def context_changed(self, key: str) -> bool:
         """True when the answer the last `ask` of `key` returned was asked again because the

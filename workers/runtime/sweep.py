@@ -16,6 +16,7 @@ from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 
 from workers.logs import Log
+from workers.runtime.group_close import close_member
 from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
@@ -59,6 +60,10 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
             store.unschedule_expiry(iid)
             continue
         defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
+        if interrupt.group:  # one of several asked at once: its group resumes the run when complete
+            if close_member(runtime, interrupt, "expire", "parley", defaults, now=now) is None:
+                report.expired.append(iid)
+            continue
         if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
             # The resumed run shows the expiry on the question (see execute._lock_closed_question).
             enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, iid))

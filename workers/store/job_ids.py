@@ -17,6 +17,11 @@ def resume(run_id: str, interrupt_id: str) -> str:
     return f"resume-{run_id}-{interrupt_id}"
 
 
+def show(interrupt_id: str) -> str:
+    """Showing that one of several questions asked at once was answered, before its run resumes."""
+    return f"show-{interrupt_id}"
+
+
 def retry(run_id: str, epoch: int) -> str:
     """The retry after an execution at `epoch` raised; no other execution shares an epoch."""
     return f"retry-{run_id}-{epoch}"

@@ -29,6 +29,11 @@ def interrupt(interrupt_id: str) -> str:
     return f"{PREFIX}interrupt:{interrupt_id}"
 
 
+def group(group_id: str) -> str:
+    """Hash: questions asked at once (`ask_all`, `ask_any`, `ask_each`): members, how many answers resume the run."""
+    return f"{PREFIX}group:{group_id}"
+
+
 def status_index(status: str) -> str:
     """Sorted set: run ids in `status`, scored by last update time."""
     return f"{PREFIX}idx:status:{status}"

@@ -40,6 +40,7 @@ class InterruptState(StrEnum):
     ANSWERED = "answered"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    NOT_NEEDED = "not_needed"  # one of several questions, closed because the run went on without it
 
 
 class RefusalReason(StrEnum):
@@ -61,6 +62,7 @@ class RefusalReason(StrEnum):
     INVALID = "invalid"  # the answers do not fit the request
     AMBIGUOUS = "ambiguous"  # a typed reply that matches no single option
     UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
+    NOT_NEEDED = "not_needed"  # one of several questions whose run went on without it (`ask_any`, a quorum)
 
 
 class _Record(BaseModel):
@@ -132,6 +134,8 @@ class InterruptRecord(_Record):
     context: dict[str, Any] | None = None  # the facts the answer is bound to, when the agent passed any
     context_digest: str = ""  # sha256 of the context's canonical JSON
     context_changes: list[ContextChange] = Field(default_factory=list)  # what voided the attempt before this one
+    group: str = ""  # the group of questions asked at once (`ask_all`, `ask_any`, `ask_each`) it belongs to
+    shown: bool = False  # a group's member whose closing was shown on its message before the run resumed
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:

@@ -103,6 +103,7 @@ class Retention:
             keys.waiting_index(""),
             keys.interrupt(""),
             conversation,
+            keys.group(""),
         ]
 
 

@@ -15,6 +15,7 @@ from workers.exceptions import RunNotFound, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.store import job_ids, keys, scripts
+from workers.store.groups import GroupStore
 from workers.store.records import (
     HistoryEntry,
     InterruptRecord,
@@ -62,6 +63,7 @@ class RunStore:
         self._park = redis.register_script(scripts.PARK)
         self._close = redis.register_script(scripts.CLOSE)
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
+        self.groups = GroupStore(redis)  # questions asked at once: ask_all, ask_any, ask_each
 
     # ---- creation and reads -------------------------------------------------
     def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:

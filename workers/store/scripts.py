@@ -187,7 +187,7 @@ return {1}
 # Returns {1, epoch, job, interrupt ids...}, {2}, or {0, reason, status}.
 # KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, [thread]
 # ARGV: run_id, cutoff, final statuses, every status (both space separated), idx_prefix,
-#       waiting_prefix, interrupt_prefix, the conversation json the caller read
+#       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix
 PURGE = """
 local function unindex()
   for s in string.gmatch(ARGV[4], '%S+') do redis.call('ZREM', ARGV[5] .. s, ARGV[1]) end
@@ -218,14 +218,25 @@ add(run[4])
 for _, e in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   for iid in string.gmatch(e, '"interrupt_id":"([^"]+)"') do add(iid) end
 end
+local groups = {}
+for _, gid in ipairs({unpack(iids)}) do  -- questions asked at once: an ask_each attempt names its group
+  local g = redis.call('HMGET', ARGV[9] .. gid, 'run_id', 'members')
+  if g[1] == ARGV[1] then
+    groups[gid] = true
+    for _, iid in ipairs(cjson.decode(g[2] or '[]')) do add(iid) end
+  end
+end
 local owned = {}
 for _, iid in ipairs(iids) do
   local q = redis.call('HMGET', ARGV[7] .. iid, 'run_id', 'assignees')
   if q[1] == ARGV[1] then owned[#owned + 1] = {iid, cjson.decode(q[2] or '[]')} end
 end
+for gid, _ in pairs(groups) do redis.call('DEL', ARGV[9] .. gid) end
 for _, o in ipairs(owned) do
   for _, u in ipairs(o[2]) do redis.call('ZREM', ARGV[6] .. u, o[1]) end
   redis.call('ZREM', KEYS[6], o[1]); redis.call('ZREM', KEYS[7], o[1])
+  local gid = redis.call('HGET', ARGV[7] .. o[1], 'group')
+  if gid then redis.call('DEL', ARGV[9] .. gid) end
   redis.call('DEL', ARGV[7] .. o[1])
 end
 if KEYS[9] and redis.call('GET', KEYS[9]) == ARGV[1] then redis.call('DEL', KEYS[9]) end

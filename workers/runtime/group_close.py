@@ -1,0 +1,155 @@
+"""Closing one of several questions asked at once: an answer, an expiry, a cancel.
+
+The store closes the member and, when that completes the group, queues the run in the
+same atomic step; this enqueues the one resume. A member answered before the group is
+complete is shown on its message by a small job on the worker (`show`), so the ack path
+stays free of Web API calls and the question reads as answered at once, while the run
+stays parked until the last answer its mode needs.
+"""
+
+from __future__ import annotations
+
+import time
+
+from workers.interaction import Answer, OnExpiry
+from workers.logs import Log
+from workers.runtime.host import QuestionProgress
+from workers.runtime.queues import enqueue_run, enqueue_show
+from workers.runtime.wiring import Runtime
+from workers.store import job_ids
+from workers.store.groups import GroupMode, GroupRecord
+from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.runs import Refusal, history_entry
+
+log = Log("parley.group")
+_EVENTS = {"answer": "answered", "expire": "expired", "cancel": "cancelled"}
+
+
+def close_member(
+    runtime: Runtime,
+    interrupt: InterruptRecord,
+    mode: str,
+    actor: str,
+    answers: list[Answer] | None = None,
+    *,
+    token: str = "",
+    now: float | None = None,
+) -> Refusal | None:
+    """Close `interrupt` (a group's member) as `mode`; None when it closed, else why not (nothing written)."""
+    answers_json = [a.model_dump(exclude_none=True) for a in answers or []]
+    bound = {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
+    entry = history_entry(
+        _EVENTS[mode],
+        actor,
+        interrupt_id=interrupt.id,
+        key=interrupt.key,
+        attempt=interrupt.attempt,
+        answers=answers_json,
+        group=interrupt.group,
+        **bound,
+    )
+    counts = mode != "expire" or interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS
+    closed = runtime.store.groups.close(
+        interrupt, mode, actor, entry, answers, token=token, counts=counts, now=time.time() if now is None else now
+    )
+    if closed.reason is not None:
+        return Refusal(closed.reason, closed.detail)
+    ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "group": interrupt.group}
+    if mode == "cancel":
+        return None
+    if closed.done:
+        enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt.group))
+        log.info("group complete; run queued", **ctx, closed_as_not_needed=closed.dropped)
+    else:
+        enqueue_show(runtime.queue, interrupt.run_id, interrupt.id, job_ids.show(interrupt.id))
+    return None
+
+
+def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:
+    """Show a member answered while its group is still open: locked on its own message, or (`ask_each`)
+    counted in the progress of the message the members share. Once the group is complete the
+    resumed run shows everything, so this does nothing."""
+    store = runtime.store
+    interrupt = store.interrupt(interrupt_id)
+    group = store.groups.group(interrupt.group) if interrupt and interrupt.group else None
+    if interrupt is None or group is None or group.state != "open" or interrupt.state is InterruptState.OPEN:
+        return
+    run = store.get(run_id)
+    host = runtime.hosts.for_run(run)
+    if group.mode is GroupMode.EACH:
+        host.group_progress(run, group, progress_of(group, store.groups.members(group)))
+    elif interrupt.message:
+        host.question_closed(run, interrupt)
+        store.groups.mark_shown(interrupt.id)
+    log.info("answer shown while the group waits", **{**run.log_context(), "interrupt_id": interrupt_id})
+
+
+def progress_of(group: GroupRecord, members: list[InterruptRecord], *, answering: str = "") -> QuestionProgress:
+    """How far the `ask_each` group is: who was asked, who answered (and what, if the request shows it)."""
+    person = {iid: user for user, iid in group.people.items()}
+    asked = tuple(person.get(m.id, "") for m in members)
+    done = [m for m in members if m.state is InterruptState.ANSWERED]
+    shows = bool(members) and members[0].request.show_answers
+    return QuestionProgress(
+        asked=asked,
+        answered=tuple(m.answered_by for m in done),
+        need=group.need,
+        answers=tuple((m.answered_by, m) for m in done) if shows else (),
+        answering=answering,
+        closed=group.state != "open",
+    )
+
+
+def _open_group(runtime: Runtime, run: RunRecord) -> tuple[GroupRecord, list[InterruptRecord]] | None:
+    group = runtime.store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    if group is None or group.state != "open":
+        return None
+    return group, runtime.store.groups.members(group)
+
+
+def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
+    """Cancel a run paused on several questions: every open one closes, and each shows it.
+    None when the run is not paused on an open group (or another close got there first)."""
+    found = _open_group(runtime, run)
+    member = next((m for m in found[1] if m.state is InterruptState.OPEN), None) if found else None
+    if found is None or member is None or close_member(runtime, member, "cancel", by) is not None:
+        return None
+    group = runtime.store.groups.group(found[0].id) or found[0]
+    members = runtime.store.groups.members(group)
+    cancelled = runtime.store.get(run.id)
+    host = runtime.hosts.for_run(cancelled)
+    if group.mode is GroupMode.EACH:
+        if group.message:
+            host.group_progress(cancelled, group, progress_of(group, members))
+    else:
+        for m in members:
+            if m.message:
+                host.question_closed(cancelled, m)
+    return cancelled
+
+
+def remind_group(runtime: Runtime, run: RunRecord, by: str) -> list[InterruptRecord]:
+    """Remind the people each open question of the group `run` is paused on waits for."""
+    found = _open_group(runtime, run)
+    reminded = [m for m in found[1] if m.state is InterruptState.OPEN] if found else []
+    host = runtime.hosts.for_run(run)
+    for m in reminded:
+        host.remind(run, m)
+        runtime.store.add_history(run.id, "reminded", by, interrupt_id=m.id)
+    return reminded
+
+
+def forget_expired_in_group(runtime: Runtime, run: RunRecord) -> None:
+    """For an admin's retry of a run that expired on one of several questions: drop the expired
+    attempt (for `ask_each`, the group's) from the journal, so the retried run asks it afresh;
+    the others the expiry closed as no longer needed are asked again with it."""
+    store = runtime.store
+    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    if group is None:
+        return
+    expired = [m for m in store.groups.members(group) if m.state is InterruptState.EXPIRED]
+    if group.mode is GroupMode.EACH and expired:
+        store.forget_attempt(run.id, group.key, group.id)
+        return
+    for m in expired:
+        store.forget_attempt(run.id, m.key, m.id)

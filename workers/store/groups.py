@@ -1,0 +1,226 @@
+"""`GroupStore`: questions asked at once (`ask_all`, `ask_any`, `ask_each`) in Redis.
+
+A group's members are ordinary interrupts (`InterruptRecord`, with `group` set), so a
+member is answered, refused, reminded and listed as any question is; the group hash adds
+what the members share: how they resume the run (`mode`, `need`) and, for `ask_each`,
+the one message they share and which member is whose.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from redis import Redis
+
+from workers.exceptions import StaleEpoch
+from workers.interaction import Answer
+from workers.store import group_scripts, job_ids, keys
+from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
+
+
+class GroupMode(StrEnum):
+    """How a group resumes its run: after every answer, the first, or a quorum of people's own."""
+
+    ALL = "all"
+    ANY = "any"
+    EACH = "each"
+
+
+class GroupRecord(BaseModel):
+    """The group hash, decoded."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    run_id: str
+    mode: GroupMode
+    need: int
+    members: list[str]
+    state: str = "open"  # open | done | cancelled
+    key: str = ""  # ask_each: the ask key the group is an attempt of
+    people: dict[str, str] = Field(default_factory=dict)  # ask_each: user id -> their member's interrupt id
+    message: dict[str, Any] = Field(default_factory=dict)  # ask_each: the one message the members share
+    done_at: float | None = None
+
+    @classmethod
+    def from_hash(cls, data: dict[str, str]) -> GroupRecord:
+        fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
+        for name in ("members", "people", "message"):
+            if name in fields:
+                fields[name] = json.loads(fields[name])
+        return cls.model_validate(fields)
+
+
+@dataclass(frozen=True)
+class MemberClose:
+    """What closing one member did: refused (`reason`), or closed, and whether that completed the group."""
+
+    reason: RefusalReason | None = None
+    detail: tuple[str, ...] = ()
+    done: bool = False
+    dropped: list[str] = field(default_factory=list)  # members closed as no longer needed by this step
+
+
+@dataclass(frozen=True)
+class NewMember:
+    """One question about to be opened in a group: its interrupt's hash and its ask key's attempts."""
+
+    fields: dict[str, str]
+    journal_field: str
+    attempts: list[str]
+
+
+class GroupStore:
+    """Opens, parks and closes groups; `RunStore.groups` is the one instance a process uses."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._open = redis.register_script(group_scripts.OPEN_GROUP)
+        self._park = redis.register_script(group_scripts.PARK_GROUP)
+        self._close = redis.register_script(group_scripts.CLOSE_MEMBER)
+
+    def open(
+        self,
+        run: RunRecord,
+        epoch: int,
+        gid: str,
+        mode: GroupMode,
+        need: int,
+        members: list[NewMember],
+        *,
+        key: str = "",
+        people: dict[str, str] | None = None,
+        journal: dict[str, Any] | None = None,
+    ) -> tuple[GroupRecord, list[InterruptRecord]]:
+        """Record the intent to ask every member (state `posting`) before anything is posted."""
+        group = {
+            "id": gid,
+            "run_id": run.id,
+            "mode": mode.value,
+            "need": str(need),
+            "members": json.dumps([m.fields["id"] for m in members]),
+            "state": "open",
+            "key": key,
+            "people": json.dumps(people or {}),
+        }
+        entries = {m.journal_field: json.dumps(m.attempts) for m in members if m.journal_field}
+        entries.update({k: json.dumps(v) for k, v in (journal or {}).items()})
+        interrupts = {m.fields["id"]: {**m.fields, "group": gid} for m in members}
+        res = self._open(
+            keys=[keys.run(run.id), keys.journal(run.id), keys.group(gid)],
+            args=[str(epoch), gid, keys.interrupt(""), json.dumps(group), json.dumps(entries), json.dumps(interrupts)],
+        )
+        if res == -1:
+            raise StaleEpoch(run.id, epoch)
+        return GroupRecord.from_hash(group), [InterruptRecord.from_hash(f) for f in interrupts.values()]
+
+    def group(self, gid: str) -> GroupRecord | None:
+        data = self.redis.hgetall(keys.group(gid))
+        return GroupRecord.from_hash(_decode(data)) if data else None
+
+    def members(self, group: GroupRecord) -> list[InterruptRecord]:
+        """Every member of `group`, in the order they were asked, in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        for iid in group.members:
+            pipe.hgetall(keys.interrupt(iid))
+        return [InterruptRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+
+    def member_for(self, gid: str, user: str) -> InterruptRecord | None:
+        """`user`'s own member of the `ask_each` group `gid`; None when they were not asked (or no such group)."""
+        raw = self.redis.hget(keys.group(gid), "people")
+        iid = json.loads(raw).get(user) if raw else None
+        data = self.redis.hgetall(keys.interrupt(iid)) if iid else None
+        return InterruptRecord.from_hash(_decode(data)) if data else None
+
+    def set_message(self, gid: str, message: dict[str, Any]) -> None:
+        """Where the shared message of an `ask_each` group was posted, on the group and every member."""
+        group = self.group(gid)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(keys.group(gid), "message", json.dumps(message))
+        for iid in group.members if group else []:
+            pipe.hset(keys.interrupt(iid), "message", json.dumps(message))
+        pipe.execute()
+
+    def park(self, run_id: str, epoch: int, gid: str) -> None:
+        res = self._park(
+            keys=[keys.run(run_id), keys.group(gid), keys.leases_index(), keys.expiry_index(), keys.remind_index()],
+            args=[
+                run_id,
+                keys.status_index(""),
+                str(epoch),
+                repr(time.time()),
+                gid,
+                keys.waiting_index(""),
+                keys.interrupt(""),
+            ],
+        )
+        if res != 1:
+            raise StaleEpoch(run_id, epoch)
+
+    def close(
+        self,
+        interrupt: InterruptRecord,
+        mode: str,
+        actor: str,
+        entry: str,
+        answers: list[Answer] | None = None,
+        *,
+        token: str = "",
+        counts: bool = True,
+        now: float | None = None,
+    ) -> MemberClose:
+        """Answer, expire or cancel a member in one atomic step; `entry` is its history line."""
+        now = time.time() if now is None else now
+        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
+        res = self._close(
+            keys=[
+                keys.run(interrupt.run_id),
+                keys.interrupt(interrupt.id),
+                keys.group(interrupt.group),
+                keys.expiry_index(),
+                keys.remind_index(),
+                keys.accepted_index(),
+                keys.history(interrupt.run_id),
+            ],
+            args=[
+                interrupt.run_id,
+                keys.status_index(""),
+                keys.waiting_index(""),
+                interrupt.id,
+                repr(now),
+                mode,
+                actor,
+                answers_json,
+                token,
+                entry,
+                job_ids.resume(interrupt.run_id, interrupt.group),
+                keys.interrupt(""),
+                "1" if counts else "0",
+            ],
+        )
+        if res[0] != 1:
+            return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
+        return MemberClose(done=bool(int(res[1])), dropped=[_s(x) for x in res[2:]])
+
+    def mark_shown(self, interrupt_id: str) -> None:
+        """Remember that a member's closing is shown on its message, so the resumed run need not show it again."""
+        self.redis.hset(keys.interrupt(interrupt_id), "shown", "1")
+
+    def drop_synchronously(self, interrupt: InterruptRecord) -> None:
+        """Close a member a synchronous host never put to anyone, because the run went on without it."""
+        self.redis.hset(
+            keys.interrupt(interrupt.id), mapping={"state": InterruptState.NOT_NEEDED.value, "closed_by": "parley"}
+        )
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _decode(data: dict[Any, Any]) -> dict[str, str]:
+    return {_s(k): _s(v) for k, v in data.items()}
