@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from workers.exceptions import ParleyError
+from workers.exceptions import ParleyError, SecretKeyMissing
 from workers.interaction import Answer, AnswerError
 from workers.logs import Log
 from workers.runtime.queues import enqueue_run
@@ -182,7 +182,11 @@ def accept(
     except AnswerError as exc:
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
         raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
-    refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+    try:
+        refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+    except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
+        log.error("secret answer refused", **ctx, problem=str(exc))
+        raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)
