@@ -8,6 +8,7 @@ stand-in recorded, every log record of the process, and every value in the Redis
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +25,10 @@ from secret_support import bodies_holding, captured_logs, keys_holding, redis_va
 from slack_forms import blocks_of, form_state, is_question, texts
 from slack_payloads import thread_reply_event, view_submission_payload
 
+from bot.slack.blocks_inspect import inspect_view
 from parley import cli
 from workers.interaction import SECRET_MASK
+from workers.runtime import admin
 from workers.store.records import InterruptState, RunStatus
 from workers.store.sealed import SecretBox
 
@@ -108,7 +111,13 @@ def test_a_secret_answered_in_the_form_is_seen_again_nowhere(bot: Bot, r: redis.
     assert keys_holding(r, secret) == [] and keys_holding(r, sealed) == []
     assert not r.exists(f"parley:run:{paused.run.id}:secrets")
 
-    # `parley runs show` has the mask where the answer was.
+    # The admin view (what Inspect shows in Slack) has the mask where the answer was.
+    detail = admin.show(bot.runtime, paused.run.id)
+    inspect = json.dumps(inspect_view(detail), ensure_ascii=False)
+    assert SECRET_MASK in inspect and secret not in inspect and sealed not in inspect
+    assert secret not in repr(detail)
+
+    # So does `parley runs show`.
     assert cli.main(["runs", "show", paused.run.id]) == 0
     shown = capsys.readouterr().out
     assert SECRET_MASK in shown and secret not in shown and sealed not in shown

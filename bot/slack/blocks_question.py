@@ -161,14 +161,13 @@ def _element(item: Item, *, external: bool) -> Any:
 
 def _input(item: Item, block_id: str, *, external: bool, label_cap: int = LABEL_MAX) -> InputBlock:
     label = truncate(item.text, label_cap)
+    hint = _SHORTENED_HINT if label != item.text else SECRET_HINT if item.is_secret else None
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
         element=_element(item, external=external),
         optional=not item.required,
-        hint=PlainTextObject(text=_SHORTENED_HINT if label != item.text else SECRET_HINT)
-        if label != item.text or item.is_secret
-        else None,
+        hint=PlainTextObject(text=hint) if hint else None,
     )
 
 
@@ -283,7 +282,9 @@ def _form_only(request: Request, iid: str, version: int) -> list[Block]:
     button opens the form. No input sits in the message, so nothing secret is typed into the thread."""
     share = max(60, (QUESTION_TEXT_BUDGET - 2000) // len(request.items))
     lines = [f"• {escape(clip(i.text, share))}" + (" :lock:" if i.is_secret else "") for i in request.items]
-    listing = SectionBlock(block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=clip("\n".join(lines), 3000)))
+    listing = SectionBlock(
+        block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=cut_escaped("\n".join(lines), SECTION_MAX))
+    )
     note = ContextBlock(elements=[MarkdownTextObject(text=FORM_ONLY_NOTE)])
     button = ButtonElement(text="Answer in a form", action_id=OPEN_FORM_ACTION_ID, value=iid, style="primary")
     return [listing, note, ActionsBlock(block_id=f"qa|{iid}|{version}", elements=[button])]
