@@ -58,6 +58,7 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
         requeue_grace=settings.parley_requeue_grace,
         retention=settings.parley_retention,
         data_dir=settings.parley_data_dir,
+        secret_key=settings.parley_secret_key.get_secret_value() if settings.parley_secret_key else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from typing import Any
 
 from parley.bootstrap import build_runtime, connect_redis
 from parley.identity import cli_actor
@@ -32,6 +33,18 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 def _short(text: str, n: int = 40) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _detail(detail: dict[str, Any]) -> str:
+    """A history entry's detail on one line, the answers first (`id=value`; a secret reads `••••`)."""
+    answers = detail.get("answers")
+    if not isinstance(answers, list):
+        return str(detail)
+    given = [
+        f"{a.get('id')}={next((v for k, v in a.items() if k != 'id'), None)}" for a in answers if isinstance(a, dict)
+    ]
+    rest = {k: v for k, v in detail.items() if k != "answers"}
+    return f"answers {', '.join(given) or '(none)'}; {rest}"
 
 
 def _span(seconds: float) -> str:
@@ -92,7 +105,7 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
             for q in detail.questions:
                 who = q.answered_by if q.answered_by else ", ".join(q.assignees)
                 print(f"  - {q.key}: {q.state.value} ({who})  {_short(q.request.reason, 60)}")
-        rows = [[_when(h.at), h.event, h.by, _short(str(h.detail), 70)] for h in detail.history]
+        rows = [[_when(h.at), h.event, h.by, _short(_detail(h.detail), 70)] for h in detail.history]
         print("\n" + _table(rows, ["WHEN", "EVENT", "BY", "DETAIL"]))
         return 0
     if cmd == "purge":

@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from workers.exceptions import ConfigError
 from workers.store.embedded import default_data_dir
+from workers.store.sealed import SecretBox
 
 SLACK_API_DEFAULT = "https://slack.com/api/"
 DEFAULT_RETENTION = 30 * 86400.0
@@ -96,6 +97,7 @@ class Settings(BaseSettings):
     parley_retry_delays: Annotated[list[float], NoDecode] = Field(default_factory=lambda: [1.0, 5.0, 15.0])
     parley_requeue_grace: float = Field(default=10.0, ge=0)
     parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
+    parley_secret_key: SecretStr | None = None  # Fernet key sealing secret answers; never shown
 
     _split_lists = field_validator("parley_agents", "parley_retry_delays", mode="before")(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
@@ -137,6 +139,14 @@ class Settings(BaseSettings):
         `SLACK_BOT_TOKEN` is then not used.
         """
         return bool(self.slack_client_id and self.slack_client_secret and self.slack_state_secret)
+
+    @field_validator("parley_secret_key")
+    @classmethod
+    def _secret_key(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None or not v.get_secret_value():
+            return None
+        SecretBox(v.get_secret_value())  # ValueError names what a key must be, never the value
+        return v
 
     def require(self, *names: str) -> None:
         """Stop with one line naming the first missing variable among `names`."""

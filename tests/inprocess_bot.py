@@ -185,11 +185,12 @@ class Bot:
 
 
 @contextmanager
-def running_bot(r: redis.Redis, tmp_path: Path, *, client_timeout: int | None = None) -> Iterator[Bot]:
+def running_bot(r: redis.Redis, tmp_path: Path, *, client_timeout: int | None = None, **settings: Any) -> Iterator[Bot]:
     """A bot on the test Redis and a fresh stand-in, with the `slack_agents` agents loaded.
 
     With `client_timeout`, the Web API client is the production one (`make_web_client`,
-    retries included) giving up on a call after that many seconds.
+    retries included) giving up on a call after that many seconds. `settings` are
+    `RuntimeSettings` fields (such as `secret_key`).
     """
     load_agents(["slack_agents"])
     ws = Workspace()
@@ -199,7 +200,7 @@ def running_bot(r: redis.Redis, tmp_path: Path, *, client_timeout: int | None = 
         web = WebClient(token=BOT_TOKEN, base_url=base_url)
     else:
         web = make_web_client(BOT_TOKEN, base_url, timeout=client_timeout)
-    runtime = make_runtime(r, tmp_path)
+    runtime = make_runtime(r, tmp_path, **settings)
     slack = SlackHost(web, runtime.store)
     runtime.hosts.register("slack", slack)
     deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset({ADMIN}))

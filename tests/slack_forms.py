@@ -146,9 +146,10 @@ def has_action(blocks: list[dict[str, Any]], prefix: str) -> bool:
 
 
 def is_question(message: dict[str, Any]) -> bool:
-    """A question message still open: it carries Submit or one-click choice buttons."""
+    """A question message still open: it carries Submit, one-click choice buttons, or (asking a
+    secret) only the button that opens its form."""
     blocks = message.get("blocks") or []
-    return has_action(blocks, "parley_submit") or has_action(blocks, "parley_choose_")
+    return any(has_action(blocks, a) for a in ("parley_submit", "parley_choose_", "parley_open_form"))
 
 
 def texts(blocks: list[dict[str, Any]]) -> str:

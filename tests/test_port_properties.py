@@ -41,7 +41,7 @@ def valid_value(draw, item: Item, *, non_empty: bool = True):
     if item.type is ItemType.MULTI_SELECT:
         values = item.option_values()
         return draw(st.lists(st.sampled_from(values), min_size=1, max_size=len(values), unique=True))
-    if item.type is ItemType.FREE_TEXT:
+    if item.type in (ItemType.FREE_TEXT, ItemType.SECRET):
         return draw(non_blank.map(lambda s: s[: item.text_limit]).filter(lambda s: s.strip() != ""))
     return draw(iso_dates)
 
@@ -57,7 +57,7 @@ def items(draw, item_id: str) -> Item:
         extra["max_length"] = draw(st.none() | st.integers(1, 3000))
         extra["placeholder"] = draw(st.none() | words)
     item = Item(id=item_id, text=draw(words), type=kind, required=draw(st.booleans()), **extra)
-    if draw(st.booleans()):
+    if not item.is_secret and draw(st.booleans()):  # a secret takes no default
         item = Item.model_validate({**item.model_dump(), "default": draw(valid_value(item))})
     return item
 

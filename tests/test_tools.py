@@ -126,7 +126,7 @@ def test_schema_limits():
     props = question["items"]["properties"]
     assert props["id"]["pattern"] == "^[A-Za-z0-9_-]{1,64}$"
     assert props["header"]["maxLength"] == 12
-    assert props["type"]["enum"] == ["single", "multiple", "free", "date"]
+    assert props["type"]["enum"] == ["single", "multiple", "free", "date", "secret"]
     assert (props["options"]["minItems"], props["options"]["maxItems"]) == (2, 20)
     assert props["options"]["items"]["properties"]["label"]["maxLength"] == 75
     assert props["options"]["items"]["properties"]["description"]["maxLength"] == 75

@@ -37,6 +37,20 @@ class AdminError(ParleyError):
     """An admin operation refused: wrong status, unknown run, not an admin."""
 
 
+class SecretKeyMissing(AgentError):
+    """A secret item asked, or answered, where `PARLEY_SECRET_KEY` is not set; one line says so."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "PARLEY_SECRET_KEY is not set, so a secret answer cannot be kept; set it to a Fernet key "
+            "(python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
+        )
+
+
+class SecretUnreadable(AgentError):
+    """A sealed secret answer this process's `PARLEY_SECRET_KEY` does not open (another key sealed it)."""
+
+
 class NotSerializable(AgentError):
     """A `run.step` result that cannot be recorded as JSON."""
 

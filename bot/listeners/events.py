@@ -66,6 +66,13 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     found = lookup(store, run.interrupt, str(event["user"]))
     interrupt = found if isinstance(found, InterruptRecord) else None
     items = interrupt.request.items if interrupt else []
+    if interrupt is not None and interrupt.request.has_secret:
+        # Never read: the text may be the secret. The person is pointed to the form instead.
+        ack()
+        refused = AnswerOutcome.refused(interrupt.id, event["user"], RefusalReason.FORM_ONLY)
+        log.info("thread reply to a secret question refused", **{**run.log_context(), "user": event["user"]})
+        deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
+        return
     if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
         ack()
         return

@@ -80,7 +80,10 @@ _PLACEHOLDERS = {
     ItemType.MULTI_SELECT: "Choose options",
     ItemType.FREE_TEXT: "Type your answer",
     ItemType.DATE: "Pick a date",
+    ItemType.SECRET: "Type the secret",
 }
+SECRET_HINT = "Sealed for the run alone: nobody sees it again, and it is deleted when the run ends."
+FORM_ONLY_NOTE = ":lock: This question asks for a secret, so it is answered only in its form: click *Answer in a form*."
 _SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
 
 
@@ -141,6 +144,8 @@ def _element(item: Item, *, external: bool) -> Any:
         return StaticMultiSelectElement(
             action_id=ANSWER_ACTION_ID, placeholder=placeholder, options=options, initial_options=initial_list
         )
+    if item.type is ItemType.SECRET:  # never pre-filled: a secret has no default
+        return PlainTextInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, max_length=item.text_limit)
     if item.type is ItemType.FREE_TEXT:
         return PlainTextInputElement(
             action_id=ANSWER_ACTION_ID,
@@ -156,12 +161,13 @@ def _element(item: Item, *, external: bool) -> Any:
 
 def _input(item: Item, block_id: str, *, external: bool, label_cap: int = LABEL_MAX) -> InputBlock:
     label = truncate(item.text, label_cap)
+    hint = _SHORTENED_HINT if label != item.text else SECRET_HINT if item.is_secret else None
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
         element=_element(item, external=external),
         optional=not item.required,
-        hint=PlainTextObject(text=_SHORTENED_HINT) if label != item.text else None,
+        hint=PlainTextObject(text=hint) if hint else None,
     )
 
 
@@ -228,6 +234,11 @@ def question_blocks(
         limits.check_message_blocks(out)
         return out
 
+    if request.has_secret:
+        out = _dicts([*head, *_form_only(request, iid, version)])
+        limits.check_message_blocks(out)
+        return out
+
     external = {i.id for i in request.items if _is_external(i, external_threshold)}
     actions = ActionsBlock(
         block_id=f"qa|{iid}|{version}",
@@ -266,10 +277,25 @@ def question_blocks(
     return out
 
 
-def _answer_text(item: Item, answer: Answer | None, room: int) -> str:
+def _form_only(request: Request, iid: str, version: int) -> list[Block]:
+    """A request with a secret is answered only in the form: its items are listed, and the one
+    button opens the form. No input sits in the message, so nothing secret is typed into the thread."""
+    share = max(60, (QUESTION_TEXT_BUDGET - 2000) // len(request.items))
+    lines = [f"• {escape(clip(i.text, share))}" + (" :lock:" if i.is_secret else "") for i in request.items]
+    listing = SectionBlock(
+        block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=cut_escaped("\n".join(lines), SECTION_MAX))
+    )
+    note = ContextBlock(elements=[MarkdownTextObject(text=FORM_ONLY_NOTE)])
+    button = ButtonElement(text="Answer in a form", action_id=OPEN_FORM_ACTION_ID, value=iid, style="primary")
+    return [listing, note, ActionsBlock(block_id=f"qa|{iid}|{version}", elements=[button])]
+
+
+def _answer_text(item: Item, answer: Answer | None, room: int, answered_by: str = "") -> str:
     value = answer.value if answer else None
     if value is None or value == [] or value == "":
         return "_no answer_"
+    if item.is_secret:  # the value is never shown, not even masked: who gave it is all there is to say
+        return f"_provided by {user_ref(answered_by)}_" if answered_by else "_provided_"
     if isinstance(value, list):
         labels = [(item.option(v).label if item.option(v) else v) for v in value]
         return clip(", ".join(labels), room)
@@ -293,7 +319,7 @@ def answered_blocks(
     sections: list[Block] = []
     for item in request.items:
         title = clip(item.text, max(60, min(1000, share // 2)))
-        body = _answer_text(item, by_id.get(item.id), max(20, share - len(title) - 3))
+        body = _answer_text(item, by_id.get(item.id), max(20, share - len(title) - 3), answered_by)
         sections.append(SectionBlock(text=MarkdownTextObject(text=f"*{title}*\n{body}")))
     who = ContextBlock(
         elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)}, {date_token(answered_at)}")]

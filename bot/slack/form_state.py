@@ -122,6 +122,12 @@ def parse_state_values(request: Request, iid: str, state_values: Any, *, prefix:
             raise StateError(f"{block_id}: expected an object of actions, got {type(actions).__name__}")
         element = actions.get(ANSWER_ACTION_ID)
         answer = None if element is None else _answer(item_id, element, f"{block_id}/{ANSWER_ACTION_ID}")
+        item = request.item(item_id)
+        if item is not None and item.is_secret and answer is not None:
+            if prefix != "f":  # the question's message has no input for it: only the form may carry one
+                raise StateError(f"{block_id}: a secret is answered only in the form")
+            if answer.free_text is not None:
+                answer = Answer(id=item_id, secret=answer.free_text)
         rank = version or 0
         if item_id not in chosen or rank >= chosen[item_id][0]:
             chosen[item_id] = (rank, answer)

@@ -60,6 +60,12 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:
             return f"I couldn't tell which option you meant: {escape(d['message'])}"
+        case RefusalReason.FORM_ONLY:
+            return (
+                ":lock: This question asks for a secret, so it is answered only in its form: click "
+                "*Answer in a form* on the question. Your reply was not taken as an answer; "
+                "if it holds the secret, delete it."
+            )
         case RefusalReason.WRONG_TEAM:
             return WRONG_WORKSPACE
         case RefusalReason.WRONG_PLACE:

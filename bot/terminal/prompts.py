@@ -140,6 +140,8 @@ class TerminalPrompter:
             value = self.multi_select(item)
         elif item.type is ItemType.DATE:
             value = self.date(item)
+        elif item.type is ItemType.SECRET:
+            value = self.secret(item)
         else:
             value = self.free_text(item)
         self._echo(item, value)
@@ -271,6 +273,13 @@ class TerminalPrompter:
         text = session.prompt([*heading, ("", "> ")], default=default, validator=_Check(_text_check(item)))
         return text.strip() or None
 
+    def secret(self, item: Item) -> str | None:
+        """A line typed without echo (prompt_toolkit's password mode shows `*` for each character)."""
+        heading = _heading(item, "  ".join(n for n in (_optional(item), "typed hidden; never shown again") if n))
+        session = _session(is_password=True)
+        text = session.prompt([*heading, ("", "> ")], validator=_Check(_text_check(item)))
+        return text.strip() or None
+
     def date(self, item: Item) -> str | None:
         """A date typed as YYYY-MM-DD; a malformed one is refused with the reason."""
         session = _session(placeholder=FormattedText([("class:placeholder", "YYYY-MM-DD")]))
@@ -291,6 +300,8 @@ def describe(item: Item, value: AnswerValue) -> str:
     """An answer as people read it: option labels rather than values, "(skipped)" for none."""
     if value is None or value == []:
         return "(skipped)"
+    if item.is_secret:
+        return "(given; hidden)"
     if isinstance(value, list):
         return ", ".join(_label(item, v) for v in value)
     if item.type is ItemType.SELECT:

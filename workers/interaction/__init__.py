@@ -14,6 +14,7 @@ from workers.interaction.exceptions import (
     QuestionExpired,
 )
 from workers.interaction.models import (
+    SECRET_MASK,
     Answer,
     AnswerValue,
     Item,
@@ -28,6 +29,7 @@ from workers.interaction.protocol import Interactor, RunView
 
 __all__ = [
     "CONTEXT_MAX",
+    "SECRET_MASK",
     "Answer",
     "AnswerError",
     "AnswerValue",

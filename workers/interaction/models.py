@@ -19,6 +19,8 @@ MAX_OPTIONS = 100
 OPTION_VALUE_MAX = 150
 OPTION_LABEL_MAX = 75
 FREE_TEXT_DEFAULT_MAX = 3000
+SECRET_MASK = "••••"
+"""What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
 
 AnswerValue = str | list[str] | None
 """What `run.ask` returns per item: a choice, a list of choices, text, an ISO date, or None."""
@@ -31,12 +33,17 @@ class _Strict(BaseModel):
 
 
 class ItemType(StrEnum):
-    """The four kinds of question a person can be asked."""
+    """The kinds of question a person can be asked.
+
+    `SECRET` is a value that must not be seen again (a one-time code, a token): hosts read it
+    without showing it, only the run gets it back, and everything else shows `SECRET_MASK`.
+    """
 
     SELECT = "select"
     MULTI_SELECT = "multi_select"
     FREE_TEXT = "free_text"
     DATE = "date"
+    SECRET = "secret"
 
 
 class OnExpiry(StrEnum):
@@ -79,6 +86,10 @@ class Item(_Strict):
         return self.type in (ItemType.SELECT, ItemType.MULTI_SELECT)
 
     @property
+    def is_secret(self) -> bool:
+        return self.type is ItemType.SECRET
+
+    @property
     def text_limit(self) -> int:
         """The longest free-text answer accepted for this item."""
         return self.max_length or FREE_TEXT_DEFAULT_MAX
@@ -104,6 +115,8 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: options are only allowed on select and multi_select items")
         if self.type is not ItemType.FREE_TEXT and (self.multiline or self.max_length is not None):
             raise ValueError(f"item {self.id!r}: multiline and max_length only apply to free_text items")
+        if self.is_secret and self.default is not None:
+            raise ValueError(f"item {self.id!r}: a secret item takes no default (it would be stored in the clear)")
         if self.default is not None:
             from workers.interaction.validation import check_value  # local: validation imports models
 
@@ -143,6 +156,11 @@ class Request(_Strict):
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)
 
+    @property
+    def has_secret(self) -> bool:
+        """Whether any item asks for a secret: such a request is answered only where nobody sees it typed."""
+        return any(i.is_secret for i in self.items)
+
     def validate_answers(self, answers: list[Answer]) -> list[Answer]:
         """Normalise `answers` against this request, or raise `AnswerError` listing each problem."""
         from workers.interaction.validation import validate_answers
@@ -154,6 +172,9 @@ class Request(_Strict):
         return [Answer.for_item(i, i.default) for i in self.items if i.default is not None]
 
 
+_ANSWER_FIELDS = ("choice", "choices", "free_text", "date", "secret")
+
+
 class Answer(_Strict):
     """A person's answer to one item: the id and exactly the field matching the item's type."""
 
@@ -162,17 +183,26 @@ class Answer(_Strict):
     choices: list[str] | None = None
     free_text: str | None = None
     date: str | None = None
+    secret: str | None = Field(default=None, repr=False)  # never in a repr, so never in a traceback or log
 
     @model_validator(mode="after")
     def _one_field(self) -> Answer:
-        given = [f for f in ("choice", "choices", "free_text", "date") if getattr(self, f) is not None]
+        given = [f for f in _ANSWER_FIELDS if getattr(self, f) is not None]
         if len(given) != 1:
-            raise ValueError(f"answer {self.id!r} must set exactly one of choice, choices, free_text, date")
+            raise ValueError(f"answer {self.id!r} must set exactly one of {', '.join(_ANSWER_FIELDS)}")
         return self
 
     @property
     def field(self) -> str:
-        return next(f for f in ("choice", "choices", "free_text", "date") if getattr(self, f) is not None)
+        return next(f for f in _ANSWER_FIELDS if getattr(self, f) is not None)
+
+    @property
+    def is_secret(self) -> bool:
+        return self.secret is not None
+
+    def masked(self) -> Answer:
+        """This answer as it may be kept and shown: a secret's value replaced by `SECRET_MASK`."""
+        return self.model_copy(update={"secret": SECRET_MASK}) if self.is_secret else self
 
     @property
     def value(self) -> AnswerValue:
@@ -189,6 +219,7 @@ FIELD_FOR_TYPE: dict[ItemType, str] = {
     ItemType.MULTI_SELECT: "choices",
     ItemType.FREE_TEXT: "free_text",
     ItemType.DATE: "date",
+    ItemType.SECRET: "secret",
 }
 
 

@@ -37,7 +37,10 @@ _TYPES: dict[str, ItemType] = {
     "multiple": ItemType.MULTI_SELECT,
     "free": ItemType.FREE_TEXT,
     "date": ItemType.DATE,
+    "secret": ItemType.SECRET,
 }
+SECRET_PLACEHOLDER = "(secret received; hidden from you, your tools get it from the run)"
+"""What the model reads for a secret answer: never the value, which only the agent's code gets (`run.secret`)."""
 
 _OPTION_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -72,7 +75,8 @@ _QUESTION_SCHEMA: dict[str, Any] = {
         "type": {
             "type": "string",
             "enum": list(_TYPES),
-            "description": "single: pick one option; multiple: pick any; free: typed text; date: YYYY-MM-DD.",
+            "description": "single: pick one option; multiple: pick any; free: typed text; date: YYYY-MM-DD; "
+            "secret: a value such as a one-time code or token that you never see (your tools get it).",
         },
         "options": {
             "type": "array",
@@ -113,7 +117,8 @@ ASK_USER_DESCRIPTION = (
     "the person type their own answer instead. When the person approves or decides something, pass the "
     "facts they decide on as 'context'. The result has one line per question id, e.g. "
     "'severity: High', 'areas: [API, Web]', 'notes: \"text\"', 'due: 2026-12-01', "
-    "'severity: other \"text\"' or 'notes: (skipped)'."
+    "'severity: other \"text\"' or 'notes: (skipped)'. Ask for a password, token or one-time code only with "
+    "type 'secret': its answer reads 'code: (secret received; ...)' and reaches your tools, never you."
 )
 
 
@@ -300,7 +305,8 @@ def answers_for_model(request: Request, answers: list[Answer] | None, *, expired
     `sev: High`, `components: [API, Web]`, `details: "quoted text"`, `due: 2026-12-01`,
     `sev: other "typed text"` (a single's "other" answer, shown after the choice if
     both were given), `id: (skipped)` when unanswered, and `id: (expired: no answer)`
-    for every question when nobody answered in time.
+    for every question when nobody answered in time. A secret answer reads
+    `SECRET_PLACEHOLDER`: the value is never put in the text the model reads.
     """
     values = {a.id: a.value for a in answers or []}
     folded = {
@@ -318,6 +324,9 @@ def answers_for_model(request: Request, answers: list[Answer] | None, *, expired
             lines.append(f"{item.id}: (expired: no answer)")
             continue
         value = values.get(item.id)
+        if item.is_secret:
+            lines.append(f"{item.id}: {SECRET_PLACEHOLDER if isinstance(value, str) and value else '(skipped)'}")
+            continue
         other = values.get(item.id + OTHER_SUFFIX) if item.id + OTHER_SUFFIX in folded else None
         parts: list[str] = []
         if isinstance(value, list) and value:

@@ -40,6 +40,12 @@ def check_value(item: Item, value: AnswerValue) -> str | None:
             return "expected text"
         if len(value) > item.text_limit:
             return f"text is {len(value)} characters, over the limit of {item.text_limit}"
+    elif item.type is ItemType.SECRET:
+        # Never quote the value: this message is shown to people and may be logged.
+        if not isinstance(value, str):
+            return "expected text"
+        if len(value) > item.text_limit:
+            return f"the secret is {len(value)} characters, over the limit of {item.text_limit}"
     elif item.type is ItemType.DATE:
         if not isinstance(value, str):
             return "expected a date in YYYY-MM-DD form"

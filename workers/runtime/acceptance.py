@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from workers.exceptions import ParleyError
+from workers.exceptions import ParleyError, SecretKeyMissing
 from workers.interaction import Answer, AnswerError
 from workers.logs import Log
 from workers.runtime.group_close import close_member
@@ -192,7 +192,11 @@ def accept(
             raise refusal_error(refusal, interrupt)
         log.info("answer accepted", **ctx, group=interrupt.group)
         return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
-    refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+    try:
+        refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+    except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
+        log.error("secret answer refused", **ctx, problem=str(exc))
+        raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)

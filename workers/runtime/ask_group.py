@@ -70,6 +70,7 @@ def _specs(run: Run, requests: Mapping[str, Request], context: Mapping[str, Cont
             raise AgentError(f"ask key {key!r} must be a non-empty string of at most 200 characters")
         if not isinstance(request, Request):
             raise AgentError(f"request {key!r} is a {type(request).__name__}, not a Request")
+        _no_secret(request, key)
         facts = context.get(key)
         bound = canonical(facts) if facts is not None else ""  # ContextError here, before anything is recorded
         specs.append(_Spec(key, _with_assignees(run, request), bound, as_given(facts) if facts is not None else ""))
@@ -304,6 +305,7 @@ def ask_each(
 ) -> dict[str, dict[str, AnswerValue]]:
     if not isinstance(request, Request):
         raise AgentError(f"ask_each needs a Request, not a {type(request).__name__}")
+    _no_secret(request, key or "ask_each")
     request = _with_assignees(run, request)
     people = list(request.assignees)
     if len(people) > MAX_AT_ONCE:
@@ -427,3 +429,10 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
     for m in members:  # a member a `show` job already locked is left as it is
         if m.message and m.state is not InterruptState.OPEN and not m.shown:
             run.once(f"lock:{m.id}", lambda m=m: run.host.question_closed(record, m))
+
+
+def _no_secret(request: Request, key: str) -> None:
+    """Secret items are sealed by `run.ask`'s acceptance path only; several questions at once
+    would keep their answers in the clear, so they are refused before anything is recorded."""
+    if request.has_secret:
+        raise AgentError(f"question {key!r} has a secret item: ask secrets one at a time with run.ask")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workers.exceptions import AgentError, NotSerializable, StaleEpoch, Suspend
+from workers.exceptions import AgentError, NotSerializable, SecretKeyMissing, StaleEpoch, Suspend
 from workers.interaction import (
     AnswerValue,
     Context,
@@ -63,6 +63,7 @@ class Run:
         self._journal: dict[str, Any] | None = journal  # read with the claim, or on first use
         self._interrupts: dict[str, InterruptRecord | None] = {}
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
+        self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
         self.log = log.bind(**record.log_context())
 
     def _recorded(self, field: str) -> Any:
@@ -207,7 +208,13 @@ class Run:
         with the question and recorded with the answer; on replay, an answer given on
         other facts than `context` now is void for this run, and the question is asked
         again as the key's next attempt, showing what changed.
+
+        A secret item's value is returned here (and by `secret`) and nowhere else: it is
+        sealed at rest under `PARLEY_SECRET_KEY` until the run ends. Without the key, a
+        request with a secret item fails the run (`SecretKeyMissing`) before anything is recorded.
         """
+        if request.has_secret and self._rt.store.box is None:
+            raise SecretKeyMissing()
         bound = canonical(context) if context is not None else ""  # refused here, before anything is recorded
         shown = as_given(context) if context is not None else ""
         facts: Context | None = json.loads(shown) if shown else None
@@ -230,7 +237,10 @@ class Run:
                 voided = self._void_if_changed(interrupt, bound, facts)
                 if voided is not None:
                     continue
-                return answers_to_values(interrupt.request, interrupt.answers)
+                values = self._with_secrets(interrupt)
+                if values is None:
+                    continue  # its secrets were deleted when the run ended once; ask again
+                return values
             if interrupt.state is InterruptState.EXPIRED:
                 if interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS:
                     return answers_to_values(interrupt.request, interrupt.answers)
@@ -294,6 +304,29 @@ class Run:
         """A single question has no per-person progress (see `ask_each`)."""
         return None
 
+    def secret(self, item_id: str) -> str:
+        """The value of the secret item `item_id` as last answered in this execution (see `ask`).
+
+        For code that needs a secret the model only saw a placeholder of (`workers.llm`): a
+        tool reads it here. `AgentError` when no secret answer to `item_id` was returned yet.
+        """
+        if item_id not in self._secrets:
+            raise AgentError(f"no secret answer to {item_id!r} in this run yet; ask it with run.ask first")
+        return self._secrets[item_id]
+
+    def _with_secrets(self, interrupt: InterruptRecord) -> dict[str, AnswerValue] | None:
+        """An answered question's values, its secrets opened; None when its secrets are no longer held."""
+        values = answers_to_values(interrupt.request, interrupt.answers)
+        if not any(a.is_secret for a in interrupt.answers):
+            return values
+        iid = interrupt.id
+        opened = self.durable(lambda: self._rt.store.secret_answers(self.run_id, iid), "read a secret answer")
+        if opened is None:
+            self.log.info("secret answer no longer held; asking again", key=interrupt.key)
+            return None
+        self._secrets.update(opened)
+        return {**values, **{k: v for k, v in opened.items() if k in values}}
+
     def context_changed(self, key: str) -> bool:
         """True when the answer the last `ask` of `key` returned was asked again because the
         facts of the answer before it had changed (that answer was void); False otherwise,
@@ -349,6 +382,7 @@ class Run:
                 lambda: self._rt.store.close_synchronously(interrupt, answers, by=self.started_by, epoch=self._epoch),
                 "record the answers",
             )
+            self._secrets.update({a.id: a.secret for a in answers if a.secret is not None})
             return answers_to_values(interrupt.request, answers)
         parked = self._interrupt
         self.durable(lambda: self._rt.store.park(self.run_id, self._epoch, parked), "park")

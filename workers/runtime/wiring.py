@@ -17,6 +17,7 @@ from workers.registry import REGISTRY, AgentRegistry
 from workers.runtime.host import HostRouter
 from workers.runtime.queues import queue
 from workers.store.runs import RunStore
+from workers.store.sealed import SecretBox
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class RuntimeSettings:
     requeue_grace: float = 10.0
     retention: float = 30 * 86400.0  # finished runs are deleted this long after they ended; 0 keeps them
     data_dir: Path = Path(".parley")
+    secret_key: str | None = field(default=None, repr=False)  # PARLEY_SECRET_KEY: seals secret answers
 
 
 @dataclass
@@ -50,13 +52,15 @@ class Runtime:
         settings: RuntimeSettings | None = None,
         registry: AgentRegistry | None = None,
     ) -> Runtime:
+        settings = settings or RuntimeSettings()
+        box = SecretBox(settings.secret_key) if settings.secret_key else None
         return cls(
             redis=redis,
-            store=RunStore(redis),
+            store=RunStore(redis, box),
             queue=queue(redis),
             hosts=hosts or HostRouter(),
             registry=registry or REGISTRY,
-            settings=settings or RuntimeSettings(),
+            settings=settings,
         )
 
 

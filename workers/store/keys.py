@@ -24,6 +24,11 @@ def history(run_id: str) -> str:
     return f"{PREFIX}run:{run_id}:history"
 
 
+def secrets(run_id: str) -> str:
+    """Hash: sealed secret answers by interrupt id (Fernet tokens); deleted when the run ends."""
+    return f"{PREFIX}run:{run_id}:secrets"
+
+
 def interrupt(interrupt_id: str) -> str:
     """Hash: one question put to people (request, assignees, state, answers)."""
     return f"{PREFIX}interrupt:{interrupt_id}"

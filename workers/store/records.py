@@ -61,6 +61,7 @@ class RefusalReason(StrEnum):
     WRONG_PLACE = "wrong_place"  # the click came from another conversation or message than the question's
     INVALID = "invalid"  # the answers do not fit the request
     AMBIGUOUS = "ambiguous"  # a typed reply that matches no single option
+    FORM_ONLY = "form_only"  # a typed reply to a question with a secret, which is answered only in its form
     UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
     NOT_NEEDED = "not_needed"  # one of several questions whose run went on without it (`ask_any`, a quorum)
 

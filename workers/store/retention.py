@@ -86,6 +86,7 @@ class Retention:
             keys.expiry_index(),
             keys.remind_index(),
             keys.accepted_index(),
+            keys.secrets(run_id),
         ]
         conv: dict[str, Any] = json.loads(conversation) if conversation else {}
         if conv.get("channel") and conv.get("thread_ts"):

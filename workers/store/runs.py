@@ -11,7 +11,7 @@ from typing import Any
 
 from redis import Redis
 
-from workers.exceptions import RunNotFound, StaleEpoch
+from workers.exceptions import RunNotFound, SecretKeyMissing, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.store import job_ids, keys, scripts
@@ -25,6 +25,7 @@ from workers.store.records import (
     RunStatus,
 )
 from workers.store.retention import Retention
+from workers.store.sealed import SecretBox, split
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,14 @@ def new_id(prefix: str) -> str:
 
 
 class RunStore:
-    """All of a run's state lives behind this class; the Redis connection is passed in."""
+    """All of a run's state lives behind this class; the Redis connection is passed in.
 
-    def __init__(self, redis: Redis) -> None:
+    `box` seals secret answers (from `PARLEY_SECRET_KEY`); without it a secret answer is refused.
+    """
+
+    def __init__(self, redis: Redis, box: SecretBox | None = None) -> None:
         self.redis = redis
+        self.box = box
         self._transition = redis.register_script(scripts.TRANSITION)
         self._claim = redis.register_script(scripts.CLAIM)
         self._journal = redis.register_script(scripts.JOURNAL)
@@ -135,7 +140,8 @@ class RunStore:
         ]
         for name, value in fields.items():
             argv += [name, value if isinstance(value, str) else json.dumps(value)]
-        done, second, old = self._transition(keys=_transition_keys(run_id), args=argv)
+        # The run's sealed secrets go too when it ends (TRANSITION's last key; CLAIM never ends a run).
+        done, second, old = self._transition(keys=[*_transition_keys(run_id), keys.secrets(run_id)], args=argv)
         return bool(done), _s(second), _s(old)
 
     def claim(self, run_id: str, lease_until: float) -> Claim:
@@ -236,9 +242,14 @@ class RunStore:
         token: str = "",
         now: float | None = None,
     ) -> Refusal | None:
-        """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing."""
+        """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing.
+
+        Secret values are sealed and kept apart from the answers, which keep `SECRET_MASK`;
+        `SecretKeyMissing` when there is a secret and no key (nothing is written).
+        """
         now = time.time() if now is None else now
-        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
+        stored, sealed = self._seal(answers or [])
+        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in stored])
         entry = history_entry(
             {"answer": "answered", "expire": "expired", "cancel": "cancelled"}[mode],
             actor,
@@ -257,6 +268,7 @@ class RunStore:
                 keys.accepted_index(),
                 keys.leases_index(),
                 keys.history(interrupt.run_id),
+                keys.secrets(interrupt.run_id),
             ],
             args=[
                 interrupt.run_id,
@@ -270,6 +282,7 @@ class RunStore:
                 token,
                 entry,
                 job_ids.resume(interrupt.run_id, interrupt.id),
+                sealed,
             ],
         )
         if res[0] == 1:
@@ -277,11 +290,14 @@ class RunStore:
         return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
 
     def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
-        """Record answers a synchronous host (the terminal) collected in-process."""
-        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers])
+        """Record answers a synchronous host (the terminal) collected in-process (secrets sealed, as in `close`)."""
+        stored, sealed = self._seal(answers)
+        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in stored])
         self.record(interrupt.run_id, epoch, f"answered:{interrupt.id}", by)
         now = time.time()
         pipe = self.redis.pipeline(transaction=True)
+        if sealed:
+            pipe.hset(keys.secrets(interrupt.run_id), interrupt.id, sealed)
         pipe.hset(
             keys.interrupt(interrupt.id),
             mapping={"state": "answered", "answers": answers_json, "answered_by": by, "answered_at": repr(now)},
@@ -299,6 +315,25 @@ class RunStore:
             ),
         )
         pipe.execute()
+
+    def _seal(self, answers: list[Answer]) -> tuple[list[Answer], str]:
+        """The answers as stored (secrets masked) and their secret values sealed ('' when there are none)."""
+        stored, values = split(answers)
+        if not values:
+            return stored, ""
+        if self.box is None:
+            raise SecretKeyMissing()
+        return stored, self.box.seal(values)
+
+    def secret_answers(self, run_id: str, interrupt_id: str) -> dict[str, str] | None:
+        """The secret values given to `interrupt_id`, opened; None when none are held (the run ended
+        once since: they are deleted with every ending, and a retried run asks again)."""
+        raw = self.redis.hget(keys.secrets(run_id), interrupt_id)
+        if raw is None:
+            return None
+        if self.box is None:
+            raise SecretKeyMissing()
+        return self.box.open(_s(raw))
 
     # ---- the run's conversation ----------------------------------------------------
     def set_thread(self, run_id: str, conversation: dict[str, Any]) -> None:

@@ -11,10 +11,12 @@ by `workers.store.keys` and passed in ARGV.
 
 from __future__ import annotations
 
-from workers.store.records import RefusalReason
+from workers.store.records import FINAL_STATUSES, RefusalReason
 
 # The refusal reasons as Lua constants, so a script's replies are `RefusalReason` values.
 _REASONS = "".join(f"local R_{r.name} = '{r.value}'\n" for r in RefusalReason)
+# The statuses a run ends in, as a Lua set: a run that reaches one loses its sealed secrets.
+_FINAL = "local FINAL = {" + ", ".join(f"['{s.value}'] = true" for s in sorted(FINAL_STATUSES)) + "}\n"
 
 # Shared helpers, prepended to every script.
 _LIB = """
@@ -32,8 +34,9 @@ end
 
 # Move a run between statuses when it is in one of the allowed ones (and, for a
 # worker's write, when its epoch still matches), with its history entry in the same
-# step: a reader never sees a run ended without the entry that says how.
-# KEYS: run, leases, accepted, history   ARGV: run_id, idx_prefix, allowed (space
+# step: a reader never sees a run ended without the entry that says how. A run that
+# ends, however it ends, loses its sealed secret answers in the same step.
+# KEYS: run, leases, accepted, history, secrets   ARGV: run_id, idx_prefix, allowed (space
 # separated), epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch
 # ('0'|'1'), failures delta, history entry json or '', then field/value pairs.
 _TRANSITION_BODY = """
@@ -56,11 +59,13 @@ if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else r
 for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
 """
-TRANSITION = _LIB + _TRANSITION_BODY + "return {1, epoch, st}\n"
+TRANSITION = _LIB + _FINAL + _TRANSITION_BODY + "if FINAL[ARGV[5]] then redis.call('DEL', KEYS[5]) end\n"
+TRANSITION += "return {1, epoch, st}\n"
 
 # A worker's claim: TRANSITION to running with a new epoch, then the run and its
 # journal as they stand after it, so an execution starts in one round trip.
-# KEYS: as TRANSITION, then the journal   ARGV: as TRANSITION
+# KEYS: run, leases, accepted, history, journal (TRANSITION's first four; it never ends a
+# run, so it has no secrets to delete)   ARGV: as TRANSITION
 CLAIM = (
     _LIB + _TRANSITION_BODY + "return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[5])}\n"
 )
@@ -127,9 +132,12 @@ return 1
 
 # Close an open question and queue its run: an accepted answer, an expiry, or a
 # cancel. Returns {1} or {0, reason, detail...}; a refusal writes nothing.
-# KEYS: run, interrupt, expiry, remind, accepted, leases, history
+# An answer's secret values arrive sealed and are kept only when it is accepted; a
+# cancel ends the run and deletes them.
+# KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
-#       actor, answers json, token, history json, job id of the resume
+#       actor, answers json (secrets masked), token, history json, job id of the resume,
+#       sealed secret values or ''
 CLOSE = (
     _LIB
     + _REASONS
@@ -155,6 +163,7 @@ if ARGV[6] == 'answer' then
   if not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
+  if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[8], ARGV[4], ARGV[12]) end
   redis.call('HSET', KEYS[1], 'failures', 0)  -- an answer is progress: failures count afresh
 elseif ARGV[6] == 'expire' then
   if not expired then return {0, R_NOT_DUE, q.expires_at or ''} end
@@ -167,6 +176,7 @@ for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u
 if ARGV[6] == 'cancel' then
   set_status(KEYS[1], ARGV[1], ARGV[2], 'cancelled', ARGV[5])
   redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+  redis.call('DEL', KEYS[8])
 else
   set_status(KEYS[1], ARGV[1], ARGV[2], 'queued', ARGV[5])
   redis.call('HSET', KEYS[1], 'job', ARGV[11])
@@ -185,7 +195,7 @@ return {1}
 # write, so a refusal or a malformed value writes nothing. A run that is already gone
 # leaves only stray index entries, which are removed ({2}); running it again is harmless.
 # Returns {1, epoch, job, interrupt ids...}, {2}, or {0, reason, status}.
-# KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, [thread]
+# KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, secrets, [thread]
 # ARGV: run_id, cutoff, final statuses, every status (both space separated), idx_prefix,
 #       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix
 PURGE = """
@@ -197,7 +207,7 @@ local run = redis.call('HMGET', KEYS[1], 'status', 'updated_at', 'conversation',
 local st = run[1]
 if not st then
   unindex()
-  redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('DEL', KEYS[2], KEYS[3], KEYS[9])
   return {2}
 end
 local final = false
@@ -239,8 +249,8 @@ for _, o in ipairs(owned) do
   if gid then redis.call('DEL', ARGV[9] .. gid) end
   redis.call('DEL', ARGV[7] .. o[1])
 end
-if KEYS[9] and redis.call('GET', KEYS[9]) == ARGV[1] then redis.call('DEL', KEYS[9]) end
+if KEYS[10] and redis.call('GET', KEYS[10]) == ARGV[1] then redis.call('DEL', KEYS[10]) end
 unindex()
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9])
 return {1, run[5] or '0', run[6] or '', unpack(iids)}
 """
