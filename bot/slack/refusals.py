@@ -16,6 +16,10 @@ from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
+UNCONFIRMED = (
+    ":warning: Parley could not confirm that your answer is stored safely. Please submit it again;"
+    " the same answer is taken only once."
+)
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
 LABEL_MAX = 150
 TEXT_MAX = 4000
@@ -53,6 +57,8 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             return "This question expired before it was answered."
         case RefusalReason.UNAVAILABLE:
             return ":warning: Parley could not save your answer just now. Nothing was recorded; please submit again."
+        case RefusalReason.UNCONFIRMED:
+            return UNCONFIRMED
         case RefusalReason.NOT_OPEN:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:

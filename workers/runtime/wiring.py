@@ -16,6 +16,7 @@ from rq import Queue
 from workers.registry import REGISTRY, AgentRegistry
 from workers.runtime.host import HostRouter
 from workers.runtime.queues import queue
+from workers.store.replication import Replication
 from workers.store.runs import RunStore
 
 
@@ -31,6 +32,7 @@ class RuntimeSettings:
     requeue_grace: float = 10.0
     retention: float = 30 * 86400.0  # finished runs are deleted this long after they ended; 0 keeps them
     data_dir: Path = Path(".parley")
+    min_replicas: int = 0  # replicas that must hold an accepted answer before it is acked (workers.store.replication)
 
 
 @dataclass
@@ -50,13 +52,14 @@ class Runtime:
         settings: RuntimeSettings | None = None,
         registry: AgentRegistry | None = None,
     ) -> Runtime:
+        settings = settings or RuntimeSettings()
         return cls(
             redis=redis,
-            store=RunStore(redis),
+            store=RunStore(redis, Replication(settings.min_replicas)),
             queue=queue(redis),
             hosts=hosts or HostRouter(),
             registry=registry or REGISTRY,
-            settings=settings or RuntimeSettings(),
+            settings=settings,
         )
 
 

@@ -61,6 +61,7 @@ class RefusalReason(StrEnum):
     INVALID = "invalid"  # the answers do not fit the request
     AMBIGUOUS = "ambiguous"  # a typed reply that matches no single option
     UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
+    UNCONFIRMED = "unconfirmed"  # accepted on the master, but no replica confirmed it in time; ask again
 
 
 class _Record(BaseModel):

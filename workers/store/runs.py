@@ -23,6 +23,7 @@ from workers.store.records import (
     RunRecord,
     RunStatus,
 )
+from workers.store.replication import Replication
 from workers.store.retention import Retention
 
 
@@ -53,8 +54,9 @@ def new_id(prefix: str) -> str:
 class RunStore:
     """All of a run's state lives behind this class; the Redis connection is passed in."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, replication: Replication | None = None) -> None:
         self.redis = redis
+        self.replication = replication or Replication()
         self._transition = redis.register_script(scripts.TRANSITION)
         self._claim = redis.register_script(scripts.CLAIM)
         self._journal = redis.register_script(scripts.JOURNAL)
@@ -234,7 +236,11 @@ class RunStore:
         token: str = "",
         now: float | None = None,
     ) -> Refusal | None:
-        """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing."""
+        """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing.
+
+        Except `UNCONFIRMED`: the answer was accepted on the master but fewer replicas than
+        `replication.min_replicas` confirmed it in time (`workers.store.replication`).
+        """
         now = time.time() if now is None else now
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
         entry = history_entry(
@@ -246,30 +252,36 @@ class RunStore:
             answers=json.loads(answers_json),
             **_bound_to(interrupt),
         )
-        res = self._close(
-            keys=[
-                keys.run(interrupt.run_id),
-                keys.interrupt(interrupt.id),
-                keys.expiry_index(),
-                keys.remind_index(),
-                keys.accepted_index(),
-                keys.leases_index(),
-                keys.history(interrupt.run_id),
-            ],
-            args=[
-                interrupt.run_id,
-                keys.status_index(""),
-                keys.waiting_index(""),
-                interrupt.id,
-                repr(now),
-                mode,
-                actor,
-                answers_json,
-                token,
-                entry,
-                job_ids.resume(interrupt.run_id, interrupt.id),
-            ],
-        )
+        close_keys = [
+            keys.run(interrupt.run_id),
+            keys.interrupt(interrupt.id),
+            keys.expiry_index(),
+            keys.remind_index(),
+            keys.accepted_index(),
+            keys.leases_index(),
+            keys.history(interrupt.run_id),
+        ]
+        close_args = [
+            interrupt.run_id,
+            keys.status_index(""),
+            keys.waiting_index(""),
+            interrupt.id,
+            repr(now),
+            mode,
+            actor,
+            answers_json,
+            token,
+            entry,
+            job_ids.resume(interrupt.run_id, interrupt.id),
+        ]
+        wanted = self.replication.min_replicas if mode == "answer" else 0
+        if not wanted:
+            res = self._close(keys=close_keys, args=close_args)
+        else:
+            res, confirmed = self.replication.run_and_wait(self.redis, self._close, close_keys, close_args)
+            if res[0] == 1 and confirmed < wanted:
+                # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
+                return Refusal(RefusalReason.UNCONFIRMED, (str(confirmed),))
         if res[0] == 1:
             return None
         return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
