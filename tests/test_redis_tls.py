@@ -21,12 +21,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from redis_servers import DATA_PORTS, Server, free_port, have_redis_server
+from redis_servers import DATA_PORTS, Server, free_port, tls_build
 from slack_stack import PARLEY, SlackStack
 
 pytestmark = [
     pytest.mark.system,
-    pytest.mark.skipif(not have_redis_server(), reason="needs Debian's redis-server (.ci/run installs it)"),
+    pytest.mark.skipif(not tls_build(), reason="needs a TLS build of redis-server, as Debian's (.ci/run installs it)"),
 ]
 
 
