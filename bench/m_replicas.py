@@ -7,7 +7,11 @@ the whole ack path; with the setting the accept script and a `WAIT 1 500` go dow
 connection in one pipeline and the ack waits for the replica's acknowledgement. Closed loop
 at 1 and 16 concurrent clients; rounds alternate which side goes first.
 
-After the rounds the replica is read directly: every answer acked by either server is there.
+Then the same comparison without HTTP, bolt or gunicorn: `accept` called in this process on
+runtimes alike but for the setting (read the question, validate, the close script, enqueue the
+resume), one at a time: the Redis part of the ack, where the wait is all of the difference.
+
+After the rounds the replica is read directly: every answer acked by either side is there.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import shutil
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import redis
 
@@ -30,8 +35,17 @@ from bench.redis_db import BENCH_DB
 from bench.seed import SubmitClicks, seed_paused
 from bench.stack import Stack
 from bench.stats import Dist, ratio
+from workers.interaction import Answer
+from workers.runtime.acceptance import accept
+from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore
+
+ANSWERS = [
+    Answer(id="env", choice="production"),
+    Answer(id="regions", choices=["eu-west-1"]),
+    Answer(id="why", free_text="Hotfix for the login outage"),
+]
 
 CONCURRENCY = (1, 16)
 PORTS = range(27000, 27500)  # loopback ports probed free for the private servers
@@ -70,6 +84,28 @@ def _pings(client: redis.Redis) -> bool:
         return bool(client.ping())
     except redis.RedisError:
         return False
+
+
+def _accept_rounds(master: redis.Redis, store: RunStore, cfg: Config, request: Any) -> dict[str, Any]:
+    """`accept` in this process, with and without the wait, alternating; returns the two Dists and the count."""
+    n = cfg.pick(200, 500)
+    runtimes = {
+        side: Runtime.build(master, settings=RuntimeSettings(min_replicas=1 if side == "wait" else 0))
+        for side in ("wait", "nowait")
+    }
+    runs = seed_paused(store, 2 * (n * cfg.rounds + 20), request, agent=AGENT, user_for=lambda i: f"U0I{i % 100:03d}")
+    todo = iter(runs)
+    dists = {side: Dist() for side in runtimes}
+    for rnd in range(cfg.rounds + 1):  # the first round warms both up and is not counted
+        for side in ("wait", "nowait") if rnd % 2 else ("nowait", "wait"):
+            lat = []
+            for run in itertools.islice(todo, n if rnd else 20):
+                t0 = time.perf_counter()
+                accept(runtimes[side], run.iid, run.user, ANSWERS, token=f"{run.user}:{run.iid}")
+                lat.append((time.perf_counter() - t0) * 1000)
+            if rnd:
+                dists[side].add_round(lat)
+    return {"one at a time": (dists["wait"], dists["nowait"]), "answers": 2 * (n * cfg.rounds + 20)}
 
 
 def measure(stack: Stack, cfg: Config) -> Result:
@@ -124,8 +160,9 @@ def measure(stack: Stack, cfg: Config) -> Result:
                     errors += bad
                     dists[(side, c)].add_round(lat)
                     time.sleep(0.3)
+        in_process = _accept_rounds(master, store, cfg, request)
         time.sleep(1.0)
-        sent = total  # every seeded run got exactly one click
+        sent = total + in_process.pop("answers")  # every seeded run got exactly one answer
         on_master = store.count(RunStatus.QUEUED)
         on_replica = RunStore(replica).count(RunStatus.QUEUED)
         result = Result(
@@ -152,6 +189,20 @@ def measure(stack: Stack, cfg: Config) -> Result:
                     spread=f"{w.spread()} | {n.spread()}",
                 ),
                 Row("9 min replicas=1", f"c={c}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
+            ]
+        for key, (w, n) in in_process.items():
+            result.detail[f"accept {key}"] = {"wait": w.summary(), "nowait": n.summary()}
+            result.rows += [
+                Row(
+                    "9 min replicas=1",
+                    f"accept, {key}",
+                    "p50 ms",
+                    w.p50,
+                    n.p50,
+                    ratio(w.p50, n.p50),
+                    spread=f"{w.spread()} | {n.spread()}",
+                ),
+                Row("9 min replicas=1", f"accept, {key}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
             ]
         if errors or on_master != sent or on_replica != sent:
             result.rows[
