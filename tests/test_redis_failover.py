@@ -125,6 +125,9 @@ def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topolo
 
         # Sentinel promotes the replica ...
         topology.wait_sentinels_agree(replica.port, timeout=30)
+        promoted = replica.client()
+        assert promoted.execute_command("ROLE")[0] == b"master"
+        promoted.close()
         # ... and the dead node comes back empty; Sentinel makes it the new master's replica.
         topology.restart_as_empty(old_master)
         wait_replicas(replica, 1, timeout=30)
