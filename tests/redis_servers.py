@@ -130,6 +130,7 @@ def data_server(name: str, workdir: Path, *extra: str, port: int | None = None) 
     """A redis-server with no persistence: a restarted one comes back empty, as after losing its disk."""
     port = port or free_port(DATA_PORTS)
     args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)]
+    args += ["--repl-diskless-sync-delay", "0"]  # a replica's first sync starts at once, not 5 s later
     return Server(name, port, [*args, *extra], workdir)
 
 
@@ -242,12 +243,20 @@ class Topology:
             server.stop()
 
 
+def online_replicas(client: redis.Redis) -> int:
+    """Replicas past their initial sync (a replica still loading counts as connected, not online)."""
+    info = client.info("replication")
+    return sum(
+        1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
+    )
+
+
 def wait_replicas(master: Server, n: int, timeout: float = 15.0) -> None:
     """Until `master` reports `n` replicas online."""
     client = master.client()
     deadline = time.monotonic() + timeout
     try:
-        while int(client.info("replication").get("connected_slaves", 0)) < n:
+        while online_replicas(client) < n:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{master.name} never had {n} replica(s)")
             time.sleep(0.05)

@@ -116,3 +116,14 @@ def test_without_the_setting_nothing_waits(pair: Topology, master: redis.Redis, 
     with frozen(pair):
         accept(rt, iid, "U1", RED, token="U1:click-1")  # acked with the replica frozen
     assert state_on(master, iid)[0] == "answered"
+
+
+def test_a_master_without_the_script_loaded_still_accepts_and_waits(
+    pair: Topology, master: redis.Redis, tmp_path: Path
+) -> None:
+    """A promoted replica starts with an empty script cache: the pipelined close loads it and goes on."""
+    rt = make_runtime(master, tmp_path, min_replicas=1)
+    _, iid = parked(rt, "t-ask", ASSIGNEES)
+    master.script_flush()
+    accept(rt, iid, "U1", RED, token="U1:click-1")
+    assert state_on(pair.replica_servers[0].client(), iid)[0] == "answered"
