@@ -140,6 +140,9 @@ def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topolo
         # and some parked runs were answered only after the master was gone.
         assert any(p.refusals for p in people), "no Submit met the failover; the test did not exercise it"
         assert any(p.accepted_at is not None and p.accepted_at > killed_at for p in people)
+        # Until the returning node had synced, the new master had no replica to confirm answers:
+        # they were kept unconfirmed and their people asked to submit again.
+        assert any("could not confirm" in r for p in people for r in p.refusals), [p.refusals for p in people]
 
         for p in people:
             stack.wait_status(p.run, "succeeded", "failed", timeout=60)
