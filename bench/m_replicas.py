@@ -10,6 +10,7 @@ at 1 and 16 concurrent clients; rounds alternate which side goes first.
 Then the same comparison without HTTP, bolt or gunicorn: `accept` called in this process on
 runtimes alike but for the setting (read the question, validate, the close script, enqueue the
 resume), one at a time: the Redis part of the ack, where the wait is all of the difference.
+And the wait alone: a pipelined `SET` + `WAIT 1 500` beside `SET` + `PING`, one at a time.
 
 After the rounds the replica is read directly: every answer acked by either side is there.
 """
@@ -111,7 +112,23 @@ def _accept_rounds(master: redis.Redis, store: RunStore, cfg: Config, request: A
                 lat.append((time.perf_counter() - t0) * 1000)
             if rnd:
                 dists[side].add_round(lat)
-    return {"one at a time": (dists["wait"], dists["nowait"]), "answers": 2 * (n * cfg.rounds + 20)}
+    raw = {side: Dist() for side in runtimes}
+    for rnd in range(cfg.rounds):
+        for side in ("wait", "nowait") if rnd % 2 else ("nowait", "wait"):
+            lat = []
+            for i in range(n):
+                pipe = master.pipeline(transaction=False)
+                pipe.set("parley:bench:wait", i)
+                pipe.wait(1, 500) if side == "wait" else pipe.ping()
+                t0 = time.perf_counter()
+                pipe.execute()
+                lat.append((time.perf_counter() - t0) * 1000)
+            raw[side].add_round(lat)
+    return {
+        "accept, one at a time": (dists["wait"], dists["nowait"]),
+        "SET+WAIT vs SET+PING": (raw["wait"], raw["nowait"]),
+        "answers": 2 * (n * cfg.rounds + 20),
+    }
 
 
 def measure(stack: Stack, cfg: Config) -> Result:
@@ -197,23 +214,22 @@ def measure(stack: Stack, cfg: Config) -> Result:
                 Row("9 min replicas=1", f"c={c}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
             ]
         for key, (w, n) in in_process.items():
-            result.detail[f"accept {key}"] = {"wait": w.summary(), "nowait": n.summary()}
+            result.detail[key] = {"wait": w.summary(), "nowait": n.summary()}
             result.rows += [
                 Row(
                     "9 min replicas=1",
-                    f"accept, {key}",
+                    key,
                     "p50 ms",
                     w.p50,
                     n.p50,
                     ratio(w.p50, n.p50),
                     spread=f"{w.spread()} | {n.spread()}",
                 ),
-                Row("9 min replicas=1", f"accept, {key}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
+                Row("9 min replicas=1", key, "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
             ]
         if errors or on_master != sent or on_replica != sent:
-            result.rows[
-                0
-            ].note = f"{errors} HTTP errors; {on_master} accepted on the master, {on_replica} on the replica of {sent}"
+            note = f"{errors} HTTP errors; of {sent} answers {on_master} accepted on the master, {on_replica} on the replica"
+            result.rows[0].note = note
         return result
     finally:
         stack.stop([*serves.values(), replica_proc, master_proc])
