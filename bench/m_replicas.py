@@ -228,7 +228,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
                 Row("9 min replicas=1", key, "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
             ]
         if errors or on_master != sent or on_replica != sent:
-            note = f"{errors} HTTP errors; of {sent} answers {on_master} accepted on the master, {on_replica} on the replica"
+            note = f"{errors} HTTP errors; of {sent} answers {on_master} on the master, {on_replica} on the replica"
             result.rows[0].note = note
         return result
     finally:
