@@ -42,6 +42,7 @@ MEASUREMENTS = {
     7: "bench.m_workers",
     8: "bench.m_retention",
     9: "bench.m_group",
+    10: "bench.m_replicas",
 }
 RESULTS = ROOT / "bench" / "results"
 

@@ -14,7 +14,7 @@ from workers.exceptions import ConfigError
 from workers.registry import load_agents
 from workers.runtime.host import HostRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
-from workers.store import embedded
+from workers.store import connection, embedded
 
 
 # The bot answers Slack within three seconds, so a command on its request path gives up fast:
@@ -29,14 +29,14 @@ def bot_redis_options() -> dict[str, Any]:
 
 
 def connect_redis(settings: Settings, *, request_path: bool = False) -> redis.Redis:
-    """The Redis at `REDIS_URL`, or the shared embedded server when it is unset.
+    """The Redis at `REDIS_URL` (any form `workers.store.connection` takes), or the shared embedded server.
 
     `request_path`: the bot's client, whose commands fail within about two seconds when
     Redis is unreachable, so a listener can still ask the person to try again.
     """
     options: dict[str, Any] = {"health_check_interval": 30, **(bot_redis_options() if request_path else {})}
     if settings.redis_url:
-        client = redis.Redis.from_url(settings.redis_url, **options)
+        client = connection.connect(settings.redis_url, **options)
     else:
         sock = embedded.ensure_server(settings.parley_data_dir)
         holder = embedded.Holder(sock)
@@ -47,6 +47,8 @@ def connect_redis(settings: Settings, *, request_path: bool = False) -> redis.Re
     except redis.RedisError as exc:
         where = settings.redis_url or "the embedded Redis"
         raise ConfigError(f"REDIS_URL: cannot reach {where}: {exc}") from None
+    except TypeError as exc:  # an option in the URL's query that redis-py's connections do not take
+        raise ConfigError(f"REDIS_URL: {exc}") from None
     return client
 
 
@@ -59,6 +61,7 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
         retention=settings.parley_retention,
         data_dir=settings.parley_data_dir,
         secret_key=settings.parley_secret_key.get_secret_value() if settings.parley_secret_key else None,
+        min_replicas=settings.parley_redis_min_replicas,
     )
 
 

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from workers.exceptions import ConfigError
+from workers.store import connection
 from workers.store.embedded import default_data_dir
 from workers.store.sealed import SecretBox
 
@@ -98,6 +99,7 @@ class Settings(BaseSettings):
     parley_requeue_grace: float = Field(default=10.0, ge=0)
     parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
     parley_secret_key: SecretStr | None = None  # Fernet key sealing secret answers; never shown
+    parley_redis_min_replicas: int = Field(default=0, ge=0)  # replicas holding an answer before its ack
 
     _split_lists = field_validator("parley_agents", "parley_retry_delays", mode="before")(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
@@ -106,8 +108,8 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, v: str | None) -> str | None:
-        if v and not v.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("must start with redis://, rediss:// or unix://")
+        if v:
+            connection.check_url(v)
         return v or None
 
     @field_validator("slack_api_url")

@@ -44,6 +44,7 @@ from slack_payloads import (
 )
 
 from bot.playground import LoopbackServer, Workspace, make_webapi_app
+from workers.store.connection import connect
 
 TESTS = Path(__file__).resolve().parent
 PARLEY = Path(sys.executable).with_name("parley")
@@ -143,7 +144,7 @@ class SlackStack:
 
     def start(self) -> SlackStack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.redis = redis.Redis.from_url(self.redis_url)
+        self.redis = connect(self.redis_url)  # any REDIS_URL form, a Sentinel's included
         self.redis.flushdb()
         self.ws.permalink_base = PERMALINK_BASE
         self.api = LoopbackServer(make_webapi_app(self.ws)).start()

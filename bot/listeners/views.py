@@ -67,7 +67,7 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     if outcome.ok:
         ack()  # the resumed run locks the question message
         return
-    if outcome.reason is RefusalReason.UNAVAILABLE:
+    if outcome.reason in (RefusalReason.UNAVAILABLE, RefusalReason.UNCONFIRMED):  # keep the form: submit again
         text = refusal_text(outcome).removeprefix(":warning: ")
         ack(response_action="errors", errors={first_block or "form": text[:ERROR_MAX]})
         return

@@ -17,6 +17,10 @@ from workers.store.records import RefusalReason
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
 NO_LONGER_NEEDED = "This question is no longer needed: the run went on without it, so your answer was not recorded."
+UNCONFIRMED = (
+    ":warning: Parley could not confirm that your answer is stored safely. Please submit it again;"
+    " the same answer is taken only once."
+)
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
 LABEL_MAX = 150
 TEXT_MAX = 4000
@@ -56,6 +60,8 @@ def refusal_text(outcome: AnswerOutcome) -> str:
             return ":warning: Parley could not save your answer just now. Nothing was recorded; please submit again."
         case RefusalReason.NOT_NEEDED:
             return NO_LONGER_NEEDED
+        case RefusalReason.UNCONFIRMED:
+            return UNCONFIRMED
         case RefusalReason.NOT_OPEN:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:

@@ -197,12 +197,30 @@ def accept(
     except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
         log.error("secret answer refused", **ctx, problem=str(exc))
         raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None
+    if refusal and refusal.reason is RefusalReason.UNCONFIRMED:
+        _resume_unconfirmed(runtime, interrupt, ctx, confirmed=refusal.detail[0])
+        raise AcceptRefused(RefusalReason.UNCONFIRMED, "no replica confirmed the answer in time; submit it again")
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)
     enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
     log.info("answer accepted", **ctx)
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
+
+
+def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, str], confirmed: str) -> None:
+    """The master holds the answer, so the run resumes there; the person is still asked to submit again.
+
+    Were the master to die before a replica got the answer, the resubmission answers the
+    question on the promoted replica; if the replica did get it, the same answers from the
+    same person are recognised as this acceptance. If this enqueue is lost with the master,
+    the sweep queues the run again (it is in the accepted index).
+    """
+    log.warning("answer accepted on the master but not confirmed by a replica", **ctx, replicas=confirmed)
+    try:
+        enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt.id))
+    except redis.RedisError:
+        log.warning("could not enqueue the resume of an unconfirmed answer; the sweep will", **ctx, exc=True)
 
 
 def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None, channel: str | None) -> bool:

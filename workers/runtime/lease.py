@@ -22,6 +22,7 @@ from redis.retry import Retry
 from workers.exceptions import StaleEpoch
 from workers.logs import Log
 from workers.runtime.wiring import Runtime
+from workers.store import connection
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore
 
@@ -118,11 +119,6 @@ def _lease_store(runtime: Runtime) -> RunStore:
 
 def _prompt_client(client: redis.Redis, timeout: float) -> redis.Redis:
     """A client of the same server whose commands fail within `timeout` instead of backing off."""
-    pool = client.connection_pool
-    kwargs = {
-        **pool.connection_kwargs,
-        "retry": Retry(NoBackoff(), 1),
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-    }
-    return redis.Redis(connection_pool=type(pool)(connection_class=pool.connection_class, max_connections=2, **kwargs))
+    return connection.sibling(
+        client, max_connections=2, retry=Retry(NoBackoff(), 1), socket_timeout=timeout, socket_connect_timeout=timeout
+    )

@@ -16,6 +16,7 @@ from rq import Queue
 from workers.registry import REGISTRY, AgentRegistry
 from workers.runtime.host import HostRouter
 from workers.runtime.queues import queue
+from workers.store.replication import Replication
 from workers.store.runs import RunStore
 from workers.store.sealed import SecretBox
 
@@ -33,6 +34,7 @@ class RuntimeSettings:
     retention: float = 30 * 86400.0  # finished runs are deleted this long after they ended; 0 keeps them
     data_dir: Path = Path(".parley")
     secret_key: str | None = field(default=None, repr=False)  # PARLEY_SECRET_KEY: seals secret answers
+    min_replicas: int = 0  # replicas that must hold an accepted answer before it is acked (workers.store.replication)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Runtime:
         box = SecretBox(settings.secret_key) if settings.secret_key else None
         return cls(
             redis=redis,
-            store=RunStore(redis, box),
+            store=RunStore(redis, box, Replication(settings.min_replicas)),
             queue=queue(redis),
             hosts=hosts or HostRouter(),
             registry=registry or REGISTRY,

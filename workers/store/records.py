@@ -64,6 +64,7 @@ class RefusalReason(StrEnum):
     FORM_ONLY = "form_only"  # a typed reply to a question with a secret, which is answered only in its form
     UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
     NOT_NEEDED = "not_needed"  # one of several questions whose run went on without it (`ask_any`, a quorum)
+    UNCONFIRMED = "unconfirmed"  # accepted on the master, but no replica confirmed it in time; ask again
 
 
 class _Record(BaseModel):

@@ -24,6 +24,7 @@ from workers.store.records import (
     RunRecord,
     RunStatus,
 )
+from workers.store.replication import Replication
 from workers.store.retention import Retention
 from workers.store.sealed import SecretBox, split
 
@@ -56,11 +57,13 @@ class RunStore:
     """All of a run's state lives behind this class; the Redis connection is passed in.
 
     `box` seals secret answers (from `PARLEY_SECRET_KEY`); without it a secret answer is refused.
+    `replication` says how many replicas must hold an accepted answer before it is acked.
     """
 
-    def __init__(self, redis: Redis, box: SecretBox | None = None) -> None:
+    def __init__(self, redis: Redis, box: SecretBox | None = None, replication: Replication | None = None) -> None:
         self.redis = redis
         self.box = box
+        self.replication = replication or Replication()
         self._transition = redis.register_script(scripts.TRANSITION)
         self._claim = redis.register_script(scripts.CLAIM)
         self._journal = redis.register_script(scripts.JOURNAL)
@@ -246,6 +249,8 @@ class RunStore:
 
         Secret values are sealed and kept apart from the answers, which keep `SECRET_MASK`;
         `SecretKeyMissing` when there is a secret and no key (nothing is written).
+        Except `UNCONFIRMED`: the answer was accepted on the master but fewer replicas than
+        `replication.min_replicas` confirmed it in time (`workers.store.replication`).
         """
         now = time.time() if now is None else now
         stored, sealed = self._seal(answers or [])
@@ -259,32 +264,38 @@ class RunStore:
             answers=json.loads(answers_json),
             **_bound_to(interrupt),
         )
-        res = self._close(
-            keys=[
-                keys.run(interrupt.run_id),
-                keys.interrupt(interrupt.id),
-                keys.expiry_index(),
-                keys.remind_index(),
-                keys.accepted_index(),
-                keys.leases_index(),
-                keys.history(interrupt.run_id),
-                keys.secrets(interrupt.run_id),
-            ],
-            args=[
-                interrupt.run_id,
-                keys.status_index(""),
-                keys.waiting_index(""),
-                interrupt.id,
-                repr(now),
-                mode,
-                actor,
-                answers_json,
-                token,
-                entry,
-                job_ids.resume(interrupt.run_id, interrupt.id),
-                sealed,
-            ],
-        )
+        close_keys = [
+            keys.run(interrupt.run_id),
+            keys.interrupt(interrupt.id),
+            keys.expiry_index(),
+            keys.remind_index(),
+            keys.accepted_index(),
+            keys.leases_index(),
+            keys.history(interrupt.run_id),
+            keys.secrets(interrupt.run_id),
+        ]
+        close_args = [
+            interrupt.run_id,
+            keys.status_index(""),
+            keys.waiting_index(""),
+            interrupt.id,
+            repr(now),
+            mode,
+            actor,
+            answers_json,
+            token,
+            entry,
+            job_ids.resume(interrupt.run_id, interrupt.id),
+            sealed,
+        ]
+        wanted = self.replication.min_replicas if mode == "answer" else 0
+        if not wanted:
+            res = self._close(keys=close_keys, args=close_args)
+        else:
+            res, confirmed = self.replication.run_and_wait(self.redis, self._close, close_keys, close_args)
+            if res[0] == 1 and confirmed < wanted:
+                # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
+                return Refusal(RefusalReason.UNCONFIRMED, (str(confirmed),))
         if res[0] == 1:
             return None
         return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))

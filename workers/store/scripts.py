@@ -147,7 +147,13 @@ if #h == 0 then return {0, R_UNKNOWN} end
 local q = {}
 for i = 1, #h, 2 do q[h[i]] = h[i + 1] end
 if q.state == 'answered' then
-  if ARGV[6] == 'answer' and q.accept_token == ARGV[9] then return {1} end
+  -- The same delivery (its token), or the same person sending the same answers again (told to
+  -- resubmit when a replica did not confirm in time), is the acceptance already made. The
+  -- rewrite of a field to its own value is replicated, so a WAIT after it covers that acceptance.
+  if ARGV[6] == 'answer' and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
+    redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
+    return {1}
+  end
   return {0, R_ANSWERED, q.answered_by or '', q.answered_at or ''}
 end
 if q.state == 'cancelled' then return {0, R_CANCELLED, q.closed_by or ''} end

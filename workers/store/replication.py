@@ -1,0 +1,54 @@
+"""Waiting for replicas: an accepted answer is acked only once a replica holds it (`PARLEY_REDIS_MIN_REPLICAS`).
+
+Redis replicates asynchronously, so an answer the master accepted and the bot acked can
+vanish if the master dies before sending it on. With `min_replicas` set, the close that
+accepts an answer and a `WAIT min_replicas timeout` go down one connection in one
+pipeline: `WAIT` counts the replicas that have this connection's writes, so it must
+follow the script on the same connection, and one round trip keeps the ack short.
+
+When fewer replicas confirm in time the accept is not undone: a rollback would be one
+more unreplicated write, lost the same way. The answer stays accepted on the master, the
+person is asked to submit again, and the close script takes the same person's same
+answers as the same acceptance (see `scripts.CLOSE`), whichever of the master or a
+promoted replica they reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+# The bot's Redis commands time out after 1 s (parley.bootstrap.bot_redis_options) and Slack
+# wants the ack within 3 s: half a second is long for a replica on the same network.
+WAIT_TIMEOUT_MS = 500
+
+
+@dataclass(frozen=True)
+class Replication:
+    """How many replicas must hold an accepted answer before it is acked (0: do not wait)."""
+
+    min_replicas: int = 0
+    timeout_ms: int = WAIT_TIMEOUT_MS
+
+    def run_and_wait(self, client: Redis, script: Script, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, int]:
+        """Run `script`, then `WAIT` on the same connection; returns its reply and how many replicas confirmed."""
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=False)
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            pipe.wait(self.min_replicas, self.timeout_ms)
+            reply, confirmed = pipe.execute(raise_on_error=False)
+            if isinstance(reply, NoScriptError) and attempt == 1:
+                # A new master (after a failover or a restart) has an empty script cache.
+                client.script_load(script.script)
+                continue
+            if isinstance(reply, Exception):
+                raise reply
+            if isinstance(confirmed, Exception):
+                raise confirmed
+            return reply, int(confirmed)
+        raise AssertionError("unreachable")
