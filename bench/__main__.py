@@ -60,7 +60,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="Parley beside Prefect's pause and suspend (needs pip install -e '.[peers]'); writes peers.{json,md}",
     )
-    p.add_argument("--peers-n", type=int, default=32, help="with --peers: the larger number of paused Prefect flows")
+    p.add_argument(
+        "--peers-n",
+        type=int,
+        default=100,
+        help="with --peers: the larger N of paused flows (as many as start in 8 min)",
+    )
     return p.parse_args(argv)
 
 

@@ -50,6 +50,10 @@ PARLEY_PER_ROUND = 10
 PEER_SAMPLES = {"pause-10": 3, "pause-0.1": 5, "suspend-10": 2, "suspend-1": 3}
 """Prefect samples per round for each case; the default-poll cases wait seconds per sample."""
 BURST = 8
+MANY_BATCH = 10
+"""Paused flows started at once for the N-paused-runs memory figure (each imports Prefect)."""
+MANY_LIMIT_S = 480
+"""Starting paused flows stops after this long: N is then as many as fit (the table says which N)."""
 
 
 def _log(started: float, what: str) -> None:
@@ -100,15 +104,34 @@ def latency(stack: Stack, server: PrefectServer, parley: ParleyRig, rounds: int,
     return kept
 
 
+def _failed(stack: Stack, result: Result, measure: str, case: str, exc: Exception) -> None:
+    """Record a failed case as an error row (its logs kept); the other cases still run."""
+    traceback.print_exc()
+    stack.keep_logs = True
+    result.rows.append(Row(measure, case, "error", float("nan"), note=str(exc)[:200]))
+
+
 def burst(
-    stack: Stack, server: PrefectServer, parley: ParleyRig, fast: SuspendRig | None, rounds: int, result: Result
-) -> dict[str, Memory]:
-    """Measurement 2 (and the memory of 8 paused and 8 suspended runs, taken in the first round)."""
+    stack: Stack,
+    server: PrefectServer,
+    parley: ParleyRig,
+    fast: SuspendRig | None,
+    rounds: int,
+    result: Result,
+    mem: dict[str, Memory],
+) -> None:
+    """Measurement 2, pause and suspend each beside its own Parley bursts; a failure in one keeps the other.
+
+    Also takes the memory of 8 paused and 8 suspended runs (in `mem`), in the first round.
+    """
     assert server.proc is not None
-    mem: dict[str, Memory] = {f"server before {BURST}": group_memory(server.proc.pid)}
-    rigs = [PauseRig(server, 0.1, rounds) for _ in range(BURST)]
-    p, q, s = Dist(), Dist(), Dist()
+    mem[f"server before {BURST}"] = group_memory(server.proc.pid)
+    pairs: list[tuple[str, Dist, Dist]] = []
+    p, q = Dist(), Dist()
+    rigs: list[PauseRig] = []
     try:
+        for _ in range(BURST):
+            rigs.append(PauseRig(server, 0.1, rounds))
         for rnd in range(rounds):
             p.add_round([parley.burst(BURST)])
             ids = [r.paused() for r in rigs]
@@ -116,7 +139,15 @@ def burst(
                 mem[f"{BURST} paused flows"] = sum((group_memory(r.proc.pid) for r in rigs), NOTHING)
                 mem[f"server, {BURST} paused"] = group_memory(server.proc.pid)
             q.add_round([answer_paused(rigs, ids)])
-            if fast is not None:
+    except Exception as exc:
+        _failed(stack, result, "P2 burst", f"{BURST} at once, pause, poll 0.1 s", exc)
+    finally:
+        _kill(stack, [r.proc for r in rigs])
+    pairs.append(("pause, poll 0.1 s", p, q))
+    if fast is not None:
+        p, s = Dist(), Dist()
+        try:
+            for rnd in range(rounds):
                 p.add_round([parley.burst(BURST)])
                 runs = fast.suspended(BURST)
                 if rnd == 0:
@@ -124,28 +155,38 @@ def burst(
                     mem[f"runner, {BURST} suspended"] = group_memory(fast.proc.pid)
                     mem[f"server, {BURST} suspended"] = group_memory(server.proc.pid)
                 s.add_round([fast.answer(runs)])
-    finally:
-        _kill(stack, [r.proc for r in rigs])
-    for case, peer in (("pause, poll 0.1 s", q), ("suspend + serve, poll 1 s", s)):
+        except Exception as exc:
+            _failed(stack, result, "P2 burst", f"{BURST} at once, suspend + serve, poll 1 s", exc)
+        pairs.append(("suspend + serve, poll 1 s", p, s))
+    for case, parley_dist, peer in pairs:
         if peer.samples:
-            row = latency_row(f"{BURST} at once, {case}", "last running ms", p, peer)
+            row = latency_row(f"{BURST} at once, {case}", "last running ms", parley_dist, peer)
             result.rows.append(replace(row, measure="P2 burst"))
-            result.detail[f"burst {case}"] = {"parley": p.summary(), "prefect": peer.summary()}
-    return mem
+            result.detail[f"burst {case}"] = {"parley": parley_dist.summary(), "prefect": peer.summary()}
 
 
-def paused_many(server: PrefectServer, stack: Stack, n: int) -> dict[str, Memory]:
-    """`n` paused flows at the default poll: their PSS and the server's memory."""
+def paused_many(server: PrefectServer, stack: Stack, n: int, limit_s: float) -> tuple[int, dict[str, Memory]]:
+    """Up to `n` paused flows at the default poll, started `MANY_BATCH` at a time until `limit_s` has passed.
+
+    Hands back how many were paused (as many as fit in the time) with their PSS and the server's memory.
+    """
     assert server.proc is not None
     before = group_memory(server.proc.pid)
-    rigs = [PauseRig(server, 10, 1) for _ in range(n)]
+    rigs: list[PauseRig] = []
+    deadline = time.monotonic() + limit_s
     try:
-        for r in rigs:
-            r.paused(300)
-        return {
-            f"server before {n}": before,
-            f"{n} paused flows": sum((group_memory(r.proc.pid) for r in rigs), NOTHING),
-            f"server, {n} paused": group_memory(server.proc.pid),
+        while len(rigs) < n and time.monotonic() < deadline:
+            batch: list[PauseRig] = []
+            for _ in range(min(MANY_BATCH, n - len(rigs))):
+                batch.append(PauseRig(server, 10, 1))
+                rigs.append(batch[-1])
+            for r in batch:
+                r.paused(600)
+        got = len(rigs)
+        return got, {
+            f"server before {got}": before,
+            f"{got} paused flows": sum((group_memory(r.proc.pid) for r in rigs), NOTHING),
+            f"server, {got} paused": group_memory(server.proc.pid),
         }
     finally:
         _kill(stack, [r.proc for r in rigs])
@@ -159,7 +200,7 @@ def _fixed(stack: Stack, parley: ParleyRig) -> dict[str, float]:
     return {"serve": serve.pss_mb, "worker": worker.pss_mb, "redis": rss, "total": serve.pss_mb + worker.pss_mb + rss}
 
 
-def measure(stack: Stack, server: PrefectServer, rounds: int, big_n: int, budget_s: float) -> Result:
+def measure(stack: Stack, server: PrefectServer, rounds: int, big_n: int, many_limit_s: float) -> Result:
     started = time.perf_counter()
     result = Result()
     assert server.proc is not None
@@ -175,28 +216,24 @@ def measure(stack: Stack, server: PrefectServer, rounds: int, big_n: int, budget
             parley.sample()
         fast = latency(stack, server, parley, rounds, result)
         _log(started, "answer -> running measured")
-        try:
-            mem.update(burst(stack, server, parley, fast, rounds, result))
-        except Exception as exc:
-            traceback.print_exc()
-            stack.keep_logs = True
-            result.rows.append(Row("P2 burst", "error", "", float("nan"), note=str(exc)[:200]))
+        burst(stack, server, parley, fast, rounds, result, mem)
         _log(started, "bursts measured")
         if fast is not None:
             stack.stop([fast.proc])
         fixed = _fixed(stack, parley)
     finally:
         parley.close()
-    if time.perf_counter() - started < budget_s:
-        try:
-            mem.update(paused_many(server, stack, big_n))
-        except Exception as exc:
-            traceback.print_exc()
-            stack.keep_logs = True
-            result.detail["paused_many_error"] = str(exc)
-        _log(started, f"{big_n} paused flows measured")
-    else:
-        result.detail["paused_many_skipped"] = f"over the {budget_s:.0f} s budget"
+    try:
+        got, many = paused_many(server, stack, big_n, many_limit_s)
+        mem.update(many)
+        if got not in parley_bytes:  # fewer fit in the time: Parley at the same N (nothing else is in Redis now)
+            parley_bytes[got] = bulk(stack.client, got)[1] * got
+        result.detail["paused_many"] = {"asked": big_n, "paused": got, "limit_s": many_limit_s}
+        _log(started, f"{got} of {big_n} paused flows measured")
+    except Exception as exc:
+        traceback.print_exc()
+        stack.keep_logs = True
+        result.detail["paused_many_error"] = str(exc)
     result.rows += memory_rows(parley_bytes, mem, fixed)
     result.detail["memory"] = {k: vars(v) for k, v in mem.items()}
     result.detail["parley_used_memory_bytes"] = parley_bytes
@@ -220,14 +257,16 @@ def run(redis_url: str, rounds: int, big_n: int, out: Path) -> int:
         server.start()
         _log(started, f"Prefect {version} server up on port {server.port}")
         try:
-            result = measure(stack, server, rounds, big_n, budget_s=420)
+            result = measure(stack, server, rounds, big_n, MANY_LIMIT_S)
         except Exception:
             stack.keep_logs = True
             raise
     flush(client)
     seconds = time.perf_counter() - started
     meta = {
-        "command": "python -m bench --peers" + (f" --rounds {rounds}" if rounds != 2 else ""),
+        "command": "python -m bench --peers"
+        + (f" --rounds {rounds}" if rounds != 2 else "")
+        + (f" --peers-n {big_n}" if big_n != 100 else ""),
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpus": os.cpu_count(),
         "prefect": version,

@@ -182,7 +182,7 @@ class SuspendRig:
             runs.append((prefect_api.create_run(self.deployment, {"tag": tag}), tag))
         for run_id, _ in runs:
             try:
-                prefect_api.wait_paused(run_id, self.poll + 120)
+                prefect_api.wait_paused(run_id, self.poll + 300)
             except TimeoutError as exc:
                 states = prefect_api.flow_run_states([r for r, _ in runs])
                 raise TimeoutError(f"{exc}; states {states}:\n{self.proc.tail()}") from None
@@ -196,7 +196,7 @@ class SuspendRig:
         t0 = together([lambda i=run_id: prefect_api.resume(i) for run_id, _ in runs])
         last = 0.0
         for _, tag in runs:
-            got = self.server.stack.client.blpop([resumed_key(tag)], timeout=self.poll + 120)
+            got = self.server.stack.client.blpop([resumed_key(tag)], timeout=self.poll + 300)
             if got is None:
                 raise TimeoutError(f"a suspended run did not run again:\n{self.proc.tail()}")
             last = max(last, parse_resumed(got[1]))
