@@ -125,6 +125,30 @@ def test_memory_rows_compare_growth_not_fixed_cost() -> None:
     assert by_case["fixed: servers, workers"].parley == 120.0
 
 
+def test_memory_rows_at_as_many_paused_flows_as_fit() -> None:
+    """When only 57 of 100 flows could be started, Prefect's row is at 57 beside Parley's at 57; 100 is Parley's alone."""
+    mem = {
+        "server at start": memory.Memory(0, 250 * 1024, 1),
+        "server before 57": memory.Memory(0, 260 * 1024, 1),
+        "57 paused flows": memory.Memory(57 * 70 * 1024, 57 * 110 * 1024, 57),
+        "server, 57 paused": memory.Memory(0, 270 * 1024, 1),
+    }
+    fixed = {"serve": 60.0, "worker": 50.0, "redis": 10.0, "total": 120.0}
+    table = rows.memory_rows({8: 8 * 4500.0, 57: 57 * 4400.0, 100: 100 * 4300.0}, mem, fixed)
+    by_case = {r.case: r for r in table}
+    assert by_case["57 runs, pause"].baseline == pytest.approx(57 * 70 + 10)
+    assert by_case["57 runs, pause"].parley == pytest.approx(57 * 4400.0 / (1024 * 1024))
+    assert "57 processes" in by_case["57 runs, pause"].note
+    assert by_case["100 runs"].baseline is None
+    assert "Prefect not run at this N" in by_case["100 runs"].note
+    assert "8 runs, pause" not in by_case and "8 runs" in by_case
+
+
+def test_the_command_line_asks_for_100_paused_flows_by_default() -> None:
+    assert bench_main._args(["--peers"]).peers_n == 100
+    assert bench_main._args(["--peers", "--peers-n", "20"]).peers_n == 20
+
+
 def test_peers_without_prefect_says_how_to_get_it_and_skips(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
