@@ -54,6 +54,7 @@ MANY_BATCH = 10
 """Paused flows started at once for the N-paused-runs memory figure (each imports Prefect)."""
 MANY_LIMIT_S = 480
 """Starting paused flows stops after this long: N is then as many as fit (the table says which N)."""
+MANY_SETTLE_S = 10
 
 
 def _log(started: float, what: str) -> None:
@@ -182,7 +183,8 @@ def paused_many(server: PrefectServer, stack: Stack, n: int, limit_s: float) -> 
                     batch.append(PauseRig(server, 10, 1))
                     rigs.append(batch[-1])
                 for r in batch:
-                    r.paused(600)
+                    r.paused(600, confirm=False)
+            time.sleep(MANY_SETTLE_S)  # the last flows' signals come just before they call pause_flow_run
         except Exception:  # e.g. the server stops answering: the flows started still hold their memory
             traceback.print_exc()
             stack.keep_logs = True

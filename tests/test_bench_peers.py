@@ -126,7 +126,7 @@ def test_memory_rows_compare_growth_not_fixed_cost() -> None:
 
 
 def test_memory_rows_at_as_many_paused_flows_as_fit() -> None:
-    """When only 57 of 100 flows could be started, Prefect's row is at 57 beside Parley's at 57; 100 is Parley's alone."""
+    """Only 57 of 100 flows started: Prefect's row is at 57 beside Parley's at 57; 100 is Parley's alone."""
     mem = {
         "server at start": memory.Memory(0, 250 * 1024, 1),
         "server before 57": memory.Memory(0, 260 * 1024, 1),
