@@ -1,4 +1,4 @@
-"""The bot's WSGI application: bolt's adapter at `/slack/events`, and `/healthz`."""
+"""The bot's WSGI application: bolt's adapter at `/slack/events`, `/healthz`, and `/metrics` for Prometheus."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import redis
 from slack_bolt import App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
+from workers import metrics
 from workers.logs import Log
+from workers.store.runs import RunStore
 
 log = Log("parley.wsgi")
 EVENTS_PATH = "/slack/events"
@@ -19,6 +21,7 @@ def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
     bolt = SlackRequestHandler(app, path=EVENTS_PATH)
     flow = app.oauth_flow  # OAuth mode: bolt serves the install page and Slack's redirect back
     oauth_paths = {flow.install_path, flow.redirect_uri_path} if flow is not None else set()
+    registry = metrics.scrape_registry(RunStore(client))
 
     def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -32,6 +35,9 @@ def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
                 return [b"redis unavailable\n"]
         if path in oauth_paths:
             return bolt(environ, start_response)
+        if path == "/metrics":
+            start_response("200 OK", [("Content-Type", metrics.CONTENT_TYPE)])
+            return [metrics.exposition(registry)]
         if path == EVENTS_PATH:
             if not _readable_signature(environ):
                 start_response("401 Unauthorized", [("Content-Type", "text/plain")])

@@ -55,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
         help="simple: jobs in the worker process (default, fastest); fork: a child process per job (isolation)",
     )
     worker.add_argument("--name", default=None)
+    worker.add_argument(
+        "--metrics-port", type=_port(), default=None, metavar="N", help="serve Prometheus metrics on 127.0.0.1:N"
+    )
+    worker.add_argument("--metrics-host", default="127.0.0.1", help="address for --metrics-port (default: 127.0.0.1)")
 
     serve = sub.add_parser("serve", help="serve the Slack app (HTTP, or Socket Mode)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -65,9 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
     dev.add_argument(
         "--port",
-        type=_port(reach=1),
+        type=_port(reach=2),
         default=3000,
-        help="the playground's port (default: 3000); the Slack app listens on PORT+1",
+        help="the playground's port (default: 3000); the Slack app listens on PORT+1, the worker's metrics on PORT+2",
     )
 
     sub.add_parser("up", help="Parley in your own Slack workspace: Redis, a worker and the Slack app over Socket Mode")
@@ -108,6 +112,13 @@ def _refusal(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _metrics_in_several_processes(args: argparse.Namespace) -> bool:
+    """gunicorn with several processes, or a worker forking a child per job, with metrics served."""
+    if args.command == "serve":
+        return args.workers > 1 and not args.socket_mode
+    return args.command == "worker" and args.worker_class == "fork" and args.metrics_port is not None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     refusal = _refusal(args)
@@ -125,10 +136,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             from parley.terminal import run_in_terminal
 
             return run_in_terminal(settings, args.agent, args.text)
+        if _metrics_in_several_processes(args):
+            from parley.metrics_dir import use_multiprocess
+
+            use_multiprocess()  # before anything imports prometheus_client
         if args.command == "worker":
             from parley.worker import run_worker
 
-            return run_worker(settings, burst=args.burst, worker_class=args.worker_class, name=args.name)
+            return run_worker(
+                settings,
+                burst=args.burst,
+                worker_class=args.worker_class,
+                name=args.name,
+                metrics=(args.metrics_host, args.metrics_port) if args.metrics_port else None,
+            )
         if args.command == "serve":
             from parley.serve import serve
 

@@ -1,9 +1,9 @@
 """`parley dev`: the whole product on one machine, with a Slack playground in the browser.
 
-It starts one `parley worker` and `parley serve` (HTTP, on port+1, with a fresh signing
-secret) under a `Supervisor`, and serves the playground itself on the given port: the
-Slack Web API stand-in at /api/ that bot and worker call, and the page. Ctrl-C stops it
-all; a piece that stops on its own stops everything with a message naming it.
+It starts one `parley worker` (its metrics on port+2) and `parley serve` (HTTP, on port+1,
+with a fresh signing secret, its metrics at /metrics) under a `Supervisor`, and serves the
+playground itself on the given port: the Slack Web API stand-in at /api/ that bot and worker
+call, and the page. Ctrl-C stops it all; a piece that stops on its own stops everything with a message naming it.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Dev:
         self.settings = settings
         self.port = port
         self.bot_port = port + 1
+        self.metrics_port = port + 2
         self.secret = secrets.token_hex(16)
         self.supervisor = Supervisor("dev", self.env())
         self.server: ServerThread | None = None
@@ -63,13 +64,22 @@ class Dev:
         return env
 
     def check_ports(self) -> None:
-        for port in (self.port, self.bot_port):
+        for port in (self.port, self.bot_port, self.metrics_port):
             if not _port_free(port):
-                raise ConfigError(f"port {port} is in use; pick another with --port (parley dev uses PORT and PORT+1)")
+                raise ConfigError(
+                    f"port {port} is in use; pick another with --port (parley dev uses PORT, PORT+1 and PORT+2)"
+                )
 
     def start(self) -> None:
         self.supervisor.spawn("serve", "serve", "--host", HOST, "--port", str(self.bot_port))
-        self.supervisor.spawn("worker", "worker", "--name", f"parley-dev-{self.port}-{os.getpid()}")
+        self.supervisor.spawn(
+            "worker",
+            "worker",
+            "--name",
+            f"parley-dev-{self.port}-{os.getpid()}",
+            "--metrics-port",
+            str(self.metrics_port),
+        )
         self.supervisor.start_output()
         app = create_playground_app(
             Workspace(), bot_url=f"http://{HOST}:{self.bot_port}/slack/events", signing_secret=self.secret
@@ -89,6 +99,10 @@ class Dev:
     def banner(self) -> None:
         redis_note = self.settings.redis_url or f"embedded Redis in {self.settings.parley_data_dir}"
         print(f"Parley playground: http://{HOST}:{self.port}  (bot on :{self.bot_port}, {redis_note})", flush=True)
+        print(
+            f"Metrics: http://{HOST}:{self.bot_port}/metrics (bot), http://{HOST}:{self.metrics_port}/metrics (worker)",
+            flush=True,
+        )
         print(f"Try {TRY!r} in #general. Ctrl-C stops everything.", flush=True)
 
 

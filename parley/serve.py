@@ -65,7 +65,15 @@ def gunicorn_options(host: str, port: int, workers: int = 1) -> dict[str, Any]:
         "accesslog": None,
         "loglevel": "warning",
         "preload_app": False,
+        **({"child_exit": _metrics_child_exit} if workers > 1 else {}),
     }
+
+
+def _metrics_child_exit(server: Any, worker: Any) -> None:
+    """gunicorn's hook: a process that exited no longer counts in the summed metrics' live gauges."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
 
 
 class WsgiServer(BaseApplication):  # type: ignore[misc]

@@ -20,6 +20,7 @@ from slack_bolt import Ack, App, BoltContext
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.mrkdwn import escape
+from workers import metrics
 from workers.logs import Log
 from workers.runtime import admin
 from workers.runtime.queues import enqueue_run
@@ -90,6 +91,7 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         ack(response_type="ephemeral", text=UNAVAILABLE)
         return
     context[RUN_ID] = run.id
+    metrics.run_started(name)
     log.info("run created", run_id=run.id, team=team, channel=channel, user=user, agent=name)
     ack()
 

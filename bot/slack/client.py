@@ -9,6 +9,8 @@ from slack_sdk.http_retry.builtin_handlers import (
     ServerErrorRetryHandler,
 )
 
+from bot.slack.webapi_metrics import CountingHandler
+
 RATE_LIMIT_RETRIES = 5
 CONNECTION_RETRIES = 2
 SERVER_ERROR_RETRIES = 2
@@ -17,6 +19,7 @@ SERVER_ERROR_RETRIES = 2
 def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> WebClient:
     """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out `Retry-After` on 429.
 
+    Every attempt is counted in `parley_slack_api_calls_total` (`webapi_metrics`).
     A 500 or 503 is retried too (after half a second, then a second): without it, one failed
     `chat.update` would leave an answered question showing its controls for good.
     """
@@ -25,6 +28,7 @@ def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> W
         base_url=base_url,
         timeout=timeout,
         retry_handlers=[
+            CountingHandler(),  # first: counts every attempt, retries nothing
             ConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
             RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
             ServerErrorRetryHandler(max_retry_count=SERVER_ERROR_RETRIES),

@@ -10,6 +10,7 @@ from typing import Any
 
 import redis
 
+from workers import metrics
 from workers.exceptions import ParleyError, SecretKeyMissing
 from workers.interaction import Answer, AnswerError
 from workers.logs import Log
@@ -67,6 +68,8 @@ class AnswerOutcome:
 
     @classmethod
     def refused(cls, interrupt_id: str, user: str, reason: RefusalReason, **detail: Any) -> AnswerOutcome:
+        """A refusal; every host builds its refusals here, so this is where they are counted."""
+        metrics.refused(reason.value)
         return cls(interrupt_id=interrupt_id, user=user, reason=reason, detail=MappingProxyType(dict(detail)))
 
 
@@ -204,6 +207,8 @@ def accept(
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)
     enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
+    if not redelivery:
+        metrics.answer_accepted(interrupt.asked_at)
     log.info("answer accepted", **ctx)
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from workers import metrics
 from workers.exceptions import AdminError
 from workers.logs import Log
 from workers.runtime.group_close import cancel_group, forget_expired_in_group, remind_group
@@ -189,6 +190,7 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
             cancelled = store.get(run_id)
             if closed is not None:
                 runtime.hosts.for_run(cancelled).question_closed(cancelled, closed)
+            metrics.run_ended(run.agent, RunStatus.CANCELLED.value)
             log.info("cancelled", **run.log_context(), user=by)
             return cancelled
         run = store.get(run_id)
@@ -202,6 +204,7 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     )
     if not ok:
         raise AdminError(f"run {run_id} is {old or reason}; only queued, running or paused runs can be cancelled")
+    metrics.run_ended(run.agent, RunStatus.CANCELLED.value)
     log.info("cancelled", **run.log_context(), user=by)
     cancelled = store.get(run_id)
     _show_unlocked_answer(runtime, cancelled)

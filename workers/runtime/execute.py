@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import traceback
 
+from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import ContextError, QuestionExpired
 from workers.logs import Log
@@ -84,8 +85,14 @@ def _lock_closed_question(runtime: Runtime, run: Run) -> None:
         return
     if not closed.message:
         return  # the host never showed it (or shows nothing), so there is nothing to update
+
+    def lock() -> None:
+        if closed.state is InterruptState.ANSWERED and closed.answered_at:
+            metrics.resumed(closed.answered_at)  # once per answer, as the lock is
+        run.host.question_closed(run.record, closed)
+
     # A failure here (Slack down) propagates: the run is retried, and the retry locks it.
-    run.once(f"lock:{iid}", lambda: run.host.question_closed(run.record, closed))
+    run.once(f"lock:{iid}", lock)
 
 
 def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
@@ -104,6 +111,7 @@ def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
     # A retry after an outage may find its own first attempt applied (the reply was lost).
     ok = ok or (run.retried_writes > 0 and old == status.value)
     if ok:
+        metrics.run_ended(run.record.agent, status.value)
         run.log.info("run ended", status=status.value)
     return status.value if ok else reason
 
@@ -146,5 +154,6 @@ def _retry_or_fail(runtime: Runtime, run: Run, exc: Exception) -> str:
     if not ok and not (run.retried_writes and old == RunStatus.QUEUED.value):
         return "stale"
     enqueue_run(runtime.queue, run.run_id, job_id, delay=delay)
+    metrics.REQUEUES.labels(cause="retry").inc()
     run.log.warning("run raised; retrying", error=reason, failures=failures, delay=delay)
     return RunStatus.QUEUED.value

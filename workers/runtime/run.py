@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from workers import metrics
 from workers.exceptions import AgentError, NotSerializable, SecretKeyMissing, StaleEpoch, Suspend
 from workers.interaction import (
     AnswerValue,
@@ -260,6 +261,7 @@ class Run:
         )
         if self._journal is not None:
             self._journal[f"ask:{key}"] = attempts
+        metrics.QUESTIONS_ASKED.inc()
         return self._solicit(opened, opened_earlier=False)
 
     def ask_all(

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 
+from workers import metrics
 from workers.logs import Log
 from workers.runtime.group_close import close_member
 from workers.runtime.queues import SWEEP, enqueue_run
@@ -67,6 +68,7 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
         if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
             # The resumed run shows the expiry on the question (see execute._lock_closed_question).
             enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, iid))
+            metrics.QUESTIONS_EXPIRED.inc()
             report.expired.append(iid)
 
 
@@ -113,9 +115,12 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
         if not ok:
             continue
         report.lapsed.append(run_id)
+        metrics.LEASE_LAPSES.labels(outcome="failed" if give_up else "requeued").inc()
         if give_up:
+            metrics.run_ended(run.agent, RunStatus.FAILED.value)
             runtime.hosts.for_run(run).failed(run, reason)
         else:
+            metrics.REQUEUES.labels(cause="lease_lapsed").inc()
             enqueue_run(runtime.queue, run_id, job_id)
 
 
@@ -147,6 +152,7 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
             if not ok:
                 continue  # claimed meanwhile
         if enqueue_run(runtime.queue, run_id, job_id):
+            metrics.REQUEUES.labels(cause="no_job").inc()
             report.requeued.append(run_id)
             previous = getattr(status, "value", None)
             log.warning("queued run had no job; enqueued", run_id=run_id, job=job_id, previous=previous)
