@@ -157,11 +157,19 @@ class SlackStack:
                 self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=15)
                 self.wait_for("parley serve to answer /healthz", self._healthy, timeout=30)
             for n in range(self.workers):
-                self._spawn(f"worker-{n}", "worker", "--name", f"slack-test-{os.getpid()}-{n}-{secrets.token_hex(2)}")
+                self.spawn_worker(f"worker-{n}")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def spawn_worker(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        """One more `parley worker` (logging to `<name>.log`), with extra command-line `args`."""
+        return self._spawn(name, "worker", "--name", f"slack-test-{os.getpid()}-{name}-{secrets.token_hex(2)}", *args)
+
+    def spawn_serve(self, name: str, port: int, *args: str) -> subprocess.Popen[bytes]:
+        """One more `parley serve` over HTTP on `port` (logging to `<name>.log`), with extra `args`."""
+        return self._spawn(name, "serve", "--host", "127.0.0.1", "--port", str(port), *args)
 
     def _healthy(self) -> bool:
         for proc in self.procs:
