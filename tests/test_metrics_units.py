@@ -1,0 +1,82 @@
+"""The pieces of the metrics that need no process: label mapping, answer surfaces, the multiprocess directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from slack_sdk.http_retry.response import HttpResponse
+
+from bot.ack_timing import surface_of
+from bot.slack.webapi_metrics import method_of, outcome_of
+from parley.metrics_dir import ENV, use_multiprocess
+from workers import metrics
+from workers.store.records import RefusalReason
+
+pytestmark = pytest.mark.unit
+
+
+def test_method_is_the_last_path_segment() -> None:
+    assert method_of("https://slack.com/api/chat.postMessage") == "chat.postMessage"
+    assert method_of("http://127.0.0.1:9/api/views.open?x=1") == "views.open"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "outcome"),
+    [
+        (200, {"ok": True}, "ok"),
+        (200, {"ok": False, "error": "channel_not_found"}, "error"),
+        (429, {}, "rate_limited"),
+        (503, {}, "server_error"),
+        (404, {}, "http_error"),
+    ],
+)
+def test_outcome_words(status: int, body: dict[str, object], outcome: str) -> None:
+    assert outcome_of(HttpResponse(status_code=status, headers={}, body=body), None) == outcome
+    assert outcome in metrics.SLACK_OUTCOMES
+
+
+def test_an_error_without_a_response_is_a_connection_error() -> None:
+    assert outcome_of(None, ConnectionResetError()) == "connection_error"
+
+
+def test_answer_surfaces() -> None:
+    assert surface_of({"type": "block_actions", "actions": [{"action_id": "parley_submit"}]}) == "submit"
+    assert surface_of({"type": "block_actions", "actions": [{"action_id": "parley_choose_2"}]}) == "choice"
+    assert surface_of({"type": "view_submission", "view": {"callback_id": "parley_form"}}) == "form"
+    for other in (
+        {"type": "block_actions", "actions": [{"action_id": "parley_open_form"}]},
+        {"type": "view_submission", "view": {"callback_id": "something_else"}},
+        {"type": "block_actions", "actions": "not a list"},
+        {"command": "/parley"},
+        [],
+    ):
+        assert surface_of(other) is None, other
+
+
+def test_every_refusal_reason_is_exposed_from_the_start() -> None:
+    text = generate_latest().decode()
+    for reason in RefusalReason:
+        assert f'parley_answer_refusals_total{{reason="{reason.value}"}}' in text
+
+
+def test_an_operators_directory_is_emptied_of_earlier_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stale = tmp_path / "counter_123.db"
+    stale.write_bytes(b"x")
+    keep = tmp_path / "notes.txt"
+    keep.write_text("mine")
+    monkeypatch.setenv(ENV, str(tmp_path))
+    assert use_multiprocess() == tmp_path
+    assert not stale.exists() and keep.exists()
+
+
+def test_without_a_directory_one_of_its_own_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    path = use_multiprocess()
+    try:
+        assert os.environ[ENV] == str(path) and path.is_dir() and not any(path.iterdir())
+    finally:
+        path.rmdir()
+        monkeypatch.delenv(ENV)
