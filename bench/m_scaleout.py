@@ -30,10 +30,12 @@ from typing import Any
 
 import redis
 from prometheus_client.parser import text_string_to_metric_families
-from rq import Worker
+from rq import Queue, Worker
+from rq.serializers import JSONSerializer
 
 from bench import redis_ceiling
 from bench.agents import AGENT, three_item_request
+from bench.jobs import DONE_KEY
 from bench.measurement import Config, Result, Row
 from bench.processes import Proc, free_port, http_ok, python_argv, wait_until
 from bench.seed import Seeded, SubmitClicks
@@ -46,23 +48,39 @@ from workers.store.records import RunStatus
 from workers.store.runs import RunStore
 
 ANSWERERS = 4
+RAW_QUEUE = "bench-raw"
 BENCH_AGENT_COMMANDS = 2  # bench.agents: SET bench:asked (first execution), RPUSH bench:resumed
 
 
-class Cycles:
-    """Full cycles against one system; counts the Redis commands the answerers send themselves."""
+class CountingRedis(redis.Redis):
+    """The bench's own polling connection: it counts the commands it sends, to subtract them."""
 
-    def __init__(self, client: redis.Redis, port: int) -> None:
-        self.client, self.port = client, port
-        self.store = RunStore(client)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        with self._lock:
+            self.sent += 1
+        return super().execute_command(*args, **options)
+
+
+class Cycles:
+    """Full cycles against one system. What the bot would do (create, enqueue) goes through
+    `client`; the bench's own polling (paused runs, their questions, the finished count)
+    through `poll`, which counts its commands."""
+
+    def __init__(self, url: str, port: int) -> None:
+        self.client, self.poll, self.port = redis.Redis.from_url(url), CountingRedis.from_url(url), port
+        self.store, self.watch = RunStore(self.client), RunStore(self.poll)
         self.clicks = SubmitClicks(three_item_request())
-        self.own_commands = 0
         self.statuses: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def batch(self, m: int) -> float:
         """Runs/s for `m` runs from create to succeeded."""
-        done_before = self.store.count(RunStatus.SUCCEEDED)
+        done_before = self.watch.count(RunStatus.SUCCEEDED)
         claimed: set[str] = set()
         stop = threading.Event()
         threads = [threading.Thread(target=self._answer, args=(claimed, stop), daemon=True) for _ in range(ANSWERERS)]
@@ -76,10 +94,10 @@ class Cycles:
             enqueue_run(pq, run.id, run.job)
         deadline = time.monotonic() + 180
         try:
-            while self.store.count(RunStatus.SUCCEEDED) < done_before + m:
+            while self.watch.count(RunStatus.SUCCEEDED) < done_before + m:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"scale-out cycles stalled: {self.store.counts()}, acks {self.statuses}")
-                time.sleep(0.005)
+                time.sleep(0.02)
             return m / (time.perf_counter() - t0)
         finally:
             stop.set()
@@ -87,20 +105,18 @@ class Cycles:
                 t.join()
 
     def _answer(self, claimed: set[str], stop: threading.Event) -> None:
-        poster, r = Poster(self.port), self.client
+        poster, r = Poster(self.port), self.poll
         while not stop.is_set():
             mine = []
-            for run_id in self.store.list_ids(RunStatus.PAUSED, limit=50):
+            for run_id in self.watch.list_ids(RunStatus.PAUSED, limit=50):
                 with self._lock:
                     if run_id not in claimed:
                         claimed.add(run_id)
                         mine.append(run_id)
                 if len(mine) >= 4:
                     break
-            with self._lock:
-                self.own_commands += 1 + 2 * len(mine)  # the ZREVRANGE above, an HMGET and an HGET per run
             if not mine:
-                time.sleep(0.005)
+                time.sleep(0.01)
                 continue
             for run_id in mine:
                 run = seeded(r, run_id)
@@ -198,26 +214,68 @@ def double_submit(client: redis.Redis, replicas: list[int], k: int) -> dict[str,
     }
 
 
-def commands_per_cycle(cycles: Cycles, m: int) -> dict[str, Any]:
-    """Redis commands (and server microseconds) per full cycle, from `commandstats` deltas over `m` cycles."""
+def idle_rate(client: redis.Redis, seconds: float) -> dict[str, float]:
+    """Commands/s (and Redis µs/s) of the system doing nothing: workers' heartbeats and blocking
+    dequeues, the scheduler, the sweep, and the proxy's health checks (each `/healthz` pings Redis)."""
+    client.config_resetstat()
+    time.sleep(seconds)
+    stats = redis_ceiling.commandstats(client)
+    return {
+        "commands_per_s": (sum(c for c, _ in stats.values()) - 1) / seconds,
+        "usec_per_s": sum(u for _, u in stats.values()) / seconds,
+    }
+
+
+def commands_per_cycle(cycles: Cycles, m: int, idle: dict[str, float]) -> dict[str, Any]:
+    """Redis commands (and server µs) per full cycle, from `commandstats` deltas over `m` cycles,
+    less the bench's own commands and the idle background for as long as the batch took."""
     client = cycles.client
     client.config_resetstat()
-    cycles.own_commands = 0
+    polled_before = cycles.poll.sent
+    t0 = time.perf_counter()
     rate = cycles.batch(m)
     stats = redis_ceiling.commandstats(client)
-    own = cycles.own_commands + BENCH_AGENT_COMMANDS * m + 1  # + the INFO that read the stats
+    elapsed = time.perf_counter() - t0
+    own = (cycles.poll.sent - polled_before) + BENCH_AGENT_COMMANDS * m + 1  # + the INFO reading the stats
     calls = sum(c for c, _ in stats.values())
     usec = sum(u for _, u in stats.values())
-    top = sorted(stats.items(), key=lambda kv: -kv[1][0])[:10]
+    background = idle["commands_per_s"] * elapsed
+    top = sorted(stats.items(), key=lambda kv: -kv[1][0])[:12]
     return {
         "cycles": m,
         "runs_per_s": rate,
+        "seconds": elapsed,
         "commands_total": calls,
         "bench_own_commands": own,
-        "commands_per_cycle": (calls - own) / m,
-        "redis_usec_per_cycle": usec / m,
-        "top_commands_per_cycle": {name: round(c / m, 2) for name, (c, _) in top},
+        "idle_background_commands": background,
+        "commands_per_cycle": (calls - own - background) / m,
+        "commands_per_cycle_with_background": (calls - own) / m,
+        "redis_usec_per_cycle": (usec - idle["usec_per_s"] * elapsed) / m,
+        "top_commands_per_cycle_all_clients": {name: round(c / m, 2) for name, (c, _) in top},
     }
+
+
+def raw_job_commands(stack: Stack, url: str, client: redis.Redis, n: int, idle_seconds: float) -> dict[str, float]:
+    """Redis commands per trivial raw RQ job (one `SimpleWorker`), less its idle background: RQ's own share."""
+    argv = python_argv("-m", "bench.rawworker", "--queue", RAW_QUEUE, "--class", "simple")
+    proc = stack.start_process("scaleout-raw-worker", argv, REDIS_URL=url)
+    raw = Queue(RAW_QUEUE, connection=client, serializer=JSONSerializer)
+    try:
+        wait_until(lambda: Worker.count(queue=raw) >= 1, 30, "a raw RQ worker", proc)
+        idle = idle_rate(client, idle_seconds)
+        client.set(DONE_KEY, 0)
+        poll = CountingRedis.from_url(url)
+        client.config_resetstat()
+        t0 = time.perf_counter()
+        raw.enqueue_many([Queue.prepare_data("bench.jobs.noop", result_ttl=600) for _ in range(n)])
+        wait_until(lambda: int(poll.get(DONE_KEY) or 0) >= n, 120, f"{n} raw jobs", proc)
+        stats = redis_ceiling.commandstats(client)
+        elapsed = time.perf_counter() - t0
+    finally:
+        stack.stop([proc])
+    calls = sum(c for c, _ in stats.values())
+    own = n + poll.sent + 1  # the jobs' own INCRs, the bench's polls of their count, the INFO
+    return {"jobs": n, "commands_per_job": (calls - own - idle["commands_per_s"] * elapsed) / n}
 
 
 def _split(replicas: list[int]) -> list[float]:
@@ -236,7 +294,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
         procs.append(proxy)
         wait_until(lambda: http_ok(f"http://127.0.0.1:{proxy_port}/healthz"), 20, "haproxy", proxy)
         procs += start_workers(stack, url, client, 2)
-        through, direct = Cycles(client, proxy_port), Cycles(client, ports[0])
+        through, direct = Cycles(url, proxy_port), Cycles(url, ports[0])
         m = cfg.pick(60, 200)
         through.batch(10)
         direct.batch(10)
@@ -245,11 +303,14 @@ def measure(stack: Stack, cfg: Config) -> Result:
         for rnd in range(cfg.rounds):
             for side in (through, direct) if rnd % 2 == 0 else (direct, through):
                 (proxied if side is through else alone).append(side.batch(m))
+        idle = idle_rate(client, cfg.pick(5.0, 10.0))
         before = _split(ports)
-        cost = commands_per_cycle(through, m)
+        cost = commands_per_cycle(through, m, idle)
         split = [after - b for after, b in zip(_split(ports), before, strict=True)]
         k = cfg.pick(20, 50)
         race = double_submit(client, ports, k)
+        stack.stop([w for w in procs if "scaleout-worker" in w.name])
+        rq_job = raw_job_commands(stack, url, client, cfg.pick(200, 1000), cfg.pick(3.0, 5.0))
         bench_rates = redis_ceiling.redis_benchmark(redis_port, cfg.pick(50_000, 200_000))
     finally:
         stack.stop(list(reversed(procs)))
@@ -269,8 +330,10 @@ def measure(stack: Stack, cfg: Config) -> Result:
         "runs_per_s_one_replica_direct": alone,
         "ack_statuses_through_haproxy": acks,
         "submits_acked_per_replica": split,
+        "idle": idle,
         "commands": cost,
         "double_submit": race,
+        "raw_rq_job": rq_job,
         "redis_benchmark_ops_per_s": bench_rates,
         "redis_ceiling_cycles_per_s": {"ops_over_commands": ceiling, "cpu_second_over_usec": by_cpu},
     }
@@ -305,8 +368,8 @@ def measure(stack: Stack, cfg: Config) -> Result:
             "commands per full cycle",
             "Redis commands",
             per_cycle,
-            note=f"{cost['redis_usec_per_cycle']:.0f} us of Redis CPU per cycle; top: "
-            + ", ".join(f"{n} {c}" for n, c in list(cost["top_commands_per_cycle"].items())[:6]),
+            note=f"{cost['redis_usec_per_cycle']:.0f} us of Redis CPU per cycle; a trivial raw RQ job: "
+            f"{rq_job['commands_per_job']:.0f} commands; idle background {idle['commands_per_s']:.0f} commands/s",
         ),
         Row(
             "9 Redis ceiling",
