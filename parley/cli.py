@@ -33,6 +33,11 @@ def _port(reach: int = 0) -> Callable[[str], int]:
     return port
 
 
+def _metrics_options(command: argparse.ArgumentParser, help: str) -> None:
+    command.add_argument("--metrics-port", type=_port(), default=None, metavar="N", help=help)
+    command.add_argument("--metrics-host", default="127.0.0.1", help="address for --metrics-port (default: 127.0.0.1)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="parley", description="Agents that stop to ask people, and carry on.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -55,16 +60,14 @@ def _parser() -> argparse.ArgumentParser:
         help="simple: jobs in the worker process (default, fastest); fork: a child process per job (isolation)",
     )
     worker.add_argument("--name", default=None)
-    worker.add_argument(
-        "--metrics-port", type=_port(), default=None, metavar="N", help="serve Prometheus metrics on 127.0.0.1:N"
-    )
-    worker.add_argument("--metrics-host", default="127.0.0.1", help="address for --metrics-port (default: 127.0.0.1)")
+    _metrics_options(worker, "serve Prometheus metrics at http://127.0.0.1:N/metrics")
 
     serve = sub.add_parser("serve", help="serve the Slack app (HTTP, or Socket Mode)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_port(), default=3000, help="HTTP port (default: 3000)")
     serve.add_argument("--workers", type=int, default=1, help="server processes")
     serve.add_argument("--socket-mode", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
+    _metrics_options(serve, "with --socket-mode: serve Prometheus metrics on port N (over HTTP they are at /metrics)")
 
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
     dev.add_argument(
@@ -107,6 +110,8 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return f"parley slack: name a command: {', '.join(args.slack_commands)} (see parley slack --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
+    if args.command == "serve" and args.metrics_port is not None and not args.socket_mode:
+        return "parley serve: --metrics-port is for --socket-mode; over HTTP the metrics are at /metrics on --port"
     if args.command == "run" and (args.agent is None) == (args.resume is None):
         return "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
     return None
@@ -137,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_in_terminal(settings, args.agent, args.text)
         if _metrics_in_several_processes(args):
-            from parley.metrics_dir import use_multiprocess
+            from parley.metrics_setup import use_multiprocess
 
             use_multiprocess()  # before anything imports prometheus_client
         if args.command == "worker":
@@ -153,7 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from parley.serve import serve
 
-            return serve(settings, host=args.host, port=args.port, workers=args.workers, socket_mode=args.socket_mode)
+            return serve(
+                settings,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                socket_mode=args.socket_mode,
+                metrics=(args.metrics_host, args.metrics_port) if args.metrics_port else None,
+            )
         if args.command == "dev":
             from parley.dev import run_dev
 

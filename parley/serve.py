@@ -100,12 +100,26 @@ def _bot_wsgi(settings: Settings) -> Any:
     return make_wsgi(app, client)
 
 
-def serve(settings: Settings, *, host: str, port: int, workers: int = 1, socket_mode: bool = False) -> int:
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    workers: int = 1,
+    socket_mode: bool = False,
+    metrics: tuple[str, int] | None = None,
+) -> int:
+    """Serve over HTTP (metrics at /metrics) or Socket Mode (metrics on `metrics`, host and port, if given)."""
     if socket_mode:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
+        from parley.metrics_setup import serve_metrics
+        from workers.store.runs import RunStore
+
         settings.require("slack_app_token")
-        app, _ = build_bot(settings, socket_mode=True)
+        app, client = build_bot(settings, socket_mode=True)
+        if metrics:
+            serve_metrics(RunStore(client), *metrics)
         handler = SocketModeHandler(app, app_token=settings.slack_app_token)
         handler.client.web_client.base_url = settings.slack_api_url
         try:

@@ -14,8 +14,8 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.serializers import JSONSerializer
 
 from parley.bootstrap import build_runtime, connect_redis
+from parley.metrics_setup import serve_metrics
 from parley.settings import Settings
-from workers.exceptions import ConfigError
 from workers.logs import Log
 from workers.runtime.host import HostRouter
 from workers.runtime.sweep import schedule_next
@@ -77,19 +77,6 @@ def _keep_sweep_scheduled(runtime: Runtime, stop: threading.Event) -> None:
             log.warning("could not schedule the sweep", exc=True)
 
 
-def serve_metrics(runtime: Runtime, host: str, port: int) -> None:
-    """Serve this worker's metrics at http://host:port/metrics, with prometheus_client's own server."""
-    from prometheus_client import start_http_server
-
-    from workers.metrics import scrape_registry
-
-    try:
-        start_http_server(port, addr=host, registry=scrape_registry(runtime.store))
-    except OSError as exc:
-        raise ConfigError(f"--metrics-port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
-    log.info("serving metrics", url=f"http://{host}:{port}/metrics")
-
-
 def run_worker(
     settings: Settings,
     *,
@@ -102,7 +89,7 @@ def run_worker(
     runtime = build_runtime(settings, client, HostRouter())
     add_worker_hosts(settings, runtime)
     if metrics:
-        serve_metrics(runtime, *metrics)
+        serve_metrics(runtime.store, *metrics)
     schedule_next(runtime)
     stop = threading.Event()
     threading.Thread(target=_keep_sweep_scheduled, args=(runtime, stop), daemon=True, name="sweep-seed").start()

@@ -11,7 +11,7 @@ from slack_sdk.http_retry.response import HttpResponse
 
 from bot.ack_timing import surface_of
 from bot.slack.webapi_metrics import method_of, outcome_of
-from parley.metrics_dir import ENV, use_multiprocess
+from parley.metrics_setup import ENV, use_multiprocess
 from workers import metrics
 from workers.store.records import RefusalReason
 
@@ -80,3 +80,13 @@ def test_without_a_directory_one_of_its_own_is_made(monkeypatch: pytest.MonkeyPa
     finally:
         path.rmdir()
         monkeypatch.delenv(ENV)
+
+
+def test_serve_refuses_a_metrics_port_over_http(capsys: pytest.CaptureFixture[str]) -> None:
+    from parley.cli import main
+
+    assert main(["serve", "--metrics-port", "9300"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "parley serve: --metrics-port is for --socket-mode; over HTTP the metrics are at /metrics on --port"
+    )

@@ -8,7 +8,7 @@ fixed outcome words): never a user, run or question id.
 
 Several processes (gunicorn's `--workers N`, `parley worker --worker-class fork`) share one
 endpoint through prometheus_client's multiprocess mode: `PROMETHEUS_MULTIPROC_DIR` must be set
-before this module is first imported (`parley.metrics_dir` does it at the entry point).
+before this module is first imported (`parley.metrics_setup` does it at the entry point).
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""prometheus_client's multiprocess mode for a command that records metrics in several processes.
+"""Where a command's metrics are served: prometheus_client's multiprocess mode, and its own HTTP server.
 
 `parley serve --workers N` (gunicorn forks N processes) and `parley worker --worker-class fork`
 (a child per job) record metrics in processes other than the one that serves `/metrics`.
 prometheus_client then keeps each process's values in files under `PROMETHEUS_MULTIPROC_DIR`
 and sums them at scrape time. The variable must be set before prometheus_client is imported,
 so the CLI calls `use_multiprocess` before it imports the command's module. This module must
-not import prometheus_client (nor anything that does).
+not import prometheus_client (nor anything that does) at import time.
+
+A process with no HTTP server of its own (`parley worker`, `parley serve --socket-mode`) serves
+them with `serve_metrics`, on prometheus_client's own HTTP server.
 """
 
 from __future__ import annotations
@@ -15,6 +18,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from workers.exceptions import ConfigError
+from workers.logs import Log
+
+if TYPE_CHECKING:
+    from workers.store.runs import RunStore
+
+log = Log("parley.metrics")
 
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -37,3 +49,16 @@ def use_multiprocess() -> Path:
     owner = os.getpid()
     atexit.register(lambda: os.getpid() == owner and shutil.rmtree(path, ignore_errors=True))
     return path
+
+
+def serve_metrics(store: RunStore, host: str, port: int) -> None:
+    """Serve this process's metrics at http://host:port/metrics from a thread of prometheus_client's."""
+    from prometheus_client import start_http_server
+
+    from workers.metrics import scrape_registry
+
+    try:
+        start_http_server(port, addr=host, registry=scrape_registry(store))
+    except OSError as exc:
+        raise ConfigError(f"--metrics-port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    log.info("serving metrics", url=f"http://{host}:{port}/metrics")
