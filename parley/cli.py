@@ -117,11 +117,17 @@ def _refusal(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _metrics_in_several_processes(args: argparse.Namespace) -> bool:
-    """gunicorn with several processes, or a worker forking a child per job, with metrics served."""
+def _metrics_setup(args: argparse.Namespace) -> None:
+    """Where this command keeps its metrics; before anything imports prometheus_client."""
+    from parley.metrics_setup import prepare
+
     if args.command == "serve":
-        return args.workers > 1 and not args.socket_mode
-    return args.command == "worker" and args.worker_class == "fork" and args.metrics_port is not None
+        serves = not args.socket_mode or args.metrics_port is not None
+        prepare(serves_metrics=serves, several_processes=args.workers > 1 and not args.socket_mode)
+    elif args.command == "worker":
+        prepare(serves_metrics=args.metrics_port is not None, several_processes=args.worker_class == "fork")
+    else:
+        prepare(serves_metrics=False, several_processes=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -132,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         settings = settings_mod.load()
+        _metrics_setup(args)
         logs.configure(settings.parley_log_level if args.command not in ("run", "slack") else "WARNING")
         if args.command == "run" and args.resume:
             from parley.resume import resume_in_terminal
@@ -141,10 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             from parley.terminal import run_in_terminal
 
             return run_in_terminal(settings, args.agent, args.text)
-        if _metrics_in_several_processes(args):
-            from parley.metrics_setup import use_multiprocess
-
-            use_multiprocess()  # before anything imports prometheus_client
         if args.command == "worker":
             from parley.worker import run_worker
 

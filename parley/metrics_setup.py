@@ -31,6 +31,16 @@ log = Log("parley.metrics")
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
+def prepare(*, serves_metrics: bool, several_processes: bool) -> None:
+    """Multiprocess mode for a command that serves metrics from several processes, or whose
+    operator set `PROMETHEUS_MULTIPROC_DIR`; in this process's memory for every other command
+    (a CLI command that serves nothing must not write files into, or fail on, that directory)."""
+    if serves_metrics and (several_processes or os.environ.get(ENV)):
+        use_multiprocess()
+    else:
+        os.environ.pop(ENV, None)
+
+
 def use_multiprocess() -> Path:
     """Point prometheus_client at a directory of this process tree's own, emptied first.
 

@@ -11,7 +11,7 @@ from slack_sdk.http_retry.response import HttpResponse
 
 from bot.ack_timing import surface_of
 from bot.slack.webapi_metrics import method_of, outcome_of
-from parley.metrics_setup import ENV, use_multiprocess
+from parley.metrics_setup import ENV, prepare, use_multiprocess
 from workers import metrics
 from workers.store.records import RefusalReason
 
@@ -73,13 +73,40 @@ def test_an_operators_directory_is_emptied_of_earlier_values(tmp_path: Path, mon
 
 
 def test_without_a_directory_one_of_its_own_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv(ENV, "")  # recorded, so the test leaves the variable as it found it
+    monkeypatch.delenv(ENV)
     path = use_multiprocess()
     try:
         assert os.environ[ENV] == str(path) and path.is_dir() and not any(path.iterdir())
     finally:
         path.rmdir()
+        os.environ.pop(ENV, None)
+
+
+@pytest.mark.parametrize(
+    ("serves", "several", "given", "multiprocess"),
+    [
+        (True, True, False, True),  # serve --workers 2
+        (True, False, True, True),  # one process, the operator's directory
+        (True, False, False, False),  # one process: in memory
+        (False, False, True, False),  # a CLI command: the operator's variable is dropped
+    ],
+)
+def test_prepare_picks_the_mode(
+    serves: bool, several: bool, given: bool, multiprocess: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, str(tmp_path / "given"))
+    if not given:
         monkeypatch.delenv(ENV)
+    prepare(serves_metrics=serves, several_processes=several)
+    try:
+        assert (ENV in os.environ) is multiprocess
+        if given and multiprocess:
+            assert os.environ[ENV] == str(tmp_path / "given") and (tmp_path / "given").is_dir()
+    finally:
+        made = os.environ.get(ENV)
+        if made and not given:
+            Path(made).rmdir()
 
 
 def test_serve_refuses_a_metrics_port_over_http(capsys: pytest.CaptureFixture[str]) -> None:
