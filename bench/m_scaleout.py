@@ -1,4 +1,4 @@
-"""9. Scale-out: two `parley serve` replicas behind HAProxy, two workers, and the ceiling of one Redis.
+"""11. Scale-out: two `parley serve` replicas behind HAProxy, two workers, and the ceiling of one Redis.
 
 Everything here runs against a private `redis-server` (see `bench.redis_ceiling`), so the
 server's `INFO commandstats` counts only this system's commands.
@@ -339,7 +339,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
     }
     result.rows += [
         Row(
-            "9 scale-out",
+            "11 scale-out",
             "2 replicas + HAProxy, 2 workers",
             "runs/s vs 1 replica direct",
             p,
@@ -351,7 +351,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
             f"acks {acks}; Submits per replica {split[0]:.0f}/{split[1]:.0f}",
         ),
         Row(
-            "9 scale-out",
+            "11 scale-out",
             "same question, a Submit to each replica at once",
             "answers accepted per question",
             race["accepted"] / k,
@@ -364,7 +364,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
             f"{race['runs_resumed_once']} resumed once",
         ),
         Row(
-            "9 Redis ceiling",
+            "11 Redis ceiling",
             "commands per full cycle",
             "Redis commands",
             per_cycle,
@@ -372,7 +372,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
             f"{rq_job['commands_per_job']:.0f} commands; idle background {idle['commands_per_s']:.0f} commands/s",
         ),
         Row(
-            "9 Redis ceiling",
+            "11 Redis ceiling",
             "one Redis: ops/s / commands per cycle",
             "cycles/s vs redis-benchmark ops/s",
             ceiling,

@@ -193,6 +193,8 @@ def accept(
         if refusal:
             log.info("answer refused", **ctx, reason=refusal.reason)
             raise refusal_error(refusal, interrupt)
+        if not redelivery:
+            metrics.answer_accepted(interrupt.asked_at)
         log.info("answer accepted", **ctx, group=interrupt.group)
         return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
     try:
@@ -201,6 +203,8 @@ def accept(
         log.error("secret answer refused", **ctx, problem=str(exc))
         raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None
     if refusal and refusal.reason is RefusalReason.UNCONFIRMED:
+        if not redelivery:  # written on the master; the resubmission it asks for is then a redelivery
+            metrics.answer_accepted(interrupt.asked_at)
         _resume_unconfirmed(runtime, interrupt, ctx, confirmed=refusal.detail[0])
         raise AcceptRefused(RefusalReason.UNCONFIRMED, "no replica confirmed the answer in time; submit it again")
     if refusal:

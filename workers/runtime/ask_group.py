@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend
 from workers.interaction import AnswerValue, Context, ContextChange, OnExpiry, QuestionExpired, Request
 from workers.interaction import answers_to_values as values_of
@@ -183,6 +184,7 @@ def _open_and_wait(
         members.append(NewMember(fields, f"ask:{spec.key}", attempts))
     store = run._rt.store
     opened = run.durable(lambda: store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
+    metrics.QUESTIONS_ASKED.inc(len(opened[1]))
     if run._journal is not None:
         for m in members:
             run._journal[m.journal_field] = m.attempts

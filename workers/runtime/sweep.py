@@ -63,6 +63,7 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
         defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
         if interrupt.group:  # one of several asked at once: its group resumes the run when complete
             if close_member(runtime, interrupt, "expire", "parley", defaults, now=now) is None:
+                metrics.QUESTIONS_EXPIRED.inc()
                 report.expired.append(iid)
             continue
         if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
