@@ -17,7 +17,7 @@ from slack_bolt.oauth.oauth_settings import OAuthSettings
 
 from bot.ack_timing import time_answers
 from bot.deps import BotDeps
-from bot.listeners import actions, admin_actions, commands, events, inspect, installs, options, views
+from bot.listeners import actions, admin_actions, commands, events, inspect, installs, options, reassign, views
 from bot.slack import payload_shape
 from workers.logs import Log
 
@@ -56,6 +56,7 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     options.register(app, deps)
     inspect.register(app, deps)
     installs.register(app, deps)
+    reassign.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

@@ -41,7 +41,7 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
     web = clients.single or make_web_client(None, settings.slack_api_url)
     hosts = HostRouter()
     runtime = build_runtime(settings, client, hosts)
-    slack = SlackHost(clients, runtime.store)
+    slack = SlackHost(clients, runtime.store, notify_assignees=settings.parley_notify_assignees)
     hosts.register("slack", slack)
     admins = settings.parley_admins
     team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}

@@ -100,6 +100,7 @@ class Settings(BaseSettings):
     parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
     parley_secret_key: SecretStr | None = None  # Fernet key sealing secret answers; never shown
     parley_redis_min_replicas: int = Field(default=0, ge=0)  # replicas holding an answer before its ack
+    parley_notify_assignees: bool = True  # DM the people a question is put to (not the run's starter)
 
     _split_lists = field_validator("parley_agents", "parley_retry_delays", mode="before")(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)

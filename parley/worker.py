@@ -37,7 +37,9 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
         from bot.slack.host import SlackHost
         from parley.installs import web_clients
 
-        runtime.hosts.register("slack", SlackHost(web_clients(settings, runtime.store.redis), runtime.store))
+        clients = web_clients(settings, runtime.store.redis)
+        notify = settings.parley_notify_assignees
+        runtime.hosts.register("slack", SlackHost(clients, runtime.store, notify_assignees=notify))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:

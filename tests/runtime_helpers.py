@@ -38,6 +38,7 @@ class RecordingHost:
         self.failures: list[tuple[str, str]] = []
         self.closed: list[tuple[str, str]] = []
         self.reminders: list[tuple[str, str]] = []
+        self.escalations: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, people added)
         self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
         self.superseded: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, fields changed)
         self.progress: list[tuple[str, str]] = []  # (run_id, summary) of questions put to each person
@@ -77,6 +78,10 @@ class RecordingHost:
     def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
         with self.lock:
             self.progress.append((run.id, progress.summary + (" closed" if progress.closed else "")))
+
+    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+        with self.lock:
+            self.escalations.append((run.id, interrupt.id, added))
 
 
 def make_runtime(r: Redis, data_dir: Path, host: Any = None, **settings: Any) -> Runtime:

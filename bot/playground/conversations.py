@@ -1,4 +1,7 @@
-"""The stand-in's `conversations.*` methods: joining a public channel, and reading a thread.
+"""The stand-in's `conversations.*` methods: joining a public channel, opening a DM, reading a thread.
+
+`conversations.open(users=U…)` opens (or finds) the bot's DM with one member and returns its
+`D…` id, as Slack does with `im:write`; an unknown user answers `user_not_found`.
 
 `conversations.join` works for public channels only (`channels:join`): a private channel,
 a DM or a group DM answers `method_not_supported_for_channel_type`, a channel the bot is
@@ -57,6 +60,28 @@ def join(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> d
         return {"channel": _channel_object(ws, ref), "warning": "already_in_channel"}
     ws.add_channel(dataclasses.replace(channel, bot_is_member=True))
     return {"channel": _channel_object(ws, ref)}
+
+
+def open_dm(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+    """The bot's DM with the one member named in `users`."""
+    users = [u for u in str(args.get("users") or "").split(",") if u]
+    if not users:
+        raise SlackError("users_list_not_supplied")
+    if len(users) > 1:
+        raise SlackError("not_enough_users")  # a group DM; Parley only ever opens one-person DMs
+    if ws.user(users[0]) is None:
+        raise SlackError("user_not_found")
+    channel = ws.resolve_channel(users[0])
+    assert channel is not None
+    return {"channel": {"id": channel}, "no_op": False, "already_open": False}
+
+
+def usergroup_users(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+    """`usergroups.users.list`: the members of a user group."""
+    group = ws.usergroup(str(args.get("usergroup") or ""))
+    if group is None:
+        raise SlackError("no_such_subteam")
+    return {"users": list(group.users)}
 
 
 def replies(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:

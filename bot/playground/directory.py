@@ -43,3 +43,12 @@ class Channel:
     name: str
     is_private: bool = False
     bot_is_member: bool = True
+
+
+@dataclass(frozen=True)
+class UserGroup:
+    """A user group (`S…`): mentioned as `<!subteam^S…>`, its members listed by `usergroups.users.list`."""
+
+    id: str
+    handle: str
+    users: tuple[str, ...] = ()

@@ -153,6 +153,8 @@ class _Api:
             "users.info": self.users_info,
             "conversations.join": functools.partial(conversations.join, ws),
             "conversations.replies": functools.partial(conversations.replies, ws),
+            "conversations.open": functools.partial(conversations.open_dm, ws),
+            "usergroups.users.list": functools.partial(conversations.usergroup_users, ws),
             "apps.connections.open": functools.partial(app_methods.connections_open, ws),
             "apps.manifest.create": functools.partial(app_methods.manifest_create, ws),
             "oauth.v2.access": self.oauth_access,

@@ -17,7 +17,17 @@ import threading
 import time
 from typing import Any
 
-from bot.playground.directory import APP_ID, BOT_ID, BOT_USER_ID, TEAM_DOMAIN, TEAM_ID, TEAM_NAME, Channel, User
+from bot.playground.directory import (
+    APP_ID,
+    BOT_ID,
+    BOT_USER_ID,
+    TEAM_DOMAIN,
+    TEAM_ID,
+    TEAM_NAME,
+    Channel,
+    User,
+    UserGroup,
+)
 from bot.playground.faults import Fault, FaultPlan
 from bot.playground.installs import Installs
 from bot.playground.views import ViewsMixin
@@ -33,6 +43,7 @@ __all__ = [
     "Fault",
     "FaultPlan",
     "User",
+    "UserGroup",
     "Workspace",
 ]
 
@@ -63,6 +74,7 @@ class Workspace(ViewsMixin):
         self._last_us = 0
         self._view_seq = itertools.count(1)
         self._users: dict[str, User] = {}
+        self._groups: dict[str, UserGroup] = {}
         self._channels: dict[str, Channel] = {}
         self._messages: dict[str, list[dict[str, Any]]] = {}
         self._ephemerals: dict[str, list[dict[str, Any]]] = {}
@@ -80,6 +92,7 @@ class Workspace(ViewsMixin):
             self.add_user(user)
         self.add_channel(Channel("C0GENERAL", "general"))
         self.add_channel(Channel("C0OPS", "ops"))
+        self.add_usergroup(UserGroup("S0REVIEWERS", "reviewers", ("U0ALICE", "U0CAROL")))
 
     # -- change notification -------------------------------------------------
 
@@ -113,6 +126,22 @@ class Workspace(ViewsMixin):
         with self._lock:
             self._users[user.id] = user
             self._bump()
+
+    def add_usergroup(self, group: UserGroup) -> None:
+        """Add or replace a user group."""
+        with self._lock:
+            self._groups[group.id] = group
+            self._bump()
+
+    def usergroup(self, group_id: str) -> UserGroup | None:
+        """Look a user group up by id."""
+        with self._lock:
+            return self._groups.get(group_id)
+
+    def usergroups(self) -> list[UserGroup]:
+        """Every user group, in the order they were added."""
+        with self._lock:
+            return list(self._groups.values())
 
     def add_channel(self, channel: Channel) -> None:
         """Add or replace a channel."""

@@ -10,6 +10,9 @@ re-render because Slack wants fresh block_ids each time a message is updated:
                            "parley_choose_{n}" (n = option index), value = the option's value
     qh|{iid}|{v}|{n}       reason header/section number n
     qm|{iid}|{v}           "Asked of …" context
+    qn|{iid}|{v}           who was added or handed the question since it was asked (escalation, reassignment)
+    qr|{iid}|{v}           "Reassign…": a users select, action_id "parley_reassign"
+    fr|{iid}|{v}           the same "Reassign…" select in the modal
     qt|{iid}|{v}           fast-path question text
     qd|{iid}|{v}           what changed since an answer voided by changed facts (`blocks_context`)
     qx|{iid}|{v}           "You are deciding on": the facts the answer is bound to (`blocks_context`)
@@ -46,12 +49,13 @@ from slack_sdk.models.blocks import (
     SectionBlock,
     StaticMultiSelectElement,
     StaticSelectElement,
+    UserSelectElement,
 )
 from slack_sdk.models.views import View
 
 from bot.slack import limits
 from bot.slack.blocks_context import context_blocks, deciding_on
-from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, split_escaped, truncate, user_ref
+from bot.slack.mrkdwn import assignee_ref, clip, cut_escaped, date_token, escape, split_escaped, truncate, user_ref
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
 
@@ -72,6 +76,7 @@ ANSWER_ACTION_ID = "answer"
 SUBMIT_ACTION_ID = "parley_submit"
 OPEN_FORM_ACTION_ID = "parley_open_form"
 CHOOSE_ACTION_PREFIX = "parley_choose_"
+REASSIGN_ACTION_ID = "parley_reassign"
 FORM_CALLBACK_ID = "parley_form"
 
 _IID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -178,9 +183,15 @@ def _is_external(item: Item, threshold: int) -> bool:
 def _assignee_line(assignees: list[str]) -> str:
     if not assignees:
         return "Anyone in this channel can answer"
-    shown = ", ".join(user_ref(a) for a in assignees[:MAX_ASSIGNEES_SHOWN])
+    shown = ", ".join(assignee_ref(a) for a in assignees[:MAX_ASSIGNEES_SHOWN])
     more = len(assignees) - MAX_ASSIGNEES_SHOWN
     return f"Asked of {shown}" + (f" and {more} more" if more > 0 else "")
+
+
+def reassign_block(block_id: str) -> ActionsBlock:
+    """The "Reassign…" control: a users select; picking someone hands them the question."""
+    select = UserSelectElement(action_id=REASSIGN_ACTION_ID, placeholder=PlainTextObject(text="Reassign…"))
+    return ActionsBlock(block_id=block_id, elements=[select])
 
 
 def is_fast_path(request: Request) -> bool:
@@ -201,8 +212,11 @@ def question_blocks(
     external_threshold: int = EXTERNAL_SELECT_THRESHOLD,
     context: Context | None = None,
     changes: Sequence[ContextChange] = (),
+    notes: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """The question message for interrupt `iid`: reason, who is asked, inputs and the Submit row.
+    """The question message for interrupt `iid`: reason, who is asked, inputs, the Submit row, "Reassign…".
+
+    `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
 
     With a `context`, the facts the answer is bound to are shown above the inputs, and
     with `changes`, what changed since an earlier answer was voided by other facts.
@@ -213,7 +227,9 @@ def question_blocks(
     _check_ids(iid, version)
     head = _reason_blocks(request.reason, reason_prefix, f"qh|{iid}|{version}", allow_header=True)
     meta = ContextBlock(block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=_assignee_line(assignees))])
-    head = [*head, meta, *context_blocks(context, changes, iid, version)]
+    news = [ContextBlock(block_id=f"qn|{iid}|{version}", elements=[MarkdownTextObject(text="\n".join(notes))])]
+    head = [*head, meta, *(news if notes else []), *context_blocks(context, changes, iid, version)]
+    reassign = reassign_block(f"qr|{iid}|{version}")
     if is_fast_path(request) and not _is_external(request.items[0], external_threshold):
         item = request.items[0]
         buttons = [
@@ -229,6 +245,7 @@ def question_blocks(
             *head,
             SectionBlock(block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=clip(item.text, SECTION_MAX))),
             ActionsBlock(block_id=f"qc|{iid}|{version}", elements=buttons),
+            reassign,
         ]
         out = _dicts(blocks)
         limits.check_message_blocks(out)
@@ -253,7 +270,7 @@ def question_blocks(
             _input(i, f"q|{iid}|{version}|{i.id}", external=i.id in external, label_cap=label_cap)
             for i in request.items
         ]
-        return _dicts([*head, *inputs, actions])
+        return _dicts([*head, *inputs, actions, reassign])
 
     out = build(LABEL_MAX)
     # Shed option text first: the biggest static selects load their options on demand instead.
@@ -363,6 +380,7 @@ def modal_view(
     _check_ids(iid, version)
     blocks: list[Block] = [*_reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)]
     blocks += [_input(i, f"f|{iid}|{i.id}", external=_is_external(i, external_threshold)) for i in request.items]
+    blocks.append(reassign_block(f"fr|{iid}|{version}"))
     view = View(
         type="modal",
         callback_id=FORM_CALLBACK_ID,

@@ -22,7 +22,7 @@ from workers.interaction.models import ITEM_ID_PATTERN, Answer, Request
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VERSION = re.compile(r"^[0-9]{1,9}$")
 _ITEM_ID = re.compile(ITEM_ID_PATTERN)
-_VERSIONED_KINDS = frozenset({"qa", "qc", "qd", "qm", "qt", "qx"})
+_VERSIONED_KINDS = frozenset({"qa", "qc", "qd", "qm", "qn", "qr", "qt", "qx", "fr"})
 _NUMBERED_KINDS = frozenset({"qh", "fh"})
 
 _SINGLE = ("static_select", "external_select", "radio_buttons")

@@ -20,12 +20,12 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
-from bot.slack import blocks, limits
+from bot.slack import blocks, limits, people
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.clients import WebClients
 from bot.slack.limits import BlockLimitError
-from bot.slack.mrkdwn import user_ref
+from bot.slack.mrkdwn import escape, user_ref
 from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.recent import JoinedChannels, StartedThreads
 from workers.exceptions import AgentError, NotInstalled
@@ -49,12 +49,13 @@ class SlackHost:
     run's workspace's client from the installation store (OAuth mode).
     """
 
-    def __init__(self, client: WebClient | WebClients, store: RunStore) -> None:
+    def __init__(self, client: WebClient | WebClients, store: RunStore, *, notify_assignees: bool = True) -> None:
         self.clients = client if isinstance(client, WebClients) else WebClients(single=client)
         self.client = self.clients.single
         self.store = store
         self._joined = JoinedChannels()
         self._threads = StartedThreads()
+        self.notify_assignees = notify_assignees  # PARLEY_NOTIFY_ASSIGNEES: DM the people asked
 
     def _web(self, run: RunRecord) -> WebClient:
         """The client with the bot token of the installation that owns `run`."""
@@ -121,18 +122,22 @@ class SlackHost:
     # ---- Interactor ------------------------------------------------------------
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
         if run.question_message.get("ts"):
-            return Outcome(paused=True)  # posted before this replay
+            self._tell_asked(run)  # posted before this replay; people not told yet are told now
+            return Outcome(paused=True)
         record = run.record
         iid = run.interrupt_id or ""
         if run.question_may_be_posted and (found := self._posted_before(record, iid)):
             run.record_question_message({**found, "version": 1})
             log.info("question found posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=found["ts"])
+            self._tell_asked(run)
             return Outcome(paused=True)
+        self._resolve_groups(run)
+        asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
         try:
             question = blocks.question_blocks(
                 request,
                 iid,
-                assignees=list(request.assignees or [run.started_by]),
+                assignees=asked or [run.started_by],
                 context=run.question_context,
                 changes=run.context_changes,
             )
@@ -149,7 +154,28 @@ class SlackHost:
             raise
         run.record_question_message({**posted, "version": 1})
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
+        self._tell_asked(run)
         return Outcome(paused=True)
+
+    def _resolve_groups(self, run: PausingRun) -> None:
+        """Replace the user groups among the question's assignees (and escalation people) by their members."""
+        q = run.interrupt
+        if q is None or q.groups or not people.has_groups([*q.assignees, *q.escalate_to]):
+            return
+        assignees, groups = people.resolve_groups(self._web(run.record), q.assignees)
+        escalate_to, more = people.resolve_groups(self._web(run.record), q.escalate_to)
+        run.record_assignees(assignees, {**groups, **more}, escalate_to if q.escalate_to else None)
+
+    def _tell_asked(self, run: PausingRun) -> None:
+        """DM each person asked, but the run's starter, a link to the question; once per person."""
+        q = run.interrupt
+        if not self.notify_assignees or q is None:
+            return
+        q = q.model_copy(update={"message": run.question_message})
+        text = f"{user_ref(run.started_by)}'s run *{escape(run.record.agent)}* is asking you a question."
+        for user in q.assignees:
+            if user != run.started_by:
+                people.notify(self._web(run.record), self.store.people, q, user, text)
 
     def _posted_before(self, run: RunRecord, iid: str) -> dict[str, Any] | None:
         """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""
@@ -211,6 +237,48 @@ class SlackHost:
             body += progress_blocks(req, progress, group.id, version)
             text = blocks.fallback_text(req)
         self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
+
+    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+        """Show the escalation on the question and DM each person it added a link to it."""
+        self.refresh_question(interrupt, run)
+        waited = people.notes(interrupt)[:1]
+        text = "A question was escalated to you" + (f" ({waited[0].split(': ', 1)[-1]})" if waited else "") + "."
+        for user in added:
+            people.notify(self._web(run), self.store.people, interrupt, user, text)
+
+    def reassigned(self, interrupt: InterruptRecord, *, by: str, to: str) -> None:
+        """Show the reassignment on the question and DM the new assignee a link to it."""
+        run = self.store.get(interrupt.run_id)
+        self.refresh_question(interrupt, run)
+        web = self._web(run)
+        people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
+
+    def refresh_question(self, interrupt: InterruptRecord, run: RunRecord) -> None:
+        """Post the open question again in place (`chat.update`), saying who is asked now and why.
+
+        The message gets a new version (fresh block ids). Should the question close meanwhile,
+        the locked message is put back, so an answered question never shows controls again.
+        """
+        msg = interrupt.message
+        if not msg.get("ts"):
+            return
+        version = int(msg.get("version", 1)) + 1
+        body = blocks.question_blocks(
+            interrupt.request,
+            interrupt.id,
+            version=version,
+            assignees=people.shown_assignees(interrupt),
+            context=interrupt.context,
+            changes=interrupt.context_changes,
+            notes=people.notes(interrupt),
+        )
+        self._web(run).chat_update(
+            channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
+        )
+        self.store.set_message(interrupt.id, {**msg, "version": version})
+        now = self.store.interrupt(interrupt.id)
+        if now is not None and now.state is not InterruptState.OPEN:
+            self.lock_question(now, run)
 
     # ---- message updates -------------------------------------------------------
     def lock_question(self, interrupt: InterruptRecord, run: RunRecord | None = None) -> None:

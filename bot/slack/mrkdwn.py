@@ -14,6 +14,7 @@ import re
 
 ELLIPSIS = "…"
 USER_ID_PATTERN = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+GROUP_ID_PATTERN = re.compile(r"^S[A-Z0-9]{2,20}$")
 _ENTITY_TAIL = re.compile(r"&[a-z]{0,3}$")
 
 
@@ -43,6 +44,16 @@ def user_ref(user_id: str) -> str:
         return f"<@{user_id}>"
     shown = escape(str(user_id)).replace("`", "'")
     return f"`{shown}`"
+
+
+def is_group_id(group_id: str) -> bool:
+    """True when `group_id` has the shape of a Slack user group id (`S…`)."""
+    return isinstance(group_id, str) and bool(GROUP_ID_PATTERN.fullmatch(group_id))
+
+
+def assignee_ref(assignee: str) -> str:
+    """A user group's handle (`<!subteam^S…>`, which Slack shows as @handle), else `user_ref`."""
+    return f"<!subteam^{assignee}>" if is_group_id(assignee) else user_ref(assignee)
 
 
 def truncate(text: str, n: int) -> str:

@@ -144,6 +144,10 @@ class TerminalHost:
         who = f": {', '.join(progress.answered)}" if progress.answered else ""
         _print([("class:hint", f"{progress.summary}{who}.")])
 
+    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+        """The terminal asks whoever is at it; an escalation (a Slack feature) is only mentioned."""
+        _print([("class:hint", f"Run {run.id}'s question was escalated to {', '.join(added) or 'no one new'}.")])
+
     def notice(self, text: str) -> None:
         """A plain line from the `parley run` command itself (run started, retrying, stopped)."""
         _print([("class:hint", text)])

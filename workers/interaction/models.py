@@ -21,6 +21,8 @@ OPTION_LABEL_MAX = 75
 FREE_TEXT_DEFAULT_MAX = 3000
 SECRET_MASK = "••••"
 """What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
+ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
+"""A person's id (Slack `U…`/`W…`, or any host's own), or a Slack user group id (`S…`)."""
 
 AnswerValue = str | list[str] | None
 """What `run.ask` returns per item: a choice, a list of choices, text, an ISO date, or None."""
@@ -135,6 +137,9 @@ class Request(_Strict):
     expires_in: Annotated[int | None, Field(gt=0)] = None
     on_expiry: OnExpiry = OnExpiry.FAIL
     show_answers: bool = False  # `ask_each`: the shared message shows what each person answered, not only who
+    escalate_after: Annotated[int | None, Field(gt=0)] = None
+    """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
+    escalate_to: list[str] = Field(default_factory=list)
 
     @field_validator("items")
     @classmethod
@@ -145,13 +150,25 @@ class Request(_Strict):
             raise ValueError(f"duplicate item ids {dupes}")
         return items
 
-    @field_validator("assignees")
+    @field_validator("assignees", "escalate_to")
     @classmethod
     def _assignee_ids(cls, assignees: list[str]) -> list[str]:
         for a in assignees:
-            if not re.fullmatch(r"[A-Za-z0-9_.@-]{1,64}", a):
-                raise ValueError(f"assignee {a!r} is not a user id")
+            if not re.fullmatch(ASSIGNEE_PATTERN, a):
+                raise ValueError(f"assignee {a!r} is not a user id or user group id")
         return list(dict.fromkeys(assignees))
+
+    @model_validator(mode="after")
+    def _escalation(self) -> Request:
+        """Escalation needs both a delay and people, and must come before the question expires."""
+        if (self.escalate_after is None) != (not self.escalate_to):
+            raise ValueError("escalate_after and escalate_to go together: give both or neither")
+        if self.escalate_after is not None and self.expires_in is not None and self.escalate_after >= self.expires_in:
+            raise ValueError(
+                f"escalate_after ({self.escalate_after}s) must be shorter than expires_in ({self.expires_in}s), "
+                "or the question expires before it is escalated"
+            )
+        return self
 
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)

@@ -59,11 +59,23 @@ class PausingRun(RunView, Protocol):
     @property
     def question_may_be_posted(self) -> bool: ...
 
+    @property
+    def interrupt(self) -> InterruptRecord | None:
+        """The current question as recorded: who may answer it, the user groups among them."""
+        ...
+
     def record_question_message(self, message: dict[str, Any]) -> None: ...
 
     @property
     def question_progress(self) -> QuestionProgress | None:
         """For a question put to each person separately (`ask_each`), how far it is; None otherwise."""
+        ...
+
+    def record_assignees(
+        self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
+    ) -> None:
+        """Record who may answer the current question, user groups resolved to `groups`' members,
+        before it is posted (`workers.store.people`)."""
         ...
 
 
@@ -89,6 +101,10 @@ class Host(Protocol):
 
     def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
         """Show how far an `ask_each` question is on the message its people share (`progress.closed`: locked)."""
+        ...
+
+    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+        """The question was escalated: `added` may answer it now; tell them and show it."""
         ...
 
 
@@ -124,6 +140,9 @@ class LogHost:
 
     def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
         log.info("question progress", **run.log_context(), group=group.id, progress=progress.summary)
+
+    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+        log.info("escalated", **run.log_context(), interrupt_id=interrupt.id, added=added)
 
 
 class HostRouter:

@@ -144,6 +144,20 @@ class Run:
             self.durable(lambda: self._rt.store.set_message(iid, message), "record where the question was posted")
             self._interrupt = self._interrupt.model_copy(update={"message": message})
 
+    def record_assignees(
+        self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
+    ) -> None:
+        """Record who may answer the current question (user groups resolved), before it is posted."""
+        if self._interrupt is not None:
+            iid = self._interrupt.id
+            self.durable(
+                lambda: self._rt.store.people.resolve(iid, assignees, groups, escalate_to), "record who is asked"
+            )
+            update: dict[str, Any] = {"assignees": assignees, "groups": groups}
+            if escalate_to is not None:
+                update["escalate_to"] = escalate_to
+            self._interrupt = self._interrupt.model_copy(update=update)
+
     @property
     def record(self) -> RunRecord:
         return self._record

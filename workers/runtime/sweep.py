@@ -1,4 +1,4 @@
-"""The periodic sweep: expiries, reminders, lapsed leases, queued runs without a job, retention.
+"""The periodic sweep: expiries, reminders, escalations, lapsed leases, queued runs without a job, retention.
 
 It runs as an RQ job scheduled on a fixed grid of time slots (`parley-sweep-<slot>`,
 unique), so any number of workers schedule it and exactly one sweep runs per slot.
@@ -18,6 +18,7 @@ from rq.job import Job, JobStatus
 from workers import metrics
 from workers.logs import Log
 from workers.runtime.group_close import close_member
+from workers.runtime.people import escalate_due
 from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
@@ -34,6 +35,7 @@ _LIVE_JOB = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus
 class SweepReport:
     expired: list[str] = field(default_factory=list)
     reminded: list[str] = field(default_factory=list)
+    escalated: list[str] = field(default_factory=list)
     lapsed: list[str] = field(default_factory=list)
     requeued: list[str] = field(default_factory=list)
     purged: list[str] = field(default_factory=list)
@@ -44,10 +46,11 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     report = SweepReport()
     _expire(runtime, now, report)
     _remind(runtime, now, report)
+    report.escalated = escalate_due(runtime, now)
     _lapsed(runtime, now, report)
     _requeue(runtime, now, report)
     _purge(runtime, now, report)
-    if any((report.expired, report.reminded, report.lapsed, report.requeued, report.purged)):
+    if any((report.expired, report.reminded, report.escalated, report.lapsed, report.requeued, report.purged)):
         found = {k: v for k, v in report.__dict__.items() if v and k != "purged"}
         log.info("sweep", **found, **({"purged": len(report.purged)} if report.purged else {}))
     return report

@@ -69,6 +69,11 @@ def remind_index() -> str:
     return f"{PREFIX}idx:remind"
 
 
+def escalate_index() -> str:
+    """Sorted set: interrupt ids scored by when they are escalated if still unanswered."""
+    return f"{PREFIX}idx:escalate"
+
+
 def accepted_index() -> str:
     """Sorted set: run ids queued by an accepted answer or a retry, awaiting a worker."""
     return f"{PREFIX}idx:accepted"

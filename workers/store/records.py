@@ -138,6 +138,13 @@ class InterruptRecord(_Record):
     context_changes: list[ContextChange] = Field(default_factory=list)  # what voided the attempt before this one
     group: str = ""  # the group of questions asked at once (`ask_all`, `ask_any`, `ask_each`) it belongs to
     shown: bool = False  # a group's member whose closing was shown on its message before the run resumed
+    # Who may answer changes while the question is open (`workers.store.people`): `assignees` is
+    # always the people who may answer now, with user groups resolved to their members.
+    groups: dict[str, list[str]] = Field(default_factory=dict)  # user group id -> members when asked
+    escalate_at: float | None = None
+    escalate_to: list[str] = Field(default_factory=list)  # people added at `escalate_at`
+    escalated_at: float | None = None
+    handoffs: list[dict[str, Any]] = Field(default_factory=list)  # reassignments: by, from, to, at
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
@@ -148,6 +155,8 @@ class InterruptRecord(_Record):
         fields["message"] = json.loads(data.get("message") or "{}")
         fields["context"] = json.loads(data["context"]) if data.get("context") else None
         fields["context_changes"] = json.loads(data.get("context_changes") or "[]")
+        for name, empty in (("groups", "{}"), ("escalate_to", "[]"), ("handoffs", "[]")):
+            fields[name] = json.loads(data.get(name) or empty)
         return cls.model_validate(fields)
 
 

@@ -16,6 +16,7 @@ from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.store import job_ids, keys, scripts
 from workers.store.groups import GroupStore
+from workers.store.people import PeopleStore
 from workers.store.records import (
     HistoryEntry,
     InterruptRecord,
@@ -72,6 +73,7 @@ class RunStore:
         self._close = redis.register_script(scripts.CLOSE)
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis)  # questions asked at once: ask_all, ask_any, ask_each
+        self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
 
     # ---- creation and reads -------------------------------------------------
     def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:
@@ -221,6 +223,7 @@ class RunStore:
                 keys.leases_index(),
                 keys.expiry_index(),
                 keys.remind_index(),
+                keys.escalate_index(),
             ],
             args=[
                 run_id,
@@ -488,9 +491,17 @@ def interrupt_fields(
         "asked_at": repr(now),
         "expires_at": repr(now + expires_in) if expires_in else "",
         "remind_at": repr(now + expires_in / 2) if expires_in else "",
+        **_escalation(request, now),
         "state": InterruptState.POSTING.value,
         "team": team,
     }
+
+
+def _escalation(request: Request, now: float) -> dict[str, str]:
+    """When and to whom an unanswered question is escalated (`workers.store.people`)."""
+    if request.escalate_after is None:
+        return {}
+    return {"escalate_at": repr(now + request.escalate_after), "escalate_to": json.dumps(request.escalate_to)}
 
 
 def _bound_to(interrupt: InterruptRecord) -> dict[str, str]:

@@ -106,7 +106,7 @@ return 1
 """
 
 # Park a running run on its open question and free the worker.
-# KEYS: run, interrupt, leases, expiry, remind   ARGV: run_id, idx_prefix, epoch, now,
+# KEYS: run, interrupt, leases, expiry, remind, escalate   ARGV: run_id, idx_prefix, epoch, now,
 # iid, waiting_prefix, message json
 PARK = (
     _LIB
@@ -122,6 +122,8 @@ local exp = redis.call('HGET', KEYS[2], 'expires_at')
 if exp and exp ~= '' then redis.call('ZADD', KEYS[4], exp, ARGV[5]) end
 local rem = redis.call('HGET', KEYS[2], 'remind_at')
 if rem and rem ~= '' then redis.call('ZADD', KEYS[5], rem, ARGV[5]) end
+local esc = redis.call('HGET', KEYS[2], 'escalate_at')
+if esc and esc ~= '' then redis.call('ZADD', KEYS[6], esc, ARGV[5]) end
 local asked = redis.call('HGET', KEYS[2], 'asked_at')
 for _, u in ipairs(cjson.decode(redis.call('HGET', KEYS[2], 'assignees'))) do
   redis.call('ZADD', ARGV[6] .. u, asked, ARGV[5])

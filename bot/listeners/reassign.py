@@ -1,0 +1,98 @@
+""" "Reassign…" on a question (its message or its form): hand the question to another person.
+
+Acked at once; the work runs in a bolt lazy listener, after the ack, because it calls the Web
+API (`users.info` to refuse a bot, the question's update, the new assignee's DM). Who may
+reassign (an assignee, or an admin) and to whom (not oneself, not a bot, not someone already
+asked) is decided by `workers.runtime.people.reassign`; a refusal writes nothing and is told
+to the clicker alone: beside the message, or in the form.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
+from slack_sdk.models.views import View
+
+from bot.deps import BotDeps
+from bot.slack.blocks_question import REASSIGN_ACTION_ID
+from bot.slack.form_state import parse_block_id
+from bot.slack.mrkdwn import user_ref
+from bot.slack.payload_fields import channel_of, clicked, thread_of
+from workers.logs import Log
+from workers.runtime.people import ReassignRefused, reassign
+
+log = Log("parley.actions")
+
+
+def ack_reassign(ack: Ack) -> None:
+    ack()
+
+
+def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    """After the ack: check the pick, hand the question over, tell the new assignee and the clicker."""
+    action = clicked(body)
+    by, to = body["user"]["id"], str(action.get("selected_user") or "")
+    ref = parse_block_id(str(action.get("block_id", "")))
+    iid = ref[1] if ref and ref[0] in ("qr", "fr") else ""
+    interrupt = deps.runtime.store.interrupt(iid) if iid else None
+    if interrupt is None:
+        _tell(client, body, "This question no longer exists.")
+        return
+    if not to:
+        return  # the selection was cleared
+    try:
+        updated = reassign(
+            deps.runtime,
+            interrupt,
+            by=by,
+            to=to,
+            is_admin=deps.is_admin(by),
+            to_is_bot=to != by and _is_bot(client, to),
+        )
+    except ReassignRefused as exc:
+        log.info("reassignment refused", run_id=interrupt.run_id, interrupt_id=iid, user=by, to=to, why=str(exc))
+        _tell(client, body, f":warning: {exc}")
+        return
+    except LookupError:
+        _tell(client, body, ":warning: Slack does not know that person; pick someone else.")
+        return
+    deps.slack.reassigned(updated, by=by, to=to)
+    _tell(client, body, f"Reassigned to {user_ref(to)}; they have been told." + _yours_no_more(by, updated.assignees))
+
+
+def _yours_no_more(by: str, assignees: list[str]) -> str:
+    return "" if by in assignees else " You can no longer answer it."
+
+
+def _is_bot(client: WebClient, user: str) -> bool:
+    """Whether Slack says `user` is a bot (Slackbot included); LookupError when Slack knows no such user."""
+    try:
+        info = client.users_info(user=user)["user"]
+    except SlackApiError as exc:
+        if exc.response.get("error") == "user_not_found":
+            raise LookupError(user) from exc
+        raise
+    return bool(info.get("is_bot")) or info.get("id") == "USLACKBOT"
+
+
+def _tell(client: WebClient, body: dict[str, Any], text: str) -> None:
+    """To the clicker alone: beside the question's message, or in place of the form they reassigned from."""
+    view = body.get("view") or {}
+    if (body.get("container") or {}).get("type") == "view" and view.get("id"):
+        notice = View(
+            type="modal", title="Reassign", close="Close", blocks=[SectionBlock(text=MarkdownTextObject(text=text))]
+        )
+        client.views_update(view_id=view["id"], view=notice.to_dict())
+        return
+    channel = channel_of(body)
+    if channel:
+        client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text, thread_ts=thread_of(body))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    app.action(REASSIGN_ACTION_ID)(ack=ack_reassign, lazy=[partial(do_reassign, deps=deps)])

@@ -1,0 +1,107 @@
+"""The people a question is put to, in Slack: user groups, direct messages, and what the message says.
+
+- **User groups.** An assignee may be a user group id (`S…`); the Slack host resolves it to its
+  members with `usergroups.users.list` (scope `usergroups:read`) when the question is asked, and
+  the members are stored with the question: any of them may answer. The message shows the
+  group's handle (`<!subteam^S…>`).
+- **Direct messages.** People asked (other than the run's starter), people added by an escalation
+  and a question's new assignee get a DM (`conversations.open`, scope `im:write`) with a link to
+  the question (`chat.getPermalink`), once per person per question (`PeopleStore.first_notice`).
+"""
+
+from __future__ import annotations
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.slack.mrkdwn import date_token, is_group_id, user_ref
+from workers.exceptions import AgentError
+from workers.logs import Log
+from workers.store.people import PeopleStore
+from workers.store.records import InterruptRecord
+
+log = Log("parley.slack")
+
+
+def has_groups(ids: list[str]) -> bool:
+    return any(is_group_id(i) for i in ids)
+
+
+def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """`ids` with each user group replaced by its members (in order, once each), and the groups' members.
+
+    A group Slack does not know (or a missing scope) fails the question with the group named:
+    asking nobody would leave the run waiting for good.
+    """
+    people: list[str] = []
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        if not is_group_id(i):
+            people.append(i)
+            continue
+        if i not in groups:
+            try:
+                resp = client.usergroups_users_list(usergroup=i)
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                raise AgentError(f"the user group {i} could not be read from Slack ({error})") from exc
+            groups[i] = [str(u) for u in resp.get("users") or []]
+        people.extend(groups[i])
+    return list(dict.fromkeys(people)), groups
+
+
+def shown_assignees(interrupt: InterruptRecord) -> list[str]:
+    """Who the message says is asked: each user group by its handle, then everyone asked outside them."""
+    members = {u for users in interrupt.groups.values() for u in users}
+    groups = [g for g, users in interrupt.groups.items() if set(users) & set(interrupt.assignees)]
+    return [*groups, *(u for u in interrupt.assignees if u not in members)]
+
+
+def notes(interrupt: InterruptRecord) -> list[str]:
+    """What changed who is asked since the question was posted: an escalation, each reassignment."""
+    lines: list[str] = []
+    if interrupt.escalated_at:
+        who = ", ".join(user_ref(u) for u in interrupt.escalate_to)
+        waited = round(interrupt.escalated_at - interrupt.asked_at)
+        lines.append(f":arrow_double_up: Escalated to {who}: unanswered after {_duration(waited)}")
+    for h in interrupt.handoffs:
+        whom = ", ".join(user_ref(str(u)) for u in h.get("from") or [])
+        by = str(h.get("by", ""))
+        lines.append(
+            f":arrows_counterclockwise: {user_ref(by)} reassigned this"
+            + (f" from {whom}" if whom and whom != user_ref(by) else "")
+            + f" to {user_ref(str(h.get('to', '')))}, {date_token(float(h.get('at') or 0))}"
+        )
+    return lines
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
+
+
+def notify(client: WebClient, store: PeopleStore, interrupt: InterruptRecord, user: str, text: str) -> bool:
+    """DM `user` `text` with a link to the question, unless they were told of it already; True if sent.
+
+    Bots are never told (a group may hold one). A failed DM is logged and not retried: the
+    question is in its thread either way.
+    """
+    msg = interrupt.message
+    if not msg.get("ts") or not user.startswith(("U", "W")):
+        return False
+    if not store.first_notice(interrupt.id, user):
+        return False
+    ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": user, "team": interrupt.team}
+    try:
+        link = client.chat_getPermalink(channel=msg["channel"], message_ts=msg["ts"]).get("permalink")
+        dm = client.conversations_open(users=user)["channel"]["id"]
+        body = f"{text} <{link}|Open the question>" if link else text
+        client.chat_postMessage(channel=dm, text=body, unfurl_links=False, unfurl_media=False)
+    except SlackApiError as exc:
+        log.warning("could not tell a person of a question", **ctx, error=exc.response.get("error"))
+        return False
+    log.info("person told of a question", **ctx)
+    return True
