@@ -34,6 +34,8 @@ def _request(p: dict[str, Any], items: list[Item], reason: str) -> Request:
         items=items,
         assignees=p.get("assignees", []),
         expires_in=p.get("expires_in"),
+        escalate_after=p.get("escalate_after"),
+        escalate_to=p.get("escalate_to", []),
     )
 
 

@@ -52,6 +52,23 @@ def button_action(block: dict[str, Any], element: dict[str, Any]) -> dict[str, A
     return action
 
 
+def users_select_action(block: dict[str, Any], element: dict[str, Any], selected_user: str) -> dict[str, Any]:
+    """The `actions[0]` entry Slack sends when a person is picked in a `users_select`."""
+    assert element["type"] == "users_select", element
+    return {
+        "type": "users_select",
+        "action_id": element["action_id"],
+        "block_id": block["block_id"],
+        "selected_user": selected_user,
+        "action_ts": action_ts(),
+    }
+
+
+def users_select_state(block: dict[str, Any], element: dict[str, Any], selected_user: str) -> dict[str, Any]:
+    """`state.values` entry of a `users_select` holding `selected_user`, as block_actions carry it."""
+    return {block["block_id"]: {element["action_id"]: {"type": "users_select", "selected_user": selected_user}}}
+
+
 # ---- filling a form as a person would ----------------------------------------------------
 @dataclass(frozen=True)
 class Tampered:

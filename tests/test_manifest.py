@@ -21,6 +21,9 @@ EXPECTED_SCOPES = {
     "groups:history",
     "im:history",
     "mpim:history",
+    "usergroups:read",
+    "users:read",
+    "im:write",
 }
 EXPECTED_EVENTS = {
     "app_home_opened",

@@ -49,7 +49,7 @@ def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
         run = store.find(run_id)
         if escalated is None or run is None:
             continue
-        log.info("question escalated", **run.log_context(), interrupt_id=iid, added=list(change.people))
+        log.info("question escalated", **{**run.log_context(), "interrupt_id": iid}, added=list(change.people))
         runtime.hosts.for_run(run).escalated(run, escalated, list(change.people))
         done.append(iid)
     return done
