@@ -190,3 +190,10 @@ def each_agent(run: Any, text: str) -> str:
     request = _decision("Approve the release?", p["people"]).model_copy(update={"show_answers": p.get("show", False)})
     got = run.ask_each(request, quorum=p.get("quorum"))
     return "; ".join(f"{user}: {answers['decision']}" for user, answers in sorted(got.items()))
+
+
+@agent("s-twice", description="Asks the s-form question twice, as two questions, and reports both colours")
+def twice_agent(run: Any, text: str) -> str:
+    first = run.ask(form_request(params(text)), key="first")
+    second = run.ask(form_request(params(text)), key="second")
+    return f"colours {first['colour']} then {second['colour']}"
