@@ -51,6 +51,7 @@ VALUE_FIELDS = {
     "plain_text_input": "value",
     "datepicker": "selected_date",
     "timepicker": "selected_time",
+    "users_select": "selected_user",
 }
 TS = re.compile(r"^\d{10}\.\d{6}$")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

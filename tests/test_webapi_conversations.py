@@ -79,3 +79,22 @@ def test_a_held_reply_leaves_the_call_done_at_slack(client: WebClient, ws: Works
         client.chat_postMessage(channel="C0GENERAL", text="posted, never acknowledged")
     assert [m["text"] for m in ws.messages("C0GENERAL")] == ["posted, never acknowledged"]
     assert client.chat_postMessage(channel="C0GENERAL", text="next")["ok"]
+
+
+def test_conversations_open_finds_the_bots_dm_with_one_member(client: WebClient, ws: Workspace) -> None:
+    opened = client.conversations_open(users="U0CAROL")
+    assert opened["channel"]["id"] == "D0CAROL"
+    client.chat_postMessage(channel=opened["channel"]["id"], text="a question for you")
+    assert [m["text"] for m in ws.messages("D0CAROL")] == ["a question for you"]
+    assert error_of(lambda: client.conversations_open(users="U0NOBODY")) == "user_not_found"
+    assert error_of(lambda: client.conversations_open(users="U0BOB,U0CAROL")) == "not_enough_users"
+
+
+def test_usergroups_users_list_names_a_groups_members(client: WebClient, ws: Workspace) -> None:
+    assert client.usergroups_users_list(usergroup="S0REVIEWERS")["users"] == ["U0ALICE", "U0CAROL"]
+    assert error_of(lambda: client.usergroups_users_list(usergroup="S0NOBODY")) == "no_such_subteam"
+
+
+def test_users_info_says_who_is_a_bot(client: WebClient) -> None:
+    assert client.users_info(user="U0PARLEYBOT")["user"]["is_bot"] is True
+    assert client.users_info(user="U0CAROL")["user"]["is_bot"] is False

@@ -104,6 +104,7 @@ class Playground:
             "bot_user_id": ws.bot_user_id,
             "users": people,
             "channels": channels,
+            "usergroups": [{"id": g.id, "handle": g.handle, "users": list(g.users)} for g in ws.usergroups()],
             "messages": {c["id"]: [_with_ids(m) for m in ws.messages(c["id"])] for c in channels},
             "dm": {"id": dm, "messages": [_with_ids(m) for m in ws.messages(dm)]},
             "ephemerals": [_with_ids(e) for e in ws.ephemerals(user)],

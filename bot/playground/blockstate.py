@@ -8,6 +8,7 @@ text, a date); this module turns them into the exact shapes Slack puts in
     multi_static_select / checkboxes / multi_external  selected_options (list, may be [])
     plain_text_input                                   value            (str, "\\n" kept, or null)
     datepicker / timepicker                            selected_date / selected_time (or null)
+    users_select                                       selected_user    (a user id, or null)
 
 Options are echoed as ``{"text": {"type": "plain_text", "text": ..., "emoji": true}, "value": ...}``.
 """
@@ -22,7 +23,12 @@ from typing import Any
 SINGLE = frozenset({"static_select", "radio_buttons", "external_select"})
 MULTI = frozenset({"multi_static_select", "checkboxes", "multi_external_select"})
 EXTERNAL = frozenset({"external_select", "multi_external_select"})
-VALUE_FIELD = {"plain_text_input": "value", "datepicker": "selected_date", "timepicker": "selected_time"}
+VALUE_FIELD = {
+    "plain_text_input": "value",
+    "datepicker": "selected_date",
+    "timepicker": "selected_time",
+    "users_select": "selected_user",
+}
 STATEFUL = SINGLE | MULTI | frozenset(VALUE_FIELD)
 Inputs = dict[str, dict[str, Any]]
 
@@ -103,6 +109,8 @@ def _initial(element: dict[str, Any]) -> Any:
         return element.get("initial_date")
     if kind == "timepicker":
         return element.get("initial_time")
+    if kind == "users_select":
+        return element.get("initial_user")
     return None
 
 

@@ -114,6 +114,7 @@ const ui = {
     me: S.me,
     users: Object.fromEntries(S.data.users.map((u) => [u.id, u])),
     channels: Object.fromEntries(S.data.channels.map((c) => [c.id, c])),
+    groups: Object.fromEntries((S.data.usergroups || []).map((g) => [g.id, g])),
     onLink: openPermalink,
   }),
   surfaceCtx(surface, errors) {

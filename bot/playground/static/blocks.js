@@ -25,6 +25,7 @@ export function currentValue(ctx, blockId, element) {
     case "plain_text_input": return element.initial_value || "";
     case "datepicker": return element.initial_date || "";
     case "timepicker": return element.initial_time || "";
+    case "users_select": return element.initial_user || null;
     default: return null;
   }
 }
@@ -149,6 +150,21 @@ export function renderElement(block, element, ctx, dispatch) {
     }
     case "checkboxes": case "radio_buttons":
       return renderChoices(block, element, ctx, dispatch);
+    case "users_select": {
+      // Every member, bots included, as Slack's picker lists them (Parley refuses a bot).
+      const select = testid(el("select", "single"), element.type);
+      const none = el("option", "placeholder", plainText(element.placeholder) || "Select a user");
+      none.value = "";
+      select.append(none);
+      for (const user of Object.values((ctx.m && ctx.m.users) || {})) {
+        const opt = el("option", null, user.real_name || user.name);
+        opt.value = user.id;
+        opt.selected = user.id === raw;
+        select.append(opt);
+      }
+      select.addEventListener("change", () => set(select.value || null));
+      return select;
+    }
     case "overflow": {
       const select = testid(el("select", "overflow"), "overflow");
       const none = el("option", null, "⋯");

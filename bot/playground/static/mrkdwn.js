@@ -2,7 +2,7 @@
 //
 // Text always goes in through textContent, never innerHTML: whatever an agent writes,
 // the page shows it as text. Supported: *bold*, _italic_, ~strike~, `code`, ```blocks```,
-// "> " quotes, <@U…> / <#C…|name> / <!here> mentions, <!date^ts^format|fallback>,
+// "> " quotes, <@U…> / <#C…|name> / <!subteam^S…> / <!here> mentions, <!date^ts^format|fallback>,
 // <url|label> links (http, https, mailto only), :emoji: shortcodes and the three
 // entities Slack escapes (&amp; &lt; &gt;).
 
@@ -111,6 +111,10 @@ function renderAngle(inner, parent, ctx) {
     const span = el("span", "date", shown || label || "");
     if (label) span.title = label;
     parent.append(span);
+  } else if (target.startsWith("!subteam^")) {
+    const id = target.slice("!subteam^".length);
+    const group = ctx.groups && ctx.groups[id];
+    parent.append(el("span", "mention", "@" + (group ? group.handle : label || id)));
   } else if (target.startsWith("!")) {
     const special = { "!here": "@here", "!channel": "@channel", "!everyone": "@everyone" }[target];
     parent.append(el("span", "mention", special || label || ""));
