@@ -62,6 +62,8 @@ def ask_agent(run: Any, text: str) -> str:
         assignees=p.get("assignees", []),
         expires_in=p.get("expires_in"),
         on_expiry=p.get("on_expiry", "fail"),
+        escalate_after=p.get("escalate_after"),
+        escalate_to=p.get("escalate_to", []),
     )
     bump(run.data_dir, run.run_id, "executions")
     try:

@@ -1,0 +1,106 @@
+"""Escalation and reassignment in the runtime and the store, on real Redis and RQ, with a recording host.
+
+Each change of who may answer is one script: it writes everything (the assignees, the waiting
+index, the history entry) or, refused, nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from runtime_helpers import dump_database, history_events, parked, runtime_and_host, work
+
+from workers.interaction import Answer
+from workers.runtime.acceptance import AcceptRefused, accept
+from workers.runtime.people import ReassignRefused, reassign
+from workers.runtime.sweep import sweep
+from workers.store import keys
+from workers.store.records import RefusalReason, RunStatus
+
+pytestmark = pytest.mark.integration
+
+RED = [Answer(id="colour", choice="red")]
+
+
+def test_the_sweep_escalates_once_and_the_escalation_person_may_answer_only_then(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"assignees": ["U1"], "escalate_after": 30, "escalate_to": ["U2", "U1"]})
+    with pytest.raises(AcceptRefused) as refused:
+        accept(rt, iid, "U2", RED)
+    assert refused.value.reason is RefusalReason.NOT_ALLOWED
+    assert sweep(rt, now=time.time() + 10).escalated == []
+    assert sweep(rt, now=time.time() + 31).escalated == [iid]
+    assert sweep(rt, now=time.time() + 62).escalated == []
+    assert host.escalations == [(run_id, iid, ["U2"])]  # U1 was asked already
+    q = rt.store.interrupt(iid)
+    assert q is not None and q.assignees == ["U1", "U2"] and q.escalated_at
+    assert rt.store.waiting_on("U2") == [iid]
+    [entry] = history_events(rt, run_id, "escalated")
+    assert (entry.by, entry.detail["to"], entry.detail["key"]) == ("parley", ["U2", "U1"], q.key)
+    accept(rt, iid, "U2", RED)
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+
+
+def test_reminders_keep_working_beside_escalation(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(
+        rt, "t-ask", {"assignees": ["U1"], "expires_in": 100, "escalate_after": 20, "escalate_to": ["U2"]}
+    )
+    report = sweep(rt, now=time.time() + 21)
+    assert (report.escalated, report.reminded) == ([iid], [])
+    report = sweep(rt, now=time.time() + 51)
+    assert (report.escalated, report.reminded) == ([], [iid])
+    assert host.reminders == [(run_id, iid)] and len(host.escalations) == 1
+
+
+def test_a_question_answered_before_its_escalation_is_never_escalated(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    _, iid = parked(rt, "t-ask", {"assignees": ["U1"], "escalate_after": 30, "escalate_to": ["U2"]})
+    accept(rt, iid, "U1", RED)
+    assert sweep(rt, now=time.time() + 31).escalated == []
+    assert host.escalations == [] and r.zscore(keys.escalate_index(), iid) is None
+
+
+def test_reassign_hands_over_the_assignees_place_and_refusals_write_nothing(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"assignees": ["U1", "U2"]})
+    q = rt.store.interrupt(iid)
+    assert q is not None
+    before = dump_database(r)
+    for by, to, admin, bot, words in [
+        ("U1", "U1", False, False, "to yourself"),
+        ("U1", "B1", False, True, "bot"),
+        ("U3", "U4", False, False, "Only the people asked"),
+        ("U1", "U2", False, False, "already asked"),
+    ]:
+        with pytest.raises(ReassignRefused, match=words):
+            reassign(rt, q, by=by, to=to, is_admin=admin, to_is_bot=bot)
+    assert dump_database(r) == before
+
+    moved = reassign(rt, q, by="U1", to="U3", is_admin=False, to_is_bot=False)
+    assert moved.assignees == ["U2", "U3"] and moved.handoffs[0]["from"] == ["U1"]
+    assert rt.store.waiting_on("U1") == [] and rt.store.waiting_on("U3") == [iid]
+    with pytest.raises(AcceptRefused):
+        accept(rt, iid, "U1", RED)
+    whole = reassign(rt, moved, by="UADMIN", to="U5", is_admin=True, to_is_bot=False)
+    assert whole.assignees == ["U5"] and rt.store.waiting_on("U2") == []
+    assert [(h.by, h.detail["from"], h.detail["to"]) for h in history_events(rt, run_id, "reassigned")] == [
+        ("U1", ["U1"], "U3"),
+        ("UADMIN", ["U2", "U3"], "U5"),
+    ]
+    accept(rt, iid, "U5", RED)
+    with pytest.raises(ReassignRefused, match="already answered"):
+        reassign(rt, whole, by="U5", to="U6", is_admin=False, to_is_bot=False)
+
+
+def test_first_notice_is_once_per_person_per_question_and_never_creates_a_question(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    _, iid = parked(rt, "t-ask", {"assignees": ["U1"]})
+    people = rt.store.people
+    assert people.first_notice(iid, "U1") and not people.first_notice(iid, "U1")
+    assert people.first_notice(iid, "U2")
+    assert not people.first_notice("qNoSuchQuestion", "U1") and not r.exists(keys.interrupt("qNoSuchQuestion"))
