@@ -158,8 +158,15 @@ def test_input_ids_and_actions_row() -> None:
     assert [b["block_id"] for b in inputs(out)] == [f"q|{IID}|3|{i.id}" for i in request.items]
     assert {b["element"]["action_id"] for b in inputs(out)} == {"answer"}
     assert [b["optional"] for b in inputs(out)] == [not i.required for i in request.items]
-    [row] = [b for b in out if b["type"] == "actions"]
+    [row, reassign] = [b for b in out if b["type"] == "actions"]
     assert row["block_id"] == f"qa|{IID}|3"
+    assert reassign["block_id"] == f"qr|{IID}|3"
+    [picker] = reassign["elements"]
+    assert (picker["type"], picker["action_id"], picker["placeholder"]["text"]) == (
+        "users_select",
+        "parley_reassign",
+        "Reassign…",
+    )
     submit, form = row["elements"]
     assert (submit["action_id"], submit["value"], submit["style"], submit["text"]["text"]) == (
         "parley_submit",
@@ -170,6 +177,17 @@ def test_input_ids_and_actions_row() -> None:
     assert (form["action_id"], form["value"], form["text"]["text"]) == ("parley_open_form", IID, "Answer in a form")
     context = next(b for b in out if b["type"] == "context")
     assert context["elements"][0]["text"] == "Asked of <@UOK1>, <@UOK2>"
+
+
+def test_notes_and_user_groups_show_who_is_asked_now() -> None:
+    out = blocks.question_blocks(
+        one_select(), IID, version=4, assignees=["S0REVIEWERS", "UOK1"], notes=["Escalated to <@UOK2>"]
+    )
+    shown = {b["block_id"]: b["elements"][0]["text"] for b in out if b["type"] == "context"}
+    assert shown[f"qm|{IID}|4"] == "Asked of <!subteam^S0REVIEWERS>, <@UOK1>"
+    assert shown[f"qn|{IID}|4"] == "Escalated to <@UOK2>"
+    view = blocks.modal_view(one_select(), IID, version=4)
+    assert [b["block_id"] for b in view["blocks"] if b["type"] == "actions"] == [f"fr|{IID}|4"]
 
 
 def test_elements_carry_defaults_and_settings() -> None:
@@ -212,8 +230,9 @@ def test_fast_path_buttons() -> None:
     assert blocks.is_fast_path(request)
     out = blocks.question_blocks(request, IID, version=2, assignees=ASKED)
     assert not inputs(out)
-    [row] = [b for b in out if b["type"] == "actions"]
+    [row, reassign] = [b for b in out if b["type"] == "actions"]
     assert row["block_id"] == f"qc|{IID}|2"
+    assert reassign["block_id"] == f"qr|{IID}|2" and reassign["elements"][0]["action_id"] == "parley_reassign"
     assert [e["action_id"] for e in row["elements"]] == ["parley_choose_0", "parley_choose_1", "parley_choose_2"]
     assert [e["value"] for e in row["elements"]] == ["yes", "no", "later"]
     assert [e["text"]["text"] for e in row["elements"]] == ["yes", "no", "later"]
