@@ -55,7 +55,8 @@ def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
             to_is_bot=to != by and _is_bot(client, to),
         )
     except ReassignRefused as exc:
-        log.info("reassignment refused", run_id=interrupt.run_id, interrupt_id=iid, user=by, to=to, why=str(exc))
+        ctx = {"run_id": interrupt.run_id, "interrupt_id": iid, "user": by, "team": interrupt.team}
+        log.info("reassignment refused", **ctx, channel=channel_of(body), to=to, why=str(exc))
         _tell(client, body, f":warning: {exc}")
         return
     except LookupError:
