@@ -241,8 +241,8 @@ class SlackHost:
     def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
         """Show the escalation on the question and DM each person it added a link to it."""
         self.refresh_question(interrupt, run)
-        waited = people.notes(interrupt)[:1]
-        text = "A question was escalated to you" + (f" ({waited[0].split(': ', 1)[-1]})" if waited else "") + "."
+        waited = people.waited(interrupt)
+        text = "A question was escalated to you" + (f": it was unanswered after {waited}." if waited else ".")
         for user in added:
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 

@@ -62,8 +62,7 @@ def notes(interrupt: InterruptRecord) -> list[str]:
     lines: list[str] = []
     if interrupt.escalated_at:
         who = ", ".join(user_ref(u) for u in interrupt.escalate_to)
-        waited = round(interrupt.escalated_at - interrupt.asked_at)
-        lines.append(f":arrow_double_up: Escalated to {who}: unanswered after {_duration(waited)}")
+        lines.append(f":arrow_double_up: Escalated to {who}: unanswered after {waited(interrupt)}")
     for h in interrupt.handoffs:
         whom = ", ".join(user_ref(str(u)) for u in h.get("from") or [])
         by = str(h.get("by", ""))
@@ -73,6 +72,13 @@ def notes(interrupt: InterruptRecord) -> list[str]:
             + f" to {user_ref(str(h.get('to', '')))}, {date_token(float(h.get('at') or 0))}"
         )
     return lines
+
+
+def waited(interrupt: InterruptRecord) -> str:
+    """How long the question waited before its escalation ("" when it was not escalated)."""
+    if not interrupt.escalated_at:
+        return ""
+    return _duration(round(interrupt.escalated_at - interrupt.asked_at))
 
 
 def _duration(seconds: int) -> str:
