@@ -74,7 +74,7 @@ def pick(stack: SlackStack, run: RunRef, question: dict[str, Any], *, user: str,
 def test_escalation_after_escalate_after_adds_the_person_tells_them_and_accepts_their_answer(
     stack: SlackStack,
 ) -> None:
-    run = start(stack, "s-form", {"assignees": ["U0ALICE"], "escalate_after": 4, "escalate_to": ["U0CAROL"]})
+    run = start(stack, "s-form", {"assignees": ["U0ALICE"], "escalate_after": 6, "escalate_to": ["U0CAROL"]})
     question = stack.question(run)
     mark = stack.mark()
     resp, _ = stack.submit(run, question, {"Colour": "Red"}, user="U0CAROL")
