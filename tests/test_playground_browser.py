@@ -317,3 +317,28 @@ def test_rich_text_is_drawn_with_its_styles(setup: tuple[Any, Workspace, StubBot
     assert lists.nth(2).evaluate("n => [n.tagName, n.start]") == ["OL", 3]
     expect(rich.locator("blockquote.rt-quote")).to_have_text("quoted words")
     assert rich.locator("pre.rt-pre").inner_text() == "$ parley up\nready"
+
+
+def test_a_user_group_shows_its_handle_and_reassign_sends_the_person_picked(
+    setup: tuple[Any, Workspace, StubBot],
+) -> None:
+    from playwright.sync_api import expect
+
+    page, ws, stub = setup
+    question = blocks.question_blocks(details_request("Groups"), IID, assignees=["S0REVIEWERS"])
+    posted = ws.post_message("C0GENERAL", "Question", question)
+    message = page.get_by_test_id("main-pane").locator(f'[data-testid="message"][data-ts="{posted["ts"]}"]')
+    expect(message).to_contain_text("Asked of @reviewers")
+    with page.expect_response("**/ui/action"):
+        message.get_by_test_id("users_select").select_option("U0CAROL")
+    body = stub.last()
+    action = body["actions"][0]
+    assert (action["type"], action["action_id"], action["selected_user"]) == (
+        "users_select",
+        "parley_reassign",
+        "U0CAROL",
+    )
+    assert body["state"]["values"][f"qr|{IID}|1"]["parley_reassign"] == {
+        "type": "users_select",
+        "selected_user": "U0CAROL",
+    }
