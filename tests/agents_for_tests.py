@@ -108,3 +108,12 @@ def flaky_agent(run: Any, text: str) -> str:
     if limit != "always" and n <= limit:
         raise RuntimeError(f"flaky on execution {n}")
     return f"ok after {n} executions, step {made}"
+
+
+@agent("t-all-escalate")
+def all_escalate_agent(run: Any, text: str) -> str:
+    """Two questions at once (`ask_all`); the second is escalated to U9 after 30 s."""
+    got = run.ask_all(
+        {"a": _colour(assignees=["U1"]), "b": _colour(assignees=["U2"], escalate_after=30, escalate_to=["U9"])}
+    )
+    return f"{got['a']['colour']} {got['b']['colour']}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from redis import Redis
-from runtime_helpers import dump_database, history_events, parked, runtime_and_host, work
+from runtime_helpers import dump_database, history_events, parked, runtime_and_host, start, work
 
 from workers.interaction import Answer
 from workers.runtime.acceptance import AcceptRefused, accept
@@ -104,3 +104,19 @@ def test_first_notice_is_once_per_person_per_question_and_never_creates_a_questi
     assert people.first_notice(iid, "U1") and not people.first_notice(iid, "U1")
     assert people.first_notice(iid, "U2")
     assert not people.first_notice("qNoSuchQuestion", "U1") and not r.exists(keys.interrupt("qNoSuchQuestion"))
+
+
+def test_each_question_of_an_ask_all_escalates_on_its_own(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-all-escalate")
+    work(rt)
+    by_key = {}
+    for iid in r.zrange(keys.escalate_index(), 0, -1):
+        q = rt.store.interrupt(iid.decode())
+        assert q is not None
+        by_key[q.key] = q.id
+    assert list(by_key) == ["b"]  # only the question that asks for it
+    assert sweep(rt, now=time.time() + 31).escalated == [by_key["b"]]
+    assert host.escalations == [(run_id, by_key["b"], ["U9"])]
+    accept(rt, by_key["b"], "U9", RED)
+    assert rt.store.get(run_id).status is RunStatus.PAUSED  # still waiting on the other question

@@ -282,6 +282,9 @@ class _EachView:
     question_context = property(lambda self: self._members[0].context if self._members else None)
     context_changes = property(lambda self: list(self._members[0].context_changes) if self._members else [])
     question_message = property(lambda self: self._group.message)
+    # The shared message stands for several questions, one per person: no single question to resolve
+    # user groups for or to notify of (the host then does neither; see docs/architecture.md).
+    interrupt = property(lambda self: None)
 
     @property
     def question_may_be_posted(self) -> bool:

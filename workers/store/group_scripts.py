@@ -37,8 +37,8 @@ return 1
 """
 
 # Park a running run on its group: members still being posted open, and every open
-# member is indexed for expiry, reminder and its assignees' "waiting on you".
-# KEYS: run, group, leases, expiry, remind   ARGV: run_id, idx_prefix, epoch, now, group id,
+# member is indexed for expiry, reminder, escalation and its assignees' "waiting on you".
+# KEYS: run, group, leases, expiry, remind, escalate   ARGV: run_id, idx_prefix, epoch, now, group id,
 # waiting_prefix, interrupt prefix
 PARK_GROUP = (
     _LIB
@@ -51,11 +51,12 @@ set_status(KEYS[1], ARGV[1], ARGV[2], 'paused', ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', 0)
 for _, iid in ipairs(cjson.decode(redis.call('HGET', KEYS[2], 'members'))) do
   local k = ARGV[7] .. iid
-  local q = redis.call('HMGET', k, 'state', 'expires_at', 'remind_at', 'asked_at', 'assignees')
+  local q = redis.call('HMGET', k, 'state', 'expires_at', 'remind_at', 'asked_at', 'assignees', 'escalate_at')
   if q[1] == 'posting' then redis.call('HSET', k, 'state', 'open'); q[1] = 'open' end
   if q[1] == 'open' then
     if q[2] and q[2] ~= '' then redis.call('ZADD', KEYS[4], q[2], iid) end
     if q[3] and q[3] ~= '' then redis.call('ZADD', KEYS[5], q[3], iid) end
+    if q[6] and q[6] ~= '' then redis.call('ZADD', KEYS[6], q[6], iid) end
     for _, u in ipairs(cjson.decode(q[5])) do redis.call('ZADD', ARGV[6] .. u, q[4], iid) end
   end
 end

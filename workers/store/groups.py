@@ -148,7 +148,14 @@ class GroupStore:
 
     def park(self, run_id: str, epoch: int, gid: str) -> None:
         res = self._park(
-            keys=[keys.run(run_id), keys.group(gid), keys.leases_index(), keys.expiry_index(), keys.remind_index()],
+            keys=[
+                keys.run(run_id),
+                keys.group(gid),
+                keys.leases_index(),
+                keys.expiry_index(),
+                keys.remind_index(),
+                keys.escalate_index(),
+            ],
             args=[
                 run_id,
                 keys.status_index(""),
