@@ -1,6 +1,6 @@
 """The ack path's baseline: a bare bolt app on the same stack as `parley serve`.
 
-`python -m bench.bare PORT` serves, through gunicorn gthread with `parley serve`'s
+`python -m bench.bare PORT` serves, through uvicorn and a2wsgi's thread pool with `parley serve`'s
 options and the same WSGI wrapper (`bot.wsgi.make_wsgi`), a bolt `App` with the
 same settings as `bot.app.create_app` (signed requests, `process_before_response=True`,
 no token verification). Its one listener handles the Submit button the way the
@@ -17,14 +17,16 @@ import sys
 from typing import Any
 
 import redis
+from a2wsgi import WSGIMiddleware
 from rq import Queue
 from rq.serializers import JSONSerializer
 from slack_bolt import Ack, App
 
+from bot.asgi import SLACK_THREADS
 from bot.slack.blocks import SUBMIT_ACTION_ID
 from bot.slack.client import make_web_client
 from bot.wsgi import make_wsgi
-from parley.serve import WsgiServer, gunicorn_options
+from parley.serve import run_asgi
 
 BARE_QUEUE = "bench-bare"
 MARK = "bench.jobs.mark"
@@ -62,4 +64,4 @@ def _bare_wsgi() -> Any:
 
 
 if __name__ == "__main__":
-    WsgiServer(gunicorn_options("127.0.0.1", int(sys.argv[1])), _bare_wsgi).run()
+    run_asgi(WSGIMiddleware(_bare_wsgi(), workers=SLACK_THREADS), "127.0.0.1", int(sys.argv[1]))

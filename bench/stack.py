@@ -1,7 +1,7 @@
 """The processes under test, started like production and stopped by their own ids.
 
 - the Web API stand-in (`bench.standin`),
-- `parley serve` (the real CLI: gunicorn gthread, 1 process, 32 threads),
+- `parley serve` (the real CLI: uvicorn, bolt on a pool of 32 threads, the API async),
 - the bare bolt app on the same stack (`bench.bare`),
 - `parley worker` processes (the real CLI) and raw RQ workers (`bench.rawworker`).
 

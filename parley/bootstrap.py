@@ -11,6 +11,8 @@ from redis.retry import Retry
 
 from parley.settings import Settings
 from workers.exceptions import ConfigError
+from workers.questions.config import QuestionConfig
+from workers.questions.config import install as install_questions
 from workers.registry import load_agents
 from workers.runtime.host import HostRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
@@ -69,3 +71,15 @@ def build_runtime(settings: Settings, client: redis.Redis, hosts: HostRouter | N
     """Load the agents, build the runtime, and install it for this process's job functions."""
     registry = load_agents(settings.parley_agents)
     return install(Runtime.build(client, hosts=hosts, settings=runtime_settings(settings), registry=registry))
+
+
+def question_config(settings: Settings) -> QuestionConfig:
+    """The HTTP API's limits and webhook settings, installed for this process's webhook jobs."""
+    return install_questions(
+        QuestionConfig(
+            webhook_allow=tuple(settings.parley_webhook_allow),
+            webhook_retry_intervals=tuple(settings.parley_webhook_retry_intervals),
+            rate_limit=settings.parley_api_rate_limit,
+            rate_window=settings.parley_api_rate_window,
+        )
+    )

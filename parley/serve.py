@@ -1,32 +1,43 @@
-"""`parley serve`: the bot's composition root, over HTTP (gunicorn) or Socket Mode."""
+"""`parley serve`: the bot's composition root, over HTTP (uvicorn) or Socket Mode.
+
+Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
+a thread pool of its own), `/healthz`, `/metrics`, and the HTTP API under `/api/v1` (async),
+on one port.
+"""
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable
 from typing import Any
 
-from gunicorn.app.base import BaseApplication
+import redis
+import redis.asyncio as aioredis
+import uvicorn
 from slack_sdk.errors import SlackApiError
 
 from bot.app import create_app
+from bot.asgi import make_asgi
 from bot.deps import BotDeps
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
 from bot.wsgi import make_wsgi
-from parley.bootstrap import build_runtime, connect_redis
+from parley import settings as settings_mod
+from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.installs import oauth_settings, web_clients
 from parley.settings import Settings
+from parley.worker import add_api_host
 from workers.exceptions import ConfigError
 from workers.logs import Log
+from workers.questions import QuestionService
 from workers.runtime.host import HostRouter
+from workers.store.closings import Closings
 
 log = Log("parley.serve")
-THREADS = 32
 SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
 
 
-def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
+def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any, BotDeps]:
     """Wire one bot process: Redis, runtime, Web API clients, Slack host, bolt app.
 
     One workspace (`SLACK_BOT_TOKEN`), or many through OAuth (`parley/installs.py`)."""
@@ -43,6 +54,7 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
     runtime = build_runtime(settings, client, hosts)
     slack = SlackHost(clients, runtime.store, notify_assignees=settings.parley_notify_assignees)
     hosts.register("slack", slack)
+    add_api_host(runtime, clients)
     admins = settings.parley_admins
     team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}
     deps = BotDeps(
@@ -50,54 +62,48 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
     )
     signing_secret = None if socket_mode else settings.slack_signing_secret
     app = create_app(deps, signing_secret=signing_secret, oauth_settings=oauth_settings(settings, clients, client))
-    return app, client
+    return app, client, deps
 
 
-def gunicorn_options(host: str, port: int, workers: int = 1) -> dict[str, Any]:
-    """The HTTP stack: gunicorn's threaded workers for bolt's sync `App` (RQ has no async API)."""
-    return {
-        "bind": f"{host}:{port}",
-        "workers": workers,
-        "worker_class": "gthread",
-        "threads": THREADS,
-        "timeout": 30,
-        "graceful_timeout": 10,
-        "accesslog": None,
-        "loglevel": "warning",
-        "preload_app": False,
-        **({"child_exit": _metrics_child_exit} if workers > 1 else {}),
-    }
+def async_redis(settings: Settings, client: redis.Redis) -> aioredis.Redis:
+    """An asyncio client to the same Redis as `client` (for the long-polls' pub/sub)."""
+    if settings.redis_url:
+        return aioredis.Redis.from_url(settings.redis_url)
+    return aioredis.Redis(unix_socket_path=client.connection_pool.connection_kwargs["path"])
 
 
-def _metrics_child_exit(server: Any, worker: Any) -> None:
-    """gunicorn's hook: a process that exited no longer counts in the summed metrics' live gauges."""
-    from prometheus_client import multiprocess
-
-    multiprocess.mark_process_dead(worker.pid)
-
-
-class WsgiServer(BaseApplication):  # type: ignore[misc]
-    """Gunicorn, configured in code; `load` runs in each worker process (nothing is preloaded)."""
-
-    def __init__(self, options: dict[str, Any], load: Callable[[], Any]) -> None:
-        self._options = options
-        self._load = load
-        super().__init__()
-
-    def load_config(self) -> None:
-        for key, value in self._options.items():
-            self.cfg.set(key, value)
-
-    def load(self) -> Any:
-        return self._load()
-
-
-def _bot_wsgi(settings: Settings) -> Any:
+def bot_asgi(settings: Settings | None = None) -> Any:
+    """The whole HTTP app of one `parley serve` process (a factory: uvicorn calls it per process)."""
     from workers import logs
 
+    settings = settings or settings_mod.load()
     logs.configure(settings.parley_log_level)
-    app, client = build_bot(settings)
-    return make_wsgi(app, client)
+    app, client, deps = build_bot(settings)
+    service = QuestionService(deps.runtime, question_config(settings))
+    return make_asgi(make_wsgi(app, client), service, Closings(async_redis(settings, client)), on_stop=_metrics_stop)
+
+
+def _metrics_stop() -> None:
+    """A process that stops no longer counts in the summed metrics' live gauges (`serve --workers N`)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(os.getpid())
+
+
+def run_asgi(app: Any, host: str, port: int, workers: int = 1) -> None:
+    """uvicorn, quiet; with `workers` > 1, `app` is an import string of a factory."""
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        workers=workers if workers > 1 else None,
+        factory=isinstance(app, str),
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        lifespan="on",
+    )
 
 
 def serve(
@@ -117,7 +123,7 @@ def serve(
         from workers.store.runs import RunStore
 
         settings.require("slack_app_token")
-        app, client = build_bot(settings, socket_mode=True)
+        app, client, _ = build_bot(settings, socket_mode=True)
         if metrics:
             serve_metrics(RunStore(client), *metrics)
         handler = SocketModeHandler(app, app_token=settings.slack_app_token)
@@ -130,8 +136,10 @@ def serve(
         print(SOCKET_MODE_READY, flush=True)  # `parley up` waits for this line
         threading.Event().wait()  # the connection's threads serve until the process is stopped
         return 0
-    build_bot(settings)  # fail fast on bad settings, before forking workers
-    options = gunicorn_options(host, port, workers)
-    log.info("serving over HTTP", bind=options["bind"], workers=workers)
-    WsgiServer(options, lambda: _bot_wsgi(settings)).run()
+    log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
+    if workers > 1:
+        build_bot(settings)  # fail fast on bad settings, before starting the processes
+        run_asgi("parley.serve:bot_asgi", host, port, workers)
+    else:
+        run_asgi(bot_asgi(settings), host, port)
     return 0

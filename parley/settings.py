@@ -102,7 +102,16 @@ class Settings(BaseSettings):
     parley_redis_min_replicas: int = Field(default=0, ge=0)  # replicas holding an answer before its ack
     parley_notify_assignees: bool = True  # DM the people a question is put to (not the run's starter)
 
-    _split_lists = field_validator("parley_agents", "parley_retry_delays", mode="before")(_split)
+    parley_webhook_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)  # host patterns
+    parley_webhook_retry_intervals: Annotated[list[int], NoDecode] = Field(
+        default_factory=lambda: [60, 300, 600, 1200, 2400]  # seconds between attempts: 6 over 76 minutes
+    )
+    parley_api_rate_limit: int = Field(default=120, ge=1)  # requests per token per window
+    parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
+
+    _split_lists = field_validator(
+        "parley_agents", "parley_retry_delays", "parley_webhook_allow", "parley_webhook_retry_intervals", mode="before"
+    )(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
     _duration = field_validator("parley_retention", mode="before")(parse_duration)
 

@@ -13,7 +13,7 @@ from rq import SimpleWorker, Worker
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.serializers import JSONSerializer
 
-from parley.bootstrap import build_runtime, connect_redis
+from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.metrics_setup import serve_metrics
 from parley.settings import Settings
 from workers.logs import Log
@@ -40,6 +40,15 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
         clients = web_clients(settings, runtime.store.redis)
         notify = settings.parley_notify_assignees
         runtime.hosts.register("slack", SlackHost(clients, runtime.store, notify_assignees=notify))
+        add_api_host(runtime, clients)
+
+
+def add_api_host(runtime: Runtime, web: Any) -> None:
+    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook."""
+    from bot.slack.api_host import ApiQuestionHost
+    from workers.questions.webhooks import announce
+
+    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, lambda run, q: announce(runtime, run, q)))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
@@ -89,6 +98,7 @@ def run_worker(
 ) -> int:
     client = connect_redis(settings)
     runtime = build_runtime(settings, client, HostRouter())
+    question_config(settings)
     add_worker_hosts(settings, runtime)
     if metrics:
         serve_metrics(runtime.store, *metrics)

@@ -15,6 +15,7 @@ BUILTIN_MODULES = (
     "workers.agents.deploy",
     "workers.agents.assistant",
     "workers.agents.release",
+    "workers.questions.agent",
 )
 
 
@@ -23,6 +24,7 @@ class AgentSpec:
     name: str
     description: str
     fn: AgentFn
+    listed: bool = True  # False: runnable by Parley itself only (the HTTP API's `question`), not offered to people
 
 
 class AgentRegistry:
@@ -41,7 +43,8 @@ class AgentRegistry:
             raise UnknownAgent(name, self.names()) from None
 
     def names(self) -> list[str]:
-        return sorted(self._agents)
+        """The agents people may start (unlisted built-ins are left out)."""
+        return sorted(n for n, spec in self._agents.items() if spec.listed)
 
     def all(self) -> list[AgentSpec]:
         return [self._agents[n] for n in self.names()]
@@ -50,13 +53,13 @@ class AgentRegistry:
 REGISTRY = AgentRegistry()
 
 
-def agent(name: str, *, description: str = "") -> Callable[[AgentFn], AgentFn]:
-    """Register `fn(run, text) -> str` as the agent `name`."""
+def agent(name: str, *, description: str = "", listed: bool = True) -> Callable[[AgentFn], AgentFn]:
+    """Register `fn(run, text) -> str` as the agent `name` (`listed=False`: not startable by people)."""
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"agent name {name!r} must be letters, digits, '-' or '_'")
 
     def register(fn: AgentFn) -> AgentFn:
-        REGISTRY.add(AgentSpec(name=name, description=description or (fn.__doc__ or "").strip(), fn=fn))
+        REGISTRY.add(AgentSpec(name=name, description=description or (fn.__doc__ or "").strip(), fn=fn, listed=listed))
         return fn
 
     return register

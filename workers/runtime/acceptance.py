@@ -181,7 +181,7 @@ def accept(
         state_refusal = _state_refusal(interrupt)
         if state_refusal:
             raise state_refusal
-    if user not in interrupt.assignees:
+    if interrupt.assignees and user not in interrupt.assignees:  # none: anyone who can reach the question
         raise refusal_error(Refusal(RefusalReason.NOT_ALLOWED), interrupt)
     try:
         valid = interrupt.request.validate_answers(answers)

@@ -263,7 +263,7 @@ class Run:
             if interrupt.state is InterruptState.CANCELLED:
                 raise StaleEpoch(self.run_id, self._epoch)
             return self._solicit(interrupt, opened_earlier=True)
-        if not request.assignees:
+        if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
             request = request.model_copy(update={"assignees": [self.started_by]})
         attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
         assignees = list(request.assignees)

@@ -64,3 +64,8 @@ def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "")
     if current and current not in ids:
         ids.append(current)
     return ids
+
+
+def webhook(question_id: str, event: str) -> str:
+    """The delivery of one webhook event of an API question (retried under the same id)."""
+    return f"webhook-{question_id}-{event}"

@@ -112,3 +112,44 @@ def install_installers(enterprise: str, team: str) -> str:
 def oauth_state(state: str) -> str:
     """String with a TTL: an OAuth `state` issued for an install and not consumed yet."""
     return f"{PREFIX}oauth-state:{state}"
+
+
+# ---- the HTTP API's questions, tokens and webhooks (workers/store/questions.py) ----------
+def closed_channel() -> str:
+    """Pub/sub channel: the id of every question that closes (answered, expired, cancelled), to wake waiters."""
+    return f"{PREFIX}closed"
+
+
+def api_tokens() -> str:
+    """Hash: token name → sha256 of the token (the token itself is never stored)."""
+    return f"{PREFIX}api:tokens"
+
+
+def api_token(token_hash: str) -> str:
+    """Hash: one API token by the sha256 of its value (name, scopes, webhook secret, created_at)."""
+    return f"{PREFIX}api:token:{token_hash}"
+
+
+def api_question(question_id: str) -> str:
+    """Hash: what the API keeps about a question beyond its run (token, channel, callback, metadata, webhook)."""
+    return f"{PREFIX}api:question:{question_id}"
+
+
+def api_questions(token_name: str) -> str:
+    """Sorted set: the question ids a token created, scored by creation time."""
+    return f"{PREFIX}api:questions:{token_name}"
+
+
+def api_all_questions() -> str:
+    """Sorted set: every API question id, scored by creation time (admin listing)."""
+    return f"{PREFIX}api:questions"
+
+
+def api_idempotency(token_name: str, key_digest: str) -> str:
+    """String with a TTL: the question an `Idempotency-Key` created, with the digest of its body."""
+    return f"{PREFIX}api:idem:{token_name}:{key_digest}"
+
+
+def api_rate(token_name: str, window: int) -> str:
+    """String with a TTL: requests a token made in one fixed rate-limit window."""
+    return f"{PREFIX}api:rate:{token_name}:{window}"

@@ -167,3 +167,77 @@ class HistoryEntry(_Record):
     event: str
     by: str = ""
     detail: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---- the HTTP API (workers/store/questions.py) ----------------------------------------
+class ApiTokenRecord(_Record):
+    """An API token as stored: its name, the sha256 of its value, its scopes and webhook secret."""
+
+    name: str
+    token_hash: str
+    scopes: list[str]
+    webhook_secret: str
+    created_at: float
+
+    def to_hash(self) -> dict[str, str]:
+        return {**self.model_dump(mode="json", exclude={"scopes"}), "scopes": json.dumps(self.scopes)} | {
+            "created_at": repr(self.created_at)
+        }
+
+    @classmethod
+    def from_hash(cls, data: dict[str, str]) -> ApiTokenRecord:
+        return cls.model_validate({**data, "scopes": json.loads(data.get("scopes") or "[]")})
+
+
+class WebhookState(_Record):
+    """Where one webhook delivery is: pending (being tried), delivered, or failed after every attempt."""
+
+    id: str
+    event: str
+    status: str = "pending"
+    attempts: int = 0
+    last_error: str = ""
+    last_status: int | None = None
+    delivered_at: float | None = None
+    payload: str = ""  # the exact body every attempt sends
+
+
+class ApiQuestionRecord(_Record):
+    """What the API keeps about a question beside its run (whose id it shares)."""
+
+    id: str
+    token: str
+    channel: str = ""
+    user: str = ""
+    thread_ts: str = ""
+    callback_url: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    request: Request
+    context: dict[str, Any] | None = None
+    created_at: float
+    webhook: WebhookState | None = None
+
+    def to_hash(self) -> dict[str, str]:
+        data = {
+            "id": self.id,
+            "token": self.token,
+            "channel": self.channel,
+            "user": self.user,
+            "thread_ts": self.thread_ts,
+            "callback_url": self.callback_url,
+            "metadata": json.dumps(self.metadata),
+            "request": self.request.model_dump_json(),
+            "created_at": repr(self.created_at),
+        }
+        if self.context is not None:
+            data["context"] = json.dumps(self.context)
+        return data
+
+    @classmethod
+    def from_hash(cls, data: dict[str, str]) -> ApiQuestionRecord:
+        fields: dict[str, Any] = dict(data)
+        fields["metadata"] = json.loads(data.get("metadata") or "{}")
+        fields["request"] = _request(data["request"])
+        fields["context"] = json.loads(data["context"]) if data.get("context") else None
+        fields["webhook"] = WebhookState.model_validate_json(data["webhook"]) if data.get("webhook") else None
+        return cls.model_validate(fields)

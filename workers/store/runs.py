@@ -290,6 +290,7 @@ class RunStore:
             entry,
             job_ids.resume(interrupt.run_id, interrupt.id),
             sealed,
+            keys.closed_channel(),
         ]
         wanted = self.replication.min_replicas if mode == "answer" else 0
         if not wanted:

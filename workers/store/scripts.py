@@ -139,7 +139,8 @@ return 1
 # KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json (secrets masked), token, history json, job id of the resume,
-#       sealed secret values or ''
+#       sealed secret values or '', pub/sub channel
+# The closed question's id is published on the channel, in the same step, to wake its waiters.
 CLOSE = (
     _LIB
     + _REASONS
@@ -168,7 +169,8 @@ local now = tonumber(ARGV[5])
 local expired = q.expires_at and q.expires_at ~= '' and now >= tonumber(q.expires_at)
 if ARGV[6] == 'answer' then
   if expired then return {0, R_EXPIRED, q.expires_at} end
-  if not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
+  -- no assignees ('[]', an API question to a channel): anyone who can reach the question answers
+  if q.assignees ~= '[]' and not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
   if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[8], ARGV[4], ARGV[12]) end
@@ -191,6 +193,7 @@ else
   redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
 end
 redis.call('RPUSH', KEYS[7], ARGV[10])
+redis.call('PUBLISH', ARGV[13], ARGV[4])
 return {1}
 """
 )

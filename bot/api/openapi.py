@@ -1,0 +1,145 @@
+"""`GET /api/v1/openapi.json`: the API's OpenAPI 3.1 document, generated from its pydantic models.
+
+OpenAPI 3.1 schemas are JSON Schema 2020-12, which is what pydantic emits, so the models'
+schemas go into `components.schemas` as they are; only the paths are written here.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
+
+from workers.questions.models import (
+    ConfirmBody,
+    ConfirmResult,
+    Event,
+    Problem,
+    QuestionCreate,
+    QuestionPage,
+    QuestionView,
+)
+
+REF = "#/components/schemas/{model}"
+MODELS = (QuestionCreate, QuestionView, QuestionPage, ConfirmBody, ConfirmResult, Problem, Event)
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": REF.format(model=name)}
+
+
+def _json(name: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/problem+json": {"schema": _ref("Problem")}}}
+
+
+_COMMON = {
+    "401": _problem("no token, or an unknown or revoked one"),
+    "429": {
+        **_problem("over the token's rate limit"),
+        "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}},
+    },
+}
+_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+@lru_cache(maxsize=1)
+def openapi_document() -> dict[str, Any]:
+    _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template=REF)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Parley API",
+            "version": "1",
+            "description": "Ask people typed questions in Slack from any agent; get each answer exactly once.",
+        },
+        "servers": [{"url": "/api/v1"}],
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/questions": {
+                "post": {
+                    "summary": "Ask a question in Slack",
+                    "parameters": [
+                        {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}}
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("QuestionCreate")}},
+                    },
+                    "responses": {
+                        "201": _json("QuestionView", "asked: the question is posted"),
+                        "200": _json("QuestionView", "the question an earlier request with this Idempotency-Key made"),
+                        "403": _problem("the token lacks the ask scope"),
+                        "409": _problem("the Idempotency-Key was used with another body"),
+                        "422": _problem("the question is invalid; `errors` lists each problem"),
+                        **_COMMON,
+                    },
+                },
+                "get": {
+                    "summary": "List the token's questions, newest first",
+                    "parameters": [
+                        {"name": "status", "in": "query", "schema": {"type": "string"}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": _json("QuestionPage", "one page"), **_COMMON},
+                },
+            },
+            "/questions/{id}": {
+                "get": {
+                    "summary": "Read a question; with ?wait=N, wait up to N seconds for it to close",
+                    "parameters": [
+                        _ID,
+                        {"name": "wait", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 60}},
+                    ],
+                    "responses": {
+                        "200": _json("QuestionView", "the question"),
+                        "404": _problem("no such question, or another token's"),
+                        **_COMMON,
+                    },
+                }
+            },
+            "/questions/{id}/cancel": {
+                "post": {
+                    "summary": "Cancel a waiting question; its message is locked",
+                    "parameters": [_ID],
+                    "responses": {
+                        "200": _json("QuestionView", "cancelled"),
+                        "404": _problem("no such question"),
+                        "409": _problem("the question is not waiting"),
+                        **_COMMON,
+                    },
+                }
+            },
+            "/questions/{id}/confirm": {
+                "post": {
+                    "summary": "Check that the facts are those the question was asked on",
+                    "parameters": [_ID],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("ConfirmBody")}}},
+                    "responses": {
+                        "200": _json("ConfirmResult", "unchanged"),
+                        "404": _problem("no such question"),
+                        "409": _problem("the facts changed; `changes` lists each field, old and new"),
+                        **_COMMON,
+                    },
+                }
+            },
+        },
+        "webhooks": {
+            "question": {
+                "post": {
+                    "summary": "A question with a callback_url closed (signed per Standard Webhooks)",
+                    "requestBody": {"content": {"application/json": {"schema": _ref("Event")}}},
+                    "responses": {"200": {"description": "any 2xx acknowledges the delivery"}},
+                }
+            }
+        },
+    }

@@ -1,0 +1,53 @@
+"""The bot's ASGI application: `/api/v1` async, everything else through the WSGI dispatcher.
+
+Bolt's sync `App` keeps its WSGI adapter (`bot.wsgi.make_wsgi`: `/slack/events`, `/healthz`
+and any other route it dispatches), run by a2wsgi on a thread pool of its own: those
+threads ack Slack and nothing else. The API's endpoints are coroutines; a long-poll holds
+no thread, so hundreds may be open without slowing an ack. An ASGI app can be mounted
+beside them later (an MCP server's streamable HTTP, say).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from a2wsgi import WSGIMiddleware
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from bot.api.app import create_api
+from workers.questions import QuestionService
+from workers.store.closings import Closings
+
+SLACK_THREADS = 32
+"""Threads that run bolt's listeners (and so ack Slack): as many as gunicorn's gthread had."""
+
+
+def make_asgi(
+    wsgi: Callable[..., Iterable[bytes]],
+    service: QuestionService,
+    closings: Closings,
+    *,
+    mounts: Iterable[Mount] = (),
+    on_stop: Callable[[], None] | None = None,
+) -> Starlette:
+    """`/api/v1` → the API; `mounts` (ASGI apps) next; anything else → `wsgi` on its own threads.
+
+    `closings` is subscribed when the server starts (its lifespan) and closed when it stops.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        await closings.start()
+        try:
+            yield
+        finally:
+            await closings.stop()
+            if on_stop is not None:
+                on_stop()
+
+    api = create_api(service, closings)
+    slack = WSGIMiddleware(wsgi, workers=SLACK_THREADS)  # type: ignore[arg-type]
+    return Starlette(routes=[Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)], lifespan=lifespan)

@@ -1,0 +1,100 @@
+"""`ApiQuestionHost`: the Slack host of questions asked through the HTTP API (`conversation["host"] == "api"`).
+
+It is the Slack host with three differences, because an API question is one message rather
+than a run's thread:
+- the question is posted where the caller asked (a channel, a DM, or the thread it named),
+  with no root "run started" message; its own `ts` becomes the thread typed answers go to;
+- the run's result (the answers as JSON) is not posted: the locked question shows them;
+- when the question closes (answered, expired, cancelled) its webhook is announced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
+
+from bot.slack import blocks
+from bot.slack.clients import WebClients
+from bot.slack.host import SlackHost
+from bot.slack.limits import BlockLimitError
+from bot.slack.question_metadata import question_metadata
+from workers.exceptions import AgentError
+from workers.interaction import Outcome, Request
+from workers.logs import Log
+from workers.runtime.host import PausingRun
+from workers.store.records import InterruptRecord, RunRecord
+from workers.store.runs import RunStore
+
+log = Log("parley.slack.api")
+CANNOT_POST = frozenset(
+    {"channel_not_found", "not_in_channel", "is_archived", "user_not_found", "cannot_dm_bot", "invalid_blocks"}
+)
+"""Errors no retry would fix: the question fails at once and the API says why."""
+
+OnClosed = Callable[[RunRecord, InterruptRecord], Any]
+
+
+class ApiQuestionHost(SlackHost):
+    def __init__(self, client: WebClient | WebClients, store: RunStore, on_closed: OnClosed | None = None) -> None:
+        super().__init__(client, store)
+        self._on_closed = on_closed
+
+    def _conversation(self, run: RunRecord) -> dict[str, Any]:
+        if run.conversation.get("thread_ts"):
+            return run.conversation
+        return self.store.get(run.id).conversation  # the question's own ts may have become the thread since
+
+    def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
+        conv = self._conversation(run)
+        thread = {"thread_ts": conv["thread_ts"]} if conv.get("thread_ts") else {}
+        resp = self._web(run).chat_postMessage(
+            channel=conv["channel"], text=text, unfurl_links=False, unfurl_media=False, **thread, **kwargs
+        )
+        return {"channel": resp["channel"], "ts": resp["ts"]}
+
+    def solicit(self, request: Request, run: PausingRun) -> Outcome:
+        if run.question_message.get("ts"):
+            return Outcome(paused=True)
+        record = run.record
+        iid = run.interrupt_id or ""
+        conv = record.conversation
+        if run.question_may_be_posted and conv.get("thread_ts") and (found := self._posted_before(record, iid)):
+            run.record_question_message({**found, "version": 1})
+            return Outcome(paused=True)
+        try:
+            question = blocks.question_blocks(
+                request,
+                iid,
+                assignees=list(request.assignees),
+                context=run.question_context,
+                changes=run.context_changes,
+            )
+        except (BlockLimitError, SlackObjectFormationError) as exc:
+            raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc
+        self._join(self._web(record), conv["channel"])
+        try:
+            posted = self._post(record, blocks.fallback_text(request), blocks=question, metadata=question_metadata(iid))
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error in CANNOT_POST:
+                raise AgentError(f"Slack refused to post the question in {conv['channel']}: {error}") from exc
+            raise
+        run.record_question_message({**posted, "version": 1})
+        thread = conv.get("thread_ts") or posted["ts"]
+        if self.store.thread_run(posted["channel"], thread) is None:
+            threaded = {**conv, "channel": posted["channel"], "thread_ts": thread}
+            self.store.set_thread(record.id, threaded)
+            self._threads.started(record.id, threaded)
+        log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
+        return Outcome(paused=True)
+
+    def finished(self, run: RunRecord, result: str) -> None:
+        """Nothing to post: the locked question already shows the answers."""
+
+    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        self.lock_question(interrupt, run)
+        if self._on_closed is not None:
+            self._on_closed(run, interrupt)

@@ -1,0 +1,43 @@
+"""Errors of the question service; each maps to one HTTP status in the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers.exceptions import ParleyError
+
+
+class QuestionError(ParleyError):
+    """Base of the question service's refusals; nothing was written."""
+
+    status = 400
+    title = "Bad request"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        self.detail = detail
+        self.extra = extra
+        super().__init__(detail)
+
+
+class QuestionNotFound(QuestionError):
+    """No such question, or one the caller may not see (another token's reads the same)."""
+
+    status = 404
+    title = "Not found"
+
+
+class QuestionInvalid(QuestionError):
+    """The body does not describe a question Parley can ask; `errors` lists each problem."""
+
+    status = 422
+    title = "Invalid question"
+
+    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail, errors=errors or [{"loc": [], "msg": detail, "type": "value_error"}])
+
+
+class QuestionConflict(QuestionError):
+    """The request contradicts what exists: a reused Idempotency-Key, a closed question, changed facts."""
+
+    status = 409
+    title = "Conflict"

@@ -1,0 +1,171 @@
+"""The API's bodies as pydantic models: what a caller sends and what it gets back.
+
+The OpenAPI document (`GET /api/v1/openapi.json`) is generated from these models and
+the port's `Request`, so the schema and the validation are one thing.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from workers.interaction import AnswerValue, ContextChange, ContextError, Request
+from workers.interaction.context import canonical
+
+METADATA_MAX = 4096  # bytes of compact JSON
+CHANNEL_PATTERN = r"^[CGD][A-Z0-9]{2,20}$"
+USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
+TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
+
+
+class Scope(StrEnum):
+    """What a token may do: `ask` creates, reads and cancels its own questions; `admin` reads and cancels all."""
+
+    ASK = "ask"
+    ADMIN = "admin"
+
+
+class QuestionStatus(StrEnum):
+    """Where a question is. `failed`: it could not be posted (the error says why)."""
+
+    WAITING = "waiting"
+    ANSWERED = "answered"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuestionCreate(_Body):
+    """`POST /api/v1/questions`: the request as `workers.interaction.Request` serialises, and where to ask it."""
+
+    request: Request
+    channel: Annotated[str | None, Field(pattern=CHANNEL_PATTERN, description="a channel id (C…, G…)")] = None
+    user: Annotated[str | None, Field(pattern=USER_PATTERN, description="a user id: the question goes to a DM")] = None
+    thread_ts: Annotated[str | None, Field(pattern=TS_PATTERN, description="post in this thread")] = None
+    callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None
+    metadata: dict[str, Any] = Field(default_factory=dict, description="returned as given; at most 4 KB of JSON")
+    context: dict[str, Any] | None = Field(default=None, description="the facts the answer is bound to")
+
+    @field_validator("callback_url")
+    @classmethod
+    def _http_only(cls, v: str | None) -> str | None:
+        if v is not None and not v.lower().startswith(("http://", "https://")):
+            raise ValueError("callback_url must be an http or https URL")
+        return v
+
+    @field_validator("metadata")
+    @classmethod
+    def _small(cls, v: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(json.dumps(v, separators=(",", ":"), allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"metadata must be plain JSON: {exc}") from None
+        if size > METADATA_MAX:
+            raise ValueError(f"metadata is {size} bytes of JSON, over the limit of {METADATA_MAX}")
+        return v
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None:
+            try:
+                canonical(v)
+            except ContextError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @model_validator(mode="after")
+    def _one_place(self) -> QuestionCreate:
+        if (self.channel is None) == (self.user is None):
+            raise ValueError('give exactly one of "channel" (a channel id) or "user" (a user id, for a DM)')
+        return self
+
+
+class WebhookView(_Body):
+    """The delivery of the question's webhook, when it has a `callback_url` and has closed."""
+
+    id: str
+    event: str
+    status: Annotated[str, Field(description="pending, delivered or failed")]
+    attempts: int
+    last_error: str | None = None
+    last_status: int | None = None
+    delivered_at: datetime | None = None
+
+
+class QuestionView(_Body):
+    """`GET /api/v1/questions/{id}` (and the webhook's `data`)."""
+
+    id: str
+    status: QuestionStatus
+    answers: dict[str, AnswerValue] | None = None
+    answered_by: str | None = None
+    answered_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    channel: str | None = None
+    message_ts: str | None = None
+    thread_ts: str | None = None
+    expires_at: datetime | None = None
+    created_at: datetime
+    origin: str
+    reason: str
+    context: dict[str, Any] | None = None
+    cancelled_by: str | None = None
+    error: str | None = None
+    webhook: WebhookView | None = None
+
+
+class QuestionPage(_Body):
+    """`GET /api/v1/questions`: newest first; pass `next_cursor` as `cursor` for the next page."""
+
+    questions: list[QuestionView]
+    next_cursor: str | None = None
+
+
+class ConfirmBody(_Body):
+    """`POST /api/v1/questions/{id}/confirm`: the facts the caller holds now."""
+
+    context: dict[str, Any] | None = None
+
+
+class ConfirmResult(_Body):
+    """The facts are those the answer was given on."""
+
+    id: str
+    status: QuestionStatus
+    context_digest: str
+    unchanged: bool = True
+
+
+class ErrorItem(_Body):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class Problem(_Body):
+    """An error, as RFC 9457 `application/problem+json`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    errors: list[ErrorItem] | None = None
+    changes: list[ContextChange] | None = None
+
+
+class Event(_Body):
+    """The body of a webhook: `question.answered`, `question.expired` or `question.cancelled`."""
+
+    type: str
+    data: QuestionView

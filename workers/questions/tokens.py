@@ -1,0 +1,76 @@
+"""API tokens: created once (shown once), found by the sha256 of their value, revoked by name.
+
+A token is 32 random bytes, so a plain sha256 is enough to store it safely: nothing about
+it can be guessed faster than the token itself (a slow password hash protects low-entropy
+secrets, which these are not). The webhook signing secret is kept as it is, since Parley
+signs with it; it is shown once too.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from workers.questions.exceptions import QuestionError
+from workers.questions.models import Scope
+from workers.store.questions import QuestionStore
+from workers.store.records import ApiTokenRecord
+
+TOKEN_PREFIX = "pk_"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+class TokenError(QuestionError):
+    """A token command refused: a bad or taken name, an unknown scope, no such token."""
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """What `create` returns, the only time the token and secret are seen in full."""
+
+    record: ApiTokenRecord
+    token: str
+    webhook_secret: str
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create(store: QuestionStore, name: str, scopes: list[str]) -> NewToken:
+    if not NAME_PATTERN.fullmatch(name):
+        raise TokenError(
+            f"token name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    known = {s.value for s in Scope}
+    bad = [s for s in scopes if s not in known]
+    if bad:
+        raise TokenError(f"unknown scope {bad[0]!r}; scopes are: {', '.join(sorted(known))}")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    record = ApiTokenRecord(
+        name=name,
+        token_hash=token_hash(token),
+        scopes=sorted(set(scopes or [Scope.ASK.value])),
+        webhook_secret=secret,
+        created_at=time.time(),
+    )
+    if not store.add_token(record):
+        raise TokenError(f"a token named {name!r} exists; revoke it first or pick another name")
+    return NewToken(record=record, token=token, webhook_secret=secret)
+
+
+def verify(store: QuestionStore, token: str) -> ApiTokenRecord | None:
+    """The token's record, or None for an unknown or revoked token."""
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+        return None
+    return store.token_by_hash(token_hash(token))
+
+
+def revoke(store: QuestionStore, name: str) -> None:
+    if not store.revoke_token(name):
+        raise TokenError(f"no token named {name!r}")

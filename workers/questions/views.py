@@ -1,0 +1,74 @@
+"""A question as the API shows it, read from its run, its interrupt and the API's own record."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from workers.interaction import answers_to_values
+from workers.questions.models import QuestionStatus, QuestionView, WebhookView
+from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, RunStatus
+
+_BY_STATE = {
+    InterruptState.POSTING: QuestionStatus.WAITING,
+    InterruptState.OPEN: QuestionStatus.WAITING,
+    InterruptState.ANSWERED: QuestionStatus.ANSWERED,
+    InterruptState.EXPIRED: QuestionStatus.EXPIRED,
+    InterruptState.CANCELLED: QuestionStatus.CANCELLED,
+}
+
+
+def when(ts: float | None) -> datetime | None:
+    return datetime.fromtimestamp(ts, tz=UTC) if ts else None
+
+
+def status_of(run: RunRecord | None, interrupt: InterruptRecord | None) -> QuestionStatus:
+    """The question's status: its interrupt's state once it has one, else its run's."""
+    if interrupt is not None:
+        return _BY_STATE[interrupt.state]
+    if run is None or run.status is RunStatus.FAILED:
+        return QuestionStatus.FAILED
+    if run.status is RunStatus.CANCELLED:
+        return QuestionStatus.CANCELLED
+    return QuestionStatus.WAITING
+
+
+def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: InterruptRecord | None) -> QuestionView:
+    status = status_of(run, interrupt)
+    answers = None
+    if interrupt is not None and status is QuestionStatus.ANSWERED:
+        answers = answers_to_values(interrupt.request, interrupt.answers)
+    elif interrupt is not None and status is QuestionStatus.EXPIRED and interrupt.answers:
+        answers = answers_to_values(interrupt.request, interrupt.answers)  # on_expiry=use_defaults
+    message = interrupt.message if interrupt is not None else {}
+    hook = question.webhook
+    return QuestionView(
+        id=question.id,
+        status=status,
+        answers=answers,
+        answered_by=(interrupt.answered_by or None) if interrupt is not None else None,
+        answered_at=when(interrupt.answered_at) if interrupt is not None else None,
+        metadata=question.metadata,
+        channel=message.get("channel") or question.channel or None,
+        message_ts=message.get("ts") or None,
+        thread_ts=(run.conversation.get("thread_ts") if run else None) or question.thread_ts or None,
+        expires_at=when(interrupt.expires_at) if interrupt is not None else None,
+        created_at=when(question.created_at) or datetime.now(tz=UTC),
+        origin=question.token,
+        reason=question.request.reason,
+        context=question.context,
+        cancelled_by=(interrupt.closed_by or None)
+        if interrupt is not None and status is QuestionStatus.CANCELLED
+        else None,
+        error=(run.error or None) if run is not None and status is QuestionStatus.FAILED else None,
+        webhook=WebhookView(
+            id=hook.id,
+            event=hook.event,
+            status=hook.status,
+            attempts=hook.attempts,
+            last_error=hook.last_error or None,
+            last_status=hook.last_status,
+            delivered_at=when(hook.delivered_at),
+        )
+        if hook is not None
+        else None,
+    )

@@ -1,0 +1,156 @@
+"""Signed webhooks: where a callback may go, how it is signed, and its delivery as an RQ job.
+
+When a question with a `callback_url` closes (answered, expired, cancelled), `announce`
+records the event's body once and enqueues `deliver` under one job id with RQ's `Retry`.
+Every attempt sends the same body with the same `webhook-id`, signed as the Standard
+Webhooks spec says; a non-2xx answer, an error or a timeout raises, and RQ tries again
+after the next interval. The last failure is recorded as `failed` on the question.
+
+Signing is the spec's three lines of HMAC-SHA256 (stdlib `hmac`), kept here rather than
+taken from the `standardwebhooks` package so that the tests, which verify with that
+package, check Parley against an independent implementation of the spec.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hashlib
+import hmac
+import ipaddress
+import socket
+import time
+from urllib.parse import urlsplit
+
+import httpx
+from rq import Retry, get_current_job
+
+from workers.logs import Log
+from workers.questions import config as config_mod
+from workers.questions.exceptions import QuestionError
+from workers.questions.models import Event
+from workers.questions.views import build_view
+from workers.runtime import wiring
+from workers.runtime.wiring import Runtime
+from workers.store import job_ids
+from workers.store.questions import QuestionStore
+from workers.store.records import InterruptRecord, InterruptState, RunRecord, WebhookState
+
+log = Log("parley.webhooks")
+DELIVER = "workers.questions.webhooks.deliver"
+EVENTS = {
+    InterruptState.ANSWERED: "answered",
+    InterruptState.EXPIRED: "expired",
+    InterruptState.CANCELLED: "cancelled",
+}
+
+
+class DestinationRefused(QuestionError):
+    """A callback URL Parley will not call: not http(s), no host, or a private address not allowed."""
+
+
+def check_destination(url: str, allow: tuple[str, ...]) -> None:
+    """Refuse a callback that is not http(s), or whose host resolves to a loopback, link-local,
+    private or otherwise internal address, unless the host matches a `PARLEY_WEBHOOK_ALLOW`
+    pattern. With patterns set, only matching hosts are reached at all."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise DestinationRefused("callback_url must be an http or https URL")
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise DestinationRefused("callback_url has no host")
+    if any(fnmatch.fnmatch(host, pattern.lower()) for pattern in allow):
+        return
+    if allow:
+        raise DestinationRefused(f"callback_url host {host!r} is not in PARLEY_WEBHOOK_ALLOW")
+    try:
+        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80))
+    except (socket.gaierror, UnicodeError):
+        raise DestinationRefused(f"callback_url host {host!r} does not resolve") from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        if not address.is_global or address.is_multicast:
+            raise DestinationRefused(
+                f"callback_url host {host!r} is a private, loopback or link-local address ({address}); "
+                "allow it with PARLEY_WEBHOOK_ALLOW"
+            )
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
+    """The `webhook-signature` header value: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    mac = hmac.new(key, f"{msg_id}.{timestamp}.{body}".encode(), hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord) -> bool:
+    """Enqueue the webhook for a question that closed, once per event; False when there is none to send."""
+    event = EVENTS.get(interrupt.state)
+    store = QuestionStore(runtime.redis)
+    question = store.get(run.id)
+    if event is None or question is None or not question.callback_url:
+        return False
+    if question.webhook is not None and question.webhook.event == event:
+        return False  # announced before (this is a replay)
+    view = build_view(question, run, interrupt)
+    payload = Event(type=f"question.{event}", data=view).model_dump_json()
+    store.set_webhook(run.id, WebhookState(id=f"msg_{run.id}_{event}", event=event, payload=payload))
+    cfg = config_mod.current()
+    intervals = list(cfg.webhook_retry_intervals)
+    runtime.queue.enqueue(
+        DELIVER,
+        run.id,
+        job_id=job_ids.webhook(run.id, event),
+        retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
+        job_timeout=int(cfg.webhook_timeout * 3),
+        result_ttl=3600,
+        failure_ttl=7 * 86400,
+    )
+    log.info("webhook queued", run_id=run.id, interrupt_id=interrupt.id, event=event)
+    return True
+
+
+def deliver(question_id: str) -> str:
+    """One attempt at delivering a question's webhook (RQ's `Retry` makes the next)."""
+    runtime = wiring.current()
+    cfg = config_mod.current()
+    store = QuestionStore(runtime.redis)
+    question = store.get(question_id)
+    state = question.webhook if question is not None else None
+    if question is None or state is None or state.status == "delivered":
+        return "nothing to deliver"
+    job = get_current_job()
+    final = job is None or not job.retries_left
+    state = state.model_copy(update={"attempts": state.attempts + 1})
+    ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts}
+    try:
+        check_destination(question.callback_url, cfg.webhook_allow)
+    except DestinationRefused as exc:  # no retry would change this
+        store.set_webhook(question_id, state.model_copy(update={"status": "failed", "last_error": str(exc)}))
+        log.warning("webhook refused", **ctx, error=str(exc))
+        return "refused"
+    token = store.token_by_name(question.token)
+    try:
+        if token is None:
+            raise RuntimeError(f"the token {question.token!r} was revoked; there is no secret to sign with")
+        now = int(time.time())
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": state.id,
+            "webhook-timestamp": str(now),
+            "webhook-signature": sign(token.webhook_secret, state.id, now, state.payload),
+            "user-agent": "Parley-Webhooks/1",
+        }
+        resp = httpx.post(question.callback_url, content=state.payload, headers=headers, timeout=cfg.webhook_timeout)
+        state = state.model_copy(update={"last_status": resp.status_code})
+        if not 200 <= resp.status_code < 300:
+            raise RuntimeError(f"the receiver answered HTTP {resp.status_code}")
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"[:300]
+        status = "failed" if final else "pending"
+        store.set_webhook(question_id, state.model_copy(update={"status": status, "last_error": error}))
+        log.warning("webhook attempt failed", **ctx, error=error, final=final)
+        raise
+    store.set_webhook(question_id, state.model_copy(update={"status": "delivered", "delivered_at": time.time()}))
+    log.info("webhook delivered", **ctx, status=resp.status_code)
+    return "delivered"
