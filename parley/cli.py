@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from parley import settings as settings_mod
+from parley import tokens_cmd
 from workers import logs
 from workers.exceptions import ParleyError
 
@@ -101,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     purge.add_argument("--dry-run", action="store_true", help="list the runs it would delete, and delete nothing")
     runs.set_defaults(runs_commands=list(rsub.choices))  # to name them when none is given
+    tokens_cmd.add_parser(sub)
     return p
 
 
@@ -108,6 +110,8 @@ def _refusal(args: argparse.Namespace) -> str | None:
     """A command line argparse accepts but that names no action, as one line; None when it is whole."""
     if args.command == "slack" and args.slack_command is None:
         return f"parley slack: name a command: {', '.join(args.slack_commands)} (see parley slack --help)"
+    if args.command == "tokens" and args.tokens_command is None:
+        return f"parley tokens: name a command: {', '.join(args.tokens_commands)} (see parley tokens --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
     if args.command == "serve" and args.metrics_port is not None and not args.socket_mode:
@@ -183,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return slack_setup(
                 settings, bot_token=args.bot_token, app_token=args.app_token, config_token=args.config_token
             )
+        if args.command == "tokens":
+            return tokens_cmd.tokens_command(settings, args)
         from parley.runs_cmd import runs_command
 
         return runs_command(settings, args)

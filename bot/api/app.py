@@ -64,17 +64,11 @@ class Api:
         if record is None:
             raise ApiError(401, "Unauthorized", "unknown or revoked token", {"WWW-Authenticate": "Bearer"})
         cfg = self.service.config
-        wait = await self.service.in_thread(
-            lambda: self.service.store.hit(record.name, cfg.rate_limit, cfg.rate_window)
-        )
+        limit = record.rate_limit or cfg.rate_limit
+        wait = await self.service.in_thread(lambda: self.service.store.hit(record.name, limit, cfg.rate_window))
         if wait:
-            retry = str(max(1, math.ceil(wait)))
-            raise ApiError(
-                429,
-                "Too many requests",
-                f"over {cfg.rate_limit} requests in {cfg.rate_window} s",
-                {"Retry-After": retry},
-            )
+            detail = f"over {limit} requests in {cfg.rate_window} s"
+            raise ApiError(429, "Too many requests", detail, {"Retry-After": str(max(1, math.ceil(wait)))})
         if need is not None and need.value not in record.scopes:
             raise ApiError(403, "Forbidden", f"this token lacks the {need.value!r} scope")
         return Caller.of(record)

@@ -41,7 +41,8 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(store: QuestionStore, name: str, scopes: list[str]) -> NewToken:
+def create(store: QuestionStore, name: str, scopes: list[str], rate_limit: int | None = None) -> NewToken:
+    """A new token named `name` with `scopes` (default: ask) and, optionally, its own rate limit."""
     if not NAME_PATTERN.fullmatch(name):
         raise TokenError(
             f"token name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -50,6 +51,8 @@ def create(store: QuestionStore, name: str, scopes: list[str]) -> NewToken:
     bad = [s for s in scopes if s not in known]
     if bad:
         raise TokenError(f"unknown scope {bad[0]!r}; scopes are: {', '.join(sorted(known))}")
+    if rate_limit is not None and rate_limit < 1:
+        raise TokenError(f"--rate-limit must be at least 1 request per window, not {rate_limit}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
     record = ApiTokenRecord(
@@ -58,6 +61,7 @@ def create(store: QuestionStore, name: str, scopes: list[str]) -> NewToken:
         scopes=sorted(set(scopes or [Scope.ASK.value])),
         webhook_secret=secret,
         created_at=time.time(),
+        rate_limit=rate_limit,
     )
     if not store.add_token(record):
         raise TokenError(f"a token named {name!r} exists; revoke it first or pick another name")

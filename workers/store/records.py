@@ -178,15 +178,22 @@ class ApiTokenRecord(_Record):
     scopes: list[str]
     webhook_secret: str
     created_at: float
+    rate_limit: int | None = None  # requests per window; None: PARLEY_API_RATE_LIMIT
 
     def to_hash(self) -> dict[str, str]:
-        return {**self.model_dump(mode="json", exclude={"scopes"}), "scopes": json.dumps(self.scopes)} | {
-            "created_at": repr(self.created_at)
+        data = {
+            "name": self.name,
+            "token_hash": self.token_hash,
+            "scopes": json.dumps(self.scopes),
+            "webhook_secret": self.webhook_secret,
+            "created_at": repr(self.created_at),
         }
+        return data | ({"rate_limit": str(self.rate_limit)} if self.rate_limit else {})
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> ApiTokenRecord:
-        return cls.model_validate({**data, "scopes": json.loads(data.get("scopes") or "[]")})
+        fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
+        return cls.model_validate({**fields, "scopes": json.loads(data.get("scopes") or "[]")})
 
 
 class WebhookState(_Record):

@@ -1,0 +1,51 @@
+"""`parley tokens create|list|revoke`: the HTTP API's bearer tokens.
+
+`create` prints the token and its webhook signing secret once; only the token's sha256 is
+stored, so a lost token is revoked and created again, never shown again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from parley.bootstrap import connect_redis
+from parley.settings import Settings
+from workers.questions import tokens
+from workers.store.questions import QuestionStore
+
+
+def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
+    store = QuestionStore(connect_redis(settings))
+    if args.tokens_command == "create":
+        new = tokens.create(store, args.name, args.scope or ["ask"], args.rate_limit)
+        print(f"token {new.record.name} (scopes: {', '.join(new.record.scopes)}); shown once, keep both safe:")
+        print(f"PARLEY_TOKEN={new.token}")
+        print(f"PARLEY_WEBHOOK_SECRET={new.webhook_secret}")
+        return 0
+    if args.tokens_command == "list":
+        found = store.tokens()
+        for t in found:
+            created = dt.datetime.fromtimestamp(t.created_at).strftime("%Y-%m-%d %H:%M:%S")
+            limit = f"  rate limit: {t.rate_limit}/window" if t.rate_limit else ""
+            print(f"{t.name}  scopes: {','.join(t.scopes)}  created {created}{limit}")
+        if not found:
+            print("no tokens")
+        return 0
+    tokens.revoke(store, args.name)
+    print(f"revoked {args.name}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    toks = sub.add_parser("tokens", help="bearer tokens for the HTTP API")
+    tsub = toks.add_subparsers(dest="tokens_command")
+    create = tsub.add_parser("create", help="create a token; prints it and its webhook secret once")
+    create.add_argument("name")
+    create.add_argument("--scope", action="append", choices=["ask", "admin"], help="ask (default) and/or admin")
+    create.add_argument(
+        "--rate-limit", type=int, default=None, metavar="N", help="requests per window (default PARLEY_API_RATE_LIMIT)"
+    )
+    tsub.add_parser("list", help="list tokens (names and scopes; never the tokens)")
+    tsub.add_parser("revoke", help="revoke a token by name").add_argument("name")
+    toks.set_defaults(tokens_commands=list(tsub.choices))

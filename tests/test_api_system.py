@@ -1,0 +1,289 @@
+"""The HTTP API end to end: a live `parley serve`, real `parley worker`s, the Web API stand-in.
+
+Questions are asked over `/api/v1`, answered with Slack's own signed payloads, and read back
+with long-polls and signed webhooks (verified with the `standardwebhooks` package).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from api_support import PARLEY, Receiver, Token, approval, create_token
+from slack_forms import button_action, find_element, form_state
+from slack_payloads import block_actions_payload, thread_reply_event
+from slack_stack import SlackStack
+from standardwebhooks.webhooks import Webhook
+
+pytestmark = pytest.mark.system
+
+CHANNEL = "C0GENERAL"
+RATE_LIMIT = 12  # the busy token's own limit; the others have PARLEY_API_RATE_LIMIT
+
+
+@pytest.fixture(scope="module")
+def hooks() -> Iterator[Receiver]:
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver) -> Iterator[SlackStack]:
+    env = {
+        "PARLEY_WEBHOOK_ALLOW": "127.0.0.1",
+        "PARLEY_WEBHOOK_RETRY_INTERVALS": "1,1",  # three attempts a second apart (the default spans an hour)
+        "PARLEY_API_RATE_LIMIT": "100000",
+    }
+    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("api-stack"), extra_env=env)
+
+
+@pytest.fixture(scope="module")
+def ci(stack: SlackStack) -> Token:
+    return create_token(stack, "ci-bot")
+
+
+def post(stack: SlackStack, token: Token, body: dict[str, Any], **headers: str) -> httpx.Response:
+    assert stack.http is not None
+    return stack.http.post("/api/v1/questions", json=body, headers={**token.auth, **headers})
+
+
+def get(stack: SlackStack, token: Token, path: str, **params: Any) -> httpx.Response:
+    assert stack.http is not None
+    return stack.http.get(f"/api/v1/{path}", params=params, headers=token.auth, timeout=70)
+
+
+def ask(stack: SlackStack, token: Token, reason: str, **fields: Any) -> dict[str, Any]:
+    resp = post(stack, token, {"request": approval(reason), "channel": CHANNEL, **fields})
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def click_submit(
+    stack: SlackStack, created: dict[str, Any], choice: str, user: str, message: dict[str, Any] | None = None
+) -> httpx.Response:
+    """`user` picks `choice` on the question message (as posted, or `message`) and clicks Submit, as Slack sends it."""
+    message = message or stack.ws.message(created["channel"], created["message_ts"])
+    assert message is not None
+    block, button = find_element(message["blocks"], "parley_submit")
+    payload = block_actions_payload(
+        user=user,
+        message=message,
+        channel=created["channel"],
+        action=button_action(block, button),
+        state_values=form_state(message["blocks"], {"Decision": choice}),
+    )
+    return stack.interact(payload)
+
+
+def test_asked_over_the_api_answered_in_slack_and_the_long_poll_returns_at_once(stack: SlackStack, ci: Token) -> None:
+    created = ask(stack, ci, "Ship release 7?", metadata={"ticket": "OPS-7"})
+    assert created["status"] == "waiting" and created["message_ts"] and created["metadata"] == {"ticket": "OPS-7"}
+    posted = stack.ws.message(CHANNEL, created["message_ts"])
+    assert posted is not None and "Ship release 7?" in json.dumps(posted["blocks"])
+    got: dict[str, Any] = {}
+
+    def long_poll() -> None:
+        got["response"] = get(stack, ci, f"questions/{created['id']}", wait=30)
+        got["returned"] = time.monotonic()
+
+    waiter = threading.Thread(target=long_poll)
+    waiter.start()
+    time.sleep(0.5)  # the long-poll is open
+    assert "response" not in got
+    resp = click_submit(stack, created, "approve", "U0CAROL")  # no assignees: anyone in the channel
+    clicked = time.monotonic()
+    assert resp.status_code == 200, resp.text
+    waiter.join(35)
+    body = got["response"].json()
+    assert body["status"] == "answered", body
+    assert body["answers"] == {"decision": "approve", "note": None} and body["answered_by"] == "U0CAROL"
+    assert got["returned"] - clicked < 1.0  # woken by the close, not by the 30 s timeout
+    # the worker resumes the run: the question's message is locked with the answer
+    stack.wait_for(
+        "the question to be locked",
+        lambda: "Answered by" in json.dumps(stack.ws.message(CHANNEL, created["message_ts"])),
+    )
+    out = subprocess.run([str(PARLEY), "runs", "list"], env=stack.env(), capture_output=True, text=True, check=True)
+    row = next(line for line in out.stdout.splitlines() if line.startswith(created["id"]))
+    assert "question" in row and "ci-bot" in row  # the agent and the token's name as origin
+
+
+def test_typed_reply_answers_an_api_question_by_ordinal(stack: SlackStack, ci: Token) -> None:
+    resp = post(stack, ci, {"request": approval("Rotate the keys?", note=False), "channel": CHANNEL})
+    assert resp.status_code == 201, resp.text
+    created = resp.json()
+    ts = f"{time.time():.6f}"
+    event = thread_reply_event(user="U0BOB", channel=CHANNEL, text="2", ts=ts, thread_ts=created["message_ts"])
+    assert stack.event(event).status_code == 200
+    body = get(stack, ci, f"questions/{created['id']}", wait=20).json()
+    assert body["status"] == "answered" and body["answers"] == {"decision": "reject"}
+
+
+def test_a_dm_question_is_for_that_person_and_shows_in_their_inbox(stack: SlackStack, ci: Token) -> None:
+    resp = post(stack, ci, {"request": approval("Approve your own expense?"), "user": "U0BOB"})
+    assert resp.status_code == 201, resp.text
+    created = resp.json()
+    assert created["channel"].startswith("D")
+    home = stack.open_home("U0BOB")
+    assert "Approve your own expense?" in json.dumps(home)
+    mark = stack.mark()
+    assert click_submit(stack, created, "approve", "U0CAROL").status_code == 200  # not Carol's to answer
+    stack.wait_ephemeral("U0CAROL", lambda text: "U0BOB" in text, since=mark)
+    assert get(stack, ci, f"questions/{created['id']}").json()["status"] == "waiting"
+    assert click_submit(stack, created, "reject", "U0BOB").status_code == 200
+    assert get(stack, ci, f"questions/{created['id']}", wait=20).json()["answers"]["decision"] == "reject"
+
+
+def test_webhook_is_signed_and_retried_with_the_same_id(stack: SlackStack, ci: Token, hooks: Receiver) -> None:
+    hooks.scripts["retried"] = [500, 500, 200]
+    created = ask(stack, ci, "Merge the hotfix?", callback_url=hooks.url("retried"), metadata={"pr": 42})
+    assert click_submit(stack, created, "approve", "U0BOB").status_code == 200
+    stack.wait_for("three deliveries", lambda: len(hooks.deliveries("retried")) >= 3, timeout=30)
+    deliveries = hooks.deliveries("retried")
+    assert len({d["headers"]["webhook-id"] for d in deliveries}) == 1
+    for d in deliveries:
+        event = Webhook(ci.secret).verify(d["body"], d["headers"])  # raises on a bad signature
+        assert event["type"] == "question.answered"
+        assert event["data"]["id"] == created["id"] and event["data"]["answers"]["decision"] == "approve"
+        assert event["data"]["metadata"] == {"pr": 42}
+    with pytest.raises(Exception, match="signature"):
+        Webhook(create_token(stack, "other-secret").secret).verify(deliveries[0]["body"], deliveries[0]["headers"])
+    hook = stack.wait_for(
+        "the delivery to be recorded",
+        lambda: (h := get(stack, ci, f"questions/{created['id']}").json()["webhook"])["status"] == "delivered" and h,
+    )
+    assert hook["attempts"] == 3 and hook["last_status"] == 200
+
+
+def test_a_webhook_failing_every_attempt_is_recorded_failed(stack: SlackStack, ci: Token, hooks: Receiver) -> None:
+    hooks.scripts["down"] = [503]
+    created = ask(stack, ci, "Page the on-call?", callback_url=hooks.url("down"))
+    assert click_submit(stack, created, "reject", "U0BOB").status_code == 200
+    hook = stack.wait_for(
+        "the delivery to fail",
+        lambda: (h := get(stack, ci, f"questions/{created['id']}").json()["webhook"]) and h["status"] == "failed" and h,
+        timeout=30,
+    )
+    assert hook["attempts"] == 3 and "503" in hook["last_error"]
+    assert len(hooks.deliveries("down")) == 3
+
+
+def test_cancel_locks_the_message_and_sends_the_cancelled_webhook(
+    stack: SlackStack, ci: Token, hooks: Receiver
+) -> None:
+    created = ask(stack, ci, "Drop the table?", callback_url=hooks.url("cancelled"))
+    posted = stack.ws.message(CHANNEL, created["message_ts"])
+    assert stack.http is not None
+    resp = stack.http.post(f"/api/v1/questions/{created['id']}/cancel", headers=ci.auth)
+    assert resp.status_code == 200 and resp.json()["status"] == "cancelled"
+    assert "Cancelled" in json.dumps(stack.ws.message(CHANNEL, created["message_ts"]))
+    again = stack.http.post(f"/api/v1/questions/{created['id']}/cancel", headers=ci.auth)
+    assert again.status_code == 409 and again.headers["content-type"] == "application/problem+json"
+    stack.wait_for("the cancelled webhook", lambda: hooks.deliveries("cancelled"))
+    event = Webhook(ci.secret).verify(
+        hooks.deliveries("cancelled")[0]["body"], hooks.deliveries("cancelled")[0]["headers"]
+    )
+    assert event["type"] == "question.cancelled"
+    mark = stack.mark()
+    assert click_submit(stack, created, "approve", "U0BOB", posted).status_code == 200  # a click from a stale view
+    stack.wait_ephemeral("U0BOB", lambda text: "cancel" in text.lower(), since=mark)
+
+
+def test_idempotency_key(stack: SlackStack, ci: Token) -> None:
+    body = {"request": approval("Restart the cache?"), "channel": CHANNEL}
+    first = post(stack, ci, body, **{"Idempotency-Key": "restart-1"})
+    second = post(stack, ci, body, **{"Idempotency-Key": "restart-1"})
+    assert (first.status_code, second.status_code) == (201, 200)
+    assert first.json()["id"] == second.json()["id"]
+    assert len([m for m in stack.ws.messages(CHANNEL) if "Restart the cache?" in json.dumps(m)]) == 1
+    other = post(stack, ci, {**body, "metadata": {"x": 1}}, **{"Idempotency-Key": "restart-1"})
+    assert other.status_code == 409 and other.headers["content-type"] == "application/problem+json"
+
+
+def test_errors_are_problems_with_the_right_status(stack: SlackStack, ci: Token) -> None:
+    assert stack.http is not None
+    none = stack.http.get("/api/v1/questions")
+    assert none.status_code == 401 and none.headers["www-authenticate"] == "Bearer"
+    wrong = stack.http.get("/api/v1/questions", headers={"Authorization": "Bearer pk_nope"})
+    assert wrong.status_code == 401 and wrong.headers["content-type"] == "application/problem+json"
+    auditor = create_token(stack, "auditor", "admin")
+    forbidden = post(stack, auditor, {"request": approval("Nope?"), "channel": CHANNEL})
+    assert forbidden.status_code == 403
+    bad = post(
+        stack,
+        ci,
+        {"request": {"reason": "", "items": [{"id": "x", "text": "X", "type": "select"}]}, "channel": CHANNEL},
+    )
+    assert bad.status_code == 422 and bad.headers["content-type"] == "application/problem+json"
+    locs = [e["loc"] for e in bad.json()["errors"]]
+    assert ["request", "reason"] in locs and ["request", "items", 0] in locs, locs
+    both = post(stack, ci, {"request": approval("Where?"), "channel": CHANNEL, "user": "U0BOB"})
+    assert both.status_code == 422
+    private = post(
+        stack, ci, {"request": approval("Call home?"), "channel": CHANNEL, "callback_url": "http://10.1.2.3/hook"}
+    )
+    assert private.status_code == 422 and "callback_url" in private.text
+    ftp = post(stack, ci, {"request": approval("Call home?"), "channel": CHANNEL, "callback_url": "ftp://127.0.0.1/x"})
+    assert ftp.status_code == 422
+    assert get(stack, ci, "questions/rNoSuchQuestion").status_code == 404
+    assert get(stack, ci, "questions/x", wait=61).status_code in (404, 422)
+
+
+def test_a_token_sees_only_its_own_questions_and_an_admin_sees_all(stack: SlackStack, ci: Token) -> None:
+    mine = ask(stack, ci, "Archive the logs?")
+    other = create_token(stack, "other-team")
+    assert get(stack, other, f"questions/{mine['id']}").status_code == 404
+    assert stack.http is not None
+    assert stack.http.post(f"/api/v1/questions/{mine['id']}/cancel", headers=other.auth).status_code == 404
+    assert mine["id"] not in [q["id"] for q in get(stack, other, "questions").json()["questions"]]
+    listed = get(stack, ci, "questions", status="waiting", limit=1).json()
+    assert len(listed["questions"]) == 1 and listed["next_cursor"]
+    rest = get(stack, ci, "questions", status="waiting", limit=100, cursor=listed["next_cursor"]).json()
+    assert listed["questions"][0]["id"] not in [q["id"] for q in rest["questions"]]
+    boss = create_token(stack, "boss", "ask", "admin")
+    assert get(stack, boss, f"questions/{mine['id']}").json()["origin"] == "ci-bot"
+
+
+def test_confirm_compares_the_facts(stack: SlackStack, ci: Token) -> None:
+    facts = {"service": "api", "version": "v1.4.2"}
+    created = ask(stack, ci, "Deploy?", context=facts)
+    assert "v1.4.2" in json.dumps(stack.ws.message(CHANNEL, created["message_ts"]))
+    assert stack.http is not None
+    same = stack.http.post(f"/api/v1/questions/{created['id']}/confirm", json={"context": facts}, headers=ci.auth)
+    assert same.status_code == 200 and same.json()["unchanged"] is True
+    moved = {"service": "api", "version": "v1.4.3"}
+    changed = stack.http.post(f"/api/v1/questions/{created['id']}/confirm", json={"context": moved}, headers=ci.auth)
+    assert changed.status_code == 409
+    assert changed.json()["changes"] == [{"field": "version", "kind": "changed", "old": "v1.4.2", "new": "v1.4.3"}]
+
+
+def test_over_the_rate_limit_is_429_with_retry_after(stack: SlackStack) -> None:
+    busy = create_token(stack, "busy", rate_limit=RATE_LIMIT)
+    statuses = [get(stack, busy, "questions").status_code for _ in range(RATE_LIMIT + 1)]
+    assert statuses[:RATE_LIMIT] == [200] * RATE_LIMIT and statuses[-1] == 429
+    last = get(stack, busy, "questions")
+    assert last.status_code == 429 and 1 <= int(last.headers["retry-after"]) <= 60
+
+
+def test_openapi_document_is_served(stack: SlackStack) -> None:
+    assert stack.http is not None
+    doc = stack.http.get("/api/v1/openapi.json").json()
+    assert doc["openapi"].startswith("3.1") and "/questions/{id}" in doc["paths"]
+
+
+def test_tokens_list_and_revoke(stack: SlackStack, tmp_path: Path) -> None:
+    gone = create_token(stack, "short-lived")
+    listed = subprocess.run(
+        [str(PARLEY), "tokens", "list"], env=stack.env(), capture_output=True, text=True, check=True
+    )
+    assert "short-lived" in listed.stdout and gone.token not in listed.stdout
+    subprocess.run([str(PARLEY), "tokens", "revoke", "short-lived"], env=stack.env(), check=True, capture_output=True)
+    assert get(stack, gone, "questions").status_code == 401
