@@ -94,6 +94,18 @@ class ApiQuestionHost(SlackHost):
     def finished(self, run: RunRecord, result: str) -> None:
         """Nothing to post: the locked question already shows the answers."""
 
+    def failed(self, run: RunRecord, reason: str) -> None:
+        """Say why in the question's thread; a question that never got posted has nowhere to say it (the API does)."""
+        if not self._conversation(run).get("thread_ts"):
+            log.info("question failed before it was posted", **run.log_context(), reason=reason)
+            return
+        try:
+            super().failed(run, reason)
+        except SlackApiError as exc:
+            if exc.response.get("error") not in CANNOT_POST:
+                raise
+            log.info("could not say why the question failed", **run.log_context(), error=exc.response.get("error"))
+
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         self.lock_question(interrupt, run)
         if self._on_closed is not None:

@@ -17,13 +17,17 @@ _BY_STATE = {
 }
 
 
+_WAITING = QuestionStatus.WAITING
+
+
 def when(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, tz=UTC) if ts else None
 
 
 def status_of(run: RunRecord | None, interrupt: InterruptRecord | None) -> QuestionStatus:
-    """The question's status: its interrupt's state once it has one, else its run's."""
-    if interrupt is not None:
+    """The question's status: its interrupt's state once closed, else its run's (a run that ended
+    before its question was open, e.g. Slack refused to post it, ends the question too)."""
+    if interrupt is not None and (run is None or not run.status.is_final or _BY_STATE[interrupt.state] != _WAITING):
         return _BY_STATE[interrupt.state]
     if run is None or run.status is RunStatus.FAILED:
         return QuestionStatus.FAILED

@@ -1,0 +1,112 @@
+"""The API's contract pieces that need no server: the OpenAPI document, body validation, webhook
+destinations (SSRF), signatures verified by the independent `standardwebhooks` package, and the
+default retry schedule."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import secrets
+import time
+
+import pytest
+from openapi_spec_validator import validate
+from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+from pydantic import ValidationError
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from bot.api.openapi import openapi_document
+from workers.questions.config import QuestionConfig
+from workers.questions.models import QuestionCreate
+from workers.questions.webhooks import DestinationRefused, check_destination, sign
+
+pytestmark = pytest.mark.unit
+REQUEST = {"reason": "Ship?", "items": [{"id": "d", "text": "Decision", "type": "select", "options": ["y", "n"]}]}
+
+
+def test_openapi_document_is_valid_openapi_31() -> None:
+    doc = openapi_document()
+    assert doc["openapi"] == "3.1.0"
+    validate(doc)  # raises on an invalid document
+    schemas = doc["components"]["schemas"]
+    assert {"QuestionCreate", "QuestionView", "Request", "Item", "Problem"} <= set(schemas)
+    assert schemas["QuestionCreate"]["properties"]["request"] == {"$ref": "#/components/schemas/Request"}
+
+
+def test_the_validator_would_catch_a_broken_document() -> None:
+    broken = copy.deepcopy(openapi_document())
+    broken["paths"]["/questions"]["post"]["responses"]["201"] = {"content": 7}
+    with pytest.raises(OpenAPIValidationError):
+        validate(broken)
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        ({"request": REQUEST}, []),  # neither channel nor user
+        ({"request": REQUEST, "channel": "C1A", "user": "U1A"}, []),
+        ({"request": REQUEST, "channel": "general"}, ["channel"]),
+        ({"request": REQUEST, "channel": "C1A", "callback_url": "file:///etc/passwd"}, ["callback_url"]),
+        ({"request": REQUEST, "channel": "C1A", "metadata": {"blob": "x" * 5000}}, ["metadata"]),
+        ({"request": REQUEST, "channel": "C1A", "context": {"diff": "x" * 2100}}, ["context"]),
+        ({"request": {**REQUEST, "items": []}, "channel": "C1A"}, ["request", "items"]),
+        ({"request": REQUEST, "channel": "C1A", "surprise": 1}, ["surprise"]),
+    ],
+)
+def test_invalid_bodies_name_where_they_are_wrong(body: dict[str, object], loc: list[str]) -> None:
+    with pytest.raises(ValidationError) as caught:
+        QuestionCreate.model_validate(body)
+    assert next(list(e["loc"]) for e in caught.value.errors()) == loc
+
+
+def test_a_valid_body_keeps_the_request_as_the_port_reads_it() -> None:
+    body = QuestionCreate.model_validate({"request": REQUEST, "user": "U0BOB", "context": {"v": "1.4.2"}})
+    assert body.request.items[0].options is not None and body.request.items[0].options[0].value == "y"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/hook",
+        "http://10.0.0.7/hook",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "http://0.0.0.0/",
+        "ftp://8.8.8.8/hook",
+        "http:///nohost",
+    ],
+)
+def test_private_and_odd_destinations_are_refused(url: str) -> None:
+    with pytest.raises(DestinationRefused):
+        check_destination(url, ())
+
+
+def test_allow_patterns_admit_private_hosts_and_restrict_the_rest() -> None:
+    check_destination("http://8.8.8.8/hook", ())  # a public address needs no pattern
+    check_destination("http://127.0.0.1:9/hook", ("127.0.0.1",))
+    check_destination("https://10.0.0.7/hook", ("10.0.0.*",))
+    with pytest.raises(DestinationRefused, match="PARLEY_WEBHOOK_ALLOW"):
+        check_destination("http://8.8.8.8/hook", ("hooks.example.com",))
+
+
+def test_signature_verifies_with_the_standardwebhooks_package() -> None:
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    body = json.dumps({"type": "question.answered", "data": {"id": "r1"}})
+    now = int(time.time())
+    headers = {
+        "webhook-id": "msg_r1_answered",
+        "webhook-timestamp": str(now),
+        "webhook-signature": sign(secret, "msg_r1_answered", now, body),
+    }
+    assert Webhook(secret).verify(body, headers) == json.loads(body)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(secret).verify(body.replace("r1", "r2"), headers)
+
+
+def test_default_retries_are_at_least_five_attempts_over_an_hour() -> None:
+    intervals = QuestionConfig().webhook_retry_intervals
+    assert len(intervals) + 1 >= 5 and sum(intervals) >= 3600
+    assert list(intervals) == sorted(intervals)  # backing off
+    assert QuestionConfig().webhook_timeout == 10.0

@@ -1,0 +1,142 @@
+"""The question service in-process, without HTTP: what the API and an MCP server build on.
+
+Real Redis, the bolt app dispatching signed Slack payloads, the Web API stand-in, RQ's
+SimpleWorker, and the store's pub/sub close notifications waking `wait`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+from inprocess_bot import Bot, running_bot
+from runtime_helpers import work
+from slack_forms import button_action, find_element
+from slack_payloads import block_actions_payload
+
+from bot.slack.api_host import ApiQuestionHost
+from workers.interaction import Item, ItemType, Request
+from workers.questions import Caller, QuestionService
+from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound
+from workers.questions.models import QuestionCreate, QuestionStatus
+from workers.questions.webhooks import announce
+from workers.runtime.sweep import sweep
+from workers.store.closings import Closings
+
+pytestmark = pytest.mark.integration
+MCP = Caller("mcp")
+
+
+@pytest.fixture
+def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
+    with running_bot(r, tmp_path) as b:
+        rt = b.runtime
+        rt.hosts.register("api", ApiQuestionHost(b.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+        yield b
+
+
+def request(reason: str, **fields: object) -> Request:
+    options = ["approve", "reject"]
+    return Request(
+        reason=reason, items=[Item(id="d", text="Decision", type=ItemType.SELECT, options=options)], **fields
+    )
+
+
+def click(bot: Bot, channel: str, ts: str, value: str, user: str) -> int:
+    """`user` clicks the option button `value` on the question message, signed as Slack sends it."""
+    message = bot.ws.message(channel, ts)
+    assert message is not None
+    block, button = find_element(message["blocks"], lambda a: a.startswith("parley_choose"))
+    button = next(e for e in block["elements"] if e["value"] == value)
+    payload = block_actions_payload(user=user, message=message, channel=channel, action=button_action(block, button))
+    return bot.interact(payload).status
+
+
+def test_create_posts_then_wait_is_woken_by_the_answer(bot: Bot, redis_url: str) -> None:
+    service = QuestionService(bot.runtime)
+    view, created = service.create(MCP, QuestionCreate(request=request("Ship it?"), channel="C0GENERAL"))
+    assert created and view.status is QuestionStatus.WAITING and view.origin == "mcp" and view.message_ts
+
+    async def scenario() -> tuple[float, object]:
+        closings = Closings(aioredis.Redis.from_url(redis_url))
+        await closings.start()
+        try:
+            answered_at: list[float] = []
+
+            def answer() -> None:
+                time.sleep(0.3)
+                assert click(bot, "C0GENERAL", str(view.message_ts), "approve", "U0CAROL") == 200
+                answered_at.append(time.monotonic())
+
+            threading.Thread(target=answer).start()
+            got = await service.wait(MCP, view.id, 30, closings)
+            return time.monotonic() - answered_at[0], got
+        finally:
+            await closings.stop()
+
+    lag, got = asyncio.run(scenario())
+    assert got.status is QuestionStatus.ANSWERED and got.answers == {"d": "approve"}  # type: ignore[attr-defined]
+    assert lag < 1.0  # woken by the close notification, long before the 30 s timeout
+    work(bot.runtime)  # the run resumes: the question is locked, the run succeeds
+    assert bot.runtime.store.get(view.id).status.value == "succeeded"
+    assert "Answered by" in str(bot.ws.message("C0GENERAL", str(view.message_ts)))
+
+
+def test_wait_times_out_waiting(bot: Bot, redis_url: str) -> None:
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Wait for me?"), channel="C0GENERAL"))
+
+    async def scenario() -> object:
+        closings = Closings(aioredis.Redis.from_url(redis_url))
+        await closings.start()
+        try:
+            return await service.wait(MCP, view.id, 0.5, closings)
+        finally:
+            await closings.stop()
+
+    assert asyncio.run(scenario()).status is QuestionStatus.WAITING  # type: ignore[attr-defined]
+
+
+def test_expiry_with_defaults_is_expired_with_the_defaults(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    item = Item(id="d", text="Decision", type=ItemType.SELECT, options=["approve", "reject"], default="reject")
+    req = Request(reason="Quiet hours?", items=[item], expires_in=60, on_expiry="use_defaults")
+    view, _ = service.create(MCP, QuestionCreate(request=req, channel="C0GENERAL"))
+    assert view.expires_at is not None
+    assert view.id not in sweep(bot.runtime, now=time.time()).expired
+    sweep(bot.runtime, now=time.time() + 61)
+    got = service.get(MCP, view.id)
+    assert got.status is QuestionStatus.EXPIRED and got.answers == {"d": "reject"}
+    work(bot.runtime)
+    assert "Expired" in str(bot.ws.message("C0GENERAL", str(view.message_ts)))
+
+
+def test_cancel_closes_once_and_others_see_nothing(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Cancel me?"), user="U0BOB"))
+    with pytest.raises(QuestionNotFound):
+        service.get(Caller("someone-else"), view.id)
+    with pytest.raises(QuestionNotFound):
+        service.cancel(Caller("someone-else"), view.id)
+    assert service.cancel(MCP, view.id).status is QuestionStatus.CANCELLED
+    with pytest.raises(QuestionConflict):
+        service.cancel(MCP, view.id)
+    assert service.get(Caller("auditor", frozenset({"admin"})), view.id).status is QuestionStatus.CANCELLED
+
+
+def test_a_question_slack_refuses_to_post_fails_at_once(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    with pytest.raises(QuestionInvalid, match="channel_not_found"):
+        service.create(MCP, QuestionCreate(request=request("Anyone?"), channel="C0NOSUCH"))
+    assert service.list(MCP, QuestionStatus.FAILED).questions[0].error
+
+
+def test_the_question_agent_is_not_offered_to_people(bot: Bot) -> None:
+    assert "question" not in bot.runtime.registry.names()
+    assert bot.runtime.registry.get("question").listed is False
