@@ -22,6 +22,8 @@ from slack_payloads import block_actions_payload, thread_reply_event
 from slack_stack import SlackStack
 from standardwebhooks.webhooks import Webhook
 
+from parley.client import Parley, ParleyError, QuestionCancelled, QuestionExpired, QuestionTimeout
+
 pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
@@ -174,6 +176,10 @@ def test_a_webhook_failing_every_attempt_is_recorded_failed(stack: SlackStack, c
     )
     assert hook["attempts"] == 3 and "503" in hook["last_error"]
     assert len(hooks.deliveries("down")) == 3
+    shown = subprocess.run(
+        [str(PARLEY), "runs", "show", created["id"]], env=stack.env(), capture_output=True, text=True, check=True
+    )
+    assert "webhook failed" in shown.stdout  # in the run's history, as admins see it
 
 
 def test_cancel_locks_the_message_and_sends_the_cancelled_webhook(
@@ -287,3 +293,36 @@ def test_tokens_list_and_revoke(stack: SlackStack, tmp_path: Path) -> None:
     assert "short-lived" in listed.stdout and gone.token not in listed.stdout
     subprocess.run([str(PARLEY), "tokens", "revoke", "short-lived"], env=stack.env(), check=True, capture_output=True)
     assert get(stack, gone, "questions").status_code == 401
+
+
+def test_python_client_ask_submit_wait(stack: SlackStack, ci: Token) -> None:
+    client = Parley(f"http://127.0.0.1:{stack.port}", ci.token)
+    got: dict[str, Any] = {}
+
+    def ask_in_background() -> None:
+        got["answers"] = client.ask(approval("Use the client?"), channel=CHANNEL, timeout=30)
+
+    asker = threading.Thread(target=ask_in_background)
+    asker.start()
+    message = stack.wait_for(
+        "the client's question",
+        lambda: next((m for m in stack.ws.messages(CHANNEL) if "Use the client?" in json.dumps(m)), None),
+    )
+    created = {"channel": CHANNEL, "message_ts": message["ts"]}
+    stack.wait_for("the question to be open", lambda: "Submit" in json.dumps(stack.ws.message(CHANNEL, message["ts"])))
+    time.sleep(0.3)
+    assert click_submit(stack, created, "approve", "U0BOB").status_code == 200
+    asker.join(30)
+    assert got["answers"] == {"decision": "approve", "note": None}
+    cancelled = client.submit(approval("Cancel via client?"), channel=CHANNEL)
+    client.cancel(cancelled)
+    with pytest.raises(QuestionCancelled):
+        client.wait(cancelled, timeout=5)
+    expiring = client.submit(approval("Expire soon?", expires_in=1), channel=CHANNEL)
+    with pytest.raises(QuestionExpired):
+        client.wait(expiring, timeout=20)
+    with pytest.raises(QuestionTimeout):
+        client.wait(client.submit(approval("Nobody answers?"), channel=CHANNEL), timeout=1)
+    with pytest.raises(ParleyError) as refused:
+        client.submit({"reason": "no items"}, channel=CHANNEL)
+    assert refused.value.status == 422

@@ -126,6 +126,7 @@ def deliver(question_id: str) -> str:
     try:
         check_destination(question.callback_url, cfg.webhook_allow)
     except DestinationRefused as exc:  # no retry would change this
+        runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=str(exc))
         store.set_webhook(question_id, state.model_copy(update={"status": "failed", "last_error": str(exc)}))
         log.warning("webhook refused", **ctx, error=str(exc))
         return "refused"
@@ -147,10 +148,17 @@ def deliver(question_id: str) -> str:
             raise RuntimeError(f"the receiver answered HTTP {resp.status_code}")
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"[:300]
+        if final:  # in the run's history, so admins see it (`parley runs show`, Slack's Inspect)
+            runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=error)
         status = "failed" if final else "pending"
         store.set_webhook(question_id, state.model_copy(update={"status": status, "last_error": error}))
         log.warning("webhook attempt failed", **ctx, error=error, final=final)
         raise
+    runtime.store.add_history(question_id, "webhook delivered", "parley", **_detail(state))
     store.set_webhook(question_id, state.model_copy(update={"status": "delivered", "delivered_at": time.time()}))
     log.info("webhook delivered", **ctx, status=resp.status_code)
     return "delivered"
+
+
+def _detail(state: WebhookState) -> dict[str, object]:
+    return {"webhook_id": state.id, "webhook_event": state.event, "attempts": state.attempts}

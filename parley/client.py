@@ -1,0 +1,144 @@
+"""`parley.client.Parley`: the HTTP API from Python, on httpx.
+
+    from parley.client import Parley, QuestionExpired
+
+    parley = Parley("https://parley.example.com", token=os.environ["PARLEY_TOKEN"])
+    answers = parley.ask({"reason": "Deploy v1.4.2?", "items": [...]}, channel="C0123", timeout=3600)
+
+`ask` posts the question and waits for it; `submit` only posts it and returns its id;
+`wait` waits for a question posted earlier. Waiting is a series of long-polls
+(`GET /api/v1/questions/{id}?wait=N`), each returning as soon as the question closes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from workers.interaction import AnswerValue, Request
+
+MAX_POLL = 60  # the longest wait the API holds one request
+
+
+class ParleyError(Exception):
+    """An error answer of the API: `status` and the problem document it sent."""
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        super().__init__(f"HTTP {status}: {problem.get('detail') or problem.get('title') or problem}")
+
+
+class QuestionExpired(ParleyError):
+    """Nobody answered in time (and the request did not ask for its defaults)."""
+
+
+class QuestionCancelled(ParleyError):
+    """The question was cancelled before anyone answered."""
+
+
+class QuestionTimeout(ParleyError):
+    """`timeout` passed and the question is still waiting; it stays open (wait on its id again)."""
+
+
+class Parley:
+    """A client of one Parley server, with one bearer token."""
+
+    def __init__(self, base_url: str, token: str, *, http: httpx.Client | None = None) -> None:
+        self._http = http or httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=httpx.Timeout(10.0, read=MAX_POLL + 15)
+        )
+        self._http.headers["Authorization"] = f"Bearer {token}"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Parley:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        resp = self._http.request(method, f"/api/v1{path}", **kwargs)
+        if resp.status_code >= 400:
+            try:
+                problem = resp.json()
+            except ValueError:
+                problem = {"detail": resp.text}
+            raise ParleyError(resp.status_code, problem)
+        return resp.json()
+
+    def submit(
+        self,
+        request: Request | dict[str, Any],
+        *,
+        channel: str | None = None,
+        user: str | None = None,
+        thread_ts: str | None = None,
+        callback_url: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Post the question (in `channel`, or a DM with `user`) and return its id without waiting."""
+        body: dict[str, Any] = {
+            "request": request.model_dump(mode="json") if isinstance(request, Request) else request,
+            "channel": channel,
+            "user": user,
+            "thread_ts": thread_ts,
+            "callback_url": callback_url,
+            "metadata": metadata or {},
+            "context": context,
+        }
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        created = self._call(
+            "POST", "/questions", json={k: v for k, v in body.items() if v is not None}, headers=headers
+        )
+        return str(created["id"])
+
+    def get(self, question_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/questions/{question_id}")
+
+    def wait(self, question_id: str, timeout: float | None = None) -> dict[str, AnswerValue]:
+        """The answers once the question is answered (or expired with its defaults).
+
+        Raises `QuestionExpired`, `QuestionCancelled`, or `QuestionTimeout` after `timeout`
+        seconds (None: wait as long as it takes).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, int(deadline - time.monotonic())))
+            question = self._call("GET", f"/questions/{question_id}", params={"wait": left})
+            status = question["status"]
+            if status == "answered" or (status == "expired" and question.get("answers") is not None):
+                return dict(question["answers"])
+            if status == "expired":
+                raise QuestionExpired(410, question)
+            if status == "cancelled":
+                raise QuestionCancelled(409, question)
+            if status == "failed":
+                raise ParleyError(422, {"detail": question.get("error"), **question})
+            if deadline is not None and time.monotonic() >= deadline:
+                raise QuestionTimeout(408, question)
+
+    def ask(
+        self,
+        request: Request | dict[str, Any],
+        *,
+        channel: str | None = None,
+        user: str | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> dict[str, AnswerValue]:
+        """Post the question and wait for its answers (see `submit` and `wait`)."""
+        return self.wait(self.submit(request, channel=channel, user=user, **fields), timeout)
+
+    def cancel(self, question_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/questions/{question_id}/cancel")
+
+    def confirm(self, question_id: str, context: dict[str, Any] | None) -> dict[str, Any]:
+        """200 when `context` is still the facts the question was asked on; `ParleyError` 409 listing changes."""
+        return self._call("POST", f"/questions/{question_id}/confirm", json={"context": context})
