@@ -5,7 +5,7 @@ does the whole ack path: verify the signature, read the stored request, decode
 `state.values`, validate, close the question atomically, enqueue the resume, ack;
 then the lazy listener locks the question message through the Web API stand-in.
 The bare app's listener does one SET and one RQ enqueue, then acks. Both run under
-the same gunicorn gthread options and bolt settings; no worker consumes either queue.
+the same server (uvicorn, bolt on a2wsgi's thread pool) and bolt settings; no worker consumes either queue.
 
 Closed loop: `c` client threads each keep one keep-alive connection and send the
 next click as soon as the last one is answered. Rounds alternate which side goes

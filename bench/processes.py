@@ -49,7 +49,7 @@ class Proc:
         return self.popen.poll() is None
 
     def stop(self, timeout: float = 8.0) -> None:
-        """SIGINT (warm shutdown for RQ, quick shutdown for gunicorn), then SIGKILL the group."""
+        """SIGINT (warm shutdown for RQ, graceful for uvicorn), then SIGKILL the group."""
         if self.alive():
             for sig, wait in ((signal.SIGINT, timeout), (signal.SIGKILL, 3.0)):
                 try:

@@ -1,6 +1,6 @@
 """`python -m bench.profile [ack|worker]`: where the time goes in a missed target, sampled with py-spy.
 
-- `ack`: `parley serve` (gunicorn master and worker, every thread) while 16 clients
+- `ack`: `parley serve` (uvicorn and every thread) while 16 clients
   click Submit on seeded paused runs: the ack path and its lazy message update.
 - `worker`: one `parley worker` (SimpleWorker) while it resumes a batch of answered
   runs (replay, say, final answer), as in the worker-class and full-cycle figures.
@@ -38,7 +38,7 @@ CATEGORIES = [  # first match on the frame's file path (as py-spy shortens it) w
     ("slack_sdk block models", r"(^|/)slack_sdk/models/"),
     ("slack_sdk Web API client", r"(^|/)slack_sdk/"),
     ("bolt", r"(^|/)slack_bolt/"),
-    ("gunicorn", r"(^|/)gunicorn/"),
+    ("uvicorn and a2wsgi", r"(^|/)(uvicorn|a2wsgi)/"),
     ("bot/wsgi.py (the WSGI wrapper under every request)", r"(^|/)wsgi\.py$"),
     (
         "Parley (bot, workers, parley)",

@@ -104,6 +104,7 @@ class Dev:
             flush=True,
         )
         print(f"Try {TRY!r} in #general. Ctrl-C stops everything.", flush=True)
+        print(f"HTTP API: http://{HOST}:{self.bot_port}/api/v1 (a token: parley tokens create NAME)", flush=True)
 
 
 def run_dev(settings: Settings, *, port: int = 3000) -> int:

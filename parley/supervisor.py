@@ -144,7 +144,7 @@ class Supervisor:
         for child in self.children:
             while child.proc.poll() is None and time.monotonic() < deadline and self.interrupts < 2:
                 time.sleep(0.05)
-            child.signal_group(signal.SIGKILL)  # the leader's stragglers too (gunicorn workers, work horses)
+            child.signal_group(signal.SIGKILL)  # the leader's stragglers too (uvicorn workers, work horses)
             child.proc.wait()
             for pump in child.pumps:
                 pump.join(1)
