@@ -6,6 +6,10 @@ same settings as `bot.app.create_app` (signed requests, `process_before_response
 no token verification). Its one listener handles the Submit button the way the
 least an answer could cost: one Redis SET, one RQ enqueue, then `ack()`.
 
+`POST /bench/post` (JSON `{"channel", "text", "blocks"}`) posts prebuilt blocks with the same
+`WebClient`, from an async endpoint on a worker thread, as the API's `POST /api/v1/questions`
+does: the baseline of an API question being posted.
+
 The enqueued job (`bench.jobs.mark`) pushes the time it starts to `bench:mark:<iid>`,
 so the resume measurement can time POST → job start on the same worker class.
 """
@@ -16,11 +20,16 @@ import os
 import sys
 from typing import Any
 
+import anyio.to_thread
 import redis
 from a2wsgi import WSGIMiddleware
 from rq import Queue
 from rq.serializers import JSONSerializer
 from slack_bolt import Ack, App
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
 
 from bot.asgi import SLACK_THREADS
 from bot.slack.blocks import SUBMIT_ACTION_ID
@@ -55,6 +64,27 @@ def create_bare_app(client: redis.Redis, signing_secret: str, token: str, api_ur
     return app
 
 
+def _bare_asgi() -> Any:
+    """The bare bolt app on a2wsgi's pool, and `/bench/post` beside it (async, the post on a thread)."""
+    web = make_web_client(os.environ["SLACK_BOT_TOKEN"], os.environ["SLACK_API_URL"])
+
+    async def post(request: Request) -> JSONResponse:
+        body = await request.json()
+        resp = await anyio.to_thread.run_sync(
+            lambda: web.chat_postMessage(
+                channel=body["channel"],
+                text=body["text"],
+                blocks=body["blocks"],
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        )
+        return JSONResponse({"channel": resp["channel"], "message_ts": resp["ts"]}, status_code=201)
+
+    slack = WSGIMiddleware(_bare_wsgi(), workers=SLACK_THREADS)  # type: ignore[arg-type]
+    return Starlette(routes=[Route("/bench/post", post, methods=["POST"]), Mount("/", app=slack)])
+
+
 def _bare_wsgi() -> Any:
     client = redis.Redis.from_url(os.environ["REDIS_URL"], health_check_interval=30)
     app = create_bare_app(
@@ -64,4 +94,4 @@ def _bare_wsgi() -> Any:
 
 
 if __name__ == "__main__":
-    run_asgi(WSGIMiddleware(_bare_wsgi(), workers=SLACK_THREADS), "127.0.0.1", int(sys.argv[1]))
+    run_asgi(_bare_asgi(), "127.0.0.1", int(sys.argv[1]))

@@ -135,7 +135,9 @@ def test_a_dm_question_is_for_that_person_and_shows_in_their_inbox(stack: SlackS
     created = resp.json()
     assert created["channel"].startswith("D")
     home = stack.open_home("U0BOB")
-    assert "Approve your own expense?" in json.dumps(home)
+    assert "Approve your own expense?" in json.dumps(home)  # "waiting on you"
+    admin_home = json.dumps(stack.open_home("U0ALICE"))  # an admin's paused runs
+    assert created["id"] in admin_home and "Approve your own expense?" in admin_home
     mark = stack.mark()
     assert click_submit(stack, created, "approve", "U0CAROL").status_code == 200  # not Carol's to answer
     stack.wait_ephemeral("U0CAROL", lambda text: "U0BOB" in text, since=mark)
@@ -326,3 +328,12 @@ def test_python_client_ask_submit_wait(stack: SlackStack, ci: Token) -> None:
     with pytest.raises(ParleyError) as refused:
         client.submit({"reason": "no items"}, channel=CHANNEL)
     assert refused.value.status == 422
+
+
+def test_asked_in_a_thread_it_names(stack: SlackStack, ci: Token) -> None:
+    root = stack.ws.post_message(CHANNEL, "release 9 is ready")
+    created = ask(stack, ci, "Tag release 9?", thread_ts=root["ts"])
+    assert created["thread_ts"] == root["ts"]
+    assert any("Tag release 9?" in json.dumps(m) for m in stack.ws.thread(CHANNEL, root["ts"]))
+    assert click_submit(stack, created, "approve", "U0BOB").status_code == 200
+    assert get(stack, ci, f"questions/{created['id']}", wait=20).json()["status"] == "answered"

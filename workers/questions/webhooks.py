@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import fnmatch
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -142,7 +143,7 @@ def deliver(question_id: str) -> str:
             "webhook-signature": sign(token.webhook_secret, state.id, now, state.payload),
             "user-agent": "Parley-Webhooks/1",
         }
-        resp = httpx.post(question.callback_url, content=state.payload, headers=headers, timeout=cfg.webhook_timeout)
+        resp = _http().post(question.callback_url, content=state.payload, headers=headers, timeout=cfg.webhook_timeout)
         state = state.model_copy(update={"last_status": resp.status_code})
         if not 200 <= resp.status_code < 300:
             raise RuntimeError(f"the receiver answered HTTP {resp.status_code}")
@@ -158,6 +159,13 @@ def deliver(question_id: str) -> str:
     store.set_webhook(question_id, state.model_copy(update={"status": "delivered", "delivered_at": time.time()}))
     log.info("webhook delivered", **ctx, status=resp.status_code)
     return "delivered"
+
+
+@functools.cache
+def _http() -> httpx.Client:
+    """One client per worker process: its connection pool and TLS context are made once, not per attempt.
+    Redirects are not followed (a redirect could lead past the destination check)."""
+    return httpx.Client(follow_redirects=False)
 
 
 def _detail(state: WebhookState) -> dict[str, object]:
