@@ -82,7 +82,7 @@ def test_create_posts_then_wait_is_woken_by_the_answer(bot: Bot, redis_url: str)
 
     lag, got = asyncio.run(scenario())
     assert got.status is QuestionStatus.ANSWERED and got.answers == {"d": "approve"}  # type: ignore[attr-defined]
-    assert lag < 1.0  # woken by the close notification, long before the 30 s timeout
+    assert lag < 5.0  # woken by the close notification, long before the 30 s timeout (slack for a loaded machine)
     work(bot.runtime)  # the run resumes: the question is locked, the run succeeds
     assert bot.runtime.store.get(view.id).status.value == "succeeded"
     assert "Answered by" in str(bot.ws.message("C0GENERAL", str(view.message_ts)))
