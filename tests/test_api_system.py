@@ -18,7 +18,7 @@ import httpx
 import pytest
 from api_support import PARLEY, Receiver, Token, approval, create_token
 from slack_forms import button_action, find_element, form_state
-from slack_payloads import block_actions_payload, thread_reply_event
+from slack_payloads import block_actions_payload, thread_reply_event, view_submission_payload
 from slack_stack import SlackStack
 from standardwebhooks.webhooks import Webhook
 
@@ -337,3 +337,23 @@ def test_asked_in_a_thread_it_names(stack: SlackStack, ci: Token) -> None:
     assert any("Tag release 9?" in json.dumps(m) for m in stack.ws.thread(CHANNEL, root["ts"]))
     assert click_submit(stack, created, "approve", "U0BOB").status_code == 200
     assert get(stack, ci, f"questions/{created['id']}", wait=20).json()["status"] == "answered"
+
+
+def test_answered_in_the_form(stack: SlackStack, ci: Token) -> None:
+    created = ask(stack, ci, "Approve in a form?")
+    question = stack.ws.message(CHANNEL, created["message_ts"])
+    assert question is not None
+    block, button = find_element(question["blocks"], "parley_open_form")
+    mark = stack.mark()
+    trigger = stack.ws.issue_trigger("U0CAROL")
+    opener = block_actions_payload(
+        user="U0CAROL", message=question, channel=CHANNEL, action=button_action(block, button), trigger=trigger
+    )
+    assert stack.interact(opener).status_code == 200
+    stack.wait_call("views.open", since=mark)
+    [view] = stack.ws.open_views("U0CAROL")
+    state = form_state(view["blocks"], {"Decision": "reject", "Note": "not today"})
+    resp = stack.interact(view_submission_payload(user="U0CAROL", view=view, state_values=state))
+    assert resp.status_code == 200 and resp.text == ""
+    body = get(stack, ci, f"questions/{created['id']}", wait=20).json()
+    assert body["answers"] == {"decision": "reject", "note": "not today"} and body["answered_by"] == "U0CAROL"
