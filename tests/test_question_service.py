@@ -140,3 +140,14 @@ def test_a_question_slack_refuses_to_post_fails_at_once(bot: Bot) -> None:
 def test_the_question_agent_is_not_offered_to_people(bot: Bot) -> None:
     assert "question" not in bot.runtime.registry.names()
     assert bot.runtime.registry.get("question").listed is False
+
+
+def test_a_reminder_goes_to_the_question_thread(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Remind us?", expires_in=600), channel="C0GENERAL"))
+    iid = bot.runtime.store.get(view.id).interrupt
+    assert sweep(bot.runtime, now=time.time() + 301).reminded == [iid]
+    [reminder] = [m for m in bot.ws.thread("C0GENERAL", str(view.message_ts))[1:] if "Reminder" in m["text"]]
+    assert "anyone here" in reminder["text"]
+    assert "Remind us?" in str(bot.runtime.store.history(view.id))  # started with the question's reason
+    assert any(h.event == "reminded" for h in bot.runtime.store.history(view.id))

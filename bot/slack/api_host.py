@@ -4,7 +4,8 @@ It is the Slack host with three differences, because an API question is one mess
 than a run's thread:
 - the question is posted where the caller asked (a channel, a DM, or the thread it named),
   with no root "run started" message; its own `ts` becomes the thread typed answers go to;
-- the run's result (the answers as JSON) is not posted: the locked question shows them;
+- the run's result (the answers as JSON) is not posted: the locked question shows them, and
+  a failure is told through the API and the run's history;
 - when the question closes (answered, expired, cancelled) its webhook is announced.
 """
 
@@ -95,16 +96,15 @@ class ApiQuestionHost(SlackHost):
         """Nothing to post: the locked question already shows the answers."""
 
     def failed(self, run: RunRecord, reason: str) -> None:
-        """Say why in the question's thread; a question that never got posted has nowhere to say it (the API does)."""
-        if not self._conversation(run).get("thread_ts"):
-            log.info("question failed before it was posted", **run.log_context(), reason=reason)
-            return
-        try:
-            super().failed(run, reason)
-        except SlackApiError as exc:
-            if exc.response.get("error") not in CANNOT_POST:
-                raise
-            log.info("could not say why the question failed", **run.log_context(), error=exc.response.get("error"))
+        """Nothing to post: the caller learns it from the API (`status`, `error`), admins from the run's history,
+        and an expired question's message already says so."""
+        log.info("question failed", **run.log_context(), reason=reason)
+
+    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        if interrupt.assignees:
+            super().remind(run, interrupt)
+        else:
+            self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
 
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         self.lock_question(interrupt, run)
