@@ -26,6 +26,7 @@ from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound
 from workers.questions.models import QuestionCreate, QuestionStatus
 from workers.questions.webhooks import announce
+from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
 from workers.store.closings import Closings
 
@@ -151,3 +152,14 @@ def test_a_reminder_goes_to_the_question_thread(bot: Bot) -> None:
     assert "anyone here" in reminder["text"]
     assert "Remind us?" in str(bot.runtime.store.history(view.id))  # started with the question's reason
     assert any(h.event == "reminded" for h in bot.runtime.store.history(view.id))
+
+
+def test_retention_deletes_the_api_record_with_the_run(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Forget me?"), channel="C0GENERAL"))
+    service.cancel(MCP, view.id)
+    assert purge_finished(bot.runtime, 0, now=time.time() + 1) == [view.id]
+    with pytest.raises(QuestionNotFound):
+        service.get(MCP, view.id)
+    assert service.list(MCP).questions == []
+    assert not [k for k in bot.runtime.redis.scan_iter(match=f"*{view.id}*")]  # nothing of it is left

@@ -18,6 +18,8 @@ from rq.job import Job, JobStatus
 
 from workers.logs import Log
 from workers.runtime.wiring import Runtime
+from workers.store import job_ids
+from workers.store.questions import QuestionStore
 
 log = Log("parley.retention")
 BATCH = 100  # runs read and deleted per round, so no single step holds Redis for long
@@ -45,13 +47,18 @@ def purge_finished(
         want = BATCH if limit is None else min(BATCH, limit - len(purged))
         candidates = retention.expired_finished(cutoff, want)
         done = [p for p in (retention.purge(run_id, cutoff) for run_id in candidates) if p is not None]
-        delete_jobs(runtime, [job_id for p in done for job_id in p.job_ids()])
+        delete_jobs(runtime, [job_id for p in done for job_id in (*p.job_ids(), *_webhook_jobs(p.run_id))])
+        QuestionStore(runtime.redis).forget([p.run_id for p in done])  # an API question's own record
         purged += [p.run_id for p in done]
         if len(candidates) < want or not done:
             break  # none left, or only runs that are not to be deleted after all
     if purged:
         log.info("purged finished runs", count=len(purged), older_than=older_than)
     return purged
+
+
+def _webhook_jobs(run_id: str) -> list[str]:
+    return [job_ids.webhook(run_id, event) for event in ("answered", "expired", "cancelled")]
 
 
 def delete_jobs(runtime: Runtime, job_ids: list[str]) -> int:

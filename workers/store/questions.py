@@ -124,6 +124,24 @@ class QuestionStore:
         rows = self.redis.zrevrangebyscore(index, top, "-inf", start=0, num=limit, withscores=True)
         return [(_s(m), float(s)) for m, s in rows]
 
+    def forget(self, question_ids: list[str]) -> int:
+        """Delete the API's records of questions whose runs were purged (retention); how many there were."""
+        if not question_ids:
+            return 0
+        tokens = self.redis.pipeline(transaction=False)
+        for qid in question_ids:
+            tokens.hget(keys.api_question(qid), "token")
+        owners = tokens.execute()
+        pipe = self.redis.pipeline(transaction=True)
+        for qid, owner in zip(question_ids, owners, strict=True):
+            if owner is None:
+                continue
+            pipe.delete(keys.api_question(qid))
+            pipe.zrem(keys.api_questions(_s(owner)), qid)
+            pipe.zrem(keys.api_all_questions(), qid)
+        pipe.execute()
+        return sum(o is not None for o in owners)
+
     def set_webhook(self, question_id: str, state: WebhookState) -> None:
         self.redis.hset(keys.api_question(question_id), "webhook", state.model_dump_json())
 
