@@ -152,7 +152,7 @@ def terminal_runtime(settings: Settings, host: TerminalHost) -> Runtime:
 
 def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
     """Run `agent_name` on `text` in this terminal; 0 on success, 1 on failure, 130 when stopped."""
-    spec = load_agents(settings.parley_agents).get(agent_name)  # UnknownAgent lists them; checked before Redis
+    spec = load_agents(settings.parley_agents).startable(agent_name)  # UnknownAgent lists them; before Redis
     require_terminal()
     host = TerminalHost()
     runtime = terminal_runtime(settings, host)

@@ -110,3 +110,15 @@ def test_default_retries_are_at_least_five_attempts_over_an_hour() -> None:
     assert len(intervals) + 1 >= 5 and sum(intervals) >= 3600
     assert list(intervals) == sorted(intervals)  # backing off
     assert QuestionConfig().webhook_timeout == 10.0
+
+
+def test_people_cannot_start_the_question_agent() -> None:
+    from workers.exceptions import UnknownAgent
+    from workers.registry import load_agents
+
+    registry = load_agents()
+    assert registry.get("question").listed is False
+    with pytest.raises(UnknownAgent) as refused:
+        registry.startable("question")
+    assert "question" not in refused.value.known and "ticket" in refused.value.known
+    assert registry.startable("ticket").name == "ticket"

@@ -42,6 +42,13 @@ class AgentRegistry:
         except KeyError:
             raise UnknownAgent(name, self.names()) from None
 
+    def startable(self, name: str) -> AgentSpec:
+        """The agent `name` if people may start it; `UnknownAgent` (listing those they may) otherwise."""
+        spec = self.get(name)
+        if not spec.listed:
+            raise UnknownAgent(name, self.names())
+        return spec
+
     def names(self) -> list[str]:
         """The agents people may start (unlisted built-ins are left out)."""
         return sorted(n for n, spec in self._agents.items() if spec.listed)
