@@ -244,7 +244,7 @@ class OpenPolls:
         deadline = time.monotonic() + 30
         while self.opened < len(self.ids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.5)  # the last ones reach the server
+        time.sleep(2.0)  # every request is sent; let the server finish opening them (auth, reads) before timing
         return self
 
     def __exit__(self, *exc: object) -> None:
