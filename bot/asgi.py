@@ -50,4 +50,7 @@ def make_asgi(
 
     api = create_api(service, closings)
     slack = WSGIMiddleware(wsgi, workers=SLACK_THREADS)  # type: ignore[arg-type]
-    return Starlette(routes=[Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)], lifespan=lifespan)
+    app = Starlette(routes=[Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)], lifespan=lifespan)
+    app.state.questions = service  # for other ASGI surfaces on the same process (an MCP server's, say)
+    app.state.closings = closings
+    return app
