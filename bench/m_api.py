@@ -1,4 +1,4 @@
-"""9. The HTTP API, each figure beside its baseline in the same run.
+"""12. The HTTP API, each figure beside its baseline in the same run.
 
 - ask → posted: `POST /api/v1/questions` to `parley serve` (token check, rate limit, the
   question's run created and executed in the serve process up to its post, the post, the
@@ -118,8 +118,18 @@ def _ask_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
     bare.close()
     spread = f"{parley.spread()} | {base.spread()}"
     return [
-        Row("9 api ask → posted", "simple", "p50 ms", parley.p50, base.p50, ratio(parley.p50, base.p50), spread=spread),
-        Row("9 api ask → posted", "simple", "p99 ms", parley.p99, base.p99, ratio(parley.p99, base.p99)),
+        Row(
+            "12 api ask → posted",
+            "simple",
+            "p50 ms",
+            parley.p50,
+            base.p50,
+            ratio(parley.p50, base.p50),
+            "",
+            None,
+            spread,
+        ),
+        Row("12 api ask → posted", "simple", "p99 ms", parley.p99, base.p99, ratio(parley.p99, base.p99)),
     ]
 
 
@@ -196,7 +206,7 @@ def _resume_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
         receiver.server.stop()
         stack.stop(procs)
     rows = []
-    for name, dist in (("9 submit → long-poll", polls), ("9 submit → webhook", hooks)):
+    for name, dist in (("12 submit → long-poll", polls), ("12 submit → webhook", hooks)):
         rows += [
             Row(
                 name,
@@ -289,7 +299,7 @@ def _ack_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
     note = f"{errors} HTTP errors" if errors else ""
     return [
         Row(
-            "9 ack, 200 long-polls open",
+            "12 ack, 200 long-polls open",
             "c=16",
             "p50 ms",
             with_polls.p50,
@@ -299,7 +309,7 @@ def _ack_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
             note=note,
         ),
         Row(
-            "9 ack, 200 long-polls open",
+            "12 ack, 200 long-polls open",
             "c=16",
             "p99 ms",
             with_polls.p99,

@@ -7,7 +7,7 @@ the whole ack path; with the setting the accept script and a `WAIT 1 500` go dow
 connection in one pipeline and the ack waits for the replica's acknowledgement. Closed loop
 at 1 and 16 concurrent clients; rounds alternate which side goes first.
 
-Then the same comparison without HTTP, bolt or gunicorn: `accept` called in this process on
+Then the same comparison without HTTP, bolt or the HTTP server: `accept` called in this process on
 runtimes alike but for the setting (read the question, validate, the close script, enqueue the
 resume), one at a time: the Redis part of the ack, where the wait is all of the difference.
 And the wait alone: a pipelined `SET` + `WAIT 1 500` beside `SET` + `PING`, one at a time.

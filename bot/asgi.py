@@ -22,7 +22,7 @@ from workers.questions import QuestionService
 from workers.store.closings import Closings
 
 SLACK_THREADS = 32
-"""Threads that run bolt's listeners (and so ack Slack): as many as the gunicorn gthread workers it replaced had."""
+"""Threads that run bolt's listeners (and so ack Slack): as many as gunicorn gthread had before."""
 
 
 def make_asgi(

@@ -1,6 +1,6 @@
 """Where a command's metrics are served: prometheus_client's multiprocess mode, and its own HTTP server.
 
-`parley serve --workers N` (gunicorn forks N processes) and `parley worker --worker-class fork`
+`parley serve --workers N` (uvicorn starts N processes) and `parley worker --worker-class fork`
 (a child per job) record metrics in processes other than the one that serves `/metrics`.
 prometheus_client then keeps each process's values in files under `PROMETHEUS_MULTIPROC_DIR`
 and sums them at scrape time. The variable must be set before prometheus_client is imported,

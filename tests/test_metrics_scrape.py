@@ -159,7 +159,7 @@ def _lapses(url: str) -> float:
 
 
 def test_several_server_processes_report_one_sum(stack: SlackStack) -> None:
-    """`parley serve --workers 2`: whichever gunicorn process answers a scrape reports every process's counts."""
+    """`parley serve --workers 2`: whichever uvicorn process answers a scrape reports every process's counts."""
     port = free_port()
     stack.spawn_serve("serve-2", port, "--workers", "2")
     url = f"http://127.0.0.1:{port}"

@@ -1,4 +1,4 @@
-"""OAuth mode with real processes: `parley serve` (gunicorn) and a `parley worker`, configured by
+"""OAuth mode with real processes: `parley serve` (uvicorn) and a `parley worker`, configured by
 the environment alone, install two workspaces through the stand-in; each workspace's run posts
 with its own token, and B's uninstall cancels B's run while A's waits on."""
 

@@ -6,7 +6,7 @@ binds to its `RunStore` in `scrape_registry`. Label values come from closed sets
 names registered in code, `RunStatus`, `RefusalReason`, Web API method names Parley calls,
 fixed outcome words): never a user, run or question id.
 
-Several processes (gunicorn's `--workers N`, `parley worker --worker-class fork`) share one
+Several processes (`parley serve --workers N`, `parley worker --worker-class fork`) share one
 endpoint through prometheus_client's multiprocess mode: `PROMETHEUS_MULTIPROC_DIR` must be set
 before this module is first imported (`parley.metrics_setup` does it at the entry point).
 """
