@@ -31,13 +31,20 @@ from workers.exceptions import ConfigError
 from workers.logs import Log
 from workers.questions import QuestionService
 from workers.runtime.host import HostRouter
+from workers.store import connection
 from workers.store.closings import Closings
 
 log = Log("parley.serve")
 SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
 
 
-def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any, BotDeps]:
+def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
+    """The bolt app and its Redis client (see `build_bot_deps`)."""
+    app, client, _ = build_bot_deps(settings, socket_mode=socket_mode)
+    return app, client
+
+
+def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any, BotDeps]:
     """Wire one bot process: Redis, runtime, Web API clients, Slack host, bolt app.
 
     One workspace (`SLACK_BOT_TOKEN`), or many through OAuth (`parley/installs.py`)."""
@@ -68,7 +75,7 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
 def async_redis(settings: Settings, client: redis.Redis) -> aioredis.Redis:
     """An asyncio client to the same Redis as `client` (for the long-polls' pub/sub)."""
     if settings.redis_url:
-        return aioredis.Redis.from_url(settings.redis_url)
+        return connection.connect_async(settings.redis_url)
     return aioredis.Redis(unix_socket_path=client.connection_pool.connection_kwargs["path"])
 
 
@@ -78,7 +85,7 @@ def bot_asgi(settings: Settings | None = None) -> Any:
 
     settings = settings or settings_mod.load()
     logs.configure(settings.parley_log_level)
-    app, client, deps = build_bot(settings)
+    app, client, deps = build_bot_deps(settings)
     service = QuestionService(deps.runtime, question_config(settings))
     return make_asgi(make_wsgi(app, client), service, Closings(async_redis(settings, client)), on_stop=_metrics_stop)
 
@@ -123,7 +130,7 @@ def serve(
         from workers.store.runs import RunStore
 
         settings.require("slack_app_token")
-        app, client, _ = build_bot(settings, socket_mode=True)
+        app, client = build_bot(settings, socket_mode=True)
         if metrics:
             serve_metrics(RunStore(client), *metrics)
         handler = SocketModeHandler(app, app_token=settings.slack_app_token)

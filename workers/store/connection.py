@@ -21,6 +21,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 import redis
+import redis.asyncio as aioredis
+from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.sentinel import Sentinel, SentinelConnectionPool
 
 SENTINEL_SCHEME = "redis+sentinel://"
@@ -103,6 +105,21 @@ def connect(url: str, **options: Any) -> redis.Redis:
     if target.sentinel_username:
         sentinel_kwargs["username"] = target.sentinel_username
     sentinel = Sentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
+    auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
+    return sentinel.master_for(target.service, db=target.db, **auth, **options)
+
+
+def connect_async(url: str, **options: Any) -> aioredis.Redis:
+    """An asyncio client for `url`, in every form `connect` takes (the long-polls' pub/sub uses it)."""
+    if not url.startswith(SENTINEL_SCHEME):
+        return aioredis.Redis.from_url(url, **options)
+    target = parse_sentinel_url(url)
+    sentinel_kwargs = {k: options[k] for k in _SENTINEL_SOCKET_OPTIONS if k in options}
+    if target.sentinel_password:
+        sentinel_kwargs["password"] = target.sentinel_password
+    if target.sentinel_username:
+        sentinel_kwargs["username"] = target.sentinel_username
+    sentinel = AsyncSentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
     auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
     return sentinel.master_for(target.service, db=target.db, **auth, **options)
 
