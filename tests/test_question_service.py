@@ -163,3 +163,14 @@ def test_retention_deletes_the_api_record_with_the_run(bot: Bot) -> None:
         service.get(MCP, view.id)
     assert service.list(MCP).questions == []
     assert not [k for k in bot.runtime.redis.scan_iter(match=f"*{view.id}*")]  # nothing of it is left
+
+
+def test_people_asked_in_a_channel_get_a_dm_with_a_link(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(
+        MCP, QuestionCreate(request=request("Sign off, Carol?", assignees=["U0CAROL"]), channel="C0GENERAL")
+    )
+    question = bot.ws.message("C0GENERAL", str(view.message_ts))
+    assert question is not None and "<@U0CAROL>" in str(question["blocks"])  # "Asked of" names her
+    told = bot.wait_for("Carol's DM", lambda: bot.ws.messages("D0CAROL"))
+    assert "asking you a question" in told[-1]["text"]

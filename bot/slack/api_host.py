@@ -17,7 +17,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
-from bot.slack import blocks
+from bot.slack import blocks, people
 from bot.slack.clients import WebClients
 from bot.slack.host import SlackHost
 from bot.slack.limits import BlockLimitError
@@ -57,19 +57,22 @@ class ApiQuestionHost(SlackHost):
         return {"channel": resp["channel"], "ts": resp["ts"]}
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
-        if run.question_message.get("ts"):
-            return Outcome(paused=True)
         record = run.record
-        iid = run.interrupt_id or ""
         conv = record.conversation
+        if run.question_message.get("ts"):
+            self._tell(run)  # posted before this replay; people not told yet are told now
+            return Outcome(paused=True)
+        iid = run.interrupt_id or ""
         if run.question_may_be_posted and conv.get("thread_ts") and (found := self._posted_before(record, iid)):
             run.record_question_message({**found, "version": 1})
             return Outcome(paused=True)
+        self._resolve_groups(run)  # user groups among the assignees become their members, as for any question
+        asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
         try:
             question = blocks.question_blocks(
                 request,
                 iid,
-                assignees=list(request.assignees),
+                assignees=asked,
                 context=run.question_context,
                 changes=run.context_changes,
             )
@@ -90,7 +93,13 @@ class ApiQuestionHost(SlackHost):
             self.store.set_thread(record.id, threaded)
             self._threads.started(record.id, threaded)
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
+        self._tell(run)
         return Outcome(paused=True)
+
+    def _tell(self, run: PausingRun) -> None:
+        """DM the people asked a link to a question posted in a channel (a DM question is in their DM already)."""
+        if not str(run.record.conversation.get("channel", "")).startswith(("U", "W", "D")):
+            self._tell_asked(run)
 
     def finished(self, run: RunRecord, result: str) -> None:
         """Nothing to post: the locked question already shows the answers."""
