@@ -3,19 +3,21 @@
 Bolt's sync `App` keeps its WSGI adapter (`bot.wsgi.make_wsgi`: `/slack/events`, `/healthz`
 and any other route it dispatches), run by a2wsgi on a thread pool of its own: those
 threads ack Slack and nothing else. The API's endpoints are coroutines; a long-poll holds
-no thread, so hundreds may be open without slowing an ack. An ASGI app can be mounted
-beside them later (an MCP server's streamable HTTP, say).
+no thread, so hundreds may be open without slowing an ack. Other ASGI routes are mounted
+beside them (`mounts`: MCP's streamable HTTP at `/mcp`), with what they must run for the
+server's lifetime (`lifespans`: its session manager).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import BaseRoute, Mount
 
 from bot.api.app import create_api
 from workers.questions import QuestionService
@@ -30,19 +32,24 @@ def make_asgi(
     service: QuestionService,
     closings: Closings,
     *,
-    mounts: Iterable[Mount] = (),
+    mounts: Iterable[BaseRoute] = (),
+    lifespans: Iterable[Callable[[], AbstractAsyncContextManager[Any]]] = (),
     on_stop: Callable[[], None] | None = None,
 ) -> Starlette:
     """`/api/v1` → the API; `mounts` (ASGI apps) next; anything else → `wsgi` on its own threads.
 
-    `closings` is subscribed when the server starts (its lifespan) and closed when it stops.
+    `closings` is subscribed when the server starts (its lifespan) and closed when it stops;
+    each of `lifespans` is entered after it, and left before it.
     """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         await closings.start()
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                for entered in lifespans:
+                    await stack.enter_async_context(entered())
+                yield
         finally:
             await closings.stop()
             if on_stop is not None:

@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--socket-mode", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
     _metrics_options(serve, "with --socket-mode: serve Prometheus metrics on port N (over HTTP they are at /metrics)")
 
+    sub.add_parser("mcp", help="serve Parley's MCP tools (ask_human, get_answer) over stdio, for MCP hosts")
+
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
     dev.add_argument(
         "--port",
@@ -173,6 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 socket_mode=args.socket_mode,
                 metrics=(args.metrics_host, args.metrics_port) if args.metrics_port else None,
             )
+        if args.command == "mcp":
+            from parley.mcp_cmd import run_mcp
+
+            return run_mcp(settings)
         if args.command == "dev":
             from parley.dev import run_dev
 

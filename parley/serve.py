@@ -1,8 +1,8 @@
 """`parley serve`: the bot's composition root, over HTTP (uvicorn) or Socket Mode.
 
 Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
-a thread pool of its own), `/healthz`, `/metrics`, and the HTTP API under `/api/v1` (async),
-on one port.
+a thread pool of its own), `/healthz`, `/metrics`, the HTTP API under `/api/v1` (async) and
+MCP over streamable HTTP at `/mcp`, on one port.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 from bot.app import create_app
 from bot.asgi import make_asgi
 from bot.deps import BotDeps
+from bot.mcp.http import mcp_route
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
 from bot.wsgi import make_wsgi
@@ -87,7 +88,11 @@ def bot_asgi(settings: Settings | None = None) -> Any:
     logs.configure(settings.parley_log_level)
     app, client, deps = build_bot_deps(settings)
     service = QuestionService(deps.runtime, question_config(settings))
-    return make_asgi(make_wsgi(app, client), service, Closings(async_redis(settings, client)), on_stop=_metrics_stop)
+    closings = Closings(async_redis(settings, client))
+    mcp, mcp_sessions = mcp_route(service, closings)
+    return make_asgi(
+        make_wsgi(app, client), service, closings, mounts=[mcp], lifespans=[mcp_sessions.run], on_stop=_metrics_stop
+    )
 
 
 def _metrics_stop() -> None:

@@ -108,6 +108,7 @@ class Settings(BaseSettings):
     )
     parley_api_rate_limit: int = Field(default=120, ge=1)  # requests per token per window
     parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
+    parley_mcp_origin: str = Field(default="mcp", min_length=1, max_length=64)  # `parley mcp`'s questions' origin
 
     _split_lists = field_validator(
         "parley_agents", "parley_retry_delays", "parley_webhook_allow", "parley_webhook_retry_intervals", mode="before"

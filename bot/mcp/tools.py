@@ -1,0 +1,169 @@
+"""The MCP tools' schemas, their arguments checked into a `QuestionCreate`, and their results.
+
+`ask_human` takes exactly the `ask_user` tool's arguments (`workers.interaction.tools`), so
+a model that knows one knows the other, plus where to ask (`channel` or `user`), who may
+answer (`assignees`) and how long to wait in the call (`wait_seconds`, at most 50 so that a
+host's own request timeout, commonly 60 s, is not reached). Every problem with the
+arguments is collected into one `ToolInputError`, one line each, and nothing is asked.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import ValidationError
+
+from workers.interaction import Request
+from workers.interaction.tools import (
+    ASK_USER_DESCRIPTION,
+    ASK_USER_SCHEMA,
+    ToolArgumentError,
+    context_from_tool_call,
+    request_from_tool_call,
+)
+from workers.questions.models import CHANNEL_PATTERN, USER_PATTERN, QuestionCreate, QuestionStatus, QuestionView
+
+ASK_HUMAN = "ask_human"
+GET_ANSWER = "get_answer"
+MAX_WAIT = 50
+DEFAULT_WAIT = 45
+REASON = "An assistant needs your input"
+_OWN = ("channel", "user", "assignees", "wait_seconds")
+
+_WAIT_SCHEMA: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": MAX_WAIT,
+    "default": DEFAULT_WAIT,
+    "description": f"Seconds to wait for the answers in this call (0-{MAX_WAIT}, default {DEFAULT_WAIT}).",
+}
+
+
+def _ask_human_schema() -> dict[str, Any]:
+    schema = copy.deepcopy(ASK_USER_SCHEMA)
+    schema["properties"].update(
+        {
+            "channel": {
+                "type": "string",
+                "pattern": CHANNEL_PATTERN,
+                "description": "The Slack channel id to ask in (C…); give this or user.",
+            },
+            "user": {
+                "type": "string",
+                "pattern": USER_PATTERN,
+                "description": "The Slack user id to ask in a direct message (U…); give this or channel.",
+            },
+            "assignees": {
+                "type": "array",
+                "items": {"type": "string", "pattern": USER_PATTERN},
+                "maxItems": 20,
+                "description": "Slack user ids who may answer; none: anyone in the channel (or the DM's person).",
+            },
+            "wait_seconds": _WAIT_SCHEMA,
+        }
+    )
+    return schema
+
+
+ASK_HUMAN_SCHEMA = _ask_human_schema()
+GET_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "question_id": {"type": "string", "minLength": 1, "description": "The question_id ask_human returned."},
+        "wait_seconds": _WAIT_SCHEMA,
+    },
+    "required": ["question_id"],
+    "additionalProperties": False,
+}
+
+ASK_HUMAN_DESCRIPTION = (
+    ASK_USER_DESCRIPTION.split(" The result has")[0]
+    + " The questions are asked in Slack, in `channel` or in a direct message to `user`. "
+    f"The call waits up to `wait_seconds` (default {DEFAULT_WAIT}) and returns "
+    '{"status": "answered", "answers": {question id: value}, ...}; if nobody has answered by then it returns '
+    '{"status": "waiting", "question_id": ...}: call get_answer with that id to keep waiting.'
+)
+GET_ANSWER_DESCRIPTION = (
+    "Wait up to `wait_seconds` for the answers to a question ask_human asked. Returns the same result as "
+    'ask_human: the answers once given, "expired" or "cancelled" when it closed without them, '
+    'or {"status": "waiting", "question_id": ...} again.'
+)
+
+
+class ToolInputError(ValueError):
+    """Tool arguments that cannot be used; `.problems` has one line per problem."""
+
+    def __init__(self, tool: str, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__(f"invalid {tool} arguments: " + "; ".join(self.problems))
+
+
+def _wait(args: dict[str, Any], problems: list[str]) -> float:
+    value = args.get("wait_seconds", DEFAULT_WAIT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_WAIT:
+        problems.append(f"wait_seconds must be a number of seconds from 0 to {MAX_WAIT}, not {value!r}")
+        return 0.0
+    return float(value)
+
+
+def _loc(error: Any) -> str:
+    return ".".join(map(str, error["loc"])) or "arguments"
+
+
+def parse_ask_human(args: Any) -> tuple[QuestionCreate, float]:
+    """The question `ask_human`'s arguments describe and the seconds to wait; `ToolInputError` otherwise."""
+    if not isinstance(args, dict):
+        raise ToolInputError(ASK_HUMAN, ["arguments must be a JSON object with a 'questions' list"])
+    problems: list[str] = []
+    wait = _wait(args, problems)
+    rest = {k: v for k, v in args.items() if k not in _OWN}
+    request: Request | None = None
+    context = None
+    try:
+        request = request_from_tool_call(rest, reason=REASON)
+        context = context_from_tool_call(rest)
+    except ToolArgumentError as exc:
+        problems += exc.problems
+    assignees = args.get("assignees", [])
+    if not isinstance(assignees, list) or not all(isinstance(a, str) for a in assignees):
+        problems.append("assignees must be a list of Slack user ids")
+        assignees = []
+    if problems or request is None:
+        raise ToolInputError(ASK_HUMAN, problems)
+    try:
+        request = Request.model_validate({**request.model_dump(), "assignees": assignees})
+        body = QuestionCreate(request=request, channel=args.get("channel"), user=args.get("user"), context=context)
+    except ValidationError as exc:
+        raise ToolInputError(ASK_HUMAN, [f"{_loc(e)}: {e['msg']}" for e in exc.errors()]) from None
+    return body, wait
+
+
+def parse_get_answer(args: Any) -> tuple[str, float]:
+    """`get_answer`'s question id and seconds to wait; `ToolInputError` otherwise."""
+    if not isinstance(args, dict):
+        raise ToolInputError(GET_ANSWER, ["arguments must be a JSON object with a 'question_id'"])
+    problems = [f"unknown property {k!r}" for k in sorted(set(args) - {"question_id", "wait_seconds"})]
+    wait = _wait(args, problems)
+    qid = args.get("question_id")
+    if not isinstance(qid, str) or not qid.strip():
+        problems.append("question_id must be the question_id ask_human returned")
+    if problems:
+        raise ToolInputError(GET_ANSWER, problems)
+    return str(qid).strip(), wait
+
+
+def tool_result(view: QuestionView) -> dict[str, Any]:
+    """What both tools return: `{"status": "waiting", "question_id"}`, or the closed question's outcome."""
+    if view.status is QuestionStatus.WAITING:
+        return {"status": "waiting", "question_id": view.id}
+    result: dict[str, Any] = {"status": view.status.value, "question_id": view.id, "answers": view.answers}
+    if view.answered_by:
+        result["answered_by"] = view.answered_by
+    if view.answered_at:
+        result["answered_at"] = view.answered_at.isoformat()
+    if view.cancelled_by:
+        result["cancelled_by"] = view.cancelled_by
+    if view.error:
+        result["error"] = view.error
+    return result

@@ -1,0 +1,56 @@
+"""`parley mcp`: Parley's MCP tools over stdio, for desktop and coding hosts.
+
+Like the other CLI commands it acts with the machine's own configuration (`REDIS_URL`, the
+Slack settings) and needs no token; its questions are attributed to the origin
+`PARLEY_MCP_ORIGIN` (default `mcp`), whose questions only it reads. It posts a question
+itself (the first execution of its run, as `parley serve` does for the API); the answer
+arrives at `parley serve` from Slack, and this process learns of it from the store's close
+notification. A `parley worker` carries the run on after the answer, as for any question.
+
+stdout is the MCP channel: logs go to stderr (`workers.logs`), and nothing else prints.
+"""
+
+from __future__ import annotations
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from bot.mcp.server import build_server
+from bot.slack.client import make_web_client
+from parley.bootstrap import build_runtime, connect_redis, question_config
+from parley.serve import async_redis
+from parley.settings import Settings
+from parley.worker import add_api_host
+from workers.logs import Log
+from workers.questions import Caller, QuestionService
+from workers.runtime.host import HostRouter
+from workers.store.closings import Closings
+
+log = Log("parley.mcp")
+
+
+def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
+    """The question service and close notifications of a `parley mcp` process."""
+    settings.require("slack_bot_token")
+    client = connect_redis(settings)
+    runtime = build_runtime(settings, client, HostRouter())
+    add_api_host(runtime, make_web_client(settings.slack_bot_token, settings.slack_api_url))
+    return QuestionService(runtime, question_config(settings)), Closings(async_redis(settings, client))
+
+
+async def serve_stdio(service: QuestionService, closings: Closings, origin: str) -> None:
+    caller = Caller(origin)
+    server = build_server(service, closings, lambda ctx: caller)
+    await closings.start()
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            log.info("serving MCP over stdio", origin=origin)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await closings.stop()
+
+
+def run_mcp(settings: Settings) -> int:
+    service, closings = build_service(settings)
+    anyio.run(serve_stdio, service, closings, settings.parley_mcp_origin)
+    return 0

@@ -1,0 +1,231 @@
+"""MCP end to end, with the `mcp` package's own client: over stdio (`parley mcp` spawned by the
+SDK's stdio client) and over streamable HTTP (`/mcp` of a live `parley serve`), with real
+`parley worker`s and the Web API stand-in. Questions are answered with Slack's signed
+`block_actions` payloads, as a person clicking Submit sends them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx2
+import pytest
+from api_support import Token, create_token
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+from slack_forms import button_action, find_element, form_state
+from slack_payloads import block_actions_payload
+from slack_stack import PARLEY, SlackStack
+
+pytestmark = pytest.mark.system
+
+CHANNEL = "C0GENERAL"
+ORIGIN = "desk-assistant"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
+    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("mcp-stack"))
+
+
+@pytest.fixture(scope="module")
+def token(stack: SlackStack) -> Token:
+    return create_token(stack, "mcp-agent")
+
+
+# ---- connecting ----------------------------------------------------------------------------
+def stdio(stack: SlackStack) -> Client:
+    env = {**stack.env(), "PARLEY_MCP_ORIGIN": ORIGIN}
+    return Client(StdioServerParameters(command=str(PARLEY), args=["mcp"], env=env), read_timeout_seconds=90)
+
+
+def over_http(stack: SlackStack, token: Token) -> Client:
+    http = httpx2.AsyncClient(headers=token.auth, timeout=httpx2.Timeout(30, read=90))
+    return Client(streamable_http_client(f"http://127.0.0.1:{stack.port}/mcp", http_client=http))
+
+
+Connect = Callable[[SlackStack, Token], Client]
+TRANSPORTS: dict[str, Connect] = {"stdio": lambda stack, token: stdio(stack), "http": over_http}
+
+
+@pytest.fixture(params=list(TRANSPORTS))
+def connect(request: pytest.FixtureRequest, stack: SlackStack, token: Token) -> Callable[[], Client]:
+    return lambda: TRANSPORTS[request.param](stack, token)
+
+
+def run(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return anyio.run(fn)
+
+
+# ---- asking and answering ------------------------------------------------------------------
+def questions(topic: str) -> dict[str, Any]:
+    """`ask_user` arguments: one single-choice question (a form with Submit: the choice, and "Other")."""
+    return {
+        "questions": [
+            {
+                "id": "plan",
+                "header": "Plan",
+                "question": f"Which plan for {topic}?",
+                "type": "single",
+                "options": [{"label": "Canary"}, {"label": "Full rollout"}],
+            }
+        ],
+        "context": {"topic": topic},
+    }
+
+
+def posted(stack: SlackStack, topic: str) -> dict[str, Any]:
+    """The question message that asks about `topic`, once it is in the channel."""
+    return stack.wait_for(
+        f"the question about {topic} to be posted",
+        lambda: next((m for m in stack.ws.messages(CHANNEL) if f"Which plan for {topic}?" in json.dumps(m)), None),
+    )
+
+
+def click_submit(stack: SlackStack, topic: str, choice: str, user: str) -> None:
+    """`user` picks `choice` in the question's form and clicks Submit, as Slack sends it."""
+    message = posted(stack, topic)
+    block, button = find_element(message["blocks"], "parley_submit")
+    label = next(b["label"]["text"] for b in message["blocks"] if b.get("type") == "input" and "Plan" in json.dumps(b))
+    payload = block_actions_payload(
+        user=user,
+        message=message,
+        channel=CHANNEL,
+        action=button_action(block, button),
+        state_values=form_state(message["blocks"], {label: choice}),
+    )
+    resp = stack.interact(payload)
+    assert resp.status_code == 200, resp.text
+
+
+def result_of(called: CallToolResult) -> dict[str, Any]:
+    assert not called.is_error, called.content
+    text = json.loads(called.content[0].text)  # type: ignore[union-attr]
+    assert text == called.structured_content
+    return dict(called.structured_content)
+
+
+def topic() -> str:
+    return f"release-{uuid.uuid4().hex[:8]}"
+
+
+def test_ask_human_is_answered_in_slack_within_the_call(stack: SlackStack, connect: Callable[[], Client]) -> None:
+    about = topic()
+
+    async def scenario() -> dict[str, Any]:
+        async with connect() as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == {"ask_human", "get_answer"}
+            got: dict[str, Any] = {}
+
+            async def ask() -> None:
+                args = {**questions(about), "channel": CHANNEL, "wait_seconds": 40}
+                got["result"] = await client.call_tool("ask_human", args)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                await anyio.to_thread.run_sync(lambda: click_submit(stack, about, "Full rollout", "U0CAROL"))
+            return result_of(got["result"])
+
+    result = run(scenario)
+    assert result["status"] == "answered", result
+    assert result["answers"] == {"plan": "Full rollout", "plan__other": None}
+    assert result["answered_by"] == "U0CAROL" and result["question_id"]
+
+
+def test_wait_runs_out_then_get_answer_returns_the_answers(stack: SlackStack, connect: Callable[[], Client]) -> None:
+    about = topic()
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with connect() as client:
+            args = {**questions(about), "channel": CHANNEL, "assignees": ["U0BOB"], "wait_seconds": 1}
+            first = result_of(await client.call_tool("ask_human", args))
+            assert first["status"] == "waiting", first
+            still = result_of(
+                await client.call_tool("get_answer", {"question_id": first["question_id"], "wait_seconds": 0})
+            )
+            await anyio.to_thread.run_sync(lambda: click_submit(stack, about, "Canary", "U0BOB"))
+            later = result_of(
+                await client.call_tool("get_answer", {"question_id": first["question_id"], "wait_seconds": 30})
+            )
+            return first, still, later
+
+    first, still, later = run(scenario)
+    assert set(first) == {"status", "question_id"}
+    assert still == first
+    assert later["status"] == "answered" and later["question_id"] == first["question_id"]
+    assert later["answers"] == {"plan": "Canary", "plan__other": None} and later["answered_by"] == "U0BOB"
+
+
+def test_bad_input_is_a_tool_error_and_nothing_is_asked(stack: SlackStack, connect: Callable[[], Client]) -> None:
+    mark = stack.mark()
+
+    async def scenario() -> list[CallToolResult]:
+        async with connect() as client:
+            return [
+                await client.call_tool("ask_human", {**questions("x"), "wait_seconds": 5}),  # no channel or user
+                await client.call_tool("ask_human", {**questions("x"), "channel": CHANNEL, "wait_seconds": 51}),
+                await client.call_tool("ask_human", {"questions": [{"id": "a", "type": "single"}], "user": "U0BOB"}),
+                await client.call_tool("get_answer", {"question_id": "r-no-such-question", "wait_seconds": 1}),
+            ]
+
+    place, wait, question, unknown = run(scenario)
+    assert all(r.is_error for r in (place, wait, question, unknown))
+    assert '"channel"' in place.content[0].text and '"user"' in place.content[0].text  # type: ignore[union-attr]
+    assert "wait_seconds must be a number of seconds from 0 to 50" in wait.content[0].text  # type: ignore[union-attr]
+    assert "header must be non-empty text" in question.content[0].text  # type: ignore[union-attr]
+    assert "no question 'r-no-such-question'" in unknown.content[0].text  # type: ignore[union-attr]
+    assert stack.calls("chat.postMessage", since=mark) == []
+
+
+def test_stdio_questions_carry_the_configured_origin(stack: SlackStack) -> None:
+    about = topic()
+
+    async def scenario() -> dict[str, Any]:
+        async with stdio(stack) as client:
+            return result_of(
+                await client.call_tool("ask_human", {**questions(about), "user": "U0BOB", "wait_seconds": 0})
+            )
+
+    result = run(scenario)
+    assert result == {"status": "waiting", "question_id": result["question_id"]}
+    listed = subprocess.run([str(PARLEY), "runs", "list"], env=stack.env(), capture_output=True, text=True, check=True)
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(result["question_id"]))
+    assert ORIGIN in row
+
+
+def test_http_without_a_valid_bearer_token_is_refused(stack: SlackStack, token: Token) -> None:
+    assert stack.http is not None
+    headers = {"Accept": "application/json, text/event-stream"}
+    none = stack.http.post("/mcp", json=INIT, headers=headers)
+    wrong = stack.http.post("/mcp", json=INIT, headers={**headers, "Authorization": "Bearer pk_not-a-token"})
+    assert none.status_code == 401 and wrong.status_code == 401
+    auditor = create_token(stack, "mcp-auditor", "admin")  # may read, may not ask
+    assert stack.http.post("/mcp", json=INIT, headers={**headers, **auditor.auth}).status_code == 403
+    assert stack.http.post("/mcp", json=INIT, headers={**headers, **token.auth}).status_code == 200
+
+
+def test_a_token_cannot_read_another_tokens_question(stack: SlackStack, token: Token) -> None:
+    other = create_token(stack, "mcp-other")
+    about = topic()
+
+    async def scenario() -> CallToolResult:
+        async with over_http(stack, token) as mine:
+            asked = result_of(
+                await mine.call_tool("ask_human", {**questions(about), "channel": CHANNEL, "wait_seconds": 0})
+            )
+        async with over_http(stack, other) as theirs:
+            return await theirs.call_tool("get_answer", {"question_id": asked["question_id"], "wait_seconds": 0})
+
+    called = run(scenario)
+    assert called.is_error and "no question" in called.content[0].text  # type: ignore[union-attr]
