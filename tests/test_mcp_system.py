@@ -215,6 +215,15 @@ def test_http_without_a_valid_bearer_token_is_refused(stack: SlackStack, token: 
     assert stack.http.post("/mcp", json=INIT, headers={**headers, **token.auth}).status_code == 200
 
 
+def test_http_over_the_tokens_rate_limit_is_429(stack: SlackStack) -> None:
+    assert stack.http is not None
+    busy = create_token(stack, "mcp-busy", rate_limit=3)
+    headers = {"Accept": "application/json, text/event-stream", **busy.auth}
+    statuses = [stack.http.post("/mcp", json=INIT, headers=headers) for _ in range(4)]
+    assert [r.status_code for r in statuses] == [200, 200, 200, 429]
+    assert int(statuses[-1].headers["retry-after"]) >= 1
+
+
 def test_a_token_cannot_read_another_tokens_question(stack: SlackStack, token: Token) -> None:
     other = create_token(stack, "mcp-other")
     about = topic()

@@ -3,6 +3,8 @@
 The SDK's pieces are used as they are: `StreamableHTTPSessionManager` and its ASGI app for
 the transport, `BearerAuthBackend` with a `TokenVerifier` over Parley's API tokens, and
 `RequireAuthMiddleware` answering 401 without a valid token and 403 without scope `ask`.
+Each request with a valid token counts against the token's rate limit, as on `/api/v1`
+(429 with `Retry-After` over it).
 The manager is stateless (each POST carries its own call), so any of `parley serve
 --workers N` processes can answer any request, and a tool call's wait is that POST's
 response stream: it holds no thread, like the API's long-poll.
@@ -10,6 +12,7 @@ response stream: it holds no thread, like the API's long-poll.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -19,11 +22,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from bot.api.app import problem
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
-from workers.questions.models import Scope
+from workers.questions.models import Scope as TokenScope
 from workers.store.closings import Closings
 
 PATH = "/mcp"
@@ -40,7 +45,29 @@ class ApiTokenVerifier:
         record = await self.service.in_thread(lambda: tokens_mod.verify(self.service.store, token))
         if record is None:
             return None
-        return AccessToken(token=token, client_id=record.name, scopes=list(record.scopes))
+        claims = {"rate_limit": record.rate_limit} if record.rate_limit else None
+        return AccessToken(token=token, client_id=record.name, scopes=list(record.scopes), claims=claims)
+
+
+class RateLimited:
+    """ASGI middleware: a request with a verified token counts against its rate limit; 429 over it."""
+
+    def __init__(self, app: ASGIApp, service: QuestionService) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user")
+        if scope["type"] == "http" and isinstance(user, AuthenticatedUser):
+            cfg, name = self.service.config, user.access_token.client_id
+            limit = int((user.access_token.claims or {}).get("rate_limit") or cfg.rate_limit)
+            wait = await self.service.in_thread(lambda: self.service.store.hit(name, limit, cfg.rate_window))
+            if wait:
+                detail = f"over {limit} requests in {cfg.rate_window} s"
+                refusal = problem(429, "Too many requests", detail, {"Retry-After": str(max(1, math.ceil(wait)))})
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
@@ -54,6 +81,7 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
 def mcp_route(service: QuestionService, closings: Closings) -> tuple[Route, StreamableHTTPSessionManager]:
     """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime."""
     manager = StreamableHTTPSessionManager(app=build_server(service, closings, token_caller), stateless=True)
-    guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [Scope.ASK.value])
-    app = AuthenticationMiddleware(AuthContextMiddleware(guarded), backend=BearerAuthBackend(ApiTokenVerifier(service)))
+    guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
+    limited = AuthContextMiddleware(RateLimited(guarded, service))
+    app = AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))
     return Route(PATH, endpoint=app), manager

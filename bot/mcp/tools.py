@@ -10,6 +10,7 @@ arguments is collected into one `ToolInputError`, one line each, and nothing is 
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -129,6 +130,7 @@ def parse_ask_human(args: Any) -> tuple[QuestionCreate, float]:
     if not isinstance(assignees, list) or not all(isinstance(a, str) for a in assignees):
         problems.append("assignees must be a list of Slack user ids")
         assignees = []
+    problems += [f"assignees: {a!r} is not a Slack user id (U…)" for a in assignees if not re.match(USER_PATTERN, a)]
     if problems or request is None:
         raise ToolInputError(ASK_HUMAN, problems)
     try:

@@ -1,0 +1,130 @@
+"""The MCP tools' contract, without a server: `ask_human`'s schema is `ask_user`'s plus where to
+ask, who answers and how long to wait; arguments become a question or one error listing
+every problem; results are `waiting` with an id or the closed question's answers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import jsonschema
+import pytest
+
+from bot.mcp.tools import (
+    ASK_HUMAN_SCHEMA,
+    GET_ANSWER_SCHEMA,
+    ToolInputError,
+    parse_ask_human,
+    parse_get_answer,
+    tool_result,
+)
+from workers.interaction.tools import ASK_USER_SCHEMA
+from workers.questions.models import QuestionStatus, QuestionView
+
+pytestmark = pytest.mark.unit
+
+QUESTION = {"id": "sev", "header": "Severity", "question": "How bad is it?", "type": "single",
+            "options": [{"label": "Low"}, {"label": "High"}]}  # fmt: skip
+
+
+def args(**extra: Any) -> dict[str, Any]:
+    return {"questions": [QUESTION], **extra}
+
+
+def problems(arguments: Any) -> str:
+    with pytest.raises(ToolInputError) as caught:
+        parse_ask_human(arguments)
+    return str(caught.value)
+
+
+def test_ask_human_schema_extends_ask_user_and_is_valid() -> None:
+    jsonschema.Draft202012Validator.check_schema(ASK_HUMAN_SCHEMA)
+    jsonschema.Draft202012Validator.check_schema(GET_ANSWER_SCHEMA)
+    for name, prop in ASK_USER_SCHEMA["properties"].items():
+        assert ASK_HUMAN_SCHEMA["properties"][name] == prop
+    assert set(ASK_HUMAN_SCHEMA["properties"]) - set(ASK_USER_SCHEMA["properties"]) == {
+        "channel", "user", "assignees", "wait_seconds"
+    }  # fmt: skip
+    assert ASK_HUMAN_SCHEMA["properties"]["wait_seconds"]["maximum"] == 50
+    assert ASK_HUMAN_SCHEMA["properties"]["wait_seconds"]["default"] == 45
+    assert "channel" not in ASK_USER_SCHEMA["properties"]  # the port's schema was copied, not changed
+    jsonschema.validate(args(channel="C0GENERAL", assignees=["U0BOB"], wait_seconds=10), ASK_HUMAN_SCHEMA)
+
+
+def test_arguments_become_the_question_ask_user_describes() -> None:
+    body, wait = parse_ask_human(args(channel="C0GENERAL", assignees=["U0BOB"], context={"ticket": "OPS-1"}))
+    assert wait == 45.0
+    assert body.channel == "C0GENERAL" and body.user is None and body.context == {"ticket": "OPS-1"}
+    assert [i.id for i in body.request.items] == ["sev", "sev__other"]
+    assert body.request.assignees == ["U0BOB"]
+    dm, wait = parse_ask_human(args(user="U0BOB", wait_seconds=0))
+    assert dm.user == "U0BOB" and dm.channel is None and wait == 0.0 and dm.request.assignees == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (args(), 'give exactly one of "channel"'),
+        (args(channel="C0GENERAL", user="U0BOB"), 'give exactly one of "channel"'),
+        (args(channel="general"), "channel: String should match pattern"),
+        (args(channel="C0GENERAL", wait_seconds=51), "wait_seconds must be a number of seconds from 0 to 50"),
+        (args(channel="C0GENERAL", wait_seconds=-1), "wait_seconds must be a number of seconds from 0 to 50"),
+        (args(channel="C0GENERAL", wait_seconds="soon"), "not 'soon'"),
+        (args(channel="C0GENERAL", assignees="U0BOB"), "assignees must be a list of Slack user ids"),
+        (args(channel="C0GENERAL", assignees=["bob"]), "assignees: 'bob' is not a Slack user id"),
+        ({"questions": [], "channel": "C0GENERAL"}, "ask 1-5 questions, got 0"),
+        ({"channel": "C0GENERAL"}, "'questions' must be a list"),
+        (args(channel="C0GENERAL", reason="x"), "unknown property 'reason'"),
+        ("not an object", "arguments must be a JSON object"),
+    ],
+)
+def test_bad_arguments_name_the_problem(arguments: Any, expected: str) -> None:
+    message = problems(arguments)
+    assert message.startswith("invalid ask_human arguments: ")
+    assert expected in message
+
+
+def test_every_problem_is_listed_at_once() -> None:
+    bad = {"questions": [{"id": "a", "type": "single"}], "channel": "C0GENERAL", "wait_seconds": 99}
+    message = problems(bad)
+    assert "wait_seconds" in message and "header must be non-empty text" in message and "2-20 options" in message
+
+
+def test_get_answer_arguments() -> None:
+    assert parse_get_answer({"question_id": " r123 "}) == ("r123", 45.0)
+    assert parse_get_answer({"question_id": "r123", "wait_seconds": 3}) == ("r123", 3.0)
+    for bad, expected in [
+        ({}, "question_id must be the question_id ask_human returned"),
+        ({"question_id": ""}, "question_id must be"),
+        ({"question_id": "r1", "wait_seconds": 60}, "from 0 to 50"),
+        ({"question_id": "r1", "wait": 3}, "unknown property 'wait'"),
+        ([], "arguments must be a JSON object"),
+    ]:
+        with pytest.raises(ToolInputError, match="invalid get_answer arguments") as caught:
+            parse_get_answer(bad)
+        assert expected in str(caught.value)
+
+
+def view(status: QuestionStatus, **fields: Any) -> QuestionView:
+    now = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+    return QuestionView(id="r1", status=status, created_at=now, origin="mcp", reason="r", **fields)
+
+
+def test_results() -> None:
+    assert tool_result(view(QuestionStatus.WAITING)) == {"status": "waiting", "question_id": "r1"}
+    answered = view(
+        QuestionStatus.ANSWERED,
+        answers={"sev": "High"},
+        answered_by="U0BOB",
+        answered_at=datetime(2026, 12, 1, 7, 5, tzinfo=UTC),
+    )
+    assert tool_result(answered) == {
+        "status": "answered",
+        "question_id": "r1",
+        "answers": {"sev": "High"},
+        "answered_by": "U0BOB",
+        "answered_at": "2026-12-01T07:05:00+00:00",
+    }
+    assert tool_result(view(QuestionStatus.EXPIRED)) == {"status": "expired", "question_id": "r1", "answers": None}
+    cancelled = tool_result(view(QuestionStatus.CANCELLED, cancelled_by="U0ALICE"))
+    assert cancelled["status"] == "cancelled" and cancelled["cancelled_by"] == "U0ALICE"
