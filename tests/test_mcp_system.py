@@ -84,23 +84,23 @@ def questions(topic: str) -> dict[str, Any]:
     }
 
 
-def posted(stack: SlackStack, topic: str) -> dict[str, Any]:
-    """The question message that asks about `topic`, once it is in the channel."""
+def posted(stack: SlackStack, topic: str, channel: str = CHANNEL) -> dict[str, Any]:
+    """The question message that asks about `topic`, once it is in `channel`."""
     return stack.wait_for(
         f"the question about {topic} to be posted",
-        lambda: next((m for m in stack.ws.messages(CHANNEL) if f"Which plan for {topic}?" in json.dumps(m)), None),
+        lambda: next((m for m in stack.ws.messages(channel) if f"Which plan for {topic}?" in json.dumps(m)), None),
     )
 
 
-def click_submit(stack: SlackStack, topic: str, choice: str, user: str) -> None:
+def click_submit(stack: SlackStack, topic: str, choice: str, user: str, channel: str = CHANNEL) -> None:
     """`user` picks `choice` in the question's form and clicks Submit, as Slack sends it."""
-    message = posted(stack, topic)
+    message = posted(stack, topic, channel)
     block, button = find_element(message["blocks"], "parley_submit")
     label = next(b["label"]["text"] for b in message["blocks"] if b.get("type") == "input" and "Plan" in json.dumps(b))
     payload = block_actions_payload(
         user=user,
         message=message,
-        channel=CHANNEL,
+        channel=channel,
         action=button_action(block, button),
         state_values=form_state(message["blocks"], {label: choice}),
     )
@@ -188,20 +188,34 @@ def test_bad_input_is_a_tool_error_and_nothing_is_asked(stack: SlackStack, conne
     assert stack.calls("chat.postMessage", since=mark) == []
 
 
-def test_stdio_questions_carry_the_configured_origin(stack: SlackStack) -> None:
+def test_stdio_questions_carry_the_origin_and_outlive_the_process(stack: SlackStack) -> None:
     about = topic()
 
-    async def scenario() -> dict[str, Any]:
+    async def ask() -> dict[str, Any]:
         async with stdio(stack) as client:
             return result_of(
                 await client.call_tool("ask_human", {**questions(about), "user": "U0BOB", "wait_seconds": 0})
             )
 
-    result = run(scenario)
-    assert result == {"status": "waiting", "question_id": result["question_id"]}
+    asked = run(ask)
+    assert asked == {"status": "waiting", "question_id": asked["question_id"]}
     listed = subprocess.run([str(PARLEY), "runs", "list"], env=stack.env(), capture_output=True, text=True, check=True)
-    row = next(line for line in listed.stdout.splitlines() if line.startswith(result["question_id"]))
-    assert ORIGIN in row
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(asked["question_id"]))
+    assert ORIGIN in row  # PARLEY_MCP_ORIGIN, as who started it
+    dm = stack.ws.resolve_channel("U0BOB")  # the DM the question went to, as Slack names it
+    assert dm is not None
+    click_submit(stack, about, "Canary", "U0BOB", channel=dm)
+
+    async def later(origin: str) -> CallToolResult:
+        env = {**stack.env(), "PARLEY_MCP_ORIGIN": origin}
+        params = StdioServerParameters(command=str(PARLEY), args=["mcp"], env=env)
+        async with Client(params, read_timeout_seconds=90) as client:  # a new process: the host restarted
+            return await client.call_tool("get_answer", {"question_id": asked["question_id"], "wait_seconds": 20})
+
+    answered = result_of(run(lambda: later(ORIGIN)))
+    assert answered["status"] == "answered" and answered["answers"] == {"plan": "Canary", "plan__other": None}
+    elsewhere = run(lambda: later("another-host"))  # another origin's questions are not this one's
+    assert elsewhere.is_error and "no question" in elsewhere.content[0].text  # type: ignore[union-attr]
 
 
 def test_http_without_a_valid_bearer_token_is_refused(stack: SlackStack, token: Token) -> None:
