@@ -16,8 +16,8 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from bot.mcp.server import build_server
-from bot.slack.client import make_web_client
 from parley.bootstrap import build_runtime, connect_redis, question_config
+from parley.installs import web_clients
 from parley.serve import async_redis
 from parley.settings import Settings
 from parley.worker import add_api_host
@@ -31,10 +31,11 @@ log = Log("parley.mcp")
 
 def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
     """The question service and close notifications of a `parley mcp` process."""
-    settings.require("slack_bot_token")
+    if not settings.oauth_mode:
+        settings.require("slack_bot_token")
     client = connect_redis(settings)
     runtime = build_runtime(settings, client, HostRouter())
-    add_api_host(runtime, make_web_client(settings.slack_bot_token, settings.slack_api_url))
+    add_api_host(runtime, web_clients(settings, client))  # as `parley serve` and the workers post
     return QuestionService(runtime, question_config(settings)), Closings(async_redis(settings, client))
 
 
