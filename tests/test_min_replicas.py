@@ -61,6 +61,13 @@ def frozen(pair: Topology) -> Iterator[None]:
         yield
     finally:
         proc.send_signal(signal.SIGCONT)
+        # Back means caught up: on a loaded machine the replica may need longer than the
+        # acceptance's own short WAIT to work through what it missed while stopped.
+        assert pair.master is not None
+        probe = pair.master.client()
+        probe.set("test:caught-up", 1)  # WAIT counts replicas holding this connection's writes
+        probe.delete("test:caught-up")
+        probe.wait(1, 10_000)
 
 
 def state_on(client: redis.Redis, iid: str) -> tuple[str, str]:
