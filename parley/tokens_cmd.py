@@ -18,7 +18,10 @@ from workers.store.questions import QuestionStore
 def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
     store = QuestionStore(connect_redis(settings))
     if args.tokens_command == "create":
-        new = tokens.create(store, args.name, args.scope or ["ask"], args.rate_limit)
+        if settings.oauth_mode and not args.team:
+            print("parley tokens create: with many workspaces (OAuth mode), say which one: --team T…")
+            return 2
+        new = tokens.create(store, args.name, args.scope or ["ask"], args.rate_limit, team=args.team or "")
         print(f"token {new.record.name} (scopes: {', '.join(new.record.scopes)}); shown once, keep both safe:")
         print(f"PARLEY_TOKEN={new.token}")
         print(f"PARLEY_WEBHOOK_SECRET={new.webhook_secret}")
@@ -28,7 +31,8 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
         for t in found:
             created = dt.datetime.fromtimestamp(t.created_at).strftime("%Y-%m-%d %H:%M:%S")
             limit = f"  rate limit: {t.rate_limit}/window" if t.rate_limit else ""
-            print(f"{t.name}  scopes: {','.join(t.scopes)}  created {created}{limit}")
+            team = f"  workspace: {t.team}" if t.team else ""
+            print(f"{t.name}  scopes: {','.join(t.scopes)}  created {created}{limit}{team}")
         if not found:
             print("no tokens")
         return 0
@@ -45,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     create.add_argument("--scope", action="append", choices=["ask", "admin"], help="ask (default) and/or admin")
     create.add_argument(
         "--rate-limit", type=int, default=None, metavar="N", help="requests per window (default PARLEY_API_RATE_LIMIT)"
+    )
+    create.add_argument(
+        "--team", default=None, metavar="T…", help="the workspace its questions are asked in (needed with OAuth)"
     )
     tsub.add_parser("list", help="list tokens (names and scopes; never the tokens)")
     tsub.add_parser("revoke", help="revoke a token by name").add_argument("name")

@@ -20,15 +20,17 @@ from runtime_helpers import work
 from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload
 
+from bot.playground.workspace import TEAM_ID
 from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
-from workers.questions import Caller, QuestionService
-from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound
+from workers.questions import Caller, QuestionService, tokens
+from workers.questions.exceptions import QuestionConflict, QuestionError, QuestionInvalid, QuestionNotFound
 from workers.questions.models import QuestionCreate, QuestionStatus
 from workers.questions.webhooks import announce
 from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
 from workers.store.closings import Closings
+from workers.store.questions import QuestionStore
 
 pytestmark = pytest.mark.integration
 MCP = Caller("mcp")
@@ -174,3 +176,31 @@ def test_people_asked_in_a_channel_get_a_dm_with_a_link(bot: Bot) -> None:
     assert question is not None and "<@U0CAROL>" in str(question["blocks"])  # "Asked of" names her
     told = bot.wait_for("Carol's DM", lambda: bot.ws.messages("D0CAROL"))
     assert "asking you a question" in told[-1]["text"]
+
+
+def test_a_tokens_workspace_is_its_questions_and_an_admin_token_sees_only_its_own(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    asker = Caller("ci", team=TEAM_ID)
+    view, _ = service.create(asker, QuestionCreate(request=request("Ship it?"), channel="C0GENERAL"))
+    assert bot.runtime.store.get(view.id).conversation["team"] == TEAM_ID  # posted with that workspace's token
+    same = Caller("ops", frozenset({"admin"}), team=TEAM_ID)
+    other = Caller("ops-b", frozenset({"admin"}), team="T0OTHER")
+    everywhere = Caller("root", frozenset({"admin"}))
+    assert service.get(same, view.id).id == view.id
+    assert service.get(everywhere, view.id).id == view.id
+    with pytest.raises(QuestionNotFound):
+        service.get(other, view.id)
+    assert [q.id for q in service.list(other).questions] == []
+    assert [q.id for q in service.list(same).questions] == [view.id]
+    with pytest.raises(QuestionNotFound):
+        service.cancel(other, view.id)
+    assert service.get(asker, view.id).status is QuestionStatus.WAITING
+
+
+def test_a_token_names_its_workspace_by_id(r: redis.Redis) -> None:
+    store = QuestionStore(r)
+    made = tokens.create(store, "ci-a", ["ask"], team="T0ALPHA")
+    assert store.tokens()[0].team == "T0ALPHA" and Caller.of(made.record).team == "T0ALPHA"
+    with pytest.raises(QuestionError, match="--team"):
+        tokens.create(store, "ci-b", ["ask"], team="general")
+    assert [t.name for t in store.tokens()] == ["ci-a"]

@@ -45,6 +45,7 @@ class Caller:
 
     name: str
     scopes: frozenset[str] = field(default_factory=lambda: frozenset({Scope.ASK.value}))
+    team: str = ""  # the token's workspace: its questions are asked there, and an admin sees only those
 
     @property
     def admin(self) -> bool:
@@ -52,7 +53,7 @@ class Caller:
 
     @classmethod
     def of(cls, token: ApiTokenRecord) -> Caller:
-        return cls(name=token.name, scopes=frozenset(token.scopes))
+        return cls(name=token.name, scopes=frozenset(token.scopes), team=token.team)
 
 
 class QuestionService:
@@ -90,8 +91,11 @@ class QuestionService:
         if body.user and not request.assignees:
             request = request.model_copy(update={"assignees": [body.user]})  # a DM: that person answers
         conversation: dict[str, Any] = {"host": HOST, "channel": body.channel or body.user, "origin": caller.name}
-        if self.team:
-            conversation["team"] = self.team
+        team = caller.team or self.team
+        if team.startswith("E"):  # an org-wide install answers for every workspace of the organisation
+            conversation.update(enterprise=team, enterprise_install=True)
+        elif team:
+            conversation["team"] = team
         if body.thread_ts:
             conversation["thread_ts"] = body.thread_ts
         if not request.assignees:
@@ -107,6 +111,7 @@ class QuestionService:
             request=request,
             context=body.context,
             created_at=time.time(),
+            team=team,
         )
         self.store.create(record, AGENT, caller.name, conversation)
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
@@ -121,7 +126,7 @@ class QuestionService:
     # ---- read ------------------------------------------------------------------
     def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
         record = self.store.get(question_id) if question_id.isascii() and len(question_id) < 100 else None
-        if record is None or (record.token != caller.name and not caller.admin):
+        if record is None or not _visible(caller, record):
             raise QuestionNotFound(f"no question {question_id!r}")
         return record
 
@@ -147,6 +152,9 @@ class QuestionService:
             if not rows:
                 break
             for record in self.store.many(qid for qid, _ in rows):
+                if not _visible(caller, record):
+                    before = record.created_at
+                    continue
                 view = self._view(record)[0]
                 if status is None or view.status is status:
                     found.append(view)
@@ -237,3 +245,10 @@ def _cursor(cursor: str | None) -> float | None:
 
 def _error(loc: list[str], msg: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": "value_error"}
+
+
+def _visible(caller: Caller, record: ApiQuestionRecord) -> bool:
+    """A token sees its own questions; an admin token all of them, or of its workspace when it has one."""
+    if record.token == caller.name:
+        return True
+    return caller.admin and (not caller.team or record.team == caller.team)

@@ -37,12 +37,21 @@ class NewToken:
     webhook_secret: str
 
 
+TEAM_PATTERN = re.compile(r"[TE][A-Z0-9]{2,20}")
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(store: QuestionStore, name: str, scopes: list[str], rate_limit: int | None = None) -> NewToken:
-    """A new token named `name` with `scopes` (default: ask) and, optionally, its own rate limit."""
+def create(
+    store: QuestionStore, name: str, scopes: list[str], rate_limit: int | None = None, team: str = ""
+) -> NewToken:
+    """A new token named `name` with `scopes` (default: ask) and, optionally, its own rate limit.
+
+    `team` is the Slack workspace its questions are asked in (and, for an admin token, the only
+    one it sees); with many workspaces (OAuth mode) it says which installation posts them.
+    """
     if not NAME_PATTERN.fullmatch(name):
         raise TokenError(
             f"token name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -51,6 +60,8 @@ def create(store: QuestionStore, name: str, scopes: list[str], rate_limit: int |
     bad = [s for s in scopes if s not in known]
     if bad:
         raise TokenError(f"unknown scope {bad[0]!r}; scopes are: {', '.join(sorted(known))}")
+    if team and not TEAM_PATTERN.fullmatch(team):
+        raise TokenError(f"--team {team!r}: a Slack workspace id (T…) or organisation id (E…)")
     if rate_limit is not None and rate_limit < 1:
         raise TokenError(f"--rate-limit must be at least 1 request per window, not {rate_limit}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -62,6 +73,7 @@ def create(store: QuestionStore, name: str, scopes: list[str], rate_limit: int |
         webhook_secret=secret,
         created_at=time.time(),
         rate_limit=rate_limit,
+        team=team,
     )
     if not store.add_token(record):
         raise TokenError(f"a token named {name!r} exists; revoke it first or pick another name")

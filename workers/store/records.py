@@ -179,6 +179,7 @@ class ApiTokenRecord(_Record):
     webhook_secret: str
     created_at: float
     rate_limit: int | None = None  # requests per window; None: PARLEY_API_RATE_LIMIT
+    team: str = ""  # the Slack workspace (T…, or E… for an org-wide install) its questions belong to
 
     def to_hash(self) -> dict[str, str]:
         data = {
@@ -188,6 +189,7 @@ class ApiTokenRecord(_Record):
             "webhook_secret": self.webhook_secret,
             "created_at": repr(self.created_at),
         }
+        data |= {"team": self.team} if self.team else {}
         return data | ({"rate_limit": str(self.rate_limit)} if self.rate_limit else {})
 
     @classmethod
@@ -223,6 +225,7 @@ class ApiQuestionRecord(_Record):
     context: dict[str, Any] | None = None
     created_at: float
     webhook: WebhookState | None = None
+    team: str = ""  # the asking token's workspace, when it has one
 
     def to_hash(self) -> dict[str, str]:
         data = {
@@ -236,6 +239,8 @@ class ApiQuestionRecord(_Record):
             "request": self.request.model_dump_json(),
             "created_at": repr(self.created_at),
         }
+        if self.team:
+            data["team"] = self.team
         if self.context is not None:
             data["context"] = json.dumps(self.context)
         return data
