@@ -42,6 +42,7 @@ class RecordingHost:
         self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
         self.superseded: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, fields changed)
         self.progress: list[tuple[str, str]] = []  # (run_id, summary) of questions put to each person
+        self.groups: dict[str, list[str]] = {}  # user group id -> members, for `people`
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
         with self.lock:
@@ -82,6 +83,13 @@ class RecordingHost:
     def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
         with self.lock:
             self.escalations.append((run.id, interrupt.id, added))
+
+    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+        """User groups from `self.groups` (a test's own directory), members in order, once each."""
+        found: list[str] = []
+        for i in ids:
+            found += [m for m in self.groups.get(i, [i]) if m not in found]
+        return found
 
 
 def make_runtime(r: Redis, data_dir: Path, host: Any = None, **settings: Any) -> Runtime:

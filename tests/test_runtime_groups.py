@@ -66,6 +66,12 @@ agent("t-group-any")(_any)
 agent("t-group-each")(_each)
 
 
+@agent("t-group-each-team")
+def _each_team(run: Any, text: str) -> str:
+    got = run.ask_each(_yes_no("Approve?", ["S0REVIEW", "UD"]), quorum=2)
+    return ",".join(f"{u}={v['ok']}" for u, v in sorted(got.items()))
+
+
 def _members(rt: Runtime, run_id: str) -> dict[str, Any]:
     group = rt.store.groups.group(paused(rt, run_id))
     assert group is not None
@@ -293,3 +299,21 @@ def test_ask_each_and_ask_any_answers_on_changed_facts_are_asked_again(r: Redis,
     work(rt)
     assert rt.store.get(each_id).result == "['UA', 'UB'] changed=True"
     assert rt.store.get(any_id).result == "b=no changed=False"
+
+
+def test_ask_each_counts_each_member_of_a_user_group_toward_the_quorum(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    host.groups = {"S0REVIEW": ["UA", "UB"]}
+    run_id = start(rt, "t-group-each-team", {})
+    work(rt)
+    members = _members(rt, run_id)
+    assert sorted(members) == ["UA", "UB", "UD"]  # the group's members, each asked on their own
+    host.groups = {"S0REVIEW": ["UX"]}  # the group changes while the run waits: the run asks whom it asked
+    with pytest.raises(AcceptRefused) as refused:
+        _yes(rt, members["UA"].id, "UB")  # nobody answers for another member
+    assert refused.value.reason is RefusalReason.NOT_ALLOWED
+    _yes(rt, members["UA"].id, "UA")
+    _yes(rt, members["UB"].id, "UB", "no")
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED and record.result == "UA=yes,UB=no"

@@ -280,6 +280,10 @@ class SlackHost:
         if now is not None and now.state is not InterruptState.OPEN:
             self.lock_question(now, run)
 
+    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+        """`ids` with each user group replaced by its members (`usergroups.users.list`)."""
+        return people.resolve_groups(self._web(run), ids)[0]
+
     # ---- message updates -------------------------------------------------------
     def lock_question(self, interrupt: InterruptRecord, run: RunRecord | None = None) -> None:
         """Replace the question's controls with its outcome: who answered and what, or why it closed.

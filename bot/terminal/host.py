@@ -148,6 +148,10 @@ class TerminalHost:
         """The terminal asks whoever is at it; an escalation (a Slack feature) is only mentioned."""
         _print([("class:hint", f"Run {run.id}'s question was escalated to {', '.join(added) or 'no one new'}.")])
 
+    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+        """The terminal has no workspace directory: user groups stay as given (and are asked as one person)."""
+        return list(ids)
+
     def notice(self, text: str) -> None:
         """A plain line from the `parley run` command itself (run started, retrying, stopped)."""
         _print([("class:hint", text)])

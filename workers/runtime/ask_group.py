@@ -312,7 +312,10 @@ def ask_each(
         raise AgentError(f"ask_each needs a Request, not a {type(request).__name__}")
     _no_secret(request, key or "ask_each")
     request = _with_assignees(run, request)
-    people = list(request.assignees)
+    run._asks += 1
+    key = key or f"#{run._asks}"
+    people = _people(run, key, list(request.assignees))
+    request = request.model_copy(update={"assignees": people})
     if len(people) > MAX_AT_ONCE:
         raise AgentError(f"ask_each asks at most {MAX_AT_ONCE} people, got {len(people)}")
     need = len(people) if quorum is None else quorum
@@ -320,8 +323,6 @@ def ask_each(
         raise AgentError(f"quorum must be a whole number from 1 to {len(people)} (the people asked), got {quorum!r}")
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
-    run._asks += 1
-    key = key or f"#{run._asks}"
     store = run._rt.store
     attempts: list[str] = run._recorded(f"ask:{key}") or []
     voided: list[ContextChange] | None = None
@@ -441,3 +442,11 @@ def _no_secret(request: Request, key: str) -> None:
     would keep their answers in the clear, so they are refused before anything is recorded."""
     if request.has_secret:
         raise AgentError(f"question {key!r} has a secret item: ask secrets one at a time with run.ask")
+
+
+def _people(run: Run, key: str, ids: list[str]) -> list[str]:
+    """Each person `ask_each` asks: user groups (`S…`) resolved to their members by the host, once
+    per run and journalled, so a replay asks the same people whoever joins or leaves the group."""
+    if not any(i.startswith("S") for i in ids):
+        return ids
+    return list(run.step(f"people:{key}", lambda: run.host.people(run.record, ids)))

@@ -107,6 +107,11 @@ class Host(Protocol):
         """The question was escalated: `added` may answer it now; tell them and show it."""
         ...
 
+    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+        """The people `ids` name, each user group (`S…`) replaced by its members, for `ask_each`,
+        which asks each person separately and so must know them before it posts."""
+        ...
+
 
 class LogHost:
     """A host with no people: logs everything and parks every question.
@@ -143,6 +148,9 @@ class LogHost:
 
     def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
         log.info("escalated", **run.log_context(), interrupt_id=interrupt.id, added=added)
+
+    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+        return list(ids)  # no directory to resolve user groups in
 
 
 class HostRouter:
