@@ -156,3 +156,19 @@ def test_the_home_tab_lists_each_question_per_person(stack: SlackStack) -> None:
     alice = texts(stack.open_home(ALICE)["blocks"])  # an admin: also the run's progress, question by question
     assert "Deploy?" in alice
     assert "• `deploy`: waiting on <@U0ALICE>" in alice and "• `db`: waiting on <@U0CAROL>" in alice
+
+
+def test_ask_each_tells_each_person_asked_but_the_starter_once_by_dm(stack: SlackStack) -> None:
+    mark = stack.mark()
+    run = start(stack, "s-each", {"people": [ALICE, BOB, CAROL]})  # started by Bob
+    (question,) = questions(stack, run, 1)
+    stack.settle()
+    link = f"p{question['ts'].replace('.', '')}"
+    for person in (ALICE, CAROL):
+        told = stack.calls(
+            "chat.postMessage",
+            lambda c, p=person: c["args"].get("channel") == "D" + p[1:] and c["status"] == 200,
+            mark,
+        )
+        assert [link in c["args"]["text"] for c in told] == [True]  # one DM, linking the shared message
+    assert stack.calls("chat.postMessage", lambda c: c["args"].get("channel") == "D" + BOB[1:], mark) == []

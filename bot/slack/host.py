@@ -168,14 +168,16 @@ class SlackHost:
 
     def _tell_asked(self, run: PausingRun) -> None:
         """DM each person asked, but the run's starter, a link to the question; once per person."""
-        q = run.interrupt
-        if not self.notify_assignees or q is None:
+        if not self.notify_assignees:
             return
-        q = q.model_copy(update={"message": run.question_message})
+        # `ask_each`: each person's own question, all shown by the one shared message.
+        asked = [run.interrupt] if run.interrupt is not None else run.asked_separately
         text = f"{user_ref(run.started_by)}'s run *{escape(run.record.agent)}* is asking you a question."
-        for user in q.assignees:
-            if user != run.started_by:
-                people.notify(self._web(run.record), self.store.people, q, user, text)
+        for q in asked:
+            q = q.model_copy(update={"message": run.question_message})
+            for user in q.assignees:
+                if user != run.started_by:
+                    people.notify(self._web(run.record), self.store.people, q, user, text)
 
     def _posted_before(self, run: RunRecord, iid: str) -> dict[str, Any] | None:
         """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""

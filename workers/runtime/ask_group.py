@@ -282,8 +282,8 @@ class _EachView:
     question_context = property(lambda self: self._members[0].context if self._members else None)
     context_changes = property(lambda self: list(self._members[0].context_changes) if self._members else [])
     question_message = property(lambda self: self._group.message)
-    # The shared message stands for several questions, one per person: no single question to resolve
-    # user groups for or to notify of (the host then does neither; see docs/architecture.md).
+    # The shared message stands for several questions, one per person (`asked_separately`): no single
+    # question; user groups were resolved before the group opened (`_people`).
     interrupt = property(lambda self: None)
 
     @property
@@ -293,6 +293,10 @@ class _EachView:
     @property
     def question_progress(self) -> QuestionProgress:
         return progress_of(self._group, self._members, answering=self.answering)
+
+    @property
+    def asked_separately(self) -> list[InterruptRecord]:
+        return list(self._members)
 
     def record_question_message(self, message: dict[str, Any]) -> None:
         gid = self._group.id

@@ -71,6 +71,11 @@ class PausingRun(RunView, Protocol):
         """For a question put to each person separately (`ask_each`), how far it is; None otherwise."""
         ...
 
+    @property
+    def asked_separately(self) -> list[InterruptRecord]:
+        """For `ask_each`, each person's own question behind the shared message; empty otherwise."""
+        ...
+
     def record_assignees(
         self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
     ) -> None:

@@ -320,6 +320,10 @@ class Run:
         """A single question has no per-person progress (see `ask_each`)."""
         return None
 
+    @property
+    def asked_separately(self) -> list[InterruptRecord]:
+        return []
+
     def secret(self, item_id: str) -> str:
         """The value of the secret item `item_id` as last answered in this execution (see `ask`).
 
