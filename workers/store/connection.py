@@ -98,14 +98,8 @@ def connect(url: str, **options: Any) -> redis.Redis:
     """A client for `url`; `options` are redis-py connection options (timeouts, retry, health checks)."""
     if not url.startswith(SENTINEL_SCHEME):
         return redis.Redis.from_url(url, **options)
-    target = parse_sentinel_url(url)
-    sentinel_kwargs = {k: options[k] for k in _SENTINEL_SOCKET_OPTIONS if k in options}
-    if target.sentinel_password:
-        sentinel_kwargs["password"] = target.sentinel_password
-    if target.sentinel_username:
-        sentinel_kwargs["username"] = target.sentinel_username
+    target, sentinel_kwargs, auth = _sentinel_parts(url, options)
     sentinel = Sentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
-    auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
     return sentinel.master_for(target.service, db=target.db, **auth, **options)
 
 
@@ -113,14 +107,8 @@ def connect_async(url: str, **options: Any) -> aioredis.Redis:
     """An asyncio client for `url`, in every form `connect` takes (the long-polls' pub/sub uses it)."""
     if not url.startswith(SENTINEL_SCHEME):
         return aioredis.Redis.from_url(url, **options)
-    target = parse_sentinel_url(url)
-    sentinel_kwargs = {k: options[k] for k in _SENTINEL_SOCKET_OPTIONS if k in options}
-    if target.sentinel_password:
-        sentinel_kwargs["password"] = target.sentinel_password
-    if target.sentinel_username:
-        sentinel_kwargs["username"] = target.sentinel_username
+    target, sentinel_kwargs, auth = _sentinel_parts(url, options)
     sentinel = AsyncSentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
-    auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
     return sentinel.master_for(target.service, db=target.db, **auth, **options)
 
 
@@ -140,3 +128,15 @@ def sibling(client: redis.Redis, *, max_connections: int, **overrides: Any) -> r
     else:
         new_pool = type(pool)(connection_class=pool.connection_class, max_connections=max_connections, **kwargs)
     return redis.Redis(connection_pool=new_pool)
+
+
+def _sentinel_parts(url: str, options: dict[str, Any]) -> tuple[SentinelTarget, dict[str, Any], dict[str, str]]:
+    """For a Sentinel `url`: its parts, the options the Sentinels themselves get, and the master's auth."""
+    target = parse_sentinel_url(url)
+    sentinel_kwargs = {k: options[k] for k in _SENTINEL_SOCKET_OPTIONS if k in options}
+    if target.sentinel_password:
+        sentinel_kwargs["password"] = target.sentinel_password
+    if target.sentinel_username:
+        sentinel_kwargs["username"] = target.sentinel_username
+    auth = {k: v for k, v in (("username", target.username), ("password", target.password)) if v}
+    return target, sentinel_kwargs, auth
