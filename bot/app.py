@@ -15,7 +15,6 @@ from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 
-from bot.ack_timing import time_answers
 from bot.deps import BotDeps
 from bot.listeners import actions, admin_actions, commands, events, inspect, installs, options, reassign, views
 from bot.slack import payload_shape
@@ -47,7 +46,6 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
         before_authorize=refuse_malformed,
     )
 
-    app.use(time_answers)  # parley_submit_ack_seconds
     commands.register(app, deps)
     actions.register(app, deps)
     admin_actions.register(app, deps)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
@@ -9,7 +10,9 @@ import pytest
 from prometheus_client import generate_latest
 from slack_sdk.http_retry.response import HttpResponse
 
-from bot.ack_timing import surface_of
+from bot.ack_timing import timed
+from bot.listeners.actions import on_choose, on_open_form, on_submit
+from bot.listeners.views import on_form_submission
 from bot.slack.webapi_metrics import method_of, outcome_of
 from parley.metrics_setup import ENV, prepare, use_multiprocess
 from workers import metrics
@@ -43,17 +46,35 @@ def test_an_error_without_a_response_is_a_connection_error() -> None:
 
 
 def test_answer_surfaces() -> None:
-    assert surface_of({"type": "block_actions", "actions": [{"action_id": "parley_submit"}]}) == "submit"
-    assert surface_of({"type": "block_actions", "actions": [{"action_id": "parley_choose_2"}]}) == "choice"
-    assert surface_of({"type": "view_submission", "view": {"callback_id": "parley_form"}}) == "form"
-    for other in (
-        {"type": "block_actions", "actions": [{"action_id": "parley_open_form"}]},
-        {"type": "view_submission", "view": {"callback_id": "something_else"}},
-        {"type": "block_actions", "actions": "not a list"},
-        {"command": "/parley"},
-        [],
-    ):
-        assert surface_of(other) is None, other
+    """Each answer listener is timed under its own surface; opening a form is not an answer."""
+    assert on_submit.surface == "submit"  # type: ignore[attr-defined]
+    assert on_choose.surface == "choice"  # type: ignore[attr-defined]
+    assert on_form_submission.surface == "form"  # type: ignore[attr-defined]
+    assert not hasattr(on_open_form, "surface")
+    with pytest.raises(ValueError, match="unknown answer surface"):
+        timed("open_form")
+
+
+def _ack_count(surface: str) -> float:
+    return next(
+        s.value
+        for m in metrics.SUBMIT_ACK.collect()
+        for s in m.samples
+        if s.name.endswith("_count") and s.labels.get("surface") == surface
+    )
+
+
+def test_a_timed_listener_is_observed_even_when_it_raises() -> None:
+    before = _ack_count("form")
+
+    @timed("form")
+    def listener(ack: object, body: dict[str, object]) -> None:
+        raise RuntimeError("listener failed")
+
+    with pytest.raises(RuntimeError):
+        listener(ack=None, body={})
+    assert _ack_count("form") == before + 1
+    assert inspect.getfullargspec(listener).args == ["ack", "body"]  # the names bolt injects arguments by
 
 
 def test_every_refusal_reason_is_exposed_from_the_start() -> None:

@@ -17,6 +17,7 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
@@ -95,10 +96,12 @@ def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, client: We
         deps.after_ack(tell_refusal, client, outcome, channel_of(body), thread_of(body))
 
 
+@timed("submit")
 def on_submit(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     _answered(ack, body, submit_outcome(body, deps), client, deps)
 
 
+@timed("choice")
 def on_choose(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     _answered(ack, body, choose_outcome(body, deps), client, deps)
 

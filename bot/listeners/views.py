@@ -14,6 +14,7 @@ from slack_bolt import Ack, App
 from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
 from slack_sdk.models.views import View
 
+from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_state_values
@@ -27,6 +28,7 @@ ERROR_MAX = 150
 """Slack shows at most this many characters of an inline field error."""
 
 
+@timed("form")
 def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     """Accept the form's answers; the channel it was opened from comes back in `private_metadata`."""
     view = body.get("view") or {}

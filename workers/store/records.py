@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from enum import StrEnum
 from functools import lru_cache
@@ -150,14 +151,28 @@ class InterruptRecord(_Record):
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
         fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
         fields["request"] = _request(data["request"])
-        fields["assignees"] = json.loads(data.get("assignees") or "[]")
-        fields["answers"] = [Answer.model_validate(a) for a in json.loads(data.get("answers") or "[]")]
-        fields["message"] = json.loads(data.get("message") or "{}")
-        fields["context"] = json.loads(data["context"]) if data.get("context") else None
-        fields["context_changes"] = json.loads(data.get("context_changes") or "[]")
-        for name, empty in (("groups", "{}"), ("escalate_to", "[]"), ("handoffs", "[]")):
-            fields[name] = json.loads(data.get(name) or empty)
+        fields["answers"] = [Answer.model_validate(a) for a in _json(data, "answers", [])]
+        fields["context"] = _json(data, "context", None)
+        for name in _JSON_FIELDS:
+            fields[name] = _json(data, name, _JSON_FIELDS[name])
         return cls.model_validate(fields)
+
+
+# The interrupt's JSON fields and their value when absent; an absent one (most are, on
+# most questions) is not parsed at all: the acceptance reads an interrupt on every click.
+_JSON_FIELDS: dict[str, Any] = {
+    "assignees": [],
+    "message": {},
+    "context_changes": [],
+    "groups": {},
+    "escalate_to": [],
+    "handoffs": [],
+}
+
+
+def _json(data: dict[str, str], name: str, empty: Any) -> Any:
+    raw = data.get(name)
+    return json.loads(raw) if raw else copy.copy(empty)
 
 
 class HistoryEntry(_Record):
