@@ -75,6 +75,15 @@ def ask_agent(run: Any, text: str) -> str:
     return f"colour {answer['colour']}"
 
 
+@agent("t-each")
+def each_agent(run: Any, text: str) -> str:
+    """The colour asked of each of text's assignees on their own (`ask_each`), going on at text's quorum."""
+    p = _params(text)
+    bump(run.data_dir, run.run_id, "executions")
+    got = run.ask_each(_colour(assignees=p.get("assignees", [])), quorum=p.get("quorum"))
+    return " ".join(f"{user}={answer['colour']}" for user, answer in sorted(got.items()))
+
+
 @agent("t-gate")
 def gate_agent(run: Any, text: str) -> str:
     """Records a step, then (in-process tests only) waits at its gate before its next write."""

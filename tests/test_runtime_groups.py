@@ -17,13 +17,16 @@ from redis import Redis
 from runtime_helpers import history_events, paused, runtime_and_host, start, work
 
 from bot.slack.blocks_inspect import inspect_view
+from bot.slack.refusals import refusal_text
 from workers import agent
 from workers.interaction import Answer, Item, ItemType, Request
 from workers.registry import load_agents
 from workers.runtime import admin
-from workers.runtime.acceptance import AcceptRefused, accept
+from workers.runtime.acceptance import AcceptRefused, accept, try_accept
+from workers.runtime.queues import EXECUTE
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
+from workers.store import job_ids
 from workers.store.records import InterruptState, RefusalReason, RunStatus
 
 pytestmark = pytest.mark.integration
@@ -56,6 +59,7 @@ def _any(run: Any, text: str) -> str:
 
 
 def _each(run: Any, text: str) -> str:
+    EXECUTIONS[run.run_id] = EXECUTIONS.get(run.run_id, 0) + 1
     p = json.loads(text)
     got = run.ask_each(_yes_no("Approve?", ["UA", "UB", "UC"]), quorum=p.get("quorum"))
     return ",".join(f"{u}={v['ok']}" for u, v in sorted(got.items()))
@@ -64,6 +68,12 @@ def _each(run: Any, text: str) -> str:
 agent("t-group-all")(_all)
 agent("t-group-any")(_any)
 agent("t-group-each")(_each)
+
+
+@agent("t-group-shared")
+def _shared(run: Any, text: str) -> str:
+    got = run.ask_all({"a": _yes_no("A?", ["UA", "UB"]), "b": _yes_no("B?", ["UC"])})
+    return f"a={got['a']['ok']} b={got['b']['ok']}"
 
 
 @agent("t-group-each-team")
@@ -317,3 +327,64 @@ def test_ask_each_counts_each_member_of_a_user_group_toward_the_quorum(r: Redis,
     work(rt)
     record = rt.store.get(run_id)
     assert record.status is RunStatus.SUCCEEDED and record.result == "UA=yes,UB=no"
+
+
+def _unconfirmed_runtime(r: Redis, tmp_path: Path) -> Runtime:
+    """A runtime waiting for one more replica than the test Redis has: no answer is ever confirmed."""
+    missing = int(r.info("replication")["connected_slaves"]) + 1
+    return runtime_and_host(r, tmp_path, min_replicas=missing)[0]
+
+
+def test_an_unconfirmed_answer_is_kept_and_the_same_answers_again_are_that_acceptance(r: Redis, tmp_path: Path) -> None:
+    rt = _unconfirmed_runtime(r, tmp_path)
+    run_id = start(rt, "t-group-each", {"quorum": 2})
+    work(rt)
+    gid = paused(rt, run_id)
+    members = _members(rt, run_id)
+    yes = [Answer(id="ok", choice="yes")]
+    outcome = try_accept(rt, members["UA"], "UA", yes, team=None, token="UA:click-1")
+    assert outcome.reason is RefusalReason.UNCONFIRMED
+    assert "Please submit it again" in refusal_text(outcome)  # the single question's wording; a form stays open
+    assert rt.store.interrupt(members["UA"].id).state is InterruptState.ANSWERED  # kept on the master
+    for click in (2, 3):  # submitted again while no replica confirms: recognised, still unconfirmed
+        with pytest.raises(AcceptRefused) as again:
+            accept(rt, members["UA"].id, "UA", yes, token=f"UA:click-{click}")
+        assert again.value.reason is RefusalReason.UNCONFIRMED
+    group = rt.store.groups.group(gid)
+    assert group is not None and group.state == "open"  # UA counted once toward the quorum of 2
+    assert rt.store.get(run_id).status is RunStatus.PAUSED
+    with pytest.raises(AcceptRefused) as last:  # the answer that completes the group: kept, the run queued
+        accept(rt, members["UB"].id, "UB", yes, token="UB:click-1")
+    assert last.value.reason is RefusalReason.UNCONFIRMED
+    assert rt.store.get(run_id).status is RunStatus.QUEUED
+    # A replica confirms now (a runtime that does not wait stands for it): the same answers are that acceptance.
+    plain, _ = runtime_and_host(r, tmp_path)
+    for user in ("UA", "UB"):
+        accept(plain, members[user].id, user, yes, token=f"{user}:click-9")
+    executions = [j for j in plain.queue.get_jobs() if j.func_name == EXECUTE]
+    assert [j.id for j in executions] == [job_ids.resume(run_id, gid)]  # the run was queued once
+    with pytest.raises(AcceptRefused) as late:
+        _yes(plain, members["UC"].id, "UC")
+    assert late.value.reason is RefusalReason.NOT_NEEDED
+    work(plain)
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "UA=yes,UB=yes")
+    assert EXECUTIONS[run_id] == 2  # asked, then resumed once
+    assert len(history_events(rt, run_id, "answered")) == 2  # one line per member, none for a resubmission
+
+
+def test_after_an_unconfirmed_answer_other_answers_are_refused_as_answered(r: Redis, tmp_path: Path) -> None:
+    rt = _unconfirmed_runtime(r, tmp_path)
+    run_id = start(rt, "t-group-shared", {})
+    work(rt)
+    a = _members(rt, run_id)["a"]
+    yes = [Answer(id="ok", choice="yes")]
+    assert try_accept(rt, a, "UA", yes, team=None, token="UA:click-1").reason is RefusalReason.UNCONFIRMED
+    for user, value in (("UA", "no"), ("UB", "yes")):  # other answers, or another of its people
+        with pytest.raises(AcceptRefused) as refused:
+            accept(rt, a.id, user, [Answer(id="ok", choice=value)], token=f"{user}:click-2")
+        assert refused.value.reason is RefusalReason.ANSWERED and refused.value.detail["by"] == "UA"
+    stored = rt.store.interrupt(a.id)
+    assert stored is not None and (stored.answered_by, stored.answers) == ("UA", yes)
+    assert len(history_events(rt, run_id, "answered")) == 1
+    assert rt.store.get(run_id).status is RunStatus.PAUSED

@@ -22,6 +22,7 @@ from workers.store.records import InterruptRecord, InterruptState, RefusalReason
 from workers.store.runs import Refusal
 
 log = Log("parley.accept")
+UNCONFIRMED_MESSAGE = "no replica confirmed the answer in time; submit it again"
 
 
 class AcceptRefused(ParleyError):
@@ -190,6 +191,13 @@ def accept(
         raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
         refusal = close_member(runtime, interrupt, "answer", user, valid, token=token or secrets.token_hex(8))
+        if refusal and refusal.reason is RefusalReason.UNCONFIRMED:  # kept, resume or show enqueued: as below
+            if not redelivery:
+                metrics.answer_accepted(interrupt.asked_at)
+            log.warning(
+                "answer accepted on the master but not confirmed by a replica", **ctx, replicas=refusal.detail[0]
+            )
+            raise AcceptRefused(RefusalReason.UNCONFIRMED, UNCONFIRMED_MESSAGE)
         if refusal:
             log.info("answer refused", **ctx, reason=refusal.reason)
             raise refusal_error(refusal, interrupt)
@@ -206,7 +214,7 @@ def accept(
         if not redelivery:  # written on the master; the resubmission it asks for is then a redelivery
             metrics.answer_accepted(interrupt.asked_at)
         _resume_unconfirmed(runtime, interrupt, ctx, confirmed=refusal.detail[0])
-        raise AcceptRefused(RefusalReason.UNCONFIRMED, "no replica confirmed the answer in time; submit it again")
+        raise AcceptRefused(RefusalReason.UNCONFIRMED, UNCONFIRMED_MESSAGE)
     if refusal:
         log.info("answer refused", **ctx, reason=refusal.reason)
         raise refusal_error(refusal, interrupt)

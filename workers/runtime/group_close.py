@@ -5,11 +5,18 @@ same atomic step; this enqueues the one resume. A member answered before the gro
 complete is shown on its message by a small job on the worker (`show`), so the ack path
 stays free of Web API calls and the question reads as answered at once, while the run
 stays parked until the last answer its mode needs.
+
+With `PARLEY_REDIS_MIN_REPLICAS` an answer the master accepted but no replica confirmed in
+time comes back `UNCONFIRMED`: it is kept, so its resume or show is enqueued as for any
+accepted answer, and the person is asked to submit again (the same answers are the same
+acceptance, see `group_scripts.CLOSE_MEMBER`).
 """
 
 from __future__ import annotations
 
 import time
+
+import redis
 
 from workers.interaction import Answer, OnExpiry
 from workers.logs import Log
@@ -18,7 +25,7 @@ from workers.runtime.queues import enqueue_run, enqueue_show
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.groups import GroupMode, GroupRecord
-from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.runs import Refusal, history_entry
 
 log = Log("parley.group")
@@ -35,7 +42,11 @@ def close_member(
     token: str = "",
     now: float | None = None,
 ) -> Refusal | None:
-    """Close `interrupt` (a group's member) as `mode`; None when it closed, else why not (nothing written)."""
+    """Close `interrupt` (a group's member) as `mode`; None when it closed, else why not (nothing written).
+
+    Except `UNCONFIRMED`: the answer was accepted on the master, and its resume or show is
+    enqueued, but fewer replicas than asked for confirmed it in time.
+    """
     answers_json = [a.model_dump(exclude_none=True) for a in answers or []]
     bound = {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
     entry = history_entry(
@@ -52,17 +63,30 @@ def close_member(
     closed = runtime.store.groups.close(
         interrupt, mode, actor, entry, answers, token=token, counts=counts, now=time.time() if now is None else now
     )
-    if closed.reason is not None:
+    unconfirmed = closed.reason is RefusalReason.UNCONFIRMED
+    if closed.reason is not None and not unconfirmed:
         return Refusal(closed.reason, closed.detail)
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "group": interrupt.group}
     if mode == "cancel":
         return None
-    if closed.done:
+    try:
+        _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
+    except redis.RedisError:
+        if not unconfirmed:
+            raise
+        # A lost resume is queued again by the sweep (the run is in the accepted index); a lost show
+        # leaves the member to be shown when the run resumes.
+        log.warning("could not enqueue after an unconfirmed answer", **ctx, exc=True)
+    return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else None
+
+
+def _go_on(runtime: Runtime, interrupt: InterruptRecord, done: bool, ctx: dict[str, str], dropped: list[str]) -> None:
+    """After a member closed: resume the run once its group is complete, else show the member answered."""
+    if done:
         enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt.group))
-        log.info("group complete; run queued", **ctx, closed_as_not_needed=closed.dropped)
+        log.info("group complete; run queued", **ctx, closed_as_not_needed=dropped)
     else:
         enqueue_show(runtime.queue, interrupt.run_id, interrupt.id, job_ids.show(interrupt.id))
-    return None
 
 
 def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:

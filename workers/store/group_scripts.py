@@ -66,7 +66,9 @@ return 1
 
 # Close one member: an answer, an expiry, or (for the whole group) a cancel. Returns
 # {1, done, ...} where done is 1 when this step completed the group and queued the run
-# (followed by the ids it closed as not needed), or {0, reason, detail...}.
+# (followed by the ids it closed as not needed), or {0, reason, detail...}. An answer the
+# member already accepted (a redelivery, or a resubmission of the same answers by the same
+# person) returns {1, 0} and writes nothing new.
 # KEYS: run, interrupt, group, expiry, remind, accepted, history
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json, token, history json, resume job id, interrupt prefix,
@@ -84,7 +86,14 @@ if #h == 0 then return {0, R_UNKNOWN} end
 local q = {}
 for i = 1, #h, 2 do q[h[i]] = h[i + 1] end
 if q.state == 'answered' then
-  if ARGV[6] == 'answer' and q.accept_token == ARGV[9] then return {1, 0} end
+  -- The same delivery (its token), or the same person sending the same answers again (told to
+  -- resubmit when a replica did not confirm in time), is the acceptance already made: counted,
+  -- recorded and queued once, by it. The rewrite of a field to its own value is replicated, so
+  -- a WAIT after it covers that acceptance (as in `scripts.CLOSE`).
+  if ARGV[6] == 'answer' and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
+    redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
+    return {1, 0}
+  end
   return {0, R_ANSWERED, q.answered_by or '', q.answered_at or ''}
 end
 if q.state == 'cancelled' then return {0, R_CANCELLED, q.closed_by or ''} end

@@ -21,6 +21,7 @@ from workers.exceptions import StaleEpoch
 from workers.interaction import Answer
 from workers.store import group_scripts, job_ids, keys
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
+from workers.store.replication import Replication
 
 
 class GroupMode(StrEnum):
@@ -58,7 +59,11 @@ class GroupRecord(BaseModel):
 
 @dataclass(frozen=True)
 class MemberClose:
-    """What closing one member did: refused (`reason`), or closed, and whether that completed the group."""
+    """What closing one member did: refused (`reason`), or closed, and whether that completed the group.
+
+    `UNCONFIRMED` is the one reason that wrote: the answer was accepted on the master (and
+    `done`, `dropped` say what that did) but fewer replicas than asked for confirmed it in time.
+    """
 
     reason: RefusalReason | None = None
     detail: tuple[str, ...] = ()
@@ -76,10 +81,14 @@ class NewMember:
 
 
 class GroupStore:
-    """Opens, parks and closes groups; `RunStore.groups` is the one instance a process uses."""
+    """Opens, parks and closes groups; `RunStore.groups` is the one instance a process uses.
 
-    def __init__(self, redis: Redis) -> None:
+    `replication` is the `RunStore`'s: a member's answer waits for replicas as a single question's does.
+    """
+
+    def __init__(self, redis: Redis, replication: Replication | None = None) -> None:
         self.redis = redis
+        self.replication = replication or Replication()
         self._open = redis.register_script(group_scripts.OPEN_GROUP)
         self._park = redis.register_script(group_scripts.PARK_GROUP)
         self._close = redis.register_script(group_scripts.CLOSE_MEMBER)
@@ -181,38 +190,50 @@ class GroupStore:
         counts: bool = True,
         now: float | None = None,
     ) -> MemberClose:
-        """Answer, expire or cancel a member in one atomic step; `entry` is its history line."""
+        """Answer, expire or cancel a member in one atomic step; `entry` is its history line.
+
+        With `replication.min_replicas` set, an answer is followed by `WAIT` on the same connection
+        (`Replication.run_and_wait`); one accepted but confirmed by fewer replicas comes back as
+        `UNCONFIRMED`, kept on the master, and the same person's same answers are then the same acceptance.
+        """
         now = time.time() if now is None else now
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
-        res = self._close(
-            keys=[
-                keys.run(interrupt.run_id),
-                keys.interrupt(interrupt.id),
-                keys.group(interrupt.group),
-                keys.expiry_index(),
-                keys.remind_index(),
-                keys.accepted_index(),
-                keys.history(interrupt.run_id),
-            ],
-            args=[
-                interrupt.run_id,
-                keys.status_index(""),
-                keys.waiting_index(""),
-                interrupt.id,
-                repr(now),
-                mode,
-                actor,
-                answers_json,
-                token,
-                entry,
-                job_ids.resume(interrupt.run_id, interrupt.group),
-                keys.interrupt(""),
-                "1" if counts else "0",
-            ],
-        )
+        close_keys = [
+            keys.run(interrupt.run_id),
+            keys.interrupt(interrupt.id),
+            keys.group(interrupt.group),
+            keys.expiry_index(),
+            keys.remind_index(),
+            keys.accepted_index(),
+            keys.history(interrupt.run_id),
+        ]
+        close_args = [
+            interrupt.run_id,
+            keys.status_index(""),
+            keys.waiting_index(""),
+            interrupt.id,
+            repr(now),
+            mode,
+            actor,
+            answers_json,
+            token,
+            entry,
+            job_ids.resume(interrupt.run_id, interrupt.group),
+            keys.interrupt(""),
+            "1" if counts else "0",
+        ]
+        wanted = self.replication.min_replicas if mode == "answer" else 0
+        confirmed = 0
+        if not wanted:
+            res = self._close(keys=close_keys, args=close_args)
+        else:
+            res, confirmed = self.replication.run_and_wait(self.redis, self._close, close_keys, close_args)
         if res[0] != 1:
             return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
-        return MemberClose(done=bool(int(res[1])), dropped=[_s(x) for x in res[2:]])
+        done, dropped = bool(int(res[1])), [_s(x) for x in res[2:]]
+        if confirmed < wanted:  # accepted on the master, not yet on enough replicas: kept, and resubmittable
+            return MemberClose(RefusalReason.UNCONFIRMED, (str(confirmed),), done=done, dropped=dropped)
+        return MemberClose(done=done, dropped=dropped)
 
     def mark_shown(self, interrupt_id: str) -> None:
         """Remember that a member's closing is shown on its message, so the resumed run need not show it again."""

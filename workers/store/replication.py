@@ -9,8 +9,8 @@ follow the script on the same connection, and one round trip keeps the ack short
 When fewer replicas confirm in time the accept is not undone: a rollback would be one
 more unreplicated write, lost the same way. The answer stays accepted on the master, the
 person is asked to submit again, and the close script takes the same person's same
-answers as the same acceptance (see `scripts.CLOSE`), whichever of the master or a
-promoted replica they reach.
+answers as the same acceptance (see `scripts.CLOSE`, and `group_scripts.CLOSE_MEMBER` for one
+of several questions asked at once), whichever of the master or a promoted replica they reach.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ class RunStore:
         self._park = redis.register_script(scripts.PARK)
         self._close = redis.register_script(scripts.CLOSE)
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
-        self.groups = GroupStore(redis)  # questions asked at once: ask_all, ask_any, ask_each
+        self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
 
     # ---- creation and reads -------------------------------------------------
