@@ -133,7 +133,7 @@ def _accept_rounds(master: redis.Redis, store: RunStore, cfg: Config, request: A
 
 def measure(stack: Stack, cfg: Config) -> Result:
     if not _server_binary():
-        return Result(rows=[Row("9 min replicas", "skipped", "", float("nan"), note="no redis-server binary")])
+        return Result(rows=[Row("10 min replicas", "skipped", "", float("nan"), note="no redis-server binary")])
     counts = cfg.pick({1: 100, 16: 224}, {1: 300, 16: 960})
     warm = 64
     total = 2 * (cfg.rounds * sum(counts.values()) + warm)
@@ -203,7 +203,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
             result.detail[f"c{c}"] = {"wait": w.summary(), "nowait": n.summary()}
             result.rows += [
                 Row(
-                    "9 min replicas=1",
+                    "10 min replicas=1",
                     f"c={c}",
                     "p50 ms",
                     w.p50,
@@ -211,13 +211,13 @@ def measure(stack: Stack, cfg: Config) -> Result:
                     ratio(w.p50, n.p50),
                     spread=f"{w.spread()} | {n.spread()}",
                 ),
-                Row("9 min replicas=1", f"c={c}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
+                Row("10 min replicas=1", f"c={c}", "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
             ]
         for key, (w, n) in in_process.items():
             result.detail[key] = {"wait": w.summary(), "nowait": n.summary()}
             result.rows += [
                 Row(
-                    "9 min replicas=1",
+                    "10 min replicas=1",
                     key,
                     "p50 ms",
                     w.p50,
@@ -225,7 +225,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
                     ratio(w.p50, n.p50),
                     spread=f"{w.spread()} | {n.spread()}",
                 ),
-                Row("9 min replicas=1", key, "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
+                Row("10 min replicas=1", key, "p99 ms", w.p99, n.p99, ratio(w.p99, n.p99)),
             ]
         if errors or on_master != sent or on_replica != sent:
             note = f"{errors} HTTP errors; of {sent} answers {on_master} on the master, {on_replica} on the replica"
