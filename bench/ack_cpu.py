@@ -1,0 +1,149 @@
+"""`python bench/ack_cpu.py [--clicks N] [--rounds R] [TREE ...]`: CPU per Submit click, in-process.
+
+The ack path's own cost without an HTTP server, a load generator or a second process to
+share the cores with: signed Submit clicks on seeded paused runs go straight into the bot's
+WSGI app (`bot.wsgi.make_wsgi` over `parley.serve.build_bot`: bolt's verification, parsing
+and routing, then Parley's listener, acceptance and RQ enqueue) one after another, and the
+process's CPU time is divided by the clicks. CPU time moves far less with the machine's
+load than latency does, so it can compare commits the HTTP bench cannot separate.
+
+Each TREE (a checkout of any commit, default this one) is run in its own process with
+`PYTHONPATH=TREE`, alternating over rounds, so every side imports its own code. Each needs a
+Web API stand-in for bolt's one `auth.test`: this starts `bench.standin` from this checkout.
+Redis: `REDIS_URL` (or 127.0.0.1:6379), database 14 unless `--db`; it is flushed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+SECRET = "ack-cpu-signing-secret-0123456789"
+
+
+def _one_tree(clicks: int) -> dict[str, float]:
+    """Runs inside the child (its settings from the environment): seed, warm up, then time `clicks` Submits."""
+    import logging
+
+    from bench.agents import AGENT, three_item_request
+    from bench.seed import SubmitClicks, seed_paused
+    from bot.wsgi import make_wsgi
+    from parley import settings as settings_mod
+    from parley.serve import build_bot
+    from workers.store.runs import RunStore
+
+    logging.disable(logging.CRITICAL)  # equal on every side: no log I/O in the timing
+    app, client = build_bot(settings_mod.load())
+    wsgi = make_wsgi(app, client)
+    client.flushdb()
+    warm = 50
+    n = clicks + warm
+    messages = [[f"C0BENCH{i % 64:02d}", f"{1700000000 + i}.000100", f"{1700000000 + i}.000200"] for i in range(n)]
+    runs = seed_paused(
+        RunStore(client),
+        n,
+        three_item_request(),
+        agent=AGENT,
+        user_for=lambda i: f"U0B{i % 100:03d}",
+        messages=messages,
+    )
+    bodies = [SubmitClicks(three_item_request()).body(run) for run in runs]
+    statuses: list[str] = []
+
+    def click(body: bytes) -> None:
+        ts = str(int(time.time()))
+        signature = hmac.new(SECRET.encode(), b"v0:" + ts.encode() + b":" + body, hashlib.sha256).hexdigest()
+        environ = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/slack/events",
+            "QUERY_STRING": "",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "80",
+            "wsgi.url_scheme": "http",
+            "CONTENT_TYPE": "application/x-www-form-urlencoded",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_X_SLACK_REQUEST_TIMESTAMP": ts,
+            "HTTP_X_SLACK_SIGNATURE": f"v0={signature}",
+            "wsgi.input": io.BytesIO(body),
+        }
+        b"".join(wsgi(environ, lambda status, headers, exc_info=None: statuses.append(status)))
+
+    for body in bodies[:warm]:
+        click(body)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for body in bodies[warm:]:
+        click(body)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    refused = [s for s in statuses if not s.startswith("200")]
+    if refused:
+        raise SystemExit(f"ack_cpu: {len(refused)} clicks were not acked 200 (first: {refused[0]})")
+    return {"cpu_ms": 1000 * cpu / clicks, "wall_ms": 1000 * wall / clicks}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("trees", nargs="*", default=[str(HERE)], help="checkouts to compare (default: this one)")
+    p.add_argument("--clicks", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--db", type=int, default=14)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(_one_tree(args.clicks)))
+        return 0
+
+    sys.path.insert(0, str(HERE))
+    from bench.processes import free_port
+    from bench.redis_db import bench_redis_url
+
+    redis_url = bench_redis_url(db=args.db)  # refuses database 0
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    standin = subprocess.Popen([sys.executable, "-m", "bench.standin", str(port)], env=env, cwd=HERE)
+    try:
+        time.sleep(2.0)
+        results: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.trees}
+        for _ in range(args.rounds):
+            for tree in args.trees:
+                child_env = {
+                    **os.environ,
+                    "PYTHONPATH": str(Path(tree).resolve()),
+                    "REDIS_URL": redis_url,
+                    "SLACK_BOT_TOKEN": "xoxb-bench-0000",
+                    "SLACK_SIGNING_SECRET": SECRET,
+                    "SLACK_API_URL": f"http://127.0.0.1:{port}/api/",
+                    "PARLEY_AGENTS": "bench.agents",
+                }
+                argv = [sys.executable, str(Path(__file__).resolve()), "--child", "--clicks", str(args.clicks)]
+                out = subprocess.run(argv, env=child_env, cwd=tree, capture_output=True, text=True, check=False)
+                if out.returncode != 0:
+                    raise SystemExit(f"ack_cpu: {tree} failed:\n{out.stderr[-2000:]}{out.stdout[-500:]}")
+                results[tree].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    finally:
+        standin.terminate()
+        standin.wait(10)
+    print(f"CPU per Submit click, in-process ({args.clicks} clicks x {args.rounds} alternating rounds)")
+    for tree, rounds in results.items():
+        cpu = sorted(r["cpu_ms"] for r in rounds)
+        wall = sorted(r["wall_ms"] for r in rounds)
+        print(
+            f"  {tree}: CPU median {statistics.median(cpu):.3f} ms (rounds {' '.join(f'{c:.3f}' for c in cpu)}),"
+            f" wall median {statistics.median(wall):.3f} ms"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
