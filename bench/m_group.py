@@ -3,9 +3,12 @@
 Both sides are the same ten 3-item questions, each to its own person, asked by a run on
 one real `parley worker` and answered in-process through `accept` (the ack path is
 measured by row 1). Per run:
-- posting: ask_all, from just before the call to the tenth question arriving at the Web
-  API stand-in (one execution); in sequence, the sum over the ten questions of just-before-
-  `ask` → that question's arrival (ten executions);
+- posting: ask_all, from just before the call to the last Web API call its execution made
+  before parking (ten questions, and each person told by DM) (one execution); in sequence,
+  the sum over the ten `ask`s of just-before-`ask` → the last call that execution made (its
+  question and its DM) (ten executions). Both end after the DMs: ending at the questions'
+  arrival would count nine DMs on the ask_all side (they follow each question) and none on
+  the other;
 - resume: ask_all, the last answer accepted → the agent's code after `ask_all` running; in
   sequence, the sum over the ten answers of accepted → the code after that `ask` running;
 - worker time: the summed run time of every RQ job of the run (executions and, for
@@ -88,6 +91,11 @@ def _arrivals(stack: Stack, root: str, since: float) -> list[float]:
     return sorted(c["at"] for c in stack.calls("chat.postMessage", since) if c["thread_ts"] == root and not c["error"])
 
 
+def _last_call(stack: Stack, since: float) -> float:
+    """When the stand-in took the last Web API call after `since`: the run is parked, so its execution made no more."""
+    return max(c["at"] for c in stack.calls("", since))
+
+
 def _all_side(stack: Stack, rt: Runtime, thread: list[str], since: float) -> dict[str, float]:
     r = rt.redis
     run_id = _start(rt, ALL_AGENT, thread)
@@ -98,7 +106,8 @@ def _all_side(stack: Stack, rt: Runtime, thread: list[str], since: float) -> dic
     names = [*run_keys(r, run_id), keys.group(gid), *(keys.interrupt(i) for i in group.members)]
     footprint = memory_of(r, list(dict.fromkeys(names))) / GROUP_SIZE
     _wait("ten questions posted", lambda: len(_arrivals(stack, thread[1], since)) >= GROUP_SIZE)
-    posting = (_arrivals(stack, thread[1], since)[-1] - _f(r, f"bench:asked:{run_id}")) * 1000
+    asked = _f(r, f"bench:asked:{run_id}")
+    posting = (_last_call(stack, asked) - asked) * 1000
     for member in rt.store.groups.members(group):
         accept(rt, member, member.assignees[0], ANSWERS)
     accepted = time.time()
@@ -119,7 +128,8 @@ def _seq_side(stack: Stack, rt: Runtime, thread: list[str], since: float) -> dic
         if k == 0:
             footprint = float(memory_of(r, run_keys(r, run_id)))
         _wait(f"question {k} posted", lambda k=k: len(_arrivals(stack, thread[1], since)) > k)
-        posting += (_arrivals(stack, thread[1], since)[k] - _f(r, f"bench:asked:{run_id}:q{k}")) * 1000
+        asked = _f(r, f"bench:asked:{run_id}:q{k}")
+        posting += (_last_call(stack, asked) - asked) * 1000
         interrupt = rt.store.interrupt(iid)
         assert interrupt is not None
         accept(rt, interrupt, interrupt.assignees[0], ANSWERS)
