@@ -147,8 +147,8 @@ def test_an_acked_group_answer_is_already_on_the_replica(pair: Topology, master:
     rt = make_runtime(master, tmp_path, min_replicas=1)
     run_id, gid = parked(rt, "t-each", EACH)
     u1 = each_member(rt, gid, "U1")
+    started = time.monotonic()  # before the stop: the 0.2 s are counted from no later than it
     with paused_for(pair, 0.2):  # stopped for less than the 500 ms WAIT: the ack waits for it, then goes
-        started = time.monotonic()
         accept(rt, u1.id, "U1", RED, token="U1:click-1")
         waited = time.monotonic() - started
     assert waited >= 0.2, waited  # without WAIT the ack would not have waited for the replica
