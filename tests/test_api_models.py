@@ -19,7 +19,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from bot.api.openapi import openapi_document
 from workers.questions.config import QuestionConfig
 from workers.questions.models import QuestionCreate
-from workers.questions.webhooks import DestinationRefused, check_destination, sign
+from workers.questions.webhooks import DestinationRefused, check_destination, pinned, sign
 
 pytestmark = pytest.mark.unit
 REQUEST = {"reason": "Ship?", "items": [{"id": "d", "text": "Decision", "type": "select", "options": ["y", "n"]}]}
@@ -89,6 +89,22 @@ def test_allow_patterns_admit_private_hosts_and_restrict_the_rest() -> None:
     check_destination("https://10.0.0.7/hook", ("10.0.0.*",))
     with pytest.raises(DestinationRefused, match="PARLEY_WEBHOOK_ALLOW"):
         check_destination("http://8.8.8.8/hook", ("hooks.example.com",))
+
+
+def test_the_checked_address_is_the_one_connected_to() -> None:
+    assert check_destination("http://8.8.8.8/hook", ()) == "8.8.8.8"
+    assert check_destination("http://127.0.0.1:9/hook", ("127.0.0.1",)) is None  # allowed by name: reached by name
+    assert pinned("https://hooks.example.com/in?x=1", "93.184.216.34") == (
+        "https://93.184.216.34/in?x=1",
+        {"host": "hooks.example.com"},
+        {"sni_hostname": "hooks.example.com"},  # the certificate is still checked against the host's name
+    )
+    assert pinned("http://user:pw@hooks.example.com:8080/in", "2606:2800:220:1::1") == (
+        "http://user:pw@[2606:2800:220:1::1]:8080/in",
+        {"host": "hooks.example.com:8080"},
+        {},
+    )
+    assert pinned("https://hooks.internal/in", None) == ("https://hooks.internal/in", {}, {})
 
 
 def test_signature_verifies_with_the_standardwebhooks_package() -> None:

@@ -4,7 +4,8 @@ When a question with a `callback_url` closes (answered, expired, cancelled), `an
 records the event's body once and enqueues `deliver` under one job id with RQ's `Retry`.
 Every attempt sends the same body with the same `webhook-id`, signed as the Standard
 Webhooks spec says; a non-2xx answer, an error or a timeout raises, and RQ tries again
-after the next interval. The last failure is recorded as `failed` on the question.
+after the next interval. The last failure is recorded as `failed` on the question. Each
+attempt checks the destination again and connects to the address it checked (`pinned`).
 
 Signing is the spec's three lines of HMAC-SHA256 (stdlib `hmac`), kept here rather than
 taken from the `standardwebhooks` package so that the tests, which verify with that
@@ -21,7 +22,7 @@ import hmac
 import ipaddress
 import socket
 import time
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from rq import Retry, get_current_job
@@ -50,10 +51,13 @@ class DestinationRefused(QuestionError):
     """A callback URL Parley will not call: not http(s), no host, or a private address not allowed."""
 
 
-def check_destination(url: str, allow: tuple[str, ...]) -> None:
+def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
     """Refuse a callback that is not http(s), or whose host resolves to a loopback, link-local,
     private or otherwise internal address, unless the host matches a `PARLEY_WEBHOOK_ALLOW`
-    pattern. With patterns set, only matching hosts are reached at all."""
+    pattern. With patterns set, only matching hosts are reached at all.
+
+    Returns the address that was checked, which a delivery then connects to (`pinned`); None
+    for a host an operator allowed by name, which is connected to by name."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise DestinationRefused("callback_url must be an http or https URL")
@@ -61,20 +65,52 @@ def check_destination(url: str, allow: tuple[str, ...]) -> None:
     if not host:
         raise DestinationRefused("callback_url has no host")
     if any(fnmatch.fnmatch(host, pattern.lower()) for pattern in allow):
-        return
+        return None
     if allow:
         raise DestinationRefused(f"callback_url host {host!r} is not in PARLEY_WEBHOOK_ALLOW")
     try:
         infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80))
     except (socket.gaierror, UnicodeError):
         raise DestinationRefused(f"callback_url host {host!r} does not resolve") from None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    for address in addresses:
         if not address.is_global or address.is_multicast:
             raise DestinationRefused(
                 f"callback_url host {host!r} is a private, loopback or link-local address ({address}); "
                 "allow it with PARLEY_WEBHOOK_ALLOW"
             )
+    return str(addresses[0])
+
+
+def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The URL, extra headers and httpx request extensions that reach `url`'s host at `address`.
+
+    Resolving the host again when connecting could give an address that was never checked
+    (DNS rebinding): the delivery connects to the address `check_destination` checked, and
+    still names the host, in the `Host` header and, over TLS, as the SNI name the server's
+    certificate is verified against. With no address (an allowed host) the URL is used as is.
+    """
+    if address is None:
+        return url, {}, {}
+    parts = urlsplit(url)
+    ip = ipaddress.ip_address(address)
+    netloc = f"[{ip}]" if ip.version == 6 else str(ip)
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    userinfo, _, host_and_port = parts.netloc.rpartition("@")
+    if userinfo:
+        netloc = f"{userinfo}@{netloc}"
+    extensions = {"sni_hostname": parts.hostname or ""} if parts.scheme == "https" else {}
+    return urlunsplit(parts._replace(netloc=netloc)), {"host": host_and_port}, extensions
+
+
+def post(url: str, address: str | None, *, content: str, headers: dict[str, str], timeout: float) -> httpx.Response:
+    """POST `content` to `url` over a connection to `address` (see `pinned`), redirects not followed."""
+    target, host_header, extensions = pinned(url, address)
+    client = _http(urlsplit(url).hostname or "")
+    return client.post(
+        target, content=content, headers={**headers, **host_header}, timeout=timeout, extensions=extensions
+    )
 
 
 def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
@@ -125,7 +161,7 @@ def deliver(question_id: str) -> str:
     state = state.model_copy(update={"attempts": state.attempts + 1})
     ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts}
     try:
-        check_destination(question.callback_url, cfg.webhook_allow)
+        address = check_destination(question.callback_url, cfg.webhook_allow)
     except DestinationRefused as exc:  # no retry would change this
         runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=str(exc))
         store.set_webhook(question_id, state.model_copy(update={"status": "failed", "last_error": str(exc)}))
@@ -143,7 +179,7 @@ def deliver(question_id: str) -> str:
             "webhook-signature": sign(token.webhook_secret, state.id, now, state.payload),
             "user-agent": "Parley-Webhooks/1",
         }
-        resp = _http().post(question.callback_url, content=state.payload, headers=headers, timeout=cfg.webhook_timeout)
+        resp = post(question.callback_url, address, content=state.payload, headers=headers, timeout=cfg.webhook_timeout)
         state = state.model_copy(update={"last_status": resp.status_code})
         if not 200 <= resp.status_code < 300:
             raise RuntimeError(f"the receiver answered HTTP {resp.status_code}")
@@ -161,10 +197,12 @@ def deliver(question_id: str) -> str:
     return "delivered"
 
 
-@functools.cache
-def _http() -> httpx.Client:
-    """One client per worker process: its connection pool and TLS context are made once, not per attempt.
-    Redirects are not followed (a redirect could lead past the destination check)."""
+@functools.lru_cache(maxsize=256)
+def _http(host: str) -> httpx.Client:
+    """One client per destination host in a worker process: its pool and TLS context are made once,
+    not per attempt. Per host, because connections are pooled by the address they go to, and a
+    TLS connection verified for one host must not carry another host's webhook that shares its
+    address. Redirects are not followed (a redirect could lead past the destination check)."""
     return httpx.Client(follow_redirects=False)
 
 

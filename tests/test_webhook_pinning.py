@@ -1,0 +1,56 @@
+"""A webhook goes to the address its destination check vetted, not to a second lookup of its host.
+
+A real HTTP server on 127.0.0.1 stands for the receiver. The callback URL names a host under
+`.invalid`, which never resolves: the POST reaches the server only because it connects to the
+pinned address, and the server still sees the URL's own host and path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from workers.questions.webhooks import post
+
+pytestmark = pytest.mark.integration
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    seen: list[tuple[str, str, bytes]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        _Receiver.seen.append((self.headers.get("host", ""), self.path, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[int]:
+    _Receiver.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_post_goes_to_the_pinned_address_and_names_the_host(receiver: int) -> None:
+    url = f"http://hooks.parley.invalid:{receiver}/in?x=1"
+    resp = post(url, "127.0.0.1", content='{"ok":true}', headers={"content-type": "application/json"}, timeout=5)
+    assert resp.status_code == 204
+    assert _Receiver.seen == [(f"hooks.parley.invalid:{receiver}", "/in?x=1", b'{"ok":true}')]
+
+
+def test_without_the_pinned_address_the_host_is_looked_up_again(receiver: int) -> None:
+    with pytest.raises(httpx.ConnectError):  # what a delivery would do without pinning: a fresh lookup
+        post(f"http://hooks.parley.invalid:{receiver}/in", None, content="{}", headers={}, timeout=5)
+    assert _Receiver.seen == []
