@@ -19,7 +19,7 @@ from redis import Redis
 
 from workers.exceptions import StaleEpoch
 from workers.interaction import Answer
-from workers.store import group_scripts, job_ids, keys
+from workers.store import group_scripts, job_ids, keys, scripts
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.replication import Replication
 
@@ -207,32 +207,18 @@ class GroupStore:
             keys.accepted_index(),
             keys.history(interrupt.run_id),
         ]
+        resume = job_ids.resume(interrupt.run_id, interrupt.group)
         close_args = [
-            interrupt.run_id,
-            keys.status_index(""),
-            keys.waiting_index(""),
-            interrupt.id,
-            repr(now),
-            mode,
-            actor,
-            answers_json,
-            token,
-            entry,
-            job_ids.resume(interrupt.run_id, interrupt.group),
+            *scripts.close_argv(interrupt.id, interrupt.run_id, now, mode, actor, answers_json, token, entry, resume),
             keys.interrupt(""),
             "1" if counts else "0",
         ]
-        wanted = self.replication.min_replicas if mode == "answer" else 0
-        confirmed = 0
-        if not wanted:
-            res = self._close(keys=close_keys, args=close_args)
-        else:
-            res, confirmed = self.replication.run_and_wait(self.redis, self._close, close_keys, close_args)
+        res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
         if res[0] != 1:
             return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
         done, dropped = bool(int(res[1])), [_s(x) for x in res[2:]]
-        if confirmed < wanted:  # accepted on the master, not yet on enough replicas: kept, and resubmittable
-            return MemberClose(RefusalReason.UNCONFIRMED, (str(confirmed),), done=done, dropped=dropped)
+        if short is not None:  # accepted on the master, not yet on enough replicas: kept, and resubmittable
+            return MemberClose(RefusalReason.UNCONFIRMED, (str(short),), done=done, dropped=dropped)
         return MemberClose(done=done, dropped=dropped)
 
     def mark_shown(self, interrupt_id: str) -> None:

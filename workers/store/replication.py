@@ -35,6 +35,18 @@ class Replication:
     min_replicas: int = 0
     timeout_ms: int = WAIT_TIMEOUT_MS
 
+    def closing(
+        self, client: Redis, script: Script, keys: Sequence[str], args: Sequence[Any], *, answer: bool
+    ) -> tuple[Any, int | None]:
+        """Run a script that closes a question; after an answer, with replicas asked for, `WAIT` too.
+
+        Returns the script's reply, and how many replicas confirmed when that was fewer than
+        `min_replicas` (None when it did not wait, or enough confirmed)."""
+        if not (answer and self.min_replicas):
+            return script(keys=keys, args=args, client=client), None
+        reply, confirmed = self.run_and_wait(client, script, keys, args)
+        return reply, confirmed if confirmed < self.min_replicas else None
+
     def run_and_wait(self, client: Redis, script: Script, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, int]:
         """Run `script`, then `WAIT` on the same connection; returns its reply and how many replicas confirmed."""
         for attempt in (1, 2):

@@ -277,29 +277,16 @@ class RunStore:
             keys.history(interrupt.run_id),
             keys.secrets(interrupt.run_id),
         ]
+        resume = job_ids.resume(interrupt.run_id, interrupt.id)
         close_args = [
-            interrupt.run_id,
-            keys.status_index(""),
-            keys.waiting_index(""),
-            interrupt.id,
-            repr(now),
-            mode,
-            actor,
-            answers_json,
-            token,
-            entry,
-            job_ids.resume(interrupt.run_id, interrupt.id),
+            *scripts.close_argv(interrupt.id, interrupt.run_id, now, mode, actor, answers_json, token, entry, resume),
             sealed,
             keys.closed_channel(),
         ]
-        wanted = self.replication.min_replicas if mode == "answer" else 0
-        if not wanted:
-            res = self._close(keys=close_keys, args=close_args)
-        else:
-            res, confirmed = self.replication.run_and_wait(self.redis, self._close, close_keys, close_args)
-            if res[0] == 1 and confirmed < wanted:
-                # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
-                return Refusal(RefusalReason.UNCONFIRMED, (str(confirmed),))
+        res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
+        if res[0] == 1 and short is not None:
+            # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
+            return Refusal(RefusalReason.UNCONFIRMED, (str(short),))
         if res[0] == 1:
             return None
         return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))

@@ -11,6 +11,7 @@ by `workers.store.keys` and passed in ARGV.
 
 from __future__ import annotations
 
+from workers.store import keys
 from workers.store.records import FINAL_STATUSES, RefusalReason
 
 # The refusal reasons as Lua constants, so a script's replies are `RefusalReason` values.
@@ -132,10 +133,32 @@ return 1
 """
 )
 
+
 # Close an open question and queue its run: an accepted answer, an expiry, or a
 # cancel. Returns {1} or {0, reason, detail...}; a refusal writes nothing.
 # An answer's secret values arrive sealed and are kept only when it is accepted; a
 # cancel ends the run and deletes them.
+def close_argv(
+    interrupt_id: str, run_id: str, now: float, mode: str, actor: str, answers: str, token: str, entry: str, resume: str
+) -> list[str]:
+    """The ARGV both closing scripts (`CLOSE` and `group_scripts.CLOSE_MEMBER`) begin with, in
+    their order: run_id, idx_prefix, waiting_prefix, iid, now, mode, actor, answers json,
+    token, history json, resume job id."""
+    return [
+        run_id,
+        keys.status_index(""),
+        keys.waiting_index(""),
+        interrupt_id,
+        repr(now),
+        mode,
+        actor,
+        answers,
+        token,
+        entry,
+        resume,
+    ]
+
+
 # KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json (secrets masked), token, history json, job id of the resume,
