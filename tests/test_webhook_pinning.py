@@ -2,17 +2,25 @@
 
 A real HTTP server on 127.0.0.1 stands for the receiver. The callback URL names a host under
 `.invalid`, which never resolves: the POST reaches the server only because it connects to the
-pinned address, and the server still sees the URL's own host and path.
+pinned address, and the server still sees the URL's own host and path. Over TLS the server's
+certificate, from a certificate authority made for the test, must match the URL's host.
 """
 
 from __future__ import annotations
 
+import datetime
+import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from workers.questions.webhooks import post
 
@@ -54,3 +62,68 @@ def test_without_the_pinned_address_the_host_is_looked_up_again(receiver: int) -
     with pytest.raises(httpx.ConnectError):  # what a delivery would do without pinning: a fresh lookup
         post(f"http://hooks.parley.invalid:{receiver}/in", None, content="{}", headers={}, timeout=5)
     assert _Receiver.seen == []
+
+
+def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """A certificate authority, and a server certificate it signed for `name`: (ca, cert, key) files."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Parley test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return paths
+
+
+@pytest.fixture
+def tls_receiver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """The receiver over TLS, with a certificate for `tls.parley.invalid` only; clients trust its CA."""
+    ca, cert, key = _certificates(tmp_path, "tls.parley.invalid")
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # httpx reads it when a client is made
+    _Receiver.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_over_tls_the_certificate_is_checked_against_the_urls_host(tls_receiver: int) -> None:
+    url = f"https://tls.parley.invalid:{tls_receiver}/in"
+    resp = post(url, "127.0.0.1", content="{}", headers={}, timeout=5)
+    assert resp.status_code == 204
+    assert _Receiver.seen == [(f"tls.parley.invalid:{tls_receiver}", "/in", b"{}")]
+    # Another name at the same address is refused by the certificate check, not sent.
+    with pytest.raises(httpx.ConnectError, match="certificate"):
+        post(f"https://other.parley.invalid:{tls_receiver}/in", "127.0.0.1", content="{}", headers={}, timeout=5)
+    assert len(_Receiver.seen) == 1
