@@ -266,7 +266,9 @@ def bolt(ws: Workspace) -> Iterator[tuple[App, list[str]]]:
     """A bolt app that verifies signatures, with one listener per kind of request the playground sends."""
     with LoopbackServer(make_webapi_app(ws)) as server:
         client = WebClient(token="xoxb-test", base_url=server.url + "/api/")
-        app = App(signing_secret=SECRET, client=client, token_verification_enabled=False)
+        # process_before_response, as Parley's app runs: each listener has run when dispatch returns
+        # (otherwise bolt runs event listeners on its own threads after the ack, and `seen` races them).
+        app = App(signing_secret=SECRET, client=client, token_verification_enabled=False, process_before_response=True)
         seen: list[str] = []
         app.command("/parley")(lambda ack: (seen.append("command"), ack(text="hi")))
         app.action(blocks.SUBMIT_ACTION_ID)(lambda ack: (seen.append("action"), ack()))
