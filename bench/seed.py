@@ -250,3 +250,11 @@ class SubmitClicks:
             .replace("@ATS@", f"{time.time():.6f}")
         )
         return ("payload=" + quote_plus(text, safe="")).encode()
+
+
+def seeded(r: redis.Redis, run_id: str) -> Seeded:
+    """A paused run's question, as a click needs it (two reads)."""
+    iid, conv, user = (x.decode() for x in r.hmget(keys.run(run_id), "interrupt", "conversation", "started_by"))
+    message = json.loads(r.hget(keys.interrupt(iid), "message") or b"{}")
+    thread = json.loads(conv)
+    return Seeded(run_id, iid, user, thread["channel"], thread["thread_ts"], message.get("ts", ""))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from effect_counters import count
+from prometheus_client import REGISTRY
 from redis import Redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
@@ -84,6 +85,40 @@ def test_the_same_answer_delivered_twice_is_accepted_once(r: Redis, tmp_path: Pa
     run = rt.store.get(run_id)
     assert run.status is RunStatus.SUCCEEDED and run.result == "colour green"
     assert count(tmp_path, run_id, "executions") == 2
+
+
+def _answered_total() -> float:
+    return REGISTRY.get_sample_value("parley_questions_answered_total") or 0.0
+
+
+def test_a_double_click_with_the_same_answers_is_one_acceptance_counted_once(r: Redis, tmp_path: Path) -> None:
+    """Two clicks of Submit (two deliveries, two tokens) by the same person with the same answers,
+    racing: both are told it is accepted, and it is accepted, recorded, counted and resumed once."""
+    rt = make_runtime(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask")
+    answers = [Answer(id="colour", choice="green")]
+    before = _answered_total()
+    barrier = threading.Barrier(2)
+    results: list[Accepted | AcceptRefused | None] = [None, None]
+
+    def click(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = accept(rt, iid, "U1", answers, token=f"U1:click-{i}")
+        except AcceptRefused as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert all(isinstance(x, Accepted) and x.answered_by == "U1" for x in results), results
+    assert _answered_total() == before + 1
+    assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
+    assert len(history_events(rt, run_id, "answered")) == 1
+    accept(rt, iid, "U1", answers, token="U1:click-late")  # a third, after both: the same acceptance again
+    assert _answered_total() == before + 1
 
 
 def test_a_lapsed_lease_requeues_the_run_and_fences_the_old_epoch(r: Redis, tmp_path: Path) -> None:

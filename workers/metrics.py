@@ -37,7 +37,9 @@ REQUEUE_CAUSES = ("lease_lapsed", "no_job", "retry")
 RUNS_STARTED = Counter("parley_runs_started", "Runs created, by agent", ["agent"])
 RUNS_ENDED = Counter("parley_runs_ended", "Runs that reached a final status, by agent and status", ["agent", "status"])
 QUESTIONS_ASKED = Counter("parley_questions_asked", "Questions opened by runs (every attempt)")
-QUESTIONS_ANSWERED = Counter("parley_questions_answered", "Answers accepted (redeliveries of one click count once)")
+QUESTIONS_ANSWERED = Counter(
+    "parley_questions_answered", "Answers accepted (a redelivery, or the same answers from the same person, count once)"
+)
 QUESTIONS_EXPIRED = Counter("parley_questions_expired", "Questions the sweep closed as expired")
 ANSWER_WAIT = Histogram(
     "parley_question_answer_seconds", "From a question being asked to its answer being accepted", buckets=WAITING

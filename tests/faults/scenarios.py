@@ -25,7 +25,7 @@ from faults.agents import CRASH_POINTS, marker_path
 from faults.conftest import FaultStack, Ledger
 from faults.invariants import Checker, Expect, unchanged
 from workers.interaction import Answer
-from workers.store.runs import RunStore
+from workers.store.runs import Closed, RunStore
 
 ACK_DEADLINE = 3.0
 COLOURS = ("Red", "Green", "Blue")
@@ -168,7 +168,7 @@ def accepted_without_enqueue(ctx: Ctx) -> None:
     interrupt = store.interrupt(ctx.interrupt_id(r))
     assert interrupt is not None
     answers = interrupt.request.validate_answers([Answer(id="colour", choice="Green")])
-    assert store.close(interrupt, "answer", "U0BOB", answers, token="bot-died") is None
+    assert store.close(interrupt, "answer", "U0BOB", answers, token="bot-died") == Closed()  # accepted, new
     ctx.ledger.fault("bot killed between acceptance and enqueue")
     ctx.wait_status(r, "succeeded", timeout=20)
     assert ctx.result(r) == "colour Green, note -"

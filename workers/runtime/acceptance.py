@@ -176,9 +176,10 @@ def accept(
             "this answer was not given on the question's own message",
             channel=str(interrupt.message.get("channel", "")),
         )
-    # A redelivery of an accepted answer carries its token; the store recognises it.
-    redelivery = bool(token) and interrupt.state is InterruptState.ANSWERED
-    if interrupt.state is not InterruptState.OPEN and not redelivery:
+    # An answered question may be getting its own answer again (the same delivery, or the same
+    # person's same answers): the store recognises it, and says so (`Closed.again`).
+    maybe_again = bool(token) and interrupt.state is InterruptState.ANSWERED
+    if interrupt.state is not InterruptState.OPEN and not maybe_again:
         state_refusal = _state_refusal(interrupt)
         if state_refusal:
             raise state_refusal
@@ -190,39 +191,46 @@ def accept(
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
         raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
-        refusal = close_member(runtime, interrupt, "answer", user, valid, token=token or secrets.token_hex(8))
-        if refusal and refusal.reason is RefusalReason.UNCONFIRMED:  # kept, resume or show enqueued: as below
-            if not redelivery:
+        closed = close_member(runtime, interrupt, "answer", user, valid, token=token or secrets.token_hex(8))
+        if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:  # kept, queued: as below
+            if not _again(closed):
                 metrics.answer_accepted(interrupt.asked_at)
             log.warning(
-                "answer accepted on the master but not confirmed by a replica", **ctx, replicas=refusal.detail[0]
+                "answer accepted on the master but not confirmed by a replica", **ctx, replicas=closed.detail[0]
             )
             raise AcceptRefused(RefusalReason.UNCONFIRMED, UNCONFIRMED_MESSAGE)
-        if refusal:
-            log.info("answer refused", **ctx, reason=refusal.reason)
-            raise refusal_error(refusal, interrupt)
-        if not redelivery:
+        if isinstance(closed, Refusal):
+            log.info("answer refused", **ctx, reason=closed.reason)
+            raise refusal_error(closed, interrupt)
+        if not closed.again:
             metrics.answer_accepted(interrupt.asked_at)
-        log.info("answer accepted", **ctx, group=interrupt.group)
+        log.info("answer accepted", **ctx, group=interrupt.group, again=closed.again)
         return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
     try:
-        refusal = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+        closed = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
     except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
         log.error("secret answer refused", **ctx, problem=str(exc))
         raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None
-    if refusal and refusal.reason is RefusalReason.UNCONFIRMED:
-        if not redelivery:  # written on the master; the resubmission it asks for is then a redelivery
+    if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:
+        if not _again(closed):  # written on the master; the resubmission it asks for is then a repeat
             metrics.answer_accepted(interrupt.asked_at)
-        _resume_unconfirmed(runtime, interrupt, ctx, confirmed=refusal.detail[0])
+        _resume_unconfirmed(runtime, interrupt, ctx, confirmed=closed.detail[0])
         raise AcceptRefused(RefusalReason.UNCONFIRMED, UNCONFIRMED_MESSAGE)
-    if refusal:
-        log.info("answer refused", **ctx, reason=refusal.reason)
-        raise refusal_error(refusal, interrupt)
+    if isinstance(closed, Refusal):
+        log.info("answer refused", **ctx, reason=closed.reason)
+        raise refusal_error(closed, interrupt)
+    # A repeat is enqueued again too: the job id makes it one resume, and it re-queues a resume
+    # lost with a failed master whose replica had the answer (the sweep would, later).
     enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
-    if not redelivery:
+    if not closed.again:
         metrics.answer_accepted(interrupt.asked_at)
-    log.info("answer accepted", **ctx)
+    log.info("answer accepted", **ctx, again=closed.again)
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
+
+
+def _again(unconfirmed: Refusal) -> bool:
+    """Whether an `UNCONFIRMED` close was a repeat of the acceptance the question already held."""
+    return unconfirmed.detail[1:] == ("again",)
 
 
 def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, str], confirmed: str) -> None:

@@ -26,7 +26,7 @@ from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.groups import GroupMode, GroupRecord
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
-from workers.store.runs import Refusal, history_entry
+from workers.store.runs import Closed, Refusal, history_entry
 
 log = Log("parley.group")
 _EVENTS = {"answer": "answered", "expire": "expired", "cancel": "cancelled"}
@@ -41,11 +41,11 @@ def close_member(
     *,
     token: str = "",
     now: float | None = None,
-) -> Refusal | None:
-    """Close `interrupt` (a group's member) as `mode`; None when it closed, else why not (nothing written).
+) -> Refusal | Closed:
+    """Close `interrupt` (a group's member) as `mode`: `Closed`, or why not (nothing written).
 
     Except `UNCONFIRMED`: the answer was accepted on the master, and its resume or show is
-    enqueued, but fewer replicas than asked for confirmed it in time.
+    enqueued, but fewer replicas than asked for confirmed it in time (as `RunStore.close`).
     """
     answers_json = [a.model_dump(exclude_none=True) for a in answers or []]
     bound = {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
@@ -67,8 +67,8 @@ def close_member(
     if closed.reason is not None and not unconfirmed:
         return Refusal(closed.reason, closed.detail)
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "group": interrupt.group}
-    if mode == "cancel":
-        return None
+    if mode == "cancel" or closed.again:  # a repeat: the first acceptance queued what follows it
+        return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else Closed(again=closed.again)
     try:
         _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
     except redis.RedisError:
@@ -77,7 +77,7 @@ def close_member(
         # A lost resume is queued again by the sweep (the run is in the accepted index); a lost show
         # leaves the member to be shown when the run resumes.
         log.warning("could not enqueue after an unconfirmed answer", **ctx, exc=True)
-    return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else None
+    return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else Closed()
 
 
 def _go_on(runtime: Runtime, interrupt: InterruptRecord, done: bool, ctx: dict[str, str], dropped: list[str]) -> None:
@@ -136,7 +136,7 @@ def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
     None when the run is not paused on an open group (or another close got there first)."""
     found = _open_group(runtime, run)
     member = next((m for m in found[1] if m.state is InterruptState.OPEN), None) if found else None
-    if found is None or member is None or close_member(runtime, member, "cancel", by) is not None:
+    if found is None or member is None or isinstance(close_member(runtime, member, "cancel", by), Refusal):
         return None
     group = runtime.store.groups.group(found[0].id) or found[0]
     members = runtime.store.groups.members(group)

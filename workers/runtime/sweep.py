@@ -24,7 +24,7 @@ from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import InterruptState, RunStatus
-from workers.store.runs import history_entry
+from workers.store.runs import Closed, history_entry
 
 log = Log("parley.sweep")
 PURGE_PER_SWEEP = 1000  # finished runs deleted per pass at most, so one pass stays short
@@ -65,11 +65,11 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
             continue
         defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
         if interrupt.group:  # one of several asked at once: its group resumes the run when complete
-            if close_member(runtime, interrupt, "expire", "parley", defaults, now=now) is None:
+            if isinstance(close_member(runtime, interrupt, "expire", "parley", defaults, now=now), Closed):
                 metrics.QUESTIONS_EXPIRED.inc()
                 report.expired.append(iid)
             continue
-        if store.close(interrupt, "expire", "parley", defaults, now=now) is None:
+        if isinstance(store.close(interrupt, "expire", "parley", defaults, now=now), Closed):
             # The resumed run shows the expiry on the question (see execute._lock_closed_question).
             enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, iid))
             metrics.QUESTIONS_EXPIRED.inc()

@@ -67,8 +67,8 @@ return 1
 # Close one member: an answer, an expiry, or (for the whole group) a cancel. Returns
 # {1, done, ...} where done is 1 when this step completed the group and queued the run
 # (followed by the ids it closed as not needed), or {0, reason, detail...}. An answer the
-# member already accepted (a redelivery, or a resubmission of the same answers by the same
-# person) returns {1, 0} and writes nothing new.
+# member already accepted (a redelivery, or the same answers from the same person again)
+# returns {2} and writes nothing new.
 # KEYS: run, interrupt, group, expiry, remind, accepted, history
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json, token, history json, resume job id, interrupt prefix,
@@ -92,7 +92,7 @@ if q.state == 'answered' then
   -- a WAIT after it covers that acceptance (as in `scripts.CLOSE`).
   if ARGV[6] == 'answer' and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
     redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
-    return {1, 0}
+    return {2}
   end
   return {0, R_ANSWERED, q.answered_by or '', q.answered_at or ''}
 end

@@ -67,6 +67,7 @@ class MemberClose:
 
     reason: RefusalReason | None = None
     detail: tuple[str, ...] = ()
+    again: bool = False  # the member already held this answer (see `runs.Closed`): nothing new to do
     done: bool = False
     dropped: list[str] = field(default_factory=list)  # members closed as no longer needed by this step
 
@@ -214,12 +215,14 @@ class GroupStore:
             "1" if counts else "0",
         ]
         res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
-        if res[0] != 1:
+        if res[0] == 0:
             return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
-        done, dropped = bool(int(res[1])), [_s(x) for x in res[2:]]
+        again = res[0] == 2
+        done, dropped = (False, []) if again else (bool(int(res[1])), [_s(x) for x in res[2:]])
         if short is not None:  # accepted on the master, not yet on enough replicas: kept, and resubmittable
-            return MemberClose(RefusalReason.UNCONFIRMED, (str(short),), done=done, dropped=dropped)
-        return MemberClose(done=done, dropped=dropped)
+            detail = (str(short), "again") if again else (str(short),)
+            return MemberClose(RefusalReason.UNCONFIRMED, detail, again=again, done=done, dropped=dropped)
+        return MemberClose(again=again, done=done, dropped=dropped)
 
     def mark_shown(self, interrupt_id: str) -> None:
         """Remember that a member's closing is shown on its message, so the resumed run need not show it again."""

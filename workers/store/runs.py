@@ -49,6 +49,15 @@ class Refusal:
     detail: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Closed:
+    """A close that went through. `again`: the answer is the one the question already holds, from
+    the same delivery or the same person (a double click, a resubmission after `UNCONFIRMED`);
+    the first acceptance counted, recorded and queued it, so nothing is to be done twice."""
+
+    again: bool = False
+
+
 def new_id(prefix: str) -> str:
     """An unguessable id; it carries no authority, the server checks every action."""
     return f"{prefix}{secrets.token_urlsafe(12)}"
@@ -247,13 +256,14 @@ class RunStore:
         answers: list[Answer] | None = None,
         token: str = "",
         now: float | None = None,
-    ) -> Refusal | None:
+    ) -> Refusal | Closed:
         """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing.
 
         Secret values are sealed and kept apart from the answers, which keep `SECRET_MASK`;
         `SecretKeyMissing` when there is a secret and no key (nothing is written).
         Except `UNCONFIRMED`: the answer was accepted on the master but fewer replicas than
-        `replication.min_replicas` confirmed it in time (`workers.store.replication`).
+        `replication.min_replicas` confirmed it in time (`workers.store.replication`); its detail
+        is how many did, then "again" when the answer was already the question's.
         """
         now = time.time() if now is None else now
         stored, sealed = self._seal(answers or [])
@@ -284,12 +294,13 @@ class RunStore:
             keys.closed_channel(),
         ]
         res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
-        if res[0] == 1 and short is not None:
+        if res[0] == 0:
+            return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
+        again = res[0] == 2
+        if short is not None:
             # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
-            return Refusal(RefusalReason.UNCONFIRMED, (str(short),))
-        if res[0] == 1:
-            return None
-        return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
+            return Refusal(RefusalReason.UNCONFIRMED, (str(short), "again") if again else (str(short),))
+        return Closed(again=again)
 
     def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
         """Record answers a synchronous host (the terminal) collected in-process (secrets sealed, as in `close`)."""

@@ -178,7 +178,7 @@ if q.state == 'answered' then
   -- rewrite of a field to its own value is replicated, so a WAIT after it covers that acceptance.
   if ARGV[6] == 'answer' and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
     redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
-    return {1}
+    return {2}
   end
   return {0, R_ANSWERED, q.answered_by or '', q.answered_at or ''}
 end

@@ -1,0 +1,98 @@
+"""Full cycles driven as Slack would drive them: runs created and enqueued as `/parley` does,
+answerer threads clicking Submit on each question as soon as its run parks, until all succeed.
+
+Shared by the full-cycle throughput (measurement 4) and the scale-out (measurement 11).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import redis
+
+from bench.agents import AGENT, three_item_request
+from bench.seed import SubmitClicks, seeded
+from bench.stack import Poster
+from bot.playground.workspace import TEAM_ID
+from workers.runtime.queues import enqueue_run, queue
+from workers.store.records import RunStatus
+from workers.store.runs import RunStore
+
+ANSWERERS = 4
+
+
+class CountingRedis(redis.Redis):
+    """The bench's own polling connection: it counts the commands it sends, to subtract them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        with self._lock:
+            self.sent += 1
+        return super().execute_command(*args, **options)
+
+
+class Cycles:
+    """Full cycles against one system. What the bot would do (create, enqueue) goes through
+    `client`; the bench's own polling (paused runs, their questions, the finished count)
+    through `poll`, which counts its commands."""
+
+    def __init__(self, url: str, port: int) -> None:
+        self.client, self.poll, self.port = redis.Redis.from_url(url), CountingRedis.from_url(url), port
+        self.store, self.watch = RunStore(self.client), RunStore(self.poll)
+        self.clicks = SubmitClicks(three_item_request())
+        self.statuses: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def batch(self, m: int) -> float:
+        """Runs/s for `m` runs from create to succeeded; a click not acked 200 stops the batch."""
+        done_before = self.watch.count(RunStatus.SUCCEEDED)
+        claimed: set[str] = set()
+        stop = threading.Event()
+        threads = [threading.Thread(target=self._answer, args=(claimed, stop), daemon=True) for _ in range(ANSWERERS)]
+        for t in threads:
+            t.start()
+        t0 = time.perf_counter()
+        pq = queue(self.client)
+        for i in range(m):
+            conversation = {"host": "slack", "team": TEAM_ID, "channel": f"C0BENCH{i % 64:02d}"}
+            run = self.store.create(AGENT, "", f"U0B{i % 100:03d}", conversation)
+            enqueue_run(pq, run.id, run.job)
+        deadline = time.monotonic() + 180
+        try:
+            while self.watch.count(RunStatus.SUCCEEDED) < done_before + m:
+                refused = any(status != 200 for status in self.statuses)  # that run would never finish
+                if refused or time.monotonic() > deadline:
+                    raise RuntimeError(f"full cycles stalled: {self.store.counts()}, acks by status {self.statuses}")
+                time.sleep(0.005)
+            return m / (time.perf_counter() - t0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+
+    def _answer(self, claimed: set[str], stop: threading.Event) -> None:
+        poster, r = Poster(self.port), self.poll
+        while not stop.is_set():
+            mine = []
+            for run_id in self.watch.list_ids(RunStatus.PAUSED, limit=50):
+                with self._lock:
+                    if run_id not in claimed:
+                        claimed.add(run_id)
+                        mine.append(run_id)
+                if len(mine) >= 4:
+                    break
+            if not mine:
+                time.sleep(0.005)
+                continue
+            for run_id in mine:
+                run = seeded(r, run_id)
+                status = poster.post(self.clicks.body(run))
+                with self._lock:
+                    self.statuses[status] = self.statuses.get(status, 0) + 1
+        poster.close()
