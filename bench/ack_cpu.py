@@ -1,4 +1,4 @@
-"""`python bench/ack_cpu.py [--clicks N] [--rounds R] [TREE ...]`: CPU per Submit click, in-process.
+"""`python bench/ack_cpu.py [--bare] [--instructions] [TREE ...]`: CPU per Submit click, in-process.
 
 The ack path's own cost without an HTTP server, a load generator or a second process to
 share the cores with: signed Submit clicks on seeded paused runs go straight into the bot's
@@ -11,6 +11,13 @@ Each TREE (a checkout of any commit, default this one) is run in its own process
 `PYTHONPATH=TREE`, alternating over rounds, so every side imports its own code. Each needs a
 Web API stand-in for bolt's one `auth.test`: this starts `bench.standin` from this checkout.
 Redis: `REDIS_URL` (or 127.0.0.1:6379), database 14 unless `--db`; it is flushed.
+
+`--bare` also runs each tree's own bare bolt app (`bench.bare`, the HTTP bench's baseline) on
+the same clicks, and prints Parley's cost as a ratio of it: a later tree's question message
+is larger, and both sides parse it. `--instructions` counts instructions instead of timing
+(valgrind's callgrind, collecting only around the clicks): the same count on every run,
+whatever else the machine is doing, so one round separates trees a percent apart. It counts
+this process's own work; Redis's and the stand-in's are not in it.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ import hmac
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +40,15 @@ HERE = Path(__file__).resolve().parent.parent
 SECRET = "ack-cpu-signing-secret-0123456789"
 
 
-def _one_tree(clicks: int) -> dict[str, float]:
+def _collecting(on: bool) -> None:
+    """Start or stop callgrind's count in this process (`--instructions`); nothing outside valgrind."""
+    if os.environ.get("ACK_CPU_CALLGRIND"):
+        subprocess.run(
+            ["callgrind_control", "-i", "on" if on else "off", str(os.getpid())], check=True, capture_output=True
+        )
+
+
+def _one_tree(clicks: int, bare: bool) -> dict[str, float]:
     """Runs inside the child (its settings from the environment): seed, warm up, then time `clicks` Submits."""
     import logging
 
@@ -45,6 +62,11 @@ def _one_tree(clicks: int) -> dict[str, float]:
     logging.disable(logging.CRITICAL)  # equal on every side: no log I/O in the timing
     app, client = build_bot(settings_mod.load())
     wsgi = make_wsgi(app, client)
+    if bare:  # the same clicks into the bare app: one Redis SET, one RQ enqueue, then ack()
+        from bench.bare import create_bare_app
+
+        baseline = create_bare_app(client, SECRET, os.environ["SLACK_BOT_TOKEN"], os.environ["SLACK_API_URL"])
+        wsgi = make_wsgi(baseline, client)
     client.flushdb()
     warm = 50
     n = clicks + warm
@@ -83,14 +105,35 @@ def _one_tree(clicks: int) -> dict[str, float]:
 
     for body in bodies[:warm]:
         click(body)
+    _collecting(True)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     for body in bodies[warm:]:
         click(body)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    _collecting(False)
     refused = [s for s in statuses if not s.startswith("200")]
     if refused:
         raise SystemExit(f"ack_cpu: {len(refused)} clicks were not acked 200 (first: {refused[0]})")
     return {"cpu_ms": 1000 * cpu / clicks, "wall_ms": 1000 * wall / clicks}
+
+
+def _run_child(tree: str, env: dict[str, str], clicks: int, bare: bool, instructions: bool) -> dict[str, float]:
+    """One side's clicks in a process of its own; with `instructions`, under callgrind, adding `ir` per click."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", "--clicks", str(clicks)]
+    argv += ["--bare"] if bare else []
+    with tempfile.TemporaryDirectory() as tmp:
+        out_file = Path(tmp) / "callgrind.out"
+        if instructions:
+            argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out_file}", *argv]
+            env = {**env, "ACK_CPU_CALLGRIND": "1"}
+        out = subprocess.run(argv, env=env, cwd=tree, capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            raise SystemExit(f"ack_cpu: {tree} failed:\n{out.stderr[-2000:]}{out.stdout[-500:]}")
+        result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+        if instructions:
+            totals = [line for line in out_file.read_text().splitlines() if line.startswith("totals:")]
+            result["ir"] = int(totals[0].split()[1]) / clicks
+    return result
 
 
 def main() -> int:
@@ -99,11 +142,15 @@ def main() -> int:
     p.add_argument("--clicks", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--db", type=int, default=14)
+    p.add_argument("--bare", action="store_true", help="also run each tree's bare bolt app, and print the ratio")
+    p.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(_one_tree(args.clicks)))
+        print(json.dumps(_one_tree(args.clicks, args.bare)))
         return 0
+    if args.instructions and not shutil.which("valgrind"):
+        raise SystemExit("ack_cpu: --instructions needs valgrind (Debian's valgrind package)")
 
     sys.path.insert(0, str(HERE))
     from bench.processes import free_port
@@ -114,11 +161,12 @@ def main() -> int:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     standin = subprocess.Popen([sys.executable, "-m", "bench.standin", str(port)], env=env, cwd=HERE)
+    sides = [(tree, bare) for tree in args.trees for bare in ((False, True) if args.bare else (False,))]
     try:
         time.sleep(2.0)
-        results: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.trees}
+        results: dict[tuple[str, bool], list[dict[str, float]]] = {side: [] for side in sides}
         for _ in range(args.rounds):
-            for tree in args.trees:
+            for tree, bare in sides:
                 child_env = {
                     **os.environ,
                     "PYTHONPATH": str(Path(tree).resolve()),
@@ -128,23 +176,33 @@ def main() -> int:
                     "SLACK_API_URL": f"http://127.0.0.1:{port}/api/",
                     "PARLEY_AGENTS": "bench.agents",
                 }
-                argv = [sys.executable, str(Path(__file__).resolve()), "--child", "--clicks", str(args.clicks)]
-                out = subprocess.run(argv, env=child_env, cwd=tree, capture_output=True, text=True, check=False)
-                if out.returncode != 0:
-                    raise SystemExit(f"ack_cpu: {tree} failed:\n{out.stderr[-2000:]}{out.stdout[-500:]}")
-                results[tree].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                results[(tree, bare)].append(_run_child(tree, child_env, args.clicks, bare, args.instructions))
     finally:
         standin.terminate()
         standin.wait(10)
-    print(f"CPU per Submit click, in-process ({args.clicks} clicks x {args.rounds} alternating rounds)")
-    for tree, rounds in results.items():
-        cpu = sorted(r["cpu_ms"] for r in rounds)
-        wall = sorted(r["wall_ms"] for r in rounds)
-        print(
-            f"  {tree}: CPU median {statistics.median(cpu):.3f} ms (rounds {' '.join(f'{c:.3f}' for c in cpu)}),"
-            f" wall median {statistics.median(wall):.3f} ms"
-        )
+    unit = "instructions" if args.instructions else "CPU"
+    print(f"{unit} per Submit click, in-process ({args.clicks} clicks x {args.rounds} alternating rounds)")
+    for tree in args.trees:
+        for bare in (False, True) if args.bare else (False,):
+            print(f"  {tree}{' (bare bolt app)' if bare else ''}: {_summary(results[(tree, bare)], args.instructions)}")
+        if args.bare:
+            key = "ir" if args.instructions else "cpu_ms"
+            ours = statistics.median(r[key] for r in results[(tree, False)])
+            theirs = statistics.median(r[key] for r in results[(tree, True)])
+            print(f"  {tree}: Parley / bare = {ours / theirs:.3f}")
     return 0
+
+
+def _summary(rounds: list[dict[str, float]], instructions: bool) -> str:
+    if instructions:
+        ir = sorted(r["ir"] for r in rounds)
+        return f"{statistics.median(ir) / 1e6:.4f} M instructions (rounds {' '.join(f'{x / 1e6:.4f}' for x in ir)})"
+    cpu = sorted(r["cpu_ms"] for r in rounds)
+    wall = sorted(r["wall_ms"] for r in rounds)
+    return (
+        f"CPU median {statistics.median(cpu):.3f} ms (rounds {' '.join(f'{c:.3f}' for c in cpu)}),"
+        f" wall median {statistics.median(wall):.3f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -8,11 +8,13 @@ default instead polls for the ack and costs about ten milliseconds per request.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import redis
-from slack_bolt import App, BoltResponse
+from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
+from slack_bolt.middleware import Middleware
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 
 from bot.deps import BotDeps
@@ -23,13 +25,19 @@ from workers.logs import Log
 log = Log("parley.bot")
 
 
-def refuse_malformed(body: Any, next: Any) -> BoltResponse | None:
-    """Answer 400 to a signed body whose shape the listeners (or bolt's own middleware) cannot read."""
-    reason = payload_shape.problem(body)
-    if reason:
-        log.warning("malformed request refused", reason=reason, **_ctx(body))
-        return BoltResponse(status=400, body="")
-    return next()
+class RefuseMalformed(Middleware):
+    """Answer 400 to a signed body whose shape the listeners (or bolt's own middleware) cannot read.
+
+    A `Middleware` rather than a function: bolt calls a function middleware through its
+    argument injection, on every request, and this runs on every request.
+    """
+
+    def process(self, *, req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]) -> BoltResponse | None:
+        reason = payload_shape.problem(req.body)
+        if reason:
+            log.warning("malformed request refused", reason=reason, **_ctx(req.body))
+            return BoltResponse(status=400, body="")
+        return next()
 
 
 def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAuthSettings | None = None) -> App:
@@ -43,14 +51,17 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
         token_verification_enabled=False,
         raise_error_for_unhandled_request=True,
         request_verification_enabled=signing_secret is not None,
-        before_authorize=refuse_malformed,
+        before_authorize=RefuseMalformed(),
     )
 
-    commands.register(app, deps)
+    # Bolt tries each listener's matchers in the order they were registered, at a cost on every
+    # request: the answers come first, as the requests that must be acked fastest and the most
+    # frequent.
     actions.register(app, deps)
-    admin_actions.register(app, deps)
     views.register(app, deps)
     events.register(app, deps)
+    commands.register(app, deps)
+    admin_actions.register(app, deps)
     options.register(app, deps)
     inspect.register(app, deps)
     installs.register(app, deps)

@@ -92,10 +92,10 @@ def test_retry_of_a_failed_run_finishes_it_and_posts_the_final(r: Redis, tmp_pat
 
 def test_retry_of_an_expired_run_asks_its_question_again(r: Redis, tmp_path: Path) -> None:
     rt, host = runtime_and_host(r, tmp_path)
-    run_id = start(rt, "t-ask", {"expires_in": 1})
+    run_id = start(rt, "t-ask", {"expires_in": 30})  # the retried question must still be open when answered
     work(rt)
     expired_q = rt.store.get(run_id).interrupt
-    assert sweep(rt, now=time.time() + 2).expired == [expired_q]
+    assert sweep(rt, now=time.time() + 60).expired == [expired_q]
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.EXPIRED
 

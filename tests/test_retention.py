@@ -105,12 +105,14 @@ def finished_runs(rt: Runtime) -> dict[str, str]:
     """One run of every final status, each made the way it happens in production."""
     answered = start(rt, "t-ask", thread="1700000000.000100")
     broken = start(rt, "t-flaky", {"fail": "always"})
-    doomed = start(rt, "t-ask", {"expires_in": 1})
-    retried = start(rt, "t-ask", {"expires_in": 1}, thread="1700000000.000200")
+    # Long enough for `retried`'s fresh question to be answered on a loaded machine; the sweep
+    # below looks from past it.
+    doomed = start(rt, "t-ask", {"expires_in": 30})
+    retried = start(rt, "t-ask", {"expires_in": 30}, thread="1700000000.000200")
     cancelled = start(rt, "t-ask", {"assignees": ["U1", "U7"]})
     work(rt)
     answer(rt, answered)
-    assert sweep(rt, now=time.time() + 2).expired  # both questions of `doomed` and `retried` expire
+    assert sweep(rt, now=time.time() + 60).expired  # both questions of `doomed` and `retried` expire
     work(rt)
     admin.retry(rt, retried, by="U-admin")  # asks afresh: the expired attempt leaves its journal
     work(rt)

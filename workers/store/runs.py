@@ -267,14 +267,15 @@ class RunStore:
         """
         now = time.time() if now is None else now
         stored, sealed = self._seal(answers or [])
-        answers_json = json.dumps([a.model_dump(exclude_none=True) for a in stored])
+        dumped = [a.model_dump(exclude_none=True) for a in stored]
+        answers_json = json.dumps(dumped)
         entry = history_entry(
             {"answer": "answered", "expire": "expired", "cancel": "cancelled"}[mode],
             actor,
             interrupt_id=interrupt.id,
             key=interrupt.key,
             attempt=interrupt.attempt,
-            answers=json.loads(answers_json),
+            answers=dumped,
             **_bound_to(interrupt),
         )
         close_keys = [
