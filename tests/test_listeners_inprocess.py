@@ -207,6 +207,23 @@ def test_a_one_click_choice_answers(bot: Bot) -> None:
     assert job_ids.resume(paused.run.id, paused.interrupt.id) in bot.runtime.queue.job_ids
 
 
+def test_a_signed_click_of_a_shape_slack_never_sends_is_refused_with_400_and_changes_nothing(
+    bot: Bot, r: redis.Redis
+) -> None:
+    """The shape check runs before authorization and before any listener (`bot.app.RefuseMalformed`)."""
+    paused = bot.paused("s-form")
+    block, button = find_element(paused.question["blocks"], "parley_submit")
+    payload = block_actions_payload(
+        user="U0BOB", message=paused.question, channel=paused.channel, action=button_action(block, button)
+    )
+    before = snapshot(r)
+    assert bot.interact({**payload, "user": "U0BOB"}).status == 400  # `user` is an object in every payload
+    assert bot.interact({**payload, "actions": []}).status == 400
+    assert snapshot(r) == before
+    assert bot.runtime.store.interrupt(paused.interrupt.id).state is InterruptState.OPEN  # type: ignore[union-attr]
+    assert bot.interact(payload).status == 200  # the same click, well formed, answers
+
+
 def test_answer_in_a_form_without_a_live_trigger_opens_nothing_and_fails_nothing(bot: Bot) -> None:
     """A click whose trigger is missing, or has expired by the time the form opens, is acked; no 5xx."""
     paused = bot.paused("s-form")
