@@ -58,6 +58,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--db", type=int, default=BENCH_DB, help="Redis database the bench owns and flushes")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for latest.{json,md,png}")
     p.add_argument(
+        "--parley-tree",
+        type=Path,
+        default=None,
+        help="run parley serve and parley worker from this checkout, against this checkout's baselines",
+    )
+    p.add_argument(
         "--peers",
         action="store_true",
         help="Parley beside Prefect's pause and suspend (needs pip install -e '.[peers]'); writes peers.{json,md}",
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     details: dict[str, Any] = {}
     durations: dict[str, float] = {}
-    with Stack(url, client) as stack:
+    with Stack(url, client, args.parley_tree) as stack:
         stack.start_servers()
         for n in selected:
             name = MEASUREMENTS[n]
@@ -134,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "redis": client.info("server")["redis_version"],
         "rq": rq.__version__,
         "bolt": slack_bolt.version.__version__,
-        "commit": _commit(),
+        "commit": _commit() + (f" (Parley from {args.parley_tree})" if args.parley_tree else ""),
         "seconds": seconds,
         "rounds": cfg.rounds,
         "durations": durations,

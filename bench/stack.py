@@ -36,8 +36,12 @@ EVENTS = "/slack/events"
 class Stack:
     """Starts and tracks child processes; `close()` stops every one it started."""
 
-    def __init__(self, redis_url: str, client: redis.Redis) -> None:
+    def __init__(self, redis_url: str, client: redis.Redis, parley_tree: Path | None = None) -> None:
+        """`parley_tree`: run Parley's own processes (`parley serve`, `parley worker`) from that
+        checkout, against this one's baselines, load and stand-in: an old commit measured
+        against the same denominator as this one."""
         self.redis_url = redis_url
+        self.parley_tree = parley_tree
         self.client = client
         self.tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
         self.procs: list[Proc] = []
@@ -75,6 +79,8 @@ class Stack:
 
     def _start(self, name: str, argv: list[str], **env: str) -> Proc:
         self._n += 1
+        if self.parley_tree is not None and name.startswith("parley-"):
+            env = {"PYTHONPATH": os.pathsep.join((str(self.parley_tree), str(ROOT))), **env}
         proc = Proc(f"{self._n:02d}-{name}", argv, self.env(**env), self.tmp)
         self.procs.append(proc)
         return proc
