@@ -66,7 +66,9 @@ def _answer_in_the_form(bot: Bot, paused: PausedRun, secret: str) -> None:
     assert (resp.status, resp.body) == (200, "")
 
 
-def test_a_secret_answered_in_the_form_is_seen_again_nowhere(bot: Bot, r: redis.Redis, capsys: Any) -> None:
+def test_a_secret_answered_in_the_form_is_seen_again_nowhere(
+    bot: Bot, r: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
     secret = _fresh_secret()
     with captured_logs() as logs:
         paused = bot.paused("s-secret", {"assignees": ["U0BOB"]})
@@ -117,7 +119,8 @@ def test_a_secret_answered_in_the_form_is_seen_again_nowhere(bot: Bot, r: redis.
     assert SECRET_MASK in inspect and secret not in inspect and sealed not in inspect
     assert secret not in repr(detail)
 
-    # So does `parley runs show`.
+    # So does `parley runs show`, on the tests' Redis (the embedded one too, when REDIS_URL is unset).
+    monkeypatch.setenv("REDIS_URL", redis_url)
     assert cli.main(["runs", "show", paused.run.id]) == 0
     shown = capsys.readouterr().out
     assert SECRET_MASK in shown and secret not in shown and sealed not in shown
