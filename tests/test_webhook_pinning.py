@@ -8,7 +8,6 @@ certificate, from a certificate authority made for the test, must match the URL'
 
 from __future__ import annotations
 
-import datetime
 import ssl
 import threading
 from collections.abc import Iterator
@@ -17,10 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from certificates import signed_certificate
 
 from workers.questions.webhooks import post
 
@@ -64,47 +60,10 @@ def test_without_the_pinned_address_the_host_is_looked_up_again(receiver: int) -
     assert _Receiver.seen == []
 
 
-def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
-    """A certificate authority, and a server certificate it signed for `name`: (ca, cert, key) files."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Parley test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = (tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem")
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return paths
-
-
 @pytest.fixture
 def tls_receiver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """The receiver over TLS, with a certificate for `tls.parley.invalid` only; clients trust its CA."""
-    ca, cert, key = _certificates(tmp_path, "tls.parley.invalid")
+    ca, cert, key = signed_certificate(tmp_path, "tls.parley.invalid")
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # httpx reads it when a client is made
     _Receiver.seen = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)

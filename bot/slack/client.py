@@ -1,14 +1,14 @@
-"""The Slack Web API client every Parley process uses: one base URL, retries on 429s, 5xx and drops."""
+"""The Slack Web API client every Parley process uses: one base URL, kept-alive connections, retries."""
 
 from __future__ import annotations
 
-from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
 
+from bot.slack.transport import KeepAliveWebClient
 from bot.slack.webapi_metrics import CountingHandler
 
 RATE_LIMIT_RETRIES = 5
@@ -16,14 +16,15 @@ CONNECTION_RETRIES = 2
 SERVER_ERROR_RETRIES = 2
 
 
-def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> WebClient:
+def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> KeepAliveWebClient:
     """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out `Retry-After` on 429.
 
-    Every attempt is counted in `parley_slack_api_calls_total` (`webapi_metrics`).
+    Connections stay open between calls (`transport`). Every attempt is counted in
+    `parley_slack_api_calls_total` (`webapi_metrics`).
     A 500 or 503 is retried too (after half a second, then a second): without it, one failed
     `chat.update` would leave an answered question showing its controls for good.
     """
-    return WebClient(
+    return KeepAliveWebClient(
         token=token,
         base_url=base_url,
         timeout=timeout,
