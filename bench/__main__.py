@@ -64,6 +64,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         help="run parley serve and parley worker from this checkout, against this checkout's baselines",
     )
     p.add_argument(
+        "--slack-tls",
+        action="store_true",
+        help="every process reaches the Web API stand-in over HTTPS, as it reaches Slack",
+    )
+    p.add_argument(
         "--peers",
         action="store_true",
         help="Parley beside Prefect's pause and suspend (needs pip install -e '.[peers]'); writes peers.{json,md}",
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     details: dict[str, Any] = {}
     durations: dict[str, float] = {}
-    with Stack(url, client, args.parley_tree) as stack:
+    with Stack(url, client, args.parley_tree, slack_tls=args.slack_tls) as stack:
         stack.start_servers()
         for n in selected:
             name = MEASUREMENTS[n]
@@ -133,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         "mode": mode,
         "command": "python -m bench"
         + (" --quick" if args.quick else "")
-        + (f" --only {args.only}" if args.only else ""),
+        + (f" --only {args.only}" if args.only else "")
+        + (" --slack-tls" if args.slack_tls else ""),
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

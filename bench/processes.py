@@ -33,12 +33,13 @@ def free_port() -> int:
 class Proc:
     """One child process in its own process group, logging to a file; `stop()` ends only that group."""
 
-    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log_dir: Path) -> None:
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log_dir: Path, cwd: Path = ROOT) -> None:
+        """`cwd` is also where `python -m` imports from first, ahead of `PYTHONPATH`."""
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = self.log_path.open("ab")
         self.popen = subprocess.Popen(
-            list(argv), env=env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            list(argv), env=env, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
     @property

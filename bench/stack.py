@@ -6,7 +6,8 @@
 - `parley worker` processes (the real CLI) and raw RQ workers (`bench.rawworker`).
 
 Every child gets the same environment: the bench's Redis database, a bot token,
-a fresh signing secret and the stand-in's URL. Parley logs at its default level
+a fresh signing secret and the stand-in's URL (with `slack_tls`, its HTTPS port, the
+certificate trusted through `SSL_CERT_FILE`). Parley logs at its default level
 (INFO), so its own logging is part of what is measured.
 """
 
@@ -29,6 +30,7 @@ from rq import Worker
 
 from bench.processes import ROOT, Proc, free_port, http_ok, python_argv, wait_until
 from bench.slack_signing import BOT_TOKEN, SIGNING_SECRET
+from bench.tls import localhost_certificate
 
 EVENTS = "/slack/events"
 
@@ -36,16 +38,21 @@ EVENTS = "/slack/events"
 class Stack:
     """Starts and tracks child processes; `close()` stops every one it started."""
 
-    def __init__(self, redis_url: str, client: redis.Redis, parley_tree: Path | None = None) -> None:
+    def __init__(
+        self, redis_url: str, client: redis.Redis, parley_tree: Path | None = None, *, slack_tls: bool = False
+    ) -> None:
         """`parley_tree`: run Parley's own processes (`parley serve`, `parley worker`) from that
         checkout, against this one's baselines, load and stand-in: an old commit measured
-        against the same denominator as this one."""
+        against the same denominator as this one. `slack_tls`: every process reaches the
+        Web API over HTTPS, as it reaches Slack (the bench's own routes stay on HTTP)."""
         self.redis_url = redis_url
         self.parley_tree = parley_tree
         self.client = client
         self.tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
         self.procs: list[Proc] = []
         self.standin_port = 0
+        self.standin_tls_port = 0
+        self.slack_tls = slack_tls
         self.serve_port = 0
         self.bare_port = 0
         self._n = 0
@@ -59,19 +66,27 @@ class Stack:
                 "REDIS_URL": self.redis_url,
                 "SLACK_BOT_TOKEN": BOT_TOKEN,
                 "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-                "SLACK_API_URL": f"{self.standin_url}/api/",
+                "SLACK_API_URL": f"{self.api_url}/api/",
                 "PARLEY_AGENTS": "bench.agents",
                 "PARLEY_DATA_DIR": str(self.tmp / "data"),
                 "PARLEY_WEBHOOK_ALLOW": "127.0.0.1",  # the webhook row's receiver is on loopback
                 "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
             }
         )
+        if self.slack_tls:
+            env["SSL_CERT_FILE"] = str(self.tmp / "localhost.pem")
         env.update(extra)
         return env
 
     @property
     def standin_url(self) -> str:
+        """The stand-in's plain HTTP port: the bench's own routes (seed, calls, ping)."""
         return f"http://127.0.0.1:{self.standin_port}"
+
+    @property
+    def api_url(self) -> str:
+        """Where Parley and the baselines reach the Web API."""
+        return f"https://localhost:{self.standin_tls_port}" if self.slack_tls else self.standin_url
 
     def start_process(self, name: str, argv: list[str], **env: str) -> Proc:
         """Any child process, tracked like the others (stopped by `stop` or `close`)."""
@@ -79,9 +94,13 @@ class Stack:
 
     def _start(self, name: str, argv: list[str], **env: str) -> Proc:
         self._n += 1
+        cwd = ROOT
         if self.parley_tree is not None and name.startswith("parley-"):
-            env = {"PYTHONPATH": os.pathsep.join((str(self.parley_tree), str(ROOT))), **env}
-        proc = Proc(f"{self._n:02d}-{name}", argv, self.env(**env), self.tmp)
+            # `python -m` puts its working directory first on sys.path, ahead of PYTHONPATH: run
+            # from the tree, or this checkout's code would be imported instead of the tree's.
+            cwd = self.parley_tree.resolve()
+            env = {"PYTHONPATH": os.pathsep.join((str(cwd), str(ROOT))), **env}
+        proc = Proc(f"{self._n:02d}-{name}", argv, self.env(**env), self.tmp, cwd)
         self.procs.append(proc)
         return proc
 
@@ -89,7 +108,12 @@ class Stack:
     def start_servers(self) -> None:
         """The stand-in first (the bots call it), then `parley serve` and the bare app side by side."""
         self.standin_port = free_port()
-        standin = self._start("standin", python_argv("-m", "bench.standin", str(self.standin_port)))
+        tls: list[str] = []
+        if self.slack_tls:
+            cert, key = localhost_certificate(self.tmp)
+            self.standin_tls_port = free_port()
+            tls = [str(self.standin_tls_port), str(cert), str(key)]
+        standin = self._start("standin", python_argv("-m", "bench.standin", str(self.standin_port), *tls))
         wait_until(lambda: http_ok(f"{self.standin_url}/bench/ping"), 20, "the Web API stand-in", standin)
         self.serve_port, self.bare_port = free_port(), free_port()
         serve = self._start("parley-serve", python_argv("-m", "parley.cli", "serve", "--port", str(self.serve_port)))

@@ -10,11 +10,14 @@ checked and logged the way the tests see it) plus three bench routes:
 - `GET /bench/calls?method=M&since=T`: the call log (`Workspace.calls`) after T,
   reduced to method, time and thread, for the question latency measurement.
 
-Running apart from the bench keeps its event loop off the load generator's GIL.
+Running apart from the bench keeps its event loop off the load generator's GIL. With a
+second port, a certificate and its key, the same workspace is also served over TLS there
+(`python -m bench --slack-tls`): Slack's Web API is HTTPS.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -76,8 +79,29 @@ def build(ws: Workspace) -> Starlette:
 
 
 def main() -> None:
-    port = int(sys.argv[1])
-    uvicorn.run(build(Workspace()), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    """`PORT`, or `PORT TLS_PORT CERT KEY`: the same workspace also served over TLS on `TLS_PORT`."""
+    port, *tls = sys.argv[1:]
+    app = build(Workspace())
+    configs = [uvicorn.Config(app, host="127.0.0.1", port=int(port), log_level="warning", access_log=False)]
+    if tls:
+        tls_port, cert, key = tls
+        configs.append(
+            uvicorn.Config(
+                app,
+                host="127.0.0.1",
+                port=int(tls_port),
+                ssl_certfile=cert,
+                ssl_keyfile=key,
+                log_level="warning",
+                access_log=False,
+            )
+        )
+
+    async def serve() -> None:
+        await asyncio.gather(*(uvicorn.Server(config).serve() for config in configs))
+
+    with asyncio.Runner(loop_factory=configs[0].get_loop_factory()) as runner:  # uvloop, as uvicorn.run
+        runner.run(serve())
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ both, side by side in alternating rounds, as the CPU the calling process spends 
 way Slack is reached: a handshake per call without keep-alive).
 
 The server is a process of its own on 127.0.0.1, so its CPU is not counted; it answers
-`{"ok": true, ...}` on HTTP/1.1, over TLS with a certificate `openssl` makes for
-`localhost`, which the clients trust.
+`{"ok": true, ...}` on HTTP/1.1, over TLS with a certificate for `localhost`
+(`bench.tls`), which the clients trust.
 """
 
 from __future__ import annotations
@@ -56,20 +56,6 @@ def _serve(port: int, cert: str | None, key: str | None) -> None:
     server.serve_forever()
 
 
-def _certificate(directory: Path) -> tuple[str, str]:
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-            *("-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"),
-            *("-addext", "subjectAltName=DNS:localhost"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return str(cert), str(key)
-
-
 def _per_call(client: object, calls: int) -> tuple[float, float]:
     """CPU and wall milliseconds per call over `calls` calls (after one untimed call)."""
     post = client.chat_postMessage  # type: ignore[attr-defined]
@@ -94,11 +80,12 @@ def main() -> int:
     from slack_sdk import WebClient
 
     from bench.processes import free_port
+    from bench.tls import localhost_certificate
     from bot.slack.transport import KeepAliveWebClient
 
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        cert, key = _certificate(Path(tmp))
+        cert, key = (str(p) for p in localhost_certificate(Path(tmp)))
         trust = ssl.create_default_context(cafile=cert)
         servers = []
         try:
