@@ -11,11 +11,12 @@ import multiprocessing
 import ssl
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from certificates import signed_certificate
+from http_servers import serving
 from prometheus_client import REGISTRY
 
 from bot.slack.client import make_web_client
@@ -47,21 +48,11 @@ class _WebApi(BaseHTTPRequestHandler):
         pass
 
 
-def _serve(wrap: ssl.SSLContext | None = None) -> Iterator[int]:
-    _WebApi.seen, _WebApi.close_after_each = [], False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _WebApi)
-    if wrap is not None:
-        server.socket = wrap.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.fixture
 def webapi() -> Iterator[int]:
-    yield from _serve()
+    _WebApi.seen, _WebApi.close_after_each = [], False
+    with serving(_WebApi) as port:
+        yield port
 
 
 def _connection_errors() -> float:
@@ -126,9 +117,8 @@ def test_a_forked_process_opens_its_own_connection(webapi: int) -> None:
 @pytest.fixture
 def tls_webapi(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     ca, cert, key = signed_certificate(tmp_path, "localhost")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    for port in _serve(context):
+    _WebApi.seen, _WebApi.close_after_each = [], False
+    with serving(_WebApi, (cert, key)) as port:
         yield port, ca
 
 

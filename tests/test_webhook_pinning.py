@@ -8,15 +8,14 @@ certificate, from a certificate authority made for the test, must match the URL'
 
 from __future__ import annotations
 
-import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
 import pytest
 from certificates import signed_certificate
+from http_servers import serving
 
 from workers.questions.webhooks import post
 
@@ -39,12 +38,8 @@ class _Receiver(BaseHTTPRequestHandler):
 @pytest.fixture
 def receiver() -> Iterator[int]:
     _Receiver.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(_Receiver) as port:
+        yield port
 
 
 def test_the_post_goes_to_the_pinned_address_and_names_the_host(receiver: int) -> None:
@@ -66,15 +61,8 @@ def tls_receiver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[in
     ca, cert, key = signed_certificate(tmp_path, "tls.parley.invalid")
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # httpx reads it when a client is made
     _Receiver.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(_Receiver, (cert, key)) as port:
+        yield port
 
 
 def test_over_tls_the_certificate_is_checked_against_the_urls_host(tls_receiver: int) -> None:
