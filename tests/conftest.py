@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -51,20 +52,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a Redis database the tests may flush: never database 0 of a shared server."""
     url = os.environ.get("REDIS_URL")
+    worker = _xdist_worker()
     if url:
         client = redis.Redis.from_url(url)
-        db = client.connection_pool.connection_kwargs.get("db", 0)
-        if int(db) == 0:
+        db = int(client.connection_pool.connection_kwargs.get("db", 0))
+        client.close()
+        if db == 0:
             pytest.exit("REDIS_URL points at database 0; the tests flush their database, so give them their own")
-        yield url
+        yield _with_db(url, db + worker) if worker else url
         return
     from workers.store import embedded
 
     data_dir = tmp_path_factory.mktemp("embedded-redis")
     sock = embedded.ensure_server(data_dir)
     holder = embedded.Holder(sock)
-    yield f"unix://{sock}?db=0"
+    yield f"unix://{sock}?db={worker}"
     holder.release()
+
+
+def _xdist_worker() -> int:
+    """This process's number under `pytest -n N` (0 without it): each worker flushes a database of its own."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name[2:]) if name.startswith("gw") else 0
+
+
+def _with_db(url: str, db: int) -> str:
+    """`url` naming database `db` instead of its own (the path, or `?db=` for a socket)."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        query = "&".join([q for q in parts.query.split("&") if q and not q.startswith("db=")] + [f"db={db}"])
+        return urlunsplit(parts._replace(query=query))
+    return urlunsplit(parts._replace(path=f"/{db}"))
 
 
 @pytest.fixture
