@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -80,9 +81,22 @@ def test_a_connection_the_server_dropped_is_replaced_before_sending(webapi: int)
     errors = _connection_errors()
     for n in range(3):
         assert client.chat_postMessage(channel="C0GENERAL", text=f"hello {n}")["ok"]
+        time.sleep(0.1)  # the server's close arrives, as an idle timeout's would, before the next call
     assert [args["text"] for _, _, args in _WebApi.seen] == ["hello 0", "hello 1", "hello 2"]  # each sent once
     assert len({port for port, _, _ in _WebApi.seen}) == 3
     assert _connection_errors() == errors  # no attempt was written to the closed connection and retried
+
+
+def test_a_connection_idle_too_long_is_replaced(webapi: int) -> None:
+    """A connection a NAT may have forgotten is not trusted: past `idle_max`, a new one is opened."""
+    client = make_web_client(BOT, f"http://127.0.0.1:{webapi}/api/")
+    client.idle_max = 0.2
+    client.chat_postMessage(channel="C0GENERAL", text="first")
+    client.chat_postMessage(channel="C0GENERAL", text="soon after")
+    time.sleep(0.4)
+    client.chat_postMessage(channel="C0GENERAL", text="after a pause")
+    port_of = {args["text"]: port for port, _, args in _WebApi.seen}
+    assert port_of["first"] == port_of["soon after"] != port_of["after a pause"]
 
 
 def test_threads_do_not_share_a_connection(webapi: int) -> None:

@@ -16,10 +16,11 @@ import io
 import os
 import select
 import threading
+import time
 import urllib.request
 from typing import Any
 from urllib.error import HTTPError, URLError
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackRequestError
@@ -33,13 +34,16 @@ class _Connections(threading.local):
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.by_origin: dict[Origin, http.client.HTTPConnection] = {}
+        self.used_at: dict[Origin, float] = {}  # monotonic time each connection last finished a call
 
 
 def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
     """Whether an idle connection has been closed by the server (it is readable: EOF or stray bytes).
 
     Checked before reuse, as urllib3 does, so a request is never sent on a connection the
-    server has already given up: that request would fail after it was written.
+    server has already given up: that request would fail after it was written. A close that
+    crosses the request on the wire still fails it; slack_sdk's `ConnectionErrorRetryHandler`
+    then retries, as it did for urllib.
     """
     sock = conn.sock
     if sock is None:
@@ -55,22 +59,26 @@ class KeepAliveWebClient(WebClient):
     """slack_sdk's `WebClient`, reusing one connection per thread and origin (scheme, host, port).
 
     Per thread because bolt and the after-ack pool call from many threads, and one HTTP/1.1
-    connection carries one request at a time. With a proxy configured, slack_sdk's own
-    transport is used unchanged.
+    connection carries one request at a time. A connection idle for longer than `idle_max`
+    seconds is replaced rather than reused: a firewall or NAT on the way may have forgotten it
+    without a word, and a request sent on it would wait out the whole timeout. With a proxy
+    configured, slack_sdk's own transport is used unchanged.
     """
+
+    idle_max = 30.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._connections = _Connections()
 
-    def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+    def _connection(self, origin: Origin) -> http.client.HTTPConnection:
         pool = self._connections
         if pool.pid != os.getpid():
-            pool.pid, pool.by_origin = os.getpid(), {}
-        https = parts.scheme == "https"
-        origin = (parts.scheme, parts.hostname or "", parts.port or (443 if https else 80))
+            pool.pid, pool.by_origin, pool.used_at = os.getpid(), {}, {}
+        https = origin[0] == "https"
         conn = pool.by_origin.get(origin)
-        if conn is not None and _closed_by_peer(conn):
+        idle = time.monotonic() - pool.used_at.get(origin, 0.0)
+        if conn is not None and (idle > self.idle_max or _closed_by_peer(conn)):
             conn.close()
             conn = None
         if conn is None:
@@ -94,7 +102,8 @@ class KeepAliveWebClient(WebClient):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise SlackRequestError(f"Invalid URL detected: {url}")
-        conn = self._connection(parts)
+        origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+        conn = self._connection(origin)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         headers = {**dict(req.header_items()), "Connection": "keep-alive"}
         try:
@@ -107,6 +116,7 @@ class KeepAliveWebClient(WebClient):
         except BaseException:
             conn.close()
             raise
+        self._connections.used_at[origin] = time.monotonic()
         if not 200 <= resp.status < 300:
             raise HTTPError(url, resp.status, resp.reason, resp.headers, io.BytesIO(body))
         if resp.headers.get_content_type() == "application/gzip":  # admin.analytics.getFile
