@@ -53,6 +53,7 @@ class Stack:
         self.standin_port = 0
         self.standin_tls_port = 0
         self.slack_tls = slack_tls
+        self.certificate: Path | None = None  # the stand-in's, with `slack_tls`, once the servers start
         self.serve_port = 0
         self.bare_port = 0
         self._n = 0
@@ -73,8 +74,8 @@ class Stack:
                 "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
             }
         )
-        if self.slack_tls:
-            env["SSL_CERT_FILE"] = str(self.tmp / "localhost.pem")
+        if self.certificate is not None:
+            env["SSL_CERT_FILE"] = str(self.certificate)
         env.update(extra)
         return env
 
@@ -110,9 +111,9 @@ class Stack:
         self.standin_port = free_port()
         tls: list[str] = []
         if self.slack_tls:
-            cert, key = localhost_certificate(self.tmp)
+            self.certificate, key = localhost_certificate(self.tmp)
             self.standin_tls_port = free_port()
-            tls = [str(self.standin_tls_port), str(cert), str(key)]
+            tls = [str(self.standin_tls_port), str(self.certificate), str(key)]
         standin = self._start("standin", python_argv("-m", "bench.standin", str(self.standin_port), *tls))
         wait_until(lambda: http_ok(f"{self.standin_url}/bench/ping"), 20, "the Web API stand-in", standin)
         self.serve_port, self.bare_port = free_port(), free_port()
