@@ -38,7 +38,7 @@ def execute(runtime: Runtime, run_id: str) -> str:
     keeper = LeaseKeeper(runtime, run_id, epoch, held_until=lease_until)
     with keeper:
         host = runtime.hosts.for_run(record)
-        run = Run(runtime, record, epoch, host, keeper, journal=claim.journal)
+        run = Run(runtime, record, epoch, host, keeper, journal=claim.journal, parked_on=claim.interrupt)
         run.log.info("executing", epoch=epoch, failures=record.failures)
         try:
             return _replay(runtime, run)
@@ -54,7 +54,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
         show_closed_group(run, record)
         spec = runtime.registry.get(record.agent)
         result = spec.fn(run, record.text)
-        run.once("final", lambda: host.finished(record, str(result)))
+        run.once("final", lambda: host.finished(record, str(result)), ends_run=True)
         return _end(runtime, run, RunStatus.SUCCEEDED, result=str(result))
     except Suspend:
         return RunStatus.PAUSED.value
@@ -63,7 +63,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
         return "stale"
     except QuestionExpired as exc:
         reason = f"expired: {exc}"
-        run.once("final", lambda: host.failed(record, reason))
+        run.once("final", lambda: host.failed(record, reason), ends_run=True)
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
     except (AgentError, UnknownAgent, ContextError) as exc:  # no retry would fix these
         return _fail(runtime, run, str(exc))
@@ -104,6 +104,7 @@ def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
             epoch=run.epoch,
             lease="clear",
             history=history_entry(status.value, **fields),
+            journal=run.ending_journal(),
             **fields,
         )
 
@@ -118,7 +119,7 @@ def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
 
 def _fail(runtime: Runtime, run: Run, reason: str) -> str:
     run.log.error("run failed", reason=reason)
-    run.once("final", lambda: run.host.failed(run.record, reason))
+    run.once("final", lambda: run.host.failed(run.record, reason), ends_run=True)
     return _end(runtime, run, RunStatus.FAILED, error=reason)
 
 
@@ -146,6 +147,7 @@ def _retry_or_fail(runtime: Runtime, run: Run, exc: Exception) -> str:
             lease="clear",
             failures=1,
             history=entry,
+            journal=run.ending_journal(),  # a final post made before the failure stays made
             error=reason,
             job=job_id,
         )

@@ -48,6 +48,7 @@ class Run:
         host: Host,
         keeper: LeaseKeeper,
         journal: dict[str, Any] | None = None,
+        parked_on: InterruptRecord | None = None,
     ) -> None:
         self._rt = runtime
         self._record = record
@@ -63,6 +64,9 @@ class Run:
         self._opened_earlier = False  # the current question was opened by an earlier execution
         self._journal: dict[str, Any] | None = journal  # read with the claim, or on first use
         self._interrupts: dict[str, InterruptRecord | None] = {}
+        if journal is not None and record.interrupt:  # read with the claim, as the journal was
+            self._interrupts[record.interrupt] = parked_on
+        self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
         self.log = log.bind(**record.log_context())
@@ -202,14 +206,27 @@ class Run:
         self._says += 1
         self.once(f"say:{self._says}", lambda: self._host.say(self._record, text))
 
-    def once(self, name: str, effect: Callable[[], Any]) -> None:
-        """Perform a host side effect at most once per run (at least once across a crash mid-call)."""
+    def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False) -> None:
+        """Perform a host side effect at most once per run (at least once across a crash mid-call).
+
+        The fenced "intent" write before the effect stops a worker that lost the run from
+        performing it. With `ends_run`, the effect is the last thing before the transition that
+        ends this execution, and that transition records its "done" (`ending_journal`): a crash
+        in between repeats the effect, exactly as a crash before a separate "done" write would.
+        """
         field = f"fx:{name}"
-        if self._recorded(field) == "done":
+        if self._recorded(field) == "done" or field in self._ending:
             return
         self._write(field, "intent")
         effect()
-        self._write(field, "done")
+        if ends_run:
+            self._ending[field] = "done"
+        else:
+            self._write(field, "done")
+
+    def ending_journal(self) -> dict[str, Any]:
+        """What the transition that ends this execution records in the journal with it (see `once`)."""
+        return dict(self._ending)
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.

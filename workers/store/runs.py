@@ -39,6 +39,7 @@ class Claim:
     refused: str = ""
     record: RunRecord | None = None
     journal: dict[str, Any] | None = None
+    interrupt: InterruptRecord | None = None  # the question the run was parked on, if it has one
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,12 @@ class RunStore:
         bump_epoch: bool = False,
         failures: int = 0,
         history: str = "",
+        journal: dict[str, Any] | None = None,
         **fields: Any,
     ) -> tuple[bool, str, str]:
         """Move `run_id` to `new` if it is in `allowed`; returns (done, epoch or reason, old status).
 
-        `history` (from `history_entry`) is appended in the same atomic step.
+        `history` (from `history_entry`) is appended, and `journal` entries are recorded, in the same atomic step.
         """
         argv: list[Any] = [
             run_id,
@@ -151,27 +153,32 @@ class RunStore:
             "1" if bump_epoch else "0",
             str(failures),
             history,
+            json.dumps({k: json.dumps(v) for k, v in journal.items()}) if journal else "",
         ]
         for name, value in fields.items():
             argv += [name, value if isinstance(value, str) else json.dumps(value)]
         # The run's sealed secrets go too when it ends (TRANSITION's last key; CLAIM never ends a run).
-        done, second, old = self._transition(keys=[*_transition_keys(run_id), keys.secrets(run_id)], args=argv)
+        done, second, old = self._transition(
+            keys=[*_transition_keys(run_id), keys.secrets(run_id), keys.journal(run_id)], args=argv
+        )
         return bool(done), _s(second), _s(old)
 
     def claim(self, run_id: str, lease_until: float) -> Claim:
-        """Move a queued run to running under a new epoch and lease, and read the run and its
-        journal in the same step: an execution starts with one round trip."""
+        """Move a queued run to running under a new epoch and lease, and read the run, its
+        journal and the question it was parked on in the same step: an execution starts with
+        one round trip."""
         argv = [run_id, keys.status_index(""), RunStatus.QUEUED.value, "", RunStatus.RUNNING.value]
-        argv += [repr(time.time()), repr(lease_until), "1", "0", ""]
+        argv += [repr(time.time()), repr(lease_until), "1", "0", "", "", keys.interrupt("")]
         reply = self._claim(keys=[*_transition_keys(run_id), keys.journal(run_id)], args=argv)
         if not reply[0]:
             return Claim(epoch=0, refused=_s(reply[1]), old=_s(reply[2]))
-        run, journal = _pairs(reply[3]), _pairs(reply[4])
+        run, journal, question = _pairs(reply[3]), _pairs(reply[4]), _pairs(reply[5])
         return Claim(
             epoch=int(_s(reply[1])),
             old=_s(reply[2]),
             record=RunRecord.from_hash(_decode(run)),
             journal={_s(k): json.loads(v) for k, v in journal.items()},
+            interrupt=InterruptRecord.from_hash(_decode(question)) if question else None,
         )
 
     def record(

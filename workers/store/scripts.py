@@ -37,9 +37,11 @@ end
 # worker's write, when its epoch still matches), with its history entry in the same
 # step: a reader never sees a run ended without the entry that says how. A run that
 # ends, however it ends, loses its sealed secret answers in the same step.
-# KEYS: run, leases, accepted, history, secrets   ARGV: run_id, idx_prefix, allowed (space
-# separated), epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch
-# ('0'|'1'), failures delta, history entry json or '', then field/value pairs.
+# KEYS: run, leases, accepted, history, secrets, journal   ARGV: run_id, idx_prefix, allowed
+# (space separated), epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch
+# ('0'|'1'), failures delta, history entry json or '', journal entries (a JSON object of field
+# to JSON text, or ''), then from ARGV[PAIRS] field/value pairs for the run. The journal
+# entries let the write that ends a run also record the "done" of the effect just before it.
 _TRANSITION_BODY = """
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return {0, 'missing', ''} end
@@ -57,18 +59,31 @@ elseif ARGV[7] ~= 'keep' then
   redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', ARGV[7])
 end
 if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
-for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = PAIRS, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[11] ~= '' then
+  for f, v in pairs(cjson.decode(ARGV[11])) do redis.call('HSET', KEYS[6], f, v) end
+end
 if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
 """
-TRANSITION = _LIB + _FINAL + _TRANSITION_BODY + "if FINAL[ARGV[5]] then redis.call('DEL', KEYS[5]) end\n"
+TRANSITION = _LIB + _FINAL + "local PAIRS = 12\n" + _TRANSITION_BODY
+TRANSITION += "if FINAL[ARGV[5]] then redis.call('DEL', KEYS[5]) end\n"
 TRANSITION += "return {1, epoch, st}\n"
 
-# A worker's claim: TRANSITION to running with a new epoch, then the run and its
-# journal as they stand after it, so an execution starts in one round trip.
+# A worker's claim: TRANSITION to running with a new epoch, then the run, its journal and
+# the question it was parked on as they stand after it, so an execution starts in one round trip.
 # KEYS: run, leases, accepted, history, journal (TRANSITION's first four; it never ends a
-# run, so it has no secrets to delete)   ARGV: as TRANSITION
+# run, so it has no secrets to delete)   ARGV: as TRANSITION up to ARGV[11] (always ''),
+# then the interrupt key prefix; no field/value pairs.
 CLAIM = (
-    _LIB + _TRANSITION_BODY + "return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[5])}\n"
+    _LIB
+    + "local PAIRS = #ARGV + 1\n"
+    + _TRANSITION_BODY
+    + """
+local iid = redis.call('HGET', KEYS[1], 'interrupt')
+local q = {}
+if iid and iid ~= '' then q = redis.call('HGETALL', ARGV[12] .. iid) end
+return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[5]), q}
+"""
 )
 
 # A worker's journal write, fenced by its epoch: a stale worker cannot record. A

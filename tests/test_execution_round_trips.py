@@ -1,0 +1,90 @@
+"""A resumed execution's Redis round trips: the claim brings the question the run was parked on,
+and the transition that ends the run records the final post's "done" with it.
+
+The client below is a real `redis.Redis` that also notes each command it sends, so the test can
+say which reads and writes an execution made; nothing is replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis import Redis
+from runtime_helpers import parked, runtime_and_host, work
+
+from workers.interaction import Answer
+from workers.runtime.acceptance import accept
+from workers.store import keys, scripts
+from workers.store.records import InterruptState, RunStatus
+
+pytestmark = pytest.mark.integration
+
+
+class NotingRedis(redis.Redis):
+    """A Redis client that keeps the commands it sent (name and arguments, as text)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: list[list[str]] = []
+        self._lock = threading.Lock()
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        with self._lock:
+            self.sent.append([a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in args])
+        return super().execute_command(*args, **options)
+
+
+@pytest.fixture
+def noted(r: Redis) -> NotingRedis:
+    return NotingRedis(connection_pool=r.connection_pool)
+
+
+def _sha(script: str) -> str:
+    return hashlib.sha1(script.encode()).hexdigest()
+
+
+def test_a_claim_reads_the_question_the_run_was_parked_on(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask")
+    accept(rt, iid, "U1", [Answer(id="colour", choice="green")])
+
+    claim = rt.store.claim(run_id, time.time() + 30)
+
+    assert claim.record is not None and claim.record.interrupt == iid
+    assert claim.interrupt == rt.store.interrupt(iid)
+    assert claim.interrupt is not None and claim.interrupt.state is InterruptState.ANSWERED
+
+
+def test_a_claim_of_a_run_that_never_asked_has_no_question(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run = rt.store.create("t-ask", "", "U1", {"host": "test", "team": "T1"})
+
+    claim = rt.store.claim(run.id, time.time() + 30)
+
+    assert claim.record is not None and claim.interrupt is None
+
+
+def test_a_resume_reads_no_question_after_its_claim_and_ends_with_the_final_done(
+    noted: NotingRedis, tmp_path: Path
+) -> None:
+    rt, host = runtime_and_host(noted, tmp_path)
+    run_id, iid = parked(rt, "t-ask")
+    accept(rt, iid, "U1", [Answer(id="colour", choice="green")])
+    noted.sent.clear()
+
+    work(rt)
+
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert host.closed == [(run_id, "answered")] and host.finals == [(run_id, "colour green")]
+    reads = [c for c in noted.sent if c[0] == "HGETALL" and c[1] == keys.interrupt(iid)]
+    assert reads == [], "the question was read again after the claim"
+    journal_sha = _sha(scripts.JOURNAL)
+    final_writes = [c[-4] for c in noted.sent if c[:2] == ["EVALSHA", journal_sha] and c[-4] == "fx:final"]
+    assert len(final_writes) == 1, "the final post's intent only: its done goes with the ending transition"
+    assert rt.store.journal(run_id)["fx:final"] == "done"
