@@ -7,6 +7,12 @@ CPU. slack_sdk has no keep-alive option for its sync client, and its `AsyncWebCl
 bring an event loop into RQ's synchronous jobs. So this class replaces only the one method
 that sends a request: building the request, the retry handlers (429s, 5xx, dropped
 connections), error handling and parsing all stay slack_sdk's.
+
+The exchange itself is written here rather than on `http.client`: http.client parses every
+response's headers with the `email` package, which was about a third of a kept-alive call's
+CPU (Slack answers with some twenty headers). httptools (llhttp, the parser `parley serve`
+already runs on) parses the response instead, and the headers are handed to slack_sdk as
+the same `http.client.HTTPMessage` urllib gives it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import http.client
 import io
 import os
 import select
+import socket
+import ssl
 import threading
 import time
 import urllib.request
@@ -22,10 +30,103 @@ from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlsplit
 
+import httptools
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackRequestError
 
 Origin = tuple[str, str, int]
+_ILLEGAL = ("\r", "\n", "\0")  # in a header name or value they would split the request (header injection)
+
+
+class _Reply:
+    """One response as httptools reads it: status, reason, headers and body."""
+
+    def __init__(self) -> None:
+        self.reason = b""
+        self.headers = http.client.HTTPMessage()
+        self.chunks: list[bytes] = []
+        self.headers_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.status = 0
+        self.parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+
+    def on_status(self, status: bytes) -> None:
+        self.reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.decode("latin-1")] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.status = self.parser.get_status_code() if self.parser else 0
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+        self.keep_alive = bool(self.parser and self.parser.should_keep_alive())  # the parser resets after this
+
+    @property
+    def until_close(self) -> bool:
+        """A body with neither a length nor chunks: it ends when the server closes the connection."""
+        chunked = "chunked" in (self.headers.get("transfer-encoding") or "").lower()
+        return self.headers_done and not chunked and self.headers.get("content-length") is None
+
+
+class _Connection:
+    """One HTTP/1.1 connection to an origin, carrying one request at a time."""
+
+    def __init__(self, origin: Origin, timeout: float, context: ssl.SSLContext | None) -> None:
+        self.origin, self.timeout, self.context = origin, timeout, context
+        self.sock: socket.socket | None = None
+        scheme, host, port = origin
+        name = f"[{host}]" if ":" in host else host
+        self.host_header = name if port == (443 if scheme == "https" else 80) else f"{name}:{port}"
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def send(self, target: str, headers: dict[str, str], body: bytes) -> None:
+        """Connect if need be and send the request in one write; `OSError` when either fails."""
+        lines = [f"POST {target} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: identity"]
+        for name, value in headers.items():
+            if any(c in name or c in str(value) for c in _ILLEGAL):
+                raise ValueError(f"invalid header {name!r}")
+            lines.append(f"{name}: {value}")
+        lines.append(f"Content-Length: {len(body)}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        if self.sock is None:
+            sock = socket.create_connection(self.origin[1:], timeout=self.timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.context is not None:
+                sock = self.context.wrap_socket(sock, server_hostname=self.origin[1])
+            self.sock = sock
+        self.sock.sendall(head + body)
+
+    def receive(self) -> _Reply:
+        """The response to the request sent (`keep_alive`: whether the connection stays open)."""
+        assert self.sock is not None
+        reply = _Reply()
+        try:
+            while not reply.complete:
+                data = self.sock.recv(65536)
+                if not data:
+                    if reply.until_close:
+                        return reply
+                    if not reply.headers_done:  # as http.client: slack_sdk's retry handler knows this one
+                        raise http.client.RemoteDisconnected("Remote end closed connection without response")
+                    raise http.client.IncompleteRead(b"".join(reply.chunks))
+                try:
+                    reply.parser.feed_data(data)  # type: ignore[union-attr]
+                except httptools.HttpParserError as exc:
+                    raise http.client.BadStatusLine(str(exc)) from exc
+            return reply
+        finally:
+            reply.parser = None  # the parser holds the reply: no cycle left for the collector
 
 
 class _Connections(threading.local):
@@ -33,11 +134,11 @@ class _Connections(threading.local):
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.by_origin: dict[Origin, http.client.HTTPConnection] = {}
+        self.by_origin: dict[Origin, _Connection] = {}
         self.used_at: dict[Origin, float] = {}  # monotonic time each connection last finished a call
 
 
-def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
+def _closed_by_peer(conn: _Connection) -> bool:
     """Whether an idle connection has been closed by the server (it is readable: EOF or stray bytes).
 
     Checked before reuse, as urllib3 does, so a request is never sent on a connection the
@@ -47,7 +148,7 @@ def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
     """
     sock = conn.sock
     if sock is None:
-        return False  # not connected yet: http.client connects on the next request
+        return False  # not connected yet: it connects on the next request
     try:
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
@@ -70,23 +171,30 @@ class KeepAliveWebClient(WebClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._connections = _Connections()
+        self._default_context: ssl.SSLContext | None = None
 
-    def _connection(self, origin: Origin) -> http.client.HTTPConnection:
+    def _tls(self) -> ssl.SSLContext:
+        """The client's `ssl` context, or the default one urllib would use: certificates verified
+        against the system's (or `SSL_CERT_FILE`'s) authorities. Made once, not per connection."""
+        if self.ssl is not None:
+            return self.ssl
+        if self._default_context is None:
+            context = ssl.create_default_context()
+            context.set_alpn_protocols(["http/1.1"])  # as http.client offers it
+            self._default_context = context
+        return self._default_context
+
+    def _connection(self, origin: Origin) -> _Connection:
         pool = self._connections
         if pool.pid != os.getpid():
             pool.pid, pool.by_origin, pool.used_at = os.getpid(), {}, {}
-        https = origin[0] == "https"
         conn = pool.by_origin.get(origin)
         idle = time.monotonic() - pool.used_at.get(origin, 0.0)
         if conn is not None and (idle > self.idle_max or _closed_by_peer(conn)):
             conn.close()
             conn = None
         if conn is None:
-            if https:
-                # context None: http.client's default, verifying certificates, as urlopen's
-                conn = http.client.HTTPSConnection(origin[1], origin[2], timeout=self.timeout, context=self.ssl)
-            else:
-                conn = http.client.HTTPConnection(origin[1], origin[2], timeout=self.timeout)
+            conn = _Connection(origin, self.timeout, self._tls() if origin[0] == "https" else None)
             pool.by_origin[origin] = conn
         return conn
 
@@ -104,22 +212,27 @@ class KeepAliveWebClient(WebClient):
             raise SlackRequestError(f"Invalid URL detected: {url}")
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         conn = self._connection(origin)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         headers = {**dict(req.header_items()), "Connection": "keep-alive"}
+        headers.pop("Content-length", None)  # the exchange sets it from the body
         try:
             try:
-                conn.request("POST", target or "/", body=req.data, headers=headers)
+                conn.send(target, headers, req.data or b"")  # type: ignore[arg-type]
             except OSError as err:  # connecting or sending: urllib wraps these, and the retry handler expects it
                 raise URLError(err) from err
-            resp = conn.getresponse()
-            body = resp.read()
+            reply = conn.receive()
         except BaseException:
             conn.close()
             raise
+        if not reply.keep_alive:
+            conn.close()
+        status = reply.status
         self._connections.used_at[origin] = time.monotonic()
-        if not 200 <= resp.status < 300:
-            raise HTTPError(url, resp.status, resp.reason, resp.headers, io.BytesIO(body))
-        if resp.headers.get_content_type() == "application/gzip":  # admin.analytics.getFile
-            return {"status": resp.status, "headers": resp.headers, "body": body}
-        charset = resp.headers.get_content_charset() or "utf-8"
-        return {"status": resp.status, "headers": resp.headers, "body": body.decode(charset)}
+        body = b"".join(reply.chunks)
+        if not 200 <= status < 300:
+            reason = reply.reason.decode("latin-1")
+            raise HTTPError(url, status, reason, reply.headers, io.BytesIO(body))
+        if reply.headers.get_content_type() == "application/gzip":  # admin.analytics.getFile
+            return {"status": status, "headers": reply.headers, "body": body}
+        charset = reply.headers.get_content_charset() or "utf-8"
+        return {"status": status, "headers": reply.headers, "body": body.decode(charset)}
