@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from http_servers import serving
 
-from bot.slack.transport import KeepAliveWebClient
+from bot.slack.transport import KeepAliveWebClient, media_type
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +105,20 @@ def test_a_header_value_that_would_split_the_request_is_refused_before_sending(r
     with pytest.raises(ValueError, match="invalid header"):
         client.chat_postMessage(channel="C0GENERAL", text="forged")
     assert _Raw.seen == []
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "application/json",
+        'text/plain; Charset="ISO-8859-1"',
+        "Application/GZIP",
+        "application/json;charset=UTF-8; foo=bar",
+        "text/html; foo=bar; charset=latin-1",
+    ],
+)
+def test_the_media_type_and_charset_are_read_as_email_reads_them(content_type: str) -> None:
+    message = http.client.HTTPMessage()
+    message["Content-Type"] = content_type
+    assert media_type(content_type) == (message.get_content_type(), message.get_content_charset() or "")

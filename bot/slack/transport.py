@@ -38,6 +38,17 @@ Origin = tuple[str, str, int]
 _ILLEGAL = ("\r", "\n", "\0")  # in a header name or value they would split the request (header injection)
 
 
+def media_type(content_type: str) -> tuple[str, str]:
+    """A Content-Type's media type and charset, lower case (`""` when not given), as `email` reads them."""
+    kind, *params = content_type.split(";")
+    charset = ""
+    for param in params:
+        key, _, value = param.strip().partition("=")
+        if key.strip().lower() == "charset":
+            charset = value.strip().strip('"').lower()
+    return kind.strip().lower(), charset
+
+
 class _Reply:
     """One response as httptools reads it: status, reason, headers and body."""
 
@@ -49,13 +60,17 @@ class _Reply:
         self.complete = False
         self.keep_alive = False
         self.status = 0
+        self.content_type = ""  # its raw value, kept as it passes: HTTPMessage's own lookup and parse cost more
         self.parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
 
     def on_status(self, status: bytes) -> None:
         self.reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers[name.decode("latin-1")] = value.decode("latin-1")
+        text = value.decode("latin-1")
+        self.headers[name.decode("latin-1")] = text
+        if name.lower() == b"content-type":
+            self.content_type = text
 
     def on_headers_complete(self) -> None:
         self.headers_done = True
@@ -232,7 +247,7 @@ class KeepAliveWebClient(WebClient):
         if not 200 <= status < 300:
             reason = reply.reason.decode("latin-1")
             raise HTTPError(url, status, reason, reply.headers, io.BytesIO(body))
-        if reply.headers.get_content_type() == "application/gzip":  # admin.analytics.getFile
+        kind, charset = media_type(reply.content_type)
+        if kind == "application/gzip":  # admin.analytics.getFile
             return {"status": status, "headers": reply.headers, "body": body}
-        charset = reply.headers.get_content_charset() or "utf-8"
-        return {"status": status, "headers": reply.headers, "body": body.decode(charset)}
+        return {"status": status, "headers": reply.headers, "body": body.decode(charset or "utf-8")}
