@@ -10,6 +10,7 @@ another worker's by then, and only an outage longer than the lease repeats a ste
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -32,11 +33,14 @@ OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 
 
 class LeaseKeeper:
-    """Renews the worker's lease on a run in the background while the agent runs.
+    """A worker's lease on one run, renewed in the background while the agent runs.
 
-    It survives Redis errors (a restart, a failover) and tries again within a fraction of a
-    second: a keeper that gave up, or sat in a client's multi-second backoff, would let the
+    Renewals survive Redis errors (a restart, a failover) and are tried again within a fraction
+    of a second: a keeper that gave up, or sat in a client's multi-second backoff, would let the
     lease lapse while the agent runs on, and another worker would repeat the step in progress.
+    The renewing is done by one thread per process for every lease held there (`_Renewer`), not
+    a thread per execution: starting and joining one cost about as much as a Redis round trip
+    per execution.
     """
 
     RETRY = 0.2
@@ -44,40 +48,35 @@ class LeaseKeeper:
 
     def __init__(self, runtime: Runtime, run_id: str, epoch: int, held_until: float) -> None:
         self._rt = runtime
-        self._run_id = run_id
+        self.run_id = run_id
         self._epoch = epoch
         self._store = _lease_store(runtime)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
         self.held_until = held_until  # the lease_until Redis last accepted from this worker
         self.lost = False  # a renewal found the run in other hands
 
     def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
+        _renewer().hold(self, self._rt.settings.lease_ttl / 3)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        _renewer().release(self)
 
-    def _loop(self) -> None:
+    def renew(self) -> float | None:
+        """Renew the lease once; the seconds until the next renewal, or None once the run is lost."""
         ttl = self._rt.settings.lease_ttl
-        delay = ttl / 3
-        while not self._stop.wait(delay):
-            until = time.time() + ttl
-            try:
-                ok, _, _ = self._store.transition(
-                    self._run_id, [RunStatus.RUNNING], RunStatus.RUNNING, epoch=self._epoch, lease=repr(until)
-                )
-            except redis.RedisError as exc:
-                log.warning("could not renew the lease; retrying", run_id=self._run_id, error=str(exc))
-                delay = min(ttl / 3, self.RETRY)
-                continue
-            delay = ttl / 3
-            if not ok:
-                self.lost = True
-                return
-            self.held_until = until
+        until = time.time() + ttl
+        try:
+            ok, _, _ = self._store.transition(
+                self.run_id, [RunStatus.RUNNING], RunStatus.RUNNING, epoch=self._epoch, lease=repr(until)
+            )
+        except redis.RedisError as exc:
+            log.warning("could not renew the lease; retrying", run_id=self.run_id, error=str(exc))
+            return min(ttl / 3, self.RETRY)
+        if not ok:
+            self.lost = True
+            return None
+        self.held_until = until
+        return ttl / 3
 
     def durable(self, write: Callable[[], T], what: str) -> T:
         """Run `write`, retrying through a Redis outage for as long as the lease surely holds.
@@ -94,15 +93,75 @@ class LeaseKeeper:
                 if self.lost or time.time() + delay > self.held_until - margin:
                     log.error(
                         "Redis unreachable until the lease lapsed; stopping without writing",
-                        run_id=self._run_id,
+                        run_id=self.run_id,
                         write=what,
                         waited_s=round(time.monotonic() - started, 1),
                         error=str(exc),
                     )
-                    raise StaleEpoch(self._run_id, self._epoch) from exc
-                log.warning("Redis unreachable; retrying while the lease holds", run_id=self._run_id, write=what)
+                    raise StaleEpoch(self.run_id, self._epoch) from exc
+                log.warning("Redis unreachable; retrying while the lease holds", run_id=self.run_id, write=what)
                 time.sleep(delay)
                 delay = min(delay * 2, self.BACKOFF_CAP)
+
+
+class _Renewer:
+    """The thread that renews every lease held in this process, each when it falls due."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[LeaseKeeper, float] = {}  # monotonic time each lease is next renewed
+        self._renewing: LeaseKeeper | None = None
+        self._thread = threading.Thread(target=self._loop, name="parley-leases", daemon=True)
+        self._thread.start()
+
+    def hold(self, keeper: LeaseKeeper, first_in: float) -> None:
+        with self._cond:
+            self._due[keeper] = time.monotonic() + first_in
+            self._cond.notify()
+
+    def release(self, keeper: LeaseKeeper) -> None:
+        """Stop renewing `keeper`; returns once no renewal of it is under way, so none lands after."""
+        with self._cond:
+            self._due.pop(keeper, None)
+            while self._renewing is keeper:
+                self._cond.wait()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                keeper = min(self._due, key=self._due.__getitem__, default=None)
+                if keeper is None or self._due[keeper] > now:
+                    self._cond.wait(None if keeper is None else self._due[keeper] - now)
+                    continue
+                self._renewing = keeper
+            try:
+                delay = keeper.renew()
+            except Exception:  # never let one lease's surprise stop the renewals of every other
+                log.error("lease renewal raised; retrying", exc=True, run_id=keeper.run_id)
+                delay = keeper.RETRY
+            finally:
+                with self._cond:
+                    self._renewing = None
+                    if keeper in self._due:
+                        if delay is None:
+                            del self._due[keeper]
+                        else:
+                            self._due[keeper] = time.monotonic() + delay
+                    self._cond.notify_all()
+
+
+_RENEWERS: dict[int, _Renewer] = {}  # by process id: a forked child starts its own (threads do not fork)
+_RENEWERS_LOCK = threading.Lock()
+
+
+def _renewer() -> _Renewer:
+    pid = os.getpid()
+    with _RENEWERS_LOCK:
+        if pid not in _RENEWERS:
+            _RENEWERS.clear()
+            _RENEWERS[pid] = _Renewer()
+        return _RENEWERS[pid]
 
 
 _LEASE_STORES: dict[int, RunStore] = {}
