@@ -38,7 +38,8 @@ def execute(runtime: Runtime, run_id: str) -> str:
     keeper = LeaseKeeper(runtime, run_id, epoch, held_until=lease_until)
     with keeper:
         host = runtime.hosts.for_run(record)
-        run = Run(runtime, record, epoch, host, keeper, journal=claim.journal, parked_on=claim.interrupt)
+        parked_on = {record.interrupt: claim.interrupt} if record.interrupt else {}
+        run = Run(runtime, record, epoch, host, keeper, journal=claim.journal, interrupts=parked_on)
         run.log.info("executing", epoch=epoch, failures=record.failures)
         try:
             return _replay(runtime, run)

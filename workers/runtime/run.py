@@ -48,7 +48,7 @@ class Run:
         host: Host,
         keeper: LeaseKeeper,
         journal: dict[str, Any] | None = None,
-        parked_on: InterruptRecord | None = None,
+        interrupts: dict[str, InterruptRecord | None] | None = None,
     ) -> None:
         self._rt = runtime
         self._record = record
@@ -63,9 +63,7 @@ class Run:
         self._interrupt: InterruptRecord | None = None
         self._opened_earlier = False  # the current question was opened by an earlier execution
         self._journal: dict[str, Any] | None = journal  # read with the claim, or on first use
-        self._interrupts: dict[str, InterruptRecord | None] = {}
-        if journal is not None and record.interrupt:  # read with the claim, as the journal was
-            self._interrupts[record.interrupt] = parked_on
+        self._interrupts: dict[str, InterruptRecord | None] = dict(interrupts or {})  # read with the claim
         self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
