@@ -115,7 +115,14 @@ def _queue_one(
     pipe.set(keys.thread(conversation["channel"], conversation["thread_ts"]), run_id)
     # execute(): the claim
     store._transition(
-        keys=[keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id), keys.secrets(run_id)],
+        keys=[
+            keys.run(run_id),
+            keys.leases_index(),
+            keys.accepted_index(),
+            keys.history(run_id),
+            keys.secrets(run_id),
+            keys.journal(run_id),
+        ],
         args=[
             run_id,
             keys.status_index(""),
@@ -127,6 +134,7 @@ def _queue_one(
             "1",
             "0",
             "",
+            "",  # no journal entries
         ],
         client=pipe,
     )
