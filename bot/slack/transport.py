@@ -116,9 +116,13 @@ class _Connection:
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         if self.sock is None:
             sock = socket.create_connection(self.origin[1:], timeout=self.timeout)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.context is not None:
-                sock = self.context.wrap_socket(sock, server_hostname=self.origin[1])
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self.context is not None:
+                    sock = self.context.wrap_socket(sock, server_hostname=self.origin[1])
+            except BaseException:  # a refused certificate, say: the socket is not left open behind it
+                sock.close()
+                raise
             self.sock = sock
         self.sock.sendall(head + body)
 
