@@ -30,7 +30,8 @@ TARGET = 1 / 3
 
 
 def _cpu(stack: Stack, workers: list[Proc]) -> dict[str, float]:
-    """CPU seconds so far of each part of the system (the Redis server is shared, so it is left out)."""
+    """CPU seconds so far of each part of the system. The Redis server's is its whole `INFO cpu`:
+    meaningful on a server of the bench's own (`--redis-url`), inflated by other clients on a shared one."""
     parts = {
         "parley workers": workers,
         "parley serve": [p for p in stack.procs if p.name.endswith("parley-serve")],
@@ -39,7 +40,13 @@ def _cpu(stack: Stack, workers: list[Proc]) -> dict[str, float]:
     out = {name: sum(group_cpu_seconds(p.pid) for p in procs) for name, procs in parts.items()}
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out["bench (answerers)"] = usage.ru_utime + usage.ru_stime
+    out["Redis server"] = _redis_cpu(stack)
     return out
+
+
+def _redis_cpu(stack: Stack) -> float:
+    info = stack.client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def _raw_batch(stack: Stack, n: int) -> float:
@@ -81,10 +88,13 @@ def measure(stack: Stack, cfg: Config) -> Result:
                     else:
                         n = 4 * runs_per_batch * workers
                         before_raw = sum(group_cpu_seconds(p.pid) for p in rw)
+                        before_redis = _redis_cpu(stack)
                         raw.append(_raw_batch(stack, n))
                         spent = sum(group_cpu_seconds(p.pid) for p in rw) - before_raw
                         key = "raw workers, per job"
                         cpu[key] = cpu.get(key, 0.0) + 1000 * spent / n / cfg.rounds
+                        key = "raw Redis server, per job"
+                        cpu[key] = cpu.get(key, 0.0) + 1000 * (_redis_cpu(stack) - before_redis) / n / cfg.rounds
                     time.sleep(0.2)
         finally:
             stack.stop(pw + rw)
@@ -109,7 +119,8 @@ def measure(stack: Stack, cfg: Config) -> Result:
                 ">= 0.33x",
                 q is not None and q >= TARGET,
                 f"{parley[0]:.0f}-{parley[-1]:.0f} | {raw[0]:.0f}-{raw[-1]:.0f}",
-                f"CPU ms/run: {per_run}; raw {cpu.get('raw workers, per job', 0):.2f} ms/job",
+                f"CPU ms/run: {per_run}; raw {cpu.get('raw workers, per job', 0):.2f} ms/job"
+                f" (Redis {cpu.get('raw Redis server, per job', 0):.2f})",
             )
         )
     return result
