@@ -1,20 +1,14 @@
 """A resumed execution's Redis round trips: the claim brings the question the run was parked on,
-and the transition that ends the run records the final post's "done" with it.
-
-The client below is a real `redis.Redis` that also notes each command it sends, so the test can
-say which reads and writes an execution made; nothing is replaced.
-"""
+and the transition that ends the run records the final post's "done" with it."""
 
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
+from noting_redis import NotingRedis
 from redis import Redis
 from runtime_helpers import parked, runtime_and_host, work
 
@@ -24,20 +18,6 @@ from workers.store import keys, scripts
 from workers.store.records import InterruptState, RunStatus
 
 pytestmark = pytest.mark.integration
-
-
-class NotingRedis(redis.Redis):
-    """A Redis client that keeps the commands it sent (name and arguments, as text)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sent: list[list[str]] = []
-        self._lock = threading.Lock()
-
-    def execute_command(self, *args: Any, **options: Any) -> Any:
-        with self._lock:
-            self.sent.append([a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in args])
-        return super().execute_command(*args, **options)
 
 
 @pytest.fixture

@@ -152,7 +152,8 @@ class SlackHost:
             if exc.response.get("error") == "invalid_blocks":
                 raise AgentError(f"Slack refused the question's blocks: {exc.response.get('errors')}") from exc
             raise
-        run.record_question_message({**posted, "version": 1})
+        # Recorded at once when people are told of it next (their DMs link to it); else by the park.
+        run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run))
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         self._tell_asked(run)
         return Outcome(paused=True)
@@ -165,6 +166,13 @@ class SlackHost:
         assignees, groups = people.resolve_groups(self._web(run.record), q.assignees)
         escalate_to, more = people.resolve_groups(self._web(run.record), q.escalate_to)
         run.record_assignees(assignees, {**groups, **more}, escalate_to if q.escalate_to else None)
+
+    def _to_tell(self, run: PausingRun) -> bool:
+        """Whether `_tell_asked` will DM anyone: someone asked who did not start the run."""
+        if not self.notify_assignees:
+            return False
+        asked = [run.interrupt] if run.interrupt is not None else run.asked_separately
+        return any(user != run.started_by for q in asked for user in q.assignees)
 
     def _tell_asked(self, run: PausingRun) -> None:
         """DM each person asked, but the run's starter, a link to the question; once per person."""

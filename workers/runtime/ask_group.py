@@ -298,7 +298,8 @@ class _EachView:
     def asked_separately(self) -> list[InterruptRecord]:
         return list(self._members)
 
-    def record_question_message(self, message: dict[str, Any]) -> None:
+    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
+        # Written at once whatever `parked_next` says: the group's park does not record the message.
         gid = self._group.id
         self._run.durable(lambda: self._run._rt.store.groups.set_message(gid, message), "record where it was posted")
         self._group = self._group.model_copy(update={"message": message})

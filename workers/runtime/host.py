@@ -64,7 +64,10 @@ class PausingRun(RunView, Protocol):
         """The current question as recorded: who may answer it, the user groups among them."""
         ...
 
-    def record_question_message(self, message: dict[str, Any]) -> None: ...
+    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
+        """Record where the question was posted. `parked_next`: nothing else happens before the
+        run parks, and the park records it in the same step (one write fewer)."""
+        ...
 
     @property
     def question_progress(self) -> QuestionProgress | None:

@@ -140,10 +140,14 @@ class Run:
         for it: that execution may have died inside the post, after the message was made."""
         return self._opened_earlier and not self.question_message.get("ts")
 
-    def record_question_message(self, message: dict[str, Any]) -> None:
+    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
+        """Record where the question was posted, so it is never posted twice. With `parked_next` the
+        park that follows records it: a crash before then leaves the question recorded without a
+        `ts`, and the replay finds the message by its metadata (`question_may_be_posted`)."""
         if self._interrupt is not None:
             iid = self._interrupt.id
-            self.durable(lambda: self._rt.store.set_message(iid, message), "record where the question was posted")
+            if not parked_next:
+                self.durable(lambda: self._rt.store.set_message(iid, message), "record where the question was posted")
             self._interrupt = self._interrupt.model_copy(update={"message": message})
 
     def record_assignees(
