@@ -12,6 +12,7 @@ from noting_redis import NotingRedis
 from redis import Redis
 from runtime_helpers import parked, runtime_and_host, work
 
+from workers.exceptions import RunNotFound
 from workers.interaction import Answer
 from workers.runtime.acceptance import accept
 from workers.store import keys, scripts
@@ -56,7 +57,7 @@ def test_a_resume_reads_no_question_after_its_claim_and_ends_with_the_final_done
     rt, host = runtime_and_host(noted, tmp_path)
     run_id, iid = parked(rt, "t-ask")
     accept(rt, iid, "U1", [Answer(id="colour", choice="green")])
-    noted.sent.clear()
+    noted.clear()
 
     work(rt)
 
@@ -68,3 +69,11 @@ def test_a_resume_reads_no_question_after_its_claim_and_ends_with_the_final_done
     final_writes = [c[-4] for c in noted.sent if c[:2] == ["EVALSHA", journal_sha] and c[-4] == "fx:final"]
     assert len(final_writes) == 1, "the final post's intent only: its done goes with the ending transition"
     assert rt.store.journal(run_id)["fx:final"] == "done"
+
+
+def test_the_conversation_of_a_run_that_is_gone_is_not_found(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run = rt.store.create("t-ask", "", "U1", {"host": "test", "team": "T1", "channel": "C1"})
+    assert rt.store.conversation(run.id) == {"host": "test", "team": "T1", "channel": "C1"}
+    with pytest.raises(RunNotFound):
+        rt.store.conversation("r-gone")

@@ -7,15 +7,20 @@ question put to someone else is recorded before that person's DM, which links to
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from inprocess_bot import Bot, running_bot
+from inprocess_bot import CHANNEL, Bot, running_bot
 from noting_redis import NotingRedis
+from runtime_helpers import work
 
-from workers.store import keys
+from bot.playground.workspace import TEAM_ID
+from workers.runtime.queues import enqueue_run
+from workers.store import keys, scripts
 
 pytestmark = pytest.mark.integration
 
@@ -49,3 +54,24 @@ def test_a_question_someone_is_told_of_is_recorded_at_once(bot: Bot, noted: Noti
     dm = bot.wait_call("chat.postMessage", lambda c: "is asking you a question" in str(c["args"].get("text")))
     assert dm is not None
     assert paused.interrupt.message["ts"] == paused.question["ts"]
+
+
+def test_a_run_started_without_a_thread_reads_only_its_conversation_before_posting_the_root(
+    bot: Bot, noted: NotingRedis
+) -> None:
+    """The worker looks again at the run's thread before starting one (another process may have);
+    the conversation is all it needs, not the whole run."""
+    run = bot.runtime.store.create(
+        "s-form", "no thread yet", "U0BOB", {"host": "slack", "team": TEAM_ID, "channel": CHANNEL}
+    )
+    enqueue_run(bot.runtime.queue, run.id, run.job)
+    noted.clear()
+    work(bot.runtime)  # in this thread: what a background thread of the bot reads meanwhile is not the worker's
+    sent = noted.sent_from(threading.current_thread().name)
+    # From the claim on: the fault suite, when collected in this process, wraps the job with a read of its own.
+    claim = hashlib.sha1(scripts.CLAIM.encode()).hexdigest()
+    sent = sent[next(i for i, c in enumerate(sent) if c[:2] == ["EVALSHA", claim]) :]
+    conversation = bot.runtime.store.get(run.id).conversation
+    assert conversation["thread_ts"] and [m["ts"] for m in bot.roots() if m["ts"] == conversation["thread_ts"]]
+    assert ["HGET", keys.run(run.id), "conversation"] in sent
+    assert [c for c in sent if c[:2] == ["HGETALL", keys.run(run.id)]] == []

@@ -105,7 +105,7 @@ class SlackHost:
             return run.conversation
         if (started := self._threads.get(run.id)) is not None:
             return started
-        return self.start_thread(self.store.get(run.id))
+        return self.start_thread(run.model_copy(update={"conversation": self.store.conversation(run.id)}))
 
     def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._thread(run)

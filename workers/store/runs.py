@@ -105,6 +105,13 @@ class RunStore:
         except RunNotFound:
             return None
 
+    def conversation(self, run_id: str) -> dict[str, Any]:
+        """The run's conversation as Redis has it now (its thread, once a host started one)."""
+        raw = self.redis.hget(keys.run(run_id), "conversation")
+        if raw is None:
+            raise RunNotFound(run_id)
+        return json.loads(raw)
+
     def interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         data = self.redis.hgetall(keys.interrupt(interrupt_id))
         return InterruptRecord.from_hash(_decode(data)) if data else None
