@@ -29,7 +29,7 @@ from bot.slack import blocks
 from workers.interaction import Request
 from workers.store import keys
 from workers.store.records import RunStatus
-from workers.store.runs import RunStore, interrupt_fields, new_id, stage_create
+from workers.store.runs import RunStore, interrupt_fields, new_id, stage_create, transition_call
 
 DUMMY_IID = "qBENCHDUMMYIID00000000"
 ANSWER_STATE = {
@@ -114,30 +114,10 @@ def _queue_one(
     # SlackHost.start_thread
     pipe.set(keys.thread(conversation["channel"], conversation["thread_ts"]), run_id)
     # execute(): the claim
-    store._transition(
-        keys=[
-            keys.run(run_id),
-            keys.leases_index(),
-            keys.accepted_index(),
-            keys.history(run_id),
-            keys.secrets(run_id),
-            keys.journal(run_id),
-        ],
-        args=[
-            run_id,
-            keys.status_index(""),
-            RunStatus.QUEUED.value,
-            "",
-            RunStatus.RUNNING.value,
-            repr(now),
-            repr(now + 30.0),
-            "1",
-            "0",
-            "",
-            "",  # no journal entries
-        ],
-        client=pipe,
+    claim_keys, claim_argv = transition_call(
+        run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(now + 30.0), bump_epoch=True, now=now
     )
+    store._transition(keys=claim_keys, args=claim_argv, client=pipe)
     # Run.ask -> RunStore.open_interrupt
     request = _parsed(request_json)
     fields = interrupt_fields(iid, run_id, conversation["team"], "#1", 1, request, [user], now)

@@ -167,25 +167,20 @@ class SlackHost:
         escalate_to, more = people.resolve_groups(self._web(run.record), q.escalate_to)
         run.record_assignees(assignees, {**groups, **more}, escalate_to if q.escalate_to else None)
 
-    def _to_tell(self, run: PausingRun) -> bool:
-        """Whether `_tell_asked` will DM anyone: someone asked who did not start the run."""
+    def _to_tell(self, run: PausingRun) -> list[tuple[InterruptRecord, str]]:
+        """Whom `_tell_asked` DMs, with the question each is asked: everyone asked but the run's starter."""
         if not self.notify_assignees:
-            return False
+            return []
+        # `ask_each`: each person's own question, all shown by the one shared message.
         asked = [run.interrupt] if run.interrupt is not None else run.asked_separately
-        return any(user != run.started_by for q in asked for user in q.assignees)
+        return [(q, user) for q in asked for user in q.assignees if user != run.started_by]
 
     def _tell_asked(self, run: PausingRun) -> None:
         """DM each person asked, but the run's starter, a link to the question; once per person."""
-        if not self.notify_assignees:
-            return
-        # `ask_each`: each person's own question, all shown by the one shared message.
-        asked = [run.interrupt] if run.interrupt is not None else run.asked_separately
         text = f"{user_ref(run.started_by)}'s run *{escape(run.record.agent)}* is asking you a question."
-        for q in asked:
+        for q, user in self._to_tell(run):
             q = q.model_copy(update={"message": run.question_message})
-            for user in q.assignees:
-                if user != run.started_by:
-                    people.notify(self._web(run.record), self.store.people, q, user, text)
+            people.notify(self._web(run.record), self.store.people, q, user, text)
 
     def _posted_before(self, run: RunRecord, iid: str) -> dict[str, Any] | None:
         """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""

@@ -149,34 +149,27 @@ class RunStore:
 
         `history` (from `history_entry`) is appended, and `journal` entries are recorded, in the same atomic step.
         """
-        argv: list[Any] = [
+        call_keys, argv = transition_call(
             run_id,
-            keys.status_index(""),
-            " ".join(s.value for s in allowed),
-            "" if epoch is None else str(epoch),
-            new.value,
-            repr(time.time()),
-            lease,
-            "1" if bump_epoch else "0",
-            str(failures),
-            history,
-            json.dumps({k: json.dumps(v) for k, v in journal.items()}) if journal else "",
-        ]
-        for name, value in fields.items():
-            argv += [name, value if isinstance(value, str) else json.dumps(value)]
-        # The run's sealed secrets go too when it ends (TRANSITION's last key; CLAIM never ends a run).
-        done, second, old = self._transition(
-            keys=[*_transition_keys(run_id), keys.secrets(run_id), keys.journal(run_id)], args=argv
+            allowed,
+            new,
+            epoch=epoch,
+            lease=lease,
+            bump_epoch=bump_epoch,
+            failures=failures,
+            history=history,
+            journal=journal,
+            **fields,
         )
+        done, second, old = self._transition(keys=call_keys, args=argv)
         return bool(done), _s(second), _s(old)
 
     def claim(self, run_id: str, lease_until: float) -> Claim:
         """Move a queued run to running under a new epoch and lease, and read the run, its
         journal and the question it was parked on in the same step: an execution starts with
         one round trip."""
-        argv = [run_id, keys.status_index(""), RunStatus.QUEUED.value, "", RunStatus.RUNNING.value]
-        argv += [repr(time.time()), repr(lease_until), "1", "0", "", "", keys.interrupt("")]
-        reply = self._claim(keys=[*_transition_keys(run_id), keys.journal(run_id)], args=argv)
+        argv = _transition_argv(run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(lease_until), bump_epoch=True)
+        reply = self._claim(keys=[*_transition_keys(run_id), keys.journal(run_id)], args=[*argv, keys.interrupt("")])
         if not reply[0]:
             return Claim(epoch=0, refused=_s(reply[1]), old=_s(reply[2]))
         run, journal, question = _pairs(reply[3]), _pairs(reply[4]), _pairs(reply[5])
@@ -534,6 +527,69 @@ def _s(value: Any) -> str:
 
 def _transition_keys(run_id: str) -> list[str]:
     return [keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)]
+
+
+def _transition_argv(
+    run_id: str,
+    allowed: Iterable[RunStatus],
+    new: RunStatus,
+    *,
+    epoch: int | None = None,
+    lease: str = "keep",
+    bump_epoch: bool = False,
+    failures: int = 0,
+    history: str = "",
+    journal: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> list[Any]:
+    """TRANSITION's (and CLAIM's) ARGV up to its journal entries, in the order `scripts` documents."""
+    return [
+        run_id,
+        keys.status_index(""),
+        " ".join(s.value for s in allowed),
+        "" if epoch is None else str(epoch),
+        new.value,
+        repr(time.time() if now is None else now),
+        lease,
+        "1" if bump_epoch else "0",
+        str(failures),
+        history,
+        json.dumps({k: json.dumps(v) for k, v in journal.items()}) if journal else "",
+    ]
+
+
+def transition_call(
+    run_id: str,
+    allowed: Iterable[RunStatus],
+    new: RunStatus,
+    *,
+    epoch: int | None = None,
+    lease: str = "keep",
+    bump_epoch: bool = False,
+    failures: int = 0,
+    history: str = "",
+    journal: dict[str, Any] | None = None,
+    now: float | None = None,
+    **fields: Any,
+) -> tuple[list[str], list[Any]]:
+    """The KEYS and ARGV of one TRANSITION call (see `RunStore.transition`), also for a caller that
+    runs the script itself, in a pipeline say."""
+    argv = _transition_argv(
+        run_id,
+        allowed,
+        new,
+        epoch=epoch,
+        lease=lease,
+        bump_epoch=bump_epoch,
+        failures=failures,
+        history=history,
+        journal=journal,
+        now=now,
+    )
+    for name, value in fields.items():
+        argv += [name, value if isinstance(value, str) else json.dumps(value)]
+    # The run's sealed secrets go too when it ends (TRANSITION's fifth key; CLAIM never ends a run).
+    return [*_transition_keys(run_id), keys.secrets(run_id), keys.journal(run_id)], argv
 
 
 def _pairs(flat: list[Any]) -> dict[Any, Any]:

@@ -60,7 +60,7 @@ elseif ARGV[7] ~= 'keep' then
 end
 if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
 for i = PAIRS, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-if ARGV[11] and ARGV[11] ~= '' then
+if ARGV[11] ~= '' then
   for f, v in pairs(cjson.decode(ARGV[11])) do redis.call('HSET', KEYS[6], f, v) end
 end
 if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
