@@ -132,35 +132,15 @@ class RunStore:
 
     # ---- worker-side transitions (fenced by epoch) --------------------------
     def transition(
-        self,
-        run_id: str,
-        allowed: Iterable[RunStatus],
-        new: RunStatus,
-        *,
-        epoch: int | None = None,
-        lease: str = "keep",
-        bump_epoch: bool = False,
-        failures: int = 0,
-        history: str = "",
-        journal: dict[str, Any] | None = None,
-        **fields: Any,
+        self, run_id: str, allowed: Iterable[RunStatus], new: RunStatus, **options: Any
     ) -> tuple[bool, str, str]:
         """Move `run_id` to `new` if it is in `allowed`; returns (done, epoch or reason, old status).
 
-        `history` (from `history_entry`) is appended, and `journal` entries are recorded, in the same atomic step.
+        `options` are `transition_call`'s: the epoch that fences a worker's write, the lease, a
+        history entry (from `history_entry`) appended and `journal` entries recorded in the same
+        atomic step, and field values for the run.
         """
-        call_keys, argv = transition_call(
-            run_id,
-            allowed,
-            new,
-            epoch=epoch,
-            lease=lease,
-            bump_epoch=bump_epoch,
-            failures=failures,
-            history=history,
-            journal=journal,
-            **fields,
-        )
+        call_keys, argv = transition_call(run_id, allowed, new, **options)
         done, second, old = self._transition(keys=call_keys, args=argv)
         return bool(done), _s(second), _s(old)
 
@@ -168,8 +148,12 @@ class RunStore:
         """Move a queued run to running under a new epoch and lease, and read the run, its
         journal and the question it was parked on in the same step: an execution starts with
         one round trip."""
-        argv = _transition_argv(run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(lease_until), bump_epoch=True)
-        reply = self._claim(keys=[*_transition_keys(run_id), keys.journal(run_id)], args=[*argv, keys.interrupt("")])
+        # CLAIM takes TRANSITION's arguments without field pairs, its journal as fifth key, and the
+        # interrupt key prefix last.
+        call_keys, argv = transition_call(
+            run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(lease_until), bump_epoch=True
+        )
+        reply = self._claim(keys=[*call_keys[:4], keys.journal(run_id)], args=[*argv, keys.interrupt("")])
         if not reply[0]:
             return Claim(epoch=0, refused=_s(reply[1]), old=_s(reply[2]))
         run, journal, question = _pairs(reply[3]), _pairs(reply[4]), _pairs(reply[5])
@@ -529,35 +513,6 @@ def _transition_keys(run_id: str) -> list[str]:
     return [keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)]
 
 
-def _transition_argv(
-    run_id: str,
-    allowed: Iterable[RunStatus],
-    new: RunStatus,
-    *,
-    epoch: int | None = None,
-    lease: str = "keep",
-    bump_epoch: bool = False,
-    failures: int = 0,
-    history: str = "",
-    journal: dict[str, Any] | None = None,
-    now: float | None = None,
-) -> list[Any]:
-    """TRANSITION's (and CLAIM's) ARGV up to its journal entries, in the order `scripts` documents."""
-    return [
-        run_id,
-        keys.status_index(""),
-        " ".join(s.value for s in allowed),
-        "" if epoch is None else str(epoch),
-        new.value,
-        repr(time.time() if now is None else now),
-        lease,
-        "1" if bump_epoch else "0",
-        str(failures),
-        history,
-        json.dumps({k: json.dumps(v) for k, v in journal.items()}) if journal else "",
-    ]
-
-
 def transition_call(
     run_id: str,
     allowed: Iterable[RunStatus],
@@ -574,18 +529,19 @@ def transition_call(
 ) -> tuple[list[str], list[Any]]:
     """The KEYS and ARGV of one TRANSITION call (see `RunStore.transition`), also for a caller that
     runs the script itself, in a pipeline say."""
-    argv = _transition_argv(
+    argv: list[Any] = [  # in the order `scripts.TRANSITION` documents
         run_id,
-        allowed,
-        new,
-        epoch=epoch,
-        lease=lease,
-        bump_epoch=bump_epoch,
-        failures=failures,
-        history=history,
-        journal=journal,
-        now=now,
-    )
+        keys.status_index(""),
+        " ".join(s.value for s in allowed),
+        "" if epoch is None else str(epoch),
+        new.value,
+        repr(time.time() if now is None else now),
+        lease,
+        "1" if bump_epoch else "0",
+        str(failures),
+        history,
+        json.dumps({k: json.dumps(v) for k, v in journal.items()}) if journal else "",
+    ]
     for name, value in fields.items():
         argv += [name, value if isinstance(value, str) else json.dumps(value)]
     # The run's sealed secrets go too when it ends (TRANSITION's fifth key; CLAIM never ends a run).
