@@ -9,8 +9,10 @@ process, without the HTTP load, the clickers and the other processes sharing the
   question is answered by a signed Submit click into the bot's WSGI app (not counted: that is
   `parley serve`'s share); the worker runs the resumes (lock, final answer). Only the two
   worker bursts are counted.
-- Raw: N trivial jobs (`bench.jobs.noop`) on a queue of their own, drained by the same worker
-  class in burst.
+- Raw: N trivial jobs (`bench.jobs.noop`) on a queue of their own, drained by RQ's own
+  `SimpleWorker` in burst. The Parley side runs the class `parley worker` runs (RQ's, with its
+  heartbeat in fewer round trips: `workers.runtime.rq_workers`), so the raw jobs are also run
+  on that class and printed beside, to tell its share from the rest.
 
 It prints the cost per cycle, per raw job, and raw / cycle: the throughput ratio a worker-bound
 cycle can reach. `--instructions` counts instructions under callgrind, collected only around
@@ -98,8 +100,10 @@ def _child(cycles: int) -> dict[str, float]:
     wsgi = make_wsgi(app, client)
     store, clicks = RunStore(client), SubmitClicks(three_item_request())
 
+    worker_class = _parley_worker_class()
+
     def parley_worker() -> SimpleWorker:
-        return SimpleWorker([runtime.queue], connection=client, serializer=JSONSerializer)
+        return worker_class([runtime.queue], connection=client, serializer=JSONSerializer)
 
     def click(body: bytes) -> None:
         headers = signed_headers(body, SECRET)
@@ -139,9 +143,9 @@ def _child(cycles: int) -> dict[str, float]:
 
     raw = Queue("bench-raw-cpu", connection=client, serializer=JSONSerializer)
 
-    def raw_batch(n: int) -> float:
+    def raw_batch(n: int, cls: type[SimpleWorker] = SimpleWorker) -> float:
         raw.enqueue_many([Queue.prepare_data("bench.jobs.noop", result_ttl=600) for _ in range(n)])
-        return _burst(lambda: SimpleWorker([raw], connection=client, serializer=JSONSerializer))
+        return _burst(lambda: cls([raw], connection=client, serializer=JSONSerializer))
 
     parley_batch(10)  # warm, not counted: imports, connections, scripts loaded
     raw_batch(10)
@@ -151,7 +155,21 @@ def _child(cycles: int) -> dict[str, float]:
     _dump()
     raw_cpu = raw_batch(cycles)
     _dump()
-    return {"cycle_ms": 1000 * parley_cpu / cycles, "job_ms": 1000 * raw_cpu / cycles}
+    result = {"cycle_ms": 1000 * parley_cpu / cycles, "job_ms": 1000 * raw_cpu / cycles}
+    if worker_class is not SimpleWorker:  # how much of the difference is the worker class alone
+        result["job_on_parley_class_ms"] = 1000 * raw_batch(cycles, worker_class) / cycles
+    return result
+
+
+def _parley_worker_class() -> type:
+    """The class `parley worker` runs by default (RQ's `SimpleWorker` in trees from before it had its own)."""
+    try:
+        from parley.worker import WORKER_CLASSES
+    except ImportError:
+        from rq import SimpleWorker
+
+        return SimpleWorker
+    return WORKER_CLASSES["simple"]
 
 
 def _run(tree: str, env: dict[str, str], cycles: int, instructions: bool) -> dict[str, float]:
@@ -229,6 +247,9 @@ def main() -> int:
             f"  {tree}: cycle {cycle * scale:.3f} {unit}, raw job {job * scale:.3f} {unit},"
             f" raw / cycle {job / cycle:.3f}"
         )
+        own = [r["job_on_parley_class_ms"] for r in rounds if "job_on_parley_class_ms" in r]
+        if own and not args.instructions:
+            print(f"    a raw job on parley worker's class: {statistics.median(own):.3f} ms CPU")
     return 0
 
 

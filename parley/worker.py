@@ -18,12 +18,17 @@ from parley.metrics_setup import serve_metrics
 from parley.settings import Settings
 from workers.logs import Log
 from workers.runtime.host import HostRouter
+from workers.runtime.rq_workers import ParleyForkWorker, ParleySimpleWorker
 from workers.runtime.sweep import schedule_next
 from workers.runtime.wiring import Runtime
 
 log = Log("parley.worker")
-WORKER_CLASSES: dict[str, type[Worker]] = {"simple": SimpleWorker, "fork": Worker}
-"""`simple` is the default: runs are epoch-fenced and replay from their journal, so a job
+WORKER_CLASSES: dict[str, type[SimpleWorker] | type[Worker]] = {
+    "simple": ParleySimpleWorker,
+    "fork": ParleyForkWorker,
+}
+"""RQ's `SimpleWorker` and `Worker`, with RQ's heartbeat in fewer round trips (`rq_workers`).
+`simple` is the default: runs are epoch-fenced and replay from their journal, so a job
 needs no process of its own to be safe, and forking costs about 4.6x the start latency and
 two thirds of the throughput (bench/README.md). `fork` isolates agents that leak or crash
 the interpreter. RQ's SpawnWorker is not offered: each job starts a fresh interpreter

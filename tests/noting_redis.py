@@ -1,5 +1,6 @@
 """A real `redis.Redis` that also notes each command it sends, so a test can say which reads and
-writes a path made. Nothing is replaced: every command still goes to the test Redis."""
+writes a path made, and in how many round trips. Nothing is replaced: every command still goes
+to the test Redis."""
 
 from __future__ import annotations
 
@@ -9,20 +10,37 @@ from typing import Any
 import redis
 
 
+def _text(args: Any) -> list[str]:
+    return [a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in args]
+
+
 class NotingRedis(redis.Redis):
-    """A Redis client that keeps the commands it sent (name and arguments, as text)."""
+    """A Redis client that keeps the commands it sent (name and arguments, as text).
+
+    `sent` holds the commands sent one by one; `trips` holds every round trip, a single command
+    or a whole pipeline, as the list of the commands it carried.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sent: list[list[str]] = []
         self.threads: list[str] = []  # the thread that sent each command in `sent`
+        self.trips: list[list[list[str]]] = []
         self._lock = threading.Lock()
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         with self._lock:
-            self.sent.append([a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in args])
+            self.sent.append(_text(args))
             self.threads.append(threading.current_thread().name)
+            self.trips.append([_text(args)])
         return super().execute_command(*args, **options)
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> redis.client.Pipeline:
+        return _NotingPipeline(self, transaction, shard_hint)
+
+    def _note_trip(self, commands: list[list[str]]) -> None:
+        with self._lock:
+            self.trips.append(commands)
 
     def sent_from(self, thread: str) -> list[list[str]]:
         """The commands `thread` sent (the test's own worker, say, not a background thread)."""
@@ -33,3 +51,17 @@ class NotingRedis(redis.Redis):
         with self._lock:
             self.sent.clear()
             self.threads.clear()
+            self.trips.clear()
+
+
+class _NotingPipeline(redis.client.Pipeline):
+    """A real pipeline that notes, when it is sent, the commands it carries as one round trip."""
+
+    def __init__(self, owner: NotingRedis, transaction: bool, shard_hint: Any) -> None:
+        super().__init__(owner.connection_pool, owner.response_callbacks, transaction, shard_hint)
+        self._owner = owner
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        if self.command_stack:
+            self._owner._note_trip([_text(args) for args, _ in self.command_stack])
+        return super().execute(raise_on_error)

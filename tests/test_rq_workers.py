@@ -1,0 +1,93 @@
+"""The RQ worker classes `parley worker` runs: RQ's heartbeat in fewer round trips, its TTLs kept.
+
+Real RQ workers (in-process, burst) against the test Redis; `NotingRedis` notes every round trip.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from noting_redis import NotingRedis
+from redis import Redis
+from rq import Queue, SimpleWorker, get_current_job
+from rq.serializers import JSONSerializer
+
+from parley.worker import WORKER_CLASSES
+from workers.runtime.rq_workers import COALESCE_SECONDS, ParleyForkWorker, ParleySimpleWorker
+
+pytestmark = pytest.mark.integration
+
+JOBS = 10
+
+
+def worker_key_ttl() -> int:
+    """A job that reports the TTL of the key of the worker running it."""
+    job = get_current_job()
+    assert job is not None and job.worker_name
+    return int(job.connection.ttl(f"rq:worker:{job.worker_name}"))
+
+
+@pytest.fixture
+def noted(r: Redis) -> NotingRedis:
+    return NotingRedis(connection_pool=r.connection_pool)
+
+
+def _beats(trips: list[list[list[str]]], worker_key: str) -> list[list[list[str]]]:
+    """The round trips that carried any of a heartbeat's commands: `HSET last_heartbeat` of
+    `worker_key`, and the `EXPIRE`s of that key and of its executions' key."""
+    beat = (["HSET", worker_key, "last_heartbeat"], ["EXPIRE", worker_key], ["EXPIRE", f"{worker_key}:executions"])
+    return [t for t in trips if any(c[: len(b)] == b for c in t for b in beat)]
+
+
+def _alone(beats: list[list[list[str]]]) -> list[list[list[str]]]:
+    """The beats' round trips that carried one command alone."""
+    return [t for t in beats if len(t) == 1]
+
+
+def _drain(cls: type[SimpleWorker], client: Redis, name: str) -> tuple[SimpleWorker, list[int]]:
+    q = Queue("rq-workers-test", connection=client, serializer=JSONSerializer)
+    jobs = [q.enqueue(worker_key_ttl) for _ in range(JOBS)]
+    worker = cls([q], connection=client, serializer=JSONSerializer, name=name)
+    worker.work(burst=True, with_scheduler=False)
+    return worker, [int(j.latest_result().return_value) for j in jobs]  # type: ignore[union-attr]
+
+
+def test_parley_worker_runs_these_classes() -> None:
+    assert {"simple": ParleySimpleWorker, "fork": ParleyForkWorker} == WORKER_CLASSES
+
+
+def test_a_busy_worker_beats_once_per_job_in_one_round_trip_where_rq_takes_nine(noted: NotingRedis) -> None:
+    stock, stock_ttls = _drain(SimpleWorker, noted, "stock")
+    stock_beats = _beats(noted.trips, stock.key)
+    noted.clear()
+    ours, our_ttls = _drain(ParleySimpleWorker, noted, "ours")
+    our_beats = _beats(noted.trips, ours.key)
+
+    assert len(_alone(stock_beats)) >= 9 * JOBS, "RQ's own loop (the baseline): three beats per job, command by command"
+    assert _alone(our_beats) == [], "every beat of ours goes in one round trip with its TTLs"
+    assert len(our_beats) <= len(stock_beats) - 6 * JOBS, "six round trips fewer per job at least"
+    # What the beats are for still holds: while a job runs, the worker key keeps the TTL RQ gives it.
+    assert min(our_ttls) >= min(stock_ttls) - 5 > 0
+
+
+def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> None:
+    worker = ParleySimpleWorker(
+        [Queue("rq-workers-test", connection=r, serializer=JSONSerializer)], connection=r, name="beats"
+    )
+    worker.register_birth()
+    try:
+        worker.heartbeat()
+        worker.heartbeat(30)  # a job's own TTL, as RQ sets inside its pipelines
+        assert 0 < r.ttl(worker.key) <= 30
+        worker.heartbeat()  # within the coalescing window, yet sent: the key must not keep 30 s
+        assert r.ttl(worker.key) > worker.worker_ttl
+
+        r.expire(worker.key, 100)
+        worker.heartbeat()  # right after a default beat: nothing to add, so not sent
+        assert r.ttl(worker.key) <= 100
+        time.sleep(COALESCE_SECONDS + 0.05)
+        worker.heartbeat()  # the window has passed: sent again
+        assert r.ttl(worker.key) > worker.worker_ttl
+    finally:
+        worker.register_death()
