@@ -11,7 +11,11 @@ import redis
 
 
 def _text(args: Any) -> list[str]:
-    return [a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in args]
+    """The arguments as Redis receives them (a `str` enum as its value, as redis-py sends it)."""
+    return [
+        a.decode(errors="replace") if isinstance(a, bytes) else str.__str__(a) if isinstance(a, str) else str(a)
+        for a in args
+    ]
 
 
 class NotingRedis(redis.Redis):

@@ -57,9 +57,10 @@ def test_parley_worker_runs_these_classes() -> None:
     assert {"simple": ParleySimpleWorker, "fork": ParleyForkWorker} == WORKER_CLASSES
 
 
-def test_a_busy_worker_beats_once_per_job_in_one_round_trip_where_rq_takes_nine(noted: NotingRedis) -> None:
+def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once(noted: NotingRedis) -> None:
     stock, stock_ttls = _drain(SimpleWorker, noted, "stock")
     stock_beats = _beats(noted.trips, stock.key)
+    noted_before = list(noted.trips)
     noted.clear()
     ours, our_ttls = _drain(ParleySimpleWorker, noted, "ours")
     our_beats = _beats(noted.trips, ours.key)
@@ -67,6 +68,10 @@ def test_a_busy_worker_beats_once_per_job_in_one_round_trip_where_rq_takes_nine(
     assert len(_alone(stock_beats)) >= 9 * JOBS, "RQ's own loop (the baseline): three beats per job, command by command"
     assert _alone(our_beats) == [], "every beat of ours goes in one round trip with its TTLs"
     assert len(our_beats) <= len(stock_beats) - 6 * JOBS, "six round trips fewer per job at least"
+    stock_idle = [t for t in noted_before if t == [["HSET", stock.key, "state", "idle"]]]
+    our_idle = [t for t in noted.trips if t == [["HSET", ours.key, "state", "idle"]]]
+    assert len(stock_idle) >= 2 * JOBS, "RQ writes `idle` after each job and again before the next dequeue"
+    assert len(our_idle) <= JOBS + 1, "ours writes it once per job"
     # What the beats are for still holds: while a job runs, the worker key keeps the TTL RQ gives it.
     assert min(our_ttls) >= min(stock_ttls) - 5 > 0
 

@@ -1,19 +1,22 @@
-"""The RQ worker classes `parley worker` runs: RQ's own, with its worker heartbeat in fewer round trips.
+"""The RQ worker classes `parley worker` runs: RQ's own, with its worker bookkeeping in fewer round trips.
 
 RQ's work loop beats the worker's heartbeat three times per job (before the dequeue, after it,
 and after the job), each time as three separate commands (`HSET last_heartbeat` and two
-`EXPIRE`s): nine round trips per job, a fifth of a full Parley cycle's, only to push back TTLs
-of several minutes. These classes keep every one of RQ's behaviours and change only that:
+`EXPIRE`s), and writes the worker's `idle` state twice, after the job and again before the next
+dequeue: eleven round trips per job, a fifth of a full Parley cycle's, only to push back TTLs of
+several minutes and write a field that already holds that value. These classes keep every one
+of RQ's behaviours and change only that:
 
 - a heartbeat RQ sends on its own (not inside one of its pipelines) goes in one pipeline;
 - a default heartbeat within `COALESCE_SECONDS` of the previous default one is skipped: the
   worker key's TTL (`worker_ttl + 60`, minutes) was just pushed back, and RQ's blocking
   dequeue waits at most `worker_ttl - 15` seconds, so the key cannot lapse before the next
   beat. A heartbeat with a TTL of its own (a job's, set inside RQ's pipelines) is always sent,
-  and the next default one after it is sent too, so the key never keeps a job's shorter TTL.
+  and the next default one after it is sent too, so the key never keeps a job's shorter TTL;
+- a state this worker wrote last is not written again (only the worker writes its state).
 
 Subclasses rather than a patch: RQ takes custom worker classes (`rq worker -w`), and these
-override `heartbeat(timeout, pipeline)` alone; RQ's loop, registries and job handling are its own.
+override `heartbeat` and `set_state` alone; RQ's loop, registries and job handling are its own.
 """
 
 from __future__ import annotations
@@ -28,9 +31,21 @@ COALESCE_SECONDS = 1.0
 
 
 class _FewerRoundTrips(BaseWorker):
-    """RQ's heartbeat, pipelined and coalesced (see the module docstring)."""
+    """RQ's heartbeat pipelined and coalesced, its state written when it changes (see the module docstring)."""
 
     _default_beat_at: float | None = None  # monotonic time of the last default heartbeat sent
+    _written_state: str | None = None  # the state this worker last wrote to its key
+
+    def register_birth(self) -> None:
+        self._written_state = None  # a new key: its state is written afresh
+        super().register_birth()
+
+    def set_state(self, state: str, pipeline: Any = None) -> None:
+        if pipeline is None and state == self._written_state:
+            self._state = state
+            return
+        super().set_state(state, pipeline=pipeline)
+        self._written_state = state
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         if timeout is not None:
