@@ -66,7 +66,7 @@ def test_a_resume_reads_no_question_after_its_claim_and_ends_with_the_final_done
     reads = [c for c in noted.sent if c[0] == "HGETALL" and c[1] == keys.interrupt(iid)]
     assert reads == [], "the question was read again after the claim"
     journal_sha = _sha(scripts.JOURNAL)
-    final_writes = [c[-4] for c in noted.sent if c[:2] == ["EVALSHA", journal_sha] and c[-4] == "fx:final"]
+    final_writes = [c[7] for c in noted.sent if c[:2] == ["EVALSHA", journal_sha] and c[7] == "fx:final"]
     assert len(final_writes) == 1, "the final post's intent only: its done goes with the ending transition"
     assert rt.store.journal(run_id)["fx:final"] == "done"
 
@@ -77,3 +77,47 @@ def test_the_conversation_of_a_run_that_is_gone_is_not_found(r: Redis, tmp_path:
     assert rt.store.conversation(run.id) == {"host": "test", "team": "T1", "channel": "C1"}
     with pytest.raises(RunNotFound):
         rt.store.conversation("r-gone")
+
+
+def _journal_writes(noted: NotingRedis) -> list[list[str]]:
+    """The JOURNAL script calls sent: EVALSHA, sha, 3, three keys, then its ARGV."""
+    sha = _sha(scripts.JOURNAL)
+    return [c for c in noted.sent if c[:2] == ["EVALSHA", sha]]
+
+
+def test_the_locks_done_goes_with_the_final_posts_intent_in_one_write(noted: NotingRedis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(noted, tmp_path)
+    run_id, iid = parked(rt, "t-ask")
+    accept(rt, iid, "U1", [Answer(id="colour", choice="green")])
+    noted.clear()
+
+    work(rt)
+
+    assert host.closed == [(run_id, "answered")] and host.finals == [(run_id, "colour green")]
+    writes = _journal_writes(noted)
+    lock = f"fx:lock:{iid}"
+    # ARGV starts after the 3 keys: epoch, field, value, only_if_absent, history, then the pairs.
+    assert [(w[7], w[8]) for w in writes] == [(lock, '"intent"'), ("fx:final", '"intent"')]
+    assert writes[1][11:] == [lock, '"done"'], "the final post's intent carries the lock's done"
+    journal = rt.store.journal(run_id)
+    assert journal[lock] == "done" and journal["fx:final"] == "done"
+
+
+def test_a_resume_that_asks_again_records_the_locks_done_before_it_opens_the_question(
+    noted: NotingRedis, tmp_path: Path
+) -> None:
+    rt, host = runtime_and_host(noted, tmp_path)
+    run_id, first = parked(rt, "t-reask")
+    accept(rt, first, "U1", [Answer(id="colour", choice="red")])  # not green: asked again
+
+    work(rt)
+
+    again = rt.store.get(run_id).interrupt
+    assert rt.store.get(run_id).status is RunStatus.PAUSED and again and again != first
+    assert rt.store.journal(run_id)[f"fx:lock:{first}"] == "done"
+    noted.clear()
+    accept(rt, again, "U1", [Answer(id="colour", choice="green")])
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert host.closed == [(run_id, "answered"), (run_id, "answered")], "each question locked once"
+    assert [w[7] for w in _journal_writes(noted)] == [f"fx:lock:{again}", "fx:final"]

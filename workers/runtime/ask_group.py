@@ -227,10 +227,10 @@ def _wait(
     if opened is not None:
         members = opened[1]
     else:
-        group = run.durable(lambda: store.groups.group(gid), "read questions")
+        group = run.read(lambda: store.groups.group(gid), "read questions")
         if group is None:
             raise AgentError(f"the questions {gid!r} are missing from the store")
-        members = run.durable(lambda: store.groups.members(group), "read questions")
+        members = run.read(lambda: store.groups.members(group), "read questions")
     got: dict[str, dict[str, AnswerValue]] = {}
     for m in members:
         if m.state not in (InterruptState.POSTING, InterruptState.OPEN):
@@ -336,12 +336,12 @@ def ask_each(
         run._changed[key] = voided is not None
         if len(attempts) < n:
             break
-        group = run.durable(lambda gid=attempts[n - 1]: store.groups.group(gid), "read questions")
+        group = run.read(lambda gid=attempts[n - 1]: store.groups.group(gid), "read questions")
         if group is None:
             raise AgentError(f"question {key!r} attempt {n} is missing from the store")
         if group.state == "cancelled":
             raise StaleEpoch(run.run_id, run.epoch)
-        members = run.durable(lambda group=group: store.groups.members(group), "read questions")
+        members = run.read(lambda group=group: store.groups.members(group), "read questions")
         if group.state == "open":
             return _wait_each(run, group, members, opened_earlier=True)
         first = next((m for m in members if m.state is InterruptState.ANSWERED), None)
@@ -428,10 +428,10 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
     """After the resume: lock every member of the group the run was parked on, once each."""
     store = run._rt.store
     gid = record.interrupt
-    group = run.durable(lambda: store.groups.group(gid), "read questions") if gid.startswith("g") else None
+    group = run.read(lambda: store.groups.group(gid), "read questions") if gid.startswith("g") else None
     if group is None or group.state == "open":
         return
-    members = run.durable(lambda: store.groups.members(group), "read questions")
+    members = run.read(lambda: store.groups.members(group), "read questions")
     if group.mode is GroupMode.EACH:
         if group.message:
             progress = progress_of(group, members)

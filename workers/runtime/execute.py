@@ -92,8 +92,10 @@ def _lock_closed_question(runtime: Runtime, run: Run) -> None:
             metrics.resumed(closed.answered_at)  # once per answer, as the lock is
         run.host.question_closed(run.record, closed)
 
-    # A failure here (Slack down) propagates: the run is retried, and the retry locks it.
-    run.once(f"lock:{iid}", lock)
+    # A failure here (Slack down) propagates: the run is retried, and the retry locks it. The
+    # lock replaces the message with the same content each time, so its "done" goes with the
+    # execution's next write: a crash before that repeats one `chat.update` and nothing else.
+    run.once(f"lock:{iid}", lock, repeatable=True)
 
 
 def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
@@ -109,7 +111,7 @@ def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
             **fields,
         )
 
-    ok, reason, old = run.durable(end, f"end {status.value}")
+    ok, reason, old = run.durable(end, f"end {status.value}", carries_pending=True)
     # A retry after an outage may find its own first attempt applied (the reply was lost).
     ok = ok or (run.retried_writes > 0 and old == status.value)
     if ok:

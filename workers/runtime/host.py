@@ -99,7 +99,11 @@ class Host(Protocol):
 
     def failed(self, run: RunRecord, reason: str) -> None: ...
 
-    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None: ...
+    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+        """Show that the question closed (answered, expired, cancelled). It may be called again for
+        the same close, after a crash before the execution's next write: a second call must show
+        nothing new (a message replaced by the same content, a webhook announced once per event)."""
+        ...
 
     def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
         """Mark an answered question void: the facts it was answered on changed (`changes`); it is asked again."""

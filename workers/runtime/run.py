@@ -65,6 +65,8 @@ class Run:
         self._journal: dict[str, Any] | None = journal  # read with the claim, or on first use
         self._interrupts: dict[str, InterruptRecord | None] = dict(interrupts or {})  # read with the claim
         self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
+        self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
+        self._flushing = False
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
         self.log = log.bind(**record.log_context())
@@ -73,17 +75,29 @@ class Run:
         """A journal entry; the whole journal is read once per execution, since only this
         execution (fenced by its epoch) writes to it while it runs."""
         if self._journal is None:
-            self._journal = self.durable(lambda: self._rt.store.journal(self.run_id), "read the journal")
+            self._journal = self.read(lambda: self._rt.store.journal(self.run_id), "read the journal")
         return self._journal.get(field)
 
     def read_interrupt(self, iid: str) -> InterruptRecord | None:
         """An interrupt, read once per execution: nothing else changes it while this execution owns the run."""
         if iid not in self._interrupts:
-            self._interrupts[iid] = self.durable(lambda: self._rt.store.interrupt(iid), "read a question")
+            self._interrupts[iid] = self.read(lambda: self._rt.store.interrupt(iid), "read a question")
         return self._interrupts[iid]
 
-    def durable(self, call: Callable[[], T], what: str) -> T:
-        """Call the store, riding out a Redis outage while this worker's lease holds (see `lease`)."""
+    def durable(self, call: Callable[[], T], what: str, *, carries_pending: bool = False) -> T:
+        """Write through the store, riding out a Redis outage while this worker's lease holds (see `lease`).
+
+        Journal entries left for the next write (`once(..., repeatable=True)`) are written first,
+        unless `call` records them itself (`carries_pending`, with `ending_journal()`), so every
+        later write of this execution lands after them, as it would had they been written at once.
+        """
+        if self._pending and not carries_pending and not self._flushing:
+            self._flush_pending()
+        return self.read(call, what)
+
+    def read(self, call: Callable[[], T], what: str) -> T:
+        """Read through the store, riding out a Redis outage as `durable` does; a read needs none
+        of the entries left for the next write written before it."""
         first = True
 
         def attempt() -> T:
@@ -96,9 +110,31 @@ class Run:
         return self._keeper.durable(attempt, what)
 
     def _write(self, field: str, value: Any) -> None:
-        self.durable(lambda: self._rt.store.record(self.run_id, self._epoch, field, value), f"record {field}")
+        """Journal `value` under `field`, and with it the entries left for the next write."""
+        also = dict(self._pending)
+        self.durable(
+            lambda: self._rt.store.record(self.run_id, self._epoch, field, value, also=also),
+            f"record {field}",
+            carries_pending=True,
+        )
+        self._written({**also, field: value})
+
+    def _flush_pending(self) -> None:
+        """Write the entries left for the next write on their own, before a call that cannot carry them."""
+        also = dict(self._pending)
+        field, value = next(iter(also.items()))
+        self._flushing = True
+        try:
+            self.durable(lambda: self._rt.store.record(self.run_id, self._epoch, field, value, also=also), "record")
+        finally:
+            self._flushing = False
+        self._written(also)
+
+    def _written(self, entries: dict[str, Any]) -> None:
+        for name in entries:
+            self._pending.pop(name, None)
         if self._journal is not None:
-            self._journal[field] = value
+            self._journal.update(entries)
 
     # ---- RunView: what a host may know --------------------------------------
     @property
@@ -208,27 +244,35 @@ class Run:
         self._says += 1
         self.once(f"say:{self._says}", lambda: self._host.say(self._record, text))
 
-    def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False) -> None:
+    def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False, repeatable: bool = False) -> None:
         """Perform a host side effect at most once per run (at least once across a crash mid-call).
 
         The fenced "intent" write before the effect stops a worker that lost the run from
         performing it. With `ends_run`, the effect is the last thing before the transition that
         ends this execution, and that transition records its "done" (`ending_journal`): a crash
         in between repeats the effect, exactly as a crash before a separate "done" write would.
+
+        `repeatable` is for an effect whose repetition shows nothing new (a message replaced by
+        the same content): its "done" goes with this execution's next write instead of a write
+        of its own, so a crash before that write repeats the effect and nothing else.
         """
         field = f"fx:{name}"
-        if self._recorded(field) == "done" or field in self._ending:
+        if self._recorded(field) == "done" or field in self._ending or field in self._pending:
             return
         self._write(field, "intent")
         effect()
         if ends_run:
             self._ending[field] = "done"
+        elif repeatable:
+            self._pending[field] = "done"
         else:
             self._write(field, "done")
 
     def ending_journal(self) -> dict[str, Any]:
-        """What the transition that ends this execution records in the journal with it (see `once`)."""
-        return dict(self._ending)
+        """What the transition that ends this execution records in the journal with it (see `once`):
+        the ending effects' "done", and the entries left for the next write. Pass the transition
+        to `durable` with `carries_pending=True`."""
+        return {**self._pending, **self._ending}
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.
@@ -359,7 +403,7 @@ class Run:
         if not any(a.is_secret for a in interrupt.answers):
             return values
         iid = interrupt.id
-        opened = self.durable(lambda: self._rt.store.secret_answers(self.run_id, iid), "read a secret answer")
+        opened = self.read(lambda: self._rt.store.secret_answers(self.run_id, iid), "read a secret answer")
         if opened is None:
             self.log.info("secret answer no longer held; asking again", key=interrupt.key)
             return None

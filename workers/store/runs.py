@@ -166,16 +166,25 @@ class RunStore:
         )
 
     def record(
-        self, run_id: str, epoch: int, field: str, value: Any, *, only_if_absent: bool = False, history: str = ""
+        self,
+        run_id: str,
+        epoch: int,
+        field: str,
+        value: Any,
+        *,
+        only_if_absent: bool = False,
+        history: str = "",
+        also: dict[str, Any] | None = None,
     ) -> bool:
         """Journal `value` under `field`; raises `StaleEpoch` when this worker lost the run.
 
-        `history` (from `history_entry`) is appended in the same atomic step when the value is written.
+        `history` (from `history_entry`) is appended in the same atomic step when the value is written;
+        `also` holds more entries written with it whatever `only_if_absent` finds.
         """
-        res = self._journal(
-            keys=[keys.run(run_id), keys.journal(run_id), keys.history(run_id)],
-            args=[str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history],
-        )
+        argv = [str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history]
+        for name, entry in (also or {}).items():
+            argv += [name, json.dumps(entry)]
+        res = self._journal(keys=[keys.run(run_id), keys.journal(run_id), keys.history(run_id)], args=argv)
         if res == -1:
             raise StaleEpoch(run_id, epoch)
         return bool(res)

@@ -88,12 +88,15 @@ return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS
 
 # A worker's journal write, fenced by its epoch: a stale worker cannot record. A
 # recorded step is progress, so the run's count of failures without progress restarts.
-# A history entry, when given, is appended only when the value is written.
-# KEYS: run, journal, history   ARGV: epoch, field, value, only_if_absent ('1'|'0'), history json or ''
+# A history entry, when given, is appended only when the value is written. Entries the
+# execution left to go with its next write (a repeatable effect's "done") follow as pairs.
+# KEYS: run, journal, history   ARGV: epoch, field, value, only_if_absent ('1'|'0'), history json or '',
+# then field/value pairs
 JOURNAL = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return -1
 end
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 if string.sub(ARGV[2], 1, 5) == 'step:' then redis.call('HSET', KEYS[1], 'failures', 0) end
 local written = 1
 if ARGV[4] == '1' then
