@@ -15,8 +15,10 @@ process, without the HTTP load, the clickers and the other processes sharing the
   on that class and printed beside, to tell its share from the rest.
 
 It prints the cost per cycle, per raw job, and raw / cycle: the throughput ratio a worker-bound
-cycle can reach. `--instructions` counts instructions under callgrind, collected only around
-the bursts: the same count on every run, so commits a few percent apart can be told apart.
+cycle can reach, and (without `--instructions`) the worker's Redis round trips per cycle and per
+raw job, counted by its client: the same on every run. `--instructions` counts instructions under
+callgrind, collected only around the bursts: the same count on every run, so commits a few
+percent apart can be told apart.
 Each TREE (default: this checkout) runs in its own process with `PYTHONPATH=TREE`. Its Web API
 calls go to a `bench.standin` from this checkout. Redis: `REDIS_URL`, database 14 unless `--db`;
 it is flushed.
@@ -34,12 +36,41 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import redis
 
 HERE = Path(__file__).resolve().parent.parent
 SECRET = "cycle-cpu-signing-secret-0123456789"
 
 
 COUNTING = {"callgrind": False}  # set in the child once the warm-up is done, under `--instructions`
+TRIPS = {"on": False, "n": 0}  # Redis round trips of the counted bursts (not under `--instructions`)
+
+
+class TripsRedis(redis.Redis):
+    """The worker's Redis client, counting its round trips while `TRIPS["on"]`: a command sent
+    alone, a pipeline sent, or a command a pipeline sends at once (RQ's `WATCH`)."""
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        if TRIPS["on"]:
+            TRIPS["n"] += 1
+        return super().execute_command(*args, **options)
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> redis.client.Pipeline:
+        return TripsPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+
+
+class TripsPipeline(redis.client.Pipeline):
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        if TRIPS["on"] and self.command_stack:
+            TRIPS["n"] += 1
+        return super().execute(raise_on_error)
+
+    def immediate_execute_command(self, *args: Any, **options: Any) -> Any:
+        if TRIPS["on"]:
+            TRIPS["n"] += 1
+        return super().immediate_execute_command(*args, **options)
 
 
 def _collecting(on: bool) -> None:
@@ -57,14 +88,20 @@ def _dump() -> None:
 
 
 def _burst(worker_for: object) -> float:
-    """One counted burst of a fresh worker; its CPU seconds."""
+    """One counted burst of a fresh worker; its CPU seconds (its round trips are added to `TRIPS`)."""
     worker = worker_for()  # type: ignore[operator]
     _collecting(True)
+    TRIPS["on"] = True
     cpu0 = time.process_time()
     worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
     cpu = time.process_time() - cpu0
+    TRIPS["on"] = False
     _collecting(False)
     return cpu
+
+
+def _trips_since(start: int, n: int) -> float:
+    return (TRIPS["n"] - start) / n
 
 
 def _child(cycles: int) -> dict[str, float]:
@@ -84,6 +121,7 @@ def _child(cycles: int) -> dict[str, float]:
     from parley.bootstrap import build_runtime, connect_redis, question_config
     from parley.serve import build_bot
     from parley.worker import add_worker_hosts
+    from workers.runtime import wiring
     from workers.runtime.host import HostRouter
     from workers.runtime.queues import enqueue_run
     from workers.store.records import RunStatus
@@ -92,11 +130,14 @@ def _child(cycles: int) -> dict[str, float]:
     logging.disable(logging.CRITICAL)  # no log I/O in the count, on either side
     settings = settings_mod.load()
     client = connect_redis(settings)
+    if not os.environ.get("CYCLE_CPU_CALLGRIND"):  # counting would add to the instructions counted
+        client = TripsRedis(connection_pool=client.connection_pool)
     client.flushdb()
     runtime = build_runtime(settings, client, HostRouter())
     question_config(settings)
     add_worker_hosts(settings, runtime)
     app, _ = build_bot(settings)
+    wiring.install(runtime)  # the jobs run on the worker's wiring, as in `parley worker`, not the bot's
     wsgi = make_wsgi(app, client)
     store, clicks = RunStore(client), SubmitClicks(three_item_request())
 
@@ -151,13 +192,20 @@ def _child(cycles: int) -> dict[str, float]:
     raw_batch(10)
     client.flushdb()
     COUNTING["callgrind"] = bool(os.environ.get("CYCLE_CPU_CALLGRIND"))
+    start = TRIPS["n"]
     parley_cpu = parley_batch(cycles)
+    cycle_trips, start = _trips_since(start, cycles), TRIPS["n"]
     _dump()
     raw_cpu = raw_batch(cycles)
+    job_trips, start = _trips_since(start, cycles), TRIPS["n"]
     _dump()
     result = {"cycle_ms": 1000 * parley_cpu / cycles, "job_ms": 1000 * raw_cpu / cycles}
+    if not COUNTING["callgrind"]:
+        result |= {"cycle_trips": cycle_trips, "job_trips": job_trips}
     if worker_class is not SimpleWorker:  # how much of the difference is the worker class alone
         result["job_on_parley_class_ms"] = 1000 * raw_batch(cycles, worker_class) / cycles
+        if not COUNTING["callgrind"]:
+            result["job_on_parley_class_trips"] = _trips_since(start, cycles)
     return result
 
 
@@ -250,6 +298,13 @@ def main() -> int:
         own = [r["job_on_parley_class_ms"] for r in rounds if "job_on_parley_class_ms" in r]
         if own and not args.instructions:
             print(f"    a raw job on parley worker's class: {statistics.median(own):.3f} ms CPU")
+        if "cycle_trips" in rounds[0]:
+            own_trips = rounds[0].get("job_on_parley_class_trips")
+            print(
+                f"    Redis round trips of the worker: {rounds[0]['cycle_trips']:.1f} per cycle (the bench agent's"
+                f" own two not included), {rounds[0]['job_trips']:.1f} per raw job"
+                + (f", {own_trips:.1f} per raw job on parley worker's class" if own_trips is not None else "")
+            )
     return 0
 
 
