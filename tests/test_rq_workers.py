@@ -57,7 +57,7 @@ def test_parley_worker_runs_these_classes() -> None:
     assert {"simple": ParleySimpleWorker, "fork": ParleyForkWorker} == WORKER_CLASSES
 
 
-def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once(noted: NotingRedis) -> None:
+def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once_with_it(noted: NotingRedis) -> None:
     stock, stock_ttls = _drain(SimpleWorker, noted, "stock")
     stock_beats = _beats(noted.trips, stock.key)
     noted_before = list(noted.trips)
@@ -69,9 +69,11 @@ def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once
     assert _alone(our_beats) == [], "every beat of ours goes in one round trip with its TTLs"
     assert len(our_beats) <= len(stock_beats) - 6 * JOBS, "six round trips fewer per job at least"
     stock_idle = [t for t in noted_before if t == [["HSET", stock.key, "state", "idle"]]]
-    our_idle = [t for t in noted.trips if t == [["HSET", ours.key, "state", "idle"]]]
     assert len(stock_idle) >= 2 * JOBS, "RQ writes `idle` after each job and again before the next dequeue"
+    our_states = [t for t in noted.trips if any(c[:3] == ["HSET", ours.key, "state"] for c in t)]
+    our_idle = [t for t in our_states if ["HSET", ours.key, "state", "idle"] in t]
     assert len(our_idle) <= JOBS + 1, "ours writes it once per job"
+    assert all(len(t) > 1 for t in our_states), "and never in a round trip of its own"
     # What the beats are for still holds: while a job runs, the worker key keeps the TTL RQ gives it.
     assert min(our_ttls) >= min(stock_ttls) - 5 > 0
 
@@ -93,6 +95,25 @@ def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> N
         assert r.ttl(worker.key) <= 100
         time.sleep(COALESCE_SECONDS + 0.05)
         worker.heartbeat()  # the window has passed: sent again
+        assert r.ttl(worker.key) > worker.worker_ttl
+    finally:
+        worker.register_death()
+
+
+def test_a_state_set_is_in_redis_once_the_next_heartbeat_is_sent(r: Redis) -> None:
+    worker = ParleySimpleWorker(
+        [Queue("rq-workers-test", connection=r, serializer=JSONSerializer)], connection=r, name="states"
+    )
+    worker.register_birth()
+    try:
+        worker.heartbeat()
+        worker.set_state("busy")
+        assert worker.get_state() == "busy"
+        worker.heartbeat()  # within the coalescing window: sent all the same, for the state
+        assert r.hget(worker.key, "state") == b"busy"
+        worker.set_state("idle")
+        worker.heartbeat(pipeline=None)
+        assert r.hget(worker.key, "state") == b"idle"
         assert r.ttl(worker.key) > worker.worker_ttl
     finally:
         worker.register_death()
