@@ -6,6 +6,8 @@ Real RQ workers (in-process, burst) against the test Redis; `NotingRedis` notes 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from noting_redis import NotingRedis
@@ -78,12 +80,21 @@ def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once
     assert min(our_ttls) >= min(stock_ttls) - 5 > 0
 
 
-def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> None:
+@contextmanager
+def registered(r: Redis, name: str) -> Iterator[ParleySimpleWorker]:
+    """A worker of ours with its key in Redis, as RQ's loop has it once started; removed after."""
     worker = ParleySimpleWorker(
-        [Queue("rq-workers-test", connection=r, serializer=JSONSerializer)], connection=r, name="beats"
+        [Queue("rq-workers-test", connection=r, serializer=JSONSerializer)], connection=r, name=name
     )
     worker.register_birth()
     try:
+        yield worker
+    finally:
+        worker.register_death()
+
+
+def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> None:
+    with registered(r, "beats") as worker:
         worker.heartbeat()
         worker.heartbeat(30)  # a job's own TTL, as RQ sets inside its pipelines
         assert 0 < r.ttl(worker.key) <= 30
@@ -96,16 +107,10 @@ def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> N
         time.sleep(COALESCE_SECONDS + 0.05)
         worker.heartbeat()  # the window has passed: sent again
         assert r.ttl(worker.key) > worker.worker_ttl
-    finally:
-        worker.register_death()
 
 
 def test_a_state_set_is_in_redis_once_the_next_heartbeat_is_sent(r: Redis) -> None:
-    worker = ParleySimpleWorker(
-        [Queue("rq-workers-test", connection=r, serializer=JSONSerializer)], connection=r, name="states"
-    )
-    worker.register_birth()
-    try:
+    with registered(r, "states") as worker:
         worker.heartbeat()
         worker.set_state("busy")
         assert worker.get_state() == "busy"
@@ -115,5 +120,3 @@ def test_a_state_set_is_in_redis_once_the_next_heartbeat_is_sent(r: Redis) -> No
         worker.heartbeat(pipeline=None)
         assert r.hget(worker.key, "state") == b"idle"
         assert r.ttl(worker.key) > worker.worker_ttl
-    finally:
-        worker.register_death()
