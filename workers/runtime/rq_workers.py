@@ -3,9 +3,9 @@
 RQ's work loop beats the worker's heartbeat three times per job (before the dequeue, after it,
 and after the job), each time as three separate commands (`HSET last_heartbeat` and two
 `EXPIRE`s), and writes the worker's `idle` state twice, after the job and again before the next
-dequeue, each time on its own: eleven round trips per job, a fifth of a full Parley cycle's, only to push back TTLs of
-several minutes and write a field that already holds that value. These classes keep every one
-of RQ's behaviours and change only that:
+dequeue, each time on its own: eleven of a job's twenty round trips (22 of a full Parley cycle's
+50), only to push back TTLs of several minutes and write a field that already holds that value.
+These classes keep every one of RQ's behaviours and change only that:
 
 - a heartbeat RQ sends on its own (not inside one of its pipelines) goes in one pipeline;
 - a default heartbeat within `COALESCE_SECONDS` of the previous default one is skipped: the
@@ -76,8 +76,8 @@ class _FewerRoundTrips(BaseWorker):
 
 
 class ParleySimpleWorker(_FewerRoundTrips, SimpleWorker):
-    """RQ's `SimpleWorker` (jobs in the worker's own process), with fewer heartbeat round trips."""
+    """RQ's `SimpleWorker` (jobs in the worker's own process), with fewer bookkeeping round trips."""
 
 
 class ParleyForkWorker(_FewerRoundTrips, Worker):
-    """RQ's forking `Worker` (a work horse per job), with fewer heartbeat round trips."""
+    """RQ's forking `Worker` (a work horse per job), with fewer bookkeeping round trips."""
