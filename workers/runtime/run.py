@@ -66,7 +66,6 @@ class Run:
         self._interrupts: dict[str, InterruptRecord | None] = dict(interrupts or {})  # read with the claim
         self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
         self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
-        self._flushing = False
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
         self.log = log.bind(**record.log_context())
@@ -91,7 +90,7 @@ class Run:
         unless `call` records them itself (`carries_pending`, with `ending_journal()`), so every
         later write of this execution lands after them, as it would had they been written at once.
         """
-        if self._pending and not carries_pending and not self._flushing:
+        if self._pending and not carries_pending:
             self._flush_pending()
         return self.read(call, what)
 
@@ -121,14 +120,7 @@ class Run:
 
     def _flush_pending(self) -> None:
         """Write the entries left for the next write on their own, before a call that cannot carry them."""
-        also = dict(self._pending)
-        field, value = next(iter(also.items()))
-        self._flushing = True
-        try:
-            self.durable(lambda: self._rt.store.record(self.run_id, self._epoch, field, value, also=also), "record")
-        finally:
-            self._flushing = False
-        self._written(also)
+        self._write(*next(iter(self._pending.items())))  # `_write` carries the rest with it
 
     def _written(self, entries: dict[str, Any]) -> None:
         for name in entries:
