@@ -1,4 +1,4 @@
-"""The RQ worker classes `parley worker` runs: RQ's heartbeat in fewer round trips, its TTLs kept.
+"""The RQ worker classes `parley worker` runs: RQ's bookkeeping in fewer round trips, its TTLs kept.
 
 Real RQ workers (in-process, burst) against the test Redis; `NotingRedis` notes every round trip.
 """
@@ -12,8 +12,9 @@ from contextlib import contextmanager
 import pytest
 from noting_redis import NotingRedis
 from redis import Redis
-from rq import Queue, SimpleWorker, get_current_job
+from rq import Callback, Queue, SimpleWorker, get_current_job
 from rq.serializers import JSONSerializer
+from rq.suspension import is_suspended
 
 from parley.worker import WORKER_CLASSES
 from workers.runtime.rq_workers import COALESCE_SECONDS, ParleyForkWorker, ParleySimpleWorker
@@ -47,9 +48,17 @@ def _alone(beats: list[list[list[str]]]) -> list[list[list[str]]]:
     return [t for t in beats if len(t) == 1]
 
 
-def _drain(cls: type[SimpleWorker], client: Redis, name: str) -> tuple[SimpleWorker, list[int]]:
+def fails() -> None:
+    raise RuntimeError("this job fails")
+
+
+def on_success(job: object, connection: object, result: object) -> None:
+    """A success callback: RQ runs it between the job's end and its success transaction."""
+
+
+def _drain(cls: type[SimpleWorker], client: Redis, name: str, **enqueue: object) -> tuple[SimpleWorker, list[int]]:
     q = Queue("rq-workers-test", connection=client, serializer=JSONSerializer)
-    jobs = [q.enqueue(worker_key_ttl) for _ in range(JOBS)]
+    jobs = [q.enqueue(worker_key_ttl, **enqueue) for _ in range(JOBS)]
     worker = cls([q], connection=client, serializer=JSONSerializer, name=name)
     worker.work(burst=True, with_scheduler=False)
     return worker, [int(j.latest_result().return_value) for j in jobs]  # type: ignore[union-attr]
@@ -69,7 +78,7 @@ def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once
 
     assert len(_alone(stock_beats)) >= 9 * JOBS, "RQ's own loop (the baseline): three beats per job, command by command"
     assert _alone(our_beats) == [], "every beat of ours goes in one round trip with its TTLs"
-    assert len(our_beats) <= len(stock_beats) - 6 * JOBS, "six round trips fewer per job at least"
+    assert len(our_beats) <= len(stock_beats) - 9 * JOBS, "nine round trips fewer per job: one beat per job is left"
     stock_idle = [t for t in noted_before if t == [["HSET", stock.key, "state", "idle"]]]
     assert len(stock_idle) >= 2 * JOBS, "RQ writes `idle` after each job and again before the next dequeue"
     our_states = [t for t in noted.trips if any(c[:3] == ["HSET", ours.key, "state"] for c in t)]
@@ -93,12 +102,19 @@ def registered(r: Redis, name: str) -> Iterator[ParleySimpleWorker]:
         worker.register_death()
 
 
-def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> None:
+def test_a_default_beat_after_one_with_its_own_ttl_waits_for_the_next_beat_at_most(r: Redis) -> None:
     with registered(r, "beats") as worker:
         worker.heartbeat()
         worker.heartbeat(30)  # a job's own TTL, as RQ sets inside its pipelines
         assert 0 < r.ttl(worker.key) <= 30
-        worker.heartbeat()  # within the coalescing window, yet sent: the key must not keep 30 s
+        worker.heartbeat()  # RQ's beat right after the job: it waits for the suspension check's
+        assert r.ttl(worker.key) <= 30
+        assert not is_suspended(r, worker)  # RQ's own check, whose pipeline carries a beat
+        assert r.ttl(worker.key) > worker.worker_ttl, "the key no longer keeps the job's 30 s"
+
+        worker.heartbeat(30)
+        worker.heartbeat()  # put off once...
+        worker.heartbeat()  # ...but a second default beat before any other is sent
         assert r.ttl(worker.key) > worker.worker_ttl
 
         r.expire(worker.key, 100)
@@ -107,6 +123,37 @@ def test_a_default_beat_after_one_with_its_own_ttl_is_always_sent(r: Redis) -> N
         time.sleep(COALESCE_SECONDS + 0.05)
         worker.heartbeat()  # the window has passed: sent again
         assert r.ttl(worker.key) > worker.worker_ttl
+
+
+def _job_beats_alone(trips: list[list[list[str]]]) -> list[list[list[str]]]:
+    """Round trips that wrote a job's `last_heartbeat` and nothing else."""
+    return [t for t in trips if len(t) == 1 and t[0][0] == "HSET" and t[0][1].startswith("rq:job:")]
+
+
+def test_a_job_that_returned_has_its_last_heartbeat_saved_with_its_success(noted: NotingRedis) -> None:
+    _drain(SimpleWorker, noted, "stock")
+    assert len(_job_beats_alone(noted.trips)) >= JOBS, "RQ writes it on its own as each job ends (the baseline)"
+    noted.clear()
+    q = Queue("rq-workers-test", connection=noted, serializer=JSONSerializer)
+    jobs = [q.enqueue(worker_key_ttl, result_ttl=600) for _ in range(JOBS)]
+    ParleySimpleWorker([q], connection=noted, serializer=JSONSerializer, name="ours").work(burst=True)
+    assert _job_beats_alone(noted.trips) == []
+    for job in jobs:
+        job.refresh()
+        assert job.get_status() == "finished"
+        assert job.last_heartbeat is not None and job.ended_at is not None
+        assert job.started_at <= job.last_heartbeat == job.ended_at  # type: ignore[operator]
+
+
+def test_a_job_that_failed_or_has_a_success_callback_keeps_rqs_own_write(noted: NotingRedis) -> None:
+    q = Queue("rq-workers-test", connection=noted, serializer=JSONSerializer)
+    failing = [q.enqueue(fails) for _ in range(JOBS)]
+    called = [q.enqueue(worker_key_ttl, on_success=Callback(on_success)) for _ in range(JOBS)]
+    ParleySimpleWorker([q], connection=noted, serializer=JSONSerializer, name="ours").work(burst=True)
+    written = {t[0][1] for t in _job_beats_alone(noted.trips)}
+    assert written == {j.key for j in failing + called}
+    assert all(j.get_status(refresh=True) == "failed" for j in failing)
+    assert all(j.get_status(refresh=True) == "finished" for j in called)
 
 
 def test_a_state_set_is_in_redis_once_the_next_heartbeat_is_sent(r: Redis) -> None:
