@@ -101,8 +101,9 @@ class Host(Protocol):
 
     def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
         """Show that the question closed (answered, expired, cancelled). It may be called again for
-        the same close, after a crash before the execution's next write: a second call must show
-        nothing new (a message replaced by the same content, a webhook announced once per event)."""
+        the same close, after a crash before the execution's next write or by a worker that lost
+        the run: a second call must show nothing new (a message replaced by the same content, a
+        webhook announced once per event)."""
         ...
 
     def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:

@@ -246,12 +246,16 @@ class Run:
 
         `repeatable` is for an effect whose repetition shows nothing new (a message replaced by
         the same content): its "done" goes with this execution's next write instead of a write
-        of its own, so a crash before that write repeats the effect and nothing else.
+        of its own, so a crash before that write repeats the effect and nothing else. It writes
+        no intent: a replay repeats such an effect whether or not one was recorded, and a worker
+        that lost the run, performing it after the worker that took the run over, shows again
+        what that one showed.
         """
         field = f"fx:{name}"
         if self._recorded(field) == "done" or field in self._ending or field in self._pending:
             return
-        self._write(field, "intent")
+        if not repeatable:
+            self._write(field, "intent")
         effect()
         if ends_run:
             self._ending[field] = "done"
