@@ -167,3 +167,15 @@ def test_a_state_set_is_in_redis_once_the_next_heartbeat_is_sent(r: Redis) -> No
         worker.heartbeat(pipeline=None)
         assert r.hget(worker.key, "state") == b"idle"
         assert r.ttl(worker.key) > worker.worker_ttl
+
+
+def test_the_forking_class_saves_a_returned_jobs_heartbeat_with_its_success_too(r: Redis) -> None:
+    q = Queue("rq-workers-test", connection=r, serializer=JSONSerializer)
+    jobs = [q.enqueue(worker_key_ttl, result_ttl=600) for _ in range(3)]
+    worker = ParleyForkWorker([q], connection=r, serializer=JSONSerializer, name="forks")
+    worker.work(burst=True)
+    for job in jobs:
+        job.refresh()
+        assert job.get_status() == "finished" and job.latest_result() is not None
+        assert job.last_heartbeat is not None and job.last_heartbeat == job.ended_at, "set in memory, saved whole"
+        assert int(job.latest_result().return_value) > 0  # type: ignore[union-attr]
