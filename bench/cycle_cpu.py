@@ -4,7 +4,7 @@ Measurement 4 (full-cycle throughput) is bound by the worker: with one worker, r
 jobs/s is close to a raw job's CPU over a cycle's worker CPU. This measures both sides in one
 process, without the HTTP load, the clickers and the other processes sharing the cores:
 
-- Parley: N `bench-cycle` runs created and enqueued as `/parley` does; an in-process
+- Parley: N `bench-cycle` runs created and enqueued with no thread root (`bench.cycles`); an in-process
   `SimpleWorker` (burst) runs their first executions (thread root, question, park); each
   question is answered by a signed Submit click into the bot's WSGI app (not counted: that is
   `parley serve`'s share); the worker runs the resumes (lock, final answer). Only the two

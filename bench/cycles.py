@@ -1,5 +1,8 @@
-"""Full cycles driven as Slack would drive them: runs created and enqueued as `/parley` does,
-answerer threads clicking Submit on each question as soon as its run parks, until all succeed.
+"""Full cycles driven as Slack would drive them: runs created and enqueued with no thread root
+(`/parley` posts the root from `parley serve` before it enqueues, and leaves it to the worker
+only when that post fails; here the worker always posts it, so all four of a cycle's Web API
+calls are the worker's), answerer threads clicking Submit on each question as soon as its run
+parks, until all succeed.
 
 Shared by the full-cycle throughput (measurement 4) and the scale-out (measurement 11).
 """

@@ -1,7 +1,8 @@
 """4. Full-cycle throughput: runs/s for start → ask → answer → final, against raw RQ trivial jobs/s.
 
-Parley: M `bench-cycle` runs are created and enqueued at once (as `/parley` does,
-with no thread yet, so the worker posts the thread root); real `parley worker`
+Parley: M `bench-cycle` runs are created and enqueued at once with no thread yet, so
+the worker posts the thread root (`/parley` posts it from `parley serve`; see
+`bench.cycles`) and all four Web API calls are the worker's; real `parley worker`
 processes run them until they park on their question; answerer threads click
 Submit on each question through `parley serve` as soon as it appears; the workers
 resume the runs, which post their final answer. Timed from the first create to

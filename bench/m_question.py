@@ -1,6 +1,6 @@
 """3. Question latency: `run.ask` → the question arriving at the Web API stand-in.
 
-Parley: a `bench-cycle` run is started (created and enqueued, as `/parley` does) on
+Parley: a `bench-cycle` run is started (created and enqueued, with no thread root yet) on
 an idle `parley worker`; on its first execution the agent records the time just
 before `run.ask`, and the question's `chat.postMessage` is found in the stand-in's
 call log by its thread. That span holds recording the interrupt, building and
