@@ -2,13 +2,14 @@
 (`/parley` posts the root from `parley serve` before it enqueues, and leaves it to the worker
 only when that post fails; here the worker always posts it, so all four of a cycle's Web API
 calls are the worker's), answerer threads clicking Submit on each question as soon as its run
-parks, until all succeed.
+parks (one thread finds the paused runs and hands them out), until all succeed.
 
 Shared by the full-cycle throughput (measurement 4) and the scale-out (measurement 11).
 """
 
 from __future__ import annotations
 
+import queue as queue_module
 import threading
 import time
 from typing import Any
@@ -55,9 +56,10 @@ class Cycles:
     def batch(self, m: int) -> float:
         """Runs/s for `m` runs from create to succeeded; a click not acked 200 stops the batch."""
         done_before = self.watch.count(RunStatus.SUCCEEDED)
-        claimed: set[str] = set()
         stop = threading.Event()
-        threads = [threading.Thread(target=self._answer, args=(claimed, stop), daemon=True) for _ in range(ANSWERERS)]
+        todo: queue_module.SimpleQueue[str | None] = queue_module.SimpleQueue()
+        threads = [threading.Thread(target=self._find_paused, args=(todo, stop), daemon=True)]
+        threads += [threading.Thread(target=self._answer, args=(todo,), daemon=True) for _ in range(ANSWERERS)]
         for t in threads:
             t.start()
         t0 = time.perf_counter()
@@ -76,26 +78,28 @@ class Cycles:
             return m / (time.perf_counter() - t0)
         finally:
             stop.set()
-            for t in threads:
+            threads[0].join()
+            for _ in range(ANSWERERS):
+                todo.put(None)
+            for t in threads[1:]:
                 t.join()
 
-    def _answer(self, claimed: set[str], stop: threading.Event) -> None:
-        poster, r = Poster(self.port), self.poll
+    def _find_paused(self, todo: queue_module.SimpleQueue[str | None], stop: threading.Event) -> None:
+        """One thread finds the newly paused runs and hands each to an answerer once. The answerers
+        wait on the queue, so the bench's polling costs one index read per 5 ms, whatever their number."""
+        handed: set[str] = set()
         while not stop.is_set():
-            mine = []
-            for run_id in self.watch.list_ids(RunStatus.PAUSED, limit=50):
-                with self._lock:
-                    if run_id not in claimed:
-                        claimed.add(run_id)
-                        mine.append(run_id)
-                if len(mine) >= 4:
-                    break
-            if not mine:
+            fresh = [run_id for run_id in self.watch.list_ids(RunStatus.PAUSED, limit=200) if run_id not in handed]
+            handed.update(fresh)
+            for run_id in reversed(fresh):  # oldest first
+                todo.put(run_id)
+            if not fresh:
                 time.sleep(0.005)
-                continue
-            for run_id in mine:
-                run = seeded(r, run_id)
-                status = poster.post(self.clicks.body(run))
-                with self._lock:
-                    self.statuses[status] = self.statuses.get(status, 0) + 1
+
+    def _answer(self, todo: queue_module.SimpleQueue[str | None]) -> None:
+        poster, r = Poster(self.port), self.poll
+        while (run_id := todo.get()) is not None:
+            status = poster.post(self.clicks.body(seeded(r, run_id)))
+            with self._lock:
+                self.statuses[status] = self.statuses.get(status, 0) + 1
         poster.close()
