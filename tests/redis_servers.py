@@ -221,8 +221,14 @@ class Topology:
         return f"redis+sentinel://{hosts}/{SERVICE}/{db}"
 
     def restart_as_empty(self, server: Server) -> Server:
-        """Start a fresh, empty server on a dead one's port (the node coming back); Sentinel makes it a replica."""
-        fresh = data_server(f"{server.name}-again", server.workdir, port=server.port).start()
+        """Start a fresh, empty server on a dead one's port (the node coming back); Sentinel makes it a replica.
+
+        It comes back with `replica-priority 0`, as docs/redis-ha.md advises for a node that lost
+        its data: until Sentinel converts and syncs it (about ten seconds) it is an empty master,
+        and a failover in that window (a slow reply from the new master on a loaded machine is
+        enough) would otherwise promote it and lose everything.
+        """
+        fresh = data_server(f"{server.name}-again", server.workdir, "--replica-priority", "0", port=server.port).start()
         self.extra_servers.append(fresh)
         return fresh
 

@@ -6,8 +6,9 @@ A real master, one replica and three Sentinels on loopback; a real `parley serve
 of a person of its own, in a modal), people start submitting one after another, and the
 master is killed with SIGKILL while they do. A person whose Submit is not acked as accepted
 (the modal shows an error: Redis unreachable, or no replica confirmed) submits again, as the
-message asks. The dead node comes back empty, as after losing its machine, and Sentinel makes
-it the new master's replica.
+message asks. The dead node comes back empty, as after losing its machine (with
+`replica-priority 0`, so that no failover promotes it before it holds anything), and Sentinel
+makes it the new master's replica.
 """
 
 from __future__ import annotations
