@@ -48,6 +48,22 @@ def _alone(beats: list[list[list[str]]]) -> list[list[list[str]]]:
     return [t for t in beats if len(t) == 1]
 
 
+def what_a_running_job_sees() -> dict[str, object]:
+    """A job that reports what RQ's start wrote, read from Redis while it runs."""
+    job = get_current_job()
+    assert job is not None and job.worker_name
+    r, worker_key = job.connection, f"rq:worker:{job.worker_name}"
+    started = [m.decode() for m in r.zrange(f"rq:wip:{job.origin}", 0, -1)]
+    executions = [m.decode() for m in r.smembers(f"{worker_key}:executions")]
+    return {
+        "status": r.hget(job.key, "status").decode(),
+        "worker_state": r.hget(worker_key, "state").decode(),
+        "in_started_registry": [m for m in started if m.startswith(f"{job.id}:")] != [],
+        "execution_keys": [k for k in executions if k.startswith(f"{job.id}:")],
+        "execution_saved": all(r.exists(f"rq:execution:{k}") for k in executions),
+    }
+
+
 def fails() -> None:
     raise RuntimeError("this job fails")
 
@@ -128,6 +144,71 @@ def test_a_default_beat_after_one_with_its_own_ttl_waits_for_the_next_beat_at_mo
 def _job_beats_alone(trips: list[list[list[str]]]) -> list[list[list[str]]]:
     """Round trips that wrote a job's `last_heartbeat` and nothing else."""
     return [t for t in trips if len(t) == 1 and t[0][0] == "HSET" and t[0][1].startswith("rq:job:")]
+
+
+def _starts(trips: list[list[list[str]]]) -> list[list[list[str]]]:
+    """The round trips that saved an execution's record or set a job `started`."""
+    return [
+        t
+        for t in trips
+        if any(c[0] == "HSET" and c[1].startswith("rq:execution:") for c in t)
+        or any(c[0] == "HSET" and c[1].startswith("rq:job:") and "started" in c[2:] for c in t)
+    ]
+
+
+def test_a_jobs_start_is_one_transaction_and_a_running_job_sees_all_of_it(noted: NotingRedis) -> None:
+    def drain(cls: type[SimpleWorker], name: str) -> list[dict[str, object]]:
+        q = Queue("rq-workers-test", connection=noted, serializer=JSONSerializer)
+        jobs = [q.enqueue(what_a_running_job_sees, result_ttl=600) for _ in range(JOBS)]
+        cls([q], connection=noted, serializer=JSONSerializer, name=name).work(burst=True, with_scheduler=False)
+        return [j.latest_result().return_value for j in jobs]  # type: ignore[union-attr]
+
+    stock_seen = drain(SimpleWorker, "stock")
+    stock_starts = _starts(noted.trips)
+    noted.clear()
+    our_seen = drain(ParleySimpleWorker, "ours")
+    our_starts = _starts(noted.trips)
+
+    assert len(stock_starts) == 2 * JOBS, "RQ's own: the execution, then the job's start (the baseline)"
+    assert len(our_starts) == JOBS, "ours: one round trip per job"
+    for trip in our_starts:  # RQ's two transactions' commands, in RQ's order: the execution's first
+        assert trip[0][0] == "HSET" and trip[0][1].startswith("rq:execution:")
+        assert any(c[0] == "HSET" and c[1].startswith("rq:job:") and "started" in c[2:] for c in trip)
+    expected = {
+        "status": "started",
+        "worker_state": "busy",
+        "in_started_registry": True,
+        "execution_saved": True,
+    }
+    for seen in (stock_seen, our_seen):
+        assert [{k: v for k, v in s.items() if k != "execution_keys"} for s in seen] == [expected] * JOBS
+        assert all(len(s["execution_keys"]) == 1 for s in seen)  # type: ignore[arg-type]
+
+
+def test_a_job_whose_start_fails_leaves_no_execution_behind(r: Redis) -> None:
+    q = Queue("rq-workers-test", connection=r, serializer=JSONSerializer)
+    job = q.enqueue(worker_key_ttl)
+    worker = ParleySimpleWorker([q], connection=r, serializer=JSONSerializer, name="broken-start")
+    worker.register_birth()
+    try:
+        execution = worker.prepare_execution(job)
+        assert not r.exists(execution.key), "not written before the job's start"
+
+        class StartFailed(Exception):
+            pass
+
+        def failing_ttl(job: object, working_time: float = 0.0) -> int:
+            raise StartFailed()
+
+        worker.get_heartbeat_ttl = failing_ttl  # type: ignore[method-assign]
+        with pytest.raises(StartFailed):
+            worker.prepare_job_execution(job)
+        worker.heartbeat(60, pipeline=None)  # a later beat does not carry the dropped writes
+        assert not r.exists(execution.key)
+        assert r.zrange(q.started_job_registry.key, 0, -1) == []
+        assert r.hget(worker.key, "state") != b"busy"
+    finally:
+        worker.register_death()
 
 
 def test_a_job_that_returned_has_its_last_heartbeat_saved_with_its_success(noted: NotingRedis) -> None:

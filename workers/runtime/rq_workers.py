@@ -24,10 +24,17 @@ moments later. These classes keep every one of RQ's behaviours and change only t
 - a job that returned (no `Retry`, no success callback) has its `last_heartbeat` set in memory
   only: the success transaction that follows at once saves the job's whole hash, that field
   included (or deletes the job, with `result_ttl=0`). A failure, a `Retry` or a callback in
-  between keeps RQ's own write.
+  between keeps RQ's own write;
+- in `ParleySimpleWorker`, a job's start is one transaction, not two: RQ writes the execution
+  (its record, the started registry's entry, the worker's `busy` state) in one, then the job's
+  start (heartbeats, `started`, out of the intermediate queue) in the next, with nothing run
+  in between when the job runs in the worker's own process. The first one's commands are built
+  by RQ as always and sent at the head of the second; should the start fail, neither is sent,
+  as when RQ's second transaction fails after its first (RQ's failure handling cleans the
+  execution up either way). The forking class keeps both: its work horse starts the job.
 
 Subclasses rather than a patch: RQ takes custom worker classes (`rq worker -w`), and these
-override `heartbeat`, `set_state` and the hooks around a job's end alone; RQ's loop,
+override `heartbeat`, `set_state`, the hooks around a job's start and end alone; RQ's loop,
 registries and job handling are its own. If RQ renames `_finalize_success`, the job's own
 write simply stays as RQ makes it.
 """
@@ -41,7 +48,7 @@ from rq import Queue, SimpleWorker, Worker
 from rq.executions import Execution
 from rq.job import Job, Retry
 from rq.utils import now
-from rq.worker.base import BaseWorker
+from rq.worker.base import BaseWorker, WorkerStatus
 
 COALESCE_SECONDS = 1.0
 
@@ -70,6 +77,7 @@ class _FewerRoundTrips(BaseWorker):
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         if pipeline is not None:
+            self._send_execution_with(pipeline)
             self._write_pending_state(pipeline)
             super().heartbeat(timeout, pipeline=pipeline)
             self._beat_sent(timeout)
@@ -95,6 +103,44 @@ class _FewerRoundTrips(BaseWorker):
         if self._pending_state is not None:
             self.set_state(self._pending_state, pipeline=pipeline)
 
+    # ---- a job's start in one transaction (ParleySimpleWorker) ------------------------------
+    _one_start: bool = False  # the execution's writes go with the job's start
+    _execution_writes: Any = None  # RQ's pipeline of them, not sent: the start sends its commands
+    _starting: bool = False  # within `prepare_job_execution`, whose first pipelined beat takes them
+
+    def prepare_execution(self, job: Job) -> Execution:
+        if not self._one_start:
+            return super().prepare_execution(job)
+        # `rq.executions.prepare_execution`, its pipeline kept rather than executed.
+        pipe = self.connection.pipeline()
+        execution = Execution.create(job, self.get_heartbeat_ttl(job), pipeline=pipe, worker_name=self.name)
+        self.executions[execution.id] = execution
+        self.set_state(WorkerStatus.BUSY, pipeline=pipe)
+        self._execution_writes = pipe
+        return execution
+
+    def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
+        self._starting = True
+        try:
+            super().prepare_job_execution(job, remove_from_intermediate_queue)
+        except BaseException:
+            self._written_state = None  # `busy` may not be in Redis: the next state is written
+            raise
+        finally:
+            self._starting, self._execution_writes = False, None  # sent with the start, or not at all
+
+    def _send_execution_with(self, pipeline: Any) -> None:
+        """Put the execution's writes at the head of the job's start transaction."""
+        writes = self._execution_writes
+        if writes is None or not self._starting:
+            return
+        self._execution_writes = None
+        # redis-py keeps a pipeline's commands in `command_stack` as (args, options); staged again
+        # as they were, so the server gets exactly the commands RQ built.
+        for args, options in writes.command_stack:
+            pipeline.pipeline_execute_command(*args, **options)
+        writes.reset()
+
     def _finalize_success(self, job: Job, queue: Queue, execution: Execution, return_value: Any) -> None:
         self._ends_in_save = not isinstance(return_value, Retry) and job.success_callback is None
         try:
@@ -111,6 +157,8 @@ class _FewerRoundTrips(BaseWorker):
 
 class ParleySimpleWorker(_FewerRoundTrips, SimpleWorker):
     """RQ's `SimpleWorker` (jobs in the worker's own process), with fewer bookkeeping round trips."""
+
+    _one_start = True
 
 
 class ParleyForkWorker(_FewerRoundTrips, Worker):
