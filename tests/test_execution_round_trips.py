@@ -24,6 +24,19 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def noted(r: Redis) -> NotingRedis:
+    """The noting client, with the store's scripts already in the server's script cache: on a
+    server that has not run one yet (a fresh one, or after `SCRIPT FLUSH`), redis-py answers
+    `NOSCRIPT` by loading it and sending the same `EVALSHA` again, which the counts below would
+    take for a second write."""
+    for script in (
+        scripts.TRANSITION,
+        scripts.CLAIM,
+        scripts.JOURNAL,
+        scripts.OPEN_INTERRUPT,
+        scripts.PARK,
+        scripts.CLOSE,
+    ):
+        r.script_load(script)
     return NotingRedis(connection_pool=r.connection_pool)
 
 
