@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from noting_redis import NotingRedis
 from redis import Redis
+from redis.commands.core import Script
 from runtime_helpers import parked, runtime_and_host, work
 
 from workers.exceptions import RunNotFound
@@ -18,6 +19,7 @@ from workers.interaction import Answer
 from workers.runtime.acceptance import accept
 from workers.store import keys, scripts
 from workers.store.records import InterruptState, RunStatus
+from workers.store.runs import RunStore
 
 pytestmark = pytest.mark.integration
 
@@ -28,15 +30,9 @@ def noted(r: Redis) -> NotingRedis:
     server that has not run one yet (a fresh one, or after `SCRIPT FLUSH`), redis-py answers
     `NOSCRIPT` by loading it and sending the same `EVALSHA` again, which the counts below would
     take for a second write."""
-    for script in (
-        scripts.TRANSITION,
-        scripts.CLAIM,
-        scripts.JOURNAL,
-        scripts.OPEN_INTERRUPT,
-        scripts.PARK,
-        scripts.CLOSE,
-    ):
-        r.script_load(script)
+    for script in vars(RunStore(r)).values():
+        if isinstance(script, Script):
+            r.script_load(script.script)
     return NotingRedis(connection_pool=r.connection_pool)
 
 

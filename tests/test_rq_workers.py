@@ -8,10 +8,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
+import redis
 from noting_redis import NotingRedis
 from redis import Redis
+from redis_servers import data_server, have_redis_server
 from rq import Callback, Queue, SimpleWorker, get_current_job
 from rq.serializers import JSONSerializer
 from rq.suspension import is_suspended
@@ -185,30 +188,37 @@ def test_a_jobs_start_is_one_transaction_and_a_running_job_sees_all_of_it(noted:
         assert all(len(s["execution_keys"]) == 1 for s in seen)  # type: ignore[arg-type]
 
 
-def test_a_job_whose_start_fails_leaves_no_execution_behind(r: Redis) -> None:
-    q = Queue("rq-workers-test", connection=r, serializer=JSONSerializer)
-    job = q.enqueue(worker_key_ttl)
-    worker = ParleySimpleWorker([q], connection=r, serializer=JSONSerializer, name="broken-start")
-    worker.register_birth()
+@pytest.mark.skipif(not have_redis_server(), reason="needs Debian's redis-server (.ci/run installs it)")
+def test_a_start_redis_refuses_leaves_no_execution_behind(tmp_path: Path) -> None:
+    server = data_server("refusing", tmp_path).start()  # its own: the test makes it refuse writes
     try:
+        r = server.client()
+        q = Queue("rq-workers-test", connection=r, serializer=JSONSerializer)
+        job = q.enqueue(worker_key_ttl, result_ttl=600)
+        worker = ParleySimpleWorker([q], connection=r, serializer=JSONSerializer, name="refused-start")
+        worker.register_birth()
         execution = worker.prepare_execution(job)
         assert not r.exists(execution.key), "not written before the job's start"
 
-        class StartFailed(Exception):
-            pass
-
-        def failing_ttl(job: object, working_time: float = 0.0) -> int:
-            raise StartFailed()
-
-        worker.get_heartbeat_ttl = failing_ttl  # type: ignore[method-assign]
-        with pytest.raises(StartFailed):
+        r.config_set("min-replicas-to-write", 1)  # no replica: Redis refuses every write
+        with pytest.raises(redis.RedisError):
             worker.prepare_job_execution(job)
-        worker.heartbeat(60, pipeline=None)  # a later beat does not carry the dropped writes
+        r.config_set("min-replicas-to-write", 0)
+        with r.pipeline() as pipe:  # a later pipelined beat does not carry the refused writes
+            worker.heartbeat(60, pipeline=pipe)
+            pipe.execute()
         assert not r.exists(execution.key)
         assert r.zrange(q.started_job_registry.key, 0, -1) == []
         assert r.hget(worker.key, "state") != b"busy"
-    finally:
+        assert job.get_status(refresh=True) == "queued"
+
         worker.register_death()
+        after = ParleySimpleWorker([q], connection=r, serializer=JSONSerializer, name="after")
+        after.work(burst=True, with_scheduler=False)  # the job runs as if nothing had happened
+        assert job.get_status(refresh=True) == "finished"
+        assert r.zrange(q.started_job_registry.key, 0, -1) == []
+    finally:
+        server.stop()
 
 
 def test_a_job_that_returned_has_its_last_heartbeat_saved_with_its_success(noted: NotingRedis) -> None:

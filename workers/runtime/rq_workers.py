@@ -29,9 +29,10 @@ moments later. These classes keep every one of RQ's behaviours and change only t
   (its record, the started registry's entry, the worker's `busy` state) in one, then the job's
   start (heartbeats, `started`, out of the intermediate queue) in the next, with nothing run
   in between when the job runs in the worker's own process. The first one's commands are built
-  by RQ as always and sent at the head of the second; should the start fail, neither is sent,
-  as when RQ's second transaction fails after its first (RQ's failure handling cleans the
-  execution up either way). The forking class keeps both: its work horse starts the job.
+  by RQ as always and sent at the head of the second; should the start not reach Redis,
+  neither is written, where RQ would have left the execution written and the job unstarted
+  (RQ's failure handling cleans the execution up either way). The forking class keeps both:
+  its work horse starts the job.
 
 Subclasses rather than a patch: RQ takes custom worker classes (`rq worker -w`), and these
 override `heartbeat`, `set_state`, the hooks around a job's start and end alone; RQ's loop,
@@ -62,6 +63,7 @@ class _FewerRoundTrips(BaseWorker):
     _written_state: str | None = None  # the state this worker last wrote to its key
     _pending_state: str | None = None  # a state set since, written with the next heartbeat
     _ends_in_save: bool = False  # the job ending now is saved whole by RQ's success transaction
+    _execution_writes: Any = None  # RQ's execution writes, kept for the job's start (ParleySimpleWorker)
 
     def register_birth(self) -> None:
         self._written_state = self._pending_state = None  # a new key: its state is written afresh
@@ -103,38 +105,13 @@ class _FewerRoundTrips(BaseWorker):
         if self._pending_state is not None:
             self.set_state(self._pending_state, pipeline=pipeline)
 
-    # ---- a job's start in one transaction (ParleySimpleWorker) ------------------------------
-    _one_start: bool = False  # the execution's writes go with the job's start
-    _execution_writes: Any = None  # RQ's pipeline of them, not sent: the start sends its commands
-    _starting: bool = False  # within `prepare_job_execution`, whose first pipelined beat takes them
-
-    def prepare_execution(self, job: Job) -> Execution:
-        if not self._one_start:
-            return super().prepare_execution(job)
-        # `rq.executions.prepare_execution`, its pipeline kept rather than executed.
-        pipe = self.connection.pipeline()
-        execution = Execution.create(job, self.get_heartbeat_ttl(job), pipeline=pipe, worker_name=self.name)
-        self.executions[execution.id] = execution
-        self.set_state(WorkerStatus.BUSY, pipeline=pipe)
-        self._execution_writes = pipe
-        return execution
-
-    def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
-        self._starting = True
-        try:
-            super().prepare_job_execution(job, remove_from_intermediate_queue)
-        except BaseException:
-            self._written_state = None  # `busy` may not be in Redis: the next state is written
-            raise
-        finally:
-            self._starting, self._execution_writes = False, None  # sent with the start, or not at all
-
     def _send_execution_with(self, pipeline: Any) -> None:
-        """Put the execution's writes at the head of the job's start transaction."""
-        writes = self._execution_writes
-        if writes is None or not self._starting:
+        """Put the execution's writes, if any are kept, at the head of this beat's pipeline: the
+        job's start, the first pipelined beat after `ParleySimpleWorker.prepare_execution`. They
+        go with that pipeline whatever becomes of it: a start Redis refused takes them along."""
+        writes, self._execution_writes = self._execution_writes, None
+        if writes is None:
             return
-        self._execution_writes = None
         # redis-py keeps a pipeline's commands in `command_stack` as (args, options); staged again
         # as they were, so the server gets exactly the commands RQ built.
         for args, options in writes.command_stack:
@@ -158,7 +135,15 @@ class _FewerRoundTrips(BaseWorker):
 class ParleySimpleWorker(_FewerRoundTrips, SimpleWorker):
     """RQ's `SimpleWorker` (jobs in the worker's own process), with fewer bookkeeping round trips."""
 
-    _one_start = True
+    def prepare_execution(self, job: Job) -> Execution:
+        # `rq.executions.prepare_execution`, its pipeline kept rather than executed: the job's
+        # start, which RQ's `execute_job` runs next, sends its commands.
+        pipe = self.connection.pipeline()
+        execution = Execution.create(job, self.get_heartbeat_ttl(job), pipeline=pipe, worker_name=self.name)
+        self.executions[execution.id] = execution
+        self.set_state(WorkerStatus.BUSY, pipeline=pipe)
+        self._execution_writes = pipe
+        return execution
 
 
 class ParleyForkWorker(_FewerRoundTrips, Worker):
