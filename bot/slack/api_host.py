@@ -69,7 +69,7 @@ class ApiQuestionHost(SlackHost):
         self._resolve_groups(run)  # user groups among the assignees become their members, as for any question
         asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
         try:
-            question = blocks.question_blocks(
+            question = self._templates.blocks(
                 request,
                 iid,
                 assignees=asked,

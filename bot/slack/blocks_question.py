@@ -92,7 +92,7 @@ FORM_ONLY_NOTE = ":lock: This question asks for a secret, so it is answered only
 _SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
 
 
-def _check_ids(iid: str, version: int) -> None:
+def check_ids(iid: str, version: int) -> None:
     if not isinstance(iid, str) or not _IID.fullmatch(iid):
         raise ValueError(f"interrupt id {iid!r} is not a url-safe token")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
@@ -224,7 +224,7 @@ def question_blocks(
     When the text would exceed Slack's per-message budget, the biggest selects switch to
     external_select and then labels are shortened (the form keeps them whole).
     """
-    _check_ids(iid, version)
+    check_ids(iid, version)
     head = _reason_blocks(request.reason, reason_prefix, f"qh|{iid}|{version}", allow_header=True)
     meta = ContextBlock(block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=_assignee_line(assignees))])
     news = [ContextBlock(block_id=f"qn|{iid}|{version}", elements=[MarkdownTextObject(text="\n".join(notes))])]
@@ -377,7 +377,7 @@ def modal_view(
     `channel` is where the form was opened from; its submission then counts as given there
     (a submission carries no channel of its own).
     """
-    _check_ids(iid, version)
+    check_ids(iid, version)
     blocks: list[Block] = [*_reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)]
     blocks += [_input(i, f"f|{iid}|{i.id}", external=_is_external(i, external_threshold)) for i in request.items]
     blocks.append(reassign_block(f"fr|{iid}|{version}"))

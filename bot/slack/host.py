@@ -27,6 +27,7 @@ from bot.slack.clients import WebClients
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import escape, user_ref
 from bot.slack.question_metadata import find_question, question_metadata
+from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
 from workers.exceptions import AgentError, NotInstalled
 from workers.interaction import ContextChange, Outcome, Request
@@ -55,6 +56,7 @@ class SlackHost:
         self.store = store
         self._joined = JoinedChannels()
         self._threads = StartedThreads()
+        self._templates = QuestionTemplates()  # a question asked again is not built again
         self.notify_assignees = notify_assignees  # PARLEY_NOTIFY_ASSIGNEES: DM the people asked
 
     def _web(self, run: RunRecord) -> WebClient:
@@ -134,7 +136,7 @@ class SlackHost:
         self._resolve_groups(run)
         asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
         try:
-            question = blocks.question_blocks(
+            question = self._templates.blocks(
                 request,
                 iid,
                 assignees=asked or [run.started_by],
