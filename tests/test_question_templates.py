@@ -69,21 +69,42 @@ def test_every_ask_gets_what_a_fresh_build_gives(name: str, version: int) -> Non
     for iid in (_iid(), _iid(), _iid(32), _iid()):  # a miss, hits, another length, a hit again
         fresh = blocks_question.question_blocks(request, iid, version=version, assignees=ASKED)
         assert templates.blocks(request, iid, version=version, assignees=ASKED) == fresh
+        assert templates.holds(request, iid, version=version, assignees=ASKED)  # reused, not built each time
     assert len(templates) == 2  # one template per id length
 
 
-def test_a_question_whose_text_holds_the_placeholder_is_built_each_time() -> None:
+@pytest.mark.parametrize(
+    "asked",
+    [
+        [["U0B001"], ["U0B002"], ["U0B003"]],  # each run's starter: one template for all
+        [["U0B001", "S0TEAMS"], ["U0B777", "S0OTHER"]],  # a user group among them
+        [[f"U{n:05d}" for n in range(12)], [f"U{n:05d}" for n in range(1, 13)]],  # "and 2 more"
+        [[], []],  # anyone in the channel
+        [['cli:zoë "ops"'], ['cli:zoé "dev"']],  # not a Slack id: shown escaped, written as JSON escapes it
+    ],
+)
+def test_who_is_asked_is_put_in_each_ask(asked: list[list[str]]) -> None:
+    templates, request = QuestionTemplates(), REQUESTS["every type"]
+    for assignees in asked:
+        iid = _iid()
+        got = templates.blocks(request, iid, assignees=assignees)
+        assert got == blocks_question.question_blocks(request, iid, assignees=assignees)
+        assert templates.holds(request, iid, assignees=assignees)
+    assert len(templates) == 1
+
+
+@pytest.mark.parametrize("pattern", ["id", "line"])
+def test_a_question_whose_text_holds_a_placeholder_is_built_each_time(pattern: str) -> None:
     iid = _iid()
-    placeholder = ("Q9z_" * 8)[: len(iid)]
-    request = Request(reason=f"Is {placeholder} the id?", items=_items(t={"type": "free_text"}))
+    line = blocks_question.assignee_line(ASKED)
+    placeholder = ("Q9z_" * 20)[: len(iid)] if pattern == "id" else ("Xw7k" * 20)[: len(line)]
+    request = Request(reason=f"Is {placeholder} the one?", items=_items(t={"type": "free_text"}))
     templates = QuestionTemplates()
-    first = templates.blocks(request, iid, assignees=ASKED)
-    assert first == blocks_question.question_blocks(request, iid, assignees=ASKED)
-    assert placeholder in str(first) and iid in str(first)  # the text kept, the id put in the ids
-    other = _iid()
-    assert templates.blocks(request, other, assignees=ASKED) == blocks_question.question_blocks(
-        request, other, assignees=ASKED
-    )
+    for each in (iid, _iid()):
+        got = templates.blocks(request, each, assignees=ASKED)
+        assert got == blocks_question.question_blocks(request, each, assignees=ASKED)
+        assert placeholder in str(got) and each in str(got)  # the text kept, the id put in the ids
+    assert not templates.holds(request, iid, assignees=ASKED)
 
 
 def test_what_differs_makes_a_different_template() -> None:

@@ -180,7 +180,8 @@ def _is_external(item: Item, threshold: int) -> bool:
     return item.is_choice and len(item.options or []) > threshold
 
 
-def _assignee_line(assignees: list[str]) -> str:
+def assignee_line(assignees: list[str]) -> str:
+    """The question's "Asked of …" line: the first ten people or groups asked, and how many more."""
     if not assignees:
         return "Anyone in this channel can answer"
     shown = ", ".join(assignee_ref(a) for a in assignees[:MAX_ASSIGNEES_SHOWN])
@@ -213,10 +214,13 @@ def question_blocks(
     context: Context | None = None,
     changes: Sequence[ContextChange] = (),
     notes: Sequence[str] = (),
+    asked_line: str | None = None,
 ) -> list[dict[str, Any]]:
     """The question message for interrupt `iid`: reason, who is asked, inputs, the Submit row, "Reassign…".
 
     `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
+    `asked_line`, when given, stands in the message for the "Asked of …" line made from
+    `assignees` (`bot.slack.question_templates` builds with a placeholder there).
 
     With a `context`, the facts the answer is bound to are shown above the inputs, and
     with `changes`, what changed since an earlier answer was voided by other facts.
@@ -226,7 +230,9 @@ def question_blocks(
     """
     check_ids(iid, version)
     head = _reason_blocks(request.reason, reason_prefix, f"qh|{iid}|{version}", allow_header=True)
-    meta = ContextBlock(block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=_assignee_line(assignees))])
+    meta = ContextBlock(
+        block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=asked_line or assignee_line(assignees))]
+    )
     news = [ContextBlock(block_id=f"qn|{iid}|{version}", elements=[MarkdownTextObject(text="\n".join(notes))])]
     head = [*head, meta, *(news if notes else []), *context_blocks(context, changes, iid, version)]
     reassign = reassign_block(f"qr|{iid}|{version}")

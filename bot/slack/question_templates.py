@@ -2,44 +2,46 @@
 
 An agent asks the same questions again and again, run after run, and building a question's
 Block Kit (slack_sdk's model objects, their validators, the text budget, the message-wide
-limit checks) was about half a millisecond of a worker's cycle. Only the interrupt id differs
-between two asks of the same question: it is in the block ids and in the Submit and form
-buttons' values. So the blocks are built for a placeholder id of the interrupt id's length,
-kept as JSON, and each ask gets that JSON with its own id put in.
+limit checks) was about half a millisecond of a worker's cycle. Between two asks of the same
+question only two things differ: the interrupt id (in the block ids and in the Submit and form
+buttons' values) and the "Asked of …" line (often the person who started the run). So the
+blocks are built with a placeholder for each, of the same length, kept as JSON, and each ask
+gets that JSON with its own id and line put in.
 
-A question is reused only where that is provably the same as building it:
-- the template is built twice, with two placeholders; it is kept only if the two builds
-  differ exactly where one placeholder stands for the other, so the id reaches nothing but
-  id strings, and no text of the question contains a placeholder;
-- the placeholder has the interrupt id's length and alphabet, so every limit slack_sdk and
-  `bot.slack.limits` checked on it holds for the real id;
-- questions shown with facts, changes or notes are built each time (they are rare, and
-  their content is the run's own).
+A template is reused only where that is provably what a fresh build gives:
+- it is built twice, with two sets of placeholders, and kept only if the two builds differ
+  exactly where one placeholder stands for the other: the id and the line reach nothing
+  else, and no text of the question contains a placeholder;
+- each placeholder has the length of what it stands for (and the id's alphabet), so the
+  text budget decides the same and every limit slack_sdk and `bot.slack.limits` checked
+  holds for the real values;
+- questions shown with facts or changes are built each time (they are rare, and their
+  content is the run's own).
 
-Why not `functools.lru_cache`: the key is the request's JSON, not the request, and the value
-is built from the request; a small guarded map says that more plainly.
+Why not `functools.lru_cache`: the key is made from the request's JSON and the lengths, not
+from the arguments, and the value is built from the request; a small guarded map says that
+more plainly.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from bot.slack.blocks_question import check_ids, question_blocks
+from bot.slack.blocks_question import assignee_line, check_ids, question_blocks
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Request
 
 KEPT = 256
-_PLACEHOLDER_A = "Q9z_"
-_PLACEHOLDER_B = "j2K-"
-_NOT_REUSABLE = ""  # kept for a question whose builds do not differ by the id alone
+_NOT_REUSABLE = ""  # kept for a question whose builds differ by more than the placeholders
 
 
 class QuestionTemplates:
-    """Question blocks by (request, version, assignees, length of the id), the least recently used dropped first."""
+    """Question blocks by request, version and the lengths of the id and the line; the least recently used go first."""
 
     def __init__(self, kept: int = KEPT) -> None:
         self._kept = kept
@@ -53,11 +55,7 @@ class QuestionTemplates:
     def holds(self, request: Request, iid: str, *, assignees: list[str], version: int = 1) -> bool:
         """Whether the next ask of this question would reuse a template."""
         with self._lock:
-            return bool(self._json.get(self._key(request, iid, assignees, version)))
-
-    @staticmethod
-    def _key(request: Request, iid: str, assignees: list[str], version: int) -> tuple[Any, ...]:
-        return (request.model_dump_json(), version, tuple(assignees), len(iid))
+            return bool(self._json.get(_key(request, iid, assignee_line(assignees), version)))
 
     def blocks(
         self,
@@ -73,33 +71,53 @@ class QuestionTemplates:
         if context is not None or changes:
             return question_blocks(request, iid, version=version, assignees=assignees, context=context, changes=changes)
         check_ids(iid, version)  # the builds below see only placeholders
-        key = self._key(request, iid, assignees, version)
+        line = assignee_line(assignees)
+        key = _key(request, iid, line, version)
         with self._lock:
             template = self._json.get(key)
             if template is not None:
                 self._json.move_to_end(key)
         if template is None:
-            template = self._build(request, iid, assignees, version)
+            template = _build(request, len(iid), len(line), version)
             with self._lock:
                 self._json[key] = template
                 while len(self._json) > self._kept:
                     self._json.popitem(last=False)
         if template == _NOT_REUSABLE:
             return question_blocks(request, iid, version=version, assignees=assignees)
-        out: list[dict[str, Any]] = json.loads(template.replace(_placeholder(_PLACEHOLDER_A, len(iid)), iid))
+        out: list[dict[str, Any]] = json.loads(_fill(template, _placeholders("A", len(iid), len(line)), iid, line))
         return out
 
-    @staticmethod
-    def _build(request: Request, iid: str, assignees: list[str], version: int) -> str:
-        """The blocks' JSON for placeholder A, or `_NOT_REUSABLE`. Raises what `question_blocks` raises."""
-        a, b = _placeholder(_PLACEHOLDER_A, len(iid)), _placeholder(_PLACEHOLDER_B, len(iid))
-        with_a = json.dumps(question_blocks(request, a, version=version, assignees=assignees))
-        with_b = json.dumps(question_blocks(request, b, version=version, assignees=assignees))
-        if a in with_b or with_a.replace(a, b) != with_b:
-            return _NOT_REUSABLE
-        return with_a
+
+def _key(request: Request, iid: str, line: str, version: int) -> tuple[Any, ...]:
+    return (request.model_dump_json(), version, len(iid), len(line))
 
 
-def _placeholder(pattern: str, n: int) -> str:
-    """`pattern` repeated to `n` characters: a valid interrupt id (`[A-Za-z0-9_-]`) of that length."""
+def _build(request: Request, id_length: int, line_length: int, version: int) -> str:
+    """The blocks' JSON with placeholders A, or `_NOT_REUSABLE`. Raises what `question_blocks` raises."""
+    a, b = _placeholders("A", id_length, line_length), _placeholders("B", id_length, line_length)
+    with_a = json.dumps(question_blocks(request, a[0], version=version, assignees=[], asked_line=a[1]))
+    with_b = json.dumps(question_blocks(request, b[0], version=version, assignees=[], asked_line=b[1]))
+    if _fill(with_a, a, b[0], b[1]) != with_b:
+        return _NOT_REUSABLE
+    return with_a
+
+
+def _placeholders(which: str, id_length: int, line_length: int) -> tuple[str, str]:
+    """A placeholder id (a valid interrupt id of that length) and a placeholder line: letters,
+    digits and `_`/`-` only, which JSON writes as they are and which have no meaning in mrkdwn."""
+    id_pattern, line_pattern = ("Q9z_", "Xw7k") if which == "A" else ("j2K-", "Pm4v")
+    return _repeat(id_pattern, id_length), _repeat(line_pattern, line_length)
+
+
+def _repeat(pattern: str, n: int) -> str:
     return (pattern * (n // len(pattern) + 1))[:n]
+
+
+def _fill(template: str, placeholders: tuple[str, str], iid: str, line: str) -> str:
+    """`template` with its placeholder id and line replaced in one pass, the line written as JSON writes it."""
+    pid, pline = placeholders
+    values = {pid: iid, pline: json.dumps(line)[1:-1]}
+    return re.sub(
+        "|".join(re.escape(p) for p in sorted(values, key=len, reverse=True)), lambda m: values[m[0]], template
+    )
