@@ -10,7 +10,7 @@ import pytest
 from bot.slack import blocks_question
 from bot.slack.question_templates import QuestionTemplates
 from workers.interaction import Context
-from workers.interaction.models import Request
+from workers.interaction.models import OnExpiry, Request
 
 pytestmark = pytest.mark.unit
 
@@ -105,6 +105,22 @@ def test_a_question_whose_text_holds_a_placeholder_is_built_each_time(pattern: s
         assert got == blocks_question.question_blocks(request, each, assignees=ASKED)
         assert placeholder in str(got) and each in str(got)  # the text kept, the id put in the ids
     assert not templates.holds(request, iid, assignees=ASKED)
+
+
+def test_a_requests_other_fields_share_its_template() -> None:
+    """Who is asked, expiry and escalation are the run's own: the message shows none of them."""
+    templates, base = QuestionTemplates(), REQUESTS["every type"]
+    variants = [
+        base,
+        base.model_copy(update={"assignees": ["U0B001"], "expires_in": 600, "on_expiry": OnExpiry.USE_DEFAULTS}),
+        base.model_copy(update={"assignees": ["S0TEAMS"], "show_answers": True}),
+        base.model_copy(update={"escalate_after": 60, "escalate_to": ["U0BOSS"], "expires_in": 3600}),
+    ]
+    for request in variants:
+        iid = _iid()
+        got = templates.blocks(request, iid, assignees=ASKED)
+        assert got == blocks_question.question_blocks(request, iid, assignees=ASKED)
+    assert len(templates) == 1
 
 
 def test_what_differs_makes_a_different_template() -> None:

@@ -37,6 +37,7 @@ from workers.interaction import Context, ContextChange
 from workers.interaction.models import Request
 
 KEPT = 256
+_SHOWN = {"reason", "items"}  # the fields of a request that `question_blocks` reads
 _NOT_REUSABLE = ""  # kept for a question whose builds differ by more than the placeholders
 
 
@@ -90,7 +91,9 @@ class QuestionTemplates:
 
 
 def _key(request: Request, iid: str, line: str, version: int) -> tuple[Any, ...]:
-    return (request.model_dump_json(), version, len(iid), len(line))
+    """What the message is built from: the reason and the items, not who is asked or when it expires
+    (a run's own, which would make every run's question a template of its own)."""
+    return (request.model_dump_json(include=_SHOWN), version, len(iid), len(line))
 
 
 def _build(request: Request, id_length: int, line_length: int, version: int) -> str:
