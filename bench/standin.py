@@ -73,7 +73,7 @@ def build(ws: Workspace) -> Starlette:
             Route("/bench/ping", ping),
             Route("/bench/seed", seed, methods=["POST"]),
             Route("/bench/calls", calls),
-            Mount("/api", routes=create_webapi(ws).routes),  # its routes under this app: one middleware stack, not two
+            Mount("/api", app=create_webapi(ws)),
         ]
     )
 
