@@ -93,6 +93,7 @@ _SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in f
 
 
 def check_ids(iid: str, version: int) -> None:
+    """Refuse an interrupt id or message version that cannot go into a block id."""
     if not isinstance(iid, str) or not _IID.fullmatch(iid):
         raise ValueError(f"interrupt id {iid!r} is not a url-safe token")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:

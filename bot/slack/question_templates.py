@@ -18,6 +18,9 @@ A template is reused only where that is provably what a fresh build gives:
 - questions shown with facts or changes are built each time (they are rare, and their
   content is the run's own).
 
+A host keeps the last `KEPT` distinct questions, each the JSON of one message (at most about
+15 KB for the largest question a request can hold, 3-4 KB for a usual one).
+
 Why not `functools.lru_cache`: the key is made from the request's JSON and the lengths, not
 from the arguments, and the value is built from the request; a small guarded map says that
 more plainly.
