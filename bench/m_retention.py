@@ -43,7 +43,7 @@ from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store import keys
 from workers.store.records import RunStatus
-from workers.store.runs import RunStore, history_entry
+from workers.store.runs import Closed, RunStore, history_entry
 
 SEEDED = 10_000
 TARGET = 1.10  # used_memory after the purge, at most this times the empty figure
@@ -203,8 +203,9 @@ def seed_finished(store: RunStore, n: int) -> list[str]:
     for s in paused:
         interrupt = store.interrupt(s.iid)
         assert interrupt is not None
-        if store.close(interrupt, "answer", s.user, answers, secrets.token_hex(8)) is not None:
-            raise RuntimeError(f"seeding: the answer to {s.iid} was refused")
+        closed = store.close(interrupt, "answer", s.user, answers, secrets.token_hex(8))
+        if not isinstance(closed, Closed) or closed.again:
+            raise RuntimeError(f"seeding: the answer to {s.iid} was not accepted anew: {closed}")
         ok, epoch, _ = store.transition(
             s.run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(time.time() + 30), bump_epoch=True
         )

@@ -33,6 +33,7 @@ from workers.runtime.wiring import Runtime
 from workers.store import keys
 from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import RunStatus
+from workers.store.runs import Closed
 
 RAW_QUEUE = "bench-raw"
 CLASSES = ("simple", "fork", "spawn", "pool-simple", "pool-fork")
@@ -42,9 +43,9 @@ ANSWERS = [Answer(id="env", choice="production"), Answer(id="regions", choices=[
 def _close(rt: Runtime, run: Seeded) -> None:
     interrupt = rt.store.interrupt(run.iid)
     assert interrupt is not None
-    refusal = rt.store.close(interrupt, "answer", run.user, interrupt.request.validate_answers(ANSWERS), "bench")
-    if refusal:
-        raise RuntimeError(f"bench answer refused: {refusal}")
+    closed = rt.store.close(interrupt, "answer", run.user, interrupt.request.validate_answers(ANSWERS), "bench")
+    if not isinstance(closed, Closed) or closed.again:
+        raise RuntimeError(f"bench answer not accepted anew: {closed}")
 
 
 def _parley_start(rt: Runtime, run: Seeded) -> float | str:
