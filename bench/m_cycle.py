@@ -8,6 +8,11 @@ Submit on each question through `parley serve` as soon as it appears; the worker
 resume the runs, which post their final answer. Timed from the first create to
 the last run succeeding. Baseline: the same number of raw RQ workers (same class,
 same Redis) drain a batch of trivial jobs enqueued at once.
+
+Two targets, each a row per number of workers: runs/s at least a quarter of raw jobs/s
+(it was a third before the service round, which set a quarter for one worker and two), and
+the CPU a run costs `parley worker` and `parley serve` together at most 10 ms, read from
+their process groups over the same batches (the other parts' CPU is in the first row's note).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from bench.stack import Proc, Stack
 from bench.stats import ratio
 
 RAW_QUEUE = "bench-raw"
-TARGET = 1 / 3
+TARGET = 0.25
+CPU_TARGET_MS = 10.0
 
 
 def _cpu(stack: Stack, workers: list[Proc]) -> dict[str, float]:
@@ -117,11 +123,23 @@ def measure(stack: Stack, cfg: Config) -> Result:
                 p,
                 b,
                 q,
-                ">= 0.33x",
+                f">= {TARGET:.2f}x",
                 q is not None and q >= TARGET,
                 f"{parley[0]:.0f}-{parley[-1]:.0f} | {raw[0]:.0f}-{raw[-1]:.0f}",
                 f"CPU ms/run: {per_run}; raw {cpu.get('raw workers, per job', 0):.2f} ms/job"
                 f" (Redis {cpu.get('raw Redis server, per job', 0):.2f})",
+            )
+        )
+        own = cpu.get("parley workers", 0.0) + cpu.get("parley serve", 0.0)
+        result.rows.append(
+            Row(
+                "4 full cycle",
+                f"{workers} worker{'s' if workers > 1 else ''}",
+                "CPU ms/run, workers + serve",
+                own,
+                target=f"<= {CPU_TARGET_MS:.0f} ms",
+                met=own <= CPU_TARGET_MS,
+                note=f"workers {cpu.get('parley workers', 0):.1f} + serve {cpu.get('parley serve', 0):.1f}",
             )
         )
     return result

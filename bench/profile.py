@@ -1,13 +1,16 @@
-"""`python -m bench.profile [ack|worker]`: where the time goes in a missed target, sampled with py-spy.
+"""`python -m bench.profile [ack|worker|cycle]`: where the time goes in a missed target, sampled with py-spy.
 
 - `ack`: `parley serve` (uvicorn and every thread) while 16 clients
   click Submit on seeded paused runs: the ack path and its lazy message update.
 - `worker`: one `parley worker` (SimpleWorker) while it resumes a batch of answered
   runs (replay, say, final answer), as in the worker-class and full-cycle figures.
+- `cycle`: one `parley worker` running full cycles as measurement 4 does with one worker,
+  its wall time split into running and waiting on Redis or the Web API (`bench.waits`).
 
 py-spy samples the real processes from outside; the summary written to
 `bench/results/profile-<name>.txt` lists the share of samples (non-idle threads)
-per library and the functions with the largest inclusive and self shares.
+per library and the functions with the largest inclusive and self shares (for `cycle`,
+first the worker's waits, idle samples included).
 """
 
 from __future__ import annotations
@@ -18,15 +21,19 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from bench.agents import AGENT, three_item_request
+from bench.cycles import Cycles
 from bench.m_ack import load
 from bench.m_workers import _parley_rate
+from bench.processes import group_cpu_seconds
 from bench.redis_db import bench_redis_url, connect, flush
 from bench.seed import SubmitClicks, seed_paused
 from bench.stack import Stack
+from bench.waits import summarize_waits
 from workers.runtime.wiring import Runtime
 from workers.store.runs import RunStore
 
@@ -115,7 +122,8 @@ def _pyspy() -> str:
 class Spy:
     """Two py-spy samplers on one process tree: every non-idle thread (wall), and only the GIL holder (CPU)."""
 
-    def __init__(self, pid: int, seconds: float, name: str) -> None:
+    def __init__(self, pid: int, seconds: float, name: str, *, idle: bool = False) -> None:
+        """`idle`: the wall sampler counts idle threads too (a thread blocked on a socket), to see waits."""
         self.paths = {mode: RESULTS / f"profile-{name}.{mode}.raw.tmp" for mode in ("wall", "gil")}
         self.procs = [
             subprocess.Popen(
@@ -135,7 +143,7 @@ class Spy:
                     "--output",
                     str(path),
                     "--nonblocking",
-                    *(["--gil"] if mode == "gil" else []),
+                    *(["--gil"] if mode == "gil" else ["--idle"] if idle else []),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -199,23 +207,52 @@ def profile_worker(stack: Stack, seconds: int) -> dict[str, Path]:
         stack.stop(procs)
 
 
+def profile_cycle(stack: Stack, seconds: int) -> dict[str, Path]:
+    flush(stack.client)
+    procs = stack.parley_workers(1, "simple")
+    try:
+        cycles = Cycles(stack.redis_url, stack.serve_port)
+        cycles.batch(20)  # warm: imports, connections, scripts, question templates
+        # One batch (about 100 cycles/s on one worker) running from before the sampling starts
+        # to after it ends, so that no sample falls outside it: in its tail the worker only waits
+        # for the last answers.
+        batch = threading.Thread(target=cycles.batch, args=(100 * (seconds + 4),), daemon=True)
+        batch.start()
+        time.sleep(1.0)
+        pid = procs[0].pid
+        cpu0, t0 = group_cpu_seconds(pid), time.monotonic()
+        spy = Spy(pid, seconds, "cycle", idle=True)
+        paths = spy.wait(seconds + 30)
+        cpu = RESULTS / "profile-cycle.cpu.tmp"  # the worker's CPU time over the sampling, for its on-CPU share
+        cpu.write_text(f"{group_cpu_seconds(pid) - cpu0} {time.monotonic() - t0}\n")
+        batch.join(300)
+        return {**paths, "cpu": cpu}
+    finally:
+        stack.stop(procs)
+
+
+PROFILES = {"ack": profile_ack, "worker": profile_worker, "cycle": profile_cycle}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.profile")
-    p.add_argument("what", nargs="*", help="ack, worker (default both)")
+    p.add_argument("what", nargs="*", help="ack, worker, cycle (default ack and worker)")
     p.add_argument("--seconds", type=int, default=12)
     p.add_argument("--from-raw", action="store_true", help="summarize the last recording again, without sampling")
     args = p.parse_args()
+    if unknown := [w for w in args.what if w not in PROFILES]:
+        p.error(f"unknown profile {', '.join(unknown)}: choose from {', '.join(PROFILES)}")
     if args.from_raw:
         for what in args.what or ["ack", "worker"]:
             raws = {mode: RESULTS / f"profile-{what}.{mode}.raw.tmp" for mode in ("wall", "gil")}
-            _write(what, raws)
+            _write(what, {**raws, "cpu": RESULTS / f"profile-{what}.cpu.tmp"})
         return 0
     url = bench_redis_url()
     client = connect(url)
     with Stack(url, client) as stack:
         stack.start_servers()
         for what in args.what or ["ack", "worker"]:
-            _write(what, (profile_ack if what == "ack" else profile_worker)(stack, args.seconds))
+            _write(what, PROFILES[what](stack, args.seconds))
     flush(client)
     return 0
 
@@ -224,12 +261,18 @@ def _write(what: str, raws: dict[str, Path]) -> None:
     title = {
         "ack": "parley serve under 16 concurrent Submit clicks",
         "worker": "parley worker (SimpleWorker) resuming answered runs: replay, say, final answer",
+        "cycle": "parley worker (SimpleWorker) running full cycles, one worker, as measurement 4",
     }[what]
-    text = (
-        summarize(raws["gil"], f"{title}\n== CPU: samples of the thread holding the GIL (py-spy --gil)")
-        + "\n\n"
-        + summarize(raws["wall"], "== Wall: samples of every non-idle thread (py-spy)")
-    )
+    parts = []
+    if what == "cycle":  # its wall sampler counted idle threads: the waits first
+        cpu, wall_s = (float(x) for x in raws["cpu"].read_text().split())
+        parts.append(summarize_waits(raws["wall"], "== Wall: running or waiting", on_cpu=cpu / wall_s))
+        wall = "== Wall: samples of every thread, idle ones included (py-spy --idle)"
+    else:
+        wall = "== Wall: samples of every non-idle thread (py-spy)"
+    parts.append(summarize(raws["gil"], "== CPU: samples of the thread holding the GIL (py-spy --gil)"))
+    parts.append(summarize(raws["wall"], wall))
+    text = f"{title}\n" + "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
     (RESULTS / f"profile-{what}.txt").write_text(text)
     print(text)
 

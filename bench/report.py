@@ -82,7 +82,7 @@ def plot(path: Path, rows: list[Row], detail: dict[str, Any], title: str) -> Non
         ("1 ack path", "p99 ms", "Ack path p99 (ms)", True),
         ("2 resume", "p50 ms", "Resume latency p50 (ms)", False),
         ("3 question", "p50 ms", "Question latency p50 (ms)", False),
-        ("4 full cycle", None, "Full cycle: runs/s vs raw jobs/s", False),
+        ("4 full cycle", "runs/s vs jobs/s", "Full cycle: runs/s vs raw jobs/s", False),
         ("5 footprint", None, "Bytes per paused run (baseline: request JSON)", False),
         ("6 inbox scale", None, "Inbox p50 (ms) by paused runs", False),
         ("7 worker class", "enqueue->start p50 ms", "Enqueue to start p50 (ms)", True),
