@@ -8,7 +8,7 @@ tells what the time between a run's start and its end is made of: the worker's o
 waits on the replies of Redis and of the Web API stand-in, both processes sharing the machine's
 cores with it.
 
-A sample of the worker's main thread (the one in RQ's `work` loop) is a wait when its innermost
+A sample of the worker's main thread (the one in RQ's `work` loop; `in_work_loop`) is a wait when its innermost
 frame is one of the socket reads below; it is charged to the nearest frame outside redis-py and
 slack_sdk's transport (a Redis wait: the command's caller, `Queue.lmove` for RQ's dequeue) or to
 the `WebClient` method (a Web API wait). Every other sample, socket writes included (on
@@ -55,6 +55,13 @@ def classify(stack_frames: list[tuple[str, str]]) -> tuple[str, str]:
     return "running", ""
 
 
+def in_work_loop(stack: str) -> bool:
+    """A sample of the worker process's thread in RQ's `work` loop: not its other threads (the lease
+    renewer, the metrics server), nor the scheduler RQ forks from inside that loop, whose samples
+    carry the worker's frames under a second `process` frame."""
+    return "BaseWorker.work" in stack and sum(f.startswith("process ") for f in stack.split(";")) == 1
+
+
 def summarize_waits(raw: Path, title: str, on_cpu: float | None = None) -> str:
     """The worker's main-thread samples, split into running and waiting, the waits by site.
 
@@ -66,8 +73,8 @@ def summarize_waits(raw: Path, title: str, on_cpu: float | None = None) -> str:
     total = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if "BaseWorker.work" not in stack or not count.isdigit():
-            continue  # other threads: the lease renewer, the metrics server
+        if not count.isdigit() or not in_work_loop(stack):
+            continue
         n = int(count)
         total += n
         kind, site = classify(frames(stack))

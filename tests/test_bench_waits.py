@@ -14,7 +14,8 @@ from bench.waits import classify, frames, summarize_waits  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
-MAIN = 'process 7:"parley worker";Thread.run (threading.py:975);BaseWorker.work (rq/worker/base.py:600)'
+WORKER = 'process 7:"parley worker"'
+MAIN = f"{WORKER};thread (7): MainThread;run_worker (parley/worker.py:122);BaseWorker.work (rq/worker/base.py:600)"
 JOB = f"{MAIN};BaseWorker.perform_job (rq/worker/base.py:1400);execute (workers/runtime/execute.py:45)"
 HIREDIS = "_HiredisParser.read_from_socket (redis/_parsers/hiredis.py:85)"
 REDIS_CALL = (
@@ -53,7 +54,7 @@ def test_work_and_socket_writes_are_running() -> None:
     assert classify(frames(decode)) == ("running", "")
 
 
-def test_the_summary_counts_the_main_thread_only(tmp_path: Path) -> None:
+def test_the_summary_counts_the_work_loop_only(tmp_path: Path) -> None:
     raw = tmp_path / "cycle.raw"
     dequeue = f"{MAIN};Queue.lmove (rq/queue.py:1300);{REDIS_CALL}"
     raw.write_text(
@@ -62,7 +63,10 @@ def test_the_summary_counts_the_main_thread_only(tmp_path: Path) -> None:
                 f"{dequeue} 30",
                 f"{JOB};{WEB_CALL} 20",
                 f"{JOB};RunRecord.from_hash (workers/store/records.py:90) 50",
-                'process 7:"parley worker";Thread.run (threading.py:975);_renewer (workers/runtime/lease.py:40) 400',
+                f"{WORKER};thread (9): parley-leases;_renewer (workers/runtime/lease.py:40) 400",
+                f"{MAIN};BaseWorker._start_scheduler (rq/worker/base.py:939);RQScheduler.start (rq/scheduler.py:338);"
+                f'BaseProcess.start (multiprocessing/process.py:121);process 8:"parley worker";thread (8): MainThread;'
+                "RQScheduler.work (rq/scheduler.py:355) 900",
             ]
         )
     )
