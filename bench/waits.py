@@ -65,9 +65,10 @@ def in_work_loop(stack: str) -> bool:
 def summarize_waits(raw: Path, title: str, on_cpu: float | None = None) -> str:
     """The worker's main-thread samples, split into running and waiting, the waits by site.
 
-    `on_cpu`: the worker's CPU time over the sampling as a share of its wall time. A sample can
-    only tell where the thread is, not whether it holds a core: "running" less `on_cpu` is the
-    time it was ready to run and waited for one, the cores being busy with the other processes."""
+    `on_cpu`: the CPU time of the worker's process group over the sampling (its other threads and
+    RQ's scheduler included, so at most the loop's own) as a share of the wall time. A sample can
+    only tell where the thread is, not whether it holds a core: "running" less `on_cpu` is, at
+    least, the time it was ready to run and waited for one, the cores being busy elsewhere."""
     kinds: collections.Counter[str] = collections.Counter()
     sites: collections.Counter[tuple[str, str]] = collections.Counter()
     total = 0
