@@ -33,7 +33,7 @@ from bench.processes import group_cpu_seconds
 from bench.redis_db import bench_redis_url, connect, flush
 from bench.seed import SubmitClicks, seed_paused
 from bench.stack import Stack
-from bench.waits import summarize_waits
+from bench.waits import frames, summarize_waits
 from workers.runtime.wiring import Runtime
 from workers.store.runs import RunStore
 
@@ -59,7 +59,6 @@ CATEGORIES = [  # first match on the frame's file path (as py-spy shortens it) w
     ("http.client / urllib / socket", r"(^|/)(http/|urllib/|socket\.py|ssl\.py|selectors\.py)"),
     ("threading / queue", r"(^|/)(threading\.py|queue\.py|concurrent/)"),
 ]
-FRAME = re.compile(r"^(?P<fn>.*?) \((?P<file>[^:()]+)(?::\d+)?\)$")
 
 
 def _category(path: str) -> str:
@@ -82,17 +81,13 @@ def summarize(raw: Path, title: str) -> str:
             continue
         n = int(count)
         total += n
-        frames = []
-        for f in stack.split(";"):
-            m = FRAME.match(f.strip())
-            frames.append((m.group("fn"), m.group("file")) if m else (f.strip(), ""))
-        names = {f"{fn} ({file.rsplit('/site-packages/', 1)[-1].rsplit('/main/', 1)[-1]})" for fn, file in frames}
-        for name in names:
+        stack_frames = frames(stack)
+        for name in {f"{fn} ({file})" for fn, file in stack_frames}:
             inclusive[name] += n
-        fn, file = frames[-1]
-        self_time[f"{fn} ({file.rsplit('/site-packages/', 1)[-1].rsplit('/main/', 1)[-1]})"] += n
+        fn, file = stack_frames[-1]
+        self_time[f"{fn} ({file})"] += n
         leaf_cat[_category(file)] += n
-        for cat in {_category(file) for _, file in frames}:
+        for cat in {_category(file) for _, file in stack_frames}:
             incl_cat[cat] += n
     if not total:
         return f"{title}\n\nno samples\n"
