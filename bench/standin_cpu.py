@@ -35,8 +35,9 @@ CHANNEL = "C0BENCH01"
 IID = "qStandinCpu0123456789ab"
 
 
-def _calls(web: Any, root_ts: str) -> dict[str, Callable[[], Any]]:
-    """The cycle's four Web API calls, by name, each as `SlackHost` makes it."""
+def _calls(web: Any, root_ts: str) -> tuple[dict[str, Callable[[], Any]], dict[str, list[dict[str, Any]]]]:
+    """The cycle's four Web API calls, by name, each as `SlackHost` makes it; and the question's and
+    the lock's blocks they send."""
     from bench.agents import three_item_request
     from bot.slack import blocks
     from bot.slack.mrkdwn import user_ref
@@ -53,7 +54,7 @@ def _calls(web: Any, root_ts: str) -> dict[str, Callable[[], Any]]:
     lock = blocks.answered_blocks(request, answers, answered_by="U0B000", answered_at=time.time())
     thread = {"channel": CHANNEL, "thread_ts": root_ts, "unfurl_links": False, "unfurl_media": False}
     asked = web.chat_postMessage(**thread, text=blocks.fallback_text(request), blocks=question)["ts"]
-    return {
+    calls = {
         "chat.postMessage: thread root": lambda: web.chat_postMessage(
             channel=CHANNEL,
             text=blocks.run_started_text("U0B000", "bench-cycle", ""),
@@ -72,9 +73,8 @@ def _calls(web: Any, root_ts: str) -> dict[str, Callable[[], Any]]:
         "chat.postMessage: final answer": lambda: web.chat_postMessage(
             **thread, text=blocks.final_text("deployed to production in eu-west-1")
         ),
-        "_question_blocks": lambda: question,
-        "_lock_blocks": lambda: lock,
     }
+    return calls, {"question": question, "lock": lock}
 
 
 def _check_ms(blocks: list[dict[str, Any]]) -> float:
@@ -93,7 +93,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     sys.path.insert(0, str(HERE))
-    from bench.processes import free_port, group_cpu_seconds
+    from bench.processes import free_port, group_cpu_seconds, http_ok, wait_until
     from bot.slack.transport import KeepAliveWebClient
 
     port = free_port()
@@ -105,16 +105,11 @@ def main() -> int:
     )
     per_call: dict[str, list[tuple[float, float]]] = {}
     try:
+        wait_until(lambda: http_ok(f"http://127.0.0.1:{port}/bench/ping"), 20, "the Web API stand-in")
         web = KeepAliveWebClient(token="xoxb-bench-0000", base_url=f"http://127.0.0.1:{port}/api/")
-        for _ in range(100):
-            try:
-                web.conversations_join(channel=CHANNEL)
-                break
-            except OSError:
-                time.sleep(0.1)
+        web.conversations_join(channel=CHANNEL)
         root = web.chat_postMessage(channel=CHANNEL, text="a thread for the replies")["ts"]
-        calls = _calls(web, root)
-        sent = {name: call for name, call in calls.items() if not name.startswith("_")}
+        sent, sent_blocks = _calls(web, root)
         for call in sent.values():
             call()  # warm: imports, the connection, the stand-in's first parse
         for _ in range(args.rounds):
@@ -125,10 +120,7 @@ def main() -> int:
                 wall = (time.perf_counter() - wall0) / args.calls
                 cpu = (group_cpu_seconds(standin.pid) - cpu0) / args.calls
                 per_call.setdefault(name, []).append((1000 * cpu, 1000 * wall))
-        checks = {
-            "question": _check_ms(calls["_question_blocks"]()),
-            "lock": _check_ms(calls["_lock_blocks"]()),
-        }
+        checks = {name: _check_ms(b) for name, b in sent_blocks.items()}
     finally:
         standin.terminate()
         standin.wait(10)
