@@ -81,7 +81,7 @@ def build(ws: Workspace) -> Starlette:
 def main() -> None:
     """`PORT`, or `PORT TLS_PORT CERT KEY`: the same workspace also served over TLS on `TLS_PORT`."""
     port, *tls = sys.argv[1:]
-    app = build(Workspace())
+    app = build(Workspace(call_log_limit=None))  # the bench reads its whole log
     configs = [uvicorn.Config(app, host="127.0.0.1", port=int(port), log_level="warning", access_log=False)]
     if tls:
         tls_port, cert, key = tls

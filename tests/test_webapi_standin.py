@@ -254,3 +254,29 @@ def test_ts_values_are_unique_and_increasing(ws: Workspace) -> None:
     assert len(set(stamps)) == 1000
     assert all(len(s.split(".")[1]) == 6 for s in stamps)
     assert [float(s) for s in stamps] == sorted(float(s) for s in stamps)
+
+
+def test_call_log_keeps_the_newest_calls_and_counts_every_one() -> None:
+    """A playground left running must not grow with every call: the log is bounded, the counts are not."""
+    small = Workspace(call_log_limit=3)
+    with LoopbackServer(make_webapi_app(small)) as srv:
+        bounded = WebClient(token="xoxb-test", base_url=srv.url + "/api/", timeout=5)
+        for n in range(5):
+            bounded.chat_postMessage(channel="C0GENERAL", text=f"message {n}")
+        bounded.auth_test()
+    assert [c["args"].get("text") for c in small.calls()] == ["message 3", "message 4", None]
+    assert (small.call_count("chat.postMessage"), small.call_count("auth.test"), small.call_count()) == (5, 1, 6)
+    assert len(small.messages("C0GENERAL")) == 5  # the workspace's state is not the log's to drop
+
+
+def test_default_call_log_is_bounded_and_none_keeps_all() -> None:
+    from bot.playground.workspace import CALL_LOG_LIMIT
+
+    default, whole = Workspace(), Workspace(call_log_limit=None)
+    for n in range(CALL_LOG_LIMIT + 2):
+        for ws in (default, whole):
+            ws.record_call("auth.test", {"n": n}, "xoxb-test", 200)
+    assert len(default.calls()) == CALL_LOG_LIMIT and default.calls()[0]["args"] == {"n": 2}
+    assert len(whole.calls()) == CALL_LOG_LIMIT + 2
+    with pytest.raises(ValueError, match="call_log_limit"):
+        Workspace(call_log_limit=0)

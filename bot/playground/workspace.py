@@ -15,6 +15,7 @@ import copy
 import itertools
 import threading
 import time
+from collections import Counter, deque
 from typing import Any
 
 from bot.playground.directory import (
@@ -47,11 +48,21 @@ __all__ = [
     "Workspace",
 ]
 
+#: Calls a workspace keeps in its log by default: enough for any test or screenful of the
+#: playground, and a bound, so a `parley dev` left running for days does not grow with every call.
+CALL_LOG_LIMIT = 10_000
+
 
 class Workspace(ViewsMixin):
     """Thread-safe state of one fake Slack team: users, channels, messages, views, calls."""
 
-    def __init__(self, team_id: str = TEAM_ID, team_name: str = TEAM_NAME) -> None:
+    def __init__(
+        self, team_id: str = TEAM_ID, team_name: str = TEAM_NAME, *, call_log_limit: int | None = CALL_LOG_LIMIT
+    ) -> None:
+        """``call_log_limit`` is how many of the newest calls the log keeps; ``None`` keeps every one
+        (for an instrument that reads its whole log, such as the bench's stand-in)."""
+        if call_log_limit is not None and call_log_limit < 1:
+            raise ValueError(f"call_log_limit must be at least 1 or None, not {call_log_limit}")
         self.team_id = team_id
         self.team_name = team_name
         self.team_domain = TEAM_DOMAIN
@@ -82,7 +93,8 @@ class Workspace(ViewsMixin):
         self._view_owner: dict[str, str] = {}
         self._homes: dict[str, dict[str, Any]] = {}
         self._triggers: dict[str, str | None] = {}
-        self._calls: list[dict[str, Any]] = []
+        self._calls: deque[dict[str, Any]] = deque(maxlen=call_log_limit)
+        self._call_counts: Counter[str] = Counter()
         for user in (
             User("U0ALICE", "alice", "Alice Admin", is_admin=True),
             User("U0BOB", "bob", "Bob"),
@@ -336,9 +348,16 @@ class Workspace(ViewsMixin):
             entry = {"method": method, "args": copy.deepcopy(args), "token": token, "at": time.time()}
             entry.update(status=status, error=error)
             self._calls.append(entry)
+            self._call_counts[method] += 1
             self._bump()
 
     def calls(self, method: str | None = None) -> list[dict[str, Any]]:
-        """Logged API calls, optionally only those of ``method``, oldest first."""
+        """Logged API calls, optionally only those of ``method``, oldest first: the newest
+        ``call_log_limit`` of them, older ones having left the log."""
         with self._lock:
             return copy.deepcopy([c for c in self._calls if method is None or c["method"] == method])
+
+    def call_count(self, method: str | None = None) -> int:
+        """How many calls (of ``method``) were ever made, including those that left the log."""
+        with self._lock:
+            return self._call_counts[method] if method is not None else sum(self._call_counts.values())
