@@ -280,3 +280,21 @@ def test_default_call_log_is_bounded_and_none_keeps_all() -> None:
     assert len(whole.calls()) == CALL_LOG_LIMIT + 2
     with pytest.raises(ValueError, match="call_log_limit"):
         Workspace(call_log_limit=0)
+
+
+def test_messages_are_found_by_ts_after_a_long_history(client: WebClient, ws: Workspace) -> None:
+    """Threading under, updating and deleting a message work the same with a long channel history."""
+    first = client.chat_postMessage(channel="C0GENERAL", text="first")["ts"]
+    for n in range(300):
+        client.chat_postMessage(channel="C0GENERAL", text=f"filler {n}")
+    reply = client.chat_postMessage(channel="C0GENERAL", text="reply", thread_ts=first)["message"]
+    assert reply["thread_ts"] == first and reply["parent_user_id"] == ws.bot_user_id
+    assert ws.message("C0GENERAL", first)["reply_count"] == 1
+    assert client.chat_update(channel="C0GENERAL", ts=first, text="edited")["text"] == "edited"
+    assert ws.delete_message("C0GENERAL", first) is True
+    assert ws.message("C0GENERAL", first) is None and ws.delete_message("C0GENERAL", first) is False
+    assert (
+        slack_error(lambda: client.chat_update(channel="C0GENERAL", ts=first, text="again")).response["error"]
+        == "message_not_found"
+    )
+    assert ws.message("C0OPS", reply["ts"]) is None  # a ts is looked up in its own channel only

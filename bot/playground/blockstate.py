@@ -15,10 +15,11 @@ Options are echoed as ``{"text": {"type": "plain_text", "text": ..., "emoji": tr
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from typing import Any
+
+from bot.playground.plain_copy import plain_copy
 
 SINGLE = frozenset({"static_select", "radio_buttons", "external_select"})
 MULTI = frozenset({"multi_static_select", "checkboxes", "multi_external_select"})
@@ -42,7 +43,7 @@ def with_ids(blocks: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
 
     Deterministic, so the page and the payloads built later agree on the same ids.
     """
-    out = copy.deepcopy(blocks or [])
+    out = plain_copy(blocks or [])
     for n, block in enumerate(out):
         if not isinstance(block, dict):
             continue

@@ -6,12 +6,13 @@ bumps its change counter like every other mutation.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import threading
 import time
 import uuid
 from typing import Any
+
+from bot.playground.plain_copy import plain_copy
 
 
 class ViewsMixin:
@@ -43,7 +44,7 @@ class ViewsMixin:
             "previous_view_id": None,
             "clear_on_close": False,
             "notify_on_close": False,
-            **copy.deepcopy(view),
+            **plain_copy(view),
         }
         view_id = view_id or f"V{next(self._view_seq):08d}"
         stamped.update(id=view_id, team_id=self.team_id, app_id=self.app_id, bot_id=self.bot_id)
@@ -74,7 +75,7 @@ class ViewsMixin:
             self._views[stamped["id"]] = stamped
             self._view_owner[stamped["id"]] = user
             self._bump()
-            return copy.deepcopy(stamped)
+            return plain_copy(stamped)
 
     def update_view(
         self, view: dict[str, Any], view_id: str | None = None, external_id: str | None = None, hash: str | None = None
@@ -93,7 +94,7 @@ class ViewsMixin:
             stamped = self._stamp_view({**view, "root_view_id": current["root_view_id"]}, view_id)
             self._views[view_id] = stamped
             self._bump()
-            return copy.deepcopy(stamped)
+            return plain_copy(stamped)
 
     def close_view(self, view_id: str) -> None:
         """Forget a modal, as when the user closes or submits it."""
@@ -111,22 +112,22 @@ class ViewsMixin:
             stamped = self._stamp_view(view, current["id"] if current else None)
             self._homes[user] = stamped
             self._bump()
-            return copy.deepcopy(stamped)
+            return plain_copy(stamped)
 
     def home(self, user: str) -> dict[str, Any] | None:
         """The App Home view last published for ``user``."""
         with self._lock:
-            return copy.deepcopy(self._homes.get(user))
+            return plain_copy(self._homes.get(user))
 
     def open_views(self, user: str) -> list[dict[str, Any]]:
         """Modals currently open for ``user``, oldest first."""
         with self._lock:
-            return copy.deepcopy([v for k, v in self._views.items() if self._view_owner.get(k) == user])
+            return plain_copy([v for k, v in self._views.items() if self._view_owner.get(k) == user])
 
     def view(self, view_id: str) -> dict[str, Any] | None:
         """A copy of the open modal ``view_id``, or ``None``."""
         with self._lock:
-            return copy.deepcopy(self._views.get(view_id))
+            return plain_copy(self._views.get(view_id))
 
     def view_owner(self, view_id: str) -> str | None:
         """The user a modal was opened for."""

@@ -11,7 +11,6 @@ something happens instead of sleeping.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import threading
 import time
@@ -31,6 +30,7 @@ from bot.playground.directory import (
 )
 from bot.playground.faults import Fault, FaultPlan
 from bot.playground.installs import Installs
+from bot.playground.plain_copy import plain_copy
 from bot.playground.views import ViewsMixin
 
 __all__ = [
@@ -88,6 +88,9 @@ class Workspace(ViewsMixin):
         self._groups: dict[str, UserGroup] = {}
         self._channels: dict[str, Channel] = {}
         self._messages: dict[str, list[dict[str, Any]]] = {}
+        #: (channel, ts) → the message in ``_messages``: a long-lived playground finds a message
+        #: to thread under, update or delete without walking its channel's whole history.
+        self._by_ts: dict[tuple[str, str], dict[str, Any]] = {}
         self._ephemerals: dict[str, list[dict[str, Any]]] = {}
         self._views: dict[str, dict[str, Any]] = {}
         self._view_owner: dict[str, str] = {}
@@ -224,7 +227,7 @@ class Workspace(ViewsMixin):
             if author == self.bot_user_id:
                 msg.update(bot_id=self.bot_id, app_id=self.app_id)
             if blocks:
-                msg["blocks"] = copy.deepcopy(blocks)
+                msg["blocks"] = plain_copy(blocks)
             msg.update({k: v for k, v in extra.items() if v is not None})
             root = self._find(channel, thread_ts) if thread_ts else None
             if thread_ts:
@@ -239,8 +242,9 @@ class Workspace(ViewsMixin):
                     root["latest_reply"] = msg["ts"]
                     root["reply_users"] = sorted({*root.get("reply_users", []), author})
             self._messages.setdefault(channel, []).append(msg)
+            self._by_ts[(channel, msg["ts"])] = msg
             self._bump()
-            return copy.deepcopy(msg)
+            return plain_copy(msg)
 
     def update_message(
         self, channel: str, ts: str, text: str | None = None, blocks: list[Any] | None = None
@@ -253,10 +257,10 @@ class Workspace(ViewsMixin):
             if text is not None:
                 msg["text"] = text
             if blocks is not None:
-                msg["blocks"] = copy.deepcopy(blocks)
+                msg["blocks"] = plain_copy(blocks)
             msg["edited"] = {"user": self.bot_user_id, "ts": self.next_ts()}
             self._bump()
-            return copy.deepcopy(msg)
+            return plain_copy(msg)
 
     def post_ephemeral(
         self, channel: str, user: str, text: str = "", blocks: list[Any] | None = None, thread_ts: str | None = None
@@ -265,7 +269,7 @@ class Workspace(ViewsMixin):
         with self._lock:
             ts = self.next_ts()
             msg = {"type": "message", "channel": channel, "user": user, "text": text, "ts": ts}
-            msg.update({k: v for k, v in (("blocks", copy.deepcopy(blocks)), ("thread_ts", thread_ts)) if v})
+            msg.update({k: v for k, v in (("blocks", plain_copy(blocks)), ("thread_ts", thread_ts)) if v})
             self._ephemerals.setdefault(user, []).append(msg)
             self._bump()
             return ts
@@ -285,7 +289,7 @@ class Workspace(ViewsMixin):
                 msg["text"] = msg["text"] if text is None else text
                 msg.pop("blocks", None)
                 if blocks:
-                    msg["blocks"] = copy.deepcopy(blocks)
+                    msg["blocks"] = plain_copy(blocks)
             self._bump()
             return True
 
@@ -296,47 +300,46 @@ class Workspace(ViewsMixin):
             if msg is None:
                 return False
             self._messages[channel].remove(msg)
+            del self._by_ts[(channel, ts)]
             self._bump()
             return True
 
     def _find(self, channel: str, ts: str | None) -> dict[str, Any] | None:
-        return next((m for m in self._messages.get(channel, []) if m["ts"] == ts), None)
+        return self._by_ts.get((channel, ts)) if ts is not None else None
 
     def message(self, channel: str, ts: str) -> dict[str, Any] | None:
         """Return a copy of one message, or ``None``."""
         with self._lock:
-            return copy.deepcopy(self._find(channel, ts))
+            return plain_copy(self._find(channel, ts))
 
     def messages(self, channel: str) -> list[dict[str, Any]]:
         """All messages of ``channel`` (roots and replies) in posting order."""
         with self._lock:
-            return copy.deepcopy(self._messages.get(channel, []))
+            return plain_copy(self._messages.get(channel, []))
 
     def thread(self, channel: str, ts: str) -> list[dict[str, Any]]:
         """The root message ``ts`` followed by its replies, like ``conversations.replies``."""
         with self._lock:
-            return copy.deepcopy(
-                [m for m in self._messages.get(channel, []) if m["ts"] == ts or m.get("thread_ts") == ts]
-            )
+            return plain_copy([m for m in self._messages.get(channel, []) if m["ts"] == ts or m.get("thread_ts") == ts])
 
     def ephemerals(self, user: str, channel: str | None = None) -> list[dict[str, Any]]:
         """Ephemeral messages shown to ``user``, optionally only those in ``channel``."""
         with self._lock:
             found = self._ephemerals.get(user, [])
-            return copy.deepcopy([m for m in found if channel is None or m["channel"] == channel])
+            return plain_copy([m for m in found if channel is None or m["channel"] == channel])
 
     # -- apps made with apps.manifest.create --------------------------------
 
     def add_app(self, app_id: str, manifest: dict[str, Any], credentials: dict[str, str]) -> None:
         """Record an app made from ``manifest`` with its ``credentials``."""
         with self._lock:
-            self._apps[app_id] = {"manifest": copy.deepcopy(manifest), "credentials": dict(credentials)}
+            self._apps[app_id] = {"manifest": plain_copy(manifest), "credentials": dict(credentials)}
             self._bump()
 
     def apps(self) -> dict[str, dict[str, Any]]:
         """Every app made so far: app id → ``{"manifest", "credentials"}``."""
         with self._lock:
-            return copy.deepcopy(self._apps)
+            return plain_copy(self._apps)
 
     # -- call log ------------------------------------------------------------
 
@@ -345,7 +348,7 @@ class Workspace(ViewsMixin):
     ) -> None:
         """Append one entry to the call log (done by the Web API for every request)."""
         with self._lock:
-            entry = {"method": method, "args": copy.deepcopy(args), "token": token, "at": time.time()}
+            entry = {"method": method, "args": plain_copy(args), "token": token, "at": time.time()}
             entry.update(status=status, error=error)
             self._calls.append(entry)
             self._call_counts[method] += 1
@@ -355,7 +358,7 @@ class Workspace(ViewsMixin):
         """Logged API calls, optionally only those of ``method``, oldest first: the newest
         ``call_log_limit`` of them, older ones having left the log."""
         with self._lock:
-            return copy.deepcopy([c for c in self._calls if method is None or c["method"] == method])
+            return plain_copy([c for c in self._calls if method is None or c["method"] == method])
 
     def call_count(self, method: str | None = None) -> int:
         """How many calls (of ``method``) were ever made, including those that left the log."""
