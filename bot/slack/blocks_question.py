@@ -338,8 +338,8 @@ def answered_blocks(
 ) -> list[dict[str, Any]]:
     """The locked message after an answer: the reason, the facts it was given on, each answer, who and when."""
     by_id = {a.id: a for a in answers}
-    reason = [*_locked_reason(request), *([deciding_on(context)] if context is not None else [])]
-    share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(_dicts(reason)) - 200) // len(request.items))
+    reason = _dicts([*_locked_reason(request), *([deciding_on(context)] if context is not None else [])])
+    share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(reason) - 200) // len(request.items))
     sections: list[Block] = []
     for item in request.items:
         title = clip(item.text, max(60, min(1000, share // 2)))
@@ -348,7 +348,7 @@ def answered_blocks(
     who = ContextBlock(
         elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)}, {date_token(answered_at)}")]
     )
-    out = _dicts([*reason, *sections, who])
+    out = [*reason, *_dicts([*sections, who])]
     limits.check_message_blocks(out)
     return out
 
