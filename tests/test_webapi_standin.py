@@ -20,6 +20,7 @@ from slack_sdk.http_retry.builtin_handlers import ServerErrorRetryHandler
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 
 from bot.playground import LoopbackServer, Workspace, make_webapi_app, validate_blocks
+from bot.playground.workspace import CALL_LOG_LIMIT
 
 pytestmark = pytest.mark.integration
 
@@ -270,8 +271,6 @@ def test_call_log_keeps_the_newest_calls_and_counts_every_one() -> None:
 
 
 def test_default_call_log_is_bounded_and_none_keeps_all() -> None:
-    from bot.playground.workspace import CALL_LOG_LIMIT
-
     default, whole = Workspace(), Workspace(call_log_limit=None)
     for n in range(CALL_LOG_LIMIT + 2):
         for ws in (default, whole):
