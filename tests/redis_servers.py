@@ -1,8 +1,8 @@
 """Private Redis servers for the high-availability tests: a master, replicas and Sentinels on loopback.
 
 Every server is Debian's `redis-server` (a Sentinel is `redis-server <conf> --sentinel`),
-started in a temporary directory with no persistence, in a process group of its own, and
-stopped by its own id. Data ports come from 27000-27499 and Sentinel ports from
+started in a scratch directory (on tmpfs where there is one) with no persistence, in a process
+group of its own, and stopped by its own id. Data ports come from 27000-27499 and Sentinel ports from
 27500-27599, probed free at the time of asking.
 """
 
@@ -14,7 +14,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ SERVER = DEBIAN_SERVER if os.access(DEBIAN_SERVER, os.X_OK) else (shutil.which("
 DATA_PORTS = range(27000, 27500)
 SENTINEL_PORTS = range(27500, 27600)
 SERVICE = "parleyha"
+TMPFS = Path("/dev/shm")
 
 
 def have_redis_server() -> bool:
@@ -55,6 +59,26 @@ def free_port(ports: range) -> int:
                 continue
             return port
     raise RuntimeError(f"no free port in {ports}")
+
+
+@contextmanager
+def scratch_dir(logs_to: Path) -> Iterator[Path]:
+    """A directory for the servers' files, on tmpfs where there is one; their logs are copied to `logs_to`.
+
+    Why tmpfs: a Sentinel fsyncs its config file at every change, and a failover changes it on
+    every Sentinel at once. On a busy disk an fsync that blocks a Sentinel for over 2 s puts it
+    in TILT mode, where it acts on nothing for 30 s: the failover test then waits on the disk,
+    not on Sentinel. Nothing here has to outlive the test but the logs.
+    """
+    base = TMPFS if TMPFS.is_dir() and os.access(TMPFS, os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="parley-redis-", dir=base))
+    try:
+        yield path
+    finally:
+        logs_to.mkdir(parents=True, exist_ok=True)
+        for log in path.rglob("*.log"):
+            shutil.copy(log, logs_to / log.name)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def wait_ping(client: redis.Redis, proc: subprocess.Popen[bytes], what: str, timeout: float = 10.0) -> None:
@@ -156,7 +180,7 @@ class Topology:
                     f"replica-{n}", self.workdir / f"replica-{n}", "--replicaof", "127.0.0.1", str(self.master.port)
                 )
                 self.replica_servers.append(replica.start())
-            wait_replicas(self.master, self.replicas)
+            self.wait_replicas(self.master, self.replicas)
             for n in range(self.sentinels):
                 self.sentinel_servers.append(self._sentinel(n).start())
             if self.sentinels:
@@ -202,7 +226,7 @@ class Topology:
             if ok:
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the Sentinels did not agree on the master on port {port}")
+                raise TimeoutError(f"the Sentinels did not agree on the master on port {port}\n{self.logs()}")
             time.sleep(0.1)
 
     def _knows_others(self, sentinel: Server) -> bool:
@@ -215,6 +239,13 @@ class Topology:
             return False
         finally:
             client.close()
+
+    def wait_replicas(self, master: Server, n: int, timeout: float = 15.0) -> None:
+        """Until `master` reports `n` replicas online; a timeout carries every server's log."""
+        try:
+            wait_replicas(master, n, timeout)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{self.logs()}") from None
 
     def url(self, db: int = 0) -> str:
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinel_servers)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from redis_servers import Topology, have_redis_server
+from redis_servers import Topology, have_redis_server, scratch_dir
 from runtime_helpers import make_runtime, parked, work
 
 from bot.slack.refusals import refusal_text
@@ -41,11 +41,12 @@ EACH = {"assignees": ["U1", "U2", "U3"], "quorum": 2}
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[Topology]:
-    topology = Topology(tmp_path / "redis", replicas=1, sentinels=0).start()
-    try:
-        yield topology
-    finally:
-        topology.stop()
+    with scratch_dir(tmp_path / "redis-logs") as workdir:
+        topology = Topology(workdir, replicas=1, sentinels=0).start()
+        try:
+            yield topology
+        finally:
+            topology.stop()
 
 
 @pytest.fixture

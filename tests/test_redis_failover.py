@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from effect_counters import count
-from redis_servers import Topology, have_redis_server, wait_replicas
+from redis_servers import Topology, have_redis_server, scratch_dir
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import PARLEY, RunRef, SlackStack
@@ -41,6 +41,11 @@ RUNS = 6
 COLOURS = ["Red", "Green", "Blue"]
 STAGGER = 0.4  # seconds between one person's first Submit and the next's
 KILL_AT = 1.0  # seconds after the first Submit: runs 0-2 are answered before, 3-5 during the failover
+# Sentinel turns the returning node into a replica at an INFO reply (every 10 s) once the node has
+# reported itself master for 8 s: 10-20 s here. A Sentinel held up for over 2 s on a loaded host
+# enters TILT mode and acts on nothing for 30 s; the waits leave room for one such pause.
+REJOIN_TIMEOUT = 90.0
+ANSWERING = 150.0  # seconds people keep submitting, from the first Submit: past the node's rejoining
 
 
 @dataclass
@@ -88,11 +93,12 @@ def open_form(stack: SlackStack, run: RunRef, user: str) -> dict[str, Any]:
 
 @pytest.fixture
 def topology(tmp_path: Path) -> Iterator[Topology]:
-    ha = Topology(tmp_path / "redis", replicas=1, sentinels=3, down_after_ms=1000, failover_timeout_ms=3000).start()
-    try:
-        yield ha
-    finally:
-        ha.stop()
+    with scratch_dir(tmp_path / "redis-logs") as workdir:
+        ha = Topology(workdir, replicas=1, sentinels=3, down_after_ms=1000, failover_timeout_ms=3000).start()
+        try:
+            yield ha
+        finally:
+            ha.stop()
 
 
 def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topology: Topology, tmp_path: Path) -> None:
@@ -113,7 +119,7 @@ def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topolo
         pids = [p.pid for p in stack.procs]
 
         first = time.monotonic() + 0.2
-        deadline = first + 60
+        deadline = first + ANSWERING
         threads = [
             threading.Thread(target=p.answer, args=(stack, first + n * STAGGER, deadline), daemon=True)
             for n, p in enumerate(people)
@@ -131,7 +137,7 @@ def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topolo
         promoted.close()
         # ... and the dead node comes back empty; Sentinel makes it the new master's replica.
         topology.restart_as_empty(old_master)
-        wait_replicas(replica, 1, timeout=30)
+        topology.wait_replicas(replica, 1, timeout=REJOIN_TIMEOUT)
         for t in threads:
             t.join(timeout=max(1.0, deadline - time.monotonic()))
         stuck = [p.user for p in people if p.accepted_at is None]
