@@ -242,10 +242,15 @@ class Topology:
 
     def wait_replicas(self, master: Server, n: int, timeout: float = 15.0) -> None:
         """Until `master` reports `n` replicas online; a timeout carries every server's log."""
+        client = master.client()
+        deadline = time.monotonic() + timeout
         try:
-            wait_replicas(master, n, timeout)
-        except TimeoutError as exc:
-            raise TimeoutError(f"{exc}\n{self.logs()}") from None
+            while online_replicas(client) < n:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{master.name} never had {n} replica(s)\n{self.logs()}")
+                time.sleep(0.05)
+        finally:
+            client.close()
 
     def url(self, db: int = 0) -> str:
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinel_servers)
@@ -286,16 +291,3 @@ def online_replicas(client: redis.Redis) -> int:
     return sum(
         1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
     )
-
-
-def wait_replicas(master: Server, n: int, timeout: float = 15.0) -> None:
-    """Until `master` reports `n` replicas online."""
-    client = master.client()
-    deadline = time.monotonic() + timeout
-    try:
-        while online_replicas(client) < n:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{master.name} never had {n} replica(s)")
-            time.sleep(0.05)
-    finally:
-        client.close()

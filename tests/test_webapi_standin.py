@@ -257,8 +257,8 @@ def test_ts_values_are_unique_and_increasing(ws: Workspace) -> None:
     assert [float(s) for s in stamps] == sorted(float(s) for s in stamps)
 
 
-def test_call_log_keeps_the_newest_calls_and_counts_every_one() -> None:
-    """A playground left running must not grow with every call: the log is bounded, the counts are not."""
+def test_call_log_keeps_the_newest_calls() -> None:
+    """A playground left running must not grow with every call: the log is bounded."""
     small = Workspace(call_log_limit=3)
     with LoopbackServer(make_webapi_app(small)) as srv:
         bounded = WebClient(token="xoxb-test", base_url=srv.url + "/api/", timeout=5)
@@ -266,7 +266,6 @@ def test_call_log_keeps_the_newest_calls_and_counts_every_one() -> None:
             bounded.chat_postMessage(channel="C0GENERAL", text=f"message {n}")
         bounded.auth_test()
     assert [c["args"].get("text") for c in small.calls()] == ["message 3", "message 4", None]
-    assert (small.call_count("chat.postMessage"), small.call_count("auth.test"), small.call_count()) == (5, 1, 6)
     assert len(small.messages("C0GENERAL")) == 5  # the workspace's state is not the log's to drop
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from typing import Any
 
 from bot.playground.directory import (
@@ -97,7 +97,6 @@ class Workspace(ViewsMixin):
         self._homes: dict[str, dict[str, Any]] = {}
         self._triggers: dict[str, str | None] = {}
         self._calls: deque[dict[str, Any]] = deque(maxlen=call_log_limit)
-        self._call_counts: Counter[str] = Counter()
         for user in (
             User("U0ALICE", "alice", "Alice Admin", is_admin=True),
             User("U0BOB", "bob", "Bob"),
@@ -351,7 +350,6 @@ class Workspace(ViewsMixin):
             entry = {"method": method, "args": plain_copy(args), "token": token, "at": time.time()}
             entry.update(status=status, error=error)
             self._calls.append(entry)
-            self._call_counts[method] += 1
             self._bump()
 
     def calls(self, method: str | None = None) -> list[dict[str, Any]]:
@@ -359,8 +357,3 @@ class Workspace(ViewsMixin):
         ``call_log_limit`` of them, older ones having left the log."""
         with self._lock:
             return plain_copy([c for c in self._calls if method is None or c["method"] == method])
-
-    def call_count(self, method: str | None = None) -> int:
-        """How many calls (of ``method``) were ever made, including those that left the log."""
-        with self._lock:
-            return self._call_counts[method] if method is not None else sum(self._call_counts.values())
