@@ -51,7 +51,7 @@ def ask_secret(service: QuestionService) -> QuestionView:
     return view
 
 
-def answer_in_the_form(bot: Bot, view: QuestionView, secret: str) -> None:
+def answer_in_the_form(bot: Bot, view: QuestionView, secret: str, **more: str) -> None:
     message = bot.ws.message(str(view.channel), str(view.message_ts))
     assert message is not None
     block, button = find_element(message["blocks"], "parley_open_form")
@@ -65,10 +65,10 @@ def answer_in_the_form(bot: Bot, view: QuestionView, secret: str) -> None:
     assert bot.interact(click).status == 200
     bot.wait_call("views.open")
     [form] = bot.ws.open_views("U0BOB")
-    submitted = view_submission_payload(
-        user="U0BOB", view=form, state_values=form_state(form["blocks"], {LABEL: secret})
-    )
-    assert bot.interact(submitted).status == 200
+    fills = {LABEL: secret, **more} if secret else more
+    submitted = view_submission_payload(user="U0BOB", view=form, state_values=form_state(form["blocks"], fills))
+    resp = bot.interact(submitted)
+    assert (resp.status, resp.body) == (200, ""), resp.body
 
 
 def test_read_before_the_run_resumes_it_is_still_once(bot: Bot, r: redis.Redis) -> None:
@@ -118,3 +118,16 @@ def test_only_the_asker_reads_and_retention_deletes_the_copy(bot: Bot, r: redis.
     assert not r.exists(copy) and keys_holding(r, secret) == []
     with pytest.raises(QuestionNotFound):
         service.reveal(ASKER, view.id)
+
+
+def test_an_optional_secret_left_empty_has_nothing_to_read(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    items = [
+        Item(id="token", text=LABEL, type=ItemType.SECRET, required=False),
+        Item(id="env", text="Environment", type=ItemType.FREE_TEXT),
+    ]
+    view, _ = service.create(ASKER, QuestionCreate(request=Request(reason="Deploy?", items=items), channel="C0GENERAL"))
+    answer_in_the_form(bot, view, "", Environment="prod")
+    work(bot.runtime)
+    for _ in range(2):  # the plain view each time: no secret was given, so none is used up
+        assert service.reveal(ASKER, view.id).answers == {"token": None, "env": "prod"}

@@ -154,14 +154,15 @@ class QuestionService:
     def reveal(self, caller: Caller, question_id: str) -> QuestionView:
         """The question with its secret answers in the clear, for the caller that asked it, once.
 
-        Until the question is answered (or when it has no secret item) this is the plain view and
+        Until the question is answered (or when no secret was given) this is the plain view and
         nothing is used up. The first read of an answered question's secrets deletes their sealed
         copy; every later one is `QuestionGone` (410), as is a read after retention deleted it.
         """
         record = self.asked_by(caller, question_id)
         view, iid = self._view(record)
-        if view.status is not QuestionStatus.ANSWERED or not record.request.has_secret or view.answers is None:
-            return view
+        given = [i.id for i in record.request.items if i.is_secret and view.answers and view.answers.get(i.id)]
+        if view.status is not QuestionStatus.ANSWERED or not given or view.answers is None:
+            return view  # nothing secret was given (yet): nothing to read, nothing used up
         box = self.runtime.store.box
         if box is None:
             raise SecretsUnavailable("PARLEY_SECRET_KEY is not set here, so secret answers cannot be opened")
