@@ -99,19 +99,25 @@ class Parley:
         )
         return str(created["id"])
 
-    def get(self, question_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/questions/{question_id}")
+    def get(self, question_id: str, *, reveal_secrets: bool = False) -> dict[str, Any]:
+        """The question. `reveal_secrets`: with its secret answers in the clear, which only the token that
+        asked may read, and only once (`?reveal=secrets`); a second read raises `ParleyError` 410."""
+        return self._call("GET", f"/questions/{question_id}", params=_reveal(reveal_secrets))
 
-    def wait(self, question_id: str, timeout: float | None = None) -> dict[str, AnswerValue]:
+    def wait(
+        self, question_id: str, timeout: float | None = None, *, reveal_secrets: bool = False
+    ) -> dict[str, AnswerValue]:
         """The answers once the question is answered (or expired with its defaults).
 
         Raises `QuestionExpired`, `QuestionCancelled`, or `QuestionTimeout` after `timeout`
-        seconds (None: wait as long as it takes).
+        seconds (None: wait as long as it takes). `reveal_secrets`: secret answers in the clear
+        (see `get`), else they read `••••`.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, int(deadline - time.monotonic())))
-            question = self._call("GET", f"/questions/{question_id}", params={"wait": left})
+            params = {"wait": left, **_reveal(reveal_secrets)}
+            question = self._call("GET", f"/questions/{question_id}", params=params)
             status = question["status"]
             if status == "answered" or (status == "expired" and question.get("answers") is not None):
                 return dict(question["answers"])
@@ -131,10 +137,12 @@ class Parley:
         channel: str | None = None,
         user: str | None = None,
         timeout: float | None = None,
+        reveal_secrets: bool = False,
         **fields: Any,
     ) -> dict[str, AnswerValue]:
         """Post the question and wait for its answers (see `submit` and `wait`)."""
-        return self.wait(self.submit(request, channel=channel, user=user, **fields), timeout)
+        qid = self.submit(request, channel=channel, user=user, **fields)
+        return self.wait(qid, timeout, reveal_secrets=reveal_secrets)
 
     def cancel(self, question_id: str) -> dict[str, Any]:
         return self._call("POST", f"/questions/{question_id}/cancel")
@@ -142,3 +150,7 @@ class Parley:
     def confirm(self, question_id: str, context: dict[str, Any] | None) -> dict[str, Any]:
         """200 when `context` is still the facts the question was asked on; `ParleyError` 409 listing changes."""
         return self._call("POST", f"/questions/{question_id}/confirm", json={"context": context})
+
+
+def _reveal(reveal_secrets: bool) -> dict[str, str]:
+    return {"reveal": "secrets"} if reveal_secrets else {}

@@ -76,6 +76,10 @@ def test_arguments_become_the_question_ask_user_describes() -> None:
         ({"channel": "C0GENERAL"}, "'questions' must be a list"),
         (args(channel="C0GENERAL", reason="x"), "unknown property 'reason'"),
         ("not an object", "arguments must be a JSON object"),
+        (
+            {"questions": [{"id": "otp", "header": "Code", "question": "Code?", "type": "secret"}], "user": "U0BOB"},
+            "question 'otp': type 'secret' cannot be asked over MCP",
+        ),
     ],
 )
 def test_bad_arguments_name_the_problem(arguments: Any, expected: str) -> None:

@@ -106,11 +106,20 @@ class Api:
         caller = await self.caller(request)
         qid = request.path_params["id"]
         raw = request.query_params.get("wait")
+        reveal = request.query_params.get("reveal")
+        if reveal not in (None, "secrets"):
+            raise QuestionInvalid('reveal must be "secrets": the secret answers, once, for the token that asked')
+        if reveal:  # any other token, an admin's too, is told there is no such question, before any wait
+            await self.service.in_thread(lambda: self.service.asked_by(caller, qid))
         if raw is None:
-            return _json(await self.service.in_thread(lambda: self.service.get(caller, qid)))
-        if not raw.isdigit() or int(raw) > self.service.config.max_wait:
+            view = await self.service.in_thread(lambda: self.service.get(caller, qid))
+        elif not raw.isdigit() or int(raw) > self.service.config.max_wait:
             raise QuestionInvalid(f"wait must be a whole number of seconds from 0 to {self.service.config.max_wait}")
-        return _json(await self.service.wait(caller, qid, float(raw), self.closings))
+        else:
+            view = await self.service.wait(caller, qid, float(raw), self.closings)
+        if reveal:
+            view = await self.service.in_thread(lambda: self.service.reveal(caller, qid))
+        return _json(view)
 
     async def cancel(self, request: Request) -> Response:
         caller = await self.caller(request)

@@ -99,10 +99,18 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [
                         _ID,
                         {"name": "wait", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 60}},
+                        {
+                            "name": "reveal",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": ["secrets"]},
+                            "description": "the secret answers in the clear: for the token that asked, once",
+                        },
                     ],
                     "responses": {
                         "200": _json("QuestionView", "the question"),
-                        "404": _problem("no such question, or another token's"),
+                        "404": _problem("no such question, or another token's (with reveal: any token but the asker)"),
+                        "410": _problem("reveal: the secret answers were read once already, or are kept no longer"),
+                        "503": _problem("reveal: this server cannot open them (PARLEY_SECRET_KEY)"),
                         **_COMMON,
                     },
                 }

@@ -4,7 +4,9 @@
 a model that knows one knows the other, plus where to ask (`channel` or `user`), who may
 answer (`assignees`) and how long to wait in the call (`wait_seconds`, at most 50 so that a
 host's own request timeout, commonly 60 s, is not reached). Every problem with the
-arguments is collected into one `ToolInputError`, one line each, and nothing is asked.
+arguments is collected into one `ToolInputError`, one line each, and nothing is asked. A
+secret item is one of them: a tool's result is read by the model, so secrets go through the
+HTTP API, whose asker reads them once (`?reveal=secrets`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ MAX_WAIT = 50
 DEFAULT_WAIT = 45
 REASON = "An assistant needs your input"
 _OWN = ("channel", "user", "assignees", "wait_seconds")
+SECRET_REFUSED = (
+    "question {id!r}: type 'secret' cannot be asked over MCP, whose results and form elicitation must not "
+    "carry secrets; "
+    "ask it with POST /api/v1/questions and read it once with GET /api/v1/questions/{{id}}?reveal=secrets"
+)
 
 _WAIT_SCHEMA: dict[str, Any] = {
     "type": "integer",
@@ -131,6 +138,8 @@ def parse_ask_human(args: Any) -> tuple[QuestionCreate, float]:
         problems.append("assignees must be a list of Slack user ids")
         assignees = []
     problems += [f"assignees: {a!r} is not a Slack user id (U…)" for a in assignees if not re.match(USER_PATTERN, a)]
+    if request is not None:
+        problems += [SECRET_REFUSED.format(id=i.id) for i in request.items if i.is_secret]
     if problems or request is None:
         raise ToolInputError(ASK_HUMAN, problems)
     try:

@@ -305,7 +305,7 @@ def _form_only(request: Request, iid: str, version: int) -> list[Block]:
     """A request with a secret is answered only in the form: its items are listed, and the one
     button opens the form. No input sits in the message, so nothing secret is typed into the thread."""
     share = max(60, (QUESTION_TEXT_BUDGET - 2000) // len(request.items))
-    lines = [f"• {escape(clip(i.text, share))}" + (" :lock:" if i.is_secret else "") for i in request.items]
+    lines = [f"• {clip(i.text, share)}" + (" :lock:" if i.is_secret else "") for i in request.items]  # clip escapes
     listing = SectionBlock(
         block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=cut_escaped("\n".join(lines), SECTION_MAX))
     )

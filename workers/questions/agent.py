@@ -4,6 +4,11 @@ It asks the one request stored with the question (bound to its context, if any) 
 returns the answers as JSON. Being a run, the question gets everything an agent's question
 gets: posting once, validation, accepting once, expiry, reminders, the inbox and history.
 It is unlisted: people cannot start it with `/parley`.
+
+A secret answer never reaches the run's result (which its history, `parley runs show` and
+Inspect show): the result has `SECRET_MASK`, and the value is sealed again for the token
+that asked, which reads it once (`QuestionService.reveal`). That copy is made before the run
+ends, while the run's own sealed copy is still held, so there is no moment without one.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 from typing import Any
 
 from workers.exceptions import AgentError
+from workers.interaction import SECRET_MASK
 from workers.registry import agent
 from workers.runtime import wiring
 from workers.store.questions import QuestionStore
@@ -22,8 +28,15 @@ KEY = "question"
 
 @agent(NAME, description="A question asked through Parley's HTTP API", listed=False)
 def question(run: Any, text: str) -> str:
-    record = QuestionStore(wiring.current().redis).get(run.run_id)
+    runtime = wiring.current()
+    store = QuestionStore(runtime.redis)
+    record = store.get(run.run_id)
     if record is None:
         raise AgentError(f"run {run.run_id} is not a question asked through the API")
     answers = run.ask(record.request, key=KEY, context=record.context)
-    return json.dumps(answers)
+    secret = {i.id: answers[i.id] for i in record.request.items if i.is_secret and isinstance(answers.get(i.id), str)}
+    box = runtime.store.box
+    if secret and box is not None:  # run.ask refuses a secret item where there is no key
+        retention = runtime.settings.retention
+        run.durable(lambda: store.keep_secrets(run.run_id, secret, box, retention), "keep the secret answers")
+    return json.dumps({k: SECRET_MASK if k in secret else v for k, v in answers.items()}, ensure_ascii=False)

@@ -41,3 +41,18 @@ class QuestionConflict(QuestionError):
 
     status = 409
     title = "Conflict"
+
+
+class QuestionGone(QuestionError):
+    """What was asked for existed once and is kept no longer: a question's secret answers, read once."""
+
+    status = 410
+    title = "Gone"
+
+
+class SecretsUnavailable(QuestionError):
+    """This process cannot open the question's secret answers (`PARLEY_SECRET_KEY` unset or without the
+    key that sealed them); nothing was read or deleted, and another process, or this one fixed, can."""
+
+    status = 503
+    title = "Service unavailable"

@@ -17,11 +17,17 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from workers.exceptions import AdminError, RunNotFound
+from workers.exceptions import AdminError, RunNotFound, SecretUnreadable
 from workers.interaction.context import canonical, changes, digest
 from workers.logs import Log
 from workers.questions.config import QuestionConfig
-from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound
+from workers.questions.exceptions import (
+    QuestionConflict,
+    QuestionGone,
+    QuestionInvalid,
+    QuestionNotFound,
+    SecretsUnavailable,
+)
 from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
 from workers.questions.views import build_view
 from workers.questions.webhooks import DestinationRefused, check_destination
@@ -138,6 +144,45 @@ class QuestionService:
     def get(self, caller: Caller, question_id: str) -> QuestionView:
         return self._view(self._record(caller, question_id))[0]
 
+    def asked_by(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
+        """The question if `caller` asked it; any other caller, an admin too, is told there is no such question."""
+        record = self._record(caller, question_id)
+        if not _owns(caller, record):
+            raise QuestionNotFound(f"no question {question_id!r}")
+        return record
+
+    def reveal(self, caller: Caller, question_id: str) -> QuestionView:
+        """The question with its secret answers in the clear, for the caller that asked it, once.
+
+        Until the question is answered (or when no secret was given) this is the plain view and
+        nothing is used up. The first read of an answered question's secrets deletes their sealed
+        copy; every later one is `QuestionGone` (410), as is a read after retention deleted it.
+        """
+        record = self.asked_by(caller, question_id)
+        view, iid = self._view(record)
+        given = [i.id for i in record.request.items if i.is_secret and view.answers and view.answers.get(i.id)]
+        if view.status is not QuestionStatus.ANSWERED or not given or view.answers is None:
+            return view  # nothing secret was given (yet): nothing to read, nothing used up
+        box = self.runtime.store.box
+        if box is None:
+            raise SecretsUnavailable("PARLEY_SECRET_KEY is not set here, so secret answers cannot be opened")
+        for _ in range(3):  # a copy kept by the run between our read and our claim: read it again
+            found = self.store.sealed_secrets(record.id, iid)
+            if found is None:
+                break
+            sealed, kept = found
+            try:
+                values = box.open(sealed)
+            except SecretUnreadable as exc:
+                raise SecretsUnavailable(str(exc)) from None
+            if self.store.claim_secrets(record.id, sealed if kept else None, self.runtime.settings.retention):
+                log.info("secret answers revealed", run_id=record.id, interrupt_id=iid, origin=caller.name)
+                shown = {k: values.get(k, v) for k, v in view.answers.items()}
+                return view.model_copy(update={"answers": shown})
+        raise QuestionGone(
+            f"the secret answers of question {question_id!r} were read once already, or are no longer kept"
+        )
+
     def list(
         self, caller: Caller, status: QuestionStatus | None = None, limit: int = 20, cursor: str | None = None
     ) -> QuestionPage:
@@ -247,8 +292,13 @@ def _error(loc: list[str], msg: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": "value_error"}
 
 
+def _owns(caller: Caller, record: ApiQuestionRecord) -> bool:
+    """Whether `caller` asked the question."""
+    return record.token == caller.name
+
+
 def _visible(caller: Caller, record: ApiQuestionRecord) -> bool:
     """A token sees its own questions; an admin token all of them, or of its workspace when it has one."""
-    if record.token == caller.name:
+    if _owns(caller, record):
         return True
     return caller.admin and (not caller.team or record.team == caller.team)

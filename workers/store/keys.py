@@ -135,6 +135,11 @@ def api_question(question_id: str) -> str:
     return f"{PREFIX}api:question:{question_id}"
 
 
+def api_secrets(question_id: str) -> str:
+    """String: the asker's sealed copy of an API question's secret answers, then `revealed` once read."""
+    return f"{PREFIX}api:question:{question_id}:secrets"
+
+
 def api_questions(token_name: str) -> str:
     """Sorted set: the question ids a token created, scored by creation time."""
     return f"{PREFIX}api:questions:{token_name}"

@@ -3,7 +3,8 @@
 An API question is a run of the built-in `question` agent (its id is the run's id); this
 store holds what the run does not: which token asked, where, the callback and metadata,
 the idempotency keys, the per-token rate-limit windows, the tokens themselves (by the
-sha256 of their value only) and the state of each webhook delivery.
+sha256 of their value only), the state of each webhook delivery, and the asker's sealed copy
+of a question's secret answers until it reads them once.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import WatchError
 
 from workers.store import keys
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, WebhookState
 from workers.store.runs import stage_create
+from workers.store.sealed import SecretBox
 
 IDEMPOTENCY_TTL = 86400  # an Idempotency-Key is remembered for a day
+REVEALED = "revealed"  # what a question's secrets key holds once the asker has read them
 
 
 class QuestionStore:
@@ -134,6 +138,7 @@ class QuestionStore:
         owners = tokens.execute()
         pipe = self.redis.pipeline(transaction=True)
         for qid, owner in zip(question_ids, owners, strict=True):
+            pipe.delete(keys.api_secrets(qid))  # the asker's sealed copy, or the mark that it was read
             if owner is None:
                 continue
             pipe.delete(keys.api_question(qid))
@@ -141,6 +146,39 @@ class QuestionStore:
             pipe.zrem(keys.api_all_questions(), qid)
         pipe.execute()
         return sum(o is not None for o in owners)
+
+    # ---- secret answers, for the asker alone, once ------------------------------
+    def keep_secrets(self, question_id: str, values: dict[str, str], box: SecretBox, ttl: float) -> None:
+        """Keep the question's secret answers sealed for its asker, for `ttl` seconds (0: until retention
+        deletes the question); never over a copy kept or read before, so a replayed run cannot re-arm it."""
+        expiry = int(ttl) if ttl >= 1 else None
+        self.redis.set(keys.api_secrets(question_id), box.seal(values), nx=True, ex=expiry)
+
+    def sealed_secrets(self, question_id: str, interrupt_id: str) -> tuple[str, bool] | None:
+        """The sealed secret answers to reveal, and whether they are the question's kept copy (else the
+        run's own, read before its run has ended and kept them); None when they were read or are gone."""
+        kept = self.redis.get(keys.api_secrets(question_id))
+        if kept is not None:
+            return None if _s(kept) == REVEALED else (_s(kept), True)
+        live = self.redis.hget(keys.secrets(question_id), interrupt_id) if interrupt_id else None
+        return (_s(live), False) if live is not None else None
+
+    def claim_secrets(self, question_id: str, seen: str | None, ttl: float) -> bool:
+        """Mark the question's secrets read, deleting the kept copy; True only for the one caller that
+        finds the key as it saw it (`seen`, None: no copy kept yet). WATCH makes it once."""
+        key = keys.api_secrets(question_id)
+        with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(key)
+                now = pipe.get(key)
+                if (None if now is None else _s(now)) != seen:
+                    return False
+                pipe.multi()
+                pipe.set(key, REVEALED, ex=int(ttl) if ttl >= 1 else None)
+                pipe.execute()
+            except WatchError:
+                return False
+        return True
 
     def set_webhook(self, question_id: str, state: WebhookState) -> None:
         self.redis.hset(keys.api_question(question_id), "webhook", state.model_dump_json())

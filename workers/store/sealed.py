@@ -6,13 +6,18 @@ show`, the Inspect view and the locked message have nothing to show) and the val
 themselves in the run's `secrets` hash, one Fernet token per question. Fernet
 (`cryptography`) is authenticated encryption with a versioned token format; nothing here is
 written by hand beyond choosing what goes in the token.
+
+`PARLEY_SECRET_KEY` may hold several keys, comma-separated, for rotation (`MultiFernet`): the
+first seals, every one opens. Once every sealed copy made under an old key is gone (each lives
+only as long as its run, or its API question's reveal), the old key is dropped from the list,
+and copies of it left on disk (AOF, RDB, backups) can no longer be opened.
 """
 
 from __future__ import annotations
 
 import json
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from workers.exceptions import SecretUnreadable
 from workers.interaction import Answer
@@ -22,10 +27,18 @@ class SecretBox:
     """Seals and opens the secret values of one question's answers."""
 
     def __init__(self, key: str) -> None:
-        try:
-            self._fernet = Fernet(key.encode() if isinstance(key, str) else key)
-        except (ValueError, TypeError):
-            raise ValueError("must be a Fernet key: 32 url-safe base64-encoded bytes (44 characters)") from None
+        """`key`: one Fernet key, or several separated by commas (the first seals, all open)."""
+        parts = [p.strip() for p in (key.decode() if isinstance(key, bytes) else str(key)).split(",")]
+        fernets: list[Fernet] = []
+        for n, part in enumerate(parts, 1):
+            try:
+                fernets.append(Fernet(part.encode()))
+            except (ValueError, TypeError):
+                which = f"key {n} of {len(parts)} " if len(parts) > 1 else ""
+                raise ValueError(
+                    f"{which}must be a Fernet key: 32 url-safe base64-encoded bytes (44 characters)"
+                ) from None
+        self._fernet = MultiFernet(fernets)
 
     def __repr__(self) -> str:
         return "SecretBox(<key hidden>)"
@@ -40,7 +53,7 @@ class SecretBox:
         except InvalidToken:
             raise SecretUnreadable(
                 "a secret answer cannot be opened with this PARLEY_SECRET_KEY: "
-                "it was sealed with another key (every bot and worker needs the same key)"
+                "it was sealed with another key (every bot and worker needs the same keys)"
             ) from None
 
 
