@@ -69,7 +69,8 @@ class Parley:
             except ValueError:
                 problem = {"detail": resp.text}
             raise ParleyError(resp.status_code, problem)
-        return resp.json()
+        body: dict[str, Any] = resp.json()
+        return body
 
     def submit(
         self,

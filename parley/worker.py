@@ -135,7 +135,7 @@ def run_worker(
         stop.set()
 
 
-def _note_stop_requests(worker: Worker, stopping: threading.Event) -> None:
+def _note_stop_requests(worker: Worker | SimpleWorker, stopping: threading.Event) -> None:
     """Remember a SIGTERM/SIGINT RQ handled, to tell a requested stop from RQ giving up."""
     request_stop = worker.request_stop
 

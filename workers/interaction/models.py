@@ -8,8 +8,9 @@ round-trip through JSON unchanged so a paused run can be stored and replayed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -82,6 +83,23 @@ class Item(_Strict):
     multiline: bool = False
     max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
     placeholder: Annotated[str | None, Field(max_length=150)] = None
+
+    if TYPE_CHECKING:
+        # What the constructor takes, for type checkers: options may be bare strings (each is its own
+        # value and label), which `Option` validates into options.
+        def __init__(
+            self,
+            *,
+            id: str,
+            text: str,
+            type: ItemType | str,
+            options: Sequence[str | Option] | None = None,
+            required: bool = True,
+            default: AnswerValue = None,
+            multiline: bool = False,
+            max_length: int | None = None,
+            placeholder: str | None = None,
+        ) -> None: ...
 
     @property
     def is_choice(self) -> bool:
@@ -223,12 +241,13 @@ class Answer(_Strict):
 
     @property
     def value(self) -> AnswerValue:
-        return getattr(self, self.field)
+        value: AnswerValue = getattr(self, self.field)
+        return value
 
     @classmethod
     def for_item(cls, item: Item, value: AnswerValue) -> Answer:
         """Build the answer to `item` carrying `value` in the field its type calls for."""
-        return cls(id=item.id, **{FIELD_FOR_TYPE[item.type]: value})
+        return cls.model_validate({"id": item.id, FIELD_FOR_TYPE[item.type]: value})
 
 
 FIELD_FOR_TYPE: dict[ItemType, str] = {
