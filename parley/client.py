@@ -19,6 +19,8 @@ import httpx
 
 from workers.interaction import AnswerValue, Request
 
+__all__ = ["MAX_POLL", "Parley", "ParleyError", "QuestionCancelled", "QuestionExpired", "QuestionTimeout"]
+
 MAX_POLL = 60  # the longest wait the API holds one request
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -47,6 +47,10 @@ class ItemType(StrEnum):
     FREE_TEXT = "free_text"
     DATE = "date"
     SECRET = "secret"
+
+
+ItemTypeName = Literal["select", "multi_select", "free_text", "date", "secret"]
+"""An `ItemType` by its value, as agents may write it: `type="select"`."""
 
 
 class OnExpiry(StrEnum):
@@ -92,7 +96,7 @@ class Item(_Strict):
             *,
             id: str,
             text: str,
-            type: ItemType | str,
+            type: ItemType | ItemTypeName,
             options: Sequence[str | Option] | None = None,
             required: bool = True,
             default: AnswerValue = None,
@@ -158,6 +162,21 @@ class Request(_Strict):
     escalate_after: Annotated[int | None, Field(gt=0)] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
+
+    if TYPE_CHECKING:
+        # What the constructor takes, for type checkers: any sequences, and `on_expiry` by its value.
+        def __init__(
+            self,
+            *,
+            reason: str,
+            items: Sequence[Item],
+            assignees: Sequence[str] = (),
+            expires_in: int | None = None,
+            on_expiry: OnExpiry | Literal["fail", "use_defaults"] = OnExpiry.FAIL,
+            show_answers: bool = False,
+            escalate_after: int | None = None,
+            escalate_to: Sequence[str] = (),
+        ) -> None: ...
 
     @field_validator("items")
     @classmethod
