@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from redis import Redis
 
 from workers.exceptions import StaleEpoch
-from workers.interaction import Answer
+from workers.interaction import Answer, GroupInfo
 from workers.store import group_scripts, job_ids, keys, scripts
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.replication import Replication
@@ -134,7 +134,7 @@ class GroupStore:
         data = reply(self.redis.hgetall(keys.group(gid)))
         return GroupRecord.from_hash(_decode(data)) if data else None
 
-    def members(self, group: GroupRecord) -> list[InterruptRecord]:
+    def members(self, group: GroupInfo) -> list[InterruptRecord]:
         """Every member of `group`, in the order they were asked, in one round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for iid in group.members:
