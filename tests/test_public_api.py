@@ -120,3 +120,12 @@ def test_item_type_names_are_the_item_types() -> None:
     from workers.interaction.models import ItemType, ItemTypeName
 
     assert list(get_args(ItemTypeName)) == [t.value for t in ItemType]
+
+
+def test_the_distribution_is_named_parley_slack() -> None:
+    """`parley` is taken on the package index; the import packages keep their names."""
+    from importlib import metadata
+
+    dist = metadata.distribution("parley-slack")
+    assert dist.metadata["Name"] == "parley-slack"
+    assert {"parley = parley.cli:main"} <= {f"{e.name} = {e.value}" for e in dist.entry_points}
