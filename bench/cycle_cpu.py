@@ -122,7 +122,7 @@ def _child(cycles: int) -> dict[str, float]:
     from parley.serve import build_bot
     from parley.worker import add_worker_hosts
     from workers.runtime import wiring
-    from workers.runtime.host import HostRouter
+    from workers.runtime.host import InteractorRouter
     from workers.runtime.queues import enqueue_run
     from workers.store.records import RunStatus
     from workers.store.runs import RunStore
@@ -133,7 +133,7 @@ def _child(cycles: int) -> dict[str, float]:
     if not os.environ.get("CYCLE_CPU_CALLGRIND"):  # counting would add to the instructions counted
         client = TripsRedis(connection_pool=client.connection_pool)
     client.flushdb()
-    runtime = build_runtime(settings, client, HostRouter())
+    runtime = build_runtime(settings, client, InteractorRouter())
     question_config(settings)
     add_worker_hosts(settings, runtime)
     app, _ = build_bot(settings)

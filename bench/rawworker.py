@@ -34,13 +34,13 @@ def main() -> None:
         from parley.bootstrap import build_runtime, connect_redis
         from parley.worker import add_worker_hosts
         from workers import logs
-        from workers.runtime.host import HostRouter
+        from workers.runtime.host import InteractorRouter
         from workers.runtime.sweep import schedule_next
 
         settings = settings_mod.load()
         logs.configure(settings.parley_log_level)
         client = connect_redis(settings)
-        runtime = build_runtime(settings, client, HostRouter())
+        runtime = build_runtime(settings, client, InteractorRouter())
         add_worker_hosts(settings, runtime)
         schedule_next(runtime)
         queue_name = runtime.queue.name

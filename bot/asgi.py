@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, cast
 
 from a2wsgi import WSGIMiddleware
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
+from starlette.types import ASGIApp
 
 from bot.api.app import create_api
 from workers.questions import QuestionService
@@ -56,7 +57,8 @@ def make_asgi(
                 on_stop()
 
     api = create_api(service, closings)
-    slack = WSGIMiddleware(wsgi, workers=SLACK_THREADS)  # type: ignore[arg-type]
+    # a2wsgi types its ASGI callable with its own Scope/Receive/Send, which starlette's Mount does not accept.
+    slack = cast(ASGIApp, WSGIMiddleware(wsgi, workers=SLACK_THREADS))
     app = Starlette(routes=[Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)], lifespan=lifespan)
     app.state.questions = service  # for other ASGI surfaces on the same process (an MCP server's, say)
     app.state.closings = closings

@@ -14,7 +14,7 @@ from workers.exceptions import ConfigError
 from workers.questions.config import QuestionConfig
 from workers.questions.config import install as install_questions
 from workers.registry import load_agents
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store import connection, embedded
 
@@ -67,7 +67,7 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
     )
 
 
-def build_runtime(settings: Settings, client: redis.Redis, hosts: HostRouter | None = None) -> Runtime:
+def build_runtime(settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None) -> Runtime:
     """Load the agents, build the runtime, and install it for this process's job functions."""
     registry = load_agents(settings.parley_agents)
     return install(Runtime.build(client, hosts=hosts, settings=runtime_settings(settings), registry=registry))

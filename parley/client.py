@@ -19,6 +19,8 @@ import httpx
 
 from workers.interaction import AnswerValue, Request
 
+__all__ = ["MAX_POLL", "Parley", "ParleyError", "QuestionCancelled", "QuestionExpired", "QuestionTimeout"]
+
 MAX_POLL = 60  # the longest wait the API holds one request
 
 
@@ -69,7 +71,8 @@ class Parley:
             except ValueError:
                 problem = {"detail": resp.text}
             raise ParleyError(resp.status_code, problem)
-        return resp.json()
+        body: dict[str, Any] = resp.json()
+        return body
 
     def submit(
         self,

@@ -23,7 +23,7 @@ from parley.settings import Settings
 from parley.worker import add_api_host
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.store.closings import Closings
 
 log = Log("parley.mcp")
@@ -34,7 +34,7 @@ def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
     if not settings.oauth_mode:
         settings.require("slack_bot_token")
     client = connect_redis(settings)
-    runtime = build_runtime(settings, client, HostRouter())
+    runtime = build_runtime(settings, client, InteractorRouter())
     add_api_host(runtime, web_clients(settings, client))  # as `parley serve` and the workers post
     return QuestionService(runtime, question_config(settings)), Closings(async_redis(settings, client))
 

@@ -57,7 +57,12 @@ def use_multiprocess() -> Path:
     path = Path(tempfile.mkdtemp(prefix="parley-metrics-"))
     os.environ[ENV] = str(path)
     owner = os.getpid()
-    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(path, ignore_errors=True))
+
+    def remove() -> None:
+        if os.getpid() == owner:  # a forked child inherits the handler; only the owner removes the directory
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(remove)
     return path
 
 

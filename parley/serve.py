@@ -31,7 +31,7 @@ from parley.worker import add_api_host
 from workers.exceptions import ConfigError
 from workers.logs import Log
 from workers.questions import QuestionService
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.store import connection
 from workers.store.closings import Closings
 
@@ -58,7 +58,7 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
     client = connect_redis(settings, request_path=True)
     clients = web_clients(settings, client)
     web = clients.single or make_web_client(None, settings.slack_api_url)
-    hosts = HostRouter()
+    hosts = InteractorRouter()
     runtime = build_runtime(settings, client, hosts)
     slack = SlackHost(clients, runtime.store, notify_assignees=settings.parley_notify_assignees)
     hosts.register("slack", slack)

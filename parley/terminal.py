@@ -30,7 +30,7 @@ from parley.settings import Settings
 from workers.exceptions import ParleyError
 from workers.registry import load_agents
 from workers.runtime.execute import execute
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -147,7 +147,7 @@ def drive(runtime: Runtime, host: TerminalHost, run_id: str) -> int:
 
 
 def terminal_runtime(settings: Settings, host: TerminalHost) -> Runtime:
-    return build_runtime(settings, connect_redis(settings), HostRouter({"terminal": host}))
+    return build_runtime(settings, connect_redis(settings), InteractorRouter({"terminal": host}))
 
 
 def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:

@@ -41,7 +41,7 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     toks = sub.add_parser("tokens", help="bearer tokens for the HTTP API")
     tsub = toks.add_subparsers(dest="tokens_command")
     create = tsub.add_parser("create", help="create a token; prints it and its webhook secret once")

@@ -16,11 +16,13 @@ from rq.serializers import JSONSerializer
 from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.metrics_setup import serve_metrics
 from parley.settings import Settings
+from workers.interaction import QuestionInfo, RunInfo
 from workers.logs import Log
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.rq_workers import ParleyForkWorker, ParleySimpleWorker
 from workers.runtime.sweep import schedule_next
 from workers.runtime.wiring import Runtime
+from workers.store.records import InterruptRecord, RunRecord
 
 log = Log("parley.worker")
 WORKER_CLASSES: dict[str, type[SimpleWorker] | type[Worker]] = {
@@ -53,7 +55,12 @@ def add_api_host(runtime: Runtime, web: Any) -> None:
     from bot.slack.api_host import ApiQuestionHost
     from workers.questions.webhooks import announce
 
-    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, lambda run, q: announce(runtime, run, q)))
+    def on_closed(run: RunInfo, question: QuestionInfo) -> None:
+        # The runtime hands hosts its own records; the webhook reads the run's status and error too.
+        assert isinstance(run, RunRecord) and isinstance(question, InterruptRecord)
+        announce(runtime, run, question)
+
+    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
@@ -102,7 +109,7 @@ def run_worker(
     metrics: tuple[str, int] | None = None,
 ) -> int:
     client = connect_redis(settings)
-    runtime = build_runtime(settings, client, HostRouter())
+    runtime = build_runtime(settings, client, InteractorRouter())
     question_config(settings)
     add_worker_hosts(settings, runtime)
     if metrics:
@@ -135,7 +142,7 @@ def run_worker(
         stop.set()
 
 
-def _note_stop_requests(worker: Worker, stopping: threading.Event) -> None:
+def _note_stop_requests(worker: Worker | SimpleWorker, stopping: threading.Event) -> None:
     """Remember a SIGTERM/SIGINT RQ handled, to tell a requested stop from RQ giving up."""
     request_stop = worker.request_stop
 

@@ -37,7 +37,7 @@ from parley.serve import build_bot
 from parley.settings import Settings
 from parley.worker import add_worker_hosts
 from workers.registry import load_agents
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.installations import RedisInstallationStore
@@ -203,7 +203,7 @@ def oauth_stack(r: redis.Redis, redis_url: str, tmp_path: Path, **extra: Any) ->
     server = make_server("127.0.0.1", 0, make_wsgi(app, client), _ThreadingWSGIServer, _QuietHandler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    worker = build_runtime(settings, r, HostRouter())
+    worker = build_runtime(settings, r, InteractorRouter())
     add_worker_hosts(settings, worker)
     try:
         yield OAuthStack(f"http://127.0.0.1:{server.server_port}", api_url, ws, worker, RedisInstallationStore(r))

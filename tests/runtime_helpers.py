@@ -20,7 +20,7 @@ from rq.serializers import JSONSerializer
 
 from workers.interaction import ContextChange, Outcome, Request
 from workers.runtime.execute import execute
-from workers.runtime.host import HostRouter, PausingRun, QuestionProgress
+from workers.runtime.host import InteractorRouter, PausingRun, QuestionProgress
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store.groups import GroupRecord
@@ -95,7 +95,7 @@ class RecordingHost:
 def make_runtime(r: Redis, data_dir: Path, host: Any = None, **settings: Any) -> Runtime:
     base = {"lease_ttl": 5.0, "sweep_interval": 1.0, "retry_delays": (0.0,), "requeue_grace": 0.0, "data_dir": data_dir}
     base.update(settings)
-    hosts = HostRouter({"test": host or RecordingHost()})
+    hosts = InteractorRouter({"test": host or RecordingHost()})
     return install(Runtime.build(r, hosts=hosts, settings=RuntimeSettings(**base)))
 
 

@@ -18,7 +18,7 @@ from bot.terminal import TerminalHost
 from parley.terminal import execute_inline
 from workers.interaction import Item, ItemType, Request
 from workers.registry import AgentFn, AgentRegistry, AgentSpec
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import InterruptState, RunStatus
 
@@ -39,7 +39,11 @@ def inline(
     prompter = ScriptedPrompter(script)
     host = TerminalHost(prompter)
     settings = RuntimeSettings(retry_delays=(0.5,), data_dir=tmp_path)
-    return Runtime.build(r, hosts=HostRouter({"terminal": host}), settings=settings, registry=registry), host, prompter
+    return (
+        Runtime.build(r, hosts=InteractorRouter({"terminal": host}), settings=settings, registry=registry),
+        host,
+        prompter,
+    )
 
 
 def test_ask_all_asks_each_question_in_turn(r: redis.Redis, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from bot.terminal import TerminalHost
 from parley.terminal import conclude, execute_inline
 from workers.exceptions import AgentError
 from workers.registry import AgentFn, AgentRegistry, AgentSpec
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import RunStatus
 
@@ -33,7 +33,7 @@ def inline_runtime(r: redis.Redis, tmp_path: Path, agent: AgentFn) -> tuple[Runt
     # A retry delay, so the retry job is scheduled rather than queued: a worker of another test
     # sharing this Redis must not take it before this process withdraws it.
     settings = RuntimeSettings(retry_delays=(0.5,), data_dir=tmp_path)
-    return Runtime.build(r, hosts=HostRouter({"terminal": host}), settings=settings, registry=registry), host
+    return Runtime.build(r, hosts=InteractorRouter({"terminal": host}), settings=settings, registry=registry), host
 
 
 def test_a_retryable_failure_is_retried_inline(r: redis.Redis, tmp_path: Path) -> None:

@@ -1,5 +1,9 @@
-"""Parley's worker side: the interaction port, durable runs on Redis + RQ, and agents."""
+"""Parley's worker side: the interaction port, durable runs on Redis + RQ, and agents.
 
+An agent is a function `fn(run: AgentRun, text: str) -> str` registered with `@agent`.
+"""
+
+from workers.agent_run import AgentFn, AgentRun
 from workers.registry import agent
 
-__all__ = ["agent"]
+__all__ = ["AgentFn", "AgentRun", "agent"]

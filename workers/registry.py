@@ -5,11 +5,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from workers.agent_run import AgentFn
 from workers.exceptions import ConfigError, UnknownAgent
 
-AgentFn = Callable[[Any, str], str]
 BUILTIN_MODULES = (
     "workers.agents.ticket",
     "workers.agents.deploy",

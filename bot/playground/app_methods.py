@@ -116,6 +116,7 @@ def manifest_create(ws: Workspace, args: dict[str, Any], token: str, request: Re
         "verification_token": secrets.token_urlsafe(18),
         "signing_secret": secrets.token_hex(16),
     }
+    assert isinstance(manifest, dict)  # manifest_problems refused anything else
     ws.add_app(app_id, manifest, credentials)
     scopes = ",".join(_at(manifest, "oauth_config", "scopes", "bot") or [])
     query = urlencode({"client_id": credentials["client_id"], "scope": scopes})

@@ -29,7 +29,8 @@ DEFAULT_USER = "U0ALICE"
 
 
 def _pg(request: Request) -> Playground:
-    return request.app.state.playground  # type: ignore[no-any-return]
+    playground: Playground = request.app.state.playground
+    return playground
 
 
 def _base(request: Request) -> str:

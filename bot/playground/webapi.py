@@ -324,7 +324,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
                 body = {"ok": True, **handler(args, token, request)}
         except SlackError as exc:
             body = {"ok": False, "error": exc.error, **exc.extra}
-        workspace.record_call(method, args, token, status, None if body.get("ok") else body.get("error"))
+        error = None if body.get("ok") else str(body.get("error"))
+        workspace.record_call(method, args, token, status, error)
         if fault and fault.hold:  # served and logged as Slack would have; only the reply is late
             await asyncio.sleep(fault.hold)
         return JSONResponse(body, status_code=status, headers=headers)

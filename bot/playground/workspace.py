@@ -267,7 +267,7 @@ class Workspace(ViewsMixin):
         """Record a message only ``user`` sees in ``channel``; return its ``message_ts``."""
         with self._lock:
             ts = self.next_ts()
-            msg = {"type": "message", "channel": channel, "user": user, "text": text, "ts": ts}
+            msg: dict[str, Any] = {"type": "message", "channel": channel, "user": user, "text": text, "ts": ts}
             msg.update({k: v for k, v in (("blocks", plain_copy(blocks)), ("thread_ts", thread_ts)) if v})
             self._ephemerals.setdefault(user, []).append(msg)
             self._bump()

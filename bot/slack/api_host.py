@@ -23,10 +23,8 @@ from bot.slack.host import SlackHost
 from bot.slack.limits import BlockLimitError
 from bot.slack.question_metadata import question_metadata
 from workers.exceptions import AgentError
-from workers.interaction import Outcome, Request
+from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
-from workers.runtime.host import PausingRun
-from workers.store.records import InterruptRecord, RunRecord
 from workers.store.runs import RunStore
 
 log = Log("parley.slack.api")
@@ -35,7 +33,7 @@ CANNOT_POST = frozenset(
 )
 """Errors no retry would fix: the question fails at once and the API says why."""
 
-OnClosed = Callable[[RunRecord, InterruptRecord], Any]
+OnClosed = Callable[[RunInfo, QuestionInfo], Any]
 
 
 class ApiQuestionHost(SlackHost):
@@ -43,12 +41,12 @@ class ApiQuestionHost(SlackHost):
         super().__init__(client, store)
         self._on_closed = on_closed
 
-    def _conversation(self, run: RunRecord) -> dict[str, Any]:
+    def _conversation(self, run: RunInfo) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):
             return run.conversation
         return self.store.get(run.id).conversation  # the question's own ts may have become the thread since
 
-    def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
+    def _post(self, run: RunInfo, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._conversation(run)
         thread = {"thread_ts": conv["thread_ts"]} if conv.get("thread_ts") else {}
         resp = self._web(run).chat_postMessage(
@@ -101,21 +99,21 @@ class ApiQuestionHost(SlackHost):
         if not str(run.record.conversation.get("channel", "")).startswith(("U", "W", "D")):
             self._tell_asked(run)
 
-    def finished(self, run: RunRecord, result: str) -> None:
+    def finished(self, run: RunInfo, result: str) -> None:
         """Nothing to post: the locked question already shows the answers."""
 
-    def failed(self, run: RunRecord, reason: str) -> None:
+    def failed(self, run: RunInfo, reason: str) -> None:
         """Nothing to post: the caller learns it from the API (`status`, `error`), admins from the run's history,
         and an expired question's message already says so."""
         log.info("question failed", **run.log_context(), reason=reason)
 
-    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         if interrupt.assignees:
             super().remind(run, interrupt)
         else:
             self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
 
-    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         self.lock_question(interrupt, run)
         if self._on_closed is not None:
             self._on_closed(run, interrupt)

@@ -321,7 +321,7 @@ def _answer_text(item: Item, answer: Answer | None, room: int, answered_by: str 
     if item.is_secret:  # the value is never shown, not even masked: who gave it is all there is to say
         return f"_provided by {user_ref(answered_by)}_" if answered_by else "_provided_"
     if isinstance(value, list):
-        labels = [(item.option(v).label if item.option(v) else v) for v in value]
+        labels = [option.label if (option := item.option(v)) else v for v in value]
         return clip(", ".join(labels), room)
     if item.is_choice:
         opt = item.option(value)

@@ -30,11 +30,18 @@ from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
 from workers.exceptions import AgentError, NotInstalled
-from workers.interaction import ContextChange, Outcome, Request
+from workers.interaction import (
+    ContextChange,
+    GroupInfo,
+    Outcome,
+    PausingRun,
+    QuestionInfo,
+    QuestionProgress,
+    QuestionState,
+    Request,
+    RunInfo,
+)
 from workers.logs import Log
-from workers.runtime.host import PausingRun, QuestionProgress
-from workers.store.groups import GroupRecord
-from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import RunStore
 
 log = Log("parley.slack")
@@ -59,12 +66,12 @@ class SlackHost:
         self._templates = QuestionTemplates()  # a question asked again is not built again
         self.notify_assignees = notify_assignees  # PARLEY_NOTIFY_ASSIGNEES: DM the people asked
 
-    def _web(self, run: RunRecord) -> WebClient:
+    def _web(self, run: RunInfo) -> WebClient:
         """The client with the bot token of the installation that owns `run`."""
         return self.clients.for_conversation(run.conversation)
 
     # ---- the thread ------------------------------------------------------------
-    def start_thread(self, run: RunRecord) -> dict[str, Any]:
+    def start_thread(self, run: RunInfo) -> dict[str, Any]:
         """Post the run's root message unless it has one; returns the conversation with `thread_ts`."""
         conv = dict(run.conversation)
         if conv.get("thread_ts"):
@@ -100,16 +107,16 @@ class SlackHost:
         except SlackApiError as exc:
             log.info("did not join the channel", channel=channel, error=exc.response.get("error"))
 
-    def _thread(self, run: RunRecord) -> dict[str, Any]:
+    def _thread(self, run: RunInfo) -> dict[str, Any]:
         """The run's thread: as the run was read, as this process started it, or as Redis has it
         now (another process may have started it since the run was read)."""
         if run.conversation.get("thread_ts"):
             return run.conversation
         if (started := self._threads.get(run.id)) is not None:
             return started
-        return self.start_thread(run.model_copy(update={"conversation": self.store.conversation(run.id)}))
+        return self.start_thread(self.store.get(run.id))
 
-    def _post(self, run: RunRecord, text: str, **kwargs: Any) -> dict[str, Any]:
+    def _post(self, run: RunInfo, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._thread(run)
         resp = self._web(run).chat_postMessage(
             channel=conv["channel"],
@@ -169,7 +176,7 @@ class SlackHost:
         escalate_to, more = people.resolve_groups(self._web(run.record), q.escalate_to)
         run.record_assignees(assignees, {**groups, **more}, escalate_to if q.escalate_to else None)
 
-    def _to_tell(self, run: PausingRun) -> list[tuple[InterruptRecord, str]]:
+    def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
         """Whom `_tell_asked` DMs, with the question each is asked: everyone asked but the run's starter."""
         if not self.notify_assignees:
             return []
@@ -181,10 +188,9 @@ class SlackHost:
         """DM each person asked, but the run's starter, a link to the question; once per person."""
         text = f"{user_ref(run.started_by)}'s run *{escape(run.record.agent)}* is asking you a question."
         for q, user in self._to_tell(run):
-            q = q.model_copy(update={"message": run.question_message})
-            people.notify(self._web(run.record), self.store.people, q, user, text)
+            people.notify(self._web(run.record), self.store.people, q, user, text, message=run.question_message)
 
-    def _posted_before(self, run: RunRecord, iid: str) -> dict[str, Any] | None:
+    def _posted_before(self, run: RunInfo, iid: str) -> dict[str, Any] | None:
         """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""
         conv = self._thread(run)
         try:
@@ -195,19 +201,19 @@ class SlackHost:
         return {"channel": conv["channel"], "ts": ts} if ts else None
 
     # ---- Host ------------------------------------------------------------------
-    def say(self, run: RunRecord, text: str) -> None:
+    def say(self, run: RunInfo, text: str) -> None:
         self._post(run, blocks.progress_text(text))
 
-    def finished(self, run: RunRecord, result: str) -> None:
+    def finished(self, run: RunInfo, result: str) -> None:
         self._post(run, blocks.final_text(result))
 
-    def failed(self, run: RunRecord, reason: str) -> None:
+    def failed(self, run: RunInfo, reason: str) -> None:
         self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
 
-    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         self.lock_question(interrupt, run)
 
-    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+    def question_superseded(self, run: RunInfo, interrupt: QuestionInfo, changes: list[ContextChange]) -> None:
         """Replace the answered question with "Superseded: the facts changed" and what changed."""
         msg = interrupt.message
         if not msg.get("ts"):
@@ -217,11 +223,11 @@ class SlackHost:
             channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
         )
 
-    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         who = ", ".join(user_ref(u) for u in interrupt.assignees)
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
-    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+    def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         """Update the message an `ask_each` question's people share: its progress, or (closed) its outcome."""
         msg = group.message
         members = self.store.groups.members(group) if msg.get("ts") else []
@@ -245,7 +251,7 @@ class SlackHost:
             text = blocks.fallback_text(req)
         self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
 
-    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+    def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
         """Show the escalation on the question and DM each person it added a link to it."""
         self.refresh_question(interrupt, run)
         waited = people.waited(interrupt)
@@ -253,14 +259,14 @@ class SlackHost:
         for user in added:
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 
-    def reassigned(self, interrupt: InterruptRecord, *, by: str, to: str) -> None:
+    def reassigned(self, interrupt: QuestionInfo, *, by: str, to: str) -> None:
         """Show the reassignment on the question and DM the new assignee a link to it."""
         run = self.store.get(interrupt.run_id)
         self.refresh_question(interrupt, run)
         web = self._web(run)
         people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
 
-    def refresh_question(self, interrupt: InterruptRecord, run: RunRecord) -> None:
+    def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> None:
         """Post the open question again in place (`chat.update`), saying who is asked now and why.
 
         The message gets a new version (fresh block ids). Should the question close meanwhile,
@@ -284,15 +290,15 @@ class SlackHost:
         )
         self.store.set_message(interrupt.id, {**msg, "version": version})
         now = self.store.interrupt(interrupt.id)
-        if now is not None and now.state is not InterruptState.OPEN:
+        if now is not None and now.state is not QuestionState.OPEN:
             self.lock_question(now, run)
 
-    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+    def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         """`ids` with each user group replaced by its members (`usergroups.users.list`)."""
         return people.resolve_groups(self._web(run), ids)[0]
 
     # ---- message updates -------------------------------------------------------
-    def lock_question(self, interrupt: InterruptRecord, run: RunRecord | None = None) -> None:
+    def lock_question(self, interrupt: QuestionInfo, run: RunInfo | None = None) -> None:
         """Replace the question's controls with its outcome: who answered and what, or why it closed.
 
         A question of a workspace Parley was uninstalled from has nobody to show it to: skipped.
@@ -307,7 +313,7 @@ class SlackHost:
             log.info("question not locked: " + str(exc), **run.log_context(), interrupt_id=interrupt.id)
             return
         req = interrupt.request
-        if interrupt.state is InterruptState.ANSWERED:
+        if interrupt.state is QuestionState.ANSWERED:
             body = blocks.answered_blocks(
                 req,
                 interrupt.answers,
@@ -316,14 +322,14 @@ class SlackHost:
                 context=interrupt.context,
             )
             text = blocks.locked_text(req, f"Answered by {user_ref(interrupt.answered_by)}")
-        elif interrupt.state is InterruptState.CANCELLED:
+        elif interrupt.state is QuestionState.CANCELLED:
             by = interrupt.closed_by if interrupt.closed_by.startswith(("U", "W")) else None
             body = blocks.closed_blocks(req, status="cancelled", by=by)
             text = blocks.locked_text(req, "Cancelled")
-        elif interrupt.state is InterruptState.EXPIRED:
+        elif interrupt.state is QuestionState.EXPIRED:
             body = blocks.closed_blocks(req, status="expired")
             text = blocks.locked_text(req, "Expired")
-        elif interrupt.state is InterruptState.NOT_NEEDED:
+        elif interrupt.state is QuestionState.NOT_NEEDED:
             body = blocks.closed_blocks(req, status="no longer needed", detail=NOT_NEEDED_DETAIL)
             text = blocks.locked_text(req, "No longer needed")
         else:

@@ -11,14 +11,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.mrkdwn import date_token, is_group_id, user_ref
 from workers.exceptions import AgentError
+from workers.interaction import QuestionInfo
 from workers.logs import Log
 from workers.store.people import PeopleStore
-from workers.store.records import InterruptRecord
 
 log = Log("parley.slack")
 
@@ -50,14 +52,14 @@ def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[s
     return list(dict.fromkeys(people)), groups
 
 
-def shown_assignees(interrupt: InterruptRecord) -> list[str]:
+def shown_assignees(interrupt: QuestionInfo) -> list[str]:
     """Who the message says is asked: each user group by its handle, then everyone asked outside them."""
     members = {u for users in interrupt.groups.values() for u in users}
     groups = [g for g, users in interrupt.groups.items() if set(users) & set(interrupt.assignees)]
     return [*groups, *(u for u in interrupt.assignees if u not in members)]
 
 
-def notes(interrupt: InterruptRecord) -> list[str]:
+def notes(interrupt: QuestionInfo) -> list[str]:
     """What changed who is asked since the question was posted: an escalation, each reassignment."""
     lines: list[str] = []
     if interrupt.escalated_at:
@@ -74,7 +76,7 @@ def notes(interrupt: InterruptRecord) -> list[str]:
     return lines
 
 
-def waited(interrupt: InterruptRecord) -> str:
+def waited(interrupt: QuestionInfo) -> str:
     """How long the question waited before its escalation ("" when it was not escalated)."""
     if not interrupt.escalated_at:
         return ""
@@ -89,13 +91,21 @@ def _duration(seconds: int) -> str:
     return f"{seconds // 3600} h"
 
 
-def notify(client: WebClient, store: PeopleStore, interrupt: InterruptRecord, user: str, text: str) -> bool:
+def notify(
+    client: WebClient,
+    store: PeopleStore,
+    interrupt: QuestionInfo,
+    user: str,
+    text: str,
+    *,
+    message: dict[str, Any] | None = None,
+) -> bool:
     """DM `user` `text` with a link to the question, unless they were told of it already; True if sent.
 
     Bots are never told (a group may hold one). A failed DM is logged and not retried: the
     question is in its thread either way.
     """
-    msg = interrupt.message
+    msg = interrupt.message if message is None else message  # `message`: where it was posted, if just now
     if not msg.get("ts") or not user.startswith(("U", "W")):
         return False
     if not store.first_notice(interrupt.id, user):

@@ -24,15 +24,16 @@ from workers.interaction import (
     AnswerValue,
     Context,
     ContextChange,
+    GroupInfo,
     Item,
     Outcome,
+    QuestionInfo,
+    QuestionProgress,
     Request,
+    RunInfo,
     RunView,
 )
 from workers.interaction.context import describe_change, show_value
-from workers.runtime.host import QuestionProgress
-from workers.store.groups import GroupRecord
-from workers.store.records import InterruptRecord, RunRecord
 
 
 class Prompter(Protocol):
@@ -117,38 +118,38 @@ class TerminalHost:
                     self._prompter.problem(item, exc.errors[item.id])
 
     # ---- Host: telling people how the run goes ------------------------------------
-    def say(self, run: RunRecord, text: str) -> None:
+    def say(self, run: RunInfo, text: str) -> None:
         _print([("class:hint", "» "), ("", text)])
 
-    def finished(self, run: RunRecord, result: str) -> None:
+    def finished(self, run: RunInfo, result: str) -> None:
         self.reported.add(run.id)
         _print([("", "\n"), ("class:done", "✔ "), ("", f"Done: {result}")])
 
-    def failed(self, run: RunRecord, reason: str) -> None:
+    def failed(self, run: RunInfo, reason: str) -> None:
         self.reported.add(run.id)
         _print([("", "\n"), ("class:problem", "✘ "), ("", f"Failed: {reason}")])
 
-    def question_closed(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         who = interrupt.closed_by or interrupt.answered_by
         subject = interrupt.request.reason.splitlines()[0]
         _print([("class:hint", f"The question '{subject}' was {interrupt.state}{f' by {who}' if who else ''}.")])
 
-    def question_superseded(self, run: RunRecord, interrupt: InterruptRecord, changes: list[ContextChange]) -> None:
+    def question_superseded(self, run: RunInfo, interrupt: QuestionInfo, changes: list[ContextChange]) -> None:
         subject = interrupt.request.reason.splitlines()[0]
         _print([("class:problem", f"The answer to '{subject}' is superseded: the facts changed.")])
 
-    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         _print([("class:hint", f"Reminder: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])
 
-    def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
+    def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         who = f": {', '.join(progress.answered)}" if progress.answered else ""
         _print([("class:hint", f"{progress.summary}{who}.")])
 
-    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+    def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
         """The terminal asks whoever is at it; an escalation (a Slack feature) is only mentioned."""
         _print([("class:hint", f"Run {run.id}'s question was escalated to {', '.join(added) or 'no one new'}.")])
 
-    def people(self, run: RunRecord, ids: list[str]) -> list[str]:
+    def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         """The terminal has no workspace directory: user groups stay as given (and are asked as one person)."""
         return list(ids)
 

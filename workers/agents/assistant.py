@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers import agent
+from workers import AgentRun, agent
 from workers.agents.ticket import COMPONENTS, SEVERITIES
 from workers.agents.tracker import create_ticket, tickets_path
 from workers.llm import Tool, llm_config_from_env, run_loop
@@ -50,7 +50,7 @@ CREATE_TICKET_SCHEMA: dict[str, Any] = {
 }
 
 
-def ticket_tool(run: Any) -> Tool:
+def ticket_tool(run: AgentRun) -> Tool:
     """`create_ticket` for this run: files in the tracker under the run's data directory."""
 
     def create(title: str, description: str, severity: str, components: list[str]) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def ticket_tool(run: Any) -> Tool:
 
 
 @agent("assistant", description="Ask a language model for help; it asks you what it needs and can file tickets")
-def assistant(run: Any, text: str) -> str:
+def assistant(run: AgentRun, text: str) -> str:
     config = llm_config_from_env()  # raises LLMNotConfigured, an AgentError: the run fails without retrying
     reply = run_loop(
         run,

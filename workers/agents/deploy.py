@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workers import agent
+from workers import AgentRun, agent
 from workers.interaction import Item, ItemType, Option, Request
 
 DEFAULT_TARGET = "production"
@@ -83,13 +83,13 @@ def record_deploy(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
 
 
 @agent("deploy", description="Ask for approval, then record a deployment: `/parley deploy api v1.4.2 to production`")
-def deploy(run: Any, text: str) -> str:
+def deploy(run: AgentRun, text: str) -> str:
     facts = deploy_facts(text, run.data_dir)  # live on every replay: the approval is bound to these
     attempt = 0
     while True:  # the runtime fails the run on the fourth ask of one key
         attempt += 1
         answers = run.ask(approval_request(facts, attempt), key="approval", context=facts)
-        if answers["decision"] == "approve" or (answers.get("reason") or "").strip():
+        if answers["decision"] == "approve" or str(answers.get("reason") or "").strip():
             break
         run.say("A rejection needs a reason; asking again.")
     if run.context_changed("approval"):

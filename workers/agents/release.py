@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workers import agent
+from workers import AgentRun, agent
 from workers.interaction import Item, ItemType, Option, Request
 
 QUORUM = 2
@@ -70,7 +70,7 @@ def publish(data_dir: Path, service: str, version: str, entry: dict[str, Any]) -
 
 
 @agent("release", description="Each reviewer signs off, then it publishes: `/parley release api v2.0.1 U0ALICE U0BOB`")
-def release(run: Any, text: str) -> str:
+def release(run: AgentRun, text: str) -> str:
     try:
         service, version, reviewers = release_plan(text)
     except ValueError as exc:

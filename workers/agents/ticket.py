@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from workers import agent
+from workers import AgentRun, agent
 from workers.agents.tracker import create_ticket, tickets_path
 from workers.interaction import Item, ItemType, Option, Request
 
@@ -43,7 +41,7 @@ def details_request(title: str) -> Request:
 
 
 @agent("ticket", description="File a ticket in the local tracker: `/parley ticket Login fails on Safari`")
-def ticket(run: Any, text: str) -> str:
+def ticket(run: AgentRun, text: str) -> str:
     title = text.strip() or "Untitled ticket"
     answers = run.ask(details_request(title), key="details")
     fields = {"title": title, "reporter": run.started_by, "run_id": run.run_id, **answers}
@@ -52,5 +50,5 @@ def ticket(run: Any, text: str) -> str:
     due = f", due {answers['due']}" if answers.get("due") else ""
     return (
         f"Created {created['id']}: {title}. Severity {severity}, affects {answers['affected']}, "
-        f"components {', '.join(answers['components'])}{due}."
+        f"components {', '.join(answers['components'] or [])}{due}."
     )

@@ -25,7 +25,8 @@ from workers.interaction.models import (
     Request,
     answers_to_values,
 )
-from workers.interaction.protocol import Interactor, RunView
+from workers.interaction.protocol import Interactor, PausingRun, RunView
+from workers.interaction.views import GroupInfo, QuestionInfo, QuestionProgress, QuestionState, RunInfo
 
 __all__ = [
     "CONTEXT_MAX",
@@ -38,6 +39,7 @@ __all__ = [
     "Context",
     "ContextChange",
     "ContextError",
+    "GroupInfo",
     "InteractionError",
     "Interactor",
     "Item",
@@ -45,8 +47,13 @@ __all__ = [
     "OnExpiry",
     "Option",
     "Outcome",
+    "PausingRun",
     "QuestionExpired",
+    "QuestionInfo",
+    "QuestionProgress",
+    "QuestionState",
     "Request",
+    "RunInfo",
     "RunView",
     "answers_to_values",
     "resolve_choice",

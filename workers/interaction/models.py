@@ -8,8 +8,9 @@ round-trip through JSON unchanged so a paused run can be stored and replayed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -48,6 +49,10 @@ class ItemType(StrEnum):
     SECRET = "secret"
 
 
+ItemTypeName = Literal["select", "multi_select", "free_text", "date", "secret"]
+"""An `ItemType` by its value, as agents may write it: `type="select"`."""
+
+
 class OnExpiry(StrEnum):
     """What a run gets when nobody answers in time: a failure, or the items' defaults."""
 
@@ -82,6 +87,23 @@ class Item(_Strict):
     multiline: bool = False
     max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
     placeholder: Annotated[str | None, Field(max_length=150)] = None
+
+    if TYPE_CHECKING:
+        # What the constructor takes, for type checkers: options may be bare strings (each is its own
+        # value and label), which `Option` validates into options.
+        def __init__(
+            self,
+            *,
+            id: str,
+            text: str,
+            type: ItemType | ItemTypeName,
+            options: Sequence[str | Option] | None = None,
+            required: bool = True,
+            default: AnswerValue = None,
+            multiline: bool = False,
+            max_length: int | None = None,
+            placeholder: str | None = None,
+        ) -> None: ...
 
     @property
     def is_choice(self) -> bool:
@@ -140,6 +162,21 @@ class Request(_Strict):
     escalate_after: Annotated[int | None, Field(gt=0)] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
+
+    if TYPE_CHECKING:
+        # What the constructor takes, for type checkers: any sequences, and `on_expiry` by its value.
+        def __init__(
+            self,
+            *,
+            reason: str,
+            items: Sequence[Item],
+            assignees: Sequence[str] = (),
+            expires_in: int | None = None,
+            on_expiry: OnExpiry | Literal["fail", "use_defaults"] = OnExpiry.FAIL,
+            show_answers: bool = False,
+            escalate_after: int | None = None,
+            escalate_to: Sequence[str] = (),
+        ) -> None: ...
 
     @field_validator("items")
     @classmethod
@@ -223,12 +260,13 @@ class Answer(_Strict):
 
     @property
     def value(self) -> AnswerValue:
-        return getattr(self, self.field)
+        value: AnswerValue = getattr(self, self.field)
+        return value
 
     @classmethod
     def for_item(cls, item: Item, value: AnswerValue) -> Answer:
         """Build the answer to `item` carrying `value` in the field its type calls for."""
-        return cls(id=item.id, **{FIELD_FOR_TYPE[item.type]: value})
+        return cls.model_validate({"id": item.id, FIELD_FOR_TYPE[item.type]: value})
 
 
 FIELD_FOR_TYPE: dict[ItemType, str] = {

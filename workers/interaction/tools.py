@@ -226,7 +226,7 @@ def _problems(args: Any) -> list[str]:
         return [*problems, f"ask 1-{MAX_QUESTIONS} questions, got {len(questions)}"]
     for i, q in enumerate(questions):
         problems += _check_question(q, i)
-    ids = [q.get("id") for q in questions if isinstance(q, dict) and isinstance(q.get("id"), str)]
+    ids: list[str] = [q["id"] for q in questions if isinstance(q, dict) and isinstance(q.get("id"), str)]
     problems += [f"duplicate question id {d!r}" for d in sorted({d for d in ids if ids.count(d) > 1})]
     return problems
 
@@ -255,12 +255,12 @@ def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The a
     multi_select, free -> free_text, date -> date; each option's value is its label.
     Raises `ToolArgumentError` listing every problem, and nothing else for bad input.
     """
-    arguments = _decoded(arguments)
-    problems = _problems(arguments)
+    decoded = _decoded(arguments)
+    problems = _problems(decoded)
     if problems:
         raise ToolArgumentError(problems)
     try:
-        items = [item for q in arguments["questions"] for item in _items(q)]
+        items = [item for q in decoded["questions"] for item in _items(q)]
         return Request(reason=reason, items=items)
     except ValidationError as exc:
         problems = [f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()]
@@ -327,13 +327,13 @@ def answers_for_model(request: Request, answers: list[Answer] | None, *, expired
         if item.is_secret:
             lines.append(f"{item.id}: {SECRET_PLACEHOLDER if isinstance(value, str) and value else '(skipped)'}")
             continue
-        other = values.get(item.id + OTHER_SUFFIX) if item.id + OTHER_SUFFIX in folded else None
+        other_value = values.get(item.id + OTHER_SUFFIX) if item.id + OTHER_SUFFIX in folded else None
         parts: list[str] = []
         if isinstance(value, list) and value:
             parts.append("[" + ", ".join(_show(v) for v in value) + "]")
         elif isinstance(value, str) and value.strip():
             parts.append(json.dumps(value, ensure_ascii=False) if item.type is ItemType.FREE_TEXT else _show(value))
-        if isinstance(other, str) and other.strip():
-            parts.append("other " + json.dumps(other, ensure_ascii=False))
+        if isinstance(other_value, str) and other_value.strip():
+            parts.append("other " + json.dumps(other_value, ensure_ascii=False))
         lines.append(f"{item.id}: {'; '.join(parts) or '(skipped)'}")
     return "\n".join(lines)

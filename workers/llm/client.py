@@ -95,7 +95,9 @@ def llm_config_from_env(environ: Mapping[str, str] | None = None) -> LLMConfig:
             f"(and {ENV_API_KEY} if the server needs a key)"
         )
     try:
-        return LLMConfig(base_url=base_url, model=model, api_key=env.get(ENV_API_KEY, "").strip() or None)
+        return LLMConfig.model_validate(
+            {"base_url": base_url, "model": model, "api_key": env.get(ENV_API_KEY, "").strip() or None}
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
         name = {"base_url": ENV_BASE_URL, "model": ENV_MODEL}.get(str(err["loc"][0]), ENV_API_KEY)

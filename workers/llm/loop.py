@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from workers.agent_run import AgentRun
 from workers.exceptions import AgentError
 from workers.interaction import Answer, QuestionExpired, Request
 from workers.interaction.tools import TOOL_NAME as ASK_USER
@@ -32,9 +33,7 @@ from workers.interaction.tools import (
 )
 from workers.llm.client import ChatClient, LLMConfig
 from workers.llm.tools import Tool
-
-if TYPE_CHECKING:
-    from workers.runtime.run import Run
+from workers.logs import Log
 
 ASK_REASON = "The assistant needs your input"
 USAGE_EVENT = "llm usage"
@@ -42,7 +41,7 @@ _ZERO = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
 def run_loop(
-    run: Run,
+    run: AgentRun,
     config: LLMConfig,
     *,
     system: str,
@@ -77,7 +76,7 @@ class _Loop:
 
     def __init__(
         self,
-        run: Run,
+        run: AgentRun,
         config: LLMConfig,
         tools: Sequence[Tool],
         ask_reason: str,
@@ -88,6 +87,7 @@ class _Loop:
         if ask_expires_in is not None and ask_expires_in <= 0:
             raise ValueError("ask_expires_in must be a positive number of seconds")
         self.run = run
+        self.log = Log("parley.llm", run_id=run.run_id)
         self.config = config
         self.tools = {t.name: t for t in tools}
         if len(self.tools) != len(tools):
@@ -127,7 +127,7 @@ class _Loop:
             self._client = ChatClient(self.config)
         completion = self._client.complete(self.messages, self.specs)
         total = {k: self.usage.get(k, 0) + completion.usage.get(k, 0) for k in _ZERO}
-        self.run.log.info("model called", turn=turn, model=self.config.model, **completion.usage)
+        self.log.info("model called", turn=turn, model=self.config.model, **completion.usage)
         return {"message": completion.message, "usage": completion.usage, "total": total}
 
     def _execute(self, turn: int, call: dict[str, Any], said: str | None) -> str:
@@ -163,7 +163,7 @@ class _Loop:
     def _record_usage(self, *, finished: bool) -> None:
         """Add the run's token usage to its history, once however often the run replays."""
         detail = {"model": self.config.model, "calls": self.calls, "finished": finished, **self.usage}
-        self.run.once(f"{self.prefix}llm-usage", lambda: self.run.history(USAGE_EVENT, **detail))
+        self.run.step(f"{self.prefix}llm-usage", lambda: self.run.history(USAGE_EVENT, **detail))
 
     def close(self) -> None:
         if self._client is not None and self._owns_client:

@@ -160,7 +160,12 @@ def accept(
     if interrupt is None:
         raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
     interrupt_id = interrupt.id
-    ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt_id, "user": user, "team": interrupt.team}
+    ctx: dict[str, Any] = {
+        "run_id": interrupt.run_id,
+        "interrupt_id": interrupt_id,
+        "user": user,
+        "team": interrupt.team,
+    }
     if team is not None and not _same_workspace(interrupt, team, enterprise, channel):
         log.warning("answer from another workspace refused", **ctx, payload_team=team, enterprise=enterprise)
         raise AcceptRefused(

@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from workers import metrics
@@ -241,7 +242,7 @@ def _wait(
             continue
         answers = m.request.validate_answers(outcome.answers)
         run.durable(
-            lambda m=m, answers=answers: store.close_synchronously(m, answers, by=run.started_by, epoch=run.epoch),
+            partial(store.close_synchronously, m, answers, by=run.started_by, epoch=run.epoch),
             "record the answers",
         )
         got[m.key] = values_of(m.request, answers)
@@ -260,9 +261,9 @@ def _drop_rest(run: Run, members: list[InterruptRecord], winner: InterruptRecord
     store = run._rt.store
     for m in members:
         if m.id != winner.id and m.state in (InterruptState.POSTING, InterruptState.OPEN):
-            run.durable(lambda m=m: store.groups.drop_synchronously(m), "close a question no longer needed")
+            run.durable(partial(store.groups.drop_synchronously, m), "close a question no longer needed")
             detail = {"interrupt_id": m.id, "key": m.key, "attempt": m.attempt}
-            run.durable(lambda d=detail: store.add_history(run.run_id, "no longer needed", "parley", **d), "history")
+            run.durable(partial(store.add_history, run.run_id, "no longer needed", "parley", **detail), "history")
 
 
 # ---- ask_each ------------------------------------------------------------------------------------
@@ -297,6 +298,12 @@ class _EachView:
     @property
     def asked_separately(self) -> list[InterruptRecord]:
         return list(self._members)
+
+    def record_assignees(
+        self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
+    ) -> None:
+        """Never called: with no single `interrupt`, a host has no user groups left to resolve here."""
+        raise TypeError("ask_each resolves user groups before its questions open")
 
     def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
         # Written at once whatever `parked_next` says: the group's park does not record the message.
@@ -336,12 +343,12 @@ def ask_each(
         run._changed[key] = voided is not None
         if len(attempts) < n:
             break
-        group = run.read(lambda gid=attempts[n - 1]: store.groups.group(gid), "read questions")
+        group = run.read(partial(store.groups.group, attempts[n - 1]), "read questions")
         if group is None:
             raise AgentError(f"question {key!r} attempt {n} is missing from the store")
         if group.state == "cancelled":
             raise StaleEpoch(run.run_id, run.epoch)
-        members = run.read(lambda group=group: store.groups.members(group), "read questions")
+        members = run.read(partial(store.groups.members, group), "read questions")
         if group.state == "open":
             return _wait_each(run, group, members, opened_earlier=True)
         first = next((m for m in members if m.state is InterruptState.ANSWERED), None)
@@ -408,9 +415,7 @@ def _wait_each(
         answers = m.request.validate_answers(outcome.answers)
         person = m.assignees[0]
         run.durable(
-            lambda m=m, answers=answers, person=person: store.close_synchronously(
-                m, answers, by=person, epoch=run.epoch
-            ),
+            partial(store.close_synchronously, m, answers, by=person, epoch=run.epoch),
             "record the answers",
         )
         members[i] = m.model_copy(update={"state": InterruptState.ANSWERED, "answers": answers, "answered_by": person})
@@ -439,7 +444,7 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
         return
     for m in members:  # a member a `show` job already locked is left as it is
         if m.message and m.state is not InterruptState.OPEN and not m.shown:
-            run.once(f"lock:{m.id}", lambda m=m: run.host.question_closed(record, m))
+            run.once(f"lock:{m.id}", partial(run.host.question_closed, record, m))
 
 
 def _no_secret(request: Request, key: str) -> None:

@@ -121,7 +121,7 @@ class _FewerRoundTrips(BaseWorker):
     def _finalize_success(self, job: Job, queue: Queue, execution: Execution, return_value: Any) -> None:
         self._ends_in_save = not isinstance(return_value, Retry) and job.success_callback is None
         try:
-            super()._finalize_success(job, queue, execution, return_value)  # type: ignore[misc]
+            super()._finalize_success(job, queue, execution, return_value)
         finally:
             self._ends_in_save = False
 

@@ -14,7 +14,7 @@ from redis import Redis
 from rq import Queue
 
 from workers.registry import REGISTRY, AgentRegistry
-from workers.runtime.host import HostRouter
+from workers.runtime.host import InteractorRouter
 from workers.runtime.queues import queue
 from workers.store.replication import Replication
 from workers.store.runs import RunStore
@@ -42,7 +42,7 @@ class Runtime:
     redis: Redis
     store: RunStore
     queue: Queue
-    hosts: HostRouter
+    hosts: InteractorRouter
     registry: AgentRegistry = field(default_factory=lambda: REGISTRY)
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
 
@@ -50,7 +50,7 @@ class Runtime:
     def build(
         cls,
         redis: Redis,
-        hosts: HostRouter | None = None,
+        hosts: InteractorRouter | None = None,
         settings: RuntimeSettings | None = None,
         registry: AgentRegistry | None = None,
     ) -> Runtime:
@@ -60,7 +60,7 @@ class Runtime:
             redis=redis,
             store=RunStore(redis, box, Replication(settings.min_replicas)),
             queue=queue(redis),
-            hosts=hosts or HostRouter(),
+            hosts=hosts or InteractorRouter(),
             registry=registry or REGISTRY,
             settings=settings,
         )

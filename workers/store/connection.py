@@ -100,16 +100,19 @@ def connect(url: str, **options: Any) -> redis.Redis:
         return redis.Redis.from_url(url, **options)
     target, sentinel_kwargs, auth = _sentinel_parts(url, options)
     sentinel = Sentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
-    return sentinel.master_for(target.service, db=target.db, **auth, **options)
+    client: redis.Redis = sentinel.master_for(target.service, db=target.db, **auth, **options)
+    return client
 
 
 def connect_async(url: str, **options: Any) -> aioredis.Redis:
     """An asyncio client for `url`, in every form `connect` takes (the long-polls' pub/sub uses it)."""
     if not url.startswith(SENTINEL_SCHEME):
-        return aioredis.Redis.from_url(url, **options)
+        client: aioredis.Redis = aioredis.Redis.from_url(url, **options)
+        return client
     target, sentinel_kwargs, auth = _sentinel_parts(url, options)
     sentinel = AsyncSentinel(target.sentinels, sentinel_kwargs=sentinel_kwargs)
-    return sentinel.master_for(target.service, db=target.db, **auth, **options)
+    master: aioredis.Redis = sentinel.master_for(target.service, db=target.db, **auth, **options)
+    return master
 
 
 def sibling(client: redis.Redis, *, max_connections: int, **overrides: Any) -> redis.Redis:
@@ -130,7 +133,7 @@ def sibling(client: redis.Redis, *, max_connections: int, **overrides: Any) -> r
     return redis.Redis(connection_pool=new_pool)
 
 
-def _sentinel_parts(url: str, options: dict[str, Any]) -> tuple[SentinelTarget, dict[str, Any], dict[str, str]]:
+def _sentinel_parts(url: str, options: dict[str, Any]) -> tuple[SentinelTarget, dict[str, Any], dict[str, Any]]:
     """For a Sentinel `url`: its parts, the options the Sentinels themselves get, and the master's auth."""
     target = parse_sentinel_url(url)
     sentinel_kwargs = {k: options[k] for k in _SENTINEL_SOCKET_OPTIONS if k in options}

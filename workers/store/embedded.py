@@ -28,6 +28,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from workers.store.replies import reply
+
 HOLDER_PREFIX = "parley-holder-"
 REAPER_NAME = "parley-reaper"
 REAP_GRACE = 1.5
@@ -96,9 +98,9 @@ def _lacks_reaper(socket_path: Path) -> bool:
     """Whether the server has had time to get its reaper connected and has none (it was killed)."""
     client = _client(socket_path, 2)
     try:
-        if int(client.info("server")["uptime_in_seconds"]) < START_GRACE:
+        if int(reply(client.info("server"))["uptime_in_seconds"]) < START_GRACE:
             return False  # a reaper started with it may still be starting
-        return not any(c.get("name") == REAPER_NAME for c in client.client_list())
+        return not any(c.get("name") == REAPER_NAME for c in reply(client.client_list()))
     except (redis.RedisError, OSError):
         return False  # cannot tell: do not start a second reaper
     finally:
@@ -160,7 +162,7 @@ class Holder:
 
 
 def holders(client: redis.Redis) -> int:
-    return sum(1 for c in client.client_list() if str(c.get("name", "")).startswith(HOLDER_PREFIX))
+    return sum(1 for c in reply(client.client_list()) if str(c.get("name", "")).startswith(HOLDER_PREFIX))
 
 
 def _may_reap(socket_path: Path, client: redis.Redis) -> bool:

@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from redis import Redis
 
 from workers.exceptions import StaleEpoch
-from workers.interaction import Answer
+from workers.interaction import Answer, GroupInfo
 from workers.store import group_scripts, job_ids, keys, scripts
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.replication import Replication
+from workers.store.replies import reply
 
 
 class GroupMode(StrEnum):
@@ -130,10 +131,10 @@ class GroupStore:
         return GroupRecord.from_hash(group), [InterruptRecord.from_hash(f) for f in interrupts.values()]
 
     def group(self, gid: str) -> GroupRecord | None:
-        data = self.redis.hgetall(keys.group(gid))
+        data = reply(self.redis.hgetall(keys.group(gid)))
         return GroupRecord.from_hash(_decode(data)) if data else None
 
-    def members(self, group: GroupRecord) -> list[InterruptRecord]:
+    def members(self, group: GroupInfo) -> list[InterruptRecord]:
         """Every member of `group`, in the order they were asked, in one round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for iid in group.members:
@@ -142,9 +143,9 @@ class GroupStore:
 
     def member_for(self, gid: str, user: str) -> InterruptRecord | None:
         """`user`'s own member of the `ask_each` group `gid`; None when they were not asked (or no such group)."""
-        raw = self.redis.hget(keys.group(gid), "people")
+        raw = reply(self.redis.hget(keys.group(gid), "people"))
         iid = json.loads(raw).get(user) if raw else None
-        data = self.redis.hgetall(keys.interrupt(iid)) if iid else None
+        data = reply(self.redis.hgetall(keys.interrupt(iid))) if iid else None
         return InterruptRecord.from_hash(_decode(data)) if data else None
 
     def set_message(self, gid: str, message: dict[str, Any]) -> None:

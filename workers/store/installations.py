@@ -26,6 +26,7 @@ from slack_sdk.oauth.installation_store import Bot, Installation, InstallationSt
 from slack_sdk.oauth.state_store import OAuthStateStore
 
 from workers.store import keys
+from workers.store.replies import reply
 
 NONE = "none"
 """Stands for a missing enterprise or team id in a key, as in slack_sdk's own stores."""
@@ -80,7 +81,7 @@ class RedisInstallationStore(InstallationStore):
         self, *, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None = False
     ) -> Bot | None:
         e, t = _ids(enterprise_id, team_id, is_enterprise_install)
-        data = _load(self.redis.get(keys.install_bot(e, t)))
+        data = _load(reply(self.redis.get(keys.install_bot(e, t))))
         return Bot(**data) if data else None
 
     def find_installation(
@@ -97,7 +98,7 @@ class RedisInstallationStore(InstallationStore):
         bot fields come from the latest bot record, as slack_sdk's stores do.
         """
         e, t = _ids(enterprise_id, team_id, is_enterprise_install)
-        data = _load(self.redis.get(keys.install_installer(e, t, user_id)))
+        data = _load(reply(self.redis.get(keys.install_installer(e, t, user_id))))
         if data is None:
             return None
         installation = Installation(**data)
@@ -126,7 +127,7 @@ class RedisInstallationStore(InstallationStore):
             pipe.delete(user_key)
             pipe.srem(index, user_key)
         else:
-            users = [k.decode() if isinstance(k, bytes) else k for k in self.redis.smembers(index)]
+            users = [k.decode() if isinstance(k, bytes) else k for k in reply(self.redis.smembers(index))]
             pipe.delete(keys.install_installer(e, t), index, *users)
         pipe.execute()
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from redis import Redis
 
 from workers.store import keys
+from workers.store.replies import reply
 
 _LIB = """
 local function has(list, value)
@@ -142,7 +143,7 @@ class PeopleStore:
 
     def due_escalations(self, now: float, limit: int = 100) -> list[str]:
         """Questions whose escalation time has passed (some may have closed since; `escalate` says)."""
-        found = self.redis.zrangebyscore(keys.escalate_index(), "-inf", now, start=0, num=limit)
+        found = reply(self.redis.zrangebyscore(keys.escalate_index(), "-inf", now, start=0, num=limit))
         return [x.decode() if isinstance(x, bytes) else str(x) for x in found]
 
     def escalate(self, interrupt_id: str, run_id: str, now: float | None = None) -> Change:

@@ -19,6 +19,7 @@ from redis.exceptions import WatchError
 
 from workers.store import keys
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, WebhookState
+from workers.store.replies import reply
 from workers.store.runs import stage_create
 from workers.store.sealed import SecretBox
 
@@ -45,11 +46,11 @@ class QuestionStore:
         return self.token_by_hash(_s(token_hash)) if token_hash is not None else None
 
     def token_by_hash(self, token_hash: str) -> ApiTokenRecord | None:
-        data = self.redis.hgetall(keys.api_token(token_hash))
+        data = reply(self.redis.hgetall(keys.api_token(token_hash)))
         return ApiTokenRecord.from_hash(_decode(data)) if data else None
 
     def tokens(self) -> list[ApiTokenRecord]:
-        hashes = [_s(h) for h in self.redis.hvals(keys.api_tokens())]
+        hashes = [_s(h) for h in reply(self.redis.hvals(keys.api_tokens()))]
         pipe = self.redis.pipeline(transaction=False)
         for h in hashes:
             pipe.hgetall(keys.api_token(h))
@@ -91,13 +92,13 @@ class QuestionStore:
         value = json.dumps({"question_id": question_id, "body": body_digest})
         if self.redis.set(key, value, nx=True, ex=IDEMPOTENCY_TTL):
             return {"question_id": question_id, "body": body_digest}
-        raw = self.redis.get(key)
+        raw = reply(self.redis.get(key))
         return json.loads(raw) if raw else {"question_id": question_id, "body": body_digest}
 
     def release_idempotency(self, token_name: str, key_digest: str, question_id: str) -> None:
         """Forget a key whose question was never created (its creation was refused)."""
         key = keys.api_idempotency(token_name, key_digest)
-        raw = self.redis.get(key)
+        raw = reply(self.redis.get(key))
         if raw and json.loads(raw).get("question_id") == question_id:
             self.redis.delete(key)
 
@@ -112,7 +113,7 @@ class QuestionStore:
         pipe.execute()
 
     def get(self, question_id: str) -> ApiQuestionRecord | None:
-        data = self.redis.hgetall(keys.api_question(question_id))
+        data = reply(self.redis.hgetall(keys.api_question(question_id)))
         return ApiQuestionRecord.from_hash(_decode(data)) if data else None
 
     def many(self, ids: Iterable[str]) -> list[ApiQuestionRecord]:
@@ -184,7 +185,7 @@ class QuestionStore:
         self.redis.hset(keys.api_question(question_id), "webhook", state.model_dump_json())
 
     def webhook(self, question_id: str) -> WebhookState | None:
-        raw = self.redis.hget(keys.api_question(question_id), "webhook")
+        raw = reply(self.redis.hget(keys.api_question(question_id), "webhook"))
         return WebhookState.model_validate_json(raw) if raw else None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from workers.interaction import Answer, ContextChange, Request
+from workers.interaction.views import QuestionState
 
 
 class RunStatus(StrEnum):
@@ -33,15 +34,8 @@ FINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CAN
 LIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED)
 
 
-class InterruptState(StrEnum):
-    """Where one question is: being posted, open for answers, or closed and why."""
-
-    POSTING = "posting"
-    OPEN = "open"
-    ANSWERED = "answered"
-    EXPIRED = "expired"
-    CANCELLED = "cancelled"
-    NOT_NEEDED = "not_needed"  # one of several questions, closed because the run went on without it
+InterruptState = QuestionState
+"""A question's state: the port's vocabulary, which hosts read too."""
 
 
 class RefusalReason(StrEnum):

@@ -51,10 +51,10 @@ class Retention:
 
         Reads `idx:status:<final>` by score (the run's `updated_at`), never the keyspace.
         """
-        page = {} if limit is None else {"start": 0, "num": limit}
+        start, num = (None, None) if limit is None else (0, limit)
         pipe = self.redis.pipeline(transaction=False)
         for status in _FINAL:
-            pipe.zrangebyscore(keys.status_index(status), "-inf", cutoff, withscores=True, **page)
+            pipe.zrangebyscore(keys.status_index(status), "-inf", cutoff, start=start, num=num, withscores=True)
         merged = sorted((score, _s(member)) for rows in pipe.execute() for member, score in rows)
         ids = [run_id for _, run_id in merged]
         return ids if limit is None else ids[:limit]

@@ -26,6 +26,7 @@ from workers.store.records import (
     RunStatus,
 )
 from workers.store.replication import Replication
+from workers.store.replies import reply
 from workers.store.retention import Retention
 from workers.store.sealed import SecretBox, split
 
@@ -94,7 +95,7 @@ class RunStore:
         return self.get(run_id)
 
     def get(self, run_id: str) -> RunRecord:
-        data = self.redis.hgetall(keys.run(run_id))
+        data = reply(self.redis.hgetall(keys.run(run_id)))
         if not data:
             raise RunNotFound(run_id)
         return RunRecord.from_hash(_decode(data))
@@ -107,25 +108,26 @@ class RunStore:
 
     def conversation(self, run_id: str) -> dict[str, Any]:
         """The run's conversation as Redis has it now (its thread, once a host started one)."""
-        raw = self.redis.hget(keys.run(run_id), "conversation")
+        raw = reply(self.redis.hget(keys.run(run_id), "conversation"))
         if raw is None:
             raise RunNotFound(run_id)
-        return json.loads(raw)
+        conversation: dict[str, Any] = json.loads(raw)
+        return conversation
 
     def interrupt(self, interrupt_id: str) -> InterruptRecord | None:
-        data = self.redis.hgetall(keys.interrupt(interrupt_id))
+        data = reply(self.redis.hgetall(keys.interrupt(interrupt_id)))
         return InterruptRecord.from_hash(_decode(data)) if data else None
 
     def journal(self, run_id: str) -> dict[str, Any]:
         """Every journal entry of `run_id`, decoded."""
-        return {_s(k): json.loads(v) for k, v in self.redis.hgetall(keys.journal(run_id)).items()}
+        return {_s(k): json.loads(v) for k, v in reply(self.redis.hgetall(keys.journal(run_id))).items()}
 
     def journal_get(self, run_id: str, field: str) -> Any:
-        raw = self.redis.hget(keys.journal(run_id), field)
+        raw = reply(self.redis.hget(keys.journal(run_id), field))
         return None if raw is None else json.loads(raw)
 
     def history(self, run_id: str) -> list[HistoryEntry]:
-        return [HistoryEntry.model_validate_json(x) for x in self.redis.lrange(keys.history(run_id), 0, -1)]
+        return [HistoryEntry.model_validate_json(x) for x in reply(self.redis.lrange(keys.history(run_id), 0, -1))]
 
     def add_history(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:
         self.redis.rpush(keys.history(run_id), history_entry(event, by, **detail))
@@ -392,10 +394,10 @@ class RunStore:
     def list_ids(self, status: RunStatus | None, *, offset: int = 0, limit: int = 20) -> list[str]:
         """Run ids newest first, one page of an index; never a keyspace scan."""
         index = keys.all_runs_index() if status is None else keys.status_index(status)
-        return [_s(x) for x in self.redis.zrevrange(index, offset, offset + limit - 1)]
+        return [_s(x) for x in reply(self.redis.zrevrange(index, offset, offset + limit - 1))]
 
     def count(self, status: RunStatus) -> int:
-        return int(self.redis.zcard(keys.status_index(status)))
+        return int(reply(self.redis.zcard(keys.status_index(status))))
 
     def counts(self) -> dict[str, int]:
         pipe = self.redis.pipeline(transaction=False)
@@ -404,7 +406,7 @@ class RunStore:
         return {s.value: int(n) for s, n in zip(RunStatus, pipe.execute(), strict=True)}
 
     def waiting_on(self, user: str, *, limit: int = 20) -> list[str]:
-        return [_s(x) for x in self.redis.zrange(keys.waiting_index(user), 0, limit - 1)]
+        return [_s(x) for x in reply(self.redis.zrange(keys.waiting_index(user), 0, limit - 1))]
 
     def due_expiries(self, now: float, limit: int = 100) -> list[str]:
         """Open questions whose deadline has passed."""
@@ -435,7 +437,7 @@ class RunStore:
         self.redis.zrem(keys.accepted_index(), run_id)
 
     def _due(self, index_key: str, now: float, limit: int) -> list[str]:
-        return [_s(x) for x in self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit)]
+        return [_s(x) for x in reply(self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit))]
 
 
 def stage_create(

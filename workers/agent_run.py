@@ -1,0 +1,84 @@
+"""`AgentRun`: what an `@agent` function may do with its run, and nothing else.
+
+The runtime's `Run` implements it. Agents, `workers.llm` and the shipped agents are typed against
+this protocol, so the surface the README documents is the surface a type checker enforces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from workers.interaction import AnswerValue, Context, Request
+
+T = TypeVar("T")
+
+Answers = dict[str, AnswerValue]
+"""One question's answers, by item id."""
+
+
+class AgentRun(Protocol):
+    """One run of an agent, as the agent sees it: ask people, record steps, say things."""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, the same in every log line, listing and message about it."""
+        ...
+
+    @property
+    def started_by(self) -> str:
+        """Who started the run: a Slack user id, or an API token's origin."""
+        ...
+
+    @property
+    def data_dir(self) -> Path:
+        """A directory for the agent's local files, shared by the runs of one installation."""
+        ...
+
+    def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> Answers:
+        """Put `request` to people; the run parks until answered, and a replay returns the answers."""
+        ...
+
+    def ask_all(self, requests: dict[str, Request], context: dict[str, Context] | None = None) -> dict[str, Answers]:
+        """Put every request at once; resume once, after the last answer, with each one's answers by key."""
+        ...
+
+    def ask_any(self, requests: dict[str, Request], context: dict[str, Context] | None = None) -> tuple[str, Answers]:
+        """Put every request at once; resume on the first answer with `(its key, its answers)`."""
+        ...
+
+    def ask_each(
+        self,
+        request: Request,
+        quorum: int | None = None,
+        *,
+        key: str | None = None,
+        context: Context | None = None,
+    ) -> dict[str, Answers]:
+        """Put `request` to each assignee separately; resume at the quorum with answers by user id."""
+        ...
+
+    def step(self, key: str, fn: Callable[[], T]) -> T:
+        """Run `fn` once per run and record its JSON result; a replay returns the record."""
+        ...
+
+    def say(self, text: str) -> None:
+        """Post progress to the run's conversation, once: a replay posts nothing."""
+        ...
+
+    def secret(self, item_id: str) -> str:
+        """The clear value of the secret item `item_id` this run was last given."""
+        ...
+
+    def context_changed(self, key: str) -> bool:
+        """Whether the last answer `ask` of `key` returned was asked again because its facts changed."""
+        ...
+
+    def history(self, event: str, **detail: Any) -> None:
+        """Add an entry to the run's history (token usage, say), shown by `parley runs show`."""
+        ...
+
+
+AgentFn = Callable[[AgentRun, str], str]
+"""An agent: given its run and the text it was started with, the answer to post when it ends."""

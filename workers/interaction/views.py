@@ -1,0 +1,166 @@
+"""What a host is shown of a run and its questions: read-only views, typed in the port.
+
+The runtime's own records satisfy these protocols structurally, so a host types against the port and
+never against the store. A host for a new surface reads these and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from workers.interaction.context import ContextChange
+from workers.interaction.models import Answer, Request
+
+
+class QuestionState(StrEnum):
+    """Where one question is: being posted, open for answers, or closed and why."""
+
+    POSTING = "posting"
+    OPEN = "open"
+    ANSWERED = "answered"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    NOT_NEEDED = "not_needed"  # one of several questions, closed because the run went on without it
+
+
+class RunInfo(Protocol):
+    """A run as a host sees it: who started which agent, and where it talks."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def started_by(self) -> str: ...
+
+    @property
+    def conversation(self) -> dict[str, Any]: ...
+
+    def log_context(self) -> dict[str, Any]:
+        """The correlation fields of every log line about this run (run_id, team, channel, user)."""
+        ...
+
+
+class QuestionInfo(Protocol):
+    """One question of a run as a host sees it: what was asked of whom, and where it stands."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def request(self) -> Request: ...
+
+    @property
+    def assignees(self) -> list[str]: ...
+
+    @property
+    def asked_at(self) -> float: ...
+
+    @property
+    def state(self) -> QuestionState: ...
+
+    @property
+    def answers(self) -> list[Answer]: ...
+
+    @property
+    def answered_by(self) -> str: ...
+
+    @property
+    def answered_at(self) -> float | None: ...
+
+    @property
+    def closed_by(self) -> str: ...
+
+    @property
+    def team(self) -> str: ...
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """Where the host showed it (its own reference, e.g. Slack's channel and ts); empty until shown."""
+        ...
+
+    @property
+    def context(self) -> dict[str, Any] | None: ...
+
+    @property
+    def context_changes(self) -> list[ContextChange]: ...
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        """User group id -> its members when asked (the assignees hold the members)."""
+        ...
+
+    @property
+    def escalate_to(self) -> list[str]: ...
+
+    @property
+    def escalated_at(self) -> float | None: ...
+
+    @property
+    def handoffs(self) -> list[dict[str, Any]]:
+        """Reassignments, oldest first: by, from, to, at."""
+        ...
+
+
+class GroupInfo(Protocol):
+    """Several questions asked at once (`ask_all`, `ask_any`, `ask_each`) as a host sees them."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def members(self) -> list[str]:
+        """The ids of its questions."""
+        ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def people(self) -> dict[str, str]:
+        """`ask_each`: user id -> the id of that person's own question."""
+        ...
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """`ask_each`: the one message its people share; empty until shown."""
+        ...
+
+
+@dataclass(frozen=True)
+class QuestionProgress:
+    """How far a question put to each person separately (`ask_each`) is: shown with it, updated per answer.
+
+    `answers` (user id -> the member's question, answered) is filled only when the request asks to
+    show what people answered (`show_answers`); `answering` names the person a host that asks in
+    sequence (the terminal) is asking now.
+    """
+
+    asked: tuple[str, ...]
+    answered: tuple[str, ...]
+    need: int
+    answers: tuple[tuple[str, QuestionInfo], ...] = ()
+    answering: str = ""
+    closed: bool = False
+
+    @property
+    def summary(self) -> str:
+        """e.g. "2 of 3 answered" (with "2 needed" when a quorum is below everyone)."""
+        need = f", {self.need} needed" if self.need < len(self.asked) else ""
+        return f"{len(self.answered)} of {len(self.asked)} answered{need}"
