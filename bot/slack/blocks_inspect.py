@@ -29,6 +29,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack import limits
+from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, truncate, user_ref
 from workers.runtime.admin import RunDetail
 from workers.store.records import HistoryEntry, InterruptState, RunStatus
@@ -38,7 +39,6 @@ INSPECT_PAGE_ACTION_ID = "parley_inspect_page"
 HISTORY_PAGE = 50
 """History entries per page, newest first, ten to a section."""
 ANSWERS_SHOWN = 10
-SECTION_MAX = 3000
 LINE_MAX = 250
 
 
