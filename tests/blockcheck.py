@@ -175,8 +175,8 @@ def assert_valid_view(view: dict[str, Any]) -> None:
 
 
 def view_budget_errors(view: dict[str, Any]) -> list[str]:
-    """A modal's block text over 10,000 units, or its JSON (as slack_sdk sends it) over 24 KB."""
+    """A modal's block text over 10,000 units, or its JSON (UTF-8) over 24 KB."""
     text = sum(units(o["text"]) for o in text_objects(view.get("blocks") or []))
-    size = len(json.dumps(view).encode())
+    size = len(json.dumps(view, ensure_ascii=False).encode())
     errors = [f"modal: {text} units of block text (limit {VIEW_TEXT_LIMIT})"] if text > VIEW_TEXT_LIMIT else []
     return errors + ([f"modal: {size} bytes of JSON (limit {VIEW_JSON_LIMIT})"] if size > VIEW_JSON_LIMIT else [])

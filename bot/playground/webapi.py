@@ -335,6 +335,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
                 await asyncio.sleep(fault.delay)
             if fault and fault.fails:
                 status, body = fault.status, {"ok": False, "error": fault.error}
+                if fault.messages:
+                    body["response_metadata"] = {"messages": list(fault.messages)}
                 if fault.retry_after is not None:
                     headers["Retry-After"] = str(fault.retry_after)
             else:

@@ -52,7 +52,7 @@ MAX_MESSAGE_TEXT = 12_000
 MAX_VIEW_TEXT = 10_000
 """The block text a modal keeps within (the form, Inspect): the same headroom a question message keeps."""
 MAX_VIEW_JSON = 24 * 1024
-"""Bytes of a modal's JSON as slack_sdk sends it (`json.dumps`, ASCII-escaped)."""
+"""Bytes of a modal's JSON in UTF-8 (`view_json_size`)."""
 BUTTON_TEXT_MAX = 75
 HINT_MAX = 2000
 SECTION_FIELD_MAX = 2000
@@ -197,8 +197,12 @@ def check_message_blocks(blocks: list[dict[str, Any]], *, surface: str = "messag
 
 
 def view_json_size(view: dict[str, Any]) -> int:
-    """The bytes of `view` as slack_sdk sends it to `views.open` and `views.update` (`json.dumps`, ASCII)."""
-    return len(json.dumps(view))
+    """The bytes of `view`'s JSON in UTF-8, spaced as slack_sdk spaces it (`json.dumps`): what Slack decodes.
+
+    slack_sdk also escapes each character outside ASCII (an emoji becomes 12 bytes of `\\u` escapes),
+    which is the wire's size, not the view's.
+    """
+    return len(json.dumps(view, ensure_ascii=False).encode())
 
 
 def view_problems(view: dict[str, Any]) -> list[str]:
