@@ -9,6 +9,7 @@ injection plays Slack refusing the form.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,11 +184,15 @@ def _click_open_form(bot: Bot, paused: Any) -> dict[str, Any]:
     return told
 
 
-def test_a_form_opened_too_late_asks_the_clicker_to_click_again(bot: Bot) -> None:
+def test_a_form_opened_too_late_asks_the_clicker_to_click_again(bot: Bot, caplog: pytest.LogCaptureFixture) -> None:
     paused = bot.paused("s-form")
     bot.ws.faults.fail_next("views.open", status=200, error="expired_trigger_id")
-    told = _click_open_form(bot, paused)
+    with caplog.at_level(logging.WARNING, logger="parley.actions"):
+        told = _click_open_form(bot, paused)
     assert told["args"]["text"] == FORM_TOO_SLOW
+    [logged] = [r.ctx for r in caplog.records if getattr(r, "ctx", {}).get("error") == "expired_trigger_id"]
+    assert logged["run_id"] == paused.run.id and logged["user"] == "U0BOB"
+    assert isinstance(logged["click_to_open_s"], float) and logged["click_to_open_s"] >= 0  # action_ts → views.open
     assert [e for e in bot.runtime.store.history(paused.run.id) if e.event == "form refused"] == []
     assert bot.runtime.store.interrupt(paused.interrupt.id).state is InterruptState.OPEN  # type: ignore[union-attr]
 
