@@ -5,12 +5,14 @@ ruler. Every block is re-parsed with `slack_sdk.models.blocks.Block.parse(...).t
 runs slack_sdk's validators; an unknown type parses to None and fails) and views go through
 `View(**view).to_dict()`. On top of that: block counts per surface, unique block_ids, unique
 action_ids per block, option text/value/description lengths, ≤10 checkbox/radio options,
-plain_text_input lengths, multi-select `max_selected_items`, non-empty text objects and the
-message's aggregate text.
+plain_text_input lengths, multi-select `max_selected_items`, non-empty text objects, the
+message's aggregate text and a modal's size budget. Every length is counted here in UTF-16
+code units (an emoji counts 2), the unit that is safe whatever Slack counts in.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from slack_sdk.errors import SlackObjectFormationError
@@ -19,6 +21,38 @@ from slack_sdk.models.views import View
 
 BLOCK_LIMIT = {"message": 50, "modal": 100, "home": 100}
 AGGREGATE_TEXT_LIMIT = 12_000
+VIEW_TEXT_LIMIT = 10_000
+VIEW_JSON_LIMIT = 24 * 1024
+TOP_LEVEL_TEXT_LIMIT = 4000
+
+
+def units(text: Any) -> int:
+    """UTF-16 code units of `text`: what each Slack length limit is held to here."""
+    return len(str(text).encode("utf-16-le")) // 2
+
+
+def _text(obj: Any) -> str:
+    return str(obj.get("text", "")) if isinstance(obj, dict) else ""
+
+
+def _field_errors(path: str, block: dict[str, Any]) -> list[str]:
+    """A block's own text fields over Slack's documented limits."""
+    fields: list[tuple[str, str, int]] = []
+    kind = block.get("type")
+    if kind == "header":
+        fields.append(("text", _text(block.get("text")), 150))
+    elif kind == "section":
+        fields.append(("text", _text(block.get("text")), 3000))
+        fields += [(f"fields[{n}]", _text(f), 2000) for n, f in enumerate(block.get("fields") or [])]
+    elif kind == "context":
+        fields += [(f"elements[{n}]", _text(e), 3000) for n, e in enumerate(block.get("elements") or [])]
+    elif kind == "input":
+        fields += [("label", _text(block.get("label")), 2000), ("hint", _text(block.get("hint")), 2000)]
+    for el in _elements(block):
+        fields.append((f"{el.get('type')} placeholder", _text(el.get("placeholder")), 150))
+        if el.get("type") == "button":
+            fields.append(("button text", _text(el.get("text")), 75))
+    return [f"{path} {name}: {units(t)} units (limit {limit})" for name, t, limit in fields if units(t) > limit]
 
 
 def _elements(block: dict[str, Any]) -> list[dict[str, Any]]:
@@ -60,11 +94,11 @@ def _element_errors(path: str, el: dict[str, Any]) -> list[str]:
     errors = []
     kind = el.get("type")
     for opt in _all_options(el):
-        if len((opt.get("text") or {}).get("text", "")) > 75:
+        if units((opt.get("text") or {}).get("text", "")) > 75:
             errors.append(f"{path}/{kind}: option text over 75")
-        if len(opt.get("value", "")) > 150:
+        if units(opt.get("value", "")) > 150:
             errors.append(f"{path}/{kind}: option value over 150")
-        if len((opt.get("description") or {}).get("text", "")) > 75:
+        if units((opt.get("description") or {}).get("text", "")) > 75:
             errors.append(f"{path}/{kind}: option description over 75")
     if kind in ("checkboxes", "radio_buttons") and len(el.get("options") or []) > 10:
         errors.append(f"{path}/{kind}: more than 10 options")
@@ -99,6 +133,7 @@ def block_errors(blocks: list[dict[str, Any]], surface: str = "message") -> list
             if block_id in seen:
                 errors.append(f"{path}: duplicate block_id {block_id!r}")
             seen.add(block_id)
+        errors += _field_errors(path, block)
         elements = _elements(block)
         action_ids = [e["action_id"] for e in elements if e.get("action_id")]
         if len(action_ids) != len(set(action_ids)):
@@ -109,9 +144,9 @@ def block_errors(blocks: list[dict[str, Any]], surface: str = "message") -> list
         if not str(obj["text"]).strip():
             errors.append(f"empty {obj['type']} text object")
     if surface == "message":
-        total = sum(len(o["text"]) for o in text_objects(blocks))
+        total = sum(units(o["text"]) for o in text_objects(blocks))
         if total > AGGREGATE_TEXT_LIMIT:
-            errors.append(f"message: {total} characters of block text (limit {AGGREGATE_TEXT_LIMIT})")
+            errors.append(f"message: {total} units of block text (limit {AGGREGATE_TEXT_LIMIT})")
     return errors
 
 
@@ -120,8 +155,8 @@ def assert_valid_message(blocks: list[dict[str, Any]], text: str | None = "fallb
     errors = block_errors(blocks, "message")
     if text is not None and not text.strip():
         errors.append("message: top-level text fallback is empty")
-    if text is not None and len(text) > 4000:
-        errors.append("message: top-level text over 4000 characters")
+    if text is not None and units(text) > TOP_LEVEL_TEXT_LIMIT:
+        errors.append(f"message: top-level text over {TOP_LEVEL_TEXT_LIMIT} units")
     assert not errors, "\n".join(errors)
 
 
@@ -133,4 +168,15 @@ def assert_valid_view(view: dict[str, Any]) -> None:
     except SlackObjectFormationError as exc:
         errors.append(f"view: {exc}")
     errors += block_errors(list(view.get("blocks") or []), view["type"])
+    errors += [f"view {k}: over 24 units" for k in ("title", "submit", "close") if units(_text(view.get(k))) > 24]
+    if view["type"] == "modal":
+        errors += view_budget_errors(view)
     assert not errors, "\n".join(errors)
+
+
+def view_budget_errors(view: dict[str, Any]) -> list[str]:
+    """A modal's block text over 10,000 units, or its JSON (UTF-8) over 24 KB."""
+    text = sum(units(o["text"]) for o in text_objects(view.get("blocks") or []))
+    size = len(json.dumps(view, ensure_ascii=False).encode())
+    errors = [f"modal: {text} units of block text (limit {VIEW_TEXT_LIMIT})"] if text > VIEW_TEXT_LIMIT else []
+    return errors + ([f"modal: {size} bytes of JSON (limit {VIEW_JSON_LIMIT})"] if size > VIEW_JSON_LIMIT else [])

@@ -245,6 +245,26 @@ def block_suggestion_payload(
     }
 
 
+def view_suggestion_payload(
+    *, user: str, view: dict[str, Any], block_id: str, action_id: str, value: str, team: str = TEAM_ID
+) -> dict[str, Any]:
+    """The options request Slack sends while a person types into an `external_select` in an open modal."""
+    return {
+        "type": "block_suggestion",
+        "user": _user(user, team),
+        "container": {"type": "view", "view_id": view["id"]},
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "action_id": action_id,
+        "block_id": block_id,
+        "value": value,
+        "team": _team(team),
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "view": view,
+    }
+
+
 # ---- events ------------------------------------------------------------------------------
 def event_callback_body(
     event: dict[str, Any],

@@ -93,3 +93,22 @@ def test_a_long_history_is_paged_within_a_modals_blocks() -> None:
     [nav] = [b for b in last["blocks"] if b.get("block_id") == "inspect|page"]
     assert [(e["text"]["text"], e["value"]) for e in nav["elements"]] == [("◀ Newer", "rRUN1|5")]
     assert inspect_view(big, page=99) == last  # past the end: the oldest page
+
+
+def test_a_run_with_more_text_than_a_modal_carries_is_cut_to_the_budget() -> None:
+    """Ten long answers, many long steps and a page of long history lines (emoji count 2): within
+    10,000 characters and 24 KB of JSON, each part keeping its head."""
+    base = detail(60)
+    long = "🚀 " + "x" * 400 + " " + EVIL
+    answers = [{"id": f"i{n}", "free_text": long} for n in range(10)]
+    answered = [
+        HistoryEntry(at=T0 + n, event="answered", by="U0CAROL", detail={"key": f"k{n}", "answers": answers})
+        for n in range(10)
+    ]
+    history = [*answered, *(HistoryEntry(at=T0 + 100 + n, event="🚀" * 40, detail={"e": long}) for n in range(60))]
+    steps = {f"step-{n}": long for n in range(30)}
+    view = inspect_view(RunDetail(run=base.run, interrupt=base.interrupt, history=history, steps=steps))
+    assert_valid_view(view)  # the test-side checker holds a modal to the same budget, counted in UTF-16
+    text = mrkdwn(view)
+    assert "*Answers so far*" in text and "*Steps recorded*" in text and "*History*, newest first" in text
+    assert all("<" not in OWN_MARKUP.sub("", t) for t in text.split("\n")), text

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from workers.interaction import Answer, AnswerError, Item, ItemType, Option, Request, answers_to_values
+from workers.interaction.lengths import OPTION_TEXT_MAX, utf16_prefix
 
 pytestmark = pytest.mark.unit
 
@@ -20,15 +21,13 @@ item_ids = st.from_regex(r"[A-Za-z0-9_-]{1,16}", fullmatch=True)
 words = st.text(min_size=1, max_size=40)
 non_blank = st.text(min_size=1, max_size=60).filter(lambda s: s.strip() != "")
 iso_dates = st.dates().map(dt.date.isoformat)
+labels = st.text(min_size=1, max_size=75).map(lambda s: utf16_prefix(s, OPTION_TEXT_MAX))  # 75 UTF-16 units
 
 
 @st.composite
 def options(draw) -> list[Option]:
     values = draw(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=8, unique=True))
-    return [
-        Option(value=v, label=draw(st.text(min_size=1, max_size=75)), description=draw(st.none() | words))
-        for v in values
-    ]
+    return [Option(value=v, label=draw(labels), description=draw(st.none() | labels)) for v in values]
 
 
 @st.composite

@@ -167,6 +167,42 @@ def test_invalid_blocks_for_static_select_option_limits(client: WebClient, ws: W
     assert ws.messages("C0OPS") == []
 
 
+def test_lengths_are_counted_in_utf16_units_and_a_message_over_12000_is_too_long(
+    client: WebClient, ws: Workspace
+) -> None:
+    header = {"type": "header", "text": {"type": "plain_text", "text": "🚀" * 76}}  # 76 characters, 152 units
+    err = slack_error(lambda: client.chat_postMessage(channel="C0OPS", text="t", blocks=[header]))
+    assert err.response["error"] == "invalid_blocks" and "over 150 UTF-16 code units" in err.response["errors"][0]
+    option = {"text": {"type": "plain_text", "text": "🚀" * 38}, "value": "v"}  # 38 characters, 76 units
+    select = {"type": "static_select", "action_id": "answer", "options": [option]}
+    picker = {"type": "section", "text": {"type": "mrkdwn", "text": "Pick"}, "accessory": select}
+    assert (
+        slack_error(lambda: client.chat_postMessage(channel="C0OPS", text="t", blocks=[picker])).response["error"]
+        == "invalid_blocks"
+    )
+    wordy = [section("🚀" * 1500) for _ in range(5)]  # 7,500 characters, 15,000 units
+    err = slack_error(lambda: client.chat_postMessage(channel="C0OPS", text="t", blocks=wordy))
+    assert err.response["error"] == "msg_blocks_too_long"
+    assert ws.messages("C0OPS") == []
+
+
+def test_views_open_refuses_a_modal_over_the_view_budget(client: WebClient, ws: Workspace) -> None:
+    """Slack fails a large view without an error; the stand-in refuses one over Parley's budget."""
+    options = [{"text": {"type": "plain_text", "text": f"{k:03d} " + "o" * 71}, "value": f"v{k}"} for k in range(100)]
+    select = {"type": "static_select", "action_id": "answer", "options": options}
+    inputs = [
+        {"type": "input", "block_id": f"b{n}", "label": {"type": "plain_text", "text": "Pick"}, "element": select}
+        for n in range(2)
+    ]
+    modal = {"type": "modal", "title": {"type": "plain_text", "text": "Answer"}, "blocks": inputs}
+    err = slack_error(lambda: client.views_open(trigger_id=ws.issue_trigger("U0CAROL"), view=modal))
+    assert err.response["error"] == "invalid_blocks"
+    assert "a modal keeps within" in " ".join(err.response["response_metadata"]["messages"])
+    assert ws.open_views("U0CAROL") == []
+    opened = client.views_open(trigger_id=ws.issue_trigger("U0CAROL"), view={**modal, "blocks": inputs[:1]})
+    assert opened["ok"] and [v["id"] for v in ws.open_views("U0CAROL")] == [opened["view"]["id"]]
+
+
 def test_block_validation_catches_what_slack_rejects() -> None:
     assert validate_blocks([section("a", "q1"), section("b", "q1")])  # duplicate block_id
     assert validate_blocks([{"type": "no_such_block"}])

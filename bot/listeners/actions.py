@@ -3,34 +3,41 @@
 Submit and a choice do the answer path's bounded work before the ack and nothing else:
 decode, validate against the stored request, accept atomically, enqueue the resume. The
 resumed run shows an accepted answer on the question; a refusal is told to the clicker
-after the ack (`BotDeps.after_ack`). The admins' run controls are `bot.listeners.admin_actions`.
+after the ack (`BotDeps.after_ack`). A form that does not open is told to the clicker too,
+and a form Slack refuses is recorded in the run's history. The admins' run controls are
+`bot.listeners.admin_actions`.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from functools import partial
 from typing import Any
 
 import redis
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
 from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
+from bot.slack.limits import BlockLimitError
 from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
-from workers.interaction import Answer
+from workers.interaction import Answer, Request
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import InterruptRecord, RefusalReason
 
 log = Log("parley.actions")
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
+FORM_TOO_SLOW = (
+    ":hourglass: The form took too long to open, so Slack did not show it. Please click *Answer in a form* again."
+)
 
 
 def _token(body: dict[str, Any], action: dict[str, Any]) -> str:
@@ -106,21 +113,73 @@ def on_choose(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) 
     _answered(ack, body, choose_outcome(body, deps), client, deps)
 
 
+def form_refused_text(request: Request, why: str) -> str:
+    """What the clicker reads when the form cannot be opened: why, and where else to answer."""
+    text = f":warning: The form could not be opened: {why}."
+    if not request.has_secret:  # a question asking a secret has no inputs in its message
+        text += " You can answer in the question's message instead, with the inputs there."
+    return text
+
+
+def _tell_clicker(client: WebClient, body: dict[str, Any], text: str, flog: Log) -> None:
+    """Say `text` to the clicker alone, beside the question they clicked."""
+    channel = channel_of(body)
+    if not channel:
+        return
+    try:
+        client.chat_postEphemeral(channel=channel, user=body["user"]["id"], thread_ts=thread_of(body), text=text)
+    except SlackApiError as exc:
+        flog.warning("could not tell the clicker the form did not open", error=exc.response.get("error"))
+
+
+def _since_click(action: dict[str, Any], at: float) -> float | None:
+    """Seconds from the click (Slack's `action_ts`) to `at`, when Slack said when it was."""
+    try:
+        return round(at - float(action.get("action_ts") or ""), 3)
+    except ValueError:
+        return None
+
+
 def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """Open the form straight from the click: a `trigger_id` lives three seconds."""
+    """Open the form straight from the click: a `trigger_id` lives three seconds.
+
+    A form that does not open is never silent: a trigger that expired first asks the clicker
+    to click again; any other refusal tells them the form could not be opened and is recorded
+    in the run's history with Slack's error and `response_metadata.messages`.
+    """
     ack()
-    iid, trigger_id = str(clicked(body).get("value", "")), body.get("trigger_id")
-    interrupt = lookup(deps.runtime.store, iid, body["user"]["id"])
+    action = clicked(body)
+    iid, trigger_id, user = str(action.get("value", "")), body.get("trigger_id"), body["user"]["id"]
+    interrupt = lookup(deps.runtime.store, iid, user)
     if isinstance(interrupt, AnswerOutcome):  # not theirs (or gone): Submit tells them why
         deps.after_ack(tell_refusal, client, interrupt, channel_of(body), thread_of(body))
         return
     if not trigger_id:  # without a trigger Slack opens no modal
         return
-    view = blocks.modal_view(interrupt.request, iid, channel=channel_of(body))
+    flog = log.bind(run_id=interrupt.run_id, interrupt_id=iid, team=team_of(body), channel=channel_of(body), user=user)
+    history = deps.runtime.store.add_history
+    try:
+        view = blocks.modal_view(interrupt.request, iid, channel=channel_of(body))
+    except (BlockLimitError, SlackObjectFormationError) as exc:
+        problems = exc.problems if isinstance(exc, BlockLimitError) else [str(exc)]
+        flog.warning("the form is beyond Slack's limits", problems=problems)
+        history(interrupt.run_id, "form refused", user, interrupt_id=iid, messages=problems)
+        _tell_clicker(client, body, form_refused_text(interrupt.request, "it holds more than Slack shows"), flog)
+        return
+    called = time.time()
     try:
         client.views_open(trigger_id=trigger_id, view=view)
-    except SlackApiError as exc:  # e.g. expired_trigger_id: the click came too late; a new click works
-        log.warning("could not open the form", interrupt_id=iid, run_id=interrupt.run_id, error=str(exc))
+    except SlackApiError as exc:
+        error = str(exc.response.get("error") or "no error given")
+        timing = {"click_to_open_s": _since_click(action, called), "open_took_s": round(time.time() - called, 3)}
+        if error == "expired_trigger_id":  # the click came more than 3 s before views.open: a new click works
+            flog.warning("the form opened too late for its trigger", error=error, **timing)
+            _tell_clicker(client, body, FORM_TOO_SLOW, flog)
+            return
+        messages = [str(m) for m in (exc.response.get("response_metadata") or {}).get("messages") or []]
+        flog.warning("Slack refused the form", error=error, messages=messages, **timing)
+        history(interrupt.run_id, "form refused", user, interrupt_id=iid, error=error, messages=messages)
+        _tell_clicker(client, body, form_refused_text(interrupt.request, f"Slack answered `{error}`"), flog)
 
 
 def register(app: App, deps: BotDeps) -> None:

@@ -1,4 +1,9 @@
-"""Option loads for `external_select`: type-ahead over the options stored with the request."""
+"""Option loads for `external_select`: type-ahead over the options stored with the request.
+
+Both the question's message (`q|…` blocks) and its form (`f|…` blocks) load options here: a
+select too big for either's budget lists its options as people type, so every option can still
+be chosen.
+"""
 
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_state_values
+from bot.slack.limits import SECTION_MAX
+from bot.slack.mrkdwn import cut_escaped, truncate
 from bot.slack.payload_fields import enterprise_of, team_of
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import refusal_text
@@ -41,7 +43,7 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     except redis.RedisError:
         # Keep the form and what was typed in it; the person submits again.
         text = refusal_text(unavailable(iid, user, team)).removeprefix(":warning: ")
-        ack(response_action="errors", errors={first_block or "form": text[:ERROR_MAX]})
+        ack(response_action="errors", errors={first_block or "form": truncate(text, ERROR_MAX)})
         return
     if isinstance(found, AnswerOutcome) and found.reason is RefusalReason.UNKNOWN:
         ack(response_action="errors", errors={first_block or "form": "This question no longer exists."})
@@ -53,7 +55,7 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     try:
         answers = parse_state_values(interrupt.request, iid, (view.get("state") or {}).get("values") or {}, prefix="f")
     except StateError as exc:
-        ack(response_action="errors", errors={first_block or "form": str(exc)[:ERROR_MAX]})
+        ack(response_action="errors", errors={first_block or "form": truncate(str(exc), ERROR_MAX)})
         return
     token = f"{user}:{view.get('id')}:{view.get('hash')}"
     outcome = try_accept(
@@ -71,7 +73,7 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
         return
     if outcome.reason in (RefusalReason.UNAVAILABLE, RefusalReason.UNCONFIRMED):  # keep the form: submit again
         text = refusal_text(outcome).removeprefix(":warning: ")
-        ack(response_action="errors", errors={first_block or "form": text[:ERROR_MAX]})
+        ack(response_action="errors", errors={first_block or "form": truncate(text, ERROR_MAX)})
         return
     if outcome.reason is RefusalReason.INVALID:
         errors = outcome.detail.get("errors", {})
@@ -88,7 +90,7 @@ def _notice_view(text: str) -> dict[str, Any]:
         type="modal",
         title="Answer",
         close="Close",
-        blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))],
+        blocks=[SectionBlock(text=MarkdownTextObject(text=cut_escaped(text, SECTION_MAX)))],
     ).to_dict()
 
 

@@ -17,6 +17,8 @@ class Fault:
     delay: float = 0.0
     hold: float = 0.0
     """Seconds the response is held after the call was served: done at Slack, unknown to a client that gave up."""
+    messages: tuple[str, ...] = ()
+    """Slack's `response_metadata.messages` sent with the error, e.g. `("[ERROR] must be ...",)`."""
 
     @property
     def fails(self) -> bool:
@@ -35,16 +37,23 @@ class FaultPlan:
         self._lock = threading.Lock()
 
     def fail_next(
-        self, method: str, status: int = 429, retry_after: int | None = 1, times: int = 1, error: str | None = None
+        self,
+        method: str,
+        status: int = 429,
+        retry_after: int | None = 1,
+        times: int = 1,
+        error: str | None = None,
+        messages: tuple[str, ...] = (),
     ) -> None:
         """Answer the next ``times`` calls of ``method`` with ``status``.
 
         429 responses carry ``Retry-After`` and ``ratelimited``; other statuses
         default to ``internal_error``. ``status=200`` with ``error`` injects a
-        Slack-level error such as ``channel_not_found``.
+        Slack-level error such as ``channel_not_found``, with ``messages`` as its
+        ``response_metadata.messages`` when given.
         """
         error = error or ("ratelimited" if status == 429 else "internal_error")
-        fault = Fault(status, error, retry_after if status == 429 else None)
+        fault = Fault(status, error, retry_after if status == 429 else None, messages=tuple(messages))
         with self._lock:
             self._rules.append([method, fault, times])
 

@@ -5,8 +5,11 @@
 ``Bearer`` token, HTTP 200 with ``{"ok": false, "error": ...}`` for Slack-level
 errors, 429 + ``Retry-After`` for rate limits, and an ``x-slack-req-id`` header
 on every response. Block Kit payloads are checked against the limits Slack
-enforces server-side (including the ones slack_sdk's models let through), so
-code that passes here is not rejected with ``invalid_blocks`` in production.
+enforces server-side (including the ones slack_sdk's models let through, and
+lengths counted in UTF-16 code units, `bot.slack.limits`), so code that passes
+here is not rejected with ``invalid_blocks`` or ``msg_blocks_too_long`` in
+production. A modal over Parley's view budget is refused too: Slack documents
+no limit, but fails large views without an error (see `bot.slack.limits`).
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ from starlette.routing import Route
 from bot.playground import app_methods, conversations
 from bot.playground.slack_error import SlackError
 from bot.playground.workspace import Workspace
+from bot.slack import limits
+from bot.slack.limits import utf16_len
 
-MESSAGE_BLOCK_LIMIT = 50
-VIEW_BLOCK_LIMIT = 100
-OPTION_TEXT_LIMIT = 75
-OPTION_VALUE_LIMIT = 150
-CHOICE_OPTIONS_LIMIT = 10  # checkboxes and radio_buttons
+MESSAGE_BLOCK_LIMIT = limits.MAX_MESSAGE_BLOCKS
+VIEW_BLOCK_LIMIT = limits.MAX_VIEW_BLOCKS
+OPTION_TEXT_LIMIT = limits.OPTION_TEXT_MAX
+OPTION_VALUE_LIMIT = limits.OPTION_VALUE_MAX
+CHOICE_OPTIONS_LIMIT = limits.MAX_CHOICE_BUTTON_OPTIONS  # checkboxes and radio_buttons
+_SURFACES = ("message", "modal", "home")
 
 
 def _option_errors(element: dict[str, Any], at: str) -> list[str]:
@@ -55,11 +61,11 @@ def _option_errors(element: dict[str, Any], at: str) -> list[str]:
                 continue
             text = option.get("text")
             text = text.get("text", "") if isinstance(text, dict) else str(text or "")
-            if len(text) > OPTION_TEXT_LIMIT:
+            if utf16_len(text) > OPTION_TEXT_LIMIT:
                 errors.append(
                     f"must be less than {OPTION_TEXT_LIMIT + 1} characters [json-pointer:{where}/{j}/text/text]"
                 )
-            if len(str(option.get("value", ""))) > OPTION_VALUE_LIMIT:
+            if utf16_len(str(option.get("value", ""))) > OPTION_VALUE_LIMIT:
                 errors.append(f"must be less than {OPTION_VALUE_LIMIT + 1} characters [json-pointer:{where}/{j}/value]")
     return errors
 
@@ -99,21 +105,34 @@ def validate_blocks(blocks: Any, limit: int = MESSAGE_BLOCK_LIMIT, pointer: str 
     return errors
 
 
-def _check_blocks(blocks: Any, limit: int, pointer: str = "/blocks") -> None:
-    errors = validate_blocks(blocks, limit, pointer)
+def _refuse(errors: list[str], error: str = "invalid_blocks") -> None:
+    messages = [f"[ERROR] {e}" for e in errors]
+    raise SlackError(error, errors=errors, response_metadata={"messages": messages})
+
+
+def _check_blocks(blocks: Any, surface: str = "message", pointer: str = "/blocks") -> None:
+    """Refuse blocks as Slack does: `invalid_blocks` naming each problem, `msg_blocks_too_long` for a
+    message's text over 12,000; lengths slack_sdk counts in code points are counted again in UTF-16."""
+    errors = validate_blocks(blocks, MESSAGE_BLOCK_LIMIT if surface == "message" else VIEW_BLOCK_LIMIT, pointer)
     if errors:
-        messages = [f"[ERROR] {e}" for e in errors]
-        raise SlackError("invalid_blocks", errors=errors, response_metadata={"messages": messages})
+        _refuse(errors)
+    if surface == "message" and limits.text_length(blocks) > limits.MAX_MESSAGE_TEXT:
+        raise SlackError("msg_blocks_too_long")
+    if blocks and (problems := limits.block_problems(blocks, surface=surface)):  # [] clears a message's blocks
+        _refuse(problems)
 
 
 def _check_view(view: Any, kind: str | None = None) -> dict[str, Any]:
     if not isinstance(view, dict) or (kind and view.get("type") != kind):
         raise SlackError("invalid_arguments", response_metadata={"messages": [f"[ERROR] view must be a {kind} view"]})
-    _check_blocks(view.get("blocks", []), VIEW_BLOCK_LIMIT, "/view/blocks")
+    surface = view.get("type") if view.get("type") in _SURFACES else "modal"
+    _check_blocks(view.get("blocks", []), surface, "/view/blocks")
     try:
         View(**view).to_dict()
     except (SlackObjectFormationError, TypeError, ValueError) as exc:
         raise SlackError("invalid_arguments", response_metadata={"messages": [f"[ERROR] {exc}"]}) from exc
+    if surface == "modal" and view.get("blocks") and (problems := limits.view_problems(view)):
+        _refuse(problems)  # the modal budget: Slack would fail it without an error
     return view
 
 
@@ -192,7 +211,7 @@ class _Api:
         if not args.get("text") and not args.get("blocks"):
             raise SlackError("no_text")
         if "blocks" in args:
-            _check_blocks(args["blocks"], MESSAGE_BLOCK_LIMIT)
+            _check_blocks(args["blocks"])
         extra = {k: args.get(k) for k in ("metadata", "reply_broadcast", "attachments")}
         msg = self.ws.post_message(
             channel, str(args.get("text") or ""), args.get("blocks"), thread_ts=args.get("thread_ts"), **extra
@@ -208,7 +227,7 @@ class _Api:
         if current["user"] != self.ws.bot_user_id:
             raise SlackError("cant_update_message")
         if "blocks" in args:
-            _check_blocks(args["blocks"], MESSAGE_BLOCK_LIMIT)
+            _check_blocks(args["blocks"])
         if "text" not in args and "blocks" not in args:
             raise SlackError("no_text")
         msg = self.ws.update_message(channel, ts, args.get("text"), args.get("blocks"))
@@ -223,7 +242,7 @@ class _Api:
         if not args.get("text") and not args.get("blocks"):
             raise SlackError("no_text")
         if "blocks" in args:
-            _check_blocks(args["blocks"], MESSAGE_BLOCK_LIMIT)
+            _check_blocks(args["blocks"])
         ts = self.ws.post_ephemeral(
             channel, user, str(args.get("text") or ""), args.get("blocks"), args.get("thread_ts")
         )
@@ -316,6 +335,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
                 await asyncio.sleep(fault.delay)
             if fault and fault.fails:
                 status, body = fault.status, {"ok": False, "error": fault.error}
+                if fault.messages:
+                    body["response_metadata"] = {"messages": list(fault.messages)}
                 if fault.retry_after is not None:
                     headers["Retry-After"] = str(fault.retry_after)
             else:

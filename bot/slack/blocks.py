@@ -45,6 +45,7 @@ from bot.slack.blocks_question import (
     modal_view,
     question_blocks,
 )
+from bot.slack.limits import utf16_len
 from bot.slack.mrkdwn import clip, cut_escaped, escape, user_ref
 
 TEXT_MAX = 4000
@@ -86,7 +87,7 @@ def run_started_text(user: str, agent: str, text: str) -> str:
     head = f"{user_ref(user)} started *{clip(agent, 100)}*"
     if not text.strip():
         return head
-    return f"{head}: {clip(text, TEXT_MAX - len(head) - 2)}"
+    return f"{head}: {clip(text, TEXT_MAX - utf16_len(head) - 2)}"
 
 
 def progress_text(text: str) -> str:

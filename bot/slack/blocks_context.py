@@ -15,11 +15,11 @@ from typing import Any
 from slack_sdk.models.blocks import Block, MarkdownTextObject, SectionBlock
 
 from bot.slack import limits
+from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, user_ref
 from workers.interaction import Context, ContextChange, Request
 from workers.interaction.context import describe_change, show_value
 
-SECTION_MAX = 3000
 LINE_MAX = 400
 """The most characters one fact or one change takes, escaped."""
 DECIDING_ON = "You are deciding on"

@@ -13,7 +13,8 @@ from typing import Any
 from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject, SectionBlock
 
 from bot.slack import limits
-from bot.slack.blocks_question import SECTION_MAX, _answer_text, _locked_reason
+from bot.slack.blocks_question import _answer_text, _locked_reason
+from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, user_ref
 from workers.interaction import Request
 from workers.runtime.host import QuestionProgress

@@ -29,6 +29,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack import limits
+from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, truncate, user_ref
 from workers.runtime.admin import RunDetail
 from workers.store.records import HistoryEntry, InterruptState, RunStatus
@@ -38,8 +39,9 @@ INSPECT_PAGE_ACTION_ID = "parley_inspect_page"
 HISTORY_PAGE = 50
 """History entries per page, newest first, ten to a section."""
 ANSWERS_SHOWN = 10
-SECTION_MAX = 3000
 LINE_MAX = 250
+MIN_TEXT_CAP = 150
+"""The least text a section or context keeps when Inspect is cut to a modal's budget."""
 
 
 def _section(text: str) -> SectionBlock:
@@ -184,8 +186,37 @@ def inspect_view(detail: RunDetail, *, page: int = 0) -> dict[str, Any]:
         private_metadata=detail.run.id,
         blocks=blocks,
     ).to_dict()
+    if not limits.within_view_budget(view):
+        low, high = MIN_TEXT_CAP, SECTION_MAX
+        while low < high:
+            mid = (low + high + 1) // 2
+            if limits.within_view_budget(_capped(view, mid)):
+                low = mid
+            else:
+                high = mid - 1
+        view = _capped(view, low)
     limits.check_view(view)
     return view
+
+
+def _capped(view: dict[str, Any], cap: int) -> dict[str, Any]:
+    """`view` with each section's and context's mrkdwn cut to `cap`: the head of each part stays, the rest goes.
+
+    Inspect keeps within a modal's budget (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`) this way
+    when a run's answers, steps and history page hold more text than a modal carries.
+    """
+
+    def cut(text: dict[str, Any]) -> dict[str, Any]:
+        return {**text, "text": cut_escaped(text["text"], cap)} if text.get("type") == "mrkdwn" else text
+
+    blocks = []
+    for block in view["blocks"]:
+        if block["type"] == "section" and isinstance(block.get("text"), dict):
+            block = {**block, "text": cut(block["text"])}
+        elif block["type"] == "context":
+            block = {**block, "elements": [cut(e) for e in block.get("elements") or []]}
+        blocks.append(block)
+    return {**view, "blocks": blocks}
 
 
 def notice_view(text: str) -> dict[str, Any]:

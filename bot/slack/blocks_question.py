@@ -29,7 +29,7 @@ parse them. Locked messages (answered/closed) carry no block_ids: Slack assigns 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -55,6 +55,7 @@ from slack_sdk.models.views import View
 
 from bot.slack import limits
 from bot.slack.blocks_context import context_blocks, deciding_on
+from bot.slack.limits import HEADER_MAX, LABEL_MAX, OPTION_DESCRIPTION_MAX, SECTION_MAX, utf16_len
 from bot.slack.mrkdwn import assignee_ref, clip, cut_escaped, date_token, escape, split_escaped, truncate, user_ref
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
@@ -65,9 +66,7 @@ FAST_PATH_MAX_OPTIONS = 5
 QUESTION_TEXT_BUDGET = 10_000
 """Text a question message aims to stay under, leaving headroom below Slack's ~12,000."""
 REASON_MAX = 6000
-SECTION_MAX = 3000
-HEADER_MAX = 150
-LABEL_MAX = 2000
+"""The escaped reason a message shows, split into sections of at most `SECTION_MAX`."""
 MAX_ASSIGNEES_SHOWN = 10
 FALLBACK_MAX = 4000
 """Slack's recommended ceiling for a message's top-level `text`, escaped."""
@@ -112,7 +111,7 @@ def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allo
     """
     raw = f"{prefix} {reason}" if prefix else reason
     ids = (lambda n: f"{id_base}|{n}") if id_base else (lambda n: None)
-    if allow_header and len(raw) <= HEADER_MAX and not set(raw) & {"\n", "<", ">"}:
+    if allow_header and utf16_len(raw) <= HEADER_MAX and not set(raw) & {"\n", "<", ">"}:
         return [HeaderBlock(block_id=ids(0), text=PlainTextObject(text=raw))]
     body = cut_escaped(escape(reason), REASON_MAX)
     if prefix:
@@ -121,19 +120,27 @@ def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allo
     return [SectionBlock(block_id=ids(n), text=MarkdownTextObject(text=c)) for n, c in enumerate(chunks)]
 
 
-def _option(item: Item, value: str) -> Option:
+def _description(text: str | None, cap: int) -> str | None:
+    """An option's description shortened to `cap` (none at 0), to keep a form within its budget."""
+    return truncate(text, cap) if text and cap > 0 else None
+
+
+def _option(item: Item, value: str, description_cap: int = OPTION_DESCRIPTION_MAX) -> Option:
     opt = item.option(value)
     label = opt.label if opt else value
-    return Option(value=value, label=label, description=opt.description if opt else None)
+    return Option(value=value, label=label, description=_description(opt.description if opt else None, description_cap))
 
 
-def _element(item: Item, *, external: bool) -> Any:
-    """The input element for `item`, with its default pre-filled."""
+def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRIPTION_MAX) -> Any:
+    """The input element for `item`, with its default pre-filled and option descriptions cut to `description_cap`."""
     placeholder = PlainTextObject(text=item.placeholder or _PLACEHOLDERS[item.type])
     default = item.default
-    options = [Option(value=o.value, label=o.label, description=o.description) for o in item.options or []]
+    options = [
+        Option(value=o.value, label=o.label, description=_description(o.description, description_cap))
+        for o in item.options or []
+    ]
     if item.type is ItemType.SELECT:
-        initial = _option(item, default) if isinstance(default, str) else None
+        initial = _option(item, default, description_cap) if isinstance(default, str) else None
         if external:
             return ExternalDataSelectElement(
                 action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_option=initial, min_query_length=0
@@ -142,7 +149,9 @@ def _element(item: Item, *, external: bool) -> Any:
             action_id=ANSWER_ACTION_ID, placeholder=placeholder, options=options, initial_option=initial
         )
     if item.type is ItemType.MULTI_SELECT:
-        initial_list = [_option(item, v) for v in default] if isinstance(default, list) and default else None
+        initial_list = (
+            [_option(item, v, description_cap) for v in default] if isinstance(default, list) and default else None
+        )
         if external:
             return ExternalDataMultiSelectElement(
                 action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_options=initial_list, min_query_length=0
@@ -165,13 +174,20 @@ def _element(item: Item, *, external: bool) -> Any:
     )
 
 
-def _input(item: Item, block_id: str, *, external: bool, label_cap: int = LABEL_MAX) -> InputBlock:
+def _input(
+    item: Item,
+    block_id: str,
+    *,
+    external: bool,
+    label_cap: int = LABEL_MAX,
+    description_cap: int = OPTION_DESCRIPTION_MAX,
+) -> InputBlock:
     label = truncate(item.text, label_cap)
     hint = _SHORTENED_HINT if label != item.text else SECRET_HINT if item.is_secret else None
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
-        element=_element(item, external=external),
+        element=_element(item, external=external, description_cap=description_cap),
         optional=not item.required,
         hint=PlainTextObject(text=hint) if hint else None,
     )
@@ -281,24 +297,33 @@ def question_blocks(
 
     out = build(LABEL_MAX)
     # Shed option text first: the biggest static selects load their options on demand instead.
-    by_size = sorted(
-        (i for i in request.items if i.is_choice and i.id not in external),
-        key=lambda i: -sum(len(o.label) + len(o.description or "") for o in i.options or []),
-    )
+    by_size = _by_option_text(request, external)
     while limits.text_length(out) > QUESTION_TEXT_BUDGET and by_size:
         external.add(by_size.pop(0).id)
         out = build(LABEL_MAX)
     if limits.text_length(out) > QUESTION_TEXT_BUDGET:
-        low, high = 40, LABEL_MAX
-        while low < high:
-            mid = (low + high + 1) // 2
-            if limits.text_length(build(mid)) <= QUESTION_TEXT_BUDGET:
-                low = mid
-            else:
-                high = mid - 1
-        out = build(low)
+        out = build(_largest(40, LABEL_MAX, lambda cap: limits.text_length(build(cap)) <= QUESTION_TEXT_BUDGET))
     limits.check_message_blocks(out)
     return out
+
+
+def _by_option_text(request: Request, external: set[str]) -> list[Item]:
+    """The choice items still showing their options, the most option text first."""
+    return sorted(
+        (i for i in request.items if i.is_choice and i.id not in external),
+        key=lambda i: -sum(utf16_len(o.label) + utf16_len(o.description or "") for o in i.options or []),
+    )
+
+
+def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The largest cap in `low..high` that `fits` (which only turns false as the cap grows); `low` if none."""
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _form_only(request: Request, iid: str, version: int) -> list[Block]:
@@ -343,7 +368,7 @@ def answered_blocks(
     sections: list[Block] = []
     for item in request.items:
         title = clip(item.text, max(60, min(1000, share // 2)))
-        body = _answer_text(item, by_id.get(item.id), max(20, share - len(title) - 3), answered_by)
+        body = _answer_text(item, by_id.get(item.id), max(20, share - utf16_len(title) - 3), answered_by)
         sections.append(SectionBlock(text=MarkdownTextObject(text=f"*{title}*\n{body}")))
     who = ContextBlock(
         elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)}, {date_token(answered_at)}")]
@@ -383,20 +408,40 @@ def modal_view(
 
     `channel` is where the form was opened from; its submission then counts as given there
     (a submission carries no channel of its own).
+
+    The form keeps within a modal's budget (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`) as
+    the message keeps within its own: the biggest static selects load their options as people
+    type (external_select, served by `bot.listeners.options`), then option descriptions are
+    shortened, then labels.
     """
     check_ids(iid, version)
-    blocks: list[Block] = [*_reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)]
-    blocks += [_input(i, f"f|{iid}|{i.id}", external=_is_external(i, external_threshold)) for i in request.items]
-    blocks.append(reassign_block(f"fr|{iid}|{version}"))
-    view = View(
-        type="modal",
-        callback_id=FORM_CALLBACK_ID,
-        private_metadata=f"{iid}|{channel}" if channel else iid,
-        title=PlainTextObject(text="Answer"),
-        submit=PlainTextObject(text="Submit"),
-        close=PlainTextObject(text="Cancel"),
-        blocks=blocks,
-    ).to_dict()
+    reason = _reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)
+    external = {i.id for i in request.items if _is_external(i, external_threshold)}
+
+    def build(label_cap: int = LABEL_MAX, description_cap: int = OPTION_DESCRIPTION_MAX) -> dict[str, Any]:
+        caps = {"label_cap": label_cap, "description_cap": description_cap}
+        inputs = [_input(i, f"f|{iid}|{i.id}", external=i.id in external, **caps) for i in request.items]
+        return View(
+            type="modal",
+            callback_id=FORM_CALLBACK_ID,
+            private_metadata=f"{iid}|{channel}" if channel else iid,
+            title=PlainTextObject(text="Answer"),
+            submit=PlainTextObject(text="Submit"),
+            close=PlainTextObject(text="Cancel"),
+            blocks=[*reason, *inputs, reassign_block(f"fr|{iid}|{version}")],
+        ).to_dict()
+
+    view = build()
+    by_size = _by_option_text(request, external)
+    while not limits.within_view_budget(view) and by_size:
+        external.add(by_size.pop(0).id)
+        view = build()
+    if not limits.within_view_budget(view):
+        cap = _largest(0, OPTION_DESCRIPTION_MAX, lambda c: limits.within_view_budget(build(description_cap=c)))
+        view = build(description_cap=cap)
+        if not limits.within_view_budget(view):
+            labels = _largest(40, LABEL_MAX, lambda n: limits.within_view_budget(build(n, description_cap=0)))
+            view = build(labels, description_cap=0)
     limits.check_view(view)
     return view
 

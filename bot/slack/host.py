@@ -44,6 +44,14 @@ from workers.interaction import (
 from workers.logs import Log
 from workers.store.runs import RunStore
 
+
+def slack_refusal(response: Any) -> str:
+    """Slack's refusal in words: its error, then its `errors` (or `response_metadata.messages`) when it sent any."""
+    error = str(response.get("error") or "no error given")
+    details = response.get("errors") or (response.get("response_metadata") or {}).get("messages") or []
+    return f"{error} ({'; '.join(str(d) for d in details)})" if details else error
+
+
 log = Log("parley.slack")
 CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 """Errors of a post in a conversation Parley is not part of (and, for a DM or group DM, cannot join)."""
@@ -158,8 +166,8 @@ class SlackHost:
         try:
             posted = self._post(record, blocks.fallback_text(request), blocks=question, metadata=question_metadata(iid))
         except SlackApiError as exc:
-            if exc.response.get("error") == "invalid_blocks":
-                raise AgentError(f"Slack refused the question's blocks: {exc.response.get('errors')}") from exc
+            if exc.response.get("error") in ("invalid_blocks", "msg_blocks_too_long"):
+                raise AgentError(f"Slack refused the question's blocks: {slack_refusal(exc.response)}") from exc
             raise
         # Recorded at once when people are told of it next (their DMs link to it); else by the park.
         run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run))

@@ -5,12 +5,18 @@ reads `&amp;`-style entities. Agent text is untrusted, so every mrkdwn field Par
 through `escape` (or `clip`, which escapes and shortens without cutting an entity in half).
 Mentions are produced only by `mention`, and only for ids that look like Slack user ids.
 `plain_text` fields are not parsed by Slack and take raw text.
+
+Every cut counts in UTF-16 code units (`bot.slack.limits`), the unit that is safe whatever
+Slack counts in, and lands on a whole character: never inside a surrogate pair, an `&amp;`
+entity, or a `<…>` mention, link or date token.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+
+from bot.slack.limits import utf16_len, utf16_prefix
 
 ELLIPSIS = "…"
 USER_ID_PATTERN = re.compile(r"^[UW][A-Z0-9]{2,20}$")
@@ -57,46 +63,49 @@ def assignee_ref(assignee: str) -> str:
 
 
 def truncate(text: str, n: int) -> str:
-    """`text` cut to at most `n` characters, ending in an ellipsis when it was cut."""
+    """`text` cut to at most `n` UTF-16 code units, ending in an ellipsis when it was cut."""
     if n < 1:
         raise ValueError("truncate needs room for at least one character")
-    if len(text) <= n:
+    if utf16_len(text) <= n:
         return text
-    return text[: n - 1] + ELLIPSIS
+    return utf16_prefix(text, n - 1) + ELLIPSIS
 
 
 def clip(text: str, n: int) -> str:
-    """Escape `text` and cut the result to `n` characters without splitting an `&amp;` entity."""
-    escaped = escape(text)
-    if len(escaped) <= n:
-        return escaped
-    return cut_escaped(escaped, n)
+    """Escape `text` and cut the result to `n` UTF-16 code units without splitting an `&amp;` entity."""
+    return cut_escaped(escape(text), n)
+
+
+def _safe_end(head: str) -> str:
+    """`head` without a partial entity or an unclosed `<…>` (mention, link, date token) at its end."""
+    head = _ENTITY_TAIL.sub("", head)
+    opened = head.rfind("<")
+    if opened != -1 and ">" not in head[opened:]:
+        head = head[:opened]
+    return head
 
 
 def cut_escaped(escaped: str, n: int) -> str:
-    """Cut already-escaped mrkdwn to `n` characters, backing off a partial entity at the cut."""
+    """Cut already-escaped mrkdwn to `n` UTF-16 code units, backing off a partial entity or mention at the cut."""
     if n < 1:
         raise ValueError("cut_escaped needs room for at least one character")
-    if len(escaped) <= n:
+    if utf16_len(escaped) <= n:
         return escaped
-    head = escaped[: n - 1]
-    head = _ENTITY_TAIL.sub("", head)
-    return head + ELLIPSIS
+    return _safe_end(utf16_prefix(escaped, n - 1)) + ELLIPSIS
 
 
 def split_escaped(escaped: str, size: int) -> list[str]:
-    """Split escaped mrkdwn into chunks of at most `size`, preferring line breaks, never inside an entity."""
+    """Split escaped mrkdwn into chunks of at most `size` UTF-16 code units, preferring line breaks,
+    never inside an entity or a mention."""
     if size < 8:
         raise ValueError("chunk size too small")
     chunks: list[str] = []
     rest = escaped
-    while len(rest) > size:
-        cut = rest.rfind("\n", size // 2, size)
+    while utf16_len(rest) > size:
+        window = utf16_prefix(rest, size)
+        cut = window.rfind("\n", len(window) // 2)
         if cut <= 0:
-            cut = size
-            amp = rest.rfind("&", cut - 4, cut)
-            if amp != -1 and ";" not in rest[amp:cut]:
-                cut = amp
+            cut = len(_safe_end(window)) or len(window)
         chunks.append(rest[:cut])
         rest = rest[cut:].lstrip("\n")
     if rest:

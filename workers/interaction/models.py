@@ -12,14 +12,24 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from workers.interaction.lengths import (
+    LABEL_MAX,
+    OPTION_DESCRIPTION_MAX,
+    OPTION_TEXT_MAX,
+    OPTION_VALUE_MAX,
+    PLACEHOLDER_MAX,
+    REASON_MAX,
+    TEXT_INPUT_MAX,
+    fits,
+)
 
 ITEM_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_ITEMS = 10
 MAX_OPTIONS = 100
-OPTION_VALUE_MAX = 150
-OPTION_LABEL_MAX = 75
-FREE_TEXT_DEFAULT_MAX = 3000
+OPTION_LABEL_MAX = OPTION_TEXT_MAX
+FREE_TEXT_DEFAULT_MAX = TEXT_INPUT_MAX
 SECRET_MASK = "••••"
 """What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
@@ -63,9 +73,11 @@ class OnExpiry(StrEnum):
 class Option(_Strict):
     """One choice of a select: a stable `value` the agent reads and a `label` people see."""
 
-    value: Annotated[str, Field(min_length=1, max_length=OPTION_VALUE_MAX)]
-    label: Annotated[str, Field(min_length=1, max_length=OPTION_LABEL_MAX)]
-    description: Annotated[str | None, Field(max_length=OPTION_LABEL_MAX)] = None
+    value: Annotated[str, Field(min_length=1, max_length=OPTION_VALUE_MAX), AfterValidator(fits(OPTION_VALUE_MAX))]
+    label: Annotated[str, Field(min_length=1, max_length=OPTION_TEXT_MAX), AfterValidator(fits(OPTION_TEXT_MAX))]
+    description: Annotated[
+        str | None, Field(max_length=OPTION_DESCRIPTION_MAX), AfterValidator(fits(OPTION_DESCRIPTION_MAX))
+    ] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -79,14 +91,14 @@ class Item(_Strict):
     """One question inside a request, with the control that fits its type."""
 
     id: Annotated[str, Field(pattern=ITEM_ID_PATTERN)]
-    text: Annotated[str, Field(min_length=1, max_length=2000)]
+    text: Annotated[str, Field(min_length=1, max_length=LABEL_MAX), AfterValidator(fits(LABEL_MAX))]
     type: ItemType
     options: list[Option] | None = None
     required: bool = True
     default: AnswerValue = None
     multiline: bool = False
     max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
-    placeholder: Annotated[str | None, Field(max_length=150)] = None
+    placeholder: Annotated[str | None, Field(max_length=PLACEHOLDER_MAX), AfterValidator(fits(PLACEHOLDER_MAX))] = None
 
     if TYPE_CHECKING:
         # What the constructor takes, for type checkers: options may be bare strings (each is its own
@@ -153,7 +165,7 @@ class Item(_Strict):
 class Request(_Strict):
     """A reason and up to ten items, put to the people allowed to answer."""
 
-    reason: Annotated[str, Field(min_length=1, max_length=3000)]
+    reason: Annotated[str, Field(min_length=1, max_length=REASON_MAX), AfterValidator(fits(REASON_MAX))]
     items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
     assignees: list[str] = Field(default_factory=list)
     expires_in: Annotated[int | None, Field(gt=0)] = None

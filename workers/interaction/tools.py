@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from workers.interaction.context import Context, canonical
 from workers.interaction.exceptions import ContextError, InteractionError
+from workers.interaction.lengths import utf16_len
 from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Option, Request
 
 TOOL_NAME = "ask_user"
@@ -144,13 +145,14 @@ def anthropic_tool() -> dict[str, Any]:
 
 
 def _line(value: Any, limit: int, what: str, *, multiline: bool = False) -> str | None:
-    """The problem with `value` as non-empty text of at most `limit` characters, or None."""
+    """The problem with `value` as non-empty text of at most `limit` characters (UTF-16 code units), or None."""
     if not isinstance(value, str) or not value.strip():
         return f"{what} must be non-empty text"
     if not multiline and any(ord(c) < 32 for c in value):
         return f"{what} {value!r} must be a single line"
-    if len(value.strip()) > limit:
-        return f"{what} {value!r} is over {limit} characters"
+    if (size := utf16_len(value.strip())) > limit:
+        emoji = " (an emoji counts 2)" if size != len(value.strip()) else ""
+        return f"{what} {value!r} is over {limit} characters{emoji}"
     return None
 
 
