@@ -125,7 +125,7 @@ def _check_blocks(blocks: Any, surface: str = "message", pointer: str = "/blocks
 def _check_view(view: Any, kind: str | None = None) -> dict[str, Any]:
     if not isinstance(view, dict) or (kind and view.get("type") != kind):
         raise SlackError("invalid_arguments", response_metadata={"messages": [f"[ERROR] view must be a {kind} view"]})
-    surface = view.get("type") if view.get("type") in _SURFACES else "modal"
+    surface = str(view["type"]) if view.get("type") in _SURFACES else "modal"
     _check_blocks(view.get("blocks", []), surface, "/view/blocks")
     try:
         View(**view).to_dict()
@@ -319,7 +319,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
         headers = {"x-slack-req-id": uuid.uuid4().hex}
         token: str | None = None
         args: dict[str, Any] = {}
-        status, body = 200, {}
+        status = 200
+        body: dict[str, Any] = {}
         fault = None
         try:
             args = _decode(await _read_args(request))
