@@ -60,6 +60,18 @@ def test_invalid_bodies_name_where_they_are_wrong(body: dict[str, object], loc: 
     assert next(list(e["loc"]) for e in caught.value.errors()) == loc
 
 
+def test_at_most_fifty_people_are_asked_or_escalated_to() -> None:
+    people = [f"U{n:04d}X" for n in range(300)]
+    fifty = QuestionCreate.model_validate({"request": {**REQUEST, "assignees": people[:50]}, "channel": "C1A"})
+    assert len(fifty.request.assignees) == 50
+    escalated = {"escalate_after": 60, "escalate_to": people[:51]}
+    for request in ({**REQUEST, "assignees": people}, {**REQUEST, **escalated}):
+        with pytest.raises(ValidationError) as caught:
+            QuestionCreate.model_validate({"request": request, "channel": "C1A"})
+        [error] = caught.value.errors()
+        assert error["loc"] == ("request",) and "at most 50 ids" in error["msg"]
+
+
 def test_a_valid_body_keeps_the_request_as_the_port_reads_it() -> None:
     body = QuestionCreate.model_validate({"request": REQUEST, "user": "U0BOB", "context": {"v": "1.4.2"}})
     assert body.request.items[0].options is not None and body.request.items[0].options[0].value == "y"
