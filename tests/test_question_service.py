@@ -20,6 +20,7 @@ from runtime_helpers import work
 from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload
 
+from bot.playground.directory import User, UserGroup
 from bot.playground.workspace import TEAM_ID
 from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
@@ -31,7 +32,7 @@ from workers.questions.exceptions import (
     QuestionNotFound,
     QuestionRateLimited,
 )
-from workers.questions.models import QuestionCreate, QuestionStatus
+from workers.questions.models import MAX_ASSIGNEES, QuestionCreate, QuestionStatus
 from workers.questions.webhooks import announce
 from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
@@ -284,3 +285,17 @@ def test_each_person_a_question_dms_counts_against_the_tokens_rate(bot: Bot) -> 
     assert len(bot.ws.calls("chat.postMessage")) == posts  # nothing was asked
     assert len(service.list(caller).questions) == 1
     service.create(MCP, QuestionCreate(request=request("Local?", assignees=people), channel="C0GENERAL"))  # no limit
+
+
+def test_a_user_group_in_an_api_question_is_dmed_to_fifty_of_its_members_at_most(bot: Bot) -> None:
+    members = tuple(f"U{n:04d}M" for n in range(60))
+    for member in members:
+        bot.ws.add_user(User(member, member.lower()))
+    bot.ws.add_usergroup(UserGroup("S0EVERYONE", "everyone", members))
+    service = QuestionService(bot.runtime)
+    caller = Caller.of(tokens.create(service.store, "all-hands", ["ask"]).record)
+    body = QuestionCreate(request=request("Everyone?", assignees=["S0EVERYONE"]), channel="C0GENERAL")
+    view, _ = service.create(caller, body)
+    assert len(bot.runtime.store.interrupt(bot.runtime.store.get(view.id).interrupt).assignees) == 60  # all may answer
+    opened = {c["args"]["users"] for c in bot.ws.calls("conversations.open")}
+    assert len(opened) == MAX_ASSIGNEES and opened <= set(members)
