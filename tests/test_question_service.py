@@ -289,13 +289,21 @@ def test_each_person_a_question_dms_counts_against_the_tokens_rate(bot: Bot) -> 
 
 def test_a_user_group_in_an_api_question_is_dmed_to_fifty_of_its_members_at_most(bot: Bot) -> None:
     members = tuple(f"U{n:04d}M" for n in range(60))
-    for member in members:
+    later = tuple(f"U{n:04d}L" for n in range(60))
+    for member in (*members, *later):
         bot.ws.add_user(User(member, member.lower()))
     bot.ws.add_usergroup(UserGroup("S0EVERYONE", "everyone", members))
+    bot.ws.add_usergroup(UserGroup("S0LATER", "later", later))
     service = QuestionService(bot.runtime)
     caller = Caller.of(tokens.create(service.store, "all-hands", ["ask"]).record)
-    body = QuestionCreate(request=request("Everyone?", assignees=["S0EVERYONE"]), channel="C0GENERAL")
-    view, _ = service.create(caller, body)
+    asked = request("Everyone?", assignees=["S0EVERYONE"], escalate_after=60, escalate_to=["S0LATER"])
+    view, _ = service.create(caller, QuestionCreate(request=asked, channel="C0GENERAL"))
     assert len(bot.runtime.store.interrupt(bot.runtime.store.get(view.id).interrupt).assignees) == 60  # all may answer
-    opened = {c["args"]["users"] for c in bot.ws.calls("conversations.open")}
-    assert len(opened) == MAX_ASSIGNEES and opened <= set(members)
+
+    def told(people: tuple[str, ...]) -> set[str]:
+        return {c["args"]["users"] for c in bot.ws.calls("conversations.open")} & set(people)
+
+    assert len(told(members)) == MAX_ASSIGNEES
+    assert sweep(bot.runtime, now=time.time() + 61).escalated
+    work(bot.runtime)
+    assert len(told(later)) == MAX_ASSIGNEES

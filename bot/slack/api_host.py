@@ -7,7 +7,8 @@ than a run's thread:
 - the run's result (the answers as JSON) is not posted: the locked question shows them, and
   a failure is told through the API and the run's history;
 - when the question closes (answered, expired, cancelled) its webhook is announced;
-- at most `MAX_ASSIGNEES` people are DMed about it, whatever user groups it names.
+- at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
+  user groups it names.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class ApiQuestionHost(SlackHost):
         """At most `MAX_ASSIGNEES` people are DMed about an API question, as many ids as it may name: a user
         group among them may hold far more members, who still see the question where it was asked."""
         return super()._to_tell(run)[:MAX_ASSIGNEES]
+
+    def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
+        super().escalated(run, interrupt, added[:MAX_ASSIGNEES])  # as for the people first asked
 
     def _conversation(self, run: RunRecord) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):
