@@ -7,10 +7,13 @@ bearer request from that address is refused with 429 and `Retry-After` until the
 ends, a valid token's too: otherwise a guess that happens to be right would still be told
 apart from the wrong ones. A request with no `Authorization` header guesses nothing and is
 not counted. The address is the connection's peer as the ASGI server reports it (behind a
-reverse proxy, the server's proxy-headers setting makes it the client's).
+reverse proxy, the server's proxy-headers setting makes it the client's); an IPv6 client
+counts by its /64.
 """
 
 from __future__ import annotations
+
+import ipaddress
 
 from starlette.types import Scope
 
@@ -20,9 +23,19 @@ BUCKET = "auth-failed:"
 
 
 def client_address(scope: Scope) -> str:
-    """The peer address of an HTTP request's connection ("unknown" when the server gives none)."""
+    """Who a request's failures count against: its peer's IPv4 address, or the /64 of an IPv6 one (one
+    client commonly holds a whole /64, and could otherwise try each token from a fresh address)."""
     client = scope.get("client")
-    return str(client[0]) if client else "unknown"
+    host = str(client[0]) if client else "unknown"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def presented_credentials(scope: Scope) -> bool:
