@@ -81,5 +81,6 @@ def question_config(settings: Settings) -> QuestionConfig:
             webhook_retry_intervals=tuple(settings.parley_webhook_retry_intervals),
             rate_limit=settings.parley_api_rate_limit,
             rate_window=settings.parley_api_rate_window,
+            auth_failures=settings.parley_api_auth_failures,
         )
     )

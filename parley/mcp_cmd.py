@@ -2,7 +2,8 @@
 
 Like the other CLI commands it acts with the machine's own configuration (`REDIS_URL`, the
 Slack settings) and needs no token; its questions are attributed to the origin
-`PARLEY_MCP_ORIGIN` (default `mcp`), whose questions only it reads. It posts a question
+`PARLEY_MCP_ORIGIN` (default `mcp`); they belong to `mcp:<origin>`, and only it reads them (an
+API token of the same name is someone else). It posts a question
 itself (the first execution of its run, as `parley serve` does for the API); the answer
 arrives at `parley serve` from Slack, and this process learns of it from the store's close
 notification. A `parley worker` carries the run on after the answer, as for any question.

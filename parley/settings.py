@@ -108,6 +108,7 @@ class Settings(BaseSettings):
     )
     parley_api_rate_limit: int = Field(default=120, ge=1)  # requests per token per window
     parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
+    parley_api_auth_failures: int = Field(default=20, ge=1)  # bad bearer tokens per client address per window
     parley_mcp_origin: str = Field(default="mcp", min_length=1, max_length=64)  # `parley mcp`'s questions' origin
 
     _split_lists = field_validator(

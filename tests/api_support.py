@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from slack_stack import PARLEY, SlackStack
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,14 +32,31 @@ class Token:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-def create_token(stack: SlackStack, name: str, *scopes: str, rate_limit: int | None = None) -> Token:
-    """`parley tokens create NAME [--scope …]`, run as an operator would, and its printed token and secret."""
+def create_token(
+    stack: SlackStack, name: str, *scopes: str, rate_limit: int | None = None, team: str | None = None
+) -> Token:
+    """`parley tokens create NAME [--scope …] [--team T…]`, run as an operator would, and its printed token and
+    secret."""
     argv = [str(PARLEY), "tokens", "create", name, *(a for s in scopes for a in ("--scope", s))]
     if rate_limit is not None:
         argv += ["--rate-limit", str(rate_limit)]
+    if team is not None:
+        argv += ["--team", team]
     out = subprocess.run(argv, env=stack.env(), capture_output=True, text=True, timeout=30, check=True).stdout
     values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     return Token(name, values["PARLEY_TOKEN"], values["PARLEY_WEBHOOK_SECRET"])
+
+
+def revoke_token(stack: SlackStack, name: str) -> None:
+    """`parley tokens revoke NAME`, as an operator would run it."""
+    argv = [str(PARLEY), "tokens", "revoke", name]
+    subprocess.run(argv, env=stack.env(), capture_output=True, text=True, timeout=30, check=True)
+
+
+def from_address(address: str, base_url: str) -> httpx.Client:
+    """An HTTP client whose connections come from `address` (any of 127.0.0.0/8 reaches a loopback server),
+    so that what a server counts per client address is this client's alone."""
+    return httpx.Client(base_url=base_url, transport=httpx.HTTPTransport(local_address=address), timeout=15)
 
 
 DECISION = {"id": "decision", "text": "Decision", "type": "select", "options": ["approve", "reject"]}

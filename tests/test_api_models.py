@@ -16,6 +16,7 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from pydantic import ValidationError
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from bot.api.auth_failures import client_address
 from bot.api.openapi import openapi_document
 from workers.questions.config import QuestionConfig
 from workers.questions.models import QuestionCreate
@@ -58,6 +59,18 @@ def test_invalid_bodies_name_where_they_are_wrong(body: dict[str, object], loc: 
     with pytest.raises(ValidationError) as caught:
         QuestionCreate.model_validate(body)
     assert next(list(e["loc"]) for e in caught.value.errors()) == loc
+
+
+def test_at_most_fifty_people_are_asked_or_escalated_to() -> None:
+    people = [f"U{n:04d}X" for n in range(300)]
+    fifty = QuestionCreate.model_validate({"request": {**REQUEST, "assignees": people[:50]}, "channel": "C1A"})
+    assert len(fifty.request.assignees) == 50
+    escalated = {"escalate_after": 60, "escalate_to": people[:51]}
+    for request in ({**REQUEST, "assignees": people}, {**REQUEST, **escalated}):
+        with pytest.raises(ValidationError) as caught:
+            QuestionCreate.model_validate({"request": request, "channel": "C1A"})
+        [error] = caught.value.errors()
+        assert error["loc"] == ("request",) and "at most 50 ids" in error["msg"]
 
 
 def test_a_valid_body_keeps_the_request_as_the_port_reads_it() -> None:
@@ -138,3 +151,14 @@ def test_people_cannot_start_the_question_agent() -> None:
         registry.startable("question")
     assert "question" not in refused.value.known and "ticket" in refused.value.known
     assert registry.startable("ticket").name == "ticket"
+
+
+def test_failed_authentication_counts_per_ipv4_address_and_per_ipv6_64() -> None:
+    def counted_as(host: str) -> str:
+        return client_address({"type": "http", "client": (host, 50000)})
+
+    assert counted_as("203.0.113.7") == "203.0.113.7" != counted_as("203.0.113.8")
+    assert counted_as("2001:db8:1:2::1") == counted_as("2001:db8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64"
+    assert counted_as("2001:db8:1:3::1") != counted_as("2001:db8:1:2::1")
+    assert counted_as("::ffff:203.0.113.7") == "203.0.113.7"  # an IPv4 client on a dual-stack socket
+    assert client_address({"type": "http", "client": None}) == "unknown"

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import PARLEY, Receiver, Token, approval, create_token
+from api_support import PARLEY, Receiver, Token, approval, create_token, from_address, revoke_token
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, thread_reply_event, view_submission_payload
 from slack_stack import SlackStack
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
 RATE_LIMIT = 12  # the busy token's own limit; the others have PARLEY_API_RATE_LIMIT
+AUTH_FAILURES = 20  # PARLEY_API_AUTH_FAILURES's default
 
 
 @pytest.fixture(scope="module")
@@ -357,3 +358,59 @@ def test_answered_in_the_form(stack: SlackStack, ci: Token) -> None:
     assert resp.status_code == 200 and resp.text == ""
     body = get(stack, ci, f"questions/{created['id']}", wait=20).json()
     assert body["answers"] == {"decision": "reject", "note": "not today"} and body["answered_by"] == "U0CAROL"
+
+
+def test_a_new_token_under_a_revoked_tokens_name_reads_none_of_its_questions(
+    stack: SlackStack, hooks: Receiver
+) -> None:
+    first = create_token(stack, "reused-name")
+    created = ask(stack, first, "Rotate the keys?", callback_url=hooks.url("reused-name"))
+    revoke_token(stack, "reused-name")
+    second = create_token(stack, "reused-name")  # the same name, another token
+    assert get(stack, second, f"questions/{created['id']}").status_code == 404
+    assert created["id"] not in [q["id"] for q in get(stack, second, "questions").json()["questions"]]
+    with Parley(f"http://127.0.0.1:{stack.port}", second.token) as client, pytest.raises(ParleyError) as caught:
+        client.cancel(created["id"])
+    assert caught.value.status == 404
+    boss = create_token(stack, "reused-name-admin", "ask", "admin")
+    assert stack.http is not None
+    assert stack.http.post(f"/api/v1/questions/{created['id']}/cancel", headers=boss.auth).status_code == 200
+    hook = stack.wait_for(
+        "the delivery to fail",
+        lambda: (
+            (h := get(stack, boss, f"questions/{created['id']}").json()["webhook"]) and h["status"] == "failed" and h
+        ),
+        timeout=30,
+    )
+    assert "revoked" in hook["last_error"] and hooks.deliveries("reused-name") == []  # never signed by the new one
+
+
+def test_more_than_fifty_assignees_is_refused_and_each_person_dmed_counts_as_a_request(stack: SlackStack) -> None:
+    fan = create_token(stack, "fan-out", rate_limit=RATE_LIMIT)
+    mark = stack.mark()
+    people = [f"U{n:04d}X" for n in range(300)]
+    many = post(stack, fan, {"request": approval("All of you?", assignees=people), "channel": CHANNEL})
+    assert many.status_code == 422 and many.headers["content-type"] == "application/problem+json"
+    assert "at most 50 ids" in many.text and many.json()["errors"][0]["loc"] == ["request"]
+    assert stack.calls("chat.postMessage", since=mark) == []
+    few = people[: RATE_LIMIT - 3]  # with the refused post, this one and the next request: exactly the limit
+    assert post(stack, fan, {"request": approval("Nine of you?", assignees=few), "channel": CHANNEL}).status_code == 201
+    assert get(stack, fan, "questions").status_code == 200
+    over = get(stack, fan, "questions")
+    assert over.status_code == 429 and 1 <= int(over.headers["retry-after"]) <= 60
+
+
+def test_failed_tokens_from_one_address_are_refused_with_429_after_the_limit(stack: SlackStack, ci: Token) -> None:
+    base = f"http://127.0.0.1:{stack.port}"
+    with from_address("127.0.0.2", base) as guesser:
+        guesses = [
+            guesser.get("/api/v1/questions", headers={"Authorization": f"Bearer pk_guess-{n}"})
+            for n in range(AUTH_FAILURES + 1)
+        ]
+        assert [r.status_code for r in guesses] == [401] * AUTH_FAILURES + [429]
+        refused = guesses[-1]
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json()["status"] == 429 and "failed authentications" in refused.json()["detail"]
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+        assert guesser.get("/api/v1/questions", headers=ci.auth).status_code == 429  # a right guess is refused too
+    assert get(stack, ci, "questions").status_code == 200  # other addresses are not

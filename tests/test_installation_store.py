@@ -123,24 +123,37 @@ def test_a_state_is_consumed_once(r: redis.Redis) -> None:
     assert states.consume("") is False
 
 
+def test_issuing_states_writes_nothing_and_consuming_one_records_it_until_it_expires(r: redis.Redis) -> None:
+    states = RedisOAuthStateStore(r, "state-secret")
+    issued = [states.issue() for _ in range(200)]  # an unauthenticated visitor reloading /slack/install
+    assert r.dbsize() == 0
+    assert len(set(issued)) == 200
+    assert states.consume(issued[7]) is True
+    [key] = r.keys("parley:oauth-state:*")
+    assert 590 < r.pttl(key) / 1000 <= 600  # kept only as long as the state could be replayed
+    assert states.consume(issued[7]) is False and states.consume(issued[8]) is True
+
+
 def test_a_state_not_signed_with_the_secret_is_refused_and_left_alone(r: redis.Redis) -> None:
     ours = RedisOAuthStateStore(r, "state-secret")
     theirs = RedisOAuthStateStore(r, "another-secret")
     state = theirs.issue()
     assert ours.consume(state) is False
-    nonce = state.partition(".")[0]
-    assert ours.consume(nonce) is False and ours.consume(f"{nonce}.{'0' * 32}") is False
+    nonce, expiry, _ = state.split(".")
+    assert ours.consume(nonce) is False and ours.consume(f"{nonce}.{expiry}.{'0' * 32}") is False
+    assert r.dbsize() == 0
     assert theirs.consume(state) is True  # the refusals consumed nothing
 
 
-def test_a_state_expires(r: redis.Redis) -> None:
+def test_a_state_expires_and_its_expiry_cannot_be_moved(r: redis.Redis) -> None:
     states = RedisOAuthStateStore(r, "state-secret", expiration_seconds=1)
-    stale, fresh = states.issue(), None
-    [key] = r.keys("parley:oauth-state:*")
-    assert 0 < r.ttl(key) <= 1
-    time.sleep(1.3)
+    stale = states.issue()
+    time.sleep(1.2)
     fresh = states.issue()
     assert states.consume(stale) is False
+    nonce, expiry, signature = stale.split(".")
+    later = int(expiry) + 3_600_000
+    assert states.consume(f"{nonce}.{later}.{signature}") is False  # the expiry is signed with the nonce
     assert states.consume(fresh) is True
 
 

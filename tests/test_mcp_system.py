@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 import httpx2
 import pytest
-from api_support import Token, create_token
+from api_support import Token, create_token, from_address
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -25,10 +25,13 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload
 from slack_stack import PARLEY, SlackStack
 
+from parley.client import Parley, ParleyError
+
 pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
 ORIGIN = "desk-assistant"
+AUTH_FAILURES = 20  # PARLEY_API_AUTH_FAILURES's default
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
         "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}  # fmt: skip
 
@@ -252,3 +255,82 @@ def test_a_token_cannot_read_another_tokens_question(stack: SlackStack, token: T
 
     called = run(scenario)
     assert called.is_error and "no question" in called.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_workspace_bound_token_asks_and_reads_in_its_workspace_only(stack: SlackStack) -> None:
+    alpha = create_token(stack, "mcp-alpha-admin", "admin", "ask", team="T0ALPHA")
+    beta = create_token(stack, "mcp-beta", team="T0BETA")
+    theirs_about, mine_about = topic(), topic()
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], CallToolResult]:
+        async with over_http(stack, beta) as client:
+            theirs = await client.call_tool(
+                "ask_human", {**questions(theirs_about), "channel": CHANNEL, "wait_seconds": 0}
+            )
+        async with over_http(stack, alpha) as client:
+            mine = await client.call_tool("ask_human", {**questions(mine_about), "channel": CHANNEL, "wait_seconds": 0})
+            read = await client.call_tool(
+                "get_answer", {"question_id": result_of(theirs)["question_id"], "wait_seconds": 0}
+            )
+        return result_of(theirs), result_of(mine), read
+
+    theirs, mine, read = run(scenario)
+    assert read.is_error and "no question" in read.content[0].text  # type: ignore[union-attr]
+    assert stack.http is not None
+    assert stack.http.get(f"/api/v1/questions/{theirs['question_id']}", headers=alpha.auth).status_code == 404
+    with Parley(f"http://127.0.0.1:{stack.port}", alpha.token) as client, pytest.raises(ParleyError) as caught:
+        client.get(theirs["question_id"])  # the Python client, the same
+    assert caught.value.status == 404
+    assert stack.redis is not None
+    redis = stack.redis
+
+    def team_of(asked: dict[str, Any]) -> bytes | None:
+        return redis.hget(f"parley:api:question:{asked['question_id']}", "team")
+
+    assert (team_of(theirs), team_of(mine)) == (b"T0BETA", b"T0ALPHA")  # each asked in its token's workspace
+    listed = stack.http.get("/api/v1/questions", headers=alpha.auth).json()["questions"]
+    assert mine["question_id"] in {q["id"] for q in listed} and theirs["question_id"] not in {q["id"] for q in listed}
+
+
+def test_an_http_token_named_like_a_local_origin_neither_reads_nor_cancels_its_questions(stack: SlackStack) -> None:
+    about = topic()
+
+    async def ask() -> dict[str, Any]:
+        async with stdio(stack) as client:
+            return result_of(
+                await client.call_tool("ask_human", {**questions(about), "channel": CHANNEL, "wait_seconds": 0})
+            )
+
+    asked = run(ask)
+    namesake = create_token(stack, ORIGIN, "ask")  # an HTTP token named as `parley mcp`'s origin
+
+    async def read() -> CallToolResult:
+        async with over_http(stack, namesake) as client:
+            return await client.call_tool("get_answer", {"question_id": asked["question_id"], "wait_seconds": 0})
+
+    called = run(read)
+    assert called.is_error and "no question" in called.content[0].text  # type: ignore[union-attr]
+    assert stack.http is not None
+    path = f"/api/v1/questions/{asked['question_id']}"
+    assert stack.http.get(path, headers=namesake.auth).status_code == 404
+    assert stack.http.post(f"{path}/cancel", headers=namesake.auth).status_code == 404
+    assert asked["question_id"] not in stack.http.get("/api/v1/questions", headers=namesake.auth).text
+    assert stack.status(asked["question_id"]) == "paused"  # still waiting for its own asker
+
+
+def test_failed_tokens_from_one_address_are_refused_with_429_after_the_limit(stack: SlackStack, token: Token) -> None:
+    base = f"http://127.0.0.1:{stack.port}"
+    headers = {"Accept": "application/json, text/event-stream"}
+    with from_address("127.0.0.3", base) as guesser, from_address("127.0.0.4", base) as bystander:
+        guesses = [
+            guesser.post("/mcp", json=INIT, headers={**headers, "Authorization": f"Bearer pk_guess-{n}"})
+            for n in range(AUTH_FAILURES + 1)
+        ]
+        assert [r.status_code for r in guesses] == [401] * AUTH_FAILURES + [429]
+        refused = guesses[-1]
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+        assert (
+            guesser.post("/mcp", json=INIT, headers={**headers, **token.auth}).status_code == 429
+        )  # a right guess too
+        assert bystander.post("/mcp", json=INIT, headers={**headers, **token.auth}).status_code == 200

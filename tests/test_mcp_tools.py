@@ -72,6 +72,7 @@ def test_arguments_become_the_question_ask_user_describes() -> None:
         (args(channel="C0GENERAL", wait_seconds="soon"), "not 'soon'"),
         (args(channel="C0GENERAL", assignees="U0BOB"), "assignees must be a list of Slack user ids"),
         (args(channel="C0GENERAL", assignees=["bob"]), "assignees: 'bob' is not a Slack user id"),
+        (args(channel="C0GENERAL", assignees=[f"U{n:04d}X" for n in range(21)]), "at most 20 Slack user ids, not 21"),
         ({"questions": [], "channel": "C0GENERAL"}, "ask 1-5 questions, got 0"),
         ({"channel": "C0GENERAL"}, "'questions' must be a list"),
         (args(channel="C0GENERAL", reason="x"), "unknown property 'reason'"),

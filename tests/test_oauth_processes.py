@@ -1,6 +1,7 @@
 """OAuth mode with real processes: `parley serve` (uvicorn) and a `parley worker`, configured by
 the environment alone, install two workspaces through the stand-in; each workspace's run posts
-with its own token, and B's uninstall cancels B's run while A's waits on."""
+with its own token, and B's uninstall cancels B's run while A's waits on. A workspace-bound
+API token asks over `/mcp` with its workspace's installation."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import httpx2
 import pytest
+from api_support import create_token
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 from oauth_stack import OAUTH_ENV, install
 from slack_stack import SlackStack
 
@@ -68,3 +75,28 @@ def test_two_workspaces_with_real_processes(stack: SlackStack) -> None:
     assert stack.status(runs[ALPHA].id) == RunStatus.PAUSED.value
     [entry] = [h for h in runs_store.history(runs[BETA].id) if h.event == "cancelled"]
     assert entry.by == "slack:app_uninstalled"
+
+
+def test_a_workspace_bound_token_asks_over_mcp_with_its_workspaces_installation(stack: SlackStack) -> None:
+    assert install(f"http://127.0.0.1:{stack.port}", stack.api_url, ALPHA).status == 200
+    assert stack.redis is not None
+    alpha_bot = RedisInstallationStore(stack.redis).find_bot(enterprise_id=None, team_id=ALPHA)
+    assert alpha_bot is not None
+    token = create_token(stack, "oauth-agent", "ask", team=ALPHA)
+    args = {
+        "questions": [{"id": "go", "header": "Go", "question": "Go ahead?", "type": "single",
+                       "options": [{"label": "Yes"}, {"label": "No"}]}],
+        "channel": "C0GENERAL",
+        "wait_seconds": 0,
+    }  # fmt: skip
+
+    async def ask() -> CallToolResult:
+        http = httpx2.AsyncClient(headers=token.auth, timeout=httpx2.Timeout(30, read=60))
+        async with Client(streamable_http_client(f"http://127.0.0.1:{stack.port}/mcp", http_client=http)) as client:
+            return await client.call_tool("ask_human", args)
+
+    called = anyio.run(ask)
+    assert not called.is_error, called.content
+    assert called.structured_content is not None and called.structured_content["status"] == "waiting"
+    posted = stack.wait_call("chat.postMessage", lambda c: "Go ahead?" in str(c["args"].get("blocks")))
+    assert posted["token"] == alpha_bot.bot_token and posted["args"]["channel"] == "C0GENERAL"

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 import pytest
 import redis
-from oauth_stack import OAuthStack, get, oauth_stack
+from oauth_stack import STATE_COOKIE, OAuthStack, Reply, get, oauth_stack
 from runtime_helpers import history_events
 from slack_forms import button_action, find_element, is_question
 from slack_payloads import (
@@ -146,6 +146,23 @@ def test_an_install_with_a_state_parley_did_not_issue_is_refused(stack: OAuthSta
     assert resp.status == 401 and "state parameter is no longer valid" in resp.text
     assert not stack.calls("oauth.v2.access")
     assert stack.installations.find_bot(enterprise_id=None, team_id=ALPHA) is None
+
+
+def test_install_pages_write_nothing_and_a_state_installs_once(stack: OAuthStack, r: redis.Redis) -> None:
+    pages = [get(f"{stack.url}/slack/install") for _ in range(50)]  # anyone may load it, as often as they like
+    assert {p.status for p in pages} == {200}
+    assert r.keys("parley:oauth-state:*") == []
+    state = pages[-1].cookies[STATE_COOKIE]
+
+    def redirect() -> Reply:
+        code = stack.ws.installs.authorize(ALPHA)
+        return get(f"{stack.url}/slack/oauth_redirect", {"code": code, "state": state}, cookies={STATE_COOKIE: state})
+
+    assert redirect().status == 200
+    assert len(r.keys("parley:oauth-state:*")) == 1  # recorded when consumed, so it is used once
+    replay = redirect()
+    assert replay.status == 401 and "state parameter is no longer valid" in replay.text
+    assert len(stack.calls("oauth.v2.access")) == 1
 
 
 def test_an_org_wide_install_routes_team_null_payloads_to_the_organisations_installation(stack: OAuthStack) -> None:

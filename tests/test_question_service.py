@@ -20,12 +20,19 @@ from runtime_helpers import work
 from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload
 
+from bot.playground.directory import User, UserGroup
 from bot.playground.workspace import TEAM_ID
 from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService, tokens
-from workers.questions.exceptions import QuestionConflict, QuestionError, QuestionInvalid, QuestionNotFound
-from workers.questions.models import QuestionCreate, QuestionStatus
+from workers.questions.exceptions import (
+    QuestionConflict,
+    QuestionError,
+    QuestionInvalid,
+    QuestionNotFound,
+    QuestionRateLimited,
+)
+from workers.questions.models import MAX_ASSIGNEES, QuestionCreate, QuestionStatus
 from workers.questions.webhooks import announce
 from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
@@ -209,3 +216,94 @@ def test_a_token_names_its_workspace_by_id(r: redis.Redis) -> None:
     with pytest.raises(QuestionError, match="--team"):
         tokens.create(store, "ci-b", ["ask"], team="general")
     assert [t.name for t in store.tokens()] == ["ci-a"]
+
+
+def test_a_question_belongs_to_its_token_not_to_the_tokens_name(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    store = service.store
+    first = Caller.of(tokens.create(store, "ci", ["ask"]).record)
+    body = QuestionCreate(request=request("Whose is this?"), channel="C0GENERAL")
+    view, _ = service.create(first, body, "key-1")
+    tokens.revoke(store, "ci")
+    second = Caller.of(tokens.create(store, "ci", ["ask"]).record)  # the same name, another token
+    assert second.name == first.name and second.owner != first.owner
+    for caller in (second, Caller("ci")):  # nor does a local MCP server whose origin is that name
+        with pytest.raises(QuestionNotFound):
+            service.get(caller, view.id)
+        with pytest.raises(QuestionNotFound):
+            service.cancel(caller, view.id)
+        assert service.list(caller).questions == []
+    again, created = service.create(second, body, "key-1")  # its Idempotency-Keys are its own too
+    assert created and again.id != view.id
+    assert service.get(first, view.id).status is QuestionStatus.WAITING
+    assert [q.id for q in service.list(first).questions] == [view.id]
+    assert view.origin == again.origin == "ci"  # the name is still what is shown
+
+
+def test_a_local_mcp_origin_and_a_token_of_the_same_name_are_two_askers(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    token = Caller.of(tokens.create(service.store, "mcp", ["ask"]).record)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Local?"), channel="C0GENERAL"))
+    assert MCP.owner == "mcp:mcp" and token.owner.startswith("token:")
+    with pytest.raises(QuestionNotFound):
+        service.cancel(token, view.id)
+    assert service.list(token).questions == []
+    assert service.cancel(MCP, view.id).status is QuestionStatus.CANCELLED
+
+
+def test_questions_asked_before_owners_stay_with_the_token_that_had_the_name(bot: Bot) -> None:
+    """A question stored before questions had owners (no `owner`, indexed by name) is read by the token of
+    that name that existed when it was asked, and by no token created under the name afterwards."""
+    service = QuestionService(bot.runtime)
+    r = bot.runtime.redis
+    old = Caller.of(tokens.create(service.store, "legacy", ["ask"]).record)
+    view, _ = service.create(old, QuestionCreate(request=request("From before?"), channel="C0GENERAL"))
+    r.hdel(f"parley:api:question:{view.id}", "owner")  # as a question of the earlier layout is stored
+    r.zrem(f"parley:api:owned:{old.owner}", view.id)
+    r.zadd("parley:api:questions:legacy", {view.id: service.store.get(view.id).created_at})  # type: ignore[union-attr]
+    assert service.get(old, view.id).id == view.id
+    assert [q.id for q in service.list(old).questions] == [view.id]
+    tokens.revoke(service.store, "legacy")
+    new = Caller.of(tokens.create(service.store, "legacy", ["ask"]).record)
+    with pytest.raises(QuestionNotFound):
+        service.get(new, view.id)
+    assert service.list(new).questions == []
+    assert service.cancel(old, view.id).status is QuestionStatus.CANCELLED
+    assert purge_finished(bot.runtime, 0, now=time.time() + 1) == [view.id]
+    assert not r.exists("parley:api:questions:legacy")  # retention forgets it from the name's index
+
+
+def test_each_person_a_question_dms_counts_against_the_tokens_rate(bot: Bot) -> None:
+    service = QuestionService(bot.runtime)
+    caller = Caller.of(tokens.create(service.store, "fan-out", ["ask"], rate_limit=5).record)
+    people = ["U0ALICE", "U0BOB", "U0CAROL", "U0DAVE", "U0ERIN"]
+    service.create(caller, QuestionCreate(request=request("Five of you?", assignees=people), channel="C0GENERAL"))
+    posts = len(bot.ws.calls("chat.postMessage"))
+    with pytest.raises(QuestionRateLimited) as caught:
+        service.create(caller, QuestionCreate(request=request("One more?"), user="U0BOB"))  # a DM: one more person
+    assert caught.value.status == 429 and 1 <= int(caught.value.headers["Retry-After"]) <= 60
+    assert len(bot.ws.calls("chat.postMessage")) == posts  # nothing was asked
+    assert len(service.list(caller).questions) == 1
+    service.create(MCP, QuestionCreate(request=request("Local?", assignees=people), channel="C0GENERAL"))  # no limit
+
+
+def test_a_user_group_in_an_api_question_is_dmed_to_fifty_of_its_members_at_most(bot: Bot) -> None:
+    members = tuple(f"U{n:04d}M" for n in range(60))
+    later = tuple(f"U{n:04d}L" for n in range(60))
+    for member in (*members, *later):
+        bot.ws.add_user(User(member, member.lower()))
+    bot.ws.add_usergroup(UserGroup("S0EVERYONE", "everyone", members))
+    bot.ws.add_usergroup(UserGroup("S0LATER", "later", later))
+    service = QuestionService(bot.runtime)
+    caller = Caller.of(tokens.create(service.store, "all-hands", ["ask"]).record)
+    asked = request("Everyone?", assignees=["S0EVERYONE"], escalate_after=60, escalate_to=["S0LATER"])
+    view, _ = service.create(caller, QuestionCreate(request=asked, channel="C0GENERAL"))
+    assert len(bot.runtime.store.interrupt(bot.runtime.store.get(view.id).interrupt).assignees) == 60  # all may answer
+
+    def told(people: tuple[str, ...]) -> set[str]:
+        return {c["args"]["users"] for c in bot.ws.calls("conversations.open")} & set(people)
+
+    assert len(told(members)) == MAX_ASSIGNEES
+    assert sweep(bot.runtime, now=time.time() + 61).escalated
+    work(bot.runtime)
+    assert len(told(later)) == MAX_ASSIGNEES

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.api import auth_failures
 from bot.api.openapi import openapi_document
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
@@ -56,16 +57,21 @@ class Api:
         self.closings = closings
 
     async def caller(self, request: Request, need: Scope | None = None) -> Caller:
-        header = request.headers.get("authorization", "")
+        header = request.headers.get("authorization", "").strip()
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise ApiError(401, "Unauthorized", "send Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"})
-        record = await self.service.in_thread(lambda: tokens_mod.verify(self.service.store, token.strip()))
+        bearer = scheme.lower() == "bearer" and bool(token.strip())
+        record = None
+        if bearer:
+            record = await self.service.in_thread(lambda: tokens_mod.verify(self.service.store, token.strip()))
+        if header and (locked := await auth_failures.check(self.service, request.scope, failed=record is None)):
+            retry = {"Retry-After": str(max(1, math.ceil(locked)))}
+            raise ApiError(429, "Too many requests", auth_failures.detail(self.service), retry)
         if record is None:
-            raise ApiError(401, "Unauthorized", "unknown or revoked token", {"WWW-Authenticate": "Bearer"})
+            detail = "unknown or revoked token" if bearer else "send Authorization: Bearer <token>"
+            raise ApiError(401, "Unauthorized", detail, {"WWW-Authenticate": "Bearer"})
         cfg = self.service.config
         limit = record.rate_limit or cfg.rate_limit
-        wait = await self.service.in_thread(lambda: self.service.store.hit(record.name, limit, cfg.rate_window))
+        wait = await self.service.in_thread(lambda: self.service.store.hit(record.owner, limit, cfg.rate_window))
         if wait:
             detail = f"over {limit} requests in {cfg.rate_window} s"
             raise ApiError(429, "Too many requests", detail, {"Retry-After": str(max(1, math.ceil(wait)))})
@@ -149,7 +155,7 @@ def create_api(service: QuestionService, closings: Closings) -> Starlette:
 
     async def on_question_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, QuestionError)
-        return problem(exc.status, exc.title, exc.detail, **exc.extra)
+        return problem(exc.status, exc.title, exc.detail, exc.headers, **exc.extra)
 
     return Starlette(
         routes=[

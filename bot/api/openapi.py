@@ -40,7 +40,7 @@ def _problem(description: str) -> dict[str, Any]:
 _COMMON = {
     "401": _problem("no token, or an unknown or revoked one"),
     "429": {
-        **_problem("over the token's rate limit"),
+        **_problem("over the token's rate limit, or too many failed tokens from the client's address"),
         "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}},
     },
 }

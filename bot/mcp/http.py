@@ -4,7 +4,9 @@ The SDK's pieces are used as they are: `StreamableHTTPSessionManager` and its AS
 the transport, `BearerAuthBackend` with a `TokenVerifier` over Parley's API tokens, and
 `RequireAuthMiddleware` answering 401 without a valid token and 403 without scope `ask`.
 Each request with a valid token counts against the token's rate limit, as on `/api/v1`
-(429 with `Retry-After` over it).
+(429 with `Retry-After` over it), and each failed token against its client address. The
+caller of a tool call is the token's own (`Caller.of`, as on `/api/v1`): its questions are
+its owner's, and a workspace-bound token asks and reads in its workspace only.
 The manager is stateless (each POST carries its own call), so any of `parley serve
 --workers N` processes can answer any request, and a tool call's wait is that POST's
 response stream: it holds no thread, like the API's long-poll.
@@ -24,6 +26,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from bot.api import auth_failures
 from bot.api.app import problem
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
@@ -34,8 +37,15 @@ from workers.store.closings import Closings
 PATH = "/mcp"
 
 
+class TokenAccess(AccessToken):
+    """The SDK's `AccessToken` carrying the `Caller` a Parley token is: the same one `/api/v1` builds, with the
+    token's owner, workspace and rate limit, so a token is the same caller on both surfaces."""
+
+    caller: Caller
+
+
 class ApiTokenVerifier:
-    """The SDK's `TokenVerifier` over Parley's API tokens: the token's name is its client id."""
+    """The SDK's `TokenVerifier` over Parley's API tokens: the token's name is its client id, its owner the subject."""
 
     def __init__(self, service: QuestionService) -> None:
         self.service = service
@@ -45,37 +55,60 @@ class ApiTokenVerifier:
         record = await self.service.in_thread(lambda: tokens_mod.verify(self.service.store, token))
         if record is None:
             return None
-        claims = {"rate_limit": record.rate_limit} if record.rate_limit else None
-        return AccessToken(token=token, client_id=record.name, scopes=list(record.scopes), claims=claims)
+        caller = Caller.of(record)
+        return TokenAccess(
+            token=token, client_id=record.name, subject=caller.owner, scopes=list(record.scopes), caller=caller
+        )
+
+
+def _caller(user: Any) -> Caller | None:
+    token = user.access_token if isinstance(user, AuthenticatedUser) else None
+    return token.caller if isinstance(token, TokenAccess) else None
 
 
 class RateLimited:
-    """ASGI middleware: a request with a verified token counts against its rate limit; 429 over it."""
+    """ASGI middleware: a request with a verified token counts against its rate limit; 429 over it. A request
+    whose `Authorization` names no valid token counts against its client address (`auth_failures`): 429 past
+    that address's limit, whatever token it sends, until the window ends."""
 
     def __init__(self, app: ASGIApp, service: QuestionService) -> None:
         self.app = app
         self.service = service
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("user")
-        if scope["type"] == "http" and isinstance(user, AuthenticatedUser):
-            cfg, name = self.service.config, user.access_token.client_id
-            limit = int((user.access_token.claims or {}).get("rate_limit") or cfg.rate_limit)
-            wait = await self.service.in_thread(lambda: self.service.store.hit(name, limit, cfg.rate_window))
-            if wait:
-                detail = f"over {limit} requests in {cfg.rate_window} s"
-                refusal = problem(429, "Too many requests", detail, {"Retry-After": str(max(1, math.ceil(wait)))})
+        if scope["type"] == "http":
+            caller = _caller(scope.get("user"))
+            refusal = None
+            if auth_failures.presented_credentials(scope) and (
+                locked := await auth_failures.check(self.service, scope, failed=caller is None)
+            ):
+                refusal = problem(429, "Too many requests", auth_failures.detail(self.service), _retry(locked))
+            elif caller is not None:
+                cfg = self.service.config
+                limit = caller.rate_limit or cfg.rate_limit
+                wait = await self.service.in_thread(
+                    lambda: self.service.store.hit(caller.owner, limit, cfg.rate_window)
+                )
+                if wait:
+                    refusal = problem(
+                        429, "Too many requests", f"over {limit} requests in {cfg.rate_window} s", _retry(wait)
+                    )
+            if refusal is not None:
                 await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
+def _retry(wait: float) -> dict[str, str]:
+    return {"Retry-After": str(max(1, math.ceil(wait)))}
+
+
 def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
     """The `Caller` of an HTTP tool call: the bearer token `BearerAuthBackend` verified for its request."""
-    user = ctx.request.scope.get("user") if ctx.request is not None else None
-    if not isinstance(user, AuthenticatedUser):  # RequireAuthMiddleware lets no such request through
+    caller = _caller(ctx.request.scope.get("user")) if ctx.request is not None else None
+    if caller is None:  # RequireAuthMiddleware lets no such request through
         raise PermissionError("an MCP call over HTTP without a verified bearer token")
-    return Caller(name=user.access_token.client_id, scopes=frozenset(user.access_token.scopes))
+    return caller
 
 
 def mcp_route(service: QuestionService, closings: Closings) -> tuple[Route, StreamableHTTPSessionManager]:

@@ -31,6 +31,7 @@ ASK_HUMAN = "ask_human"
 GET_ANSWER = "get_answer"
 MAX_WAIT = 50
 DEFAULT_WAIT = 45
+MAX_ASSIGNEES = 20  # fewer than the API's 50: each is sent a DM, and a model should not fan out wider
 REASON = "An assistant needs your input"
 _OWN = ("channel", "user", "assignees", "wait_seconds")
 SECRET_REFUSED = (
@@ -65,7 +66,7 @@ def _ask_human_schema() -> dict[str, Any]:
             "assignees": {
                 "type": "array",
                 "items": {"type": "string", "pattern": USER_PATTERN},
-                "maxItems": 20,
+                "maxItems": MAX_ASSIGNEES,
                 "description": "Slack user ids who may answer; none: anyone in the channel (or the DM's person).",
             },
             "wait_seconds": _WAIT_SCHEMA,
@@ -137,6 +138,8 @@ def parse_ask_human(args: Any) -> tuple[QuestionCreate, float]:
     if not isinstance(assignees, list) or not all(isinstance(a, str) for a in assignees):
         problems.append("assignees must be a list of Slack user ids")
         assignees = []
+    if len(assignees) > MAX_ASSIGNEES:
+        problems.append(f"assignees: at most {MAX_ASSIGNEES} Slack user ids, not {len(assignees)}")
     problems += [f"assignees: {a!r} is not a Slack user id (U…)" for a in assignees if not re.match(USER_PATTERN, a)]
     if request is not None:
         problems += [SECRET_REFUSED.format(id=i.id) for i in request.items if i.is_secret]

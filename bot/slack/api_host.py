@@ -1,12 +1,14 @@
 """`ApiQuestionHost`: the Slack host of questions asked through the HTTP API (`conversation["host"] == "api"`).
 
-It is the Slack host with three differences, because an API question is one message rather
+It is the Slack host with four differences, because an API question is one message rather
 than a run's thread:
 - the question is posted where the caller asked (a channel, a DM, or the thread it named),
   with no root "run started" message; its own `ts` becomes the thread typed answers go to;
 - the run's result (the answers as JSON) is not posted: the locked question shows them, and
   a failure is told through the API and the run's history;
-- when the question closes (answered, expired, cancelled) its webhook is announced.
+- when the question closes (answered, expired, cancelled) its webhook is announced;
+- at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
+  user groups it names.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from bot.slack.question_metadata import question_metadata
 from workers.exceptions import AgentError
 from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
+from workers.questions.models import MAX_ASSIGNEES
 from workers.store.runs import RunStore
 
 log = Log("parley.slack.api")
@@ -40,6 +43,14 @@ class ApiQuestionHost(SlackHost):
     def __init__(self, client: WebClient | WebClients, store: RunStore, on_closed: OnClosed | None = None) -> None:
         super().__init__(client, store)
         self._on_closed = on_closed
+
+    def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
+        """At most `MAX_ASSIGNEES` people are DMed about an API question, as many ids as it may name: a user
+        group among them may hold far more members, who still see the question where it was asked."""
+        return super()._to_tell(run)[:MAX_ASSIGNEES]
+
+    def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
+        super().escalated(run, interrupt, added[:MAX_ASSIGNEES])  # as for the people first asked
 
     def _conversation(self, run: RunInfo) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):

@@ -19,6 +19,7 @@ class QuestionConfig:
     webhook_timeout: float = 10.0  # seconds per attempt
     rate_limit: int = 120  # requests per token per window
     rate_window: int = 60  # seconds
+    auth_failures: int = 20  # bad bearer tokens per client address per window; then 429 for that address
     max_wait: int = 60  # the longest `?wait=` a GET may hold
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from workers.exceptions import ParleyError
@@ -16,6 +17,7 @@ class QuestionError(ParleyError):
     def __init__(self, detail: str, **extra: Any) -> None:
         self.detail = detail
         self.extra = extra
+        self.headers: dict[str, str] = {}
         super().__init__(detail)
 
 
@@ -56,3 +58,14 @@ class SecretsUnavailable(QuestionError):
 
     status = 503
     title = "Service unavailable"
+
+
+class QuestionRateLimited(QuestionError):
+    """The token is over its rate limit (each DM a question sends counts as a request); `Retry-After` says when."""
+
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, retry_after: float) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(max(1, math.ceil(retry_after)))}

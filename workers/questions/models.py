@@ -17,6 +17,7 @@ from workers.interaction import AnswerValue, ContextChange, ContextError, Reques
 from workers.interaction.context import canonical
 
 METADATA_MAX = 4096  # bytes of compact JSON
+MAX_ASSIGNEES = 50  # ids in `assignees` (and in `escalate_to`): each person is sent a DM
 CHANNEL_PATTERN = r"^[CGD][A-Z0-9]{2,20}$"
 USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
@@ -59,6 +60,15 @@ class QuestionCreate(_Body):
     def _http_only(cls, v: str | None) -> str | None:
         if v is not None and not v.lower().startswith(("http://", "https://")):
             raise ValueError("callback_url must be an http or https URL")
+        return v
+
+    @field_validator("request")
+    @classmethod
+    def _few_people(cls, v: Request) -> Request:
+        for name in ("assignees", "escalate_to"):
+            count = len(getattr(v, name))
+            if count > MAX_ASSIGNEES:
+                raise ValueError(f"{name}: at most {MAX_ASSIGNEES} ids (each is sent a DM), not {count}")
         return v
 
     @field_validator("metadata")

@@ -26,6 +26,7 @@ from workers.questions.exceptions import (
     QuestionGone,
     QuestionInvalid,
     QuestionNotFound,
+    QuestionRateLimited,
     SecretsUnavailable,
 )
 from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
@@ -36,7 +37,7 @@ from workers.runtime.execute import execute
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
 from workers.store.questions import QuestionStore
-from workers.store.records import ApiQuestionRecord, ApiTokenRecord
+from workers.store.records import LOCAL_OWNER, TOKEN_OWNER, ApiQuestionRecord, ApiTokenRecord
 from workers.store.runs import new_id
 
 AGENT = "question"
@@ -47,19 +48,39 @@ log = Log("parley.questions")
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asks: a token's name (the questions' origin) and what it may do."""
+    """Who asks: the identity its questions belong to (`owner`), the name shown as their origin, and what it
+    may do. `Caller(name)` alone is a local MCP server's origin (`parley mcp`), owner `mcp:<name>`; a
+    token's caller is `Caller.of(token)`, owned by the token itself, never by its name."""
 
     name: str
     scopes: frozenset[str] = field(default_factory=lambda: frozenset({Scope.ASK.value}))
     team: str = ""  # the token's workspace: its questions are asked there, and an admin sees only those
+    owner: str = ""  # "": `mcp:<name>`
+    since: float = 0.0  # when the owner came to be: questions asked under its name before owners existed, from then
+    rate_limit: int | None = None  # a token's own rate limit (None: the API's); a local origin has none
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            object.__setattr__(self, "owner", f"{LOCAL_OWNER}{self.name}")
 
     @property
     def admin(self) -> bool:
         return Scope.ADMIN.value in self.scopes
 
+    @property
+    def is_token(self) -> bool:
+        return self.owner.startswith(TOKEN_OWNER)
+
     @classmethod
     def of(cls, token: ApiTokenRecord) -> Caller:
-        return cls(name=token.name, scopes=frozenset(token.scopes), team=token.team)
+        return cls(
+            name=token.name,
+            scopes=frozenset(token.scopes),
+            team=token.team,
+            owner=token.owner,
+            since=token.created_at,
+            rate_limit=token.rate_limit,
+        )
 
 
 class QuestionService:
@@ -81,6 +102,7 @@ class QuestionService:
                 check_destination(body.callback_url, self.config.webhook_allow)
             except DestinationRefused as exc:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
+        self._charge_notices(caller, body)
         qid = new_id("r")
         key_digest = ""
         if idempotency_key is not None:
@@ -88,7 +110,7 @@ class QuestionService:
                 raise QuestionInvalid("Idempotency-Key must be 1 to 255 characters")
             key_digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
             body_digest = hashlib.sha256(canonical(body.model_dump(mode="json")).encode()).hexdigest()
-            bound = self.store.claim_idempotency(caller.name, key_digest, qid, body_digest)
+            bound = self.store.claim_idempotency(caller.owner, key_digest, qid, body_digest)
             if bound["question_id"] != qid:
                 if bound["body"] != body_digest:
                     raise QuestionConflict("this Idempotency-Key was used with another body")
@@ -118,6 +140,7 @@ class QuestionService:
             context=body.context,
             created_at=time.time(),
             team=team,
+            owner=caller.owner,
         )
         self.store.create(record, AGENT, caller.name, conversation)
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
@@ -125,9 +148,21 @@ class QuestionService:
         view = self.get(caller, qid)
         if view.status is QuestionStatus.FAILED:
             if key_digest:
-                self.store.release_idempotency(caller.name, key_digest, qid)
+                self.store.release_idempotency(caller.owner, key_digest, qid)
             raise QuestionInvalid(f"the question could not be posted: {view.error}", [_error([], view.error or "")])
         return view, True
+
+    def _charge_notices(self, caller: Caller, body: QuestionCreate) -> None:
+        """Count each DM the question will send (one per person asked, or escalated to) against the token's
+        rate limit as one request, so that asking 50 people costs what 50 requests cost; 429 over it."""
+        notices = len(body.request.assignees or ([body.user] if body.user else [])) + len(body.request.escalate_to)
+        if not caller.is_token or not notices:
+            return
+        limit = caller.rate_limit or self.config.rate_limit
+        wait = self.store.hit(caller.owner, limit, self.config.rate_window, cost=notices)
+        if wait:
+            detail = f"over {limit} requests in {self.config.rate_window} s (each person a question DMs counts as one)"
+            raise QuestionRateLimited(detail, wait)
 
     # ---- read ------------------------------------------------------------------
     def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
@@ -191,9 +226,9 @@ class QuestionService:
         before = _cursor(cursor)
         found: list[QuestionView] = []
         next_cursor: str | None = None
-        owner = None if caller.admin else caller.name
+        owner = None if caller.admin else caller.owner
         while len(found) < limit:
-            rows = self.store.page(owner, before, 100)
+            rows = self.store.page(owner, before, 100, legacy=caller.name, since=caller.since)
             if not rows:
                 break
             for record in self.store.many(qid for qid, _ in rows):
@@ -293,8 +328,14 @@ def _error(loc: list[str], msg: str) -> dict[str, Any]:
 
 
 def _owns(caller: Caller, record: ApiQuestionRecord) -> bool:
-    """Whether `caller` asked the question."""
-    return record.token == caller.name
+    """Whether `caller` asked the question.
+
+    A question asked before questions had owners is its name's, if that name's owner existed
+    when it was asked: a token created later under a revoked token's name never owns it.
+    """
+    if record.owner:
+        return record.owner == caller.owner
+    return record.token == caller.name and record.created_at >= caller.since
 
 
 def _visible(caller: Caller, record: ApiQuestionRecord) -> bool:

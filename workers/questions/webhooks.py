@@ -168,6 +168,8 @@ def deliver(question_id: str) -> str:
         log.warning("webhook refused", **ctx, error=str(exc))
         return "refused"
     token = store.token_by_name(question.token)
+    if token is not None and question.owner and token.owner != question.owner:
+        token = None  # a newer token under the asker's name: not the asker, and not its secret
     try:
         if token is None:
             raise RuntimeError(f"the token {question.token!r} was revoked; there is no secret to sign with")

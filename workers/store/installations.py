@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import secrets
+import time
 from typing import Any
 
 from redis import Redis
@@ -137,10 +138,13 @@ class RedisInstallationStore(InstallationStore):
 
 
 class RedisOAuthStateStore(OAuthStateStore):
-    """slack_sdk's `OAuthStateStore` on Redis: each issued state is a key that expires, consumed once.
+    """slack_sdk's `OAuthStateStore`, stateless until consumed: issuing a state writes nothing.
 
-    A state is `<nonce>.<HMAC of the nonce with SLACK_STATE_SECRET>`: one that Parley did not
-    sign (guessed, or from another deployment) is refused before Redis is asked.
+    A state is `<nonce>.<expiry in ms>.<HMAC of both with SLACK_STATE_SECRET>`, so a visit to
+    `/slack/install` (which anyone may make, as often as they like) costs Redis nothing. A
+    state Parley did not sign, or one past its expiry, is refused before Redis is asked; a
+    valid one is recorded when the redirect consumes it (SET NX, kept until it would have
+    expired anyway), so it is consumed once.
     """
 
     def __init__(
@@ -162,22 +166,25 @@ class RedisOAuthStateStore(OAuthStateStore):
     def logger(self) -> logging.Logger:
         return self._logger
 
-    def _sign(self, nonce: str) -> str:
-        return hmac.new(self._secret, nonce.encode(), hashlib.sha256).hexdigest()[:32]
+    def _sign(self, signed: str) -> str:
+        return hmac.new(self._secret, signed.encode(), hashlib.sha256).hexdigest()[:32]
 
     def issue(self, *args: Any, **kwargs: Any) -> str:
-        nonce = secrets.token_urlsafe(24)
-        state = f"{nonce}.{self._sign(nonce)}"
-        self.redis.set(keys.oauth_state(state), "1", ex=self.expiration_seconds)
-        return state
+        signed = f"{secrets.token_urlsafe(24)}.{int((time.time() + self.expiration_seconds) * 1000)}"
+        return f"{signed}.{self._sign(signed)}"
 
     def consume(self, state: str) -> bool:
-        """True once for a state issued here and not expired; GETDEL makes a second consume false."""
-        nonce, _, signature = (state or "").partition(".")
-        if not nonce or not hmac.compare_digest(signature, self._sign(nonce)):
+        """True once for a state signed here and not expired; the first consume records it, so a second is false."""
+        signed, _, signature = (state or "").rpartition(".")
+        nonce, _, expiry = signed.partition(".")
+        if not nonce or not expiry.isdigit() or not hmac.compare_digest(signature, self._sign(signed)):
             self.logger.info("OAuth state not signed by Parley; refused")
             return False
-        found = self.redis.getdel(keys.oauth_state(state)) is not None
-        if not found:
-            self.logger.info("unknown, expired or already used OAuth state")
-        return found
+        left_ms = int(expiry) - int(time.time() * 1000)
+        if left_ms <= 0:
+            self.logger.info("expired OAuth state; refused")
+            return False
+        if not self.redis.set(keys.oauth_state(nonce), "1", nx=True, px=left_ms):
+            self.logger.info("OAuth state already used; refused")
+            return False
+        return True

@@ -109,9 +109,10 @@ def install_installers(enterprise: str, team: str) -> str:
     return f"{PREFIX}install:{enterprise}:{team}:installers"
 
 
-def oauth_state(state: str) -> str:
-    """String with a TTL: an OAuth `state` issued for an install and not consumed yet."""
-    return f"{PREFIX}oauth-state:{state}"
+def oauth_state(nonce: str) -> str:
+    """String with a TTL: the nonce of an OAuth `state` consumed by an install's redirect (used once), kept
+    until the state would have expired."""
+    return f"{PREFIX}oauth-state:{nonce}"
 
 
 # ---- the HTTP API's questions, tokens and webhooks (workers/store/questions.py) ----------
@@ -141,8 +142,13 @@ def api_secrets(question_id: str) -> str:
 
 
 def api_questions(token_name: str) -> str:
-    """Sorted set: the question ids a token created, scored by creation time."""
+    """Sorted set: the question ids asked under a token name before questions had owners (read, never added to)."""
     return f"{PREFIX}api:questions:{token_name}"
+
+
+def api_owned(owner: str) -> str:
+    """Sorted set: the question ids one owner (a token's `owner` id, `mcp:<origin>`) asked, by creation time."""
+    return f"{PREFIX}api:owned:{owner}"
 
 
 def api_all_questions() -> str:
@@ -150,11 +156,11 @@ def api_all_questions() -> str:
     return f"{PREFIX}api:questions"
 
 
-def api_idempotency(token_name: str, key_digest: str) -> str:
-    """String with a TTL: the question an `Idempotency-Key` created, with the digest of its body."""
-    return f"{PREFIX}api:idem:{token_name}:{key_digest}"
+def api_idempotency(owner: str, key_digest: str) -> str:
+    """String with a TTL: the question an owner's `Idempotency-Key` created, with the digest of its body."""
+    return f"{PREFIX}api:idem:{owner}:{key_digest}"
 
 
-def api_rate(token_name: str, window: int) -> str:
-    """String with a TTL: requests a token made in one fixed rate-limit window."""
-    return f"{PREFIX}api:rate:{token_name}:{window}"
+def api_rate(bucket: str, window: int) -> str:
+    """String with a TTL: what one bucket (a token's owner id, `auth-failed:<address>`) spent in one window."""
+    return f"{PREFIX}api:rate:{bucket}:{window}"

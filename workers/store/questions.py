@@ -2,9 +2,10 @@
 
 An API question is a run of the built-in `question` agent (its id is the run's id); this
 store holds what the run does not: which token asked, where, the callback and metadata,
-the idempotency keys, the per-token rate-limit windows, the tokens themselves (by the
-sha256 of their value only), the state of each webhook delivery, and the asker's sealed copy
-of a question's secret answers until it reads them once.
+the idempotency keys, the rate-limit windows (per token, and of failed bearer tokens per
+client address), the tokens themselves (by the sha256 of their value only), the state of
+each webhook delivery, and the asker's sealed copy of a question's secret answers until it
+reads them once.
 """
 
 from __future__ import annotations
@@ -69,35 +70,42 @@ class QuestionStore:
         return True
 
     # ---- rate limits -----------------------------------------------------------
-    def hit(self, token_name: str, limit: int, window: int, now: float | None = None) -> float:
-        """Count one request of `token_name` in the current fixed window.
+    def hit(self, bucket: str, limit: int, window: int, now: float | None = None, *, cost: int = 1) -> float:
+        """Count `cost` requests of `bucket` (a token's owner id, a client address) in the current fixed window.
 
         Returns 0 when it is within `limit`, else the seconds until the window ends. A fixed
-        window is one INCR and one EXPIRE on the request path; that is all a per-token cap
+        window is one INCRBY and one EXPIRE on the request path; that is all a per-token cap
         needs, so no rate-limit library is brought in for it.
         """
         now = time.time() if now is None else now
         slot = int(now // window)
-        key = keys.api_rate(token_name, slot)
+        key = keys.api_rate(bucket, slot)
         pipe = self.redis.pipeline(transaction=True)
-        pipe.incr(key)
+        pipe.incrby(key, cost)
         pipe.expire(key, window + 1)
         count = int(pipe.execute()[0])
         return 0.0 if count <= limit else max(0.001, (slot + 1) * window - now)
 
+    def over(self, bucket: str, limit: int, window: int, now: float | None = None) -> float:
+        """Like `hit` without counting: the seconds until the window ends when `bucket` is over `limit`, else 0."""
+        now = time.time() if now is None else now
+        slot = int(now // window)
+        count = int(reply(self.redis.get(keys.api_rate(bucket, slot))) or 0)
+        return 0.0 if count <= limit else max(0.001, (slot + 1) * window - now)
+
     # ---- idempotency -----------------------------------------------------------
-    def claim_idempotency(self, token_name: str, key_digest: str, question_id: str, body_digest: str) -> dict[str, str]:
-        """Bind an Idempotency-Key to `question_id` unless it is bound; returns the binding that holds."""
-        key = keys.api_idempotency(token_name, key_digest)
+    def claim_idempotency(self, owner: str, key_digest: str, question_id: str, body_digest: str) -> dict[str, str]:
+        """Bind an owner's Idempotency-Key to `question_id` unless it is bound; returns the binding that holds."""
+        key = keys.api_idempotency(owner, key_digest)
         value = json.dumps({"question_id": question_id, "body": body_digest})
         if self.redis.set(key, value, nx=True, ex=IDEMPOTENCY_TTL):
             return {"question_id": question_id, "body": body_digest}
         raw = reply(self.redis.get(key))
         return json.loads(raw) if raw else {"question_id": question_id, "body": body_digest}
 
-    def release_idempotency(self, token_name: str, key_digest: str, question_id: str) -> None:
+    def release_idempotency(self, owner: str, key_digest: str, question_id: str) -> None:
         """Forget a key whose question was never created (its creation was refused)."""
-        key = keys.api_idempotency(token_name, key_digest)
+        key = keys.api_idempotency(owner, key_digest)
         raw = reply(self.redis.get(key))
         if raw and json.loads(raw).get("question_id") == question_id:
             self.redis.delete(key)
@@ -108,7 +116,7 @@ class QuestionStore:
         pipe = self.redis.pipeline(transaction=True)
         stage_create(pipe, record.id, agent, record.request.reason, started_by, conversation, record.created_at)
         pipe.hset(keys.api_question(record.id), mapping=record.to_hash())
-        pipe.zadd(keys.api_questions(record.token), {record.id: record.created_at})
+        pipe.zadd(keys.api_owned(record.owner), {record.id: record.created_at})
         pipe.zadd(keys.api_all_questions(), {record.id: record.created_at})
         pipe.execute()
 
@@ -122,31 +130,42 @@ class QuestionStore:
             pipe.hgetall(keys.api_question(qid))
         return [ApiQuestionRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
 
-    def page(self, token_name: str | None, before: float | None, limit: int) -> list[tuple[str, float]]:
-        """Question ids with their creation times, newest first, created before `before` (a cursor)."""
-        index = keys.api_all_questions() if token_name is None else keys.api_questions(token_name)
+    def page(
+        self, owner: str | None, before: float | None, limit: int, *, legacy: str = "", since: float = 0.0
+    ) -> list[tuple[str, float]]:
+        """Question ids with their creation times, newest first, created before `before` (a cursor).
+
+        `owner` None: every question (an admin's listing). `legacy`: also the questions asked
+        under that name before questions had owners, created at `since` or later.
+        """
         top: Any = f"({before!r}" if before is not None else "+inf"
-        rows = self.redis.zrevrangebyscore(index, top, "-inf", start=0, num=limit, withscores=True)
-        return [(_s(m), float(s)) for m, s in rows]
+        ranges = [(keys.api_all_questions() if owner is None else keys.api_owned(owner), "-inf")]
+        if owner is not None and legacy:
+            ranges.append((keys.api_questions(legacy), repr(since)))
+        pipe = self.redis.pipeline(transaction=False)
+        for index, bottom in ranges:
+            pipe.zrevrangebyscore(index, top, bottom, start=0, num=limit, withscores=True)
+        rows = [(_s(m), float(sc)) for found in pipe.execute() for m, sc in found]
+        return sorted(rows, key=lambda row: row[1], reverse=True)[:limit]
 
     def forget(self, question_ids: list[str]) -> int:
         """Delete the API's records of questions whose runs were purged (retention); how many there were."""
         if not question_ids:
             return 0
-        tokens = self.redis.pipeline(transaction=False)
+        reads = self.redis.pipeline(transaction=False)
         for qid in question_ids:
-            tokens.hget(keys.api_question(qid), "token")
-        owners = tokens.execute()
+            reads.hmget(keys.api_question(qid), ["token", "owner"])
+        found = reads.execute()
         pipe = self.redis.pipeline(transaction=True)
-        for qid, owner in zip(question_ids, owners, strict=True):
+        for qid, (name, owner) in zip(question_ids, found, strict=True):
             pipe.delete(keys.api_secrets(qid))  # the asker's sealed copy, or the mark that it was read
-            if owner is None:
+            if name is None:
                 continue
             pipe.delete(keys.api_question(qid))
-            pipe.zrem(keys.api_questions(_s(owner)), qid)
+            pipe.zrem(keys.api_owned(_s(owner)) if owner else keys.api_questions(_s(name)), qid)
             pipe.zrem(keys.api_all_questions(), qid)
         pipe.execute()
-        return sum(o is not None for o in owners)
+        return sum(name is not None for name, _ in found)
 
     # ---- secret answers, for the asker alone, once ------------------------------
     def keep_secrets(self, question_id: str, values: dict[str, str], box: SecretBox, ttl: float) -> None:

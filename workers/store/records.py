@@ -32,6 +32,9 @@ class RunStatus(StrEnum):
 
 FINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED})
 LIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED)
+TOKEN_OWNER = "token:"
+"""The namespace of API tokens' owner ids; a local MCP server's is `mcp:` (never a token's)."""
+LOCAL_OWNER = "mcp:"
 
 
 InterruptState = QuestionState
@@ -190,6 +193,12 @@ class ApiTokenRecord(_Record):
     rate_limit: int | None = None  # requests per window; None: PARLEY_API_RATE_LIMIT
     team: str = ""  # the Slack workspace (T…, or E… for an org-wide install) its questions belong to
 
+    @property
+    def owner(self) -> str:
+        """Who this token's questions belong to: derived from its hash, so a new token under a revoked
+        token's name is someone else (the name is only shown)."""
+        return f"{TOKEN_OWNER}{self.token_hash[:24]}"
+
     def to_hash(self) -> dict[str, str]:
         data = {
             "name": self.name,
@@ -224,7 +233,7 @@ class ApiQuestionRecord(_Record):
     """What the API keeps about a question beside its run (whose id it shares)."""
 
     id: str
-    token: str
+    token: str  # the asker's name, shown as the question's origin
     channel: str = ""
     user: str = ""
     thread_ts: str = ""
@@ -235,6 +244,7 @@ class ApiQuestionRecord(_Record):
     created_at: float
     webhook: WebhookState | None = None
     team: str = ""  # the asking token's workspace, when it has one
+    owner: str = ""  # who the question belongs to (`ApiTokenRecord.owner`, `mcp:<origin>`); "": asked before owners
 
     def to_hash(self) -> dict[str, str]:
         data = {
@@ -250,6 +260,8 @@ class ApiQuestionRecord(_Record):
         }
         if self.team:
             data["team"] = self.team
+        if self.owner:
+            data["owner"] = self.owner
         if self.context is not None:
             data["context"] = json.dumps(self.context)
         return data
