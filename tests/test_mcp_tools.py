@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from bot.body_limits import MCP_BODY_MAX
+from bot.mcp.rebinding import default_hosts, transport_security
 from bot.mcp.tools import (
     ASK_HUMAN_SCHEMA,
     GET_ANSWER_SCHEMA,
@@ -159,3 +160,31 @@ def test_the_mcp_body_cap_is_above_the_largest_ask_human_call() -> None:
         "params": {"name": "ask_human", "arguments": arguments},
     }
     assert len(json.dumps(call, indent=2).encode()) < MCP_BODY_MAX
+
+
+@pytest.mark.parametrize(
+    ("bind", "hosts"),
+    [
+        ("127.0.0.1", ["127.0.0.1", "localhost", "[::1]"]),
+        ("::1", ["127.0.0.1", "localhost", "[::1]"]),
+        ("localhost", ["127.0.0.1", "localhost", "[::1]"]),
+        ("0.0.0.0", ["127.0.0.1", "localhost", "[::1]"]),  # a wildcard: the operator lists the public names
+        ("10.0.0.7", ["127.0.0.1", "localhost", "[::1]", "10.0.0.7"]),
+        ("fd00::7", ["127.0.0.1", "localhost", "[::1]", "[fd00::7]"]),
+    ],
+)
+def test_mcp_hosts_default_to_the_loopback_names_and_the_bound_address(bind: str, hosts: list[str]) -> None:
+    assert default_hosts(bind) == hosts
+
+
+def test_allowed_hosts_take_any_port_unless_one_is_named() -> None:
+    security = transport_security(["parley.example.com", "Edge.Example.com:8443", "fd00::7"], ["https://desk.example/"])
+    assert security.enable_dns_rebinding_protection is True
+    assert security.allowed_hosts == [
+        "parley.example.com",
+        "parley.example.com:*",
+        "edge.example.com:8443",
+        "[fd00::7]",
+        "[fd00::7]:*",
+    ]
+    assert security.allowed_origins == ["https://desk.example"]
