@@ -65,7 +65,7 @@ class BodyLimits:
             return
         cap = self.cap(scope["path"])
         declared = Headers(scope=scope).get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
+        if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > cap):
             await _refuse(413, "Payload too large", f"Content-Length {declared} is over this path's {cap} bytes")(
                 scope, receive, send
             )
