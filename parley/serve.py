@@ -159,18 +159,17 @@ def serve(
         return 0
     settings = _mcp_hosts(settings, host)
     log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
+    app: Any
     if workers > 1:
-        _, client = build_bot(settings)  # fail fast on bad settings, before starting the processes
-        factory = "parley.serve:bot_asgi_private_metrics" if metrics else "parley.serve:bot_asgi"
-        app: Any = factory
+        build_bot(settings)  # fail fast on bad settings, before starting the processes
+        app = "parley.serve:bot_asgi_private_metrics" if metrics else "parley.serve:bot_asgi"
     else:
         app = bot_asgi(settings, public_metrics=metrics is None)
-        client = connect_redis(settings)
     if metrics:
         from parley.metrics_setup import serve_metrics
         from workers.store.runs import RunStore
 
-        serve_metrics(RunStore(client), *metrics)  # every process's metrics, summed (multiprocess mode)
+        serve_metrics(RunStore(connect_redis(settings)), *metrics)  # with --workers N: all N, summed
     run_asgi(app, host, port, workers)
     return 0
 
