@@ -6,6 +6,9 @@ threads ack Slack and nothing else. The API's endpoints are coroutines; a long-p
 no thread, so hundreds may be open without slowing an ack. Other ASGI routes are mounted
 beside them (`mounts`: MCP's streamable HTTP at `/mcp`), with what they must run for the
 server's lifetime (`lifespans`: its session manager).
+
+Every request's body is read whole on the event loop first, under a cap per path and a
+deadline (`bot.body_limits`), so a client sending its body slowly holds no thread.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from typing import Any, cast
 
 from a2wsgi import WSGIMiddleware
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
 from bot.api.app import create_api
+from bot.body_limits import BodyLimits
 from workers.questions import QuestionService
 from workers.store.closings import Closings
 
@@ -59,7 +64,8 @@ def make_asgi(
     api = create_api(service, closings)
     # a2wsgi types its ASGI callable with its own Scope/Receive/Send, which starlette's Mount does not accept.
     slack = cast(ASGIApp, WSGIMiddleware(wsgi, workers=SLACK_THREADS))
-    app = Starlette(routes=[Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)], lifespan=lifespan)
+    routes = [Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)]
+    app = Starlette(routes=routes, middleware=[Middleware(BodyLimits)], lifespan=lifespan)
     app.state.questions = service  # for other ASGI surfaces on the same process (an MCP server's, say)
     app.state.closings = closings
     return app

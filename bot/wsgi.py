@@ -17,7 +17,8 @@ log = Log("parley.wsgi")
 EVENTS_PATH = "/slack/events"
 
 
-def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
+def make_wsgi(app: App, client: redis.Redis, *, public_metrics: bool = True) -> Callable[..., Iterable[bytes]]:
+    """Bolt's adapter and the routes beside it; `public_metrics`: serve `/metrics` here (else it is a 404)."""
     bolt = SlackRequestHandler(app, path=EVENTS_PATH)
     flow = app.oauth_flow  # OAuth mode: bolt serves the install page and Slack's redirect back
     oauth_paths = {flow.install_path, flow.redirect_uri_path} if flow is not None else set()
@@ -35,7 +36,7 @@ def make_wsgi(app: App, client: redis.Redis) -> Callable[..., Iterable[bytes]]:
                 return [b"redis unavailable\n"]
         if path in oauth_paths:
             return bolt(environ, start_response)
-        if path == "/metrics":
+        if path == "/metrics" and public_metrics:
             start_response("200 OK", [("Content-Type", metrics.CONTENT_TYPE)])
             return [metrics.exposition(registry)]
         if path == EVENTS_PATH:

@@ -68,7 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port(), default=3000, help="HTTP port (default: 3000)")
     serve.add_argument("--workers", type=int, default=1, help="server processes")
     serve.add_argument("--socket-mode", action="store_true", help="connect over Socket Mode (SLACK_APP_TOKEN)")
-    _metrics_options(serve, "with --socket-mode: serve Prometheus metrics on port N (over HTTP they are at /metrics)")
+    _metrics_options(
+        serve, "serve Prometheus metrics on a listener of their own at port N (without it: /metrics on --port)"
+    )
 
     sub.add_parser("mcp", help="serve Parley's MCP tools (ask_human, get_answer) over stdio, for MCP hosts")
 
@@ -116,8 +118,6 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return f"parley tokens: name a command: {', '.join(args.tokens_commands)} (see parley tokens --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
-    if args.command == "serve" and args.metrics_port is not None and not args.socket_mode:
-        return "parley serve: --metrics-port is for --socket-mode; over HTTP the metrics are at /metrics on --port"
     if args.command == "run" and (args.agent is None) == (args.resume is None):
         return "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
     return None

@@ -2,7 +2,8 @@
 
 Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
 a thread pool of its own), `/healthz`, `/metrics`, the HTTP API under `/api/v1` (async) and
-MCP over streamable HTTP at `/mcp`, on one port.
+MCP over streamable HTTP at `/mcp`, on one port; with `--metrics-port N`, `/metrics` is served
+on a listener of its own instead, and the public port answers 404 for it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from bot.app import create_app
 from bot.asgi import make_asgi
 from bot.deps import BotDeps
 from bot.mcp.http import mcp_route
+from bot.mcp.rebinding import LOOPBACK_HOSTS, default_hosts, is_loopback, transport_security
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
 from bot.wsgi import make_wsgi
@@ -80,8 +82,10 @@ def async_redis(settings: Settings, client: redis.Redis) -> aioredis.Redis:
     return aioredis.Redis(unix_socket_path=client.connection_pool.connection_kwargs["path"])
 
 
-def bot_asgi(settings: Settings | None = None) -> Any:
-    """The whole HTTP app of one `parley serve` process (a factory: uvicorn calls it per process)."""
+def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True) -> Any:
+    """The whole HTTP app of one `parley serve` process (a factory: uvicorn calls it per process).
+
+    `public_metrics`: `/metrics` on this app's port; off when `--metrics-port` serves them apart."""
     from workers import logs
 
     settings = settings or settings_mod.load()
@@ -89,10 +93,15 @@ def bot_asgi(settings: Settings | None = None) -> Any:
     app, client, deps = build_bot_deps(settings)
     service = QuestionService(deps.runtime, question_config(settings))
     closings = Closings(async_redis(settings, client))
-    mcp, mcp_sessions = mcp_route(service, closings)
-    return make_asgi(
-        make_wsgi(app, client), service, closings, mounts=[mcp], lifespans=[mcp_sessions.run], on_stop=_metrics_stop
-    )
+    hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
+    mcp, mcp_sessions = mcp_route(service, closings, transport_security(hosts, settings.parley_mcp_allowed_origins))
+    wsgi = make_wsgi(app, client, public_metrics=public_metrics)
+    return make_asgi(wsgi, service, closings, mounts=[mcp], lifespans=[mcp_sessions.run], on_stop=_metrics_stop)
+
+
+def bot_asgi_private_metrics() -> Any:
+    """`bot_asgi` for `serve --workers N --metrics-port M`: the metrics are on port M, not on this app's."""
+    return bot_asgi(public_metrics=False)
 
 
 def _metrics_stop() -> None:
@@ -127,7 +136,7 @@ def serve(
     socket_mode: bool = False,
     metrics: tuple[str, int] | None = None,
 ) -> int:
-    """Serve over HTTP (metrics at /metrics) or Socket Mode (metrics on `metrics`, host and port, if given)."""
+    """Serve over HTTP or Socket Mode; metrics on `metrics` (host and port) if given, else over HTTP at /metrics."""
     if socket_mode:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
@@ -135,10 +144,10 @@ def serve(
         from workers.store.runs import RunStore
 
         settings.require("slack_app_token")
-        app, client = build_bot(settings, socket_mode=True)
+        bolt, client = build_bot(settings, socket_mode=True)
         if metrics:
             serve_metrics(RunStore(client), *metrics)
-        handler = SocketModeHandler(app, app_token=settings.slack_app_token)
+        handler = SocketModeHandler(bolt, app_token=settings.slack_app_token)
         handler.client.web_client.base_url = settings.slack_api_url
         try:
             handler.connect()
@@ -148,10 +157,30 @@ def serve(
         print(SOCKET_MODE_READY, flush=True)  # `parley up` waits for this line
         threading.Event().wait()  # the connection's threads serve until the process is stopped
         return 0
+    settings = _mcp_hosts(settings, host)
     log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
+    app: Any
     if workers > 1:
         build_bot(settings)  # fail fast on bad settings, before starting the processes
-        run_asgi("parley.serve:bot_asgi", host, port, workers)
+        app = "parley.serve:bot_asgi_private_metrics" if metrics else "parley.serve:bot_asgi"
     else:
-        run_asgi(bot_asgi(settings), host, port)
+        app = bot_asgi(settings, public_metrics=metrics is None)
+    if metrics:
+        from parley.metrics_setup import serve_metrics
+        from workers.store.runs import RunStore
+
+        serve_metrics(RunStore(connect_redis(settings)), *metrics)  # with --workers N: all N, summed
+    run_asgi(app, host, port, workers)
     return 0
+
+
+def _mcp_hosts(settings: Settings, bind: str) -> Settings:
+    """`settings` with `/mcp`'s `Host` names filled in from the bind address when `PARLEY_ALLOWED_HOSTS`
+    is unset (and passed on to the processes of `--workers N`, which read their settings anew)."""
+    if settings.parley_allowed_hosts:
+        return settings
+    hosts = default_hosts(bind)
+    os.environ["PARLEY_ALLOWED_HOSTS"] = ",".join(hosts)
+    if not is_loopback(bind):
+        log.warning("/mcp answers only these Host names; list the others in PARLEY_ALLOWED_HOSTS", hosts=hosts)
+    return settings.model_copy(update={"parley_allowed_hosts": hosts})

@@ -110,9 +110,19 @@ class Settings(BaseSettings):
     parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
     parley_api_auth_failures: int = Field(default=20, ge=1)  # bad bearer tokens per client address per window
     parley_mcp_origin: str = Field(default="mcp", min_length=1, max_length=64)  # `parley mcp`'s questions' origin
+    # `Host` names /mcp answers (name, or name:port); unset: the loopback names, and --host if it is one address
+    parley_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # browser origins /mcp answers (https://app.example.com); a request without Origin is always answered
+    parley_mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     _split_lists = field_validator(
-        "parley_agents", "parley_retry_delays", "parley_webhook_allow", "parley_webhook_retry_intervals", mode="before"
+        "parley_agents",
+        "parley_retry_delays",
+        "parley_webhook_allow",
+        "parley_webhook_retry_intervals",
+        "parley_allowed_hosts",
+        "parley_mcp_allowed_origins",
+        mode="before",
     )(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
     _duration = field_validator("parley_retention", mode="before")(parse_duration)

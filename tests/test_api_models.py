@@ -9,6 +9,7 @@ import copy
 import json
 import secrets
 import time
+from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
@@ -18,8 +19,11 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from bot.api.auth_failures import client_address
 from bot.api.openapi import openapi_document
+from bot.body_limits import API_BODY_MAX
+from workers.interaction import CONTEXT_MAX
+from workers.interaction.models import MAX_ITEMS, MAX_OPTIONS, OPTION_LABEL_MAX, OPTION_VALUE_MAX
 from workers.questions.config import QuestionConfig
-from workers.questions.models import QuestionCreate
+from workers.questions.models import METADATA_MAX, QuestionCreate
 from workers.questions.webhooks import DestinationRefused, check_destination, pinned, sign
 
 pytestmark = pytest.mark.unit
@@ -162,3 +166,45 @@ def test_failed_authentication_counts_per_ipv4_address_and_per_ipv6_64() -> None
     assert counted_as("2001:db8:1:3::1") != counted_as("2001:db8:1:2::1")
     assert counted_as("::ffff:203.0.113.7") == "203.0.113.7"  # an IPv4 client on a dual-stack socket
     assert client_address({"type": "http", "client": None}) == "unknown"
+
+
+def largest_question() -> dict[str, Any]:
+    """The largest `POST /api/v1/questions` body the models accept, every field at its limit (ASCII).
+
+    Lists of people have no limit in `Request` itself; 50 is the API's cap on assignees."""
+    people = [f"U{n:02d}" + "X" * 61 for n in range(50)]
+    option = {"value": "v" * OPTION_VALUE_MAX, "label": "l" * OPTION_LABEL_MAX, "description": "d" * OPTION_LABEL_MAX}
+    options = [{**option, "value": f"{n:03d}" + option["value"][3:]} for n in range(MAX_OPTIONS)]
+    item = {"text": "t" * 2000, "type": "multi_select", "options": options, "placeholder": "p" * 150}
+    items = [{**item, "id": f"{n:02d}" + "i" * 62, "default": [o["value"] for o in options]} for n in range(MAX_ITEMS)]
+    request = {
+        "reason": "r" * 3000,
+        "items": items,
+        "assignees": people,
+        "expires_in": 90 * 86400,
+        "on_expiry": "use_defaults",
+        "show_answers": True,
+        "escalate_after": 90 * 86400 - 1,
+        "escalate_to": people,
+    }
+    metadata = {"m": "x" * (METADATA_MAX - len('{"m":""}'))}
+    context = {"c": "y" * (CONTEXT_MAX - len('{"c":""}'))}
+    return {
+        "request": request,
+        "channel": "C" + "0" * 20,
+        "thread_ts": "1" * 12 + "." + "2" * 8,
+        "callback_url": "https://" + "h" * 1992,
+        "metadata": metadata,
+        "context": context,
+    }
+
+
+def test_the_api_body_cap_is_above_the_largest_question_and_at_most_a_mebibyte() -> None:
+    body = largest_question()
+    QuestionCreate.model_validate(body)  # valid: the cap must let it through
+    size = len(json.dumps(body, indent=2).encode())  # a client's pretty-printed JSON, too
+    assert size < API_BODY_MAX <= 1 << 20, (size, API_BODY_MAX)
+    bigger = copy.deepcopy(body)
+    bigger["request"]["reason"] += "r"
+    with pytest.raises(ValidationError):  # every field is at its limit
+        QuestionCreate.model_validate(bigger)

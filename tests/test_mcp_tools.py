@@ -4,12 +4,15 @@ every problem; results are `waiting` with an id or the closed question's answers
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
 import pytest
 
+from bot.body_limits import MCP_BODY_MAX
+from bot.mcp.rebinding import default_hosts, transport_security
 from bot.mcp.tools import (
     ASK_HUMAN_SCHEMA,
     GET_ANSWER_SCHEMA,
@@ -18,7 +21,8 @@ from bot.mcp.tools import (
     parse_get_answer,
     tool_result,
 )
-from workers.interaction.tools import ASK_USER_SCHEMA
+from workers.interaction import CONTEXT_MAX
+from workers.interaction.tools import ASK_USER_SCHEMA, HEADER_MAX, LABEL_MAX, MAX_QUESTIONS, QUESTION_MAX
 from workers.questions.models import QuestionStatus, QuestionView
 
 pytestmark = pytest.mark.unit
@@ -133,3 +137,59 @@ def test_results() -> None:
     assert tool_result(view(QuestionStatus.EXPIRED)) == {"status": "expired", "question_id": "r1", "answers": None}
     cancelled = tool_result(view(QuestionStatus.CANCELLED, cancelled_by="U0ALICE"))
     assert cancelled["status"] == "cancelled" and cancelled["cancelled_by"] == "U0ALICE"
+
+
+def test_the_mcp_body_cap_is_above_the_largest_ask_human_call() -> None:
+    option = {"label": "l" * LABEL_MAX, "description": "d" * LABEL_MAX}
+    question = {"header": "h" * HEADER_MAX, "question": "q" * QUESTION_MAX, "type": "multiple", "required": True}
+    questions = [
+        {
+            **question,
+            "id": f"{n}" + "i" * 63,
+            "options": [{**option, "label": f"{k:02d}" + "l" * 73} for k in range(20)],
+        }
+        for n in range(MAX_QUESTIONS)
+    ]
+    arguments = {
+        "questions": questions,
+        "context": {"c": "y" * (CONTEXT_MAX - len('{"c":""}'))},
+        "channel": "C" + "0" * 20,
+        "assignees": [f"U{n:02d}" + "X" * 18 for n in range(20)],
+        "wait_seconds": 50,
+    }
+    parse_ask_human(arguments)  # valid
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2**53,
+        "method": "tools/call",
+        "params": {"name": "ask_human", "arguments": arguments},
+    }
+    assert len(json.dumps(call, indent=2).encode()) < MCP_BODY_MAX
+
+
+@pytest.mark.parametrize(
+    ("bind", "hosts"),
+    [
+        ("127.0.0.1", ["127.0.0.1", "localhost", "[::1]"]),
+        ("::1", ["127.0.0.1", "localhost", "[::1]"]),
+        ("localhost", ["127.0.0.1", "localhost", "[::1]"]),
+        ("0.0.0.0", ["127.0.0.1", "localhost", "[::1]"]),  # a wildcard: the operator lists the public names
+        ("10.0.0.7", ["127.0.0.1", "localhost", "[::1]", "10.0.0.7"]),
+        ("fd00::7", ["127.0.0.1", "localhost", "[::1]", "[fd00::7]"]),
+    ],
+)
+def test_mcp_hosts_default_to_the_loopback_names_and_the_bound_address(bind: str, hosts: list[str]) -> None:
+    assert default_hosts(bind) == hosts
+
+
+def test_allowed_hosts_take_any_port_unless_one_is_named() -> None:
+    security = transport_security(["parley.example.com", "Edge.Example.com:8443", "fd00::7"], ["https://desk.example/"])
+    assert security.enable_dns_rebinding_protection is True
+    assert security.allowed_hosts == [
+        "parley.example.com",
+        "parley.example.com:*",
+        "edge.example.com:8443",
+        "[fd00::7]",
+        "[fd00::7]:*",
+    ]
+    assert security.allowed_origins == ["https://desk.example"]

@@ -128,13 +128,3 @@ def test_prepare_picks_the_mode(
         made = os.environ.get(ENV)
         if made and not given:
             Path(made).rmdir()
-
-
-def test_serve_refuses_a_metrics_port_over_http(capsys: pytest.CaptureFixture[str]) -> None:
-    from parley.cli import main
-
-    assert main(["serve", "--metrics-port", "9300"]) == 2
-    err = capsys.readouterr().err
-    assert err.strip() == (
-        "parley serve: --metrics-port is for --socket-mode; over HTTP the metrics are at /metrics on --port"
-    )

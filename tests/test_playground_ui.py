@@ -8,6 +8,7 @@ command replies, modal `response_action`s, type-ahead options, `response_url`s).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -168,3 +169,27 @@ def test_home_opened_and_live_state(page: httpx.Client, ws: Workspace, stub: Stu
     later = page.get("/ui/state", params={"user": ALICE, "since": first["events"]}).json()
     timer.join()
     assert later["events"] > first["events"] and later["messages"]["C0OPS"][0]["text"] == "hello"
+
+
+def test_only_this_machine_may_drive_the_page(page: httpx.Client, ws: Workspace, stub: StubBot) -> None:
+    """No cross-site write (a form or text/plain needs no preflight) and no DNS rebinding (a foreign Host)."""
+    port = page.base_url.port
+    command = {"user": ALICE, "channel": "C0GENERAL", "text": "/parley ticket from elsewhere"}
+    as_text = page.post("/ui/message", content=json.dumps(command), headers={"Content-Type": "text/plain"})
+    assert as_text.status_code == 415
+    as_form = page.post("/ui/message", data={"text": "/parley ticket x"})
+    assert as_form.status_code == 415
+    foreign = page.post("/ui/message", json=command, headers={"Origin": "http://evil.example.com"})
+    assert foreign.status_code == 403
+    other_port = page.post("/ui/home", json={"user": ALICE}, headers={"Origin": f"http://127.0.0.1:{port + 1}"})
+    assert other_port.status_code == 403
+    assert stub.received == [] and ws.ephemerals(ALICE) == [] and ws.messages("C0GENERAL") == []
+    rebound = page.get("/ui/state", headers={"Host": f"evil.example.com:{port}"})
+    assert rebound.status_code == 400 and "C0GENERAL" not in rebound.text
+    for host in ("127.0.0.1", "localhost", "[::1]"):
+        assert page.get("/ui/state", headers={"Host": f"{host}:{port}"}).status_code == 200
+    stub.replies.append((200, {"response_type": "ephemeral", "text": "ok"}))
+    same = page.post(
+        "/ui/message", json=command, headers={"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"}
+    )
+    assert same.json()["ok"] is True and len(stub.received) == 1  # the page's own origin

@@ -22,12 +22,14 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuth
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.api import auth_failures
 from bot.api.app import problem
+from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
@@ -111,9 +113,15 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
     return caller
 
 
-def mcp_route(service: QuestionService, closings: Closings) -> tuple[Route, StreamableHTTPSessionManager]:
-    """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime."""
-    manager = StreamableHTTPSessionManager(app=build_server(service, closings, token_caller), stateless=True)
+def mcp_route(
+    service: QuestionService, closings: Closings, security: TransportSecuritySettings | None = None
+) -> tuple[Route, StreamableHTTPSessionManager]:
+    """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime.
+
+    `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default."""
+    security = security or transport_security(LOOPBACK_HOSTS, ())
+    server = build_server(service, closings, token_caller)
+    manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
     guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))
     app = AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))

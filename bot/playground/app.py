@@ -9,6 +9,10 @@ Every action on the page reaches the bot as the signed request Slack would send
 (``bot.playground.slack_sender``); what comes back (a slash command's ephemeral reply,
 a modal's ``response_action``, options for a type-ahead) is applied to the workspace the
 way Slack applies it.
+
+The page acts as the workspace's people, so only the machine it runs on may drive it: the
+host must be a loopback name (a page elsewhere that rebinds its own name to 127.0.0.1 is
+refused), and every write under /ui/ must be JSON from the page's own origin (``ui.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
@@ -38,6 +44,8 @@ RESPONSE_URL_USES = 5
 RESPONSE_URL_TTL = 30 * 60
 SLOW_ACK = 3.0
 """Slack shows an error when an app takes longer than this to acknowledge."""
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+"""The only `Host` names the playground answers (any port): the page is for this machine only."""
 
 
 def _with_ids(item: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -155,7 +163,7 @@ def create_playground_app(
         *ui_routes(),
         Mount("/static", app=StaticFiles(directory=STATIC)),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)])
     app.state.playground = playground
     return app
 

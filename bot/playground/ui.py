@@ -5,12 +5,18 @@ to ``POLL_WAIT`` seconds) until the workspace's change counter moves past ``N``,
 page stays live with one open request. Action routes take JSON from the page, make the
 bot's request through ``SlackSender``, apply the ack as Slack would, and answer
 ``{"ok", "status", ...}`` so the page can show what happened.
+
+Every action route takes only ``application/json`` from the page's own origin: a page on
+another site can send a form or ``text/plain`` without a preflight, and its ``Origin`` says
+where it comes from (no ``Origin``, as from a script on this machine, is let through).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -272,16 +278,35 @@ async def index(request: Request) -> Response:
     return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def page_write(endpoint: Endpoint) -> Endpoint:
+    """`endpoint`, answering only JSON (else 415) sent from the page's own origin (else 403)."""
+
+    @functools.wraps(endpoint)
+    async def guarded(request: Request) -> Response:
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            return JSONResponse({"ok": False, "error": "send Content-Type: application/json"}, status_code=415)
+        origin = request.headers.get("origin")
+        if origin is not None and origin != _base(request):
+            return JSONResponse({"ok": False, "error": f"origin {origin!r} may not act here"}, status_code=403)
+        return await endpoint(request)
+
+    return guarded
+
+
 def ui_routes() -> list[Route]:
     return [
         Route("/", index),
         Route("/ui/state", state),
         Route("/ui/status", status),
-        Route("/ui/message", message, methods=["POST"]),
-        Route("/ui/action", action, methods=["POST"]),
-        Route("/ui/view/submit", submit_view, methods=["POST"]),
-        Route("/ui/view/close", close_view, methods=["POST"]),
-        Route("/ui/suggest", suggest, methods=["POST"]),
-        Route("/ui/home", open_home, methods=["POST"]),
+        Route("/ui/message", page_write(message), methods=["POST"]),
+        Route("/ui/action", page_write(action), methods=["POST"]),
+        Route("/ui/view/submit", page_write(submit_view), methods=["POST"]),
+        Route("/ui/view/close", page_write(close_view), methods=["POST"]),
+        Route("/ui/suggest", page_write(suggest), methods=["POST"]),
+        Route("/ui/home", page_write(open_home), methods=["POST"]),
         Route("/hooks/{token}", hook, methods=["POST"]),
     ]
