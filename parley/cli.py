@@ -10,6 +10,7 @@ from parley import settings as settings_mod
 from parley import tokens_cmd
 from workers import logs
 from workers.exceptions import ParleyError
+from workers.logs import redacted
 
 
 def _duration(text: str) -> float:
@@ -199,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return runs_command(settings, args)
     except ParleyError as exc:
-        print(f"parley: {exc}", file=sys.stderr)
+        print(f"parley: {redacted(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
