@@ -85,10 +85,13 @@ def _parser() -> argparse.ArgumentParser:
     slack = sub.add_parser("slack", help="connect Parley to your Slack workspace")
     ssub = slack.add_subparsers(dest="slack_command")
     setup = ssub.add_parser("setup", help="create the Slack app, check its tokens and save them in .env")
-    setup.add_argument("--bot-token", metavar="xoxb-…", help="the app's bot token (or SLACK_BOT_TOKEN)")
-    setup.add_argument("--app-token", metavar="xapp-…", help="the app-level token (or SLACK_APP_TOKEN)")
+    stdin_note = "; - reads it from standard input, one token a line (a token typed here shows in ps)"
+    setup.add_argument("--bot-token", metavar="xoxb-…|-", help="the app's bot token (or SLACK_BOT_TOKEN)" + stdin_note)
+    setup.add_argument("--app-token", metavar="xapp-…|-", help="the app-level token (or SLACK_APP_TOKEN)" + stdin_note)
     setup.add_argument(
-        "--config-token", metavar="xoxe-…", help="an app configuration token: create the app through Slack's API"
+        "--config-token",
+        metavar="xoxe-…|-",
+        help="an app configuration token: create the app through Slack's API" + stdin_note,
     )
     slack.set_defaults(slack_commands=list(ssub.choices))
 
