@@ -75,7 +75,7 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
     user = ctx.request.scope.get("user") if ctx.request is not None else None
     if not isinstance(user, AuthenticatedUser):  # RequireAuthMiddleware lets no such request through
         raise PermissionError("an MCP call over HTTP without a verified bearer token")
-    return Caller(name=user.access_token.client_id, scopes=frozenset(user.access_token.scopes))
+    return Caller(name=user.access_token.client_id, scopes=frozenset(user.access_token.scopes), via="mcp")
 
 
 def mcp_route(service: QuestionService, closings: Closings) -> tuple[Route, StreamableHTTPSessionManager]:

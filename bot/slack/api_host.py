@@ -6,7 +6,9 @@ than a run's thread:
   with no root "run started" message; its own `ts` becomes the thread typed answers go to;
 - the run's result (the answers as JSON) is not posted: the locked question shows them, and
   a failure is told through the API and the run's history;
-- when the question closes (answered, expired, cancelled) its webhook is announced.
+- when the question closes (answered, expired, cancelled) its webhook is announced;
+- the message opens with who asked and how ("Asked by *ci-bot* through the API", or MCP), above
+  the caller's text, as there is no root message to say it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ class ApiQuestionHost(SlackHost):
         super().__init__(client, store)
         self._on_closed = on_closed
 
+    def asked_by(self, run: RunRecord) -> str | None:
+        """The "Asked by *origin* through the API" line (or MCP), from the question's conversation."""
+        conv = run.conversation
+        return blocks.asked_by_line(str(conv.get("origin") or run.started_by), str(conv.get("via") or "api"))
+
     def _conversation(self, run: RunRecord) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):
             return run.conversation
@@ -75,6 +82,7 @@ class ApiQuestionHost(SlackHost):
                 assignees=asked,
                 context=run.question_context,
                 changes=run.context_changes,
+                asked_by=self.asked_by(record),
             )
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc

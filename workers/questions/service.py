@@ -46,6 +46,7 @@ class Caller:
     name: str
     scopes: frozenset[str] = field(default_factory=lambda: frozenset({Scope.ASK.value}))
     team: str = ""  # the token's workspace: its questions are asked there, and an admin sees only those
+    via: str = "api"  # how it asks: "api" (HTTP API) or "mcp"; Slack shows it above the question
 
     @property
     def admin(self) -> bool:
@@ -90,7 +91,12 @@ class QuestionService:
         request = body.request
         if body.user and not request.assignees:
             request = request.model_copy(update={"assignees": [body.user]})  # a DM: that person answers
-        conversation: dict[str, Any] = {"host": HOST, "channel": body.channel or body.user, "origin": caller.name}
+        conversation: dict[str, Any] = {
+            "host": HOST,
+            "channel": body.channel or body.user,
+            "origin": caller.name,
+            "via": caller.via,
+        }
         team = caller.team or self.team
         if team.startswith("E"):  # an org-wide install answers for every workspace of the organisation
             conversation.update(enterprise=team, enterprise_install=True)
