@@ -117,23 +117,15 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         admission = deps.runtime.store.starts.admit(
             deps.start_limits, team=team, channel=channel, user=user, run_id=run_id
         )
-        if admission.refused is None:
-            run = deps.runtime.store.create(name, rest.strip(), user, conversation, run_id=run_id)
+        run = None if admission.refused else deps.runtime.store.create(name, rest.strip(), user, conversation, run_id)
     except redis.RedisError:
         log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)
         ack(response_type="ephemeral", text=UNAVAILABLE)
         return
-    if admission.refused is not None:
-        metrics.start_refused(admission.refused.value)
-        log.warning(
-            "run start refused by a limit",
-            limit=admission.refused.value,
-            retry_after=round(admission.retry_after, 1),
-            team=team,
-            channel=channel,
-            user=user,
-            agent=name,
-        )
+    if run is None:  # a start limit refused it
+        limit, wait = str(admission.refused), round(admission.retry_after, 1)
+        metrics.start_refused(limit)
+        log.warning("run start refused", limit=limit, retry_after=wait, team=team, channel=channel, user=user)
         ack(response_type="ephemeral", text=start_refusal(admission, deps.start_limits))
         return
     context[RUN_ID] = run.id
