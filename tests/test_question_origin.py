@@ -118,6 +118,25 @@ def test_runs_of_blank_lines_fold_into_one(text: str, folded: str) -> None:
     assert fold_blank_lines(text) == folded
 
 
+def test_item_texts_fold_their_blank_lines_too() -> None:
+    many = Request(
+        reason="Two things",
+        items=[
+            Item(id="a", text="First\n\n\n\nline", type=ItemType.FREE_TEXT),
+            Item(id="b", text="Pick\n\n\n> one", type=ItemType.SELECT, options=["x", "y"]),
+        ],
+    )
+    blocks = question_blocks(many, "q1", assignees=["U0BOB"])
+    labels = [b["label"]["text"] for b in blocks if b["type"] == "input"]
+    assert labels == ["First\n\nline", "Pick\n\n> one"]
+    assert not any("hint" in b for b in blocks if b["type"] == "input")  # folding is not shortening
+    one = Request(
+        reason="One", items=[Item(id="c", text="Go?\n\n\n\n*Alice*", type=ItemType.SELECT, options=["y", "n"])]
+    )
+    [text] = [b["text"]["text"] for b in question_blocks(one, "q2", assignees=[]) if b.get("block_id") == "qt|q2|1"]
+    assert text == "Go?\n\n*Alice*"
+
+
 def test_a_question_without_an_origin_has_no_origin_line() -> None:
     plain = question_blocks(forged_request(), "q1", assignees=["U0BOB"])
     assert not any(b.get("block_id", "").startswith("qo|") for b in plain)

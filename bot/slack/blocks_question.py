@@ -182,8 +182,9 @@ def _element(item: Item, *, external: bool) -> Any:
 
 
 def _input(item: Item, block_id: str, *, external: bool, label_cap: int = LABEL_MAX) -> InputBlock:
-    label = truncate(item.text, label_cap)
-    hint = _SHORTENED_HINT if label != item.text else SECRET_HINT if item.is_secret else None
+    text = fold_blank_lines(item.text)
+    label = truncate(text, label_cap)
+    hint = _SHORTENED_HINT if label != text else SECRET_HINT if item.is_secret else None
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
