@@ -15,6 +15,7 @@ from bot.slack.scope import Scope
 from workers.logs import Log
 from workers.runtime.wiring import Runtime
 from workers.store.records import RunRecord
+from workers.store.starts import StartLimits
 
 log = Log("parley.bot")
 
@@ -33,6 +34,9 @@ class BotDeps:
     team_admins: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Admins of one workspace, by team id or (org-wide installs) enterprise id (`PARLEY_ADMINS=T1:U1;T2:U2`)."""
     pool: ThreadPoolExecutor = field(default_factory=_after_ack_pool)
+    start_limits: StartLimits = field(default_factory=StartLimits)
+    """How fast runs may be started from Slack (`PARLEY_STARTS_PER_USER`, `PARLEY_STARTS_PER_CHANNEL`,
+    `PARLEY_OPEN_RUNS_PER_USER`)."""
 
     @property
     def many_workspaces(self) -> bool:

@@ -11,6 +11,7 @@ from redis.retry import Retry
 
 from parley.settings import Settings
 from workers.exceptions import ConfigError
+from workers.logs import redacted
 from workers.questions.config import QuestionConfig
 from workers.questions.config import install as install_questions
 from workers.registry import load_agents
@@ -47,10 +48,10 @@ def connect_redis(settings: Settings, *, request_path: bool = False) -> redis.Re
     try:
         client.ping()
     except redis.RedisError as exc:
-        where = settings.redis_url or "the embedded Redis"
-        raise ConfigError(f"REDIS_URL: cannot reach {where}: {exc}") from None
+        where = redacted(settings.redis_url) if settings.redis_url else "the embedded Redis"
+        raise ConfigError(f"REDIS_URL: cannot reach {where}: {redacted(str(exc))}") from None
     except TypeError as exc:  # an option in the URL's query that redis-py's connections do not take
-        raise ConfigError(f"REDIS_URL: {exc}") from None
+        raise ConfigError(f"REDIS_URL: {redacted(str(exc))}") from None
     return client
 
 

@@ -10,6 +10,7 @@ from parley import settings as settings_mod
 from parley import tokens_cmd
 from workers import logs
 from workers.exceptions import ParleyError
+from workers.logs import redacted
 
 
 def _duration(text: str) -> float:
@@ -86,10 +87,13 @@ def _parser() -> argparse.ArgumentParser:
     slack = sub.add_parser("slack", help="connect Parley to your Slack workspace")
     ssub = slack.add_subparsers(dest="slack_command")
     setup = ssub.add_parser("setup", help="create the Slack app, check its tokens and save them in .env")
-    setup.add_argument("--bot-token", metavar="xoxb-…", help="the app's bot token (or SLACK_BOT_TOKEN)")
-    setup.add_argument("--app-token", metavar="xapp-…", help="the app-level token (or SLACK_APP_TOKEN)")
+    stdin_note = "; - reads it from standard input, one token a line (a token typed here shows in ps)"
+    setup.add_argument("--bot-token", metavar="xoxb-…|-", help="the app's bot token (or SLACK_BOT_TOKEN)" + stdin_note)
+    setup.add_argument("--app-token", metavar="xapp-…|-", help="the app-level token (or SLACK_APP_TOKEN)" + stdin_note)
     setup.add_argument(
-        "--config-token", metavar="xoxe-…", help="an app configuration token: create the app through Slack's API"
+        "--config-token",
+        metavar="xoxe-…|-",
+        help="an app configuration token: create the app through Slack's API" + stdin_note,
     )
     slack.set_defaults(slack_commands=list(ssub.choices))
 
@@ -199,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return runs_command(settings, args)
     except ParleyError as exc:
-        print(f"parley: {exc}", file=sys.stderr)
+        print(f"parley: {redacted(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -20,6 +20,7 @@ from bot.playground.workspace import Workspace
 from parley.settings import Settings
 from parley.supervisor import Supervisor
 from workers.exceptions import ConfigError
+from workers.logs import redacted
 
 HOST = "127.0.0.1"
 BOT_TOKEN = "xoxb-playground"
@@ -97,7 +98,7 @@ class Dev:
         return False
 
     def banner(self) -> None:
-        redis_note = self.settings.redis_url or f"embedded Redis in {self.settings.parley_data_dir}"
+        redis_note = redacted(self.settings.redis_url or "") or f"embedded Redis in {self.settings.parley_data_dir}"
         print(f"Parley playground: http://{HOST}:{self.port}  (bot on :{self.bot_port}, {redis_note})", flush=True)
         print(
             f"Metrics: http://{HOST}:{self.bot_port}/metrics (bot), http://{HOST}:{self.metrics_port}/metrics (worker)",

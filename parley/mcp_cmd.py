@@ -41,7 +41,7 @@ def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
 
 
 async def serve_stdio(service: QuestionService, closings: Closings, origin: str) -> None:
-    caller = Caller(origin)
+    caller = Caller(origin, via="mcp")
     server = build_server(service, closings, lambda ctx: caller)
     await closings.start()
     try:

@@ -68,7 +68,12 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
     admins = settings.parley_admins
     team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}
     deps = BotDeps(
-        runtime=runtime, client=web, slack=slack, admins=frozenset(admins.get("", ())), team_admins=team_admins
+        runtime=runtime,
+        client=web,
+        slack=slack,
+        admins=frozenset(admins.get("", ())),
+        team_admins=team_admins,
+        start_limits=settings.start_limits,
     )
     signing_secret = None if socket_mode else settings.slack_signing_secret
     app = create_app(deps, signing_secret=signing_secret, oauth_settings=oauth_settings(settings, clients, client))

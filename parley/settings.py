@@ -13,6 +13,7 @@ from workers.exceptions import ConfigError
 from workers.store import connection
 from workers.store.embedded import default_data_dir
 from workers.store.sealed import SecretBox
+from workers.store.starts import Rate, StartLimits
 
 SLACK_API_DEFAULT = "https://slack.com/api/"
 DEFAULT_RETENTION = 30 * 86400.0
@@ -32,6 +33,38 @@ def parse_duration(value: object) -> float:
     if match is None:
         raise ValueError(f"must be {DURATION_HELP}, not {value!r}")
     return float(match[1]) * _UNIT_SECONDS[match[2]]
+
+
+_RATE = re.compile(r"(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*(s|sec|second|m|min|minute|h|hour|d|day)s?")
+_RATE_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "h": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+}
+RATE_HELP = "a rate such as 10/min, 30/hour, 5/10s, or off"
+
+
+def parse_rate(value: object) -> Rate | None:
+    """`10/min`, `30/hour`, `5/10s` as a `Rate`; `off` (or `0`) as None, no limit; ValueError otherwise."""
+    if value is None or isinstance(value, Rate):
+        return value
+    text = str(value).strip().lower()
+    if text in ("off", "0", "none"):
+        return None
+    match = _RATE.fullmatch(text)
+    if match is None or int(match[1]) < 1:
+        raise ValueError(f"must be {RATE_HELP}, not {value!r}")
+    per = float(match[2] or 1) * _RATE_UNITS[match[3]]
+    if per <= 0:
+        raise ValueError(f"must be {RATE_HELP}, not {value!r}")
+    return Rate(int(match[1]), per)
 
 
 def _split(value: object) -> object:
@@ -114,6 +147,9 @@ class Settings(BaseSettings):
     parley_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # browser origins /mcp answers (https://app.example.com); a request without Origin is always answered
     parley_mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    parley_starts_per_user: Rate | None = StartLimits.per_user  # `/parley` starts per person of a workspace
+    parley_starts_per_channel: Rate | None = StartLimits.per_channel  # `/parley` starts per channel
+    parley_open_runs_per_user: int = Field(default=StartLimits.open_runs or 0, ge=0)  # 0: no cap
 
     _split_lists = field_validator(
         "parley_agents",
@@ -126,6 +162,7 @@ class Settings(BaseSettings):
     )(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
     _duration = field_validator("parley_retention", mode="before")(parse_duration)
+    _rates = field_validator("parley_starts_per_user", "parley_starts_per_channel", mode="before")(parse_rate)
 
     @field_validator("redis_url")
     @classmethod
@@ -163,6 +200,15 @@ class Settings(BaseSettings):
         `SLACK_BOT_TOKEN` is then not used.
         """
         return bool(self.slack_client_id and self.slack_client_secret and self.slack_state_secret)
+
+    @property
+    def start_limits(self) -> StartLimits:
+        """How fast runs may be started from Slack, by person and by channel, and how many a person may have open."""
+        return StartLimits(
+            per_user=self.parley_starts_per_user,
+            per_channel=self.parley_starts_per_channel,
+            open_runs=self.parley_open_runs_per_user or None,
+        )
 
     @field_validator("parley_secret_key")
     @classmethod

@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
 from workers.exceptions import ParleyError
+from workers.logs import redacted
 
 TIMEOUT = 15
 ERRORS = {
@@ -76,7 +77,7 @@ class SlackApiCalls:
         except SlackApiError as exc:
             raise TokenRefused(_explain(exc)) from None
         except OSError as exc:
-            raise TokenRefused(f"cannot reach Slack at {self.api_url} ({exc})") from None
+            raise TokenRefused(f"cannot reach Slack at {redacted(self.api_url)} ({redacted(str(exc))})") from None
 
     def bot_identity(self, token: str) -> BotIdentity:
         """Check a bot token with `auth.test`; the workspace and bot it names."""

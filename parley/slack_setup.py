@@ -6,8 +6,10 @@ and the app-level token, each with where it is found in the app's settings, each
 with Slack before it is kept (a wrong one is explained in one line and asked again). With
 an app configuration token (`--config-token`) it creates the app itself through
 `apps.manifest.create`, keeps the app's signing secret and client credentials, and gives
-the install link instead. Scripts pass the tokens as flags or in the environment; without a
-terminal and without them it refuses in one line.
+the install link instead. Scripts pass the tokens in the environment or on standard input
+(`--bot-token - --app-token -`: one line each, in that order); a token given as a flag's value is
+taken with a warning, since `ps` and the shell's history show it. Without a terminal and
+without the tokens it refuses in one line.
 
 Everything is saved to `.env` (mode 0600), which every `parley` command reads. A value
 already there is replaced only when the person says so; without a terminal, a different
@@ -21,6 +23,7 @@ import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from prompt_toolkit import prompt
 
@@ -40,6 +43,57 @@ CREDENTIALS = {
 
 class SetupRefused(ParleyError):
     """`parley slack setup` cannot go on; the message says why, in one line."""
+
+
+FROM_STDIN = "-"
+"""A token flag's value that reads the token from standard input instead of the command line."""
+
+
+@dataclass(frozen=True)
+class TokenFlag:
+    """A flag that takes a token: its name, what the token is called and how it starts."""
+
+    flag: str
+    label: str
+    prefix: str
+
+
+CONFIG_FLAG = TokenFlag("--config-token", "app configuration token", "xoxe")
+BOT_FLAG = TokenFlag("--bot-token", "bot token", "xoxb-")
+APP_FLAG = TokenFlag("--app-token", "app-level token", "xapp-")
+
+
+def argv_warning(given: dict[TokenFlag, str | None]) -> str | None:
+    """The warning for tokens given as flags' values, which `ps` and the shell's history show; None if none was."""
+    flags = [f.flag for f, value in given.items() if value and value != FROM_STDIN]
+    if not flags:
+        return None
+    return (
+        f"parley: warning: a token on the command line ({', '.join(flags)}) is visible to other users in ps "
+        f"and kept in your shell's history; pass {flags[0]} - to read it from standard input, "
+        "or set SLACK_BOT_TOKEN and SLACK_APP_TOKEN"
+    )
+
+
+def read_stdin_tokens(given: dict[TokenFlag, str | None], stdin: TextIO) -> dict[TokenFlag, str | None]:
+    """`given` with each `-` replaced by a line of `stdin`, one per token in the order of `given`.
+
+    A missing line, or one that is not the token its flag takes, is a refusal that never shows the line.
+    """
+    tokens = dict(given)
+    wanted = [flag for flag, value in given.items() if value == FROM_STDIN]
+    for number, flag in enumerate(wanted, start=1):
+        line = stdin.readline().strip()
+        if not line:
+            raise SetupRefused(f"{flag.flag} -: standard input ended before the {flag.label} (line {number})")
+        if not line.startswith(flag.prefix):
+            order = ", then ".join(f.label for f in wanted)
+            raise SetupRefused(
+                f"{flag.flag} -: line {number} of standard input is not a {flag.label} ({flag.prefix}…); "
+                f"give one token a line: {order}"
+            )
+        tokens[flag] = line
+    return tokens
 
 
 def _settings_page(app_id: str | None, page: str, path: str, section: str) -> str:
@@ -207,20 +261,29 @@ class Setup:
 def slack_setup(settings: Settings, *, bot_token: str | None, app_token: str | None, config_token: str | None) -> int:
     """Connect Parley to a Slack workspace; 0 when both tokens are checked and saved."""
     interactive = sys.stdin.isatty()
+    given = {CONFIG_FLAG: config_token, BOT_FLAG: bot_token, APP_FLAG: app_token}
+    if warning := argv_warning(given):
+        print(warning, file=sys.stderr, flush=True)
+    if interactive:  # `-` at a terminal: asked for, unechoed, as when the flag is left out
+        given = {flag: None if value == FROM_STDIN else value for flag, value in given.items()}
+    else:
+        given = read_stdin_tokens(given, sys.stdin)
+    config_token, bot_token, app_token = given[CONFIG_FLAG], given[BOT_FLAG], given[APP_FLAG]
     setup = Setup(settings, EnvFile(Path(ENV_FILE).resolve()), interactive=interactive)
     found_bot = None if config_token else settings.slack_bot_token
     found_app = None if config_token else settings.slack_app_token
     bot, app = bot_token or found_bot, app_token or found_app
     if not interactive and not config_token and not (bot and app):
         raise SetupRefused(
-            "standard input is not a terminal to ask for the tokens in: give --bot-token xoxb-… and "
-            "--app-token xapp-… (or SLACK_BOT_TOKEN and SLACK_APP_TOKEN)"
+            "standard input is not a terminal to ask for the tokens in: set SLACK_BOT_TOKEN and "
+            "SLACK_APP_TOKEN, or pipe them in, one a line, with --bot-token - --app-token -"
         )
     try:
         if config_token:
             setup.create(config_token)
             if not interactive and not (bot and app):
-                setup.say("Then give Parley the app's tokens: parley slack setup --bot-token xoxb-… --app-token xapp-…")
+                setup.say("Then give Parley the app's tokens: parley slack setup --bot-token - --app-token -")
+                setup.say("(reads them from standard input, one a line: the bot token, then the app-level token)")
                 setup.say(bot_token_where(setup.app_id))
                 setup.say(app_token_where(setup.app_id))
                 return 0

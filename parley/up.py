@@ -17,6 +17,7 @@ from parley.settings import Settings
 from parley.slack_api_calls import SlackApiCalls, TokenRefused
 from parley.supervisor import Supervisor
 from workers.exceptions import ConfigError
+from workers.logs import redacted
 
 TRY = "type `/parley ticket …` in any channel the bot is in (invite it with `/invite @Parley`)"
 
@@ -59,7 +60,7 @@ def run_up(settings: Settings) -> int:
         return supervisor.wait_until(serve.ready.is_set, "`parley serve --socket-mode` did not connect to Slack")
 
     def banner() -> None:
-        redis_note = settings.redis_url or f"embedded Redis in {settings.parley_data_dir}"
+        redis_note = redacted(settings.redis_url or "") or f"embedded Redis in {settings.parley_data_dir}"
         print(f"Parley is up in the Slack workspace {identity.team} as @{identity.bot} ({redis_note}).", flush=True)
         print(f"In Slack, {TRY}. Ctrl-C stops everything.", flush=True)
 

@@ -50,6 +50,7 @@ from workers.registry import load_agents
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store.starts import StartLimits
 
 CHANNEL = "C0GENERAL"
 
@@ -185,8 +186,17 @@ class Bot:
 
 
 @contextmanager
-def running_bot(r: redis.Redis, tmp_path: Path, *, client_timeout: int | None = None, **settings: Any) -> Iterator[Bot]:
+def running_bot(
+    r: redis.Redis,
+    tmp_path: Path,
+    *,
+    client_timeout: int | None = None,
+    start_limits: StartLimits | None = None,
+    **settings: Any,
+) -> Iterator[Bot]:
     """A bot on the test Redis and a fresh stand-in, with the `slack_agents` agents loaded.
+
+    `start_limits` replaces the default limits on starting runs (`PARLEY_STARTS_PER_USER`, ...).
 
     With `client_timeout`, the Web API client is the production one (`make_web_client`,
     retries included) giving up on a call after that many seconds. `settings` are
@@ -203,7 +213,9 @@ def running_bot(r: redis.Redis, tmp_path: Path, *, client_timeout: int | None = 
     runtime = make_runtime(r, tmp_path, **settings)
     slack = SlackHost(web, runtime.store)
     runtime.hosts.register("slack", slack)
-    deps = BotDeps(runtime=runtime, client=web, slack=slack, admins=frozenset({ADMIN}))
+    deps = BotDeps(
+        runtime=runtime, client=web, slack=slack, admins=frozenset({ADMIN}), start_limits=start_limits or StartLimits()
+    )
     try:
         yield Bot(create_app(deps, signing_secret=SIGNING_SECRET), deps, ws)
     finally:

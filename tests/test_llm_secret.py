@@ -24,6 +24,7 @@ from workers import agent
 from workers.interaction import Answer
 from workers.interaction.tools import SECRET_PLACEHOLDER
 from workers.llm import Tool, llm_config_from_env, run_loop
+from workers.llm.loop import ANSWERS_ARE_DATA
 from workers.runtime.acceptance import accept
 from workers.store.records import RunStatus
 
@@ -81,6 +82,6 @@ def test_the_model_reads_a_placeholder_and_the_tool_gets_the_secret(llm: ChatSta
     run = rt.store.get(run_id)
     assert (run.status, run.result) == (RunStatus.SUCCEEDED, "Logged in.")
     assert [secret] == LOGINS
-    assert last_tool_result(llm.requests[1]) == f"code: {SECRET_PLACEHOLDER}"
+    assert last_tool_result(llm.requests[1]) == f"{ANSWERS_ARE_DATA}\ncode: {SECRET_PLACEHOLDER}"
     assert len(llm.requests) == 3 and secret not in json.dumps(llm.requests)
     assert keys_holding(r, secret) == []

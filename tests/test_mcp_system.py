@@ -122,7 +122,9 @@ def topic() -> str:
     return f"release-{uuid.uuid4().hex[:8]}"
 
 
-def test_ask_human_is_answered_in_slack_within_the_call(stack: SlackStack, connect: Callable[[], Client]) -> None:
+def test_ask_human_is_answered_in_slack_within_the_call(
+    stack: SlackStack, connect: Callable[[], Client], token: Token, request: pytest.FixtureRequest
+) -> None:
     about = topic()
 
     async def scenario() -> dict[str, Any]:
@@ -144,6 +146,10 @@ def test_ask_human_is_answered_in_slack_within_the_call(stack: SlackStack, conne
     assert result["status"] == "answered", result
     assert result["answers"] == {"plan": "Full rollout", "plan__other": None}
     assert result["answered_by"] == "U0CAROL" and result["question_id"]
+    # The message opens with who asked, through MCP, above the agent's text.
+    origin = ORIGIN if request.node.callspec.params["connect"] == "stdio" else token.name
+    first = posted(stack, about)["blocks"][0]
+    assert (first["type"], first["elements"][0]["text"]) == ("context", f"Asked by *{origin}* through MCP")
 
 
 def test_wait_runs_out_then_get_answer_returns_the_answers(stack: SlackStack, connect: Callable[[], Client]) -> None:

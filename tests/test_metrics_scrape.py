@@ -28,7 +28,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 @pytest.fixture()
 def stack(redis_url: str, tmp_path: Any) -> Iterator[SlackStack]:
-    env = {"PARLEY_LEASE_TTL": "3", "PARLEY_REQUEUE_GRACE": "30"}
+    env = {"PARLEY_LEASE_TTL": "3", "PARLEY_REQUEUE_GRACE": "30", "PARLEY_STARTS_PER_USER": "12/min"}
     yield from SlackStack.running(redis_url, tmp_path / "metrics", workers=0, extra_env=env)
 
 
@@ -159,7 +159,8 @@ def _lapses(url: str) -> float:
 
 
 def test_several_server_processes_report_one_sum(stack: SlackStack) -> None:
-    """`parley serve --workers 2`: whichever uvicorn process answers a scrape reports every process's counts."""
+    """`parley serve --workers 2`: whichever uvicorn process answers a scrape reports every process's counts;
+    the start limit (`PARLEY_STARTS_PER_USER=12/min`) is shared by the processes through Redis."""
     port = free_port()
     stack.spawn_serve("serve-2", port, "--workers", "2")
     url = f"http://127.0.0.1:{port}"
@@ -168,8 +169,13 @@ def test_several_server_processes_report_one_sum(stack: SlackStack) -> None:
     for n in range(started):
         with httpx.Client(base_url=url, timeout=15) as fresh:  # a new connection each: spread over processes
             body = slash_command_body(f"s-form multi {n}", user="U0BOB", channel="C0GENERAL")
-            assert fresh.post(EVENTS_PATH, content=body.encode(), headers=signed_headers(body, FORM)).status_code == 200
+            resp = fresh.post(EVENTS_PATH, content=body.encode(), headers=signed_headers(body, FORM))
+            assert (resp.status_code, resp.text) == (200, "")
+    body = slash_command_body("s-form one too many", user="U0BOB", channel="C0GENERAL")
+    resp = httpx.post(f"{url}{EVENTS_PATH}", content=body.encode(), headers=signed_headers(body, FORM), timeout=15)
+    assert resp.status_code == 200 and "PARLEY_STARTS_PER_USER" in resp.json()["text"]
     for _ in range(4):
         with httpx.Client(timeout=10) as fresh:
             _, samples = _parse(fresh.get(f"{url}/metrics").text)
         assert value(samples, "parley_runs_started_total", agent="s-form") == started
+        assert value(samples, "parley_run_starts_refused_total", limit="user") == 1

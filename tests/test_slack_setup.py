@@ -2,7 +2,8 @@
 
 The real command runs in a directory of its own (where it writes `.env`), with
 `SLACK_API_URL` pointing at the stand-in, which knows only the tokens named here. Scripts
-pass the tokens as flags; a person is driven in a pty, typing and pasting as one would.
+pass the tokens on standard input (or as flags, with a warning); a person is driven in a pty,
+typing and pasting as one would.
 `BROWSER` names a script that records the link it is asked to open.
 """
 
@@ -57,12 +58,14 @@ def env_for(slack: LoopbackSlack, home: Path, **extra: str) -> dict[str, str]:
     return slack.command_env(home.parent / "data", BROWSER=str(home.parent / "browser"), **extra)
 
 
-def setup(slack: LoopbackSlack, home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    """`parley slack setup ARGS` as a script runs it: no terminal."""
+def setup(
+    slack: LoopbackSlack, home: Path, *args: str, stdin: str | None = None, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`parley slack setup ARGS` as a script runs it: no terminal; `stdin` piped in, or nothing."""
     command = parley_command()
     return subprocess.run(
         [*command, "slack", "setup", *args], cwd=home, env=env_for(slack, home, **extra),
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL if stdin is None else None, input=stdin, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
 
@@ -99,15 +102,50 @@ def decoded_manifest(link: str) -> dict:
 
 
 # ---- scripts: flags and the environment -----------------------------------------------------
-def test_good_tokens_as_flags_are_checked_and_saved_in_a_0600_env(slack: LoopbackSlack, home: Path) -> None:
-    done = setup(slack, home, "--bot-token", BOT, "--app-token", APP)
+def test_good_tokens_on_standard_input_are_checked_and_saved_in_a_0600_env(slack: LoopbackSlack, home: Path) -> None:
+    done = setup(slack, home, "--bot-token", "-", "--app-token", "-", stdin=f"{BOT}\n{APP}\n")
     assert done.returncode == 0, done.stderr
     assert saved(home) == {"SLACK_BOT_TOKEN": BOT, "SLACK_APP_TOKEN": APP}
     assert "workspace Parley Playground, bot @parley (xoxb-…0001)" in done.stdout
     assert "Socket Mode connection (xapp-…0002)" in done.stdout
+    assert done.stderr == ""  # no warning: nothing secret was on the command line
     never_shown(done.stdout + done.stderr, BOT, APP)
     assert [c["token"] for c in slack.ws.calls("auth.test")] == [BOT]
     assert [c["token"] for c in slack.ws.calls("apps.connections.open")] == [APP]
+
+
+def test_tokens_as_flags_are_taken_with_a_warning_that_ps_shows_them(slack: LoopbackSlack, home: Path) -> None:
+    done = setup(slack, home, "--bot-token", BOT, "--app-token", APP)
+    assert done.returncode == 0, done.stderr
+    assert saved(home) == {"SLACK_BOT_TOKEN": BOT, "SLACK_APP_TOKEN": APP}
+    [warning] = done.stderr.splitlines()
+    assert warning.startswith("parley: warning: a token on the command line (--bot-token, --app-token)")
+    assert "visible to other users in ps" in warning and "--bot-token - to read it from standard input" in warning
+    never_shown(done.stdout + done.stderr, BOT, APP)
+
+
+def test_one_token_on_standard_input_and_one_in_the_environment(slack: LoopbackSlack, home: Path) -> None:
+    done = setup(slack, home, "--app-token", "-", stdin=f"{APP}\n", SLACK_BOT_TOKEN=BOT)
+    assert done.returncode == 0, done.stderr
+    assert saved(home) == {"SLACK_BOT_TOKEN": BOT, "SLACK_APP_TOKEN": APP} and done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("stdin", "says"),
+    [
+        (f"{APP}\n{BOT}\n", "--bot-token -: line 1 of standard input is not a bot token (xoxb-…); give one token "
+         "a line: bot token, then app-level token"),
+        (f"{BOT}\n", "--app-token -: standard input ended before the app-level token (line 2)"),
+    ],
+)  # fmt: skip
+def test_tokens_on_standard_input_in_the_wrong_order_or_missing_are_refused(
+    slack: LoopbackSlack, home: Path, stdin: str, says: str
+) -> None:
+    done = setup(slack, home, "--bot-token", "-", "--app-token", "-", stdin=stdin)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"parley: {says}"]
+    never_shown(done.stdout + done.stderr, BOT, APP)
+    assert not (home / ".env").exists() and slack.ws.calls() == []
 
 
 def test_tokens_in_the_environment_are_saved_like_flags(slack: LoopbackSlack, home: Path) -> None:
@@ -117,14 +155,15 @@ def test_tokens_in_the_environment_are_saved_like_flags(slack: LoopbackSlack, ho
 
 
 def test_without_a_terminal_or_the_tokens_it_refuses_in_one_line(slack: LoopbackSlack, home: Path) -> None:
-    done = setup(slack, home, "--bot-token", BOT)
+    done = setup(slack, home, "--bot-token", "-", stdin=f"{BOT}\n")
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "--app-token" in done.stderr and "terminal" in done.stderr
+    assert done.stderr.count("\n") == 1 and "--app-token -" in done.stderr and "terminal" in done.stderr
+    assert "SLACK_APP_TOKEN" in done.stderr
     assert not (home / ".env").exists() and slack.ws.calls() == []
 
 
 def test_a_wrong_token_from_a_script_is_refused_and_nothing_is_written(slack: LoopbackSlack, home: Path) -> None:
-    done = setup(slack, home, "--bot-token", BOT, "--app-token", WRONG_APP)
+    done = setup(slack, home, "--bot-token", "-", "--app-token", "-", stdin=f"{BOT}\n{WRONG_APP}\n")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "parley: the app-level token xapp-…ken6 was refused: Slack does not know this token (invalid_auth)"
@@ -141,8 +180,9 @@ def test_a_different_value_in_env_is_kept_when_nobody_can_be_asked(slack: Loopba
 
 
 def test_a_config_token_creates_the_app_and_env_holds_its_secrets(slack: LoopbackSlack, home: Path) -> None:
-    done = setup(slack, home, "--config-token", CONFIG)
+    done = setup(slack, home, "--config-token", "-", stdin=f"{CONFIG}\n")
     assert done.returncode == 0, done.stderr
+    assert "--bot-token - --app-token -" in done.stdout  # how to give the tokens next
     [(app_id, app)] = slack.ws.apps().items()
     assert app["manifest"] == socket_mode_manifest()
     assert not schema_errors(app["manifest"])

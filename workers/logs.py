@@ -1,5 +1,7 @@
 """Structured logs: one JSON object per line, with the run's correlation fields.
 
+No line shows a URL's password: every message, field and traceback goes through `redacted`.
+
 Every line about a run carries `run_id`, and `interrupt_id`, `team`, `channel`
 and `user` where they are known, so one grep follows a run across bot and workers.
 When standard error is a terminal (a person at the command line) the same lines
@@ -11,10 +13,46 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import sys
 from typing import Any
 
 CORRELATION = ("run_id", "interrupt_id", "team", "channel", "user")
+_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<netloc>[^/\s?#]*)")
+_SECRET_NAME = r"[\w-]*(?:password|passwd|secret|token)[\w-]*"
+# `password=…` in a URL's query or an object's repr (redis-py's clients show their connection's
+# password in "No master found" errors), and `'password': '…'` in a dict's.
+_SECRET_PAIR = re.compile(
+    rf"(?P<name>\b{_SECRET_NAME}=)[^&\s,)>'\"#]+|(?P<quoted>['\"]{_SECRET_NAME}['\"]:\s*)(?P<q>['\"])[^'\"]*(?P=q)",
+    re.IGNORECASE,
+)
+
+
+def _hide_userinfo(match: re.Match[str]) -> str:
+    userinfo, at, host = match["netloc"].rpartition("@")
+    if not at:
+        return match[0]
+    user, colon, _ = userinfo.partition(":")
+    return f"{match['scheme']}{user}:***@{host}" if colon else f"{match['scheme']}***@{host}"
+
+
+def _hide_pair(match: re.Match[str]) -> str:
+    return f"{match['name']}***" if match["name"] else f"{match['quoted']}{match['q']}***{match['q']}"
+
+
+def redacted(text: str) -> str:
+    """`text` with the password of every URL in it masked (`redis://parley:***@host:6379/0`), a lone
+    user name, often a token itself, masked whole (`https://***@host`), and every value named for a
+    password, secret or token (`?sentinel_password=***`, `password=***` in a client's repr); for
+    anything Parley shows or logs that may hold a URL (`REDIS_URL`, `PARLEY_LLM_BASE_URL`, a
+    webhook's, an error's)."""
+    if "://" in text:
+        text = _URL.sub(_hide_userinfo, text)
+    return _SECRET_PAIR.sub(_hide_pair, text) if "=" in text or ":" in text else text
+
+
+def _redact_fields(ctx: dict[str, Any]) -> dict[str, Any]:
+    return {k: redacted(v) if isinstance(v, str) else v for k, v in ctx.items()}
 
 
 class JsonFormatter(logging.Formatter):
@@ -23,11 +61,11 @@ class JsonFormatter(logging.Formatter):
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": redacted(record.getMessage()),
         }
-        doc.update(getattr(record, "ctx", {}))
+        doc.update(_redact_fields(getattr(record, "ctx", {})))
         if record.exc_info:
-            doc["exc"] = self.formatException(record.exc_info)
+            doc["exc"] = redacted(self.formatException(record.exc_info))
         return json.dumps(doc, default=str)
 
 
@@ -36,10 +74,10 @@ class ReadableFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         when = dt.datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
-        fields = " ".join(f"{k}={v}" for k, v in getattr(record, "ctx", {}).items())
-        line = f"{when} {record.levelname} {record.getMessage()}" + (f"  {fields}" if fields else "")
+        fields = " ".join(f"{k}={v}" for k, v in _redact_fields(getattr(record, "ctx", {})).items())
+        line = f"{when} {record.levelname} {redacted(record.getMessage())}" + (f"  {fields}" if fields else "")
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + redacted(self.formatException(record.exc_info))
         return line
 
 

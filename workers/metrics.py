@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 from workers.logs import Log
 from workers.store.records import RefusalReason, RunStatus
 from workers.store.runs import RunStore
+from workers.store.starts import StartLimit
 
 log = Log("parley.metrics")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -61,6 +62,9 @@ SLACK_CALLS = Counter(
 )
 LEASE_LAPSES = Counter("parley_lease_lapses", "Runs whose worker's lease lapsed, by what the sweep did", ["outcome"])
 REQUEUES = Counter("parley_runs_requeued", "Runs queued again without an answer, by cause", ["cause"])
+STARTS_REFUSED = Counter(
+    "parley_run_starts_refused", "Runs not started from Slack because a start limit refused them, by limit", ["limit"]
+)
 
 for _reason in RefusalReason:
     REFUSALS.labels(reason=_reason.value)
@@ -68,10 +72,16 @@ for _cause in REQUEUE_CAUSES:
     REQUEUES.labels(cause=_cause)
 for _outcome in ("requeued", "failed"):
     LEASE_LAPSES.labels(outcome=_outcome)
+for _limit in StartLimit:
+    STARTS_REFUSED.labels(limit=_limit.value)
 
 
 def run_started(agent: str) -> None:
     RUNS_STARTED.labels(agent=agent).inc()
+
+
+def start_refused(limit: str) -> None:
+    STARTS_REFUSED.labels(limit=limit).inc()
 
 
 def run_ended(agent: str, status: str) -> None:

@@ -4,6 +4,10 @@ Starting a run creates it before the ack (one Redis write, so the person learns 
 that failed); the root message that becomes the run's thread is posted after the ack, in a
 bolt lazy listener, which then enqueues the run.
 
+Before a run is created, the start limits (`deps.start_limits`: per person, per channel, open
+runs per person) are checked and taken in one step; over one, the person is told which and when
+to try again, and nothing is started.
+
 A signed request stays valid for the signature window, so the same `/parley` request sent
 again within it (a replay) would start another run. Each invocation carries its own
 `trigger_id`; one already seen in the window is acked with a note and starts nothing.
@@ -11,6 +15,7 @@ again within it (a replay) would start another run. Each invocation carries its 
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -26,6 +31,8 @@ from workers.runtime import admin
 from workers.runtime.queues import enqueue_run
 from workers.store import job_ids
 from workers.store.records import RunStatus
+from workers.store.runs import new_id
+from workers.store.starts import Admission, StartLimit, StartLimits
 
 log = Log("parley.commands")
 MAX_TEXT = 3000
@@ -44,6 +51,27 @@ def help_text(deps: BotDeps, problem: str | None = None) -> str:
         lines.append(f"• *{escape(spec.name)}*: {escape(spec.description)}")
     lines.append("Admins: `/parley runs` lists paused runs.")
     return "\n".join(lines)
+
+
+def _in(seconds: float) -> str:
+    if seconds < 60:
+        return f"{max(1, math.ceil(seconds))} s"
+    return f"{math.ceil(seconds / 60)} min"
+
+
+def start_refusal(admission: Admission, limits: StartLimits) -> str:
+    """What the person is told when a start limit refuses their `/parley`: which limit, and when to try again."""
+    if admission.refused is StartLimit.OPEN_RUNS:
+        return (
+            f":hourglass: You have {limits.open_runs} runs open, the most one person may have"
+            " (`PARLEY_OPEN_RUNS_PER_USER`), so nothing was started."
+            " Try again once one of them has finished or been cancelled."
+        )
+    if admission.refused is StartLimit.CHANNEL:
+        what = f"Runs are being started in this channel faster than {limits.per_channel} (`PARLEY_STARTS_PER_CHANNEL`)"
+    else:
+        what = f"You are starting runs faster than {limits.per_user} (`PARLEY_STARTS_PER_USER`)"
+    return f":hourglass: {what}, so nothing was started. Try again in {_in(admission.retry_after)}."
 
 
 def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDeps) -> None:
@@ -85,10 +113,20 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
             conversation["enterprise"] = body["enterprise_id"]
         if context.is_enterprise_install:  # its bot token is the organisation's installation's
             conversation["enterprise_install"] = True
-        run = deps.runtime.store.create(name, rest.strip(), user, conversation)
+        run_id = new_id("r")
+        admission = deps.runtime.store.starts.admit(
+            deps.start_limits, team=team, channel=channel, user=user, run_id=run_id
+        )
+        run = None if admission.refused else deps.runtime.store.create(name, rest.strip(), user, conversation, run_id)
     except redis.RedisError:
         log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)
         ack(response_type="ephemeral", text=UNAVAILABLE)
+        return
+    if run is None:  # a start limit refused it
+        limit, wait = str(admission.refused), round(admission.retry_after, 1)
+        metrics.start_refused(limit)
+        log.warning("run start refused", limit=limit, retry_after=wait, team=team, channel=channel, user=user)
+        ack(response_type="ephemeral", text=start_refusal(admission, deps.start_limits))
         return
     context[RUN_ID] = run.id
     metrics.run_started(name)

@@ -15,6 +15,7 @@ response stream: it holds no thread, like the API's long-poll.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -110,7 +111,7 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
     caller = _caller(ctx.request.scope.get("user")) if ctx.request is not None else None
     if caller is None:  # RequireAuthMiddleware lets no such request through
         raise PermissionError("an MCP call over HTTP without a verified bearer token")
-    return caller
+    return replace(caller, via="mcp")
 
 
 def mcp_route(

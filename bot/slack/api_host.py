@@ -9,6 +9,8 @@ than a run's thread:
 - when the question closes (answered, expired, cancelled) its webhook is announced;
 - at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
   user groups it names.
+- the message opens with who asked and how ("Asked by *ci-bot* through the API", or MCP), above
+  the caller's text, as there is no root message to say it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ class ApiQuestionHost(SlackHost):
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
         super().escalated(run, interrupt, added[:MAX_ASSIGNEES])  # as for the people first asked
 
+    def asked_by(self, run: RunInfo) -> str | None:
+        """The "Asked by *origin* through the API" line (or MCP), from the question's conversation."""
+        conv = run.conversation
+        return blocks.asked_by_line(str(conv.get("origin") or run.started_by), str(conv.get("via") or "api"))
+
     def _conversation(self, run: RunInfo) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):
             return run.conversation
@@ -84,6 +91,7 @@ class ApiQuestionHost(SlackHost):
                 assignees=asked,
                 context=run.question_context,
                 changes=run.context_changes,
+                asked_by=self.asked_by(record),
             )
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc

@@ -10,6 +10,7 @@ re-render because Slack wants fresh block_ids each time a message is updated:
                            "parley_choose_{n}" (n = option index), value = the option's value
     qh|{iid}|{v}|{n}       reason header/section number n
     qm|{iid}|{v}           "Asked of …" context
+    qo|{iid}|{v}           "Asked by … through the API" (or MCP): a question's origin, above its text
     qn|{iid}|{v}           who was added or handed the question since it was asked (escalation, reassignment)
     qr|{iid}|{v}           "Reassign…": a users select, action_id "parley_reassign"
     fr|{iid}|{v}           the same "Reassign…" select in the modal
@@ -24,6 +25,9 @@ Everything is built from slack_sdk model objects so their limit validators run, 
 against the message-wide limits slack_sdk misses (`bot.slack.limits`). Agent text reaches mrkdwn
 only escaped; `plain_text` fields (header, labels, options) take it raw because Slack does not
 parse them. Locked messages (answered/closed) carry no block_ids: Slack assigns fresh ones.
+Runs of blank lines in agent text fold into one (`fold_blank_lines`), and a question asked through
+the API or MCP opens with who asked it (`asked_by_line`), so nothing the agent wrote can pass for
+a line of Parley's own.
 """
 
 from __future__ import annotations
@@ -56,7 +60,18 @@ from slack_sdk.models.views import View
 from bot.slack import limits
 from bot.slack.blocks_context import context_blocks, deciding_on
 from bot.slack.limits import HEADER_MAX, LABEL_MAX, OPTION_DESCRIPTION_MAX, SECTION_MAX, utf16_len
-from bot.slack.mrkdwn import assignee_ref, clip, cut_escaped, date_token, escape, split_escaped, truncate, user_ref
+from bot.slack.mrkdwn import (
+    assignee_ref,
+    clip,
+    cut_escaped,
+    date_token,
+    escape,
+    fold_blank_lines,
+    origin_ref,
+    split_escaped,
+    truncate,
+    user_ref,
+)
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
 
@@ -109,6 +124,7 @@ def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allo
     Reasons with `<` or `>` always go to an escaped section, so nothing resembling a mention
     or link is ever sent unescaped, whatever a surface's parsing rules.
     """
+    reason = fold_blank_lines(reason)
     raw = f"{prefix} {reason}" if prefix else reason
     ids = (lambda n: f"{id_base}|{n}") if id_base else (lambda n: None)
     if allow_header and utf16_len(raw) <= HEADER_MAX and not set(raw) & {"\n", "<", ">"}:
@@ -182,8 +198,9 @@ def _input(
     label_cap: int = LABEL_MAX,
     description_cap: int = OPTION_DESCRIPTION_MAX,
 ) -> InputBlock:
-    label = truncate(item.text, label_cap)
-    hint = _SHORTENED_HINT if label != item.text else SECRET_HINT if item.is_secret else None
+    text = fold_blank_lines(item.text)
+    label = truncate(text, label_cap)
+    hint = _SHORTENED_HINT if label != text else SECRET_HINT if item.is_secret else None
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
@@ -204,6 +221,20 @@ def assignee_line(assignees: list[str]) -> str:
     shown = ", ".join(assignee_ref(a) for a in assignees[:MAX_ASSIGNEES_SHOWN])
     more = len(assignees) - MAX_ASSIGNEES_SHOWN
     return f"Asked of {shown}" + (f" and {more} more" if more > 0 else "")
+
+
+VIA = {"api": "the API", "mcp": "MCP"}
+"""How a question came to be asked, as its "Asked by" line says it."""
+
+
+def asked_by_line(origin: str, via: str = "api") -> str:
+    """The line above a question asked through the API or MCP: "Asked by *ci-bot* through the API"."""
+    return f"Asked by *{origin_ref(origin)}* through {VIA.get(via, VIA['api'])}"
+
+
+def origin_block(asked_by: str, block_id: str | None = None) -> dict[str, Any]:
+    """The `asked_by_line` as the context block that opens a question's message (and its locked states)."""
+    return ContextBlock(block_id=block_id, elements=[MarkdownTextObject(text=asked_by)]).to_dict()
 
 
 def reassign_block(block_id: str) -> ActionsBlock:
@@ -232,12 +263,14 @@ def question_blocks(
     changes: Sequence[ContextChange] = (),
     notes: Sequence[str] = (),
     asked_line: str | None = None,
+    asked_by: str | None = None,
 ) -> list[dict[str, Any]]:
     """The question message for interrupt `iid`: reason, who is asked, inputs, the Submit row, "Reassign…".
 
     `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
     `asked_line`, when given, stands in the message for the "Asked of …" line made from
-    `assignees` (`bot.slack.question_templates` builds with a placeholder there).
+    `assignees` (`bot.slack.question_templates` builds with a placeholder there). `asked_by`
+    (`asked_by_line`) opens the message, above the agent's text.
 
     With a `context`, the facts the answer is bound to are shown above the inputs, and
     with `changes`, what changed since an earlier answer was voided by other facts.
@@ -251,7 +284,11 @@ def question_blocks(
         block_id=f"qm|{iid}|{version}", elements=[MarkdownTextObject(text=asked_line or assignee_line(assignees))]
     )
     news = [ContextBlock(block_id=f"qn|{iid}|{version}", elements=[MarkdownTextObject(text="\n".join(notes))])]
-    head = [*head, meta, *(news if notes else []), *context_blocks(context, changes, iid, version)]
+    origin = (
+        [ContextBlock(block_id=f"qo|{iid}|{version}", elements=[MarkdownTextObject(text=asked_by)])] if asked_by else []
+    )
+    head = [*origin, *head, meta, *(news if notes else [])]
+    head += context_blocks(context, changes, iid, version)
     reassign = reassign_block(f"qr|{iid}|{version}")
     if is_fast_path(request) and not _is_external(request.items[0], external_threshold):
         item = request.items[0]
@@ -266,7 +303,10 @@ def question_blocks(
         ]
         blocks = [
             *head,
-            SectionBlock(block_id=f"qt|{iid}|{version}", text=MarkdownTextObject(text=clip(item.text, SECTION_MAX))),
+            SectionBlock(
+                block_id=f"qt|{iid}|{version}",
+                text=MarkdownTextObject(text=clip(fold_blank_lines(item.text), SECTION_MAX)),
+            ),
             ActionsBlock(block_id=f"qc|{iid}|{version}", elements=buttons),
             reassign,
         ]
@@ -355,7 +395,7 @@ def _answer_text(item: Item, answer: Answer | None, room: int, answered_by: str 
 
 
 def _locked_reason(request: Request) -> list[Block]:
-    return [SectionBlock(text=MarkdownTextObject(text=clip(request.reason, SECTION_MAX)))]
+    return [SectionBlock(text=MarkdownTextObject(text=clip(fold_blank_lines(request.reason), SECTION_MAX)))]
 
 
 def answered_blocks(
@@ -448,7 +488,7 @@ def modal_view(
 
 def fallback_text(request: Request) -> str:
     """The message's top-level `text` (notifications, screen readers): escaped, at most 4000 chars."""
-    lines = [f"Question: {escape(request.reason)}", *(f"• {escape(i.text)}" for i in request.items)]
+    lines = [f"Question: {escape(fold_blank_lines(request.reason))}", *(f"• {escape(i.text)}" for i in request.items)]
     return cut_escaped("\n".join(lines), FALLBACK_MAX)
 
 

@@ -274,6 +274,10 @@ class SlackHost:
         web = self._web(run)
         people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
 
+    def asked_by(self, run: RunInfo) -> str | None:
+        """The line that opens the run's question messages, saying who asked; None: the run's thread says it."""
+        return None
+
     def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> None:
         """Post the open question again in place (`chat.update`), saying who is asked now and why.
 
@@ -292,6 +296,7 @@ class SlackHost:
             context=interrupt.context,
             changes=interrupt.context_changes,
             notes=people.notes(interrupt),
+            asked_by=self.asked_by(run),
         )
         self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
@@ -342,4 +347,6 @@ class SlackHost:
             text = blocks.locked_text(req, "No longer needed")
         else:
             return
+        if asked_by := self.asked_by(run):
+            body = [blocks.origin_block(asked_by), *body]
         web.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 
 from bot.slack.limits import utf16_len, utf16_prefix
 
@@ -27,6 +28,34 @@ _ENTITY_TAIL = re.compile(r"&[a-z]{0,3}$")
 def escape(text: str) -> str:
     """Escape `&`, `<` and `>` (in that order) so the text renders literally and never pings."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _is_blank(line: str) -> bool:
+    """A line that shows nothing: whitespace and invisible format characters (zero-width spaces) only."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cf", "Zs") for c in line)
+
+
+def fold_blank_lines(text: str) -> str:
+    """`text` with each run of blank lines folded into one, and none at its start or end, so agent
+    text cannot open a gap that makes what follows look like a message of its own."""
+    lines: list[str] = []
+    gap = False
+    for line in text.split("\n"):
+        if _is_blank(line):
+            gap = bool(lines)
+            continue
+        if gap:
+            lines.append("")
+            gap = False
+        lines.append(line)
+    return "\n".join(lines) if lines else text.strip()
+
+
+def origin_ref(name: str) -> str:
+    """The name of who asked through the API or MCP, for bold mrkdwn: escaped, on one line, at most
+    64 characters, with `*` (which would end the bold early) shown as U+2217, the asterisk operator."""
+    one_line = " ".join(name.split())
+    return clip(one_line, 64).replace("*", "\u2217") or "?"
 
 
 def is_user_id(user_id: str) -> bool:

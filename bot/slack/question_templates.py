@@ -56,10 +56,12 @@ class QuestionTemplates:
         with self._lock:
             return len(self._json)
 
-    def holds(self, request: Request, iid: str, *, assignees: list[str], version: int = 1) -> bool:
+    def holds(
+        self, request: Request, iid: str, *, assignees: list[str], version: int = 1, asked_by: str | None = None
+    ) -> bool:
         """Whether the next ask of this question would reuse a template."""
         with self._lock:
-            return bool(self._json.get(_key(request, iid, assignee_line(assignees), version)))
+            return bool(self._json.get(_key(request, iid, assignee_line(assignees), version, asked_by)))
 
     def blocks(
         self,
@@ -70,40 +72,44 @@ class QuestionTemplates:
         version: int = 1,
         context: Context | None = None,
         changes: Sequence[ContextChange] = (),
+        asked_by: str | None = None,
     ) -> list[dict[str, Any]]:
         """What `question_blocks` returns for these arguments, a fresh copy each call."""
         if context is not None or changes:
-            return question_blocks(request, iid, version=version, assignees=assignees, context=context, changes=changes)
+            return question_blocks(
+                request, iid, version=version, assignees=assignees, context=context, changes=changes, asked_by=asked_by
+            )
         check_ids(iid, version)  # the builds below see only placeholders
         line = assignee_line(assignees)
-        key = _key(request, iid, line, version)
+        key = _key(request, iid, line, version, asked_by)
         with self._lock:
             template = self._json.get(key)
             if template is not None:
                 self._json.move_to_end(key)
         if template is None:
-            template = _build(request, len(iid), len(line), version)
+            template = _build(request, len(iid), len(line), version, asked_by)
             with self._lock:
                 self._json[key] = template
                 while len(self._json) > self._kept:
                     self._json.popitem(last=False)
         if template == _NOT_REUSABLE:
-            return question_blocks(request, iid, version=version, assignees=assignees)
+            return question_blocks(request, iid, version=version, assignees=assignees, asked_by=asked_by)
         out: list[dict[str, Any]] = json.loads(_fill(template, _placeholders("A", len(iid), len(line)), iid, line))
         return out
 
 
-def _key(request: Request, iid: str, line: str, version: int) -> tuple[Any, ...]:
-    """What the message is built from: the reason and the items, not who is asked or when it expires
-    (a run's own, which would make every run's question a template of its own)."""
-    return (request.model_dump_json(include=_SHOWN), version, len(iid), len(line))
+def _key(request: Request, iid: str, line: str, version: int, asked_by: str | None) -> tuple[Any, ...]:
+    """What the message is built from: the reason, the items and who asked through the API, not who is
+    asked or when it expires (a run's own, which would make every run's question a template of its own)."""
+    return (request.model_dump_json(include=_SHOWN), version, len(iid), len(line), asked_by)
 
 
-def _build(request: Request, id_length: int, line_length: int, version: int) -> str:
+def _build(request: Request, id_length: int, line_length: int, version: int, asked_by: str | None) -> str:
     """The blocks' JSON with placeholders A, or `_NOT_REUSABLE`. Raises what `question_blocks` raises."""
     a, b = _placeholders("A", id_length, line_length), _placeholders("B", id_length, line_length)
-    with_a = json.dumps(question_blocks(request, a[0], version=version, assignees=[], asked_line=a[1]))
-    with_b = json.dumps(question_blocks(request, b[0], version=version, assignees=[], asked_line=b[1]))
+    common: dict[str, Any] = {"version": version, "assignees": [], "asked_by": asked_by}
+    with_a = json.dumps(question_blocks(request, a[0], asked_line=a[1], **common))
+    with_b = json.dumps(question_blocks(request, b[0], asked_line=b[1], **common))
     if _fill(with_a, a, b[0], b[1]) != with_b:
         return _NOT_REUSABLE
     return with_a

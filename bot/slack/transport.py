@@ -34,6 +34,8 @@ import httptools
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackRequestError
 
+from workers.logs import redacted
+
 Origin = tuple[str, str, int]
 _ILLEGAL = ("\r", "\n", "\0")  # in a header name or value they would split the request (header injection)
 
@@ -228,7 +230,7 @@ class KeepAliveWebClient(WebClient):
             return super()._perform_urllib_http_request_internal(url, req)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
-            raise SlackRequestError(f"Invalid URL detected: {url}")
+            raise SlackRequestError(f"Invalid URL detected: {redacted(url)}")
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         conn = self._connection(origin)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -23,6 +23,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from workers.exceptions import AgentError, ConfigError, ParleyError
+from workers.logs import redacted
 
 ENV_BASE_URL = "PARLEY_LLM_BASE_URL"
 ENV_MODEL = "PARLEY_LLM_MODEL"
@@ -141,11 +142,11 @@ class ChatClient:
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
-        url = self.config.url
+        url = redacted(self.config.url)  # as errors show it
         try:
-            response = self._http.post(url, json=body)
+            response = self._http.post(self.config.url, json=body)
         except httpx.HTTPError as exc:
-            raise LLMError(f"cannot reach the model at {url}: {type(exc).__name__}: {exc}") from exc
+            raise LLMError(f"cannot reach the model at {url}: {type(exc).__name__}: {redacted(str(exc))}") from exc
         if response.status_code >= 400:
             raise _http_error(url, response)
         try:

@@ -58,6 +58,7 @@ class Caller:
     owner: str = ""  # "": `mcp:<name>`
     since: float = 0.0  # when the owner came to be: questions asked under its name before owners existed, from then
     rate_limit: int | None = None  # a token's own rate limit (None: the API's); a local origin has none
+    via: str = "api"  # how it asks: "api" (HTTP API) or "mcp"; Slack shows it above the question
 
     def __post_init__(self) -> None:
         if not self.owner:
@@ -118,7 +119,12 @@ class QuestionService:
         request = body.request
         if body.user and not request.assignees:
             request = request.model_copy(update={"assignees": [body.user]})  # a DM: that person answers
-        conversation: dict[str, Any] = {"host": HOST, "channel": body.channel or body.user, "origin": caller.name}
+        conversation: dict[str, Any] = {
+            "host": HOST,
+            "channel": body.channel or body.user,
+            "origin": caller.name,
+            "via": caller.via,
+        }
         team = caller.team or self.team
         if team.startswith("E"):  # an org-wide install answers for every workspace of the organisation
             conversation.update(enterprise=team, enterprise_install=True)

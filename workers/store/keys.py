@@ -164,3 +164,20 @@ def api_idempotency(owner: str, key_digest: str) -> str:
 def api_rate(bucket: str, window: int) -> str:
     """String with a TTL: what one bucket (a token's owner id, `auth-failed:<address>`) spent in one window."""
     return f"{PREFIX}api:rate:{bucket}:{window}"
+
+
+# ---- how fast runs are started from Slack (workers/store/starts.py) ------------------------
+def starts_user(team: str, user: str) -> str:
+    """Hash with a TTL: the token bucket of run starts by one person of a workspace (tokens, at)."""
+    return f"{PREFIX}starts:user:{team}:{user}"
+
+
+def starts_channel(team: str, channel: str) -> str:
+    """Hash with a TTL: the token bucket of run starts in one channel of a workspace (tokens, at)."""
+    return f"{PREFIX}starts:channel:{team}:{channel}"
+
+
+def open_runs(team: str, user: str) -> str:
+    """Sorted set: the runs a person of a workspace started that may still be open, scored by start
+    time; ended ones are dropped at the person's next start, so it holds at most the cap."""
+    return f"{PREFIX}open:{team}:{user}"

@@ -29,6 +29,7 @@ from workers.store.replication import Replication
 from workers.store.replies import reply
 from workers.store.retention import Retention
 from workers.store.sealed import SecretBox, split
+from workers.store.starts import StartStore
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,14 @@ class RunStore:
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
+        self.starts = StartStore(redis)  # how fast runs may be started from Slack
 
     # ---- creation and reads -------------------------------------------------
-    def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:
-        run_id = new_id("r")
+    def create(
+        self, agent: str, text: str, started_by: str, conversation: dict[str, Any], run_id: str | None = None
+    ) -> RunRecord:
+        """Create a queued run; `run_id` is one chosen beforehand (admitted by `starts.admit`)."""
+        run_id = run_id or new_id("r")
         pipe = self.redis.pipeline(transaction=True)
         stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
         pipe.execute()
