@@ -153,7 +153,8 @@ def count_runs(runtime: Runtime, where: RunFilter | None = None) -> dict[str, in
 
 def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]:
     """Cancel every queued, running or paused run `where` keeps (an uninstalled workspace's), each
-    with its history entry; a run that finished meanwhile is left as it is."""
+    with its history entry; a run that finished meanwhile is left as it is. One run's failure is
+    logged and never stops the cancellation of the others."""
     cancelled: list[RunRecord] = []
     for status in OPEN_STATUSES:
         for run in _scan(runtime, status, where):
@@ -161,6 +162,8 @@ def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]
                 cancelled.append(cancel(runtime, run.id, by=by))
             except AdminError as exc:
                 log.info("not cancelled: " + str(exc), **run.log_context())
+            except Exception:  # any other failure: the next runs are cancelled all the same
+                log.error("cancelling the run failed; going on with the others", exc=True, **run.log_context())
     return cancelled
 
 

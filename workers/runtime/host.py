@@ -160,7 +160,7 @@ class LogHost:
         log.info("question progress", **run.log_context(), group=group.id, progress=progress.summary)
 
     def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
-        log.info("escalated", **run.log_context(), interrupt_id=interrupt.id, added=added)
+        log.info("escalated", **{**run.log_context(), "interrupt_id": interrupt.id}, added=added)
 
     def people(self, run: RunRecord, ids: list[str]) -> list[str]:
         return list(ids)  # no directory to resolve user groups in
