@@ -19,6 +19,8 @@ MAX_OPTIONS = 100
 OPTION_VALUE_MAX = 150
 OPTION_LABEL_MAX = 75
 FREE_TEXT_DEFAULT_MAX = 3000
+DELAY_MAX = 90 * 86400
+"""The longest `expires_in` and `escalate_after`, in seconds: 90 days."""
 SECRET_MASK = "••••"
 """What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
@@ -134,10 +136,10 @@ class Request(_Strict):
     reason: Annotated[str, Field(min_length=1, max_length=3000)]
     items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
     assignees: list[str] = Field(default_factory=list)
-    expires_in: Annotated[int | None, Field(gt=0)] = None
+    expires_in: Annotated[int | None, Field(gt=0, le=DELAY_MAX, description="seconds, at most 90 days")] = None
     on_expiry: OnExpiry = OnExpiry.FAIL
     show_answers: bool = False  # `ask_each`: the shared message shows what each person answered, not only who
-    escalate_after: Annotated[int | None, Field(gt=0)] = None
+    escalate_after: Annotated[int | None, Field(gt=0, le=DELAY_MAX, description="seconds, at most 90 days")] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
 

@@ -41,3 +41,21 @@ class QuestionConflict(QuestionError):
 
     status = 409
     title = "Conflict"
+
+
+class QuestionNotPosted(QuestionError):
+    """The question was created but Redis failed before it was posted: a worker posts it once Redis is back.
+
+    Answered 503 with Retry-After; a retry with the same Idempotency-Key returns this question.
+    """
+
+    status = 503
+    title = "Service unavailable"
+
+    def __init__(self, question_id: str, keyed: bool) -> None:
+        again = "a retry with the same Idempotency-Key returns it" if keyed else "read it by its id"
+        super().__init__(
+            f"question {question_id} was created but Parley's storage failed before it was posted; "
+            f"it is posted once the storage is back, and {again}",
+            question_id=question_id,
+        )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from workers.exceptions import AdminError, RunNotFound
 from workers.interaction.context import canonical, changes, digest
 from workers.logs import Log
 from workers.questions.config import QuestionConfig
-from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound
+from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound, QuestionNotPosted
 from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
 from workers.questions.views import build_view
 from workers.questions.webhooks import DestinationRefused, check_destination
@@ -29,7 +31,7 @@ from workers.runtime import admin
 from workers.runtime.execute import execute
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
-from workers.store.questions import QuestionStore
+from workers.store.questions import Binding, QuestionStore
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord
 from workers.store.runs import new_id
 
@@ -76,17 +78,15 @@ class QuestionService:
             except DestinationRefused as exc:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
         qid = new_id("r")
-        key_digest = ""
+        binding: Binding | None = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= 255:
                 raise QuestionInvalid("Idempotency-Key must be 1 to 255 characters")
-            key_digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
-            body_digest = hashlib.sha256(canonical(body.model_dump(mode="json")).encode()).hexdigest()
-            bound = self.store.claim_idempotency(caller.name, key_digest, qid, body_digest)
-            if bound["question_id"] != qid:
-                if bound["body"] != body_digest:
-                    raise QuestionConflict("this Idempotency-Key was used with another body")
-                return self.get(caller, bound["question_id"]), False
+            binding = Binding(
+                caller.name,
+                hashlib.sha256(idempotency_key.encode()).hexdigest(),
+                _body_digest(body),
+            )
         request = body.request
         if body.user and not request.assignees:
             request = request.model_copy(update={"assignees": [body.user]})  # a DM: that person answers
@@ -113,15 +113,37 @@ class QuestionService:
             created_at=time.time(),
             team=team,
         )
-        self.store.create(record, AGENT, caller.name, conversation)
+        bound = self.store.create(record, AGENT, caller.name, conversation, binding)
+        if bound is not None:  # an earlier request with this key made its question: nothing was written
+            if bound["body"] != binding.body_digest:  # type: ignore[union-attr]
+                raise QuestionConflict("this Idempotency-Key was used with another body")
+            return self.get(caller, bound["question_id"]), False
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
-        execute(self.runtime, qid)  # posts and parks; a failure to post is retried by a worker
+        try:
+            execute(self.runtime, qid)  # posts and parks; a failure to post is retried by a worker
+        except Exception as exc:  # Redis down, full or refusing mid-way
+            self._not_posted(record, binding, exc)
+            raise
         view = self.get(caller, qid)
         if view.status is QuestionStatus.FAILED:
-            if key_digest:
-                self.store.release_idempotency(caller.name, key_digest, qid)
+            if binding is not None:
+                self.store.release_idempotency(caller.name, binding.key_digest, qid)
             raise QuestionInvalid(f"the question could not be posted: {view.error}", [_error([], view.error or "")])
         return view, True
+
+    def _not_posted(self, record: ApiQuestionRecord, binding: Binding | None, exc: Exception) -> None:
+        """After a create whose execution failed: withdraw the question if it was not asked yet, so the
+        caller's error stands and no worker posts it later; else raise `QuestionNotPosted` (503) naming it."""
+        try:
+            withdrawn = self.store.withdraw(record, binding)
+        except Exception as failed:  # Redis still down: the question stays, bound to its key
+            log.warning("could not withdraw the question", run_id=record.id, error=repr(failed))
+            withdrawn = False
+        if withdrawn:
+            log.warning("question withdrawn: it failed before it was asked", run_id=record.id, error=repr(exc))
+            return
+        log.warning("question created but not posted yet", run_id=record.id, origin=record.token, error=repr(exc))
+        raise QuestionNotPosted(record.id, binding is not None) from exc
 
     # ---- read ------------------------------------------------------------------
     def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
@@ -237,10 +259,19 @@ def _cursor(cursor: str | None) -> float | None:
     if cursor is None:
         return None
     try:
-        return float(cursor)
+        before = float(cursor)
     except ValueError:
+        before = math.nan
+    if not math.isfinite(before):  # "nan" and "inf" read as floats, and Redis refuses them as a score
         detail = "cursor must be a next_cursor from an earlier page"
-        raise QuestionInvalid(detail, [_error(["cursor"], detail)]) from None
+        raise QuestionInvalid(detail, [_error(["cursor"], detail)])
+    return before
+
+
+def _body_digest(body: QuestionCreate) -> str:
+    """The sha256 of the body's JSON with sorted keys: equal bodies, whatever their order, give one digest."""
+    text = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _error(loc: list[str], msg: str) -> dict[str, Any]:

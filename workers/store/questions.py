@@ -11,15 +11,27 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import WatchError
 
 from workers.store import keys
-from workers.store.records import ApiQuestionRecord, ApiTokenRecord, WebhookState
+from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.runs import stage_create
 
 IDEMPOTENCY_TTL = 86400  # an Idempotency-Key is remembered for a day
+_UNASKED = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """An Idempotency-Key (by its sha256) of one token, to bind to a question made from a body (its digest)."""
+
+    token_name: str
+    key_digest: str
+    body_digest: str
 
 
 class QuestionStore:
@@ -81,15 +93,6 @@ class QuestionStore:
         return 0.0 if count <= limit else max(0.001, (slot + 1) * window - now)
 
     # ---- idempotency -----------------------------------------------------------
-    def claim_idempotency(self, token_name: str, key_digest: str, question_id: str, body_digest: str) -> dict[str, str]:
-        """Bind an Idempotency-Key to `question_id` unless it is bound; returns the binding that holds."""
-        key = keys.api_idempotency(token_name, key_digest)
-        value = json.dumps({"question_id": question_id, "body": body_digest})
-        if self.redis.set(key, value, nx=True, ex=IDEMPOTENCY_TTL):
-            return {"question_id": question_id, "body": body_digest}
-        raw = self.redis.get(key)
-        return json.loads(raw) if raw else {"question_id": question_id, "body": body_digest}
-
     def release_idempotency(self, token_name: str, key_digest: str, question_id: str) -> None:
         """Forget a key whose question was never created (its creation was refused)."""
         key = keys.api_idempotency(token_name, key_digest)
@@ -98,14 +101,72 @@ class QuestionStore:
             self.redis.delete(key)
 
     # ---- questions -------------------------------------------------------------
-    def create(self, record: ApiQuestionRecord, agent: str, started_by: str, conversation: dict[str, Any]) -> None:
-        """Create the question's queued run (id `record.id`) and the API's record of it, in one step."""
-        pipe = self.redis.pipeline(transaction=True)
-        stage_create(pipe, record.id, agent, record.request.reason, started_by, conversation, record.created_at)
-        pipe.hset(keys.api_question(record.id), mapping=record.to_hash())
-        pipe.zadd(keys.api_questions(record.token), {record.id: record.created_at})
-        pipe.zadd(keys.api_all_questions(), {record.id: record.created_at})
-        pipe.execute()
+    def create(
+        self,
+        record: ApiQuestionRecord,
+        agent: str,
+        started_by: str,
+        conversation: dict[str, Any],
+        binding: Binding | None = None,
+    ) -> dict[str, str] | None:
+        """Create the question's queued run (id `record.id`) and the API's record of it, in one step,
+        with `binding`'s Idempotency-Key bound to it in the same step: a failed create binds nothing.
+
+        Returns None once created, or the binding that holds when the key is bound already (and
+        then writes nothing).
+        """
+        with self.redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    if binding is not None:
+                        key = keys.api_idempotency(binding.token_name, binding.key_digest)
+                        pipe.watch(key)
+                        raw = pipe.get(key)
+                        if raw:
+                            return dict(json.loads(raw))
+                    pipe.multi()
+                    if binding is not None:
+                        bound = {"question_id": record.id, "body": binding.body_digest}
+                        pipe.set(key, json.dumps(bound), ex=IDEMPOTENCY_TTL)
+                    stage_create(
+                        pipe, record.id, agent, record.request.reason, started_by, conversation, record.created_at
+                    )
+                    pipe.hset(keys.api_question(record.id), mapping=record.to_hash())
+                    pipe.zadd(keys.api_questions(record.token), {record.id: record.created_at})
+                    pipe.zadd(keys.api_all_questions(), {record.id: record.created_at})
+                    pipe.execute()
+                    return None
+                except WatchError:  # another request bound the key meanwhile: read its binding
+                    continue
+
+    def withdraw(self, record: ApiQuestionRecord, binding: Binding | None) -> bool:
+        """Delete a question whose run has not asked it yet (nothing posted), with its key's binding.
+
+        Only deletions, which Redis accepts even when it is full. False, and nothing deleted, when
+        the run asked its question or left `queued`/`running`, or anything touched it meanwhile.
+        """
+        qid = record.id
+        with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(keys.run(qid), keys.journal(qid))
+                status = pipe.hget(keys.run(qid), "status")
+                asked = any(_s(f).startswith("ask:") for f in pipe.hkeys(keys.journal(qid)))
+                if asked or status is None or _s(status) not in _UNASKED:
+                    return False
+                pipe.multi()
+                pipe.delete(keys.run(qid), keys.journal(qid), keys.history(qid), keys.api_question(qid))
+                for name in _UNASKED:
+                    pipe.zrem(keys.status_index(name), qid)
+                for index in (keys.all_runs_index(), keys.accepted_index(), keys.leases_index()):
+                    pipe.zrem(index, qid)
+                pipe.zrem(keys.api_questions(record.token), qid)
+                pipe.zrem(keys.api_all_questions(), qid)
+                if binding is not None:  # bound with the question, in the same step: it is this question's
+                    pipe.delete(keys.api_idempotency(binding.token_name, binding.key_digest))
+                pipe.execute()
+                return True
+            except WatchError:
+                return False
 
     def get(self, question_id: str) -> ApiQuestionRecord | None:
         data = self.redis.hgetall(keys.api_question(question_id))
