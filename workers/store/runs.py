@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Iterable
@@ -59,6 +60,10 @@ class Closed:
     again: bool = False
 
 
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a run id can be: `new_id`'s letters, and never the `:` that separates the parts of a Redis key."""
+
+
 def new_id(prefix: str) -> str:
     """An unguessable id; it carries no authority, the server checks every action."""
     return f"{prefix}{secrets.token_urlsafe(12)}"
@@ -94,6 +99,10 @@ class RunStore:
         return self.get(run_id)
 
     def get(self, run_id: str) -> RunRecord:
+        """The run `run_id`; `RunNotFound` when there is none, or when `run_id` cannot be a run's id (a
+        tampered `<id>:history` would otherwise name the run's history, journal or another key)."""
+        if RUN_ID.fullmatch(run_id) is None:
+            raise RunNotFound(run_id)
         data = self.redis.hgetall(keys.run(run_id))
         if not data:
             raise RunNotFound(run_id)
