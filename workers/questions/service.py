@@ -25,13 +25,13 @@ from workers.logs import Log
 from workers.questions.config import QuestionConfig
 from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound, QuestionNotPosted
 from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
-from workers.questions.views import build_view
+from workers.questions.views import build_view, unreadable_view
 from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runtime import admin
 from workers.runtime.execute import execute
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
-from workers.store.questions import Binding, QuestionStore
+from workers.store.questions import Binding, QuestionStore, UnreadableQuestion
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord
 from workers.store.runs import new_id
 
@@ -146,16 +146,32 @@ class QuestionService:
         raise QuestionNotPosted(record.id, binding is not None) from exc
 
     # ---- read ------------------------------------------------------------------
-    def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
-        record = self.store.get(question_id) if question_id.isascii() and len(question_id) < 100 else None
+    def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord | UnreadableQuestion:
+        record = self.store.read(question_id) if question_id.isascii() and len(question_id) < 100 else None
         if record is None or not _visible(caller, record):
             raise QuestionNotFound(f"no question {question_id!r}")
         return record
 
-    def _view(self, record: ApiQuestionRecord) -> tuple[QuestionView, str]:
-        run = self.runtime.store.find(record.id)
-        interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
-        return build_view(record, run, interrupt), (run.interrupt if run is not None else "")
+    def _readable(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
+        record = self._record(caller, question_id)
+        if isinstance(record, UnreadableQuestion):
+            raise QuestionConflict(f"question {question_id} cannot be read: {record.error}")
+        return record
+
+    def _view(self, record: ApiQuestionRecord | UnreadableQuestion) -> tuple[QuestionView, str]:
+        """The question as the API shows it, and the interrupt it waits on; an unreadable one says so."""
+        if isinstance(record, UnreadableQuestion):
+            return unreadable_view(record), ""
+        try:
+            run = self.runtime.store.find(record.id)
+            interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
+            return build_view(record, run, interrupt), (run.interrupt if run is not None else "")
+        except (ValueError, KeyError, TypeError) as exc:  # its run or question: written by another version
+            log.error("a question's run cannot be read", run_id=record.id, error=repr(exc))
+            error = str(exc).splitlines()[0]
+            return unreadable_view(
+                UnreadableQuestion(record.id, record.token, record.team, record.created_at, error)
+            ), ""
 
     def get(self, caller: Caller, question_id: str) -> QuestionView:
         return self._view(self._record(caller, question_id))[0]
@@ -173,17 +189,19 @@ class QuestionService:
             rows = self.store.page(owner, before, 100)
             if not rows:
                 break
-            for record in self.store.many(qid for qid, _ in rows):
+            scores = dict(rows)  # the index's times: the cursor goes on past a record that cannot be read
+            for record in self.store.many(scores):
+                before = scores[record.id]
                 if not _visible(caller, record):
-                    before = record.created_at
                     continue
                 view = self._view(record)[0]
                 if status is None or view.status is status:
                     found.append(view)
-                before = record.created_at
                 if len(found) == limit:
                     next_cursor = repr(before)
                     break
+            else:
+                before = rows[-1][1]  # past this chunk, records gone meanwhile included
             if len(rows) < 100:
                 break
         return QuestionPage(questions=found, next_cursor=next_cursor)
@@ -225,7 +243,7 @@ class QuestionService:
     # ---- cancel and confirm ----------------------------------------------------
     def cancel(self, caller: Caller, question_id: str) -> QuestionView:
         """Close a waiting question as cancelled; its message is locked. 409 when it has closed already."""
-        self._record(caller, question_id)
+        self._readable(caller, question_id)
         try:
             admin.cancel(self.runtime, question_id, by=caller.name)
         except (AdminError, RunNotFound) as exc:
@@ -237,7 +255,7 @@ class QuestionService:
 
     def confirm(self, caller: Caller, question_id: str, context: dict[str, Any] | None) -> ConfirmResult:
         """Whether `context` is the facts the question was asked (and answered) on; 409 listing each change."""
-        record = self._record(caller, question_id)
+        record = self._readable(caller, question_id)
         try:
             now = canonical(context) if context is not None else ""
         except Exception as exc:  # ContextError: not JSON, or too long
@@ -278,7 +296,7 @@ def _error(loc: list[str], msg: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": "value_error"}
 
 
-def _visible(caller: Caller, record: ApiQuestionRecord) -> bool:
+def _visible(caller: Caller, record: ApiQuestionRecord | UnreadableQuestion) -> bool:
     """A token sees its own questions; an admin token all of them, or of its workspace when it has one."""
     if record.token == caller.name:
         return True

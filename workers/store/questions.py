@@ -17,10 +17,12 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import WatchError
 
+from workers.logs import Log
 from workers.store import keys
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.runs import stage_create
 
+log = Log("parley.questions")
 IDEMPOTENCY_TTL = 86400  # an Idempotency-Key is remembered for a day
 _UNASKED = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 
@@ -172,11 +174,18 @@ class QuestionStore:
         data = self.redis.hgetall(keys.api_question(question_id))
         return ApiQuestionRecord.from_hash(_decode(data)) if data else None
 
-    def many(self, ids: Iterable[str]) -> list[ApiQuestionRecord]:
+    def read(self, question_id: str) -> ApiQuestionRecord | UnreadableQuestion | None:
+        """As `get`, but a record this version cannot read comes back as `UnreadableQuestion`."""
+        data = self.redis.hgetall(keys.api_question(question_id))
+        return _parsed(question_id, _decode(data)) if data else None
+
+    def many(self, ids: Iterable[str]) -> list[ApiQuestionRecord | UnreadableQuestion]:
+        """Several questions in one round trip, in order; one that cannot be read is an `UnreadableQuestion`."""
+        ids = list(ids)
         pipe = self.redis.pipeline(transaction=False)
         for qid in ids:
             pipe.hgetall(keys.api_question(qid))
-        return [ApiQuestionRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+        return [_parsed(qid, _decode(d)) for qid, d in zip(ids, pipe.execute(), strict=True) if d]
 
     def page(self, token_name: str | None, before: float | None, limit: int) -> list[tuple[str, float]]:
         """Question ids with their creation times, newest first, created before `before` (a cursor)."""
@@ -209,6 +218,30 @@ class QuestionStore:
     def webhook(self, question_id: str) -> WebhookState | None:
         raw = self.redis.hget(keys.api_question(question_id), "webhook")
         return WebhookState.model_validate_json(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class UnreadableQuestion:
+    """A question's record this version cannot read: what a listing can still say about it."""
+
+    id: str
+    token: str
+    team: str
+    created_at: float
+    error: str
+
+
+def _parsed(question_id: str, data: dict[str, str]) -> ApiQuestionRecord | UnreadableQuestion:
+    try:
+        return ApiQuestionRecord.from_hash(data)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError and bad JSON are ValueErrors
+        log.error("an API question's record cannot be read", run_id=question_id, error=repr(exc))
+        try:
+            created = float(data.get("created_at") or 0)
+        except ValueError:
+            created = 0.0
+        error = str(exc).splitlines()[0]
+        return UnreadableQuestion(question_id, data.get("token", ""), data.get("team", ""), created, error)
 
 
 def _s(value: Any) -> str:
