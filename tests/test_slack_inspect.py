@@ -20,6 +20,7 @@ from slack_payloads import ADMIN, app_home_opened_event, home_actions_payload
 from bot.listeners.inspect import GONE
 from bot.slack.blocks_inspect import HISTORY_PAGE
 from workers.runtime import admin
+from workers.store import keys
 
 pytestmark = pytest.mark.integration
 
@@ -130,3 +131,21 @@ def test_a_tampered_run_id_is_refused_never_an_error(bot: Bot, suffix: str) -> N
     opened = bot.wait_for("the second modal", lambda: bot.calls("views.open")[1:])
     assert opened[0]["status"] == 200, opened
     assert text_of(bot.ws.open_views(ADMIN)[-1]).startswith(GONE)
+
+
+def test_a_record_it_cannot_read_never_breaks_inspect_or_the_home_tab(bot: Bot) -> None:
+    """A question expiring in year 33715 (an unbounded `expires_in` wrote it so) opens in Inspect; a question
+    whose request is garbled is left out of the Home tab, which still shows the others."""
+    far = bot.paused("s-pick", {"assignees": ["U0CAROL"]})
+    garbled = bot.paused("s-pick", {"assignees": ["U0CAROL"]})
+    redis = bot.runtime.redis
+    redis.hset(keys.interrupt(far.interrupt.id), "expires_at", repr(1e12 + 1.7e9))
+    redis.hset(keys.interrupt(garbled.interrupt.id), "request", '{"reason": ')
+
+    home = home_of(bot, ADMIN)
+    view = click_inspect(bot, ADMIN, home, f"hra|{far.run.id}")
+    assert view["blocks"][0]["text"]["text"] == "s-pick · paused"
+    assert "*Waiting for an answer*\nChoose a target" in text_of(view)
+
+    carol = home_of(bot, "U0CAROL")
+    assert far.run.id in str(carol) and garbled.interrupt.id not in str(carol)
