@@ -23,6 +23,7 @@ from slack_stack import SlackStack
 from standardwebhooks.webhooks import Webhook
 
 from parley.client import Parley, ParleyError, QuestionCancelled, QuestionExpired, QuestionTimeout
+from workers.questions import tokens
 from workers.store import keys
 
 pytestmark = pytest.mark.system
@@ -447,3 +448,18 @@ def test_a_record_written_without_the_bound_or_unreadable_never_breaks_the_listi
         assert shown[fine["id"]]["status"] == "waiting"
     one = get(stack, ci, f"questions/{garbled['id']}")
     assert one.status_code == 200 and one.json()["status"] == "failed"
+
+
+def test_an_unexpected_error_is_a_500_problem_and_the_connection_is_kept(stack: SlackStack) -> None:
+    """A token record this version cannot read (its scopes garbled) fails the handler unexpectedly."""
+    assert stack.redis is not None
+    broken = create_token(stack, "garbled")
+    stack.redis.hset(keys.api_token(tokens.token_hash(broken.token)), "scopes", "[")
+    with httpx.Client(base_url=f"http://127.0.0.1:{stack.port}", timeout=30) as http:
+        failed = http.get("/api/v1/questions", headers=broken.auth)
+        assert failed.status_code == 500 and failed.headers["content-type"] == "application/problem+json"
+        assert failed.json()["status"] == 500 and "Traceback" not in failed.text
+        again = http.post("/api/v1/questions", headers=broken.auth, json={"request": approval("Broken?")})
+        assert again.status_code == 500 and again.headers["content-type"] == "application/problem+json"
+        ports = {r.extensions["network_stream"].get_extra_info("socket").getsockname()[1] for r in (failed, again)}
+        assert len(ports) == 1
