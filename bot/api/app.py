@@ -73,7 +73,7 @@ class Api:
         except Exception as exc:
             if request.method not in READS or not is_redis_trouble(exc):
                 raise
-            log.warning("rate limit not counted: Redis refused the write; the read goes on", error=str(exc))
+            log.warning("rate limit not counted: Redis refused the write; the read goes on", token=name, error=str(exc))
             return 0.0
 
     async def _body(self, request: Request) -> Any:

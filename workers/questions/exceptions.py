@@ -55,7 +55,7 @@ class QuestionNotPosted(QuestionError):
     def __init__(self, question_id: str, keyed: bool) -> None:
         again = "a retry with the same Idempotency-Key returns it" if keyed else "read it by its id"
         super().__init__(
-            f"question {question_id} was created but Parley's storage failed before it was posted; "
-            f"it is posted once the storage is back, and {again}",
+            f"question {question_id} was created but could not be posted yet; "
+            f"it is posted once Parley's storage is back, and {again}",
             question_id=question_id,
         )
