@@ -3,8 +3,8 @@
 The server is Debian's `redis-server`, started by this module (tests/redis_servers.py), so the
 tests may fill it (`maxmemory` with `noeviction`), take commands from Parley's user with an ACL,
 or stop it. Parley connects as an ACL user of its own; the test's admin connection is the
-default user. No worker runs: `parley serve` posts each question itself, so what the stand-in
-shows was posted by the request under test.
+default user. No worker runs but where a test starts one: `parley serve` posts each question
+itself, so what the stand-in shows was posted by the request under test.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import redis
 from api_support import Token, approval, create_token
 from redis_servers import Server, data_server, have_redis_server
-from slack_stack import SlackStack
+from slack_stack import SlackStack, stop_process_group
 
 from workers.store import keys
 
@@ -51,7 +51,7 @@ def add_user(server: Server) -> Server:
 @pytest.fixture(scope="module")
 def stack(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
     url = f"redis://{USER}:{PASSWORD}@127.0.0.1:{server.port}/0"
-    env = {"PARLEY_API_RATE_LIMIT": "100000"}
+    env = {"PARLEY_API_RATE_LIMIT": "100000", "PARLEY_REQUEUE_GRACE": "1"}
     yield from SlackStack.running(url, tmp_path_factory.mktemp("api-trouble"), workers=0, extra_env=env)
 
 
@@ -66,8 +66,13 @@ def admin(server: Server) -> Iterator[redis.Redis]:
     client = server.client()
     yield client
     client.config_set("maxmemory", 0)
-    client.acl_setuser(USER, commands=["+@all"])
+    rules(client, ["+@all"])
     client.close()
+
+
+def rules(admin: redis.Redis, commands: list[str]) -> None:
+    """Change what Parley's user may run; it stays enabled (redis-py's `acl_setuser` disables by default)."""
+    admin.acl_setuser(USER, enabled=True, commands=commands)
 
 
 def post(http: httpx.Client, token: Token, reason: str, **headers: str) -> httpx.Response:
@@ -93,14 +98,15 @@ def test_a_create_failing_after_its_key_is_bound_leaves_the_key_free(
 ) -> None:
     """Redis refuses the question's writes (ZADD) after the Idempotency-Key could be bound: a retry asks anew."""
     assert stack.http is not None
-    admin.acl_setuser(USER, commands=["-zadd"])
+    rules(admin, ["-zadd"])
     failed = post(stack.http, ci, "Rotate the keys?", **{"Idempotency-Key": "rotate-1"})
-    assert failed.status_code >= 500 and failed.headers["content-type"] == PROBLEM, failed.text
+    assert failed.status_code >= 500, failed.text
     assert not admin.exists(idempotency_key("rotate-1"))  # the key is bound to nothing
-    admin.acl_setuser(USER, commands=["+@all"])
+    rules(admin, ["+@all"])
     again = post(stack.http, ci, "Rotate the keys?", **{"Idempotency-Key": "rotate-1"})
     assert again.status_code == 201, again.text
     assert again.json()["status"] == "waiting" and len(posted(stack, "Rotate the keys?")) == 1
+    assert failed.headers["content-type"] == PROBLEM, failed.text
 
 
 def test_a_post_that_failed_after_its_question_was_created_posts_nothing_later(
@@ -109,16 +115,43 @@ def test_a_post_that_failed_after_its_question_was_created_posts_nothing_later(
     """Created, then Redis refuses the run's claim (a script): the question is withdrawn, so no worker finds
     it to post later, and a retry with the same key asks it once."""
     assert stack.http is not None
-    admin.acl_setuser(USER, commands=["-@scripting"])
+    rules(admin, ["-@scripting"])
     failed = post(stack.http, ci, "Drain the queue?", **{"Idempotency-Key": "drain-1"})
-    assert failed.status_code >= 500 and failed.headers["content-type"] == PROBLEM, failed.text
+    assert failed.status_code >= 500, failed.text
     assert admin.zcard(keys.accepted_index()) == 0  # no queued run a worker's sweep would enqueue and post
     assert admin.zcard(keys.status_index("queued")) == 0
     assert not admin.exists(idempotency_key("drain-1"))
-    admin.acl_setuser(USER, commands=["+@all"])
+    rules(admin, ["+@all"])
     again = post(stack.http, ci, "Drain the queue?", **{"Idempotency-Key": "drain-1"})
     assert again.status_code == 201, again.text
     assert len(posted(stack, "Drain the queue?")) == 1
+    assert failed.headers["content-type"] == PROBLEM, failed.text
+
+
+def test_a_question_that_cannot_be_withdrawn_is_named_and_a_retry_with_its_key_returns_it(
+    stack: SlackStack, ci: Token, admin: redis.Redis
+) -> None:
+    """Redis refuses the claim and the withdrawal's deletions too: the 503 names the question, which a worker
+    posts once Redis is back, and the same Idempotency-Key returns it instead of asking again."""
+    assert stack.http is not None
+    rules(admin, ["-@scripting", "-del"])
+    failed = post(stack.http, ci, "Flush the DNS?", **{"Idempotency-Key": "flush-1"})
+    assert failed.status_code == 503 and failed.headers["content-type"] == PROBLEM, failed.text
+    assert int(failed.headers["retry-after"]) >= 1
+    kept = failed.json()["question_id"]
+    rules(admin, ["+@all"])
+    again = post(stack.http, ci, "Flush the DNS?", **{"Idempotency-Key": "flush-1"})
+    assert again.status_code == 200 and again.json()["id"] == kept, again.text
+    assert posted(stack, "Flush the DNS?") == []
+    worker = stack.spawn_worker("late-worker")  # its sweep finds the queued question and posts it, once
+    try:
+        stack.wait_for("the question to be posted", lambda: posted(stack, "Flush the DNS?"))
+        view = stack.http.get(f"/api/v1/questions/{kept}", params={"wait": 0}, headers=ci.auth).json()
+        assert view["status"] == "waiting" and view["message_ts"], view
+        assert len(posted(stack, "Flush the DNS?")) == 1
+    finally:
+        stop_process_group(worker)
+        stack.procs.remove(worker)
 
 
 def test_while_redis_is_full_reads_go_on_and_a_post_is_503_with_retry_after(
