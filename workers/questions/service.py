@@ -114,8 +114,8 @@ class QuestionService:
             team=team,
         )
         bound = self.store.create(record, AGENT, caller.name, conversation, binding)
-        if bound is not None:  # an earlier request with this key made its question: nothing was written
-            if bound["body"] != binding.body_digest:  # type: ignore[union-attr]
+        if bound is not None and binding is not None:  # the key made its question earlier: nothing written
+            if bound["body"] != binding.body_digest:
                 raise QuestionConflict("this Idempotency-Key was used with another body")
             return self.get(caller, bound["question_id"]), False
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
