@@ -15,10 +15,12 @@ from slack_sdk.errors import SlackApiError
 
 from bot.deps import BotDeps
 from bot.slack import blocks
+from workers.logs import Log
 from workers.runtime import admin
 from workers.store.records import RunStatus
 
 WAITING_SHOWN = 20
+log = Log("parley.home")
 
 
 def waiting_entries(
@@ -29,10 +31,14 @@ def waiting_entries(
     scope = deps.scope(context) if context is not None else None
     entries = []
     for iid in store.waiting_on(user, limit=WAITING_SHOWN):
-        q = store.interrupt(iid)
+        try:
+            q = store.interrupt(iid)
+            run = store.find(q.run_id) if q is not None else None
+        except admin.UNREADABLE as exc:  # written by another version: the others are still shown
+            log.error("a question waiting on the user cannot be read", interrupt_id=iid, user=user, error=repr(exc))
+            continue
         if q is None:
             continue
-        run = store.find(q.run_id)
         if scope is not None and (run is None or not scope.owns(run.conversation)):
             continue
         permalink = None

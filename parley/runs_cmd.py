@@ -19,7 +19,13 @@ PER_PAGE = 20
 
 
 def _when(ts: float | None) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+    """`ts` in local time; "-" for none, "?" for one no datetime can hold."""
+    if not ts:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return "?"
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:

@@ -46,6 +46,13 @@ def test_the_validator_would_catch_a_broken_document() -> None:
         validate(broken)
 
 
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
 @pytest.mark.parametrize(
     ("body", "loc"),
     [
@@ -57,6 +64,18 @@ def test_the_validator_would_catch_a_broken_document() -> None:
         ({"request": REQUEST, "channel": "C1A", "context": {"diff": "x" * 2100}}, ["context"]),
         ({"request": {**REQUEST, "items": []}, "channel": "C1A"}, ["request", "items"]),
         ({"request": REQUEST, "channel": "C1A", "surprise": 1}, ["surprise"]),
+        ({"request": {**REQUEST, "expires_in": 10**12}, "channel": "C1A"}, ["request", "expires_in"]),
+        ({"request": {**REQUEST, "expires_in": 10**400}, "channel": "C1A"}, ["request", "expires_in"]),
+        (
+            {"request": {**REQUEST, "escalate_after": 90 * 86400 + 1, "escalate_to": ["U2B"]}, "channel": "C1A"},
+            ["request", "escalate_after"],
+        ),
+        ({"request": REQUEST, "channel": "C1A", "metadata": _nested(3000)}, ["metadata"]),
+        ({"request": REQUEST, "channel": "C1A", "context": _nested(300)}, ["context"]),
+        *[
+            ({"request": REQUEST, "channel": "C1A", "callback_url": url}, ["callback_url"])
+            for url in ("http://h:99999/x", "http://h:abc/x", "http://[::1/x", "http://[zz]/x", "http:///x")
+        ],
     ],
 )
 def test_invalid_bodies_name_where_they_are_wrong(body: dict[str, object], loc: list[str]) -> None:

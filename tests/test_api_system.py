@@ -23,6 +23,8 @@ from slack_stack import SlackStack
 from standardwebhooks.webhooks import Webhook
 
 from parley.client import Parley, ParleyError, QuestionCancelled, QuestionExpired, QuestionTimeout
+from workers.questions import tokens
+from workers.store import keys
 
 pytestmark = pytest.mark.system
 
@@ -414,3 +416,107 @@ def test_failed_tokens_from_one_address_are_refused_with_429_after_the_limit(sta
         assert 1 <= int(refused.headers["retry-after"]) <= 60
         assert guesser.get("/api/v1/questions", headers=ci.auth).status_code == 429  # a right guess is refused too
     assert get(stack, ci, "questions").status_code == 200  # other addresses are not
+
+
+def test_an_idempotency_key_on_a_long_body(stack: SlackStack, ci: Token) -> None:
+    """The body's digest is the body's own, not the 2,000-character context's canonical form."""
+    reason = "Ship the long release? " + "x" * 2500
+    body = {"request": approval(reason), "channel": CHANNEL, "metadata": {"notes": "y" * 1500}}
+    first = post(stack, ci, body, **{"Idempotency-Key": "long-1"})
+    second = post(stack, ci, body, **{"Idempotency-Key": "long-1"})
+    assert (first.status_code, second.status_code) == (201, 200), first.text
+    assert first.json()["id"] == second.json()["id"]
+
+
+def nested(depth: int) -> str:
+    """JSON objects nested `depth` deep, written out (`json.dumps` itself gives up past about 1,000)."""
+    return '{"a":' * depth + "{}" + "}" * depth
+
+
+MALFORMED = [
+    ("POST", "questions", '{"request": ' + "[" * 5000 + "]" * 5000 + "}", 400),
+    ("POST", "questions", None, 400),  # metadata nested 3,000 deep
+    ("POST", "questions", None, 422),  # context nested 300 deep, under the size limit
+    *[("POST", "questions", url, 422) for url in ("http://127.0.0.1:99999/h", "http://127.0.0.1:abc/h")],
+    *[("POST", "questions", url, 422) for url in ("http://[::1/h", "http://[zz]/h")],
+    ("GET", "questions/rNoSuch?wait=²", None, 422),
+    ("GET", "questions/rNoSuch?wait=" + "9" * 5000, None, 422),
+    ("GET", "questions?cursor=nan", None, 422),
+    ("GET", "questions?cursor=inf", None, 422),
+]
+
+
+def test_malformed_input_is_a_problem_and_the_connection_is_kept(stack: SlackStack, ci: Token) -> None:
+    """Each answer is 400 or 422 problem+json, and one kept-alive connection carries them all."""
+    ask_for = approval("Malformed?")
+    start = json.dumps({"request": ask_for, "channel": CHANNEL})[:-1]
+    bodies = {1: f'{start}, "metadata": {nested(3000)}}}', 2: f'{start}, "context": {nested(300)}}}'}
+    assert len(nested(300)) < 2000  # under the context's size limit: refused for its depth
+    ports = set()
+    with httpx.Client(base_url=f"http://127.0.0.1:{stack.port}", timeout=30, headers=ci.auth) as http:
+        for n, (method, path, given, status) in enumerate(MALFORMED):
+            if given is not None and given.startswith("http"):
+                content = json.dumps({"request": ask_for, "channel": CHANNEL, "callback_url": given})
+            else:
+                content = bodies.get(n, given)
+            resp = http.request(method, f"/api/v1/{path}", content=content)
+            assert resp.status_code == status, (n, resp.status_code, resp.text[:300])
+            assert resp.headers["content-type"] == "application/problem+json", (n, resp.text[:300])
+            assert resp.json()["status"] == status
+            ports.add(resp.extensions["network_stream"].get_extra_info("socket").getsockname()[1])
+        assert http.get("/api/v1/questions").status_code == 200
+    assert len(ports) == 1  # never dropped: every answer came over the first connection
+    assert not [m for m in stack.ws.messages(CHANNEL) if "Malformed?" in json.dumps(m)]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"expires_in": 10**12}, {"expires_in": 10**400}, {"expires_in": 90 * 86400 + 1}],
+    ids=["1e12", "1e400", "90d+1s"],
+)
+def test_delays_over_90_days_are_refused(stack: SlackStack, ci: Token, fields: dict[str, int]) -> None:
+    reason = f"Wait {len(str(fields['expires_in']))} digits of seconds?"
+    resp = post(stack, ci, {"request": approval(reason, **fields), "channel": CHANNEL})
+    assert resp.status_code == 422 and resp.headers["content-type"] == "application/problem+json", resp.text
+    assert [e["loc"] for e in resp.json()["errors"]] == [["request", "expires_in"]]
+    late = approval(reason, escalate_after=90 * 86400 + 1, escalate_to=["U0CAROL"])
+    assert post(stack, ci, {"request": late, "channel": CHANNEL}).status_code == 422
+    assert not [m for m in stack.ws.messages(CHANNEL) if reason in json.dumps(m)]
+
+
+def test_a_record_written_without_the_bound_or_unreadable_never_breaks_the_listing(
+    stack: SlackStack, ci: Token
+) -> None:
+    """A question asked before `expires_in` was bounded (year 33715) and one whose record is garbled are
+    listed, the one with no expiry time and the other as failed and unreadable; the rest as ever."""
+    assert stack.redis is not None
+    far, garbled, fine = (ask(stack, ci, reason) for reason in ("Far off?", "Garbled?", "Fine?"))
+    iid = stack.redis.hget(keys.run(far["id"]), "interrupt")
+    assert iid is not None
+    stack.redis.hset(keys.interrupt(iid.decode()), "expires_at", repr(1e12 + 1.7e9))  # as 5eca01c stored it
+    stack.redis.hset(keys.api_question(garbled["id"]), "request", '{"reason": ')
+    boss = create_token(stack, "lister", "ask", "admin")
+    for token in (ci, boss):
+        listed = get(stack, token, "questions", limit=100)
+        assert listed.status_code == 200, listed.text
+        shown = {q["id"]: q for q in listed.json()["questions"]}
+        assert shown[far["id"]]["status"] == "waiting" and shown[far["id"]]["expires_at"] is None
+        assert shown[garbled["id"]]["status"] == "failed" and "cannot read" in shown[garbled["id"]]["error"]
+        assert shown[fine["id"]]["status"] == "waiting"
+    one = get(stack, ci, f"questions/{garbled['id']}")
+    assert one.status_code == 200 and one.json()["status"] == "failed"
+
+
+def test_an_unexpected_error_is_a_500_problem_and_the_connection_is_kept(stack: SlackStack) -> None:
+    """A token record this version cannot read (its scopes garbled) fails the handler unexpectedly."""
+    assert stack.redis is not None
+    broken = create_token(stack, "garbled")
+    stack.redis.hset(keys.api_token(tokens.token_hash(broken.token)), "scopes", "[")
+    with httpx.Client(base_url=f"http://127.0.0.1:{stack.port}", timeout=30) as http:
+        failed = http.get("/api/v1/questions", headers=broken.auth)
+        assert failed.status_code == 500 and failed.headers["content-type"] == "application/problem+json"
+        assert failed.json()["status"] == 500 and "Traceback" not in failed.text
+        again = http.post("/api/v1/questions", headers=broken.auth, json={"request": approval("Broken?")})
+        assert again.status_code == 500 and again.headers["content-type"] == "application/problem+json"
+        ports = {r.extensions["network_stream"].get_extra_info("socket").getsockname()[1] for r in (failed, again)}
+        assert len(ports) == 1

@@ -50,10 +50,10 @@ def token_of(stack: OAuthStack, team: str | None, enterprise: str | None = None,
     return bot.bot_token
 
 
-def start_paused(stack: OAuthStack, *, team: str, user: str, channel: str, **fields: str) -> tuple[str, dict]:
-    """`/parley s-pick …` typed in `team`; the worker runs it until it asks. Returns (run id, question)."""
-    text = secrets.token_hex(4)
-    body = urlencode({**slash_command_fields(f"s-pick {text}", user=user, channel=channel, team=team), **fields})
+def run_paused(stack: OAuthStack, agent: str, *, team: str, user: str, channel: str, params: str = "", **fields: str):
+    """`/parley <agent> <params> <nonce>` typed in `team`; the worker runs it until it asks. Returns the run."""
+    text = f"{params} {secrets.token_hex(4)}".strip()
+    body = urlencode({**slash_command_fields(f"{agent} {text}", user=user, channel=channel, team=team), **fields})
     resp = stack.form(body)
     assert (resp.status, resp.text) == (200, ""), resp.text
     run = stack.run_with_text(text)
@@ -61,6 +61,12 @@ def start_paused(stack: OAuthStack, *, team: str, user: str, channel: str, **fie
     stack.work()
     run = stack.worker.store.get(run.id)
     assert run.status is RunStatus.PAUSED, (run.status, run.error)
+    return run
+
+
+def start_paused(stack: OAuthStack, *, team: str, user: str, channel: str, **fields: str) -> tuple[str, dict]:
+    """`/parley s-pick …` typed in `team`; the worker runs it until it asks. Returns (run id, question)."""
+    run = run_paused(stack, "s-pick", team=team, user=user, channel=channel, **fields)
     [question] = [m for m in stack.ws.thread(channel, run.conversation["thread_ts"]) if is_question(m)]
     return run.id, question
 
@@ -124,6 +130,35 @@ def test_two_workspaces_install_post_with_their_own_tokens_and_b_uninstalls(stac
     ]
     assert after and {c["token"] for c in after} == {alpha}
     assert not [c for c in stack.calls("chat.update") if c["token"] == beta]  # nothing sent with B's dead token
+
+
+def test_app_uninstalled_cancels_every_open_run_of_the_workspace(stack: OAuthStack) -> None:
+    """Several paused runs, one of them on an `ask_all` group: the signed `app_uninstalled` cancels each one."""
+    for team in (ALPHA, BETA):
+        assert stack.install(team).status == 200
+    run_a, _ = start_paused(stack, team=ALPHA, user="U0ALICE", channel="C0GENERAL")
+    picks = [start_paused(stack, team=BETA, user="U0BETA", channel="C0BETA")[0] for _ in range(2)]
+    both = json.dumps({"a": "U0BETA", "b": "U0BETA"})
+    grouped = run_paused(stack, "s-all", team=BETA, user="U0BETA", channel="C0BETA", params=both)
+    assert grouped.interrupt.startswith("g")  # paused on a group of questions
+    members = stack.worker.store.groups.members(stack.worker.store.groups.group(grouped.interrupt))
+    assert len(members) == 2
+    beta_runs = [*picks, grouped.id]
+
+    stack.ws.installs.uninstall(BETA)
+    event = {"type": "app_uninstalled", "event_ts": "1700000000.000300"}
+    assert stack.json(event_callback_body(event, team=BETA)).status == 200
+    store = stack.worker.store
+    stack.wait_for(
+        "every run of B to be cancelled",
+        lambda: all(store.get(r).status is RunStatus.CANCELLED for r in beta_runs),
+    )
+    for run_id in beta_runs:
+        assert [h.by for h in history_events(stack.worker, run_id, "cancelled")] == ["slack:app_uninstalled"]
+    for run_id in picks:
+        assert store.interrupt(store.get(run_id).interrupt).state is InterruptState.CANCELLED  # type: ignore[union-attr]
+    assert {store.interrupt(m.id).state for m in members} == {InterruptState.CANCELLED}  # type: ignore[union-attr]
+    assert store.get(run_a).status is RunStatus.PAUSED
 
 
 def test_tokens_revoked_for_the_bot_ends_the_workspace_too(stack: OAuthStack) -> None:

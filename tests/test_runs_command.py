@@ -17,6 +17,7 @@ from redis import Redis
 from runtime_helpers import make_runtime, start, work
 
 from parley import cli
+from workers.store import keys
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.system
@@ -115,3 +116,23 @@ def test_the_purge_command_lists_what_it_deletes_and_a_dry_run_deletes_nothing(
         cli.main(["runs", "purge", "--older-than", "a while"])
     assert exit_.value.code == 2
     assert "argument --older-than: must be a duration such as 30d, 12h, 15m, 90s" in capsys.readouterr().err
+
+
+def test_a_record_it_cannot_read_never_breaks_list_or_show(redis_url: str, r: Redis, tmp_path: Path) -> None:
+    """A question expiring in year 33715 (as an unbounded `expires_in` wrote it) and a garbled run hash."""
+    rt = make_runtime(r, tmp_path)
+    far, garbled, fine = (start(rt, "t-ask") for _ in range(3))
+    work(rt)
+    iid = rt.store.get(far).interrupt
+    r.hset(keys.interrupt(iid), "expires_at", repr(1e12 + 1.7e9))
+    r.hset(keys.run(garbled), "status", "sleeping")
+
+    listed = parley_runs(redis_url, tmp_path, "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines() if line.startswith("r")}
+    assert {far, garbled, fine} <= set(rows)
+    assert "unreadable record" in rows[garbled]
+
+    shown = parley_runs(redis_url, tmp_path, "show", far)
+    assert shown.returncode == 0, shown.stderr
+    assert "waiting on U1" in shown.stdout and "expires ?" in shown.stdout

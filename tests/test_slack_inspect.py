@@ -17,8 +17,10 @@ from inprocess_bot import Bot, running_bot
 from slack_forms import button_action, find_element
 from slack_payloads import ADMIN, app_home_opened_event, home_actions_payload
 
+from bot.listeners.inspect import GONE
 from bot.slack.blocks_inspect import HISTORY_PAGE
 from workers.runtime import admin
+from workers.store import keys
 
 pytestmark = pytest.mark.integration
 
@@ -103,3 +105,47 @@ def test_the_person_asked_inspects_from_waiting_on_you_and_nobody_else_may(bot: 
     [refused] = bot.ws.open_views("U0BOB")
     assert text_of(refused).startswith("Only Parley admins and the people this run asks can inspect it.")
     assert paused.run.id not in str(refused)
+
+
+@pytest.mark.parametrize("suffix", [":history", ":journal"])
+def test_a_tampered_run_id_is_refused_never_an_error(bot: Bot, suffix: str) -> None:
+    """`<run id>:history` names the run's history list and `:journal` its journal hash, not a run."""
+    paused = bot.paused("s-pick", {"assignees": ["U0CAROL"]})
+    for n in range(HISTORY_PAGE):  # two pages: the modal has its Older button
+        bot.runtime.store.add_history(paused.run.id, "note", "agent", n=n)
+    home = home_of(bot, ADMIN)
+    real = click_inspect(bot, ADMIN, home, f"hra|{paused.run.id}")
+    nav = next(b for b in real["blocks"] if b.get("block_id") == "inspect|page")
+    _, older = find_element([nav], "parley_inspect_page")
+    page = {**button_action(nav, older), "value": f"{paused.run.id}{suffix}|1"}
+    assert bot.interact(home_actions_payload(user=ADMIN, view=real, action=page)).status == 200
+    updated = bot.wait_call("views.update")
+    assert updated["status"] == 200, updated
+    assert text_of(bot.ws.open_views(ADMIN)[-1]).startswith(GONE)
+
+    block = next(b for b in home["blocks"] if b.get("block_id") == f"hra|{paused.run.id}")
+    _, button = find_element([block], "parley_inspect")
+    action = {**button_action(block, button), "value": paused.run.id + suffix}
+    payload = home_actions_payload(user=ADMIN, view=home, action=action, trigger=bot.ws.issue_trigger(ADMIN))
+    assert bot.interact(payload).status == 200
+    opened = bot.wait_for("the second modal", lambda: bot.calls("views.open")[1:])
+    assert opened[0]["status"] == 200, opened
+    assert text_of(bot.ws.open_views(ADMIN)[-1]).startswith(GONE)
+
+
+def test_a_record_it_cannot_read_never_breaks_inspect_or_the_home_tab(bot: Bot) -> None:
+    """A question expiring in year 33715 (an unbounded `expires_in` wrote it so) opens in Inspect; a question
+    whose request is garbled is left out of the Home tab, which still shows the others."""
+    far = bot.paused("s-pick", {"assignees": ["U0CAROL"]})
+    garbled = bot.paused("s-pick", {"assignees": ["U0CAROL"]})
+    redis = bot.runtime.redis
+    redis.hset(keys.interrupt(far.interrupt.id), "expires_at", repr(1e12 + 1.7e9))
+    redis.hset(keys.interrupt(garbled.interrupt.id), "request", '{"reason": ')
+
+    home = home_of(bot, ADMIN)
+    view = click_inspect(bot, ADMIN, home, f"hra|{far.run.id}")
+    assert view["blocks"][0]["text"]["text"] == "s-pick · paused"
+    assert "*Waiting for an answer*\nChoose a target" in text_of(view)
+
+    carol = home_of(bot, "U0CAROL")
+    assert far.run.id in str(carol) and garbled.interrupt.id not in str(carol)

@@ -13,32 +13,24 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.api import auth_failures
+from bot.api import auth_failures, query
+from bot.api.errors import EXCEPTION_HANDLERS, ApiError, ProblemOnError, is_redis_trouble, problem
 from bot.api.openapi import openapi_document
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
-from workers.questions.exceptions import QuestionError, QuestionInvalid
-from workers.questions.models import ConfirmBody, Problem, QuestionCreate, QuestionStatus, Scope
+from workers.questions.exceptions import QuestionInvalid
+from workers.questions.models import ConfirmBody, QuestionCreate, QuestionStatus, Scope
 from workers.store.closings import Closings
 
+__all__ = ["ApiError", "create_api", "problem"]
 log = Log("parley.api")
-PROBLEM = "application/problem+json"
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, title: str, detail: str, headers: dict[str, str] | None = None) -> None:
-        self.status, self.title, self.detail, self.headers = status, title, detail, headers or {}
-        super().__init__(detail)
-
-
-def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> Response:
-    body = Problem(title=title, status=status, detail=detail, **extra).model_dump(mode="json", exclude_none=True)
-    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+READS = frozenset({"GET", "HEAD"})
 
 
 def _json(model: BaseModel, status: int = 200) -> JSONResponse:
@@ -71,7 +63,7 @@ class Api:
             raise ApiError(401, "Unauthorized", detail, {"WWW-Authenticate": "Bearer"})
         cfg = self.service.config
         limit = record.rate_limit or cfg.rate_limit
-        wait = await self.service.in_thread(lambda: self.service.store.hit(record.owner, limit, cfg.rate_window))
+        wait = await self.service.in_thread(lambda: self._hit(request, record.owner, limit, cfg.rate_window))
         if wait:
             detail = f"over {limit} requests in {cfg.rate_window} s"
             raise ApiError(429, "Too many requests", detail, {"Retry-After": str(max(1, math.ceil(wait)))})
@@ -79,12 +71,24 @@ class Api:
             raise ApiError(403, "Forbidden", f"this token lacks the {need.value!r} scope")
         return Caller.of(record)
 
+    def _hit(self, request: Request, name: str, limit: int, window: int) -> float:
+        """Count the request against the token's rate; a read goes through when Redis cannot count it."""
+        try:
+            return self.service.store.hit(name, limit, window)
+        except Exception as exc:
+            if request.method not in READS or not is_redis_trouble(exc):
+                raise
+            log.warning("rate limit not counted: Redis refused the write; the read goes on", token=name, error=str(exc))
+            return 0.0
+
     async def _body(self, request: Request) -> Any:
         raw = await request.body()
         try:
             return json.loads(raw or b"null")
         except ValueError as exc:
             raise ApiError(400, "Bad request", f"the body is not JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "Bad request", "the body's JSON is nested too deeply") from None
 
     async def create(self, request: Request) -> Response:
         caller = await self.caller(request, Scope.ASK)
@@ -101,9 +105,9 @@ class Api:
         q = request.query_params
         try:
             status = QuestionStatus(q["status"]) if "status" in q else None
-            limit = int(q.get("limit", "20"))
         except ValueError:
-            raise QuestionInvalid("status must be a question status and limit a number") from None
+            raise QuestionInvalid("status must be a question status") from None
+        limit = query.whole_number(q, "limit", default=20)  # the service keeps it within 1..100
         cursor = q.get("cursor")
         page = await self.service.in_thread(lambda: self.service.list(caller, status, limit, cursor))
         return _json(page)
@@ -119,10 +123,9 @@ class Api:
             await self.service.in_thread(lambda: self.service.asked_by(caller, qid))
         if raw is None:
             view = await self.service.in_thread(lambda: self.service.get(caller, qid))
-        elif not raw.isdigit() or int(raw) > self.service.config.max_wait:
-            raise QuestionInvalid(f"wait must be a whole number of seconds from 0 to {self.service.config.max_wait}")
         else:
-            view = await self.service.wait(caller, qid, float(raw), self.closings)
+            wait = query.whole_number(request.query_params, "wait", default=0, most=self.service.config.max_wait)
+            view = await self.service.wait(caller, qid, float(wait), self.closings)
         if reveal:
             view = await self.service.in_thread(lambda: self.service.reveal(caller, qid))
         return _json(view)
@@ -148,15 +151,6 @@ class Api:
 def create_api(service: QuestionService, closings: Closings) -> Starlette:
     """The `/api/v1` app (mounted by `bot.asgi`)."""
     api = Api(service, closings)
-
-    async def on_api_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiError)
-        return problem(exc.status, exc.title, exc.detail, exc.headers)
-
-    async def on_question_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, QuestionError)
-        return problem(exc.status, exc.title, exc.detail, exc.headers, **exc.extra)
-
     return Starlette(
         routes=[
             Route("/questions", api.create, methods=["POST"]),
@@ -166,5 +160,6 @@ def create_api(service: QuestionService, closings: Closings) -> Starlette:
             Route("/questions/{id}/confirm", api.confirm, methods=["POST"]),
             Route("/openapi.json", api.openapi, methods=["GET"]),
         ],
-        exception_handlers={ApiError: on_api_error, QuestionError: on_question_error},
+        middleware=[Middleware(ProblemOnError)],
+        exception_handlers=EXCEPTION_HANDLERS,
     )

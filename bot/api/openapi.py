@@ -37,12 +37,15 @@ def _problem(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/problem+json": {"schema": _ref("Problem")}}}
 
 
+_RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}
 _COMMON = {
     "401": _problem("no token, or an unknown or revoked one"),
     "429": {
         **_problem("over the token's rate limit, or too many failed tokens from the client's address"),
-        "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}},
+        "headers": _RETRY_AFTER,
     },
+    "500": _problem("an unexpected error (logged)"),
+    "503": {**_problem("Parley's Redis is down, full or failing over; try again"), "headers": _RETRY_AFTER},
 }
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 

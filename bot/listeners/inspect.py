@@ -26,6 +26,7 @@ from workers.runtime.admin import RunDetail
 log = Log("parley.inspect")
 NOT_YOURS = "Only Parley admins and the people this run asks can inspect it."
 GONE = "This run no longer exists."
+UNREADABLE = "This run's record cannot be read; the logs say why."
 
 
 def may_inspect(deps: BotDeps, user: str, detail: RunDetail, context: BoltContext | None = None) -> bool:
@@ -43,10 +44,17 @@ def view_for(deps: BotDeps, user: str, run_id: str, page: int, context: BoltCont
         detail = admin.show(deps.runtime, run_id)
     except RunNotFound:
         return notice_view(GONE)
+    except Exception:  # a record this version cannot read: say so, never a 5xx
+        log.error("inspect: the run cannot be read", exc=True, run_id=run_id, user=user)
+        return notice_view(UNREADABLE)
     if not may_inspect(deps, user, detail, context):
         log.warning("inspect refused", run_id=run_id, user=user)
         return notice_view(NOT_YOURS)
-    return inspect_view(detail, page=page)
+    try:
+        return inspect_view(detail, page=page)
+    except Exception:
+        log.error("inspect: the run cannot be shown", exc=True, run_id=run_id, user=user)
+        return notice_view(UNREADABLE)
 
 
 def on_inspect(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:

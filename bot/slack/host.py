@@ -323,7 +323,7 @@ class SlackHost:
         try:
             web = self._web(run)
         except NotInstalled as exc:
-            log.info("question not locked: " + str(exc), **run.log_context(), interrupt_id=interrupt.id)
+            log.info("question not locked: " + str(exc), **{**run.log_context(), "interrupt_id": interrupt.id})
             return
         req = interrupt.request
         if interrupt.state is QuestionState.ANSWERED:

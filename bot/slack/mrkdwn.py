@@ -148,8 +148,11 @@ def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}") -> str:
     The default renders "today at 12:55 AM", "Mar 3 at 12:55 AM", or "2026-03-03 00:55 UTC"
     where Slack cannot: it carries its own "at", so the words around it must not add one.
     """
-    seconds = int(ts)
-    fallback = dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        seconds = int(ts)
+        fallback = dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (ValueError, OverflowError, OSError):  # a time no date can hold (an unbounded delay's)
+        return "an unreadable time"
     return f"<!date^{seconds}^{fmt}|{fallback}>"
 
 

@@ -21,6 +21,8 @@ from workers.interaction.exceptions import ContextError
 
 CONTEXT_MAX = 2000
 """The most characters a context may take in canonical JSON."""
+DEPTH_MAX = 32
+"""The most levels of objects and lists a context (or an API question's metadata) may nest."""
 
 Context = dict[str, Any]
 
@@ -62,6 +64,21 @@ def _problem(value: Any, where: str) -> str | None:
     return f"{where} is a {type(value).__name__}, which is not JSON"
 
 
+def too_deep(value: Any, limit: int = DEPTH_MAX) -> bool:
+    """Whether `value` nests objects and lists more than `limit` levels deep; walked without recursion,
+    so a value nested thousands deep is measured, not a RecursionError."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def canonical(context: Any) -> str:
     """`context` as canonical JSON, or `ContextError` saying why it cannot be a context.
 
@@ -70,6 +87,8 @@ def canonical(context: Any) -> str:
     """
     if not isinstance(context, dict):
         raise ContextError(f"context must be a dict of facts, not a {type(context).__name__}")
+    if too_deep(context):
+        raise ContextError(f"context nests more than {DEPTH_MAX} levels of objects and lists")
     if problem := _problem(context, "context"):
         raise ContextError(problem)
     text = json.dumps(context, sort_keys=True, separators=(",", ":"), allow_nan=False)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from workers.interaction.lengths import (
     LABEL_MAX,
@@ -30,6 +30,12 @@ MAX_ITEMS = 10
 MAX_OPTIONS = 100
 OPTION_LABEL_MAX = OPTION_TEXT_MAX
 FREE_TEXT_DEFAULT_MAX = TEXT_INPUT_MAX
+DELAY_MAX = 90 * 86400
+"""The longest `expires_in` and `escalate_after`, in seconds: 90 days."""
+STORED = {"stored": True}
+"""The validation context of a request read back from the store: limits added since it was written do
+not make it unreadable (a question asked with a longer delay before `DELAY_MAX` still closes)."""
+_DELAY = Field(gt=0, description="seconds, at most 90 days", json_schema_extra={"maximum": DELAY_MAX})
 SECRET_MASK = "••••"
 """What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
@@ -168,10 +174,10 @@ class Request(_Strict):
     reason: Annotated[str, Field(min_length=1, max_length=REASON_MAX), AfterValidator(fits(REASON_MAX))]
     items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
     assignees: list[str] = Field(default_factory=list)
-    expires_in: Annotated[int | None, Field(gt=0)] = None
+    expires_in: Annotated[int | None, _DELAY] = None
     on_expiry: OnExpiry = OnExpiry.FAIL
     show_answers: bool = False  # `ask_each`: the shared message shows what each person answered, not only who
-    escalate_after: Annotated[int | None, Field(gt=0)] = None
+    escalate_after: Annotated[int | None, _DELAY] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
 
@@ -198,6 +204,13 @@ class Request(_Strict):
         if dupes:
             raise ValueError(f"duplicate item ids {dupes}")
         return items
+
+    @field_validator("expires_in", "escalate_after")
+    @classmethod
+    def _at_most_90_days(cls, seconds: int | None, info: ValidationInfo) -> int | None:
+        if seconds is not None and seconds > DELAY_MAX and not (info.context or {}).get("stored"):
+            raise ValueError(f"{info.field_name} must be at most {DELAY_MAX} seconds (90 days)")
+        return seconds
 
     @field_validator("assignees", "escalate_to")
     @classmethod

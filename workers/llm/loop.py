@@ -28,6 +28,7 @@ from typing import Any
 from workers.agent_run import AgentRun
 from workers.exceptions import AgentError
 from workers.interaction import Answer, QuestionExpired, Request
+from workers.interaction.models import DELAY_MAX
 from workers.interaction.tools import TOOL_NAME as ASK_USER
 from workers.interaction.tools import (
     ToolArgumentError,
@@ -99,8 +100,8 @@ class _Loop:
         key_prefix: str,
         client: ChatClient | None,
     ) -> None:
-        if ask_expires_in is not None and ask_expires_in <= 0:
-            raise ValueError("ask_expires_in must be a positive number of seconds")
+        if ask_expires_in is not None and not 0 < ask_expires_in <= DELAY_MAX:
+            raise ValueError(f"ask_expires_in must be a positive number of seconds, at most {DELAY_MAX} (90 days)")
         self.run = run
         self.log = Log("parley.llm", run_id=run.run_id)
         self.config = config

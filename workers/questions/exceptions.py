@@ -69,3 +69,21 @@ class QuestionRateLimited(QuestionError):
     def __init__(self, detail: str, retry_after: float) -> None:
         super().__init__(detail)
         self.headers = {"Retry-After": str(max(1, math.ceil(retry_after)))}
+
+
+class QuestionNotPosted(QuestionError):
+    """The question was created but Redis failed before it was posted: a worker posts it once Redis is back.
+
+    Answered 503 with Retry-After; a retry with the same Idempotency-Key returns this question.
+    """
+
+    status = 503
+    title = "Service unavailable"
+
+    def __init__(self, question_id: str, keyed: bool) -> None:
+        again = "a retry with the same Idempotency-Key returns it" if keyed else "read it by its id"
+        super().__init__(
+            f"question {question_id} was created but could not be posted yet; "
+            f"it is posted once Parley's storage is back, and {again}",
+            question_id=question_id,
+        )

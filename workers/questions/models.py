@@ -10,11 +10,12 @@ import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from workers.interaction import AnswerValue, ContextChange, ContextError, Request
-from workers.interaction.context import canonical
+from workers.interaction.context import DEPTH_MAX, canonical, too_deep
 
 METADATA_MAX = 4096  # bytes of compact JSON
 MAX_ASSIGNEES = 50  # ids in `assignees` (and in `escalate_to`): each person is sent a DM
@@ -58,8 +59,17 @@ class QuestionCreate(_Body):
     @field_validator("callback_url")
     @classmethod
     def _http_only(cls, v: str | None) -> str | None:
-        if v is not None and not v.lower().startswith(("http://", "https://")):
+        if v is None:
+            return v
+        if not v.lower().startswith(("http://", "https://")):
             raise ValueError("callback_url must be an http or https URL")
+        try:
+            parts = urlsplit(v)
+            host, _ = parts.hostname, parts.port  # each raises on a bad IPv6 address or port
+        except ValueError as exc:
+            raise ValueError(f"callback_url is not a valid URL: {exc}") from None
+        if not host:
+            raise ValueError("callback_url names no host")
         return v
 
     @field_validator("request")
@@ -74,6 +84,8 @@ class QuestionCreate(_Body):
     @field_validator("metadata")
     @classmethod
     def _small(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if too_deep(v):
+            raise ValueError(f"metadata nests more than {DEPTH_MAX} levels of objects and lists")
         try:
             size = len(json.dumps(v, separators=(",", ":"), allow_nan=False).encode())
         except (TypeError, ValueError) as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,17 +28,18 @@ from workers.questions.exceptions import (
     QuestionGone,
     QuestionInvalid,
     QuestionNotFound,
+    QuestionNotPosted,
     QuestionRateLimited,
     SecretsUnavailable,
 )
 from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
-from workers.questions.views import build_view
+from workers.questions.views import build_view, unreadable_view
 from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runtime import admin
 from workers.runtime.execute import execute
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
-from workers.store.questions import QuestionStore
+from workers.store.questions import Binding, QuestionStore, UnreadableQuestion
 from workers.store.records import LOCAL_OWNER, TOKEN_OWNER, ApiQuestionRecord, ApiTokenRecord
 from workers.store.runs import new_id
 
@@ -105,17 +108,15 @@ class QuestionService:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
         self._charge_notices(caller, body)
         qid = new_id("r")
-        key_digest = ""
+        binding: Binding | None = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= 255:
                 raise QuestionInvalid("Idempotency-Key must be 1 to 255 characters")
-            key_digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
-            body_digest = hashlib.sha256(canonical(body.model_dump(mode="json")).encode()).hexdigest()
-            bound = self.store.claim_idempotency(caller.owner, key_digest, qid, body_digest)
-            if bound["question_id"] != qid:
-                if bound["body"] != body_digest:
-                    raise QuestionConflict("this Idempotency-Key was used with another body")
-                return self.get(caller, bound["question_id"]), False
+            binding = Binding(
+                caller.owner,
+                hashlib.sha256(idempotency_key.encode()).hexdigest(),
+                _body_digest(body),
+            )
         request = body.request
         if body.user and not request.assignees:
             request = request.model_copy(update={"assignees": [body.user]})  # a DM: that person answers
@@ -148,15 +149,37 @@ class QuestionService:
             team=team,
             owner=caller.owner,
         )
-        self.store.create(record, AGENT, caller.name, conversation)
+        bound = self.store.create(record, AGENT, caller.name, conversation, binding)
+        if bound is not None and binding is not None:  # the key made its question earlier: nothing written
+            if bound["body"] != binding.body_digest:
+                raise QuestionConflict("this Idempotency-Key was used with another body")
+            return self.get(caller, bound["question_id"]), False
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
-        execute(self.runtime, qid)  # posts and parks; a failure to post is retried by a worker
+        try:
+            execute(self.runtime, qid)  # posts and parks; a failure to post is retried by a worker
+        except Exception as exc:  # Redis down, full or refusing mid-way
+            self._not_posted(record, binding, exc)
+            raise
         view = self.get(caller, qid)
         if view.status is QuestionStatus.FAILED:
-            if key_digest:
-                self.store.release_idempotency(caller.owner, key_digest, qid)
+            if binding is not None:
+                self.store.release_idempotency(caller.owner, binding.key_digest, qid)
             raise QuestionInvalid(f"the question could not be posted: {view.error}", [_error([], view.error or "")])
         return view, True
+
+    def _not_posted(self, record: ApiQuestionRecord, binding: Binding | None, exc: Exception) -> None:
+        """After a create whose execution failed: withdraw the question if it was not asked yet, so the
+        caller's error stands and no worker posts it later; else raise `QuestionNotPosted` (503) naming it."""
+        try:
+            withdrawn = self.store.withdraw(record, binding)
+        except Exception as failed:  # Redis still down: the question stays, bound to its key
+            log.warning("could not withdraw the question", run_id=record.id, error=repr(failed))
+            withdrawn = False
+        if withdrawn:
+            log.warning("question withdrawn: it failed before it was asked", run_id=record.id, error=repr(exc))
+            return
+        log.warning("question created but not posted yet", run_id=record.id, origin=record.token, error=repr(exc))
+        raise QuestionNotPosted(record.id, binding is not None) from exc
 
     def _charge_notices(self, caller: Caller, body: QuestionCreate) -> None:
         """Count each DM the question will send (one per person asked, or escalated to) against the token's
@@ -171,16 +194,32 @@ class QuestionService:
             raise QuestionRateLimited(detail, wait)
 
     # ---- read ------------------------------------------------------------------
-    def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
-        record = self.store.get(question_id) if question_id.isascii() and len(question_id) < 100 else None
+    def _record(self, caller: Caller, question_id: str) -> ApiQuestionRecord | UnreadableQuestion:
+        record = self.store.read(question_id) if question_id.isascii() and len(question_id) < 100 else None
         if record is None or not _visible(caller, record):
             raise QuestionNotFound(f"no question {question_id!r}")
         return record
 
-    def _view(self, record: ApiQuestionRecord) -> tuple[QuestionView, str]:
-        run = self.runtime.store.find(record.id)
-        interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
-        return build_view(record, run, interrupt), (run.interrupt if run is not None else "")
+    def _readable(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
+        record = self._record(caller, question_id)
+        if isinstance(record, UnreadableQuestion):
+            raise QuestionConflict(f"question {question_id} cannot be read: {record.error}")
+        return record
+
+    def _view(self, record: ApiQuestionRecord | UnreadableQuestion) -> tuple[QuestionView, str]:
+        """The question as the API shows it, and the interrupt it waits on; an unreadable one says so."""
+        if isinstance(record, UnreadableQuestion):
+            return unreadable_view(record), ""
+        try:
+            run = self.runtime.store.find(record.id)
+            interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
+            return build_view(record, run, interrupt), (run.interrupt if run is not None else "")
+        except (ValueError, KeyError, TypeError) as exc:  # its run or question: written by another version
+            log.error("a question's run cannot be read", run_id=record.id, error=repr(exc))
+            error = str(exc).splitlines()[0]
+            return unreadable_view(
+                UnreadableQuestion(record.id, record.token, record.team, record.created_at, error)
+            ), ""
 
     def get(self, caller: Caller, question_id: str) -> QuestionView:
         return self._view(self._record(caller, question_id))[0]
@@ -190,6 +229,8 @@ class QuestionService:
         record = self._record(caller, question_id)
         if not _owns(caller, record):
             raise QuestionNotFound(f"no question {question_id!r}")
+        if isinstance(record, UnreadableQuestion):
+            raise QuestionGone(f"question {question_id!r} cannot be read, so neither can its secret answers")
         return record
 
     def reveal(self, caller: Caller, question_id: str) -> QuestionView:
@@ -237,17 +278,19 @@ class QuestionService:
             rows = self.store.page(owner, before, 100, legacy=caller.name, since=caller.since)
             if not rows:
                 break
-            for record in self.store.many(qid for qid, _ in rows):
+            scores = dict(rows)  # the index's times: the cursor goes on past a record that cannot be read
+            for record in self.store.many(scores):
+                before = scores[record.id]
                 if not _visible(caller, record):
-                    before = record.created_at
                     continue
                 view = self._view(record)[0]
                 if status is None or view.status is status:
                     found.append(view)
-                before = record.created_at
                 if len(found) == limit:
                     next_cursor = repr(before)
                     break
+            else:
+                before = rows[-1][1]  # past this chunk, records gone meanwhile included
             if len(rows) < 100:
                 break
         return QuestionPage(questions=found, next_cursor=next_cursor)
@@ -289,7 +332,7 @@ class QuestionService:
     # ---- cancel and confirm ----------------------------------------------------
     def cancel(self, caller: Caller, question_id: str) -> QuestionView:
         """Close a waiting question as cancelled; its message is locked. 409 when it has closed already."""
-        self._record(caller, question_id)
+        self._readable(caller, question_id)
         try:
             admin.cancel(self.runtime, question_id, by=caller.name)
         except (AdminError, RunNotFound) as exc:
@@ -301,7 +344,7 @@ class QuestionService:
 
     def confirm(self, caller: Caller, question_id: str, context: dict[str, Any] | None) -> ConfirmResult:
         """Whether `context` is the facts the question was asked (and answered) on; 409 listing each change."""
-        record = self._record(caller, question_id)
+        record = self._readable(caller, question_id)
         try:
             now = canonical(context) if context is not None else ""
         except Exception as exc:  # ContextError: not JSON, or too long
@@ -323,17 +366,26 @@ def _cursor(cursor: str | None) -> float | None:
     if cursor is None:
         return None
     try:
-        return float(cursor)
+        before = float(cursor)
     except ValueError:
+        before = math.nan
+    if not math.isfinite(before):  # "nan" and "inf" read as floats, and Redis refuses them as a score
         detail = "cursor must be a next_cursor from an earlier page"
-        raise QuestionInvalid(detail, [_error(["cursor"], detail)]) from None
+        raise QuestionInvalid(detail, [_error(["cursor"], detail)])
+    return before
+
+
+def _body_digest(body: QuestionCreate) -> str:
+    """The sha256 of the body's JSON with sorted keys: equal bodies, whatever their order, give one digest."""
+    text = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _error(loc: list[str], msg: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": "value_error"}
 
 
-def _owns(caller: Caller, record: ApiQuestionRecord) -> bool:
+def _owns(caller: Caller, record: ApiQuestionRecord | UnreadableQuestion) -> bool:
     """Whether `caller` asked the question.
 
     A question asked before questions had owners is its name's, if that name's owner existed
@@ -344,7 +396,7 @@ def _owns(caller: Caller, record: ApiQuestionRecord) -> bool:
     return record.token == caller.name and record.created_at >= caller.since
 
 
-def _visible(caller: Caller, record: ApiQuestionRecord) -> bool:
+def _visible(caller: Caller, record: ApiQuestionRecord | UnreadableQuestion) -> bool:
     """A token sees its own questions; an admin token all of them, or of its workspace when it has one."""
     if _owns(caller, record):
         return True

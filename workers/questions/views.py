@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from workers.interaction import answers_to_values
 from workers.questions.models import QuestionStatus, QuestionView, WebhookView
+from workers.store.questions import UnreadableQuestion
 from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, RunStatus
 
 _BY_STATE = {
@@ -21,7 +22,14 @@ _WAITING = QuestionStatus.WAITING
 
 
 def when(ts: float | None) -> datetime | None:
-    return datetime.fromtimestamp(ts, tz=UTC) if ts else None
+    """`ts` as a UTC datetime; None for none, and for one no datetime can hold (year 33715, written by a
+    version that did not bound `expires_in`)."""
+    if not ts:
+        return None
+    try:
+        return datetime.fromtimestamp(ts, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def status_of(run: RunRecord | None, interrupt: InterruptRecord | None) -> QuestionStatus:
@@ -75,4 +83,16 @@ def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: In
         )
         if hook is not None
         else None,
+    )
+
+
+def unreadable_view(question: UnreadableQuestion) -> QuestionView:
+    """A question whose records this version cannot read, as a listing shows it: failed, saying why."""
+    return QuestionView(
+        id=question.id,
+        status=QuestionStatus.FAILED,
+        created_at=when(question.created_at) or datetime.now(tz=UTC),
+        origin=question.token,
+        reason="(unreadable)",
+        error=f"Parley cannot read this question's record: {question.error}",
     )

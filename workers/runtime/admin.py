@@ -16,6 +16,8 @@ from workers.store.records import HistoryEntry, InterruptRecord, InterruptState,
 from workers.store.runs import Closed, history_entry
 
 log = Log("parley.admin")
+UNREADABLE = (ValueError, KeyError, TypeError)
+"""What reading a record written by another version raises (pydantic's ValidationError is a ValueError)."""
 
 
 @dataclass
@@ -82,10 +84,14 @@ def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
     store = runtime.store
     if not run.interrupt:
         return RunSummary.of(run)
-    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
-    if group is not None:
-        return RunSummary.of(run, members=store.groups.members(group))
-    return RunSummary.of(run, store.interrupt(run.interrupt))
+    try:
+        group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+        if group is not None:
+            return RunSummary.of(run, members=store.groups.members(group))
+        return RunSummary.of(run, store.interrupt(run.interrupt))
+    except UNREADABLE as exc:  # its question was written by another version: the run is still listed
+        log.error("the run's question cannot be read", **run.log_context(), error=repr(exc))
+        return RunSummary.of(run)
 
 
 @dataclass
@@ -153,7 +159,8 @@ def count_runs(runtime: Runtime, where: RunFilter | None = None) -> dict[str, in
 
 def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]:
     """Cancel every queued, running or paused run `where` keeps (an uninstalled workspace's), each
-    with its history entry; a run that finished meanwhile is left as it is."""
+    with its history entry; a run that finished meanwhile is left as it is. One run's failure is
+    logged and never stops the cancellation of the others."""
     cancelled: list[RunRecord] = []
     for status in OPEN_STATUSES:
         for run in _scan(runtime, status, where):
@@ -161,16 +168,23 @@ def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]
                 cancelled.append(cancel(runtime, run.id, by=by))
             except AdminError as exc:
                 log.info("not cancelled: " + str(exc), **run.log_context())
+            except Exception:  # any other failure: the next runs are cancelled all the same
+                log.error("cancelling the run failed; going on with the others", exc=True, **run.log_context())
     return cancelled
 
 
 def show(runtime: Runtime, run_id: str) -> RunDetail:
+    """The run and all about it; a question of it this version cannot read is left out, and logged."""
     run = runtime.store.get(run_id)
-    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     journal = runtime.store.journal(run_id)
     steps = {k.removeprefix("step:"): v.get("v") for k, v in journal.items() if k.startswith("step:")}
-    group = runtime.store.groups.group(run.interrupt) if interrupt is None and run.interrupt else None
-    questions = runtime.store.groups.members(group) if group else []
+    interrupt, questions = None, []
+    try:
+        interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+        group = runtime.store.groups.group(run.interrupt) if interrupt is None and run.interrupt else None
+        questions = runtime.store.groups.members(group) if group else []
+    except UNREADABLE as exc:
+        log.error("the run's question cannot be read", **run.log_context(), error=repr(exc))
     return RunDetail(
         run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps, questions=questions
     )

@@ -13,19 +13,32 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
 from redis.exceptions import WatchError
 
+from workers.logs import Log
 from workers.store import keys
-from workers.store.records import ApiQuestionRecord, ApiTokenRecord, WebhookState
+from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.replies import reply
 from workers.store.runs import stage_create
 from workers.store.sealed import SecretBox
 
+log = Log("parley.questions")
 IDEMPOTENCY_TTL = 86400  # an Idempotency-Key is remembered for a day
 REVEALED = "revealed"  # what a question's secrets key holds once the asker has read them
+_UNASKED = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """An Idempotency-Key (by its sha256) of one owner, to bind to a question made from a body (its digest)."""
+
+    owner: str
+    key_digest: str
+    body_digest: str
 
 
 class QuestionStore:
@@ -94,15 +107,6 @@ class QuestionStore:
         return 0.0 if count <= limit else max(0.001, (slot + 1) * window - now)
 
     # ---- idempotency -----------------------------------------------------------
-    def claim_idempotency(self, owner: str, key_digest: str, question_id: str, body_digest: str) -> dict[str, str]:
-        """Bind an owner's Idempotency-Key to `question_id` unless it is bound; returns the binding that holds."""
-        key = keys.api_idempotency(owner, key_digest)
-        value = json.dumps({"question_id": question_id, "body": body_digest})
-        if self.redis.set(key, value, nx=True, ex=IDEMPOTENCY_TTL):
-            return {"question_id": question_id, "body": body_digest}
-        raw = reply(self.redis.get(key))
-        return json.loads(raw) if raw else {"question_id": question_id, "body": body_digest}
-
     def release_idempotency(self, owner: str, key_digest: str, question_id: str) -> None:
         """Forget a key whose question was never created (its creation was refused)."""
         key = keys.api_idempotency(owner, key_digest)
@@ -111,24 +115,89 @@ class QuestionStore:
             self.redis.delete(key)
 
     # ---- questions -------------------------------------------------------------
-    def create(self, record: ApiQuestionRecord, agent: str, started_by: str, conversation: dict[str, Any]) -> None:
-        """Create the question's queued run (id `record.id`) and the API's record of it, in one step."""
-        pipe = self.redis.pipeline(transaction=True)
-        stage_create(pipe, record.id, agent, record.request.reason, started_by, conversation, record.created_at)
-        pipe.hset(keys.api_question(record.id), mapping=record.to_hash())
-        pipe.zadd(keys.api_owned(record.owner), {record.id: record.created_at})
-        pipe.zadd(keys.api_all_questions(), {record.id: record.created_at})
-        pipe.execute()
+    def create(
+        self,
+        record: ApiQuestionRecord,
+        agent: str,
+        started_by: str,
+        conversation: dict[str, Any],
+        binding: Binding | None = None,
+    ) -> dict[str, str] | None:
+        """Create the question's queued run (id `record.id`) and the API's record of it, in one step,
+        with `binding`'s Idempotency-Key bound to it in the same step: a failed create binds nothing.
+
+        Returns None once created, or the binding that holds when the key is bound already (and
+        then writes nothing).
+        """
+        with self.redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    if binding is not None:
+                        key = keys.api_idempotency(binding.owner, binding.key_digest)
+                        pipe.watch(key)
+                        raw = reply(pipe.get(key))
+                        if raw:
+                            return dict(json.loads(raw))
+                    pipe.multi()
+                    if binding is not None:
+                        bound = {"question_id": record.id, "body": binding.body_digest}
+                        pipe.set(key, json.dumps(bound), ex=IDEMPOTENCY_TTL)
+                    stage_create(
+                        pipe, record.id, agent, record.request.reason, started_by, conversation, record.created_at
+                    )
+                    pipe.hset(keys.api_question(record.id), mapping=record.to_hash())
+                    pipe.zadd(keys.api_owned(record.owner), {record.id: record.created_at})
+                    pipe.zadd(keys.api_all_questions(), {record.id: record.created_at})
+                    pipe.execute()
+                    return None
+                except WatchError:  # another request bound the key meanwhile: read its binding
+                    continue
+
+    def withdraw(self, record: ApiQuestionRecord, binding: Binding | None) -> bool:
+        """Delete a question whose run has not asked it yet (nothing posted), with its key's binding.
+
+        Only deletions, which Redis accepts even when it is full. False, and nothing deleted, when
+        the run asked its question or left `queued`/`running`, or anything touched it meanwhile.
+        """
+        qid = record.id
+        with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(keys.run(qid), keys.journal(qid))
+                status = reply(pipe.hget(keys.run(qid), "status"))
+                asked = any(_s(f).startswith("ask:") for f in reply(pipe.hkeys(keys.journal(qid))))
+                if asked or status is None or _s(status) not in _UNASKED:
+                    return False
+                pipe.multi()
+                pipe.delete(keys.run(qid), keys.journal(qid), keys.history(qid), keys.api_question(qid))
+                for name in _UNASKED:
+                    pipe.zrem(keys.status_index(name), qid)
+                for index in (keys.all_runs_index(), keys.accepted_index(), keys.leases_index()):
+                    pipe.zrem(index, qid)
+                pipe.zrem(keys.api_owned(record.owner) if record.owner else keys.api_questions(record.token), qid)
+                pipe.zrem(keys.api_all_questions(), qid)
+                if binding is not None:  # bound with the question, in the same step: it is this question's
+                    pipe.delete(keys.api_idempotency(binding.owner, binding.key_digest))
+                pipe.execute()
+                return True
+            except WatchError:
+                return False
 
     def get(self, question_id: str) -> ApiQuestionRecord | None:
         data = reply(self.redis.hgetall(keys.api_question(question_id)))
         return ApiQuestionRecord.from_hash(_decode(data)) if data else None
 
-    def many(self, ids: Iterable[str]) -> list[ApiQuestionRecord]:
+    def read(self, question_id: str) -> ApiQuestionRecord | UnreadableQuestion | None:
+        """As `get`, but a record this version cannot read comes back as `UnreadableQuestion`."""
+        data = reply(self.redis.hgetall(keys.api_question(question_id)))
+        return _parsed(question_id, _decode(data)) if data else None
+
+    def many(self, ids: Iterable[str]) -> list[ApiQuestionRecord | UnreadableQuestion]:
+        """Several questions in one round trip, in order; one that cannot be read is an `UnreadableQuestion`."""
+        ids = list(ids)
         pipe = self.redis.pipeline(transaction=False)
         for qid in ids:
             pipe.hgetall(keys.api_question(qid))
-        return [ApiQuestionRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+        return [_parsed(qid, _decode(d)) for qid, d in zip(ids, pipe.execute(), strict=True) if d]
 
     def page(
         self, owner: str | None, before: float | None, limit: int, *, legacy: str = "", since: float = 0.0
@@ -206,6 +275,32 @@ class QuestionStore:
     def webhook(self, question_id: str) -> WebhookState | None:
         raw = reply(self.redis.hget(keys.api_question(question_id), "webhook"))
         return WebhookState.model_validate_json(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class UnreadableQuestion:
+    """A question's record this version cannot read: what a listing can still say about it."""
+
+    id: str
+    token: str
+    team: str
+    created_at: float
+    error: str
+    owner: str = ""
+
+
+def _parsed(question_id: str, data: dict[str, str]) -> ApiQuestionRecord | UnreadableQuestion:
+    try:
+        return ApiQuestionRecord.from_hash(data)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError and bad JSON are ValueErrors
+        log.error("an API question's record cannot be read", run_id=question_id, error=repr(exc))
+        try:
+            created = float(data.get("created_at") or 0)
+        except ValueError:
+            created = 0.0
+        error = str(exc).splitlines()[0]
+        token, team, owner = data.get("token", ""), data.get("team", ""), data.get("owner", "")
+        return UnreadableQuestion(question_id, token, team, created, error, owner)
 
 
 def _s(value: Any) -> str:

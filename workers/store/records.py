@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from workers.interaction import Answer, ContextChange, Request
+from workers.interaction.models import STORED
 from workers.interaction.views import QuestionState
 
 
@@ -94,6 +95,28 @@ class RunRecord(_Record):
         fields["conversation"] = json.loads(data.get("conversation") or "{}")
         return cls.model_validate(fields)
 
+    @classmethod
+    def unreadable(cls, run_id: str, data: dict[str, str], error: str) -> RunRecord:
+        """A stand-in for a run hash this version cannot read, so that a listing shows it and goes on."""
+
+        def number(name: str) -> float:
+            try:
+                return float(data.get(name) or 0)
+            except ValueError:
+                return 0.0
+
+        status = data.get("status", "")
+        return cls(
+            id=run_id,
+            agent=data.get("agent") or "?",
+            text=f"(unreadable record: {error})",
+            started_by=data.get("started_by") or "?",
+            status=RunStatus(status) if status in RunStatus._value2member_map_ else RunStatus.FAILED,
+            created_at=number("created_at"),
+            updated_at=number("updated_at"),
+            error=f"this run's record cannot be read: {error}",
+        )
+
     def log_context(self) -> dict[str, Any]:
         """The correlation fields every log line about this run carries."""
         ctx: dict[str, Any] = {"run_id": self.id, "agent": self.agent}
@@ -108,7 +131,7 @@ class RunRecord(_Record):
 @lru_cache(maxsize=4096)
 def _request(raw: str) -> Request:
     """Parse a stored request once per process: an interrupt's request never changes."""
-    return Request.model_validate_json(raw)
+    return Request.model_validate_json(raw, context=STORED)
 
 
 class InterruptRecord(_Record):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Iterable
@@ -14,6 +15,7 @@ from redis import Redis
 from workers.exceptions import RunNotFound, SecretKeyMissing, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
+from workers.logs import Log
 from workers.store import job_ids, keys, scripts
 from workers.store.groups import GroupStore
 from workers.store.people import PeopleStore
@@ -61,6 +63,20 @@ class Closed:
     again: bool = False
 
 
+log = Log("parley.store")
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a run id can be: `new_id`'s letters, and never the `:` that separates the parts of a Redis key."""
+
+
+def _run_or_unreadable(run_id: str, data: dict[str, str]) -> RunRecord:
+    """The run, or for a record this version cannot read a stand-in saying so (a listing goes on)."""
+    try:
+        return RunRecord.from_hash(data)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError and bad JSON are ValueErrors
+        log.error("a run's record cannot be read", run_id=run_id, error=repr(exc))
+        return RunRecord.unreadable(run_id, data, str(exc).splitlines()[0])
+
+
 def new_id(prefix: str) -> str:
     """An unguessable id; it carries no authority, the server checks every action."""
     return f"{prefix}{secrets.token_urlsafe(12)}"
@@ -100,6 +116,10 @@ class RunStore:
         return self.get(run_id)
 
     def get(self, run_id: str) -> RunRecord:
+        """The run `run_id`; `RunNotFound` when there is none, or when `run_id` cannot be a run's id (a
+        tampered `<id>:history` would otherwise name the run's history, journal or another key)."""
+        if RUN_ID.fullmatch(run_id) is None:
+            raise RunNotFound(run_id)
         data = reply(self.redis.hgetall(keys.run(run_id)))
         if not data:
             raise RunNotFound(run_id)
@@ -391,10 +411,11 @@ class RunStore:
     # ---- indexes --------------------------------------------------------------
     def runs(self, run_ids: Iterable[str]) -> list[RunRecord]:
         """Several runs in one round trip, in order; ids with no run are skipped."""
+        run_ids = list(run_ids)
         pipe = self.redis.pipeline(transaction=False)
         for run_id in run_ids:
             pipe.hgetall(keys.run(run_id))
-        return [RunRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+        return [_run_or_unreadable(i, _decode(d)) for i, d in zip(run_ids, pipe.execute(), strict=True) if d]
 
     def list_ids(self, status: RunStatus | None, *, offset: int = 0, limit: int = 20) -> list[str]:
         """Run ids newest first, one page of an index; never a keyspace scan."""

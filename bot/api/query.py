@@ -1,0 +1,27 @@
+"""The API's query parameters, read strictly: a bad value is a 422 naming the parameter, never a 500."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from workers.questions.exceptions import QuestionInvalid
+
+WHOLE = re.compile(r"[0-9]{1,9}")
+"""ASCII digits only (`int` also reads "²"-like and other scripts' digits) and few of them (it refuses
+over 4,300 digits with an error of its own)."""
+
+UNITS = {"wait": "seconds"}
+
+
+def whole_number(params: Mapping[str, str], name: str, *, default: int, most: int | None = None) -> int:
+    """The parameter `name` as a whole number from 0 (to `most`), `default` when it is absent."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if WHOLE.fullmatch(raw) is None or (most is not None and int(raw) > most):
+        unit = f" of {UNITS[name]}" if name in UNITS else ""
+        span = f"from 0 to {most}" if most is not None else "from 0"
+        detail = f"{name} must be a whole number{unit} {span}"
+        raise QuestionInvalid(detail, [{"loc": ["query", name], "msg": detail, "type": "value_error"}])
+    return int(raw)
