@@ -245,6 +245,7 @@ def waiting_on(d: Driver, run_id: str) -> str:
 
 
 def showing(entries: list[str], text: str) -> list[str]:
+    """The entries that mention `text`, whatever its case."""
     return [e for e in entries if text.lower() in e.lower()]
 
 
