@@ -49,7 +49,7 @@ def _print(fragments: StyleAndTextTuples) -> None:
 
 
 class TerminalHost:
-    """Implements `Host` for runs whose conversation is ``{"host": "terminal"}``."""
+    """Implements `Interactor` for runs whose conversation is ``{"host": "terminal"}``."""
 
     def __init__(self, prompter: Prompter | None = None) -> None:
         self._prompter: Prompter = prompter or TerminalPrompter()
@@ -57,6 +57,9 @@ class TerminalHost:
         """Runs whose outcome (finished or failed) this host has printed."""
         self.stopped: set[str] = set()
         """Runs whose question the person quit (Ctrl-C or end of input); they are paused on it."""
+        self._shown: set[tuple[str, ...]] = set()
+        """What was printed about a question (its id, what happened): printed lines cannot be updated
+        in place, so a second call for the same thing (a replay) prints nothing."""
 
     # ---- Interactor ------------------------------------------------------------
     def solicit(self, request: Request, run: RunView) -> Outcome:
@@ -129,12 +132,23 @@ class TerminalHost:
         self.reported.add(run.id)
         _print([("", "\n"), ("class:problem", "✘ "), ("", f"Failed: {reason}")])
 
+    def _first_time(self, *shown: str) -> bool:
+        """True the first time this host is asked to print `shown`, False for every repeat."""
+        if shown in self._shown:
+            return False
+        self._shown.add(shown)
+        return True
+
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
+        if not self._first_time("closed", interrupt.id, interrupt.state.value):
+            return
         who = interrupt.closed_by or interrupt.answered_by
         subject = interrupt.request.reason.splitlines()[0]
         _print([("class:hint", f"The question '{subject}' was {interrupt.state}{f' by {who}' if who else ''}.")])
 
     def question_superseded(self, run: RunInfo, interrupt: QuestionInfo, changes: list[ContextChange]) -> None:
+        if not self._first_time("superseded", interrupt.id):
+            return
         subject = interrupt.request.reason.splitlines()[0]
         _print([("class:problem", f"The answer to '{subject}' is superseded: the facts changed.")])
 
@@ -142,6 +156,8 @@ class TerminalHost:
         _print([("class:hint", f"Reminder: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
+        if not self._first_time("progress", group.id, progress.summary, str(progress.closed)):
+            return
         who = f": {', '.join(progress.answered)}" if progress.answered else ""
         _print([("class:hint", f"{progress.summary}{who}.")])
 

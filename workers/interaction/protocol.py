@@ -94,9 +94,11 @@ class Interactor(Protocol):
     """Puts questions to people and reports progress and outcomes in the run's conversation.
 
     A pause/resume host (Slack) posts the question and returns `Outcome(paused=True)`; the
-    answers arrive out of band. A synchronous host (the terminal) returns them. Every method but
-    `solicit` may be called again for what it already showed (a replay after a crash, or a worker
-    that lost the run): the second call must show nothing new.
+    answers arrive out of band. A synchronous host (the terminal) returns them. `solicit` may be
+    called again for a question it already showed, and `question_closed`, `question_superseded`
+    and `group_progress` for what they already showed (a replay after a crash, or a worker that
+    lost the run): the second call must show nothing new. The runtime journals the others, so
+    each is called once for what it shows (`remind` once per reminder).
     """
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome: ...

@@ -30,6 +30,12 @@ __all__ = ["Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgres
 log = Log("parley.host")
 
 
+def _about(run: RunInfo, question_id: str | None) -> dict[str, Any]:
+    """The log fields of a line about one question of `run` (a paused run's own fields name the question
+    it waits on, which may be another one)."""
+    return {**run.log_context(), "interrupt_id": question_id}
+
+
 class LogHost:
     """A host with no people: logs everything and parks every question.
 
@@ -38,8 +44,7 @@ class LogHost:
     """
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
-        ctx = {**run.record.log_context(), "interrupt_id": run.interrupt_id}
-        log.info("question waiting", **ctx, reason=request.reason)
+        log.info("question waiting", **_about(run.record, run.interrupt_id), reason=request.reason)
         return Outcome(paused=True)
 
     def say(self, run: RunInfo, text: str) -> None:
@@ -52,25 +57,25 @@ class LogHost:
         log.info("failed", **run.log_context(), reason=reason)
 
     def question_closed(self, run: RunInfo, question: QuestionInfo) -> None:
-        log.info("question closed", **{**run.log_context(), "interrupt_id": question.id}, state=question.state.value)
+        log.info("question closed", **_about(run, question.id), state=question.state.value)
 
     def question_superseded(self, run: RunInfo, question: QuestionInfo, changes: list[ContextChange]) -> None:
         fields = [c.field for c in changes]
         log.info(
             "answer superseded: the facts changed",
-            **{**run.log_context(), "interrupt_id": question.id},
+            **_about(run, question.id),
             key=question.key,
             fields=fields,
         )
 
     def remind(self, run: RunInfo, question: QuestionInfo) -> None:
-        log.info("reminder", **{**run.log_context(), "interrupt_id": question.id}, assignees=question.assignees)
+        log.info("reminder", **_about(run, question.id), assignees=question.assignees)
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         log.info("question progress", **run.log_context(), group=group.id, progress=progress.summary)
 
     def escalated(self, run: RunInfo, question: QuestionInfo, added: list[str]) -> None:
-        log.info("escalated", **{**run.log_context(), "interrupt_id": question.id}, added=added)
+        log.info("escalated", **_about(run, question.id), added=added)
 
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         return list(ids)  # no directory to resolve user groups in
