@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -40,7 +41,7 @@ def hooks() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver) -> Iterator[SlackStack]:
     env = {
-        "PARLEY_WEBHOOK_ALLOW": "127.0.0.1",
+        "PARLEY_WEBHOOK_ALLOW": f"127.0.0.1:{urlsplit(hooks.url('x')).port}",  # the receiver's port only
         "PARLEY_WEBHOOK_RETRY_INTERVALS": "1,1",  # three attempts a second apart (the default spans an hour)
         "PARLEY_API_RATE_LIMIT": "100000",
     }
