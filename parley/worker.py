@@ -18,6 +18,7 @@ from parley.metrics_setup import serve_metrics
 from parley.settings import Settings
 from workers.logs import Log
 from workers.runtime.host import HostRouter
+from workers.runtime.job_guard import ParleyJob
 from workers.runtime.rq_workers import ParleyForkWorker, ParleySimpleWorker
 from workers.runtime.sweep import schedule_next
 from workers.runtime.wiring import Runtime
@@ -115,7 +116,7 @@ def run_worker(
     stopping = threading.Event()
     try:
         while True:
-            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name)
+            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name, job_class=ParleyJob)
             _note_stop_requests(worker, stopping)
             log.info("worker starting", worker=worker.name, worker_class=worker_class, agents=runtime.registry.names())
             try:

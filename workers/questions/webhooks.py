@@ -32,14 +32,14 @@ from workers.questions import config as config_mod
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import Event
 from workers.questions.views import build_view
-from workers.runtime import wiring
+from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
 from workers.store.records import InterruptRecord, InterruptState, RunRecord, WebhookState
 
 log = Log("parley.webhooks")
-DELIVER = "workers.questions.webhooks.deliver"
+DELIVER = queues.DELIVER
 EVENTS = {
     InterruptState.ANSWERED: "answered",
     InterruptState.EXPIRED: "expired",

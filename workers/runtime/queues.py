@@ -12,6 +12,9 @@ from rq.serializers import JSONSerializer
 EXECUTE = "workers.runtime.jobs.execute_run"
 SWEEP = "workers.runtime.jobs.sweep_job"
 SHOW = "workers.runtime.jobs.show_job"
+DELIVER = "workers.questions.webhooks.deliver"
+JOB_FUNCTIONS = frozenset({EXECUTE, SWEEP, SHOW, DELIVER})
+"""Every function a Parley job may name; `parley worker` refuses any other (`job_guard`)."""
 QUEUE_NAME = "parley"
 
 
