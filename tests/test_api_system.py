@@ -166,6 +166,7 @@ def test_webhook_is_signed_and_retried_with_the_same_id(stack: SlackStack, ci: T
         lambda: (h := get(stack, ci, f"questions/{created['id']}").json()["webhook"])["status"] == "delivered" and h,
     )
     assert hook["attempts"] == 3 and hook["last_status"] == 200
+    assert hook["last_error"] is None  # the earlier attempts' 500 is not the delivered webhook's error
 
 
 def test_a_webhook_failing_every_attempt_is_recorded_failed(stack: SlackStack, ci: Token, hooks: Receiver) -> None:

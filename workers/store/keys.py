@@ -153,3 +153,19 @@ def api_idempotency(token_name: str, key_digest: str) -> str:
 def api_rate(token_name: str, window: int) -> str:
     """String with a TTL: requests a token made in one fixed rate-limit window."""
     return f"{PREFIX}api:rate:{token_name}:{window}"
+
+
+def webhook_in_flight(kind: str, name: str) -> str:
+    """Sorted set: the webhook attempts in flight for one token or destination host (`kind`), by
+    job id, scored by when the attempt's deadline has surely passed."""
+    return f"{PREFIX}webhook:inflight:{kind}:{name}"
+
+
+def webhook_circuit(host: str) -> str:
+    """Hash: a destination host's circuit breaker (`timeouts` in a row, `open_until`); expires a day after."""
+    return f"{PREFIX}webhook:circuit:{host}"
+
+
+def webhook_circuits_open() -> str:
+    """Sorted set: hosts whose circuit is open, scored by when it half-opens (for metrics)."""
+    return f"{PREFIX}webhook:circuits-open"
