@@ -60,6 +60,7 @@ DEFERRALS = 1800
 """How many times a delivery may be put back by a full cap (each `webhook_defer` seconds): an hour at 2 s."""
 SLOT_MARGIN = 30.0
 """Seconds an in-flight slot outlives its attempt's deadline, should the worker die holding it."""
+SLOT_POLL = 0.05
 
 
 class AttemptTimedOut(QuestionError):
@@ -158,7 +159,7 @@ def deliver(question_id: str) -> str | Retry:
     in_flight = InFlight(runtime.redis, cfg.webhook_per_token, cfg.webhook_per_host)
     slot = job.id if job is not None and circuit.state != "open" else None
     if slot is not None:
-        full = in_flight.acquire(slot, question.token, host, cfg.webhook_timeout + SLOT_MARGIN)
+        full = _take_slot(in_flight, slot, question.token, host)
         if full is not None:
             metrics.webhook_deferred(full)
             log.info("webhook held back: its cap of deliveries in flight is full", **ctx, cap=full)
@@ -182,6 +183,18 @@ def deliver(question_id: str) -> str | Retry:
     store.set_webhook(question_id, state.model_copy(update=delivered))
     log.info("webhook delivered", **ctx, status=state.last_status)
     return "delivered"
+
+
+def _take_slot(in_flight: InFlight, slot: str, token: str, host: str) -> str | None:
+    """A slot for this attempt, waiting up to `webhook_slot_wait` for one to free (a quick receiver
+    frees it in milliseconds, so a burst of deliveries is not put back); else the cap that is full."""
+    cfg = config_mod.current()
+    deadline = time.monotonic() + cfg.webhook_slot_wait
+    while (full := in_flight.acquire(slot, token, host, cfg.webhook_timeout + SLOT_MARGIN)) is not None:
+        if time.monotonic() >= deadline:
+            return full
+        time.sleep(SLOT_POLL)
+    return None
 
 
 def _attempt(
