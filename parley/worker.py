@@ -123,14 +123,20 @@ def run_worker(
             worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name, job_class=ParleyJob)
             worker.also_scheduled = (runtime.webhook_queue,)
             _note_stop_requests(worker, stopping)
-            log.info("worker starting", worker=worker.name, worker_class=worker_class, agents=runtime.registry.names())
+            log.info(
+                "worker starting",
+                worker=worker.name,
+                worker_class=worker_class,
+                agents=runtime.registry.names(),
+                webhook_threads=settings.parley_webhook_workers,
+            )
             try:
                 worker.work(burst=burst, with_scheduler=True, logging_level=rq_level)
             except (redis.ConnectionError, redis.TimeoutError):
                 log.warning("worker lost Redis", worker=worker.name, exc=True)
             if burst or stopping.is_set():
-                for thread in deliveries if burst else ():
-                    thread.join()
+                if burst:
+                    deliveries.join()
                 return 0
             # RQ's loop gives up on a Redis error it does not expect (a restart, a failover):
             # wait for Redis and work again, rather than leave the machine without a worker.
@@ -141,6 +147,7 @@ def run_worker(
             log.warning("Redis is back; working again", worker=worker.name)
     finally:
         stop.set()
+        deliveries.stop()
 
 
 def _note_stop_requests(worker: Worker, stopping: threading.Event) -> None:

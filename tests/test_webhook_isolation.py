@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from api_support import Token, approval, create_token
 from http_servers import BlackHole, black_hole
-from rq import Queue
-from slack_stack import SlackStack
+from rq import Queue, Worker
+from slack_stack import SlackStack, stop_process_group
 
 from workers.runtime.queues import QUEUE_NAME, WEBHOOK_QUEUE_NAME
 
@@ -90,3 +90,16 @@ def test_a_run_reaches_its_question_while_webhooks_are_stuck(stack: SlackStack, 
     assert stack.http is not None
     metrics = stack.http.get("/metrics").text
     assert "parley_webhook_circuits_open 1.0" in metrics
+
+
+def test_a_stopped_worker_leaves_no_delivery_thread_registered(stack: SlackStack) -> None:
+    assert stack.redis is not None
+    client = stack.redis
+
+    def ours() -> list[str]:
+        return [w.name for w in Worker.all(connection=client) if "-extra-" in w.name]
+
+    proc = stack.spawn_worker("extra")
+    stack.wait_for("its delivery threads", lambda: sum("-webhooks-" in name for name in ours()) == 4)
+    stop_process_group(proc)  # SIGTERM, as a service manager stops it
+    assert ours() == []

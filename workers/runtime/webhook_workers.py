@@ -36,27 +36,49 @@ class WebhookWorker(ParleySimpleWorker):
         """Signals are the main thread's (Python accepts handlers there only)."""
 
 
+class Deliveries:
+    """The delivery threads of one `parley worker`, and the RQ worker each runs now."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.workers: dict[int, WebhookWorker] = {}
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+    def stop(self) -> None:
+        """Record the workers' end in Redis as the process exits (the threads end with it), so no
+        stale worker is listed; a delivery they were running is retried by RQ, as above."""
+        for worker in list(self.workers.values()):
+            with contextlib.suppress(redis.RedisError):
+                worker.register_death()
+
+
 def start_webhook_workers(
     runtime: Runtime, count: int, *, name: str | None, burst: bool, logging_level: str
-) -> list[threading.Thread]:
+) -> Deliveries:
     """Start `count` delivery threads on `runtime.webhook_queue`; each works until the process ends (or, in
     `burst`, until the queue is empty)."""
-    threads = []
+    deliveries = Deliveries()
     for n in range(count):
         worker_name = f"{name}-webhooks-{n}" if name else None
         thread = threading.Thread(
-            target=_work, args=(runtime, worker_name, burst, logging_level), daemon=True, name=f"webhooks-{n}"
+            target=_work,
+            args=(deliveries, n, runtime, worker_name, burst, logging_level),
+            daemon=True,
+            name=f"webhooks-{n}",
         )
         thread.start()
-        threads.append(thread)
-    return threads
+        deliveries.threads.append(thread)
+    return deliveries
 
 
-def _work(runtime: Runtime, name: str | None, burst: bool, logging_level: str) -> None:
+def _work(deliveries: Deliveries, n: int, runtime: Runtime, name: str | None, burst: bool, logging_level: str) -> None:
     """Work the webhooks' queue; after losing Redis (a restart, a failover), wait and work again."""
     delay = 0.5
     while True:
-        worker = WebhookWorker(
+        worker = deliveries.workers[n] = WebhookWorker(
             [runtime.webhook_queue],
             connection=runtime.redis,
             serializer=JSONSerializer,
