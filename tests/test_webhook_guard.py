@@ -27,6 +27,8 @@ pytestmark = pytest.mark.unit
         "2002:c0a8:101::",  # 6to4 of 192.168.1.1
         "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo
         "::a00:7",  # IPv4-compatible 10.0.0.7
+        "2606:4700::5efe:7f00:1",  # ISATAP, tunnelled to 127.0.0.1
+        "2606:4700::200:5efe:a00:7",  # ISATAP, tunnelled to 10.0.0.7
     ],
 )
 def test_an_ipv6_form_of_a_refused_ipv4_address_is_refused(host: str) -> None:
@@ -70,3 +72,10 @@ def test_an_allow_entry_with_a_bad_port_admits_nothing(entry: str) -> None:
 def test_a_malformed_callback_url_is_refused_not_raised(url: str) -> None:
     with pytest.raises(DestinationRefused, match="not a valid URL"):
         check_destination(url, ())
+
+
+@pytest.mark.parametrize("url", ["http://hooks.internal\u3002evil.example/", "http://hooks.internal\t@evil.example/"])
+def test_a_url_the_http_client_reads_differently_is_refused(url: str) -> None:
+    # The check would read `hooks.internal…`, which the pattern admits; httpx would reach evil.example.
+    with pytest.raises(DestinationRefused, match="ambiguous"):
+        check_destination(url, ("hooks.internal*",))

@@ -12,6 +12,8 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+
 from workers.questions.exceptions import QuestionError
 
 WEB_PORTS = frozenset({80, 443})
@@ -26,6 +28,8 @@ LAST_32_BITS = tuple(
 )
 """IPv6 prefixes whose last 32 bits are an IPv4 address (IPv4-mapped, 6to4 and Teredo have properties)."""
 NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+ISATAP = (bytes.fromhex("00005efe"), bytes.fromhex("02005efe"))
+"""ISATAP interface identifiers (RFC 5214): the IPv4 address of the tunnel's end follows them."""
 
 
 class DestinationRefused(QuestionError):
@@ -50,6 +54,8 @@ def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
         raise DestinationRefused(f"callback_url is not a valid URL: {exc}") from None
     if not host:
         raise DestinationRefused("callback_url has no host")
+    if not _client_agrees(url, host, port):
+        raise DestinationRefused("callback_url is ambiguous: its host or port reads differently to the HTTP client")
     if any(allows(entry, host, port) for entry in allow):
         return None
     if allow:
@@ -66,6 +72,17 @@ def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
                 "allow it with PARLEY_WEBHOOK_ALLOW"
             )
     return str(addresses[0])
+
+
+def _client_agrees(url: str, host: str, port: int) -> bool:
+    """Whether httpx, which sends the request, reads the same host and port as this check did (a
+    URL two parsers read differently could pass the check for one host and reach another)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False
+    theirs = parsed.raw_host.decode("ascii", "replace").lower().strip("[]")
+    return theirs == host and (parsed.port or port) == port
 
 
 def allows(entry: str, host: str, port: int) -> bool:
@@ -108,7 +125,7 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]
     found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
     if address.teredo is not None:
         found.extend(address.teredo)  # the Teredo server and the client behind it
-    if any(address in net for net in LAST_32_BITS):
+    if any(address in net for net in LAST_32_BITS) or address.packed[8:12] in ISATAP:
         found.append(ipaddress.IPv4Address(address.packed[-4:]))
     return found
 
