@@ -13,9 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from api_support import Token, approval, create_token
+from api_support import Receiver, Token, approval, create_token
 from http_servers import BlackHole, black_hole
 from rq import Queue, Worker
 from slack_stack import SlackStack, stop_process_group
@@ -35,18 +36,27 @@ def hole() -> Iterator[BlackHole]:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, hole: BlackHole) -> Iterator[SlackStack]:
+def hooks() -> Iterator[Receiver]:
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, hole: BlackHole, hooks: Receiver
+) -> Iterator[SlackStack]:
     env = {
-        "PARLEY_WEBHOOK_ALLOW": f"127.0.0.1:{hole.port}",
+        "PARLEY_WEBHOOK_ALLOW": f"127.0.0.1:{hole.port},127.0.0.1:{urlsplit(hooks.url('x')).port}",
         "PARLEY_WEBHOOK_RETRY_INTERVALS": "1",  # two attempts each
         "PARLEY_API_RATE_LIMIT": "100000",
     }
     yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("webhook-isolation"), extra_env=env)
 
 
-def ask_and_cancel(stack: SlackStack, token: Token, hole: BlackHole, n: int) -> str:
+def ask_and_cancel(stack: SlackStack, token: Token, callback_url: str, n: int) -> str:
     assert stack.http is not None
-    body = {"request": approval(f"Stuck {n}?"), "channel": CHANNEL, "callback_url": f"http://127.0.0.1:{hole.port}/{n}"}
+    body = {"request": approval(f"Question {n}?"), "channel": CHANNEL, "callback_url": callback_url}
     created = stack.http.post("/api/v1/questions", json=body, headers=token.auth)
     assert created.status_code == 201, created.text
     question_id = str(created.json()["id"])
@@ -60,9 +70,11 @@ def webhook_of(stack: SlackStack, token: Token, question_id: str) -> dict[str, A
     return dict(stack.http.get(f"/api/v1/questions/{question_id}", headers=token.auth).json()["webhook"])
 
 
-def test_a_run_reaches_its_question_while_webhooks_are_stuck(stack: SlackStack, hole: BlackHole) -> None:
+def test_a_run_reaches_its_question_while_webhooks_are_stuck(
+    stack: SlackStack, hole: BlackHole, hooks: Receiver
+) -> None:
     flooder = create_token(stack, "flooder")
-    ids = [ask_and_cancel(stack, flooder, hole, n) for n in range(STUCK)]
+    ids = [ask_and_cancel(stack, flooder, f"http://127.0.0.1:{hole.port}/{n}", n) for n in range(STUCK)]
     stack.wait_for("deliveries stuck on the receiver", lambda: hole.open >= 2)
 
     started = time.monotonic()
@@ -76,6 +88,12 @@ def test_a_run_reaches_its_question_while_webhooks_are_stuck(stack: SlackStack, 
     assert not [j for j in agents.get_job_ids() if j.startswith("webhook-")]  # none waits on the agents' queue
     assert len(Queue(WEBHOOK_QUEUE_NAME, connection=stack.redis)) + hole.open <= STUCK
     assert hole.peak <= 2, f"{hole.peak} attempts reached the host at once"  # PARLEY_WEBHOOK_PER_HOST
+
+    # Another token's webhook, to another receiver, goes at once: it waits behind none of the flooder's.
+    other = create_token(stack, "other")
+    delivered = ask_and_cancel(stack, other, hooks.url("other"), STUCK)
+    stack.wait_for("the other token's webhook", lambda: webhook_of(stack, other, delivered)["status"] == "delivered")
+    assert hole.open >= 1  # while the flooder's attempts still hang
 
     # The host keeps timing out: its circuit opens, and what is left fails without being sent.
     def all_failed() -> list[dict[str, Any]] | None:

@@ -18,10 +18,9 @@ class QuestionConfig:
     webhook_retry_intervals: tuple[int, ...] = DEFAULT_RETRY_INTERVALS
     webhook_timeout: float = 10.0  # seconds per attempt, all of it: connecting, sending, the answer
     webhook_connect_timeout: float = 2.0  # seconds to connect, within the attempt's
-    webhook_per_token: int = 2  # attempts in flight at once for one API token
+    webhook_per_token: int = 2  # deliveries queued or in flight at once for one API token
     webhook_per_host: int = 2  # attempts in flight at once to one destination host
-    webhook_slot_wait: float = 1.0  # seconds a delivery waits for a free slot under its caps
-    webhook_defer: int = 2  # seconds before a delivery still held back by a cap is tried again
+    webhook_defer: int = 1  # seconds before a delivery held back by the host's cap is tried again
     rate_limit: int = 120  # requests per token per window
     rate_window: int = 60  # seconds
     max_wait: int = 60  # the longest `?wait=` a GET may hold

@@ -150,3 +150,12 @@ def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str
         netloc = f"{userinfo}@{netloc}"
     extensions = {"sni_hostname": parts.hostname or ""} if parts.scheme == "https" else {}
     return urlunsplit(parts._replace(netloc=netloc)), {"host": host_and_port}, extensions
+
+
+def destination(url: str) -> str:
+    """The host and port a checked callback URL reaches (`hooks.example.com:443`, `[fd00::7]:8443`): what
+    the in-flight cap per host and the circuit breaker count by, so two services on one host are two."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

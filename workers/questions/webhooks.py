@@ -10,8 +10,11 @@ recorded as `failed` on the question. Each attempt checks the destination again 
 to the address it checked (`destinations.pinned`).
 
 An attempt has one deadline for all of it (`webhook_timeout`: connecting, sending, the
-answer) and 2 s to connect. At most a few attempts are in flight per token and per host
-(`InFlight`); a delivery over a cap is put back a moment without using an attempt. A host
+answer) and 2 s to connect. A token has at most `webhook_per_token` deliveries queued or
+running at once (RQ's `RateLimit`: the rest wait in order, off the queue, and go as one of
+its own ends), so one token's backlog never stands in front of another's. At most a few
+attempts are in flight per host (`InFlight`); a delivery over that cap is put back a moment
+without using an attempt. A host
 that keeps timing out opens its circuit (`Circuits`): attempts to it fail at once until the
 cooldown ends. The question's `webhook` shows the circuit's state as its last attempt saw it.
 
@@ -28,15 +31,15 @@ import hashlib
 import hmac
 import time
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import httpx
 from rq import Retry, get_current_job
+from rq.rate_limit import RateLimit
 
 from workers import metrics
 from workers.logs import Log
 from workers.questions import config as config_mod
-from workers.questions.destinations import DestinationRefused, check_destination, pinned
+from workers.questions.destinations import DestinationRefused, check_destination, destination, pinned
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import Event
 from workers.questions.views import build_view
@@ -56,11 +59,10 @@ EVENTS = {
     InterruptState.EXPIRED: "expired",
     InterruptState.CANCELLED: "cancelled",
 }
-DEFERRALS = 1800
-"""How many times a delivery may be put back by a full cap (each `webhook_defer` seconds): an hour at 2 s."""
+DEFERRALS = 3600
+"""How many times a delivery may be put back by a full cap (each `webhook_defer` seconds): an hour at 1 s."""
 SLOT_MARGIN = 30.0
 """Seconds an in-flight slot outlives its attempt's deadline, should the worker die holding it."""
-SLOT_POLL = 0.05
 
 
 class AttemptTimedOut(QuestionError):
@@ -124,6 +126,7 @@ def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord) -> bo
         run.id,
         job_id=job_ids.webhook(run.id, event),
         retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
+        rate_limit=RateLimit(f"parley-webhooks:{question.token}", cfg.webhook_per_token),
         job_timeout=int(cfg.webhook_timeout + SLOT_MARGIN),
         result_ttl=3600,
         failure_ttl=7 * 86400,
@@ -154,12 +157,12 @@ def deliver(question_id: str) -> str | Retry:
         metrics.webhook_attempt("refused")
         log.warning("webhook refused", **ctx, error=str(exc))
         return "refused"
-    host = (urlsplit(question.callback_url).hostname or "").lower()
+    host = destination(question.callback_url)
     circuit = Circuits(runtime.redis).get(host)
     in_flight = InFlight(runtime.redis, cfg.webhook_per_token, cfg.webhook_per_host)
     slot = job.id if job is not None and circuit.state != "open" else None
     if slot is not None:
-        full = _take_slot(in_flight, slot, question.token, host)
+        full = in_flight.acquire(slot, question.token, host, cfg.webhook_timeout + SLOT_MARGIN)
         if full is not None:
             metrics.webhook_deferred(full)
             log.info("webhook held back: its cap of deliveries in flight is full", **ctx, cap=full)
@@ -183,18 +186,6 @@ def deliver(question_id: str) -> str | Retry:
     store.set_webhook(question_id, state.model_copy(update=delivered))
     log.info("webhook delivered", **ctx, status=state.last_status)
     return "delivered"
-
-
-def _take_slot(in_flight: InFlight, slot: str, token: str, host: str) -> str | None:
-    """A slot for this attempt, waiting up to `webhook_slot_wait` for one to free (a quick receiver
-    frees it in milliseconds, so a burst of deliveries is not put back); else the cap that is full."""
-    cfg = config_mod.current()
-    deadline = time.monotonic() + cfg.webhook_slot_wait
-    while (full := in_flight.acquire(slot, token, host, cfg.webhook_timeout + SLOT_MARGIN)) is not None:
-        if time.monotonic() >= deadline:
-            return full
-        time.sleep(SLOT_POLL)
-    return None
 
 
 def _attempt(
