@@ -1,11 +1,12 @@
 """Limits on webhook deliveries, kept in Redis so every worker process shares them.
 
-`InFlight` caps the attempts in flight at once per API token and per destination host: one
-token's slow receivers can hold only a few of the delivery threads, and no host gets more
-than a few connections from Parley at a time. `Circuits` is a circuit breaker per host: after
-`threshold` attempts in a row that timed out or could not connect, attempts to that host are
-not made for a cooldown that doubles up to `max_cooldown`; the next attempt after it is a trial
-(half-open) that closes the circuit when the host answers, whatever its status.
+`InFlight` caps the attempts in flight at once per API token and per destination (host and
+port): one token's slow receivers can hold only a few of the delivery threads, and no host
+gets more than a few connections from Parley at a time. `Circuits` is a circuit breaker per
+destination: after `threshold` attempts in a row that timed out (connecting or answering),
+attempts to it are not made for a cooldown that doubles up to `max_cooldown`; the next
+attempt after it is a trial (half-open) that closes the circuit when the host answers,
+whatever its status.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Circuits:
         return Circuit("closed")
 
     def timed_out(self, host: str, now: float | None = None) -> Circuit:
-        """An attempt to `host` timed out or could not connect; opens the circuit at the threshold."""
+        """An attempt to `host` timed out; opens the circuit at the threshold."""
         now = time.time() if now is None else now
         key = keys.webhook_circuit(host)
         timeouts = int(self.redis.hincrby(key, "timeouts", 1))
