@@ -18,7 +18,7 @@ from rq import Callback
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from workers.runtime.queues import JOB_FUNCTIONS, queue
+from workers.runtime.queues import JOB_FUNCTIONS, WEBHOOK_QUEUE_NAME, queue
 
 pytestmark = pytest.mark.system
 
@@ -50,6 +50,8 @@ def run_worker_burst(redis_url: str, data_dir: Path) -> str:
 def test_a_planted_job_naming_another_function_is_refused_and_failed(redis_url: str, r: Redis, tmp_path: Path) -> None:
     target = tmp_path / "made-by-a-planted-job"
     planted = queue(r).enqueue("os.makedirs", str(target), job_id="planted-makedirs", failure_ttl=600)
+    beside = tmp_path / "made-by-a-job-planted-among-webhooks"  # the delivery threads' queue
+    queue(r, WEBHOOK_QUEUE_NAME).enqueue("os.makedirs", str(beside), job_id="planted-webhook", failure_ttl=600)
     callback = queue(r).enqueue(  # a Parley function, but a callback naming another
         "workers.runtime.jobs.show_job",
         "no-such-run",
@@ -58,12 +60,13 @@ def test_a_planted_job_naming_another_function_is_refused_and_failed(redis_url: 
         on_success=Callback("os.makedirs"),
     )
     output = run_worker_burst(redis_url, tmp_path / "data")
-    assert not target.exists(), output
+    assert not target.exists() and not beside.exists(), output
     job = Job.fetch(planted.id, connection=r, serializer=JSONSerializer)
     assert job.get_status() == JobStatus.FAILED
     reason = "its function 'os.makedirs' is not one of Parley's job functions"
     assert reason in (job.latest_result().exc_string or "")  # type: ignore[union-attr]
     assert "refused a job that is not Parley's" in output and "planted-makedirs" in output
+    assert Job.fetch("planted-webhook", connection=r, serializer=JSONSerializer).get_status() == JobStatus.FAILED
     assert "ignored a callback a job names" in output and callback.id in output  # never imported, never called
     assert Job.fetch(callback.id, connection=r, serializer=JSONSerializer).get_status() == JobStatus.FINISHED
 
