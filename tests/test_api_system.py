@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -43,7 +44,7 @@ def hooks() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver) -> Iterator[SlackStack]:
     env = {
-        "PARLEY_WEBHOOK_ALLOW": "127.0.0.1",
+        "PARLEY_WEBHOOK_ALLOW": f"127.0.0.1:{urlsplit(hooks.url('x')).port}",  # the receiver's port only
         "PARLEY_WEBHOOK_RETRY_INTERVALS": "1,1",  # three attempts a second apart (the default spans an hour)
         "PARLEY_API_RATE_LIMIT": "100000",
     }
@@ -168,6 +169,7 @@ def test_webhook_is_signed_and_retried_with_the_same_id(stack: SlackStack, ci: T
         lambda: (h := get(stack, ci, f"questions/{created['id']}").json()["webhook"])["status"] == "delivered" and h,
     )
     assert hook["attempts"] == 3 and hook["last_status"] == 200
+    assert hook["last_error"] is None  # the earlier attempts' 500 is not the delivered webhook's error
 
 
 def test_a_webhook_failing_every_attempt_is_recorded_failed(stack: SlackStack, ci: Token, hooks: Receiver) -> None:

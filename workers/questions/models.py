@@ -121,6 +121,10 @@ class WebhookView(_Body):
     last_error: str | None = None
     last_status: int | None = None
     delivered_at: datetime | None = None
+    circuit: Annotated[
+        str, Field(description="the destination host's circuit breaker at the last attempt: closed, open or half_open")
+    ] = "closed"
+    circuit_open_until: Annotated[datetime | None, Field(description="while open, when the next attempt may go")] = None
 
 
 class QuestionView(_Body):

@@ -250,6 +250,8 @@ class WebhookState(_Record):
     last_status: int | None = None
     delivered_at: float | None = None
     payload: str = ""  # the exact body every attempt sends
+    circuit: str = "closed"  # the destination host's circuit breaker, as the last attempt saw it
+    circuit_open_until: float | None = None
 
 
 class ApiQuestionRecord(_Record):
