@@ -27,7 +27,7 @@ import redis
 from bot.playground.workspace import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID
 from bot.slack import blocks
 from workers.interaction import Request
-from workers.store import keys
+from workers.store import journal_names, keys
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore, interrupt_fields, new_id, stage_create, transition_call
 
@@ -121,7 +121,7 @@ def _queue_one(
     # Run.ask -> RunStore.open_interrupt
     request = _parsed(request_json)
     fields = interrupt_fields(iid, run_id, conversation["team"], "#1", 1, request, [user], now)
-    argv: list[Any] = ["1", "ask:#1", json.dumps([iid]), iid]
+    argv: list[Any] = ["1", journal_names.ask("#1"), json.dumps([iid]), iid]
     for name, value in fields.items():
         argv += [name, value]
     store._open(keys=[keys.run(run_id), keys.journal(run_id), keys.interrupt(iid)], args=argv, client=pipe)

@@ -12,6 +12,7 @@ from workers.runtime.group_close import cancel_group, forget_expired_in_group, r
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
+from workers.store import journal_names as names
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 from workers.store.runs import Closed, history_entry
 
@@ -168,7 +169,7 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
     run = runtime.store.get(run_id)
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     journal = runtime.store.journal(run_id)
-    steps = {k.removeprefix("step:"): v.get("v") for k, v in journal.items() if k.startswith("step:")}
+    steps = names.steps(journal)
     group = runtime.store.groups.group(run.interrupt) if interrupt is None and run.interrupt else None
     questions = runtime.store.groups.members(group) if group else []
     return RunDetail(
@@ -217,7 +218,7 @@ def _show_unlocked_answer(runtime: Runtime, run: RunRecord) -> None:
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     if interrupt is None or not interrupt.message or interrupt.state is InterruptState.OPEN:
         return
-    if runtime.store.journal_get(run.id, f"fx:lock:{interrupt.id}") == "done":
+    if runtime.store.journal_get(run.id, names.effect(names.lock(interrupt.id))) == "done":
         return
     runtime.hosts.for_run(run).question_closed(run, interrupt)
 

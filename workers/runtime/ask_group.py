@@ -24,6 +24,7 @@ from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import QuestionProgress
+from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import interrupt_fields
@@ -97,7 +98,7 @@ def _next_call(run: Run, key: str) -> int:
 
 def _walk(run: Run, spec: _Spec) -> _Walk:
     """Follow `spec.key`'s attempts as `run.ask` does: a void answer moves on to the next attempt."""
-    attempts: list[str] = run._recorded(f"ask:{spec.key}") or []
+    attempts: list[str] = run._recorded(names.ask(spec.key)) or []
     voided: list[ContextChange] | None = None
     while True:
         n = _next_call(run, spec.key)
@@ -182,7 +183,7 @@ def _open_and_wait(
             _next_call(run, spec.key)
         attempts = [*w.attempts, f"q{secrets.token_urlsafe(16)}"]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
-        members.append(NewMember(fields, f"ask:{spec.key}", attempts))
+        members.append(NewMember(fields, names.ask(spec.key), attempts))
     store = run._rt.store
     opened = run.durable(lambda: store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
     metrics.QUESTIONS_ASKED.inc(len(opened[1]))
@@ -336,7 +337,7 @@ def ask_each(
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
     store = run._rt.store
-    attempts: list[str] = run._recorded(f"ask:{key}") or []
+    attempts: list[str] = run._recorded(names.ask(key)) or []
     voided: list[ContextChange] | None = None
     while True:
         n = _next_call(run, key)
@@ -365,7 +366,7 @@ def ask_each(
         mine = request.model_copy(update={"assignees": [person]})
         news.append(NewMember(_fields(run, key, [*attempts[:-1], iid], mine, shown, voided), "", []))  # found by group
         owners[person] = iid
-    journal = {f"ask:{key}": attempts}
+    journal = {names.ask(key): attempts}
     group, members = run.durable(
         lambda: store.groups.open(
             run.record,
@@ -381,7 +382,7 @@ def ask_each(
         "open questions",
     )
     if run._journal is not None:
-        run._journal[f"ask:{key}"] = attempts
+        run._journal[names.ask(key)] = attempts
     return _wait_each(run, group, members, opened_earlier=False)
 
 
@@ -440,11 +441,11 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
     if group.mode is GroupMode.EACH:
         if group.message:
             progress = progress_of(group, members)
-            run.once(f"lock:{gid}", lambda: run.host.group_progress(record, group, progress))
+            run.once(names.lock(gid), lambda: run.host.group_progress(record, group, progress))
         return
     for m in members:  # a member a `show` job already locked is left as it is
         if m.message and m.state is not InterruptState.OPEN and not m.shown:
-            run.once(f"lock:{m.id}", partial(run.host.question_closed, record, m))
+            run.once(names.lock(m.id), partial(run.host.question_closed, record, m))
 
 
 def _no_secret(request: Request, key: str) -> None:
@@ -459,4 +460,4 @@ def _people(run: Run, key: str, ids: list[str]) -> list[str]:
     per run and journalled, so a replay asks the same people whoever joins or leaves the group."""
     if not any(i.startswith("S") for i in ids):
         return ids
-    return list(run.step(f"people:{key}", lambda: run.host.people(run.record, ids)))
+    return list(run.step(names.people(key), lambda: run.host.people(run.record, ids)))

@@ -30,6 +30,7 @@ from workers.runtime import ask_group
 from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
+from workers.store import journal_names as names
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import history_entry
 
@@ -213,7 +214,7 @@ class Run:
     # ---- the agent API ---------------------------------------------------------
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record."""
-        field = f"step:{key}"
+        field = names.step(key)
         recorded = self._recorded(field)
         if recorded is not None:
             return recorded["v"]
@@ -234,7 +235,7 @@ class Run:
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing."""
         self._says += 1
-        self.once(f"say:{self._says}", lambda: self._host.say(self._record, text))
+        self.once(names.say(self._says), lambda: self._host.say(self._record, text))
 
     def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False, repeatable: bool = False) -> None:
         """Perform a host side effect at most once per run (at least once across a crash mid-call).
@@ -251,7 +252,7 @@ class Run:
         that lost the run, performing it after the worker that took the run over, shows again
         what that one showed.
         """
-        field = f"fx:{name}"
+        field = names.effect(name)
         if self._recorded(field) == "done" or field in self._ending or field in self._pending:
             return
         if not repeatable:
@@ -295,7 +296,7 @@ class Run:
         self._asks += 1
         key = key or f"#{self._asks}"
         limit = self._rt.settings.max_asks_per_key
-        attempts: list[str] = self._recorded(f"ask:{key}") or []
+        attempts: list[str] = self._recorded(names.ask(key)) or []
         voided: list[ContextChange] | None = None  # what changed since the attempt before, when its answer was void
         while True:
             n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
@@ -333,7 +334,7 @@ class Run:
             "open a question",
         )
         if self._journal is not None:
-            self._journal[f"ask:{key}"] = attempts
+            self._journal[names.ask(key)] = attempts
         metrics.QUESTIONS_ASKED.inc()
         return self._solicit(opened, opened_earlier=False)
 
@@ -421,7 +422,7 @@ class Run:
         The void is journalled with its history entry in one step; the host then marks
         the old question superseded, once.
         """
-        field = f"void:{interrupt.id}"
+        field = names.void(interrupt.id)
         recorded = self._recorded(field)
         if recorded is None:
             if interrupt.context_digest == digest(bound):
@@ -447,7 +448,9 @@ class Run:
                 self._journal[field] = recorded
             self.log.info("answer void: the facts changed", key=interrupt.key, fields=[c.field for c in found])
         voided = [ContextChange.model_validate(c) for c in recorded["changes"]]
-        self.once(f"supersede:{interrupt.id}", lambda: self._host.question_superseded(self._record, interrupt, voided))
+        self.once(
+            names.supersede(interrupt.id), lambda: self._host.question_superseded(self._record, interrupt, voided)
+        )
         return voided
 
     def _solicit(self, interrupt: InterruptRecord, *, opened_earlier: bool) -> dict[str, AnswerValue]:

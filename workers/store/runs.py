@@ -14,7 +14,7 @@ from redis import Redis
 from workers.exceptions import RunNotFound, SecretKeyMissing, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
-from workers.store import job_ids, keys, scripts
+from workers.store import job_ids, journal_names, keys, scripts
 from workers.store.groups import GroupStore
 from workers.store.people import PeopleStore
 from workers.store.records import (
@@ -183,7 +183,7 @@ class RunStore:
         `history` (from `history_entry`) is appended in the same atomic step when the value is written;
         `also` holds more entries written with it whatever `only_if_absent` finds.
         """
-        argv = [str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history]
+        argv = [str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history, journal_names.STEP]
         for name, entry in (also or {}).items():
             argv += [name, json.dumps(entry)]
         res = self._journal(keys=[keys.run(run_id), keys.journal(run_id), keys.history(run_id)], args=argv)
@@ -215,7 +215,7 @@ class RunStore:
         )
         if run.conversation.get("enterprise"):
             fields["enterprise"] = str(run.conversation["enterprise"])
-        argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
+        argv: list[Any] = [str(epoch), journal_names.ask(key), json.dumps(attempts), iid]
         for name, value in fields.items():
             argv += [name, value]
         if self._open(keys=[keys.run(run.id), keys.journal(run.id), keys.interrupt(iid)], args=argv) == -1:
@@ -309,7 +309,7 @@ class RunStore:
         """Record answers a synchronous host (the terminal) collected in-process (secrets sealed, as in `close`)."""
         stored, sealed = self._seal(answers)
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in stored])
-        self.record(interrupt.run_id, epoch, f"answered:{interrupt.id}", by)
+        self.record(interrupt.run_id, epoch, journal_names.answered(interrupt.id), by)
         now = time.time()
         pipe = self.redis.pipeline(transaction=True)
         if sealed:
@@ -372,11 +372,11 @@ class RunStore:
     # ---- admin writes ---------------------------------------------------------------
     def forget_final(self, run_id: str) -> None:
         """Drop the record that the final message was posted, so a retried run posts its new one."""
-        self.redis.hdel(keys.journal(run_id), "fx:final")
+        self.redis.hdel(keys.journal(run_id), journal_names.effect(journal_names.FINAL))
 
     def forget_attempt(self, run_id: str, key: str, interrupt_id: str) -> bool:
         """Drop `interrupt_id` as the last attempt of ask `key`, so a replay asks it afresh."""
-        field = f"ask:{key}"
+        field = journal_names.ask(key)
         attempts = self.journal_get(run_id, field) or []
         if not attempts or attempts[-1] != interrupt_id:
             return False

@@ -91,13 +91,13 @@ return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS
 # A history entry, when given, is appended only when the value is written. Entries the
 # execution left to go with its next write (a repeatable effect's "done") follow as pairs.
 # KEYS: run, journal, history   ARGV: epoch, field, value, only_if_absent ('1'|'0'), history json or '',
-# then field/value pairs
+# the step prefix (`journal_names.STEP`), then field/value pairs
 JOURNAL = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return -1
 end
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-if string.sub(ARGV[2], 1, 5) == 'step:' then redis.call('HSET', KEYS[1], 'failures', 0) end
+for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+if string.sub(ARGV[2], 1, #ARGV[6]) == ARGV[6] then redis.call('HSET', KEYS[1], 'failures', 0) end
 local written = 1
 if ARGV[4] == '1' then
   written = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
@@ -249,7 +249,8 @@ return {1}
 # Returns {1, epoch, job, interrupt ids...}, {2}, or {0, reason, status}.
 # KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, secrets, [thread]
 # ARGV: run_id, cutoff, final statuses, every status (both space separated), idx_prefix,
-#       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix
+#       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix,
+#       the ask prefix of journal fields (`journal_names.ASK`)
 PURGE = """
 local function unindex()
   for s in string.gmatch(ARGV[4], '%S+') do redis.call('ZREM', ARGV[5] .. s, ARGV[1]) end
@@ -272,7 +273,7 @@ local function add(iid)
   if iid and iid ~= '' and not seen[iid] then seen[iid] = true; iids[#iids + 1] = iid end
 end
 for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
-  if string.sub(f, 1, 4) == 'ask:' then
+  if string.sub(f, 1, #ARGV[10]) == ARGV[10] then
     for _, iid in ipairs(cjson.decode(redis.call('HGET', KEYS[2], f))) do add(iid) end
   end
 end
