@@ -11,7 +11,7 @@ from workers.logs import Log
 from workers.runtime.group_close import cancel_group, forget_expired_in_group, remind_group
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store import job_ids
+from workers.store import ids, job_ids
 from workers.store import journal_names as names
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 from workers.store.runs import Closed, history_entry
@@ -83,7 +83,7 @@ def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
     store = runtime.store
     if not run.interrupt:
         return RunSummary.of(run)
-    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    group = store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
     if group is not None:
         return RunSummary.of(run, members=store.groups.members(group))
     return RunSummary.of(run, store.interrupt(run.interrupt))

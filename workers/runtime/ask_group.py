@@ -10,7 +10,6 @@ attempts as `run.ask` does, with the same limit, and the same void-on-changed-fa
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import QuestionProgress
+from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
@@ -177,11 +177,11 @@ def _open_and_wait(
 ) -> dict[str, dict[str, AnswerValue]]:
     """Open a group of new attempts of `todo`'s keys (a dropped attempt counts as one asked), then wait on it."""
     members: list[NewMember] = []
-    gid = f"g{secrets.token_urlsafe(16)}"
+    gid = ids.new_group_id()
     for spec, w in todo:
         if w.state == "dropped":
             _next_call(run, spec.key)
-        attempts = [*w.attempts, f"q{secrets.token_urlsafe(16)}"]
+        attempts = [*w.attempts, ids.new_question_id()]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
         members.append(NewMember(fields, names.ask(spec.key), attempts))
     store = run._rt.store
@@ -358,11 +358,11 @@ def ask_each(
             if voided is not None:
                 continue
         return _each_answers(key, members)
-    gid = f"g{secrets.token_urlsafe(16)}"
+    gid = ids.new_group_id()
     attempts = [*attempts, gid]
     news, owners = [], {}
     for person in people:
-        iid = f"q{secrets.token_urlsafe(16)}"
+        iid = ids.new_question_id()
         mine = request.model_copy(update={"assignees": [person]})
         news.append(NewMember(_fields(run, key, [*attempts[:-1], iid], mine, shown, voided), "", []))  # found by group
         owners[person] = iid
@@ -434,7 +434,7 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
     """After the resume: lock every member of the group the run was parked on, once each."""
     store = run._rt.store
     gid = record.interrupt
-    group = run.read(lambda: store.groups.group(gid), "read questions") if gid.startswith("g") else None
+    group = run.read(lambda: store.groups.group(gid), "read questions") if ids.is_group(gid) else None
     if group is None or group.state == "open":
         return
     members = run.read(lambda: store.groups.members(group), "read questions")

@@ -23,7 +23,7 @@ from workers.logs import Log
 from workers.runtime.host import QuestionProgress
 from workers.runtime.queues import enqueue_run, enqueue_show
 from workers.runtime.wiring import Runtime
-from workers.store import job_ids
+from workers.store import ids, job_ids
 from workers.store.groups import GroupMode, GroupRecord
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.runs import Closed, Refusal, history_entry
@@ -125,7 +125,7 @@ def progress_of(group: GroupRecord, members: list[InterruptRecord], *, answering
 
 
 def _open_group(runtime: Runtime, run: RunRecord) -> tuple[GroupRecord, list[InterruptRecord]] | None:
-    group = runtime.store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    group = runtime.store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
     if group is None or group.state != "open":
         return None
     return group, runtime.store.groups.members(group)
@@ -168,7 +168,7 @@ def forget_expired_in_group(runtime: Runtime, run: RunRecord) -> None:
     attempt (for `ask_each`, the group's) from the journal, so the retried run asks it afresh;
     the others the expiry closed as no longer needed are asked again with it."""
     store = runtime.store
-    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    group = store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
     if group is None:
         return
     expired = [m for m in store.groups.members(group) if m.state is InterruptState.EXPIRED]

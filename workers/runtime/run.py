@@ -8,7 +8,6 @@ run and raises `Suspend`, which ends the RQ job as finished.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +29,7 @@ from workers.runtime import ask_group
 from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
+from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import history_entry
@@ -325,7 +325,7 @@ class Run:
             return self._solicit(interrupt, opened_earlier=True)
         if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
             request = request.model_copy(update={"assignees": [self.started_by]})
-        attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
+        attempts = [*attempts, ids.new_question_id()]
         assignees = list(request.assignees)
         opened = self.durable(
             lambda: self._rt.store.open_interrupt(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,8 +13,9 @@ from redis import Redis
 from workers.exceptions import RunNotFound, SecretKeyMissing, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
-from workers.store import job_ids, journal_names, keys, scripts
+from workers.store import ids, job_ids, journal_names, keys, scripts
 from workers.store.groups import GroupStore
+from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
 from workers.store.records import (
     HistoryEntry,
@@ -60,11 +60,6 @@ class Closed:
     again: bool = False
 
 
-def new_id(prefix: str) -> str:
-    """An unguessable id; it carries no authority, the server checks every action."""
-    return f"{prefix}{secrets.token_urlsafe(12)}"
-
-
 class RunStore:
     """All of a run's state lives behind this class; the Redis connection is passed in.
 
@@ -88,7 +83,7 @@ class RunStore:
 
     # ---- creation and reads -------------------------------------------------
     def create(self, agent: str, text: str, started_by: str, conversation: dict[str, Any]) -> RunRecord:
-        run_id = new_id("r")
+        run_id = new_id(ids.RUN)
         pipe = self.redis.pipeline(transaction=True)
         stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
         pipe.execute()
