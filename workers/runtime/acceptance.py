@@ -18,7 +18,7 @@ from workers.runtime.group_close import close_member
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
-from workers.store.records import InterruptRecord, InterruptState, RefusalReason
+from workers.store.records import CloseMode, InterruptRecord, InterruptState, RefusalReason
 from workers.store.runs import Refusal
 
 log = Log("parley.accept")
@@ -196,7 +196,7 @@ def accept(
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
         raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
-        closed = close_member(runtime, interrupt, "answer", user, valid, token=token or secrets.token_hex(8))
+        closed = close_member(runtime, interrupt, CloseMode.ANSWER, user, valid, token=token or secrets.token_hex(8))
         if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:  # kept, queued: as below
             if not _again(closed):
                 metrics.answer_accepted(interrupt.asked_at)
@@ -212,7 +212,7 @@ def accept(
         log.info("answer accepted", **ctx, group=interrupt.group, again=closed.again)
         return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
     try:
-        closed = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+        closed = store.close(interrupt, CloseMode.ANSWER, user, valid, token or secrets.token_hex(8))
     except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
         log.error("secret answer refused", **ctx, problem=str(exc))
         raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None

@@ -13,7 +13,7 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import ids, job_ids
 from workers.store import journal_names as names
-from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store.records import CloseMode, HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 from workers.store.runs import Closed, history_entry
 
 log = Log("parley.admin")
@@ -186,7 +186,7 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
         return in_group
     if run.status is RunStatus.PAUSED and run.interrupt:
         interrupt = store.interrupt(run.interrupt)
-        if interrupt is not None and isinstance(store.close(interrupt, "cancel", by), Closed):
+        if interrupt is not None and isinstance(store.close(interrupt, CloseMode.CANCEL, by), Closed):
             closed = store.interrupt(run.interrupt)
             cancelled = store.get(run_id)
             if closed is not None:

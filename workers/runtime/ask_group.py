@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from workers.runtime.host import QuestionProgress
 from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
-from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.records import GroupState, InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import interrupt_fields
 
 if TYPE_CHECKING:
@@ -46,11 +47,22 @@ class _Spec:
     shown: str = ""  # the context as given, for showing
 
 
+class WalkState(StrEnum):
+    """Where a key's attempts stand: answered (or expired with defaults), none open yet, one open,
+    the last closed as no longer needed, or the last expired."""
+
+    DONE = "done"
+    NEW = "new"
+    PENDING = "pending"
+    DROPPED = "dropped"
+    EXPIRED = "expired"
+
+
 @dataclass
 class _Walk:
     """Where a key's attempts stand in this execution."""
 
-    state: str  # done | new | pending | dropped | expired
+    state: WalkState
     attempts: list[str] = field(default_factory=list)
     interrupt: InterruptRecord | None = None
     values: dict[str, AnswerValue] = field(default_factory=dict)
@@ -104,7 +116,7 @@ def _walk(run: Run, spec: _Spec) -> _Walk:
         n = _next_call(run, spec.key)
         run._changed[spec.key] = voided is not None
         if len(attempts) < n:
-            return _Walk("new", attempts, voided=voided)
+            return _Walk(WalkState.NEW, attempts, voided=voided)
         interrupt = run.read_interrupt(attempts[n - 1])
         if interrupt is None:
             raise AgentError(f"question {spec.key!r} attempt {n} is missing from the store")
@@ -113,18 +125,18 @@ def _walk(run: Run, spec: _Spec) -> _Walk:
             voided = run._void_if_changed(interrupt, spec.bound, _facts(spec))
             if voided is not None:
                 continue
-            return _Walk("done", attempts, interrupt, values_of(interrupt.request, interrupt.answers))
+            return _Walk(WalkState.DONE, attempts, interrupt, values_of(interrupt.request, interrupt.answers))
         if state is InterruptState.EXPIRED:
             if interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS:
-                return _Walk("done", attempts, interrupt, values_of(interrupt.request, interrupt.answers))
-            return _Walk("expired", attempts, interrupt)
+                return _Walk(WalkState.DONE, attempts, interrupt, values_of(interrupt.request, interrupt.answers))
+            return _Walk(WalkState.EXPIRED, attempts, interrupt)
         if state is InterruptState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         if state is InterruptState.NOT_NEEDED:
             if len(attempts) > n:  # asked again in a later group (an `ask_any` whose winner was void)
                 continue
-            return _Walk("dropped", attempts, interrupt)
-        return _Walk("pending", attempts, interrupt)
+            return _Walk(WalkState.DROPPED, attempts, interrupt)
+        return _Walk(WalkState.PENDING, attempts, interrupt)
 
 
 def ask_all(
@@ -133,15 +145,15 @@ def ask_all(
     specs = _specs(run, requests, context)
     walks = {s.key: _walk(run, s) for s in specs}
     for key, w in walks.items():
-        if w.state == "expired":
+        if w.state is WalkState.EXPIRED:
             raise QuestionExpired(key, w.interrupt.expires_at if w.interrupt else None)
-    answered = {k: w.values for k, w in walks.items() if w.state == "done"}
+    answered = {k: w.values for k, w in walks.items() if w.state is WalkState.DONE}
     if len(answered) == len(specs):
         return answered
-    pending = next((w.interrupt for w in walks.values() if w.state == "pending" and w.interrupt), None)
+    pending = next((w.interrupt for w in walks.values() if w.state is WalkState.PENDING and w.interrupt), None)
     if pending is not None:  # an earlier execution opened these and stopped before parking
         answered.update(_wait(run, pending.group, GroupMode.ALL))
-    todo = [s for s in specs if s.key not in answered and walks[s.key].state in ("new", "dropped")]
+    todo = [s for s in specs if s.key not in answered and walks[s.key].state in (WalkState.NEW, WalkState.DROPPED)]
     if todo:
         answered.update(_open_and_wait(run, GroupMode.ALL, len(todo), [(s, walks[s.key]) for s in todo]))
     return {s.key: answered[s.key] for s in specs}  # in the order the agent gave
@@ -152,14 +164,14 @@ def ask_any(
 ) -> tuple[str, dict[str, AnswerValue]]:
     specs = _specs(run, requests, context)
     walks = {s.key: _walk(run, s) for s in specs}
-    done = [(_closed_at(w.interrupt), k) for k, w in walks.items() if w.state == "done" and w.interrupt]
+    done = [(_closed_at(w.interrupt), k) for k, w in walks.items() if w.state is WalkState.DONE and w.interrupt]
     if done:
         key = min(done)[1]
         return key, walks[key].values
     for key, w in walks.items():
-        if w.state == "expired":
+        if w.state is WalkState.EXPIRED:
             raise QuestionExpired(key, w.interrupt.expires_at if w.interrupt else None)
-    pending = next((w.interrupt for w in walks.values() if w.state == "pending" and w.interrupt), None)
+    pending = next((w.interrupt for w in walks.values() if w.state is WalkState.PENDING and w.interrupt), None)
     if pending is not None:
         got = _wait(run, pending.group, GroupMode.ANY)
     else:
@@ -179,7 +191,7 @@ def _open_and_wait(
     members: list[NewMember] = []
     gid = ids.new_group_id()
     for spec, w in todo:
-        if w.state == "dropped":
+        if w.state is WalkState.DROPPED:
             _next_call(run, spec.key)
         attempts = [*w.attempts, ids.new_question_id()]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
@@ -347,10 +359,10 @@ def ask_each(
         group = run.read(partial(store.groups.group, attempts[n - 1]), "read questions")
         if group is None:
             raise AgentError(f"question {key!r} attempt {n} is missing from the store")
-        if group.state == "cancelled":
+        if group.state is GroupState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         members = run.read(partial(store.groups.members, group), "read questions")
-        if group.state == "open":
+        if group.state is GroupState.OPEN:
             return _wait_each(run, group, members, opened_earlier=True)
         first = next((m for m in members if m.state is InterruptState.ANSWERED), None)
         if first is not None:
@@ -435,7 +447,7 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
     store = run._rt.store
     gid = record.interrupt
     group = run.read(lambda: store.groups.group(gid), "read questions") if ids.is_group(gid) else None
-    if group is None or group.state == "open":
+    if group is None or group.state is GroupState.OPEN:
         return
     members = run.read(lambda: store.groups.members(group), "read questions")
     if group.mode is GroupMode.EACH:

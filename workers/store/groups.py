@@ -20,7 +20,7 @@ from redis import Redis
 from workers.exceptions import StaleEpoch
 from workers.interaction import Answer
 from workers.store import group_scripts, job_ids, keys, scripts
-from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
+from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.replication import Replication
 from workers.store.replies import reply
 
@@ -43,7 +43,7 @@ class GroupRecord(BaseModel):
     mode: GroupMode
     need: int
     members: list[str]
-    state: str = "open"  # open | done | cancelled
+    state: GroupState = GroupState.OPEN
     key: str = ""  # ask_each: the ask key the group is an attempt of
     people: dict[str, str] = Field(default_factory=dict)  # ask_each: user id -> their member's interrupt id
     message: dict[str, Any] = Field(default_factory=dict)  # ask_each: the one message the members share
@@ -115,7 +115,7 @@ class GroupStore:
             "mode": mode.value,
             "need": str(need),
             "members": json.dumps([m.fields["id"] for m in members]),
-            "state": "open",
+            "state": GroupState.OPEN.value,
             "key": key,
             "people": json.dumps(people or {}),
         }
@@ -183,7 +183,7 @@ class GroupStore:
     def close(
         self,
         interrupt: InterruptRecord,
-        mode: str,
+        mode: CloseMode,
         actor: str,
         entry: str,
         answers: list[Answer] | None = None,
@@ -215,7 +215,9 @@ class GroupStore:
             keys.interrupt(""),
             "1" if counts else "0",
         ]
-        res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
+        res, short = self.replication.closing(
+            self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER
+        )
         if res[0] == 0:
             return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
         again = res[0] == 2

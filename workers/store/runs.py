@@ -18,6 +18,7 @@ from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
 from workers.store.records import (
+    CloseMode,
     HistoryEntry,
     InterruptRecord,
     InterruptState,
@@ -248,7 +249,7 @@ class RunStore:
     def close(
         self,
         interrupt: InterruptRecord,
-        mode: str,
+        mode: CloseMode,
         actor: str,
         answers: list[Answer] | None = None,
         token: str = "",
@@ -267,7 +268,7 @@ class RunStore:
         dumped = [a.model_dump(exclude_none=True) for a in stored]
         answers_json = json.dumps(dumped)
         entry = history_entry(
-            {"answer": "answered", "expire": "expired", "cancel": "cancelled"}[mode],
+            CloseMode(mode).event,
             actor,
             interrupt_id=interrupt.id,
             key=interrupt.key,
@@ -291,7 +292,9 @@ class RunStore:
             sealed,
             keys.closed_channel(),
         ]
-        res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
+        res, short = self.replication.closing(
+            self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER
+        )
         if res[0] == 0:
             return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
         again = res[0] == 2
