@@ -22,7 +22,7 @@ from slack_payloads import block_actions_payload, thread_reply_event, view_submi
 from slack_stack import SlackStack
 from standardwebhooks.webhooks import Webhook
 
-from parley.client import Parley, ParleyError, QuestionCancelled, QuestionExpired, QuestionTimeout
+from parley.client import Parley, ParleyAPIError, QuestionCancelledError, QuestionExpiredError, QuestionTimeoutError
 
 pytestmark = pytest.mark.system
 
@@ -318,14 +318,14 @@ def test_python_client_ask_submit_wait(stack: SlackStack, ci: Token) -> None:
     assert got["answers"] == {"decision": "approve", "note": None}
     cancelled = client.submit(approval("Cancel via client?"), channel=CHANNEL)
     client.cancel(cancelled)
-    with pytest.raises(QuestionCancelled):
+    with pytest.raises(QuestionCancelledError):
         client.wait(cancelled, timeout=5)
     expiring = client.submit(approval("Expire soon?", expires_in=1), channel=CHANNEL)
-    with pytest.raises(QuestionExpired):
+    with pytest.raises(QuestionExpiredError):
         client.wait(expiring, timeout=20)
-    with pytest.raises(QuestionTimeout):
+    with pytest.raises(QuestionTimeoutError):
         client.wait(client.submit(approval("Nobody answers?"), channel=CHANNEL), timeout=1)
-    with pytest.raises(ParleyError) as refused:
+    with pytest.raises(ParleyAPIError) as refused:
         client.submit({"reason": "no items"}, channel=CHANNEL)
     assert refused.value.status == 422
 

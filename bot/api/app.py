@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.api.openapi import openapi_document
+from workers.exceptions import ParleyError
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
@@ -29,7 +30,7 @@ log = Log("parley.api")
 PROBLEM = "application/problem+json"
 
 
-class ApiError(Exception):
+class ApiError(ParleyError):
     def __init__(self, status: int, title: str, detail: str, headers: dict[str, str] | None = None) -> None:
         self.status, self.title, self.detail, self.headers = status, title, detail, headers or {}
         super().__init__(detail)

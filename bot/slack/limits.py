@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from workers.exceptions import ParleyError
+
 MAX_MESSAGE_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100
 MAX_MESSAGE_TEXT = 12_000
@@ -32,7 +34,7 @@ TEXT_INPUT_MAX = 3000
 _SURFACE_LIMITS = {"message": MAX_MESSAGE_BLOCKS, "modal": MAX_VIEW_BLOCKS, "home": MAX_VIEW_BLOCKS}
 
 
-class BlockLimitError(ValueError):
+class BlockLimitError(ParleyError, ValueError):
     """Blocks that Slack would refuse; `.problems` lists every violation found."""
 
     def __init__(self, problems: list[str]) -> None:
