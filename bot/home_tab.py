@@ -26,14 +26,14 @@ def waiting_entries(
 ) -> list[dict[str, Any]]:
     """The questions waiting on `user`; with many workspaces, those of the workspace the tab is in."""
     store, now = deps.runtime.store, time.time()
-    scope = deps.scope(context) if context is not None else None
+    tenant = deps.tenant(context) if context is not None else None
     entries = []
     for iid in store.waiting_on(user, limit=WAITING_SHOWN):
         q = store.interrupt(iid)
         if q is None:
             continue
         run = store.find(q.run_id)
-        if scope is not None and (run is None or not scope.owns(run.conversation)):
+        if tenant is not None and (run is None or not tenant.owns(run.conversation)):
             continue
         permalink = None
         msg = q.message

@@ -23,7 +23,7 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.exceptions import QuestionError, QuestionInvalid
-from workers.questions.models import ConfirmBody, Problem, QuestionCreate, QuestionStatus, Scope
+from workers.questions.models import ConfirmBody, Problem, QuestionCreate, QuestionStatus, TokenScope
 from workers.store.closings import Closings
 
 log = Log("parley.api")
@@ -56,7 +56,7 @@ class Api:
         self.service = service
         self.closings = closings
 
-    async def caller(self, request: Request, need: Scope | None = None) -> Caller:
+    async def caller(self, request: Request, need: TokenScope | None = None) -> Caller:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -82,7 +82,7 @@ class Api:
             raise ApiError(400, "Bad request", f"the body is not JSON: {exc}") from None
 
     async def create(self, request: Request) -> Response:
-        caller = await self.caller(request, Scope.ASK)
+        caller = await self.caller(request, TokenScope.ASK)
         try:
             body = QuestionCreate.model_validate(await self._body(request))
         except ValidationError as exc:

@@ -28,7 +28,7 @@ from bot.api.app import problem
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
-from workers.questions.models import Scope as TokenScope
+from workers.questions.models import TokenScope
 from workers.store.closings import Closings
 
 PATH = "/mcp"

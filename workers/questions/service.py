@@ -22,7 +22,14 @@ from workers.interaction.context import canonical, changes, digest
 from workers.logs import Log
 from workers.questions.config import QuestionConfig
 from workers.questions.exceptions import QuestionConflict, QuestionInvalid, QuestionNotFound
-from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
+from workers.questions.models import (
+    ConfirmResult,
+    QuestionCreate,
+    QuestionPage,
+    QuestionStatus,
+    QuestionView,
+    TokenScope,
+)
 from workers.questions.views import build_view
 from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runtime import admin
@@ -44,12 +51,12 @@ class Caller:
     """Who asks: a token's name (the questions' origin) and what it may do."""
 
     name: str
-    scopes: frozenset[str] = field(default_factory=lambda: frozenset({Scope.ASK.value}))
+    scopes: frozenset[str] = field(default_factory=lambda: frozenset({TokenScope.ASK.value}))
     team: str = ""  # the token's workspace: its questions are asked there, and an admin sees only those
 
     @property
     def admin(self) -> bool:
-        return Scope.ADMIN.value in self.scopes
+        return TokenScope.ADMIN.value in self.scopes
 
     @classmethod
     def of(cls, token: ApiTokenRecord) -> Caller:
