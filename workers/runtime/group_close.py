@@ -26,7 +26,8 @@ from workers.runtime.wiring import Runtime
 from workers.store import ids, job_ids
 from workers.store.groups import GroupMode, GroupRecord
 from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
-from workers.store.runs import Closed, Refusal, history_entry
+from workers.store.refusal import Refusal
+from workers.store.runs import Closed, history_entry
 
 log = Log("parley.group")
 
@@ -62,12 +63,13 @@ def close_member(
     closed = runtime.store.groups.close(
         interrupt, mode, actor, entry, answers, token=token, counts=counts, now=time.time() if now is None else now
     )
-    unconfirmed = closed.reason is RefusalReason.UNCONFIRMED
-    if closed.reason is not None and not unconfirmed:
-        return Refusal(closed.reason, closed.detail)
+    refusal = closed.refusal
+    unconfirmed = refusal is not None and refusal.reason is RefusalReason.UNCONFIRMED
+    if refusal is not None and not unconfirmed:
+        return refusal
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "group": interrupt.group}
     if mode == CloseMode.CANCEL or closed.again:  # a repeat: the first acceptance queued what follows it
-        return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else Closed(again=closed.again)
+        return refusal if refusal is not None else Closed(again=closed.again)
     try:
         _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
     except redis.RedisError:
@@ -76,7 +78,7 @@ def close_member(
         # A lost resume is queued again by the sweep (the run is in the accepted index); a lost show
         # leaves the member to be shown when the run resumes.
         log.warning("could not enqueue after an unconfirmed answer", **ctx, exc=True)
-    return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else Closed()
+    return refusal if refusal is not None else Closed()
 
 
 def _go_on(runtime: Runtime, interrupt: InterruptRecord, done: bool, ctx: dict[str, str], dropped: list[str]) -> None:

@@ -26,6 +26,7 @@ from workers.store.records import (
     RunRecord,
     RunStatus,
 )
+from workers.store.refusal import Refusal
 from workers.store.replication import Replication
 from workers.store.replies import reply
 from workers.store.retention import Retention
@@ -42,14 +43,6 @@ class Claim:
     record: RunRecord | None = None
     journal: dict[str, Any] | None = None
     interrupt: InterruptRecord | None = None  # the question the run was parked on, if it has one
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a close (answer, expire, cancel) was refused; nothing was written."""
-
-    reason: RefusalReason
-    detail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -260,8 +253,8 @@ class RunStore:
         Secret values are sealed and kept apart from the answers, which keep `SECRET_MASK`;
         `SecretKeyMissing` when there is a secret and no key (nothing is written).
         Except `UNCONFIRMED`: the answer was accepted on the master but fewer replicas than
-        `replication.min_replicas` confirmed it in time (`workers.store.replication`); its detail
-        is how many did, then "again" when the answer was already the question's.
+        `replication.min_replicas` confirmed it in time (`workers.store.replication`); its `replicas`
+        say how many did, and `again` whether the answer was already the question's.
         """
         now = time.time() if now is None else now
         stored, sealed = self._seal(answers or [])
@@ -296,11 +289,11 @@ class RunStore:
             self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER
         )
         if res[0] == 0:
-            return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
+            return Refusal.from_reply(res)
         again = res[0] == 2
         if short is not None:
             # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
-            return Refusal(RefusalReason.UNCONFIRMED, (str(short), "again") if again else (str(short),))
+            return Refusal(RefusalReason.UNCONFIRMED, replicas=short, again=again)
         return Closed(again=again)
 
     def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
