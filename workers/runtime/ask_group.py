@@ -22,6 +22,7 @@ from workers.exceptions import AgentError, StaleEpoch, Suspend
 from workers.interaction import AnswerValue, Context, ContextChange, OnExpiry, QuestionExpired, Request
 from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
+from workers.runtime.attempts import AttemptWalk, count_call
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import QuestionProgress
 from workers.store import ids
@@ -100,30 +101,17 @@ def _facts(spec: _Spec) -> Context | None:
     return json.loads(spec.shown) if spec.shown else None
 
 
-def _next_call(run: Run, key: str) -> int:
-    n = run._key_calls[key] = run._key_calls.get(key, 0) + 1
-    limit = run._rt.settings.max_asks_per_key
-    if n > limit:
-        raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
-    return n
-
-
 def _walk(run: Run, spec: _Spec) -> _Walk:
     """Follow `spec.key`'s attempts as `run.ask` does: a void answer moves on to the next attempt."""
-    attempts: list[str] = run._recorded(names.ask(spec.key)) or []
-    voided: list[ContextChange] | None = None
-    while True:
-        n = _next_call(run, spec.key)
-        run._changed[spec.key] = voided is not None
-        if len(attempts) < n:
-            return _Walk(WalkState.NEW, attempts, voided=voided)
-        interrupt = run.read_interrupt(attempts[n - 1])
+    walk = AttemptWalk(run, spec.key)
+    attempts = walk.attempts
+    for n, iid in walk:
+        interrupt = run.read_interrupt(iid)
         if interrupt is None:
-            raise AgentError(f"question {spec.key!r} attempt {n} is missing from the store")
+            raise walk.missing(n)
         state = interrupt.state
         if state is InterruptState.ANSWERED:
-            voided = run._void_if_changed(interrupt, spec.bound, _facts(spec))
-            if voided is not None:
+            if walk.void(interrupt, spec.bound, _facts(spec)):
                 continue
             return _Walk(WalkState.DONE, attempts, interrupt, values_of(interrupt.request, interrupt.answers))
         if state is InterruptState.EXPIRED:
@@ -137,6 +125,7 @@ def _walk(run: Run, spec: _Spec) -> _Walk:
                 continue
             return _Walk(WalkState.DROPPED, attempts, interrupt)
         return _Walk(WalkState.PENDING, attempts, interrupt)
+    return _Walk(WalkState.NEW, attempts, voided=walk.voided)
 
 
 def ask_all(
@@ -192,7 +181,7 @@ def _open_and_wait(
     gid = ids.new_group_id()
     for spec, w in todo:
         if w.state is WalkState.DROPPED:
-            _next_call(run, spec.key)
+            count_call(run, spec.key)
         attempts = [*w.attempts, ids.new_question_id()]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
         members.append(NewMember(fields, names.ask(spec.key), attempts))
@@ -349,29 +338,22 @@ def ask_each(
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
     store = run._rt.store
-    attempts: list[str] = run._recorded(names.ask(key)) or []
-    voided: list[ContextChange] | None = None
-    while True:
-        n = _next_call(run, key)
-        run._changed[key] = voided is not None
-        if len(attempts) < n:
-            break
-        group = run.read(partial(store.groups.group, attempts[n - 1]), "read questions")
+    walk = AttemptWalk(run, key)
+    for n, gid in walk:
+        group = run.read(partial(store.groups.group, gid), "read questions")
         if group is None:
-            raise AgentError(f"question {key!r} attempt {n} is missing from the store")
+            raise walk.missing(n)
         if group.state is GroupState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         members = run.read(partial(store.groups.members, group), "read questions")
         if group.state is GroupState.OPEN:
             return _wait_each(run, group, members, opened_earlier=True)
         first = next((m for m in members if m.state is InterruptState.ANSWERED), None)
-        if first is not None:
-            voided = run._void_if_changed(first, bound, json.loads(shown) if shown else None)
-            if voided is not None:
-                continue
+        if first is not None and walk.void(first, bound, json.loads(shown) if shown else None):
+            continue
         return _each_answers(key, members)
-    gid = ids.new_group_id()
-    attempts = [*attempts, gid]
+    gid, voided = ids.new_group_id(), walk.voided
+    attempts = [*walk.attempts, gid]
     news, owners = [], {}
     for person in people:
         iid = ids.new_question_id()

@@ -26,6 +26,7 @@ from workers.interaction import (
 from workers.interaction.context import as_given, canonical, changes, digest
 from workers.logs import Log
 from workers.runtime import ask_group
+from workers.runtime.attempts import AttemptWalk
 from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
@@ -295,22 +296,13 @@ class Run:
         facts: Context | None = json.loads(shown) if shown else None
         self._asks += 1
         key = key or f"#{self._asks}"
-        limit = self._rt.settings.max_asks_per_key
-        attempts: list[str] = self._recorded(names.ask(key)) or []
-        voided: list[ContextChange] | None = None  # what changed since the attempt before, when its answer was void
-        while True:
-            n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
-            if n > limit:
-                raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
-            self._changed[key] = voided is not None  # attempt n is asked again because the facts changed
-            if len(attempts) < n:
-                break
-            interrupt = self.read_interrupt(attempts[n - 1])
+        walk = AttemptWalk(self, key)
+        for n, iid in walk:
+            interrupt = self.read_interrupt(iid)
             if interrupt is None:
-                raise AgentError(f"question {key!r} attempt {n} is missing from the store")
+                raise walk.missing(n)
             if interrupt.state is InterruptState.ANSWERED:
-                voided = self._void_if_changed(interrupt, bound, facts)
-                if voided is not None:
+                if walk.void(interrupt, bound, facts):
                     continue
                 values = self._with_secrets(interrupt)
                 if values is None:
@@ -325,7 +317,7 @@ class Run:
             return self._solicit(interrupt, opened_earlier=True)
         if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
             request = request.model_copy(update={"assignees": [self.started_by]})
-        attempts = [*attempts, ids.new_question_id()]
+        attempts, voided = [*walk.attempts, ids.new_question_id()], walk.voided
         assignees = list(request.assignees)
         opened = self.durable(
             lambda: self._rt.store.open_interrupt(
