@@ -23,7 +23,7 @@ from slack_payloads import block_actions_payload, thread_reply_event, view_submi
 from slack_stack import SlackStack
 from standardwebhooks.webhooks import Webhook
 
-from parley.client import Parley, ParleyError, QuestionCancelled, QuestionExpired, QuestionTimeout
+from parley.client import Parley, ParleyAPIError, QuestionCancelledError, QuestionExpiredError, QuestionTimeoutError
 from workers.questions import tokens
 from workers.store import keys
 
@@ -323,14 +323,14 @@ def test_python_client_ask_submit_wait(stack: SlackStack, ci: Token) -> None:
     assert got["answers"] == {"decision": "approve", "note": None}
     cancelled = client.submit(approval("Cancel via client?"), channel=CHANNEL)
     client.cancel(cancelled)
-    with pytest.raises(QuestionCancelled):
+    with pytest.raises(QuestionCancelledError):
         client.wait(cancelled, timeout=5)
     expiring = client.submit(approval("Expire soon?", expires_in=1), channel=CHANNEL)
-    with pytest.raises(QuestionExpired):
+    with pytest.raises(QuestionExpiredError):
         client.wait(expiring, timeout=20)
-    with pytest.raises(QuestionTimeout):
+    with pytest.raises(QuestionTimeoutError):
         client.wait(client.submit(approval("Nobody answers?"), channel=CHANNEL), timeout=1)
-    with pytest.raises(ParleyError) as refused:
+    with pytest.raises(ParleyAPIError) as refused:
         client.submit({"reason": "no items"}, channel=CHANNEL)
     assert refused.value.status == 422
 
@@ -373,7 +373,7 @@ def test_a_new_token_under_a_revoked_tokens_name_reads_none_of_its_questions(
     second = create_token(stack, "reused-name")  # the same name, another token
     assert get(stack, second, f"questions/{created['id']}").status_code == 404
     assert created["id"] not in [q["id"] for q in get(stack, second, "questions").json()["questions"]]
-    with Parley(f"http://127.0.0.1:{stack.port}", second.token) as client, pytest.raises(ParleyError) as caught:
+    with Parley(f"http://127.0.0.1:{stack.port}", second.token) as client, pytest.raises(ParleyAPIError) as caught:
         client.cancel(created["id"])
     assert caught.value.status == 404
     boss = create_token(stack, "reused-name-admin", "ask", "admin")

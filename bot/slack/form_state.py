@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from bot.slack.blocks_question import ANSWER_ACTION_ID
+from workers.exceptions import ParleyError
 from workers.interaction.models import ITEM_ID_PATTERN, Answer, Request
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -29,7 +30,7 @@ _SINGLE = ("static_select", "external_select", "radio_buttons")
 _MULTI = ("multi_static_select", "multi_external_select", "checkboxes")
 
 
-class StateError(ValueError):
+class StateError(ParleyError, ValueError):
     """`state.values` is not shaped the way Slack documents it."""
 
 

@@ -24,7 +24,7 @@ USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
 
 
-class Scope(StrEnum):
+class TokenScope(StrEnum):
     """What a token may do: `ask` creates, reads and cancels its own questions; `admin` reads and cancels all."""
 
     ASK = "ask"
