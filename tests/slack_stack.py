@@ -127,6 +127,10 @@ class SlackStack:
             "PARLEY_SWEEP_INTERVAL": "0.5",
             "PARLEY_AGENTS": "slack_agents",
             "PARLEY_LOG_LEVEL": "INFO",
+            # One test user starts many runs here; the start limits have tests of their own (test_start_limits.py).
+            "PARLEY_STARTS_PER_USER": "off",
+            "PARLEY_STARTS_PER_CHANNEL": "off",
+            "PARLEY_OPEN_RUNS_PER_USER": "0",
             "PYTHONPATH": pythonpath,
         }
         if self.socket_mode:

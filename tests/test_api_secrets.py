@@ -61,7 +61,7 @@ def hooks() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def stack(aof_dir: Path, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver) -> Iterator[SlackStack]:
     server = data_server("aof", aof_dir, "--appendonly", "yes", "--appendfsync", "always").start()
-    env = {"PARLEY_SECRET_KEY": KEY, "PARLEY_WEBHOOK_ALLOW": "127.0.0.1", "PARLEY_API_RATE_LIMIT": "100000"}
+    env = {"PARLEY_SECRET_KEY": KEY, "PARLEY_WEBHOOK_ALLOW": "127.0.0.1:*", "PARLEY_API_RATE_LIMIT": "100000"}
     try:
         url = f"redis://127.0.0.1:{server.port}/1"
         yield from SlackStack.running(url, tmp_path_factory.mktemp("api-secrets"), workers=1, extra_env=env)

@@ -79,9 +79,11 @@ class SlackHost:
         return self.clients.for_conversation(run.conversation)
 
     # ---- the thread ------------------------------------------------------------
-    def start_thread(self, run: RunInfo) -> dict[str, Any]:
-        """Post the run's root message unless it has one; returns the conversation with `thread_ts`."""
-        conv = dict(run.conversation)
+    def start_thread(self, run: RunInfo, conversation: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Post the run's root message unless it has one; returns the conversation with `thread_ts`.
+
+        `conversation`: the run's as Redis has it now, when it was read again after the run."""
+        conv = dict(run.conversation if conversation is None else conversation)
         if conv.get("thread_ts"):
             return conv
         text = blocks.run_started_text(run.started_by, run.agent, run.text)
@@ -122,7 +124,7 @@ class SlackHost:
             return run.conversation
         if (started := self._threads.get(run.id)) is not None:
             return started
-        return self.start_thread(self.store.get(run.id))
+        return self.start_thread(run, self.store.conversation(run.id))
 
     def _post(self, run: RunInfo, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._thread(run)

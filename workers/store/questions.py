@@ -20,7 +20,7 @@ from redis import Redis
 from redis.exceptions import WatchError
 
 from workers.logs import Log
-from workers.store import keys
+from workers.store import journal_names, keys
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.replies import reply
 from workers.store.runs import stage_create
@@ -164,7 +164,7 @@ class QuestionStore:
             try:
                 pipe.watch(keys.run(qid), keys.journal(qid))
                 status = reply(pipe.hget(keys.run(qid), "status"))
-                asked = any(_s(f).startswith("ask:") for f in reply(pipe.hkeys(keys.journal(qid))))
+                asked = any(_s(f).startswith(journal_names.ASK) for f in reply(pipe.hkeys(keys.journal(qid))))
                 if asked or status is None or _s(status) not in _UNASKED:
                     return False
                 pipe.multi()
