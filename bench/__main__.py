@@ -2,8 +2,10 @@
 
 Starts the Web API stand-in, `parley serve` and a bare bolt app on free ports,
 runs the selected measurements (each starts and stops the workers it needs), then
-prints the table and writes `bench/results/latest.{json,md,png}` (and a copy named
-after the mode, `quick.*` or `full.*`). Redis: `REDIS_URL` (or 127.0.0.1:6379),
+prints the table and writes `latest.{json,md,png}` (and a copy named after the mode,
+`quick.*` or `full.*`) into `--out`, `bench/results/` by default, and nowhere else. A
+measurement whose programs are not installed is skipped with one line saying how to
+install them. Redis: `REDIS_URL` (or 127.0.0.1:6379),
 database 14, which the bench flushes; it refuses database 0. `--peers` runs only
 `bench.m_peers` instead: Parley beside Prefect's pause and suspend (the `peers` extra).
 """
@@ -14,7 +16,6 @@ import argparse
 import importlib
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ import rq
 import slack_bolt
 
 from bench import report
-from bench.measurement import Config, Row, dump_json
+from bench.measurement import Config, MissingTool, Row, missing_tools
 from bench.processes import ROOT
 from bench.redis_db import BENCH_DB, bench_redis_url, connect, flush
 from bench.stack import Stack
@@ -56,7 +57,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=None, help="alternating rounds per comparison (3 quick, 5 full)")
     p.add_argument("--redis-url", default=None, help="Redis server (default REDIS_URL or 127.0.0.1:6379)")
     p.add_argument("--db", type=int, default=BENCH_DB, help="Redis database the bench owns and flushes")
-    p.add_argument("--out", type=Path, default=RESULTS, help="directory for latest.{json,md,png}")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="the only directory written: latest.{json,md,png} (and quick.* or full.* without --only)",
+    )
     p.add_argument(
         "--parley-tree",
         type=Path,
@@ -100,6 +106,26 @@ def _commit() -> str:
     return (head or "?") + (" +local changes" if dirty else "")
 
 
+def run_one(n: int, name: str, stack: Stack, cfg: Config) -> tuple[list[Row], dict[str, Any]]:
+    """Measurement `n` (module `name`): its rows and detail, a "skipped" row without a program it
+    needs (one line on stderr says how to install it), or an "error" row when it fails."""
+    module = importlib.import_module(name)
+    measure = f"{n} {name.split('_', 1)[1]}"
+    missing = missing_tools(getattr(module, "TOOLS", {}))
+    try:
+        if missing:
+            raise MissingTool("; ".join(missing))
+        res = module.measure(stack, cfg)
+    except MissingTool as exc:  # not a failure of Parley's: the measurement cannot run here
+        print(f"measurement {n} skipped: {exc}", file=sys.stderr, flush=True)
+        return [Row(measure, "skipped", "", float("nan"), note=str(exc)[:200])], {"skipped": str(exc)}
+    except Exception as exc:  # one failed measurement must not hide the others' figures
+        traceback.print_exc()
+        stack.keep_logs = True
+        return [Row(measure, "error", "", float("nan"), note=f"{exc}"[:200])], {"error": traceback.format_exc()}
+    return res.rows, res.detail
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     if args.peers:
@@ -121,15 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             name = MEASUREMENTS[n]
             t0 = time.perf_counter()
             print(f"[{time.perf_counter() - started:6.1f}s] measurement {n}: {name}", file=sys.stderr, flush=True)
-            try:
-                res = importlib.import_module(name).measure(stack, cfg)
-                rows += res.rows
-                details[str(n)] = res.detail
-            except Exception as exc:  # one failed measurement must not hide the others' figures
-                traceback.print_exc()
-                stack.keep_logs = True
-                rows.append(Row(f"{n} {name.split('_', 1)[1]}", "error", "", float("nan"), note=f"{exc}"[:200]))
-                details[str(n)] = {"error": traceback.format_exc()}
+            got, details[str(n)] = run_one(n, name, stack, cfg)
+            rows += got
             durations[str(n)] = round(time.perf_counter() - t0, 1)
     flush(client)
     seconds = time.perf_counter() - started
@@ -155,13 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     table = report.text_table(rows)
     print(table)
     print(f"\n{mode} run: {seconds:.0f} s; load average {meta['load_average'][0]:.1f} on {meta['cpus']} CPUs")
-    args.out.mkdir(parents=True, exist_ok=True)
-    dump_json(args.out / "latest.json", {"meta": meta, "rows": [r.as_dict() for r in rows], "detail": details})
-    (args.out / "latest.md").write_text(report.markdown(rows, meta))
-    report.plot(args.out / "latest.png", rows, details, f"Parley vs. its baselines ({mode}, {meta['when']})")
-    if not args.only:
-        for ext in ("json", "md", "png"):
-            shutil.copyfile(args.out / f"latest.{ext}", args.out / f"{mode}.{ext}")
+    written = report.write_results(args.out, rows, details, meta, copy_as=None if args.only else mode)
+    print(f"written: {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 
 

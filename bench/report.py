@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
-from bench.measurement import Row
+from bench.measurement import Row, dump_json
 
 HEADER = ("Measurement", "Case", "Metric", "Parley", "Baseline", "Ratio", "Target", "Met", "Spread (rounds)", "Note")
 
@@ -123,6 +124,27 @@ def plot(path: Path, rows: list[Row], detail: dict[str, Any], title: str) -> Non
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def write_results(
+    out: Path, rows: list[Row], details: dict[str, Any], meta: dict[str, Any], *, copy_as: str | None
+) -> list[Path]:
+    """Write `latest.{json,md,png}` into `out`, and a copy named `copy_as` (`quick`, `full`) when given.
+
+    `out` is the only directory written: `--out` keeps a run away from the tracked results.
+    Returns the files written.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    latest = [out / f"latest.{ext}" for ext in ("json", "md", "png")]
+    dump_json(latest[0], {"meta": meta, "rows": [r.as_dict() for r in rows], "detail": details})
+    latest[1].write_text(markdown(rows, meta))
+    plot(latest[2], rows, details, f"Parley vs. its baselines ({meta['mode']}, {meta['when']})")
+    if copy_as is None:
+        return latest
+    copies = [path.with_name(f"{copy_as}{path.suffix}") for path in latest]
+    for source, copy in zip(latest, copies, strict=True):
+        shutil.copyfile(source, copy)
+    return latest + copies
 
 
 def rerender(json_path: Path) -> None:

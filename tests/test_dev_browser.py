@@ -111,14 +111,14 @@ def shot(page: Any, name: str) -> None:
         shutil.copy(path, DOCS_IMG / name)
 
 
-def start_ticket(page: Any, text: str) -> Any:
+def start_ticket(page: Any, text: str, agent: str = "ticket") -> Any:
     """Type the slash command in #general, open the run's thread, and return the question message."""
     from playwright.sync_api import expect
 
     page.get_by_test_id("channel-general").click()
     composer = page.get_by_test_id("composer-input")
     composer.click()
-    composer.press_sequentially(f"/parley ticket {text}")
+    composer.press_sequentially(f"/parley {agent} {text}")
     composer.press("Enter")
     root = page.get_by_test_id("main-pane").get_by_test_id("message").filter(has_text=text)
     expect(root.get_by_test_id("open-thread")).to_be_visible(timeout=WAIT)
@@ -264,3 +264,34 @@ def test_ticket_from_composer_to_answer_refusal_and_admin_home(page: Any, dev: D
     expect(modal).to_have_count(0, timeout=WAIT)
     done = thread.get_by_test_id("message").filter(has_text="Created PAR-2")
     expect(done).to_contain_text("Severity Critical, affects All users, components Notifications.", timeout=WAIT)
+
+
+def reply_in_thread(page: Any, text: str) -> None:
+    """Type `text` in the open thread's reply box and send it, as a person answers by replying."""
+    reply = page.get_by_test_id("thread-input")
+    reply.click()
+    reply.press_sequentially(text)
+    page.get_by_test_id("thread-send").click()
+
+
+def test_a_typed_reply_answers_the_deploy_approval_as_docs_playground_shows(page: Any, dev: DevServer) -> None:
+    """docs/playground.md's reply example: "the second one" under `deploy`'s question is Reject, and the run goes on."""
+    from playwright.sync_api import expect
+
+    thread = page.get_by_test_id("thread-pane")
+    question = start_ticket(page, "api v1.4.2 to staging", agent="deploy")
+    ts = question.get_attribute("data-ts")
+    expect(question).to_contain_text("Approve deployment of api v1.4.2 to staging?")
+    reply_in_thread(page, "the second one")
+
+    locked = thread.locator(f'[data-testid="message"][data-ts="{ts}"]')
+    expect(locked).to_contain_text("Answered by @alice", timeout=WAIT)
+    expect(locked).to_contain_text("Reject")
+    expect(thread.get_by_test_id("message").filter(has_text="asking again")).to_be_visible(timeout=WAIT)
+    asked_again = thread.get_by_test_id("message").filter(has_text="please give one or approve")
+    expect(asked_again.get_by_test_id("input-block").first).to_be_visible(timeout=WAIT)
+
+    reply_in_thread(page, "approve")
+    done = thread.get_by_test_id("message").filter(has_text="approved and recorded")
+    expect(done).to_contain_text("Deployment of api v1.4.2 to staging approved and recorded.", timeout=WAIT)
+    expect(thread.get_by_test_id("ephemeral")).to_have_count(0)

@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 from slack_forms import button_action, find_element, form_state
-from slack_payloads import block_actions_payload
+from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import PARLEY, SlackStack
 
 from parley.client import Parley, ParleyAPIError
@@ -225,6 +225,84 @@ def test_stdio_questions_carry_the_origin_and_outlive_the_process(stack: SlackSt
     assert answered["status"] == "answered" and answered["answers"] == {"plan": "Canary", "plan__other": None}
     elsewhere = run(lambda: later("another-host"))  # another origin's questions are not this one's
     assert elsewhere.is_error and "no question" in elsewhere.content[0].text  # type: ignore[union-attr]
+
+
+def open_form(stack: SlackStack, topic: str, user: str) -> Callable[[dict[str, str]], dict[str, Any]]:
+    """`user` opens the question's form; returns how to submit it with fills, as Slack sends it, to bolt's reply."""
+    message = posted(stack, topic)
+    block, button = find_element(message["blocks"], "parley_open_form")
+    mark = stack.mark()
+    click = block_actions_payload(
+        user=user,
+        message=message,
+        channel=CHANNEL,
+        action=button_action(block, button),
+        trigger=stack.ws.issue_trigger(user),
+    )
+    assert stack.interact(click).status_code == 200
+    stack.wait_call("views.open", lambda c: c["status"] == 200, since=mark)
+    [view] = stack.ws.open_views(user)
+
+    def submit(fills: dict[str, str]) -> dict[str, Any]:
+        resp = stack.interact(
+            view_submission_payload(user=user, view=view, state_values=form_state(view["blocks"], fills))
+        )
+        assert resp.status_code == 200, resp.text
+        return resp.json() if resp.content else {}
+
+    return submit
+
+
+def test_a_required_single_is_not_answered_by_an_empty_submit(stack: SlackStack, token: Token) -> None:
+    """A required choice with its "Other" field needs one of the two, on Submit and in the form."""
+    about = topic()
+    need = "an answer is required: choose one, or fill in “Other (type your own answer)”"
+
+    async def ask() -> dict[str, Any]:
+        async with over_http(stack, token) as client:
+            return result_of(await client.call_tool("ask_human", {**questions(about), "channel": CHANNEL}))
+
+    asked = {**run(ask)}
+    assert asked["status"] == "waiting", asked
+    message = posted(stack, about)
+    choice = next(b for b in message["blocks"] if b.get("type") == "input" and "Plan" in b["label"]["text"])
+    assert choice["hint"]["text"] == "Required: choose one, or fill in “Other (type your own answer)” below."
+
+    mark = stack.mark()
+    block, button = find_element(message["blocks"], "parley_submit")
+    empty = block_actions_payload(
+        user="U0BOB",
+        message=message,
+        channel=CHANNEL,
+        action=button_action(block, button),
+        state_values=form_state(message["blocks"], {}),
+    )
+    assert stack.interact(empty).status_code == 200
+    told = stack.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == "U0BOB", since=mark)
+    assert need in told["args"]["text"]
+    assert stack.calls("chat.update", since=mark) == []  # the message is not locked
+
+    submit = open_form(stack, about, "U0BOB")
+    form = submit({})
+    assert form["response_action"] == "errors"
+    [(block_id, error)] = form["errors"].items()
+    assert block_id.endswith("|plan") and need in error
+
+    async def still() -> dict[str, Any]:
+        async with over_http(stack, token) as client:
+            called = await client.call_tool("get_answer", {"question_id": asked["question_id"], "wait_seconds": 0})
+            return result_of(called)
+
+    assert run(still)["status"] == "waiting"
+    assert submit({"Other (type your own answer)": "Blue-green"}) == {}
+
+    async def answered() -> dict[str, Any]:
+        async with over_http(stack, token) as client:
+            called = await client.call_tool("get_answer", {"question_id": asked["question_id"], "wait_seconds": 20})
+            return result_of(called)
+
+    result = run(answered)
+    assert result["status"] == "answered" and result["answers"] == {"plan": None, "plan__other": "Blue-green"}
 
 
 def test_http_without_a_valid_bearer_token_is_refused(stack: SlackStack, token: Token) -> None:

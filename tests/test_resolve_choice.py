@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workers.interaction import ChoiceError, Item, Option, resolve_choice
+from workers.agents.deploy import approval_request
+from workers.agents.ticket import details_request
+from workers.interaction import ChoiceError, Item, Option, Request, reply_answers, reply_item, resolve_choice
 
 pytestmark = pytest.mark.unit
 
@@ -207,3 +209,27 @@ def test_non_choice_items_are_refused(kind):
     with pytest.raises(ChoiceError, match=f"item 'q' is a {kind} item, not a choice") as caught:
         resolve_choice(item, "1")
     assert caught.value.candidates == []
+
+
+def _select(item_id: str, *, required: bool = True, default: str | None = None) -> Item:
+    return Item(id=item_id, text=item_id, type="select", options=["a", "b"], required=required, default=default)
+
+
+def test_the_one_required_choice_is_what_a_reply_answers() -> None:
+    deploy = approval_request({"service": "api", "version": "v1", "target": "staging"}, 1)
+    assert reply_item(deploy) is deploy.items[0]
+    assert [(a.id, a.value) for a in reply_answers(deploy, deploy.items[0], "the second one")] == [
+        ("decision", "reject")
+    ]
+    alone = Request(reason="r", items=[_select("only", required=False)])
+    assert reply_item(alone) is alone.items[0]
+    defaults = Request(reason="r", items=[_select("pick"), _select("other", required=False, default="b")])
+    assert [(a.id, a.value) for a in reply_answers(defaults, defaults.items[0], "a")] == [("pick", "a"), ("other", "b")]
+
+
+def test_no_reply_answers_several_required_items_a_text_item_or_a_secret() -> None:
+    assert reply_item(details_request("x")) is None
+    assert reply_item(Request(reason="r", items=[_select("a"), _select("b")])) is None
+    assert reply_item(Request(reason="r", items=[Item(id="t", text="t", type="free_text")])) is None
+    secret = Request(reason="r", items=[_select("a"), Item(id="s", text="s", type="secret", required=False)])
+    assert reply_item(secret) is None

@@ -2,7 +2,9 @@
 
 A reply sent with "Also send to channel" (subtype `thread_broadcast`) and a reply with a file
 attached (`file_share`) are a person speaking and answer like a plain reply; an edit
-(`message_changed`) and an integration's message (`bot_message`) never answer.
+(`message_changed`) and an integration's message (`bot_message`) never answer. A reply answers
+a question's one required choice (the shipped `deploy`'s Decision); on a question with several
+fields the person is told once, privately, to use Submit or the form.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 from inprocess_bot import CHANNEL, Bot, answers_of, running_bot
+from runtime_helpers import work
 from slack_payloads import (
     bot_message_event,
     file_share_reply_event,
@@ -81,3 +84,48 @@ def test_edits_and_bots_messages_never_answer_but_the_next_broadcast_does(bot: B
     interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
     assert interrupt is not None and interrupt.state is InterruptState.ANSWERED
     assert answers_of(interrupt) == {"target": "Staging EU"}
+
+
+def test_a_reply_answers_deploys_one_required_choice_and_the_run_goes_on(bot: Bot) -> None:
+    """`deploy` asks a required Decision and an optional Reason: "the second one" is Reject."""
+    paused = bot.paused("deploy")
+    reply = thread_reply_event(
+        user="U0BOB", channel=CHANNEL, text="the second one", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+    )
+    assert bot.event(reply).status == 200
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.ANSWERED
+    assert answers_of(interrupt) == {"decision": "reject"}
+    work(bot.runtime)  # a rejection without a reason is asked again: the run went on to its next question
+    again = bot.runtime.store.get(paused.run.id)
+    assert again.status is RunStatus.PAUSED and again.interrupt != paused.interrupt.id
+    assert any("A rejection needs a reason" in m.get("text", "") for m in bot.ws.thread(CHANNEL, paused.root_ts))
+
+    approve = thread_reply_event(
+        user="U0BOB", channel=CHANNEL, text="approve", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+    )
+    assert bot.event(approve).status == 200
+    work(bot.runtime)
+    assert bot.runtime.store.get(paused.run.id).status is RunStatus.SUCCEEDED
+    assert bot.ws.calls("chat.postEphemeral") == []
+
+
+def test_a_reply_to_a_question_with_several_fields_is_told_why_once_privately(bot: Bot, r: redis.Redis) -> None:
+    paused = bot.paused("ticket")
+    for text in ("the second one", "High"):
+        reply = thread_reply_event(
+            user="U0BOB", channel=CHANNEL, text=text, ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+        )
+        assert bot.event(reply).status == 200
+        bot.settle(0.2)
+    told = bot.ws.calls("chat.postEphemeral")
+    assert len(told) == 1, told
+    assert told[0]["args"]["user"] == "U0BOB"
+    assert told[0]["args"]["thread_ts"] == paused.root_ts
+    assert told[0]["args"]["text"].startswith("This question has several fields: use Submit or Answer in a form")
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.OPEN and interrupt.answers == []
+
+    other = thread_reply_event(user="U0CAROL", channel=CHANNEL, text="2", ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    assert bot.event(other).status == 200
+    bot.wait_call("chat.postEphemeral", lambda c: c["args"]["user"] == "U0CAROL")

@@ -21,6 +21,7 @@ from parley.identity import os_user
 from workers.agents.ticket import details_request
 from workers.interaction import AnswerValue, ChoiceError, Item, ItemType, Request
 from workers.interaction.context import changes
+from workers.interaction.tools import request_from_tool_call
 
 pytestmark = pytest.mark.unit
 
@@ -143,6 +144,20 @@ def test_the_host_asks_again_only_the_items_validation_refused() -> None:
     assert {a.id: a.value for a in outcome.answers} == {"title": "short", "size": "M"}
     assert prompter.asked == ["title", "size", "title"]
     assert prompter.problems == [("title", "text is 12 characters, over the limit of 5")]
+
+
+def test_a_required_choice_may_be_skipped_for_its_other_text_but_not_both() -> None:
+    request = request_from_tool_call(
+        {"questions": [{"id": "plan", "header": "Plan", "question": "Which?", "type": "single",
+                        "options": [{"label": "Canary"}, {"label": "Full"}]}]}
+    )  # fmt: skip
+    prompter = ScriptedPrompter({"plan": [None, None], "plan__other": [None, "Blue-green"]})
+    outcome = TerminalHost(prompter).solicit(request, FakeRun())
+    assert {a.id: a.value for a in outcome.answers} == {"plan__other": "Blue-green"}
+    assert prompter.asked == ["plan", "plan__other", "plan", "plan__other"]
+    assert prompter.problems == [
+        ("plan", "an answer is required: choose one, or fill in “Other (type your own answer)”")
+    ]
 
 
 def test_quitting_pauses_the_run_on_its_question() -> None:

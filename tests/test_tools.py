@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from workers.interaction import Answer, InteractionError, Item, ItemType, Option, Request
+from workers.interaction import Answer, AnswerError, InteractionError, Item, ItemType, Option, Request
 from workers.interaction.tools import (
     ASK_USER_DESCRIPTION,
     ASK_USER_SCHEMA,
@@ -151,9 +151,26 @@ def test_single_becomes_select_with_an_other_item():
             Option(value="Medium", label="Medium"),
             Option(value="High", label="High", description="Page the on-call"),
         ],
-        required=False,
+        required=True,
     )
     assert other == Item(id="sev__other", text="Other (type your own answer)", type="free_text", required=False)
+    assert request.typed_other("sev") is other
+
+
+def test_a_required_single_needs_a_choice_or_its_other_text():
+    request = request_from_tool_call({"questions": [SEVERITY]})
+    with pytest.raises(AnswerError) as refused:
+        request.validate_answers([Answer(id="sev__other", free_text="  ")])
+    assert refused.value.errors == {
+        "sev": "an answer is required: choose one, or fill in “Other (type your own answer)”"
+    }
+    with pytest.raises(AnswerError):
+        request.validate_answers([])
+    assert [a.value for a in request.validate_answers([Answer(id="sev", choice="High")])] == ["High"]
+    typed = request.validate_answers([Answer(id="sev__other", free_text="Only on Tuesdays")])
+    assert [(a.id, a.value) for a in typed] == [("sev__other", "Only on Tuesdays")]
+    optional = request_from_tool_call({"questions": [{**SEVERITY, "required": False}]})
+    assert optional.validate_answers([]) == []
 
 
 def test_multiple_free_and_date():

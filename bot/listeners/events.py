@@ -1,4 +1,4 @@
-"""Events: the App Home opening, and thread replies that answer a pending one-choice question."""
+"""Events: the App Home opening, and thread replies that answer a pending question's one required choice."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bot.deps import BotDeps
 from bot.home_tab import publish_home
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
-from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
+from workers.interaction import ChoiceError, reply_answers, reply_item
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept
 from workers.store.records import InterruptRecord, RefusalReason, RunStatus
@@ -20,6 +20,8 @@ from workers.store.refusal import Refusal
 
 log = Log("parley.events")
 SEEN_TTL = 3600
+HINT_TTL = 90 * 86400
+"""How long a person is remembered as told that a question needs its form: a question's longest life."""
 PEOPLE_SUBTYPES = frozenset({"thread_broadcast", "file_share"})
 """Replies with a subtype that are still a person speaking: "Also send to channel", and a reply
 with files attached (its text answers). Edits, deletions and bots' messages are not."""
@@ -44,7 +46,10 @@ def publish_home_tab(event: dict[str, Any], client: WebClient, context: BoltCont
 
 
 def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
+    """A threaded reply ("2", "the second one", "HBO") to a pending question.
+
+    It answers the question's one required single choice (`reply_item`); on any other
+    question the person is told, once and privately, to use Submit or the form.
 
     Accepted before the ack, like a click; a refusal is told after the ack. The run is found
     by channel and thread alone: in a shared channel the envelope's `team_id` may be another
@@ -66,7 +71,6 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     # questions at once (ask_all, ask_any) a reply names none of them, so it is left alone.
     found = lookup(store, run.interrupt, str(event["user"]))
     interrupt = found if isinstance(found, InterruptRecord) else None
-    items = interrupt.request.items if interrupt else []
     if interrupt is not None and interrupt.request.has_secret:
         # Never read: the text may be the secret. The person is pointed to the form instead.
         ack()
@@ -74,16 +78,24 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         log.info("thread reply to a secret question refused", **{**run.log_context(), "user": event["user"]})
         deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
         return
-    if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
+    if interrupt is None:
         ack()
         return
     user = event["user"]
+    item = reply_item(interrupt.request)
+    if item is None:
+        # Told once per person and question: a conversation in the thread is not nagged.
+        ack()
+        if store.first_delivery(f"reply-hint:{interrupt.id}:{user}", HINT_TTL):
+            refused = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.SEVERAL_FIELDS))
+            log.info("thread reply to a question with several fields", **{**run.log_context(), "user": user})
+            deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
+        return
     try:
-        value = resolve_choice(items[0], event.get("text") or "")
+        answers = reply_answers(interrupt.request, item, event.get("text") or "")
     except ChoiceError as exc:
         outcome = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.AMBIGUOUS, message=str(exc)))
     else:
-        answers = [Answer(id=items[0].id, choice=value)]
         enterprise = body.get("enterprise_id") or None
         token = f"{user}:{event.get('ts')}"
         outcome = try_accept(

@@ -104,6 +104,8 @@ _PLACEHOLDERS = {
 SECRET_HINT = "Sealed for the run alone: nobody sees it again, and it is deleted when the run ends."
 FORM_ONLY_NOTE = ":lock: This question asks for a secret, so it is answered only in its form: click *Answer in a form*."
 _SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
+OTHER_HINT = "Required: choose one, or fill in “{other}” below."
+"""Under a required choice that its "type your own" item may stand in for: Slack can only show both as optional."""
 
 
 def check_ids(iid: str, version: int) -> None:
@@ -195,17 +197,29 @@ def _input(
     block_id: str,
     *,
     external: bool,
+    other: Item | None = None,
     label_cap: int = LABEL_MAX,
     description_cap: int = OPTION_DESCRIPTION_MAX,
 ) -> InputBlock:
+    """The input block for `item`; with `other` (its "type your own" item) a required choice is optional to Slack.
+
+    Slack has no "one of these two" check, so the form's own validation asks for one of them.
+    """
     text = fold_blank_lines(item.text)
     label = truncate(text, label_cap)
-    hint = _SHORTENED_HINT if label != text else SECRET_HINT if item.is_secret else None
+    one_of = other is not None and item.required
+    hint = None
+    if label != text:
+        hint = _SHORTENED_HINT
+    elif item.is_secret:
+        hint = SECRET_HINT
+    elif one_of and other is not None:
+        hint = OTHER_HINT.format(other=truncate(other.text, LABEL_MAX))
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
         element=_element(item, external=external, description_cap=description_cap),
-        optional=not item.required,
+        optional=not item.required or one_of,
         hint=PlainTextObject(text=hint) if hint else None,
     )
 
@@ -330,7 +344,13 @@ def question_blocks(
 
     def build(label_cap: int) -> list[dict[str, Any]]:
         inputs = [
-            _input(i, f"q|{iid}|{version}|{i.id}", external=i.id in external, label_cap=label_cap)
+            _input(
+                i,
+                f"q|{iid}|{version}|{i.id}",
+                external=i.id in external,
+                other=request.typed_other(i.id),
+                label_cap=label_cap,
+            )
             for i in request.items
         ]
         return _dicts([*head, *inputs, actions, reassign])
@@ -460,7 +480,10 @@ def modal_view(
 
     def build(label_cap: int = LABEL_MAX, description_cap: int = OPTION_DESCRIPTION_MAX) -> dict[str, Any]:
         caps = {"label_cap": label_cap, "description_cap": description_cap}
-        inputs = [_input(i, f"f|{iid}|{i.id}", external=i.id in external, **caps) for i in request.items]
+        inputs = [
+            _input(i, f"f|{iid}|{i.id}", external=i.id in external, other=request.typed_other(i.id), **caps)
+            for i in request.items
+        ]
         return View(
             type="modal",
             callback_id=FORM_CALLBACK_ID,

@@ -22,6 +22,10 @@ UNCONFIRMED = (
     ":warning: Parley could not confirm that your answer is stored safely. Please submit it again;"
     " the same answer is taken only once."
 )
+SEVERAL_FIELDS = (
+    "This question has several fields: use Submit or Answer in a form on the question."
+    " Your reply was not taken as an answer."
+)
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
 LABEL_MAX = 150
 TEXT_MAX = 4000
@@ -72,6 +76,8 @@ def refusal_text(outcome: AnswerOutcome) -> str:
                 "*Answer in a form* on the question. Your reply was not taken as an answer; "
                 "if it holds the secret, delete it."
             )
+        case RefusalReason.SEVERAL_FIELDS:
+            return SEVERAL_FIELDS
         case RefusalReason.WRONG_TEAM:
             return WRONG_WORKSPACE
         case RefusalReason.WRONG_PLACE:

@@ -44,6 +44,13 @@ class Prompter(Protocol):
     def problem(self, item: Item, message: str) -> None: ...
 
 
+def _as_prompted(request: Request, item: Item) -> Item:
+    """`item` as the prompt asks it: a required choice its "type your own" item may stand in for can be skipped."""
+    if item.required and request.typed_other(item.id) is not None:
+        return item.model_copy(update={"required": False})
+    return item
+
+
 def _print(fragments: StyleAndTextTuples) -> None:
     print_formatted_text(FormattedText(fragments), style=STYLE)
 
@@ -109,16 +116,18 @@ class TerminalHost:
         pending = list(request.items)
         while True:
             for item in pending:
-                values[item.id] = self._prompter.ask(item)
+                values[item.id] = self._prompter.ask(_as_prompted(request, item))
             answers = [Answer.for_item(i, values[i.id]) for i in request.items if values.get(i.id) is not None]
             try:
                 return check(answers)
             except AnswerError as exc:
-                pending = [i for i in request.items if i.id in exc.errors]
+                refused = {*exc.errors, *(o.id for k in exc.errors if (o := request.typed_other(k)))}
+                pending = [i for i in request.items if i.id in refused]
                 if not pending:  # problems with no item to ask again: nothing a person can fix here
                     raise
                 for item in pending:
-                    self._prompter.problem(item, exc.errors[item.id])
+                    if item.id in exc.errors:
+                        self._prompter.problem(item, exc.errors[item.id])
 
     # ---- Host: telling people how the run goes ------------------------------------
     def say(self, run: RunInfo, text: str) -> None:

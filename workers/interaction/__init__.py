@@ -4,7 +4,7 @@ Agents depend on this package and nothing else of Parley's hosts. It imports onl
 the standard library and pydantic.
 """
 
-from workers.interaction.choice import resolve_choice
+from workers.interaction.choice import reply_answers, reply_item, resolve_choice
 from workers.interaction.context import CONTEXT_MAX, ChangeKind, Context, ContextChange
 from workers.interaction.exceptions import (
     AnswerError,
@@ -56,5 +56,7 @@ __all__ = [
     "RunInfo",
     "RunView",
     "answers_to_values",
+    "reply_answers",
+    "reply_item",
     "resolve_choice",
 ]

@@ -1,8 +1,9 @@
 """Turn a short typed reply ("2", "the second one", "segunda", "med") into a select option.
 
-People answering in a thread or a terminal type rather than click. This module maps
-what they type onto exactly one offered option, or explains with the numbered list
-of options why it could not, so the host can ask again instead of guessing.
+People answering in a thread or a terminal type rather than click. This module finds the
+one item of a question that a reply can answer (`reply_item`), maps what they type onto
+exactly one offered option, or explains with the numbered list of options why it could
+not, so the host can ask again instead of guessing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 import unicodedata
 
 from workers.interaction.exceptions import ChoiceError
-from workers.interaction.models import Item
+from workers.interaction.models import Answer, Item, ItemType, Request
 
 _ORDINAL_WORDS: dict[str, int] = {
     **dict.fromkeys(("first", "one"), 1),
@@ -67,6 +68,36 @@ def _ordinal(text: str) -> int | None:
 
 def _numbered(item: Item) -> str:
     return ", ".join(f"{n}. {o.label}" for n, o in enumerate(item.options or [], start=1))
+
+
+REPLY_TYPES = frozenset({ItemType.SELECT})
+"""The item types a typed reply can answer on its own; each needs its own reading of the text."""
+
+
+def reply_item(request: Request) -> Item | None:
+    """The one item a typed reply can answer, or None when the question needs its form.
+
+    That is the question's only required item (its only item when none is required), when
+    its type is one a reply can answer (`REPLY_TYPES`). The other, optional, items are left
+    as Submit would leave them untouched: `reply_answers` gives them their defaults.
+    A question holding a secret is never answered by a reply: the text may be the secret.
+    """
+    if request.has_secret:
+        return None
+    required = [i for i in request.items if i.required] or request.items
+    if len(required) != 1 or required[0].type not in REPLY_TYPES:
+        return None
+    return required[0]
+
+
+def reply_answers(request: Request, item: Item, text: str) -> list[Answer]:
+    """The answers a typed reply gives: `item` read from `text`, and each other item's default.
+
+    Raises `ChoiceError` when `text` names no single option of `item`.
+    """
+    answers = [Answer.for_item(item, resolve_choice(item, text))]
+    answers += [Answer.for_item(i, i.default) for i in request.items if i is not item and i.default is not None]
+    return answers
 
 
 def resolve_choice(item: Item, text: str) -> str:

@@ -37,6 +37,8 @@ STORED = {"stored": True}
 not make it unreadable (a question asked with a longer delay before `DELAY_MAX` still closes)."""
 _DELAY = Field(gt=0, description="seconds, at most 90 days", json_schema_extra={"maximum": DELAY_MAX})
 SECRET_MASK = "••••"
+OTHER_SUFFIX = "__other"
+"""The id suffix of a free-text item that follows a select and may stand in for its choice ("type your own")."""
 """What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
 """A person's id (Slack `U…`/`W…`, or any host's own), or a Slack user group id (`S…`)."""
@@ -234,6 +236,13 @@ class Request(_Strict):
 
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)
+
+    def typed_other(self, item_id: str) -> Item | None:
+        """The free-text item `<item_id>__other` whose answer may stand in for select `item_id`'s choice, if any."""
+        item, other = self.item(item_id), self.item(item_id + OTHER_SUFFIX)
+        if item is None or other is None or item.type is not ItemType.SELECT or other.type is not ItemType.FREE_TEXT:
+            return None
+        return other
 
     @property
     def has_secret(self) -> bool:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from workers.interaction.context import Context, canonical
 from workers.interaction.exceptions import ContextError, InteractionError
 from workers.interaction.lengths import utf16_len
-from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Option, Request
+from workers.interaction.models import ITEM_ID_PATTERN, OTHER_SUFFIX, Answer, Item, ItemType, Option, Request
 
 TOOL_NAME = "ask_user"
 MAX_QUESTIONS = 5
@@ -28,7 +28,6 @@ MIN_OPTIONS, MAX_OPTIONS = 2, 20
 HEADER_MAX = 12
 QUESTION_MAX = 1000
 LABEL_MAX = 75
-OTHER_SUFFIX = "__other"
 OTHER_TEXT = "Other (type your own answer)"
 # A single question's id must leave room for its "__other" companion within 64 characters.
 _SINGLE_ID_MAX = 64 - len(OTHER_SUFFIX)
@@ -243,9 +242,10 @@ def _items(q: dict[str, Any]) -> list[Item]:
     text = f"{q['header'].strip()}: {q['question'].strip()}"
     if kind != "single":
         return [Item(id=qid, text=text, type=_TYPES[kind], options=options or None, required=q.get("required", True))]
-    # The choice is optional so that a person whose answer is not listed can type it instead.
+    # A required choice is answered by an option or by the "other" text (`Request.typed_other`),
+    # so a person whose answer is not listed can type it instead.
     return [
-        Item(id=qid, text=text, type=ItemType.SELECT, options=options, required=False),
+        Item(id=qid, text=text, type=ItemType.SELECT, options=options, required=q.get("required", True)),
         Item(id=qid + OTHER_SUFFIX, text=OTHER_TEXT, type=ItemType.FREE_TEXT, required=False),
     ]
 
@@ -253,7 +253,8 @@ def _items(q: dict[str, Any]) -> list[Item]:
 def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The assistant needs your input") -> Request:
     """Check `ask_user` arguments (a dict or its JSON text) and build the `Request` they describe.
 
-    single -> select (plus an optional "<id>__other" free-text item), multiple ->
+    single -> select (plus an optional "<id>__other" free-text item that may stand in for
+    the choice, so a required single needs one of the two), multiple ->
     multi_select, free -> free_text, date -> date; each option's value is its label.
     Raises `ToolArgumentError` listing every problem, and nothing else for bad input.
     """

@@ -63,7 +63,8 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
 
     Each offending item gets one specific message: unknown id, wrong field for its
     type, a value that was not offered, a duplicate answer, text over its limit, a
-    malformed date, or a required item left unanswered.
+    malformed date, or a required item left unanswered. A required choice followed by its
+    "type your own" item (`Request.typed_other`) is answered by either.
     """
     errors: dict[str, str] = {}
     given: dict[str, Answer] = {}
@@ -90,7 +91,11 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
         given[answer.id] = answer
     for item in request.items:
         if item.required and item.id not in given and item.id not in errors:
-            errors[item.id] = "an answer is required"
+            other = request.typed_other(item.id)
+            if other is None:
+                errors[item.id] = "an answer is required"
+            elif other.id not in given and other.id not in errors:
+                errors[item.id] = f"an answer is required: choose one, or fill in “{other.text}”"
     if errors:
         raise AnswerError(errors)
     return [given[i.id] for i in request.items if i.id in given]

@@ -64,6 +64,8 @@ def plain_text(refusal: Refusal) -> str:
             return refusal.message or "Redis could not be reached; submit again"
         case RefusalReason.FORM_ONLY:
             return "this question asks for a secret, so it is answered only in its form"
+        case RefusalReason.SEVERAL_FIELDS:
+            return "this question has several fields, so a typed reply cannot answer it"
         case _:  # UNKNOWN, NOT_DUE
             return "no such question"
 

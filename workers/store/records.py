@@ -85,6 +85,7 @@ class RefusalReason(StrEnum):
     INVALID = "invalid"  # the answers do not fit the request
     AMBIGUOUS = "ambiguous"  # a typed reply that matches no single option
     FORM_ONLY = "form_only"  # a typed reply to a question with a secret, which is answered only in its form
+    SEVERAL_FIELDS = "several_fields"  # a typed reply to a question that only Submit or its form can answer
     UNAVAILABLE = "unavailable"  # Redis could not be reached; ask again
     NOT_NEEDED = "not_needed"  # one of several questions whose run went on without it (`ask_any`, a quorum)
     UNCONFIRMED = "unconfirmed"  # accepted on the master, but no replica confirmed it in time; ask again
