@@ -149,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_mod.load()
         _metrics_setup(args)
-        logs.configure(settings.parley_log_level if args.command not in ("run", "slack") else "WARNING")
+        logs.configure(
+            settings.parley_log_level if args.command not in ("run", "slack") else "WARNING", settings.parley_log_format
+        )
         if args.command == "run" and args.resume:
             from parley.resume import resume_in_terminal
 

@@ -94,7 +94,7 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True) -
     from workers import logs
 
     settings = settings or settings_mod.load()
-    logs.configure(settings.parley_log_level)
+    logs.configure(settings.parley_log_level, settings.parley_log_format)
     app, client, deps = build_bot_deps(settings)
     service = QuestionService(deps.runtime, question_config(settings))
     closings = Closings(async_redis(settings, client))

@@ -3,7 +3,9 @@
 `parley dev` and `parley up` each run the product as one process tree: a few `parley`
 subcommands (a worker, the Slack app) under one supervisor that holds the embedded Redis
 when REDIS_URL is unset. Each child runs in a process group of its own; its output is
-copied to ours one prefixed line at a time.
+copied to ours one line at a time, marked with the process it came from (`bot`, `worker`):
+readable lines prefixed by it when our standard error is a terminal, else JSON lines
+carrying it as `process` (children are told which with `PARLEY_LOG_FORMAT`).
 
 Ctrl-C stops everything: SIGTERM to each child's process group, SIGKILL after
 `STOP_TIMEOUT`; a second Ctrl-C kills at once. A child that exits on its own stops the
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -27,6 +30,7 @@ from typing import IO
 
 from parley.bootstrap import connect_redis
 from parley.settings import Settings
+from workers.logs import is_terminal
 
 STOP_TIMEOUT = 8.0
 READY_TIMEOUT = 60.0
@@ -44,10 +48,12 @@ class Child:
     """One child process, the leader of its own process group.
 
     `ready_line`: text the child prints once it is serving; `ready` is set when it has.
+    `label`: the process its lines are marked with (`bot`, `worker`).
     """
 
     name: str
     proc: subprocess.Popen[bytes]
+    label: str
     ready_line: str | None = None
     ready: threading.Event = field(default_factory=threading.Event)
     pumps: list[threading.Thread] = field(default_factory=list)
@@ -57,14 +63,27 @@ class Child:
             os.killpg(self.proc.pid, sig)
 
 
-def _pump(child: Child, stream: IO[bytes], out: IO[str]) -> None:
-    """Copy a child's output to ours, one prefixed line at a time, noticing its ready line."""
+def marked(label: str, line: str, *, readable: bool) -> str:
+    """One line of a child's output marked with its process: `bot    | …` to read, else JSON with `process`."""
+    if readable:
+        return f"{label:<6} | {line}"
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        doc = {"msg": line}
+    return json.dumps({"process": label, **doc})
+
+
+def _pump(child: Child, stream: IO[bytes], out: IO[str], readable: bool) -> None:
+    """Copy a child's output to ours, one marked line at a time, noticing its ready line."""
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\n")
         if child.ready_line is not None and child.ready_line in line:
             child.ready.set()
         with contextlib.suppress(ValueError, OSError):
-            out.write(f"[{child.name}] {line}\n")
+            out.write(marked(child.label, line, readable=readable) + "\n")
             out.flush()
     stream.close()
 
@@ -74,14 +93,16 @@ class Supervisor:
 
     def __init__(self, command: str, env: dict[str, str]) -> None:
         self.command = command
-        self.env = env
+        self.readable = is_terminal(sys.stderr)
+        self.env = {"PARLEY_LOG_FORMAT": "text" if self.readable else "json", **env}
         self.children: list[Child] = []
         self.interrupts = 0
         self.stopping = threading.Event()
         self._checks: list[Callable[[], str | None]] = []
         self._stops: list[Callable[[], None]] = []
 
-    def spawn(self, name: str, *args: str, ready_line: str | None = None) -> Child:
+    def spawn(self, name: str, *args: str, ready_line: str | None = None, label: str | None = None) -> Child:
+        """Start `parley <args>`; `name` is the command a crash message names, `label` marks its lines."""
         proc = subprocess.Popen(
             [sys.executable, "-m", "parley.cli", *args],
             env=self.env,
@@ -91,7 +112,7 @@ class Supervisor:
             start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
-        child = Child(name, proc, ready_line)
+        child = Child(name, proc, label or name, ready_line)
         self.children.append(child)
         return child
 
@@ -99,7 +120,9 @@ class Supervisor:
         """Copy every child's output; called after every spawn, so no thread is cloned mid-write by a fork."""
         for child in self.children:
             assert child.proc.stdout is not None
-            pump = threading.Thread(target=_pump, args=(child, child.proc.stdout, out or sys.stdout), daemon=True)
+            pump = threading.Thread(
+                target=_pump, args=(child, child.proc.stdout, out or sys.stdout, self.readable), daemon=True
+            )
             child.pumps.append(pump)
             pump.start()
 
