@@ -17,6 +17,7 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from bot.mcp.server import build_server
+from bot.slack.channel_names import SlackChannelNames
 from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.installs import web_clients
 from parley.serve import async_redis
@@ -36,8 +37,10 @@ def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
         settings.require("slack_bot_token")
     client = connect_redis(settings)
     runtime = build_runtime(settings, client, InteractorRouter())
-    add_api_host(runtime, web_clients(settings, client))  # as `parley serve` and the workers post
-    return QuestionService(runtime, question_config(settings)), Closings(async_redis(settings, client))
+    clients = web_clients(settings, client)
+    add_api_host(runtime, clients)  # as `parley serve` and the workers post
+    service = QuestionService(runtime, question_config(settings), channels=SlackChannelNames(clients))
+    return service, Closings(async_redis(settings, client))
 
 
 async def serve_stdio(service: QuestionService, closings: Closings, origin: str) -> None:
