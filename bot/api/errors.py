@@ -16,6 +16,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workers.logs import Log
@@ -93,11 +94,20 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
         detail = f"nothing at {path}; the API's paths are listed at /api/v1/openapi.json"
         return problem(404, f"No such path: {path}", detail)
     if exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+        allowed = _allowed(request) or (exc.headers or {}).get("Allow", "")
         detail = f"{path} takes {allowed}" if allowed else f"{path} does not take {request.method}"
-        return problem(405, f"{request.method} is not allowed here", detail, dict(exc.headers or {}))
+        return problem(405, f"{request.method} is not allowed here", detail, {"Allow": allowed} if allowed else None)
     title = http.HTTPStatus(exc.status_code).phrase if exc.status_code in http.HTTPStatus._value2member_map_ else ""
     return problem(exc.status_code, title or "Error", str(exc.detail), dict(exc.headers or {}))
+
+
+def _allowed(request: Request) -> str:
+    """Every method the request's path takes, across the routes that share it (starlette names the first's only)."""
+    methods: set[str] = set()
+    for route in getattr(request.scope.get("app"), "routes", []):
+        if isinstance(route, Route) and route.matches(request.scope)[0] is Match.PARTIAL:
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
 
 
 EXCEPTION_HANDLERS = {
