@@ -88,7 +88,12 @@ def test_an_unknown_channel_is_refused_listing_the_channels_parley_can_post_in(s
         body = {"channel": channel, "request": approval("Where?")}
         refused = problem_of(http(stack).post("/api/v1/questions", json=body, headers=token.auth), 422)
         assert "#general (C0GENERAL)" in refused["detail"] and "#ops (C0OPS)" in refused["detail"], refused
-    assert problem_of(
-        http(stack).post("/api/v1/questions", json={"channel": "#nowhere", "request": approval("?")}, headers=token.auth),
-        422,
-    )["title"] == "No channel #nowhere"
+    assert (
+        problem_of(
+            http(stack).post(
+                "/api/v1/questions", json={"channel": "#nowhere", "request": approval("?")}, headers=token.auth
+            ),
+            422,
+        )["title"]
+        == "No channel #nowhere"
+    )
