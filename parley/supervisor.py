@@ -3,7 +3,8 @@
 `parley dev` and `parley up` each run the product as one process tree: a few `parley`
 subcommands (a worker, the Slack app) under one supervisor that holds the embedded Redis
 when REDIS_URL is unset. Each child runs in a process group of its own; its output is
-copied to ours one line at a time, marked with the process it came from (`bot`, `worker`):
+copied to ours one line at a time, marked with the process it came from (`bot`, `worker`, and
+`redis` for the embedded Redis's log file):
 readable lines prefixed by it when our standard error is a terminal, else JSON lines
 carrying it as `process` (children are told which with `PARLEY_LOG_FORMAT`).
 
@@ -26,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 from parley.bootstrap import connect_redis
@@ -126,6 +128,23 @@ class Supervisor:
             child.pumps.append(pump)
             pump.start()
 
+    def follow(self, label: str, path: Path, offset: int, out: IO[str] | None = None) -> None:
+        """Copy the lines appended to `path` after `offset` (a log file a piece writes itself), marked `label`."""
+        thread = threading.Thread(target=self._follow, args=(label, path, offset, out or sys.stdout), daemon=True)
+        thread.start()
+
+    def _follow(self, label: str, path: Path, offset: int, out: IO[str]) -> None:
+        with contextlib.suppress(OSError, ValueError), path.open("rb") as log:
+            log.seek(offset)
+            partial = b""
+            while not self.stopping.wait(0.3):
+                partial += log.read()
+                *lines, partial = partial.split(b"\n")
+                for raw in lines:
+                    if raw.strip():
+                        out.write(marked(label, raw.decode("utf-8", "replace"), readable=self.readable) + "\n")
+                out.flush()
+
     def also_watch(self, check: Callable[[], str | None], stop: Callable[[], None] | None = None) -> None:
         """Another piece run in this process: `check` says why it stopped (None while it runs); `stop` ends it."""
         self._checks.append(check)
@@ -186,7 +205,11 @@ class Supervisor:
 
         The embedded Redis (REDIS_URL unset) is started first and held here, so every child shares it.
         """
+        redis_log = None if settings.redis_url else Path(settings.parley_data_dir).resolve() / "redis.log"
+        offset = redis_log.stat().st_size if redis_log is not None and redis_log.exists() else 0
         embedded = None if settings.redis_url else connect_redis(settings)
+        if redis_log is not None:
+            self.follow("redis", redis_log, offset)
         previous = {s: signal.signal(s, self.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         problem: str | None = None
         try:

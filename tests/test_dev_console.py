@@ -1,6 +1,7 @@
 """`parley dev`'s console: on a terminal, readable lines prefixed by the process they came from (`bot`,
-`worker`); otherwise JSON lines carrying it as `process` (tests/test_docs_commands.py reads those).
-Bolt's warning about a token it was given twice, which nobody can act on, is never shown."""
+`worker`, and `redis` for the embedded Redis's log); otherwise JSON lines carrying it as `process`
+(tests/test_docs_commands.py reads those). Bolt's warning about a token it was given twice, which
+nobody can act on, is never shown."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from parley.supervisor import marked
 pytestmark = pytest.mark.system
 
 READABLE = re.compile(r"^(bot|worker) +\| \d\d:\d\d:\d\d (INFO|WARNING) ", re.MULTILINE)
+REDIS = re.compile(r"^redis +\| .*ready to accept connections", re.MULTILINE | re.IGNORECASE)
 
 
 def test_a_line_is_marked_with_its_process_for_reading_or_as_json() -> None:
@@ -49,7 +51,7 @@ def test_on_a_terminal_the_lines_are_readable_and_prefixed_by_process(tmp_path: 
     seen = ""
     try:
         deadline = time.monotonic() + 90
-        while "Metrics: " not in seen or not re.search(r"^worker +\| ", seen, re.MULTILINE):
+        while "Metrics: " not in seen or not re.search(r"^worker +\| ", seen, re.MULTILINE) or not REDIS.search(seen):
             assert time.monotonic() < deadline and proc.poll() is None, seen
             if select.select([leader], [], [], 0.5)[0]:
                 seen += os.read(leader, 65536).decode("utf-8", "replace").replace("\r\n", "\n")
