@@ -205,11 +205,11 @@ class Supervisor:
 
         The embedded Redis (REDIS_URL unset) is started first and held here, so every child shares it.
         """
-        redis_log = None if settings.redis_url else Path(settings.parley_data_dir).resolve() / "redis.log"
-        offset = redis_log.stat().st_size if redis_log is not None and redis_log.exists() else 0
+        server_log = None if settings.redis_url else Path(settings.parley_data_dir).resolve() / "redis.log"
+        offset = server_log.stat().st_size if server_log is not None and server_log.exists() else 0
         embedded = None if settings.redis_url else connect_redis(settings)
-        if redis_log is not None:
-            self.follow("redis", redis_log, offset)
+        if server_log is not None:
+            self.follow("redis", server_log, offset)
         previous = {s: signal.signal(s, self.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         problem: str | None = None
         try:
