@@ -97,3 +97,13 @@ def test_an_unknown_channel_is_refused_listing_the_channels_parley_can_post_in(s
         )["title"]
         == "No channel #nowhere"
     )
+
+
+def test_a_name_slack_will_not_list_is_refused_saying_where_ids_are(stack: SlackStack, token: Token) -> None:
+    """An app installed before Parley asked for `channels:read`: Slack answers `missing_scope`, and the
+    422 says where a channel's id is found instead of failing."""
+    stack.ws.faults.fail_next("conversations.list", status=200, error="missing_scope", times=2)
+    body = {"channel": "#general", "request": approval("Without the scope?")}
+    refused = problem_of(http(stack).post("/api/v1/questions", json=body, headers=token.auth), 422)
+    assert refused["title"] == "No channel #general"
+    assert "channel's id" in refused["detail"] and "C…" in refused["detail"], refused

@@ -7,9 +7,10 @@ invited to). The same listing names the channels Parley can post in when Slack r
 
 from __future__ import annotations
 
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.slack.clients import WebClients
+from workers.exceptions import NotInstalled
 from workers.logs import Log
 
 log = Log("parley.slack.channels")
@@ -40,15 +41,20 @@ class SlackChannelNames:
         return found
 
     def find(self, name: str, team: str = "") -> str | None:
-        """The id of channel `name` (without its `#`) in `team`, or None when the bot sees no such channel."""
+        """The id of channel `name` (without its `#`) in `team`, or None when the bot sees no such channel
+        (or Slack will not list them)."""
         wanted = name.lower()
-        return next((cid for cid, cname, _ in self._listing(team) if cname.lower() == wanted), None)
+        return next((cid for cid, cname in self.postable(team) if cname.lower() == wanted), None)
 
     def postable(self, team: str = "") -> list[tuple[str, str]]:
         """(id, name) of the channels Parley can post in: those it is in, and public ones (it joins them);
-        empty when Slack will not list them (a token without `channels:read`, say)."""
+        empty when Slack will not list them (a token without `channels:read`, an app installed before
+        Parley asked for it, say)."""
         try:
             return [(cid, name) for cid, name, _ in self._listing(team)]
         except SlackApiError as exc:
             log.warning("cannot list the channels", team=team, error=str(exc.response.get("error")))
+            return []
+        except (SlackClientError, NotInstalled, OSError) as exc:  # Slack unreachable, or no such workspace
+            log.warning("cannot list the channels", team=team, error=repr(exc))
             return []
