@@ -8,12 +8,15 @@ default instead polls for the ack and costs about ten milliseconds per request.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import redis
 from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.error import BoltUnhandledRequestError
+from slack_bolt.logger import get_bolt_logger
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.middleware import Middleware
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 
@@ -23,6 +26,13 @@ from bot.slack import payload_shape
 from workers.logs import Log
 
 log = Log("parley.bot")
+TOKEN_SKIPPED = warning_client_prioritized_and_token_skipped()
+"""Bolt's warning when it finds `SLACK_BOT_TOKEN` in the environment beside the `client` it is given:
+the client carries that same token, so there is nothing for anyone to do about it."""
+
+
+def _not_token_skipped(record: logging.LogRecord) -> bool:
+    return record.getMessage() != TOKEN_SKIPPED
 
 
 class RefuseMalformed(Middleware):
@@ -43,6 +53,9 @@ class RefuseMalformed(Middleware):
 def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAuthSettings | None = None) -> App:
     """The bot's bolt app; its token is the one `deps.client` carries, or, with `oauth_settings`
     (many workspaces), the one bolt finds in the installation store for each request."""
+    bolt_log = get_bolt_logger(App)
+    if _not_token_skipped not in bolt_log.filters:
+        bolt_log.addFilter(_not_token_skipped)
     app = App(
         signing_secret=signing_secret,
         client=deps.client,

@@ -21,10 +21,11 @@ from typing import Any, cast
 from a2wsgi import WSGIMiddleware
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from bot.api.app import create_api
+from bot.api.errors import no_such_path
 from bot.body_limits import BodyLimits
 from workers.questions import QuestionService
 from workers.store.closings import Closings
@@ -64,7 +65,9 @@ def make_asgi(
     api = create_api(service, closings)
     # a2wsgi types its ASGI callable with its own Scope/Receive/Send, which starlette's Mount does not accept.
     slack = cast(ASGIApp, WSGIMiddleware(wsgi, workers=SLACK_THREADS))
-    routes = [Mount("/api/v1", app=api), *mounts, Mount("/", app=slack)]
+    # `/api/v1` itself and any path under `/mcp` but `/mcp` answer 404 problem+json, never bolt's text/plain.
+    nothing = [Route("/api/v1", endpoint=no_such_path), Mount("/mcp", app=no_such_path)]
+    routes = [Mount("/api/v1", app=api), *mounts, *nothing, Mount("/", app=slack)]
     app = Starlette(routes=routes, middleware=[Middleware(BodyLimits)], lifespan=lifespan)
     app.state.questions = service  # for other ASGI surfaces on the same process (an MCP server's, say)
     app.state.closings = closings

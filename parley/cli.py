@@ -149,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_mod.load()
         _metrics_setup(args)
-        logs.configure(settings.parley_log_level if args.command not in ("run", "slack") else "WARNING")
+        logs.configure(
+            settings.parley_log_level if args.command not in ("run", "slack") else "WARNING", settings.parley_log_format
+        )
         if args.command == "run" and args.resume:
             from parley.resume import resume_in_terminal
 
@@ -204,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return runs_command(settings, args)
     except ParleyError as exc:
         print(f"parley: {redacted(str(exc))}", file=sys.stderr)
+        if args.command == "mcp":  # the host reads stdio: tell it there too, as an MCP error
+            from parley.mcp_cmd import refuse_on_stdio
+
+            refuse_on_stdio(redacted(str(exc)))
         return 2
     except KeyboardInterrupt:
         return 130

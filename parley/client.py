@@ -3,7 +3,7 @@
     from parley.client import Parley, QuestionExpiredError
 
     parley = Parley("https://parley.example.com", token=os.environ["PARLEY_TOKEN"])
-    answers = parley.ask({"reason": "Deploy v1.4.2?", "items": [...]}, channel="C0123", timeout=3600)
+    answers = parley.ask({"reason": "Deploy v1.4.2?", "items": [...]}, channel="C0GENERAL", timeout=3600)
 
 `ask` posts the question and waits for it; `submit` only posts it and returns its id;
 `wait` waits for a question posted earlier. Waiting is a series of long-polls

@@ -3,30 +3,40 @@
 It starts one `parley worker` (its webhook delivery threads in it; its metrics on port+2) and
 `parley serve` (HTTP, on port+1, with a fresh signing secret, its metrics at /metrics) under a
 `Supervisor`, and serves the playground itself on the given port: the Slack Web API stand-in
-at /api/ that bot and worker call, and the page. Ctrl-C stops it all; a piece that stops on
-its own stops everything with a message naming it.
+at /api/ that bot and worker call, the page, and the bot's `/api/v1` and `/mcp` forwarded, so
+the API and MCP answer on the port the banner prints first, as under `parley serve`. Ctrl-C
+stops it all; a piece that stops on its own stops everything with a message naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import secrets
+import sys
+from pathlib import Path
 
 import httpx
 
 from bot.playground.app import ServerThread, bind, create_playground_app
 from bot.playground.workspace import Workspace
+from parley.bootstrap import connect_redis
 from parley.settings import Settings
 from parley.supervisor import Supervisor
 from workers.exceptions import ConfigError
 from workers.logs import redacted
+from workers.questions import tokens
+from workers.questions.tokens import TokenError
+from workers.store.questions import QuestionStore
 
 HOST = "127.0.0.1"
 BOT_TOKEN = "xoxb-playground"
 ADMIN = "U0ALICE"
 TRY = "/parley ticket Create ticket for login issue"
+MCP_TOKEN_NAME = "playground-mcp"
+"""The token `parley dev` makes on each start (revoking the last one) for the MCP host configuration it prints."""
 
 
 def _port_free(port: int) -> bool:
@@ -35,6 +45,12 @@ def _port_free(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def _parley_command() -> str:
+    """The `parley` beside this Python (a virtualenv's), which a host started outside it would not find by name."""
+    beside = Path(sys.executable).parent / "parley"
+    return str(beside) if beside.exists() else "parley"
 
 
 class Dev:
@@ -48,6 +64,7 @@ class Dev:
         self.secret = secrets.token_hex(16)
         self.supervisor = Supervisor("dev", self.env())
         self.server: ServerThread | None = None
+        self.workspace = Workspace()
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}
@@ -73,7 +90,7 @@ class Dev:
                 )
 
     def start(self) -> None:
-        self.supervisor.spawn("serve", "serve", "--host", HOST, "--port", str(self.bot_port))
+        self.supervisor.spawn("serve", "serve", "--host", HOST, "--port", str(self.bot_port), label="bot")
         self.supervisor.spawn(
             "worker",
             "worker",
@@ -84,7 +101,10 @@ class Dev:
         )
         self.supervisor.start_output()
         app = create_playground_app(
-            Workspace(), bot_url=f"http://{HOST}:{self.bot_port}/slack/events", signing_secret=self.secret
+            self.workspace,
+            bot_url=f"http://{HOST}:{self.bot_port}/slack/events",
+            signing_secret=self.secret,
+            forward_to=f"http://{HOST}:{self.bot_port}",
         )
         server = self.server = ServerThread(app, bind(HOST, self.port))
         self.supervisor.also_watch(lambda: None if server.alive else "the playground server stopped", server.stop)
@@ -98,15 +118,44 @@ class Dev:
             return httpx.get(self.healthz(), timeout=1).status_code == 200
         return False
 
+    def mcp_token(self) -> str:
+        """A fresh `ask` token for the MCP host configuration the banner prints; the last start's is revoked."""
+        store = QuestionStore(connect_redis(self.settings))
+        with contextlib.suppress(TokenError):
+            tokens.revoke(store, MCP_TOKEN_NAME)
+        return tokens.create(store, MCP_TOKEN_NAME, ["ask"]).token
+
+    def mcp_config(self, token: str) -> dict[str, object]:
+        """The `mcpServers` configuration an MCP host needs for this playground: over stdio and over HTTP."""
+        env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": f"http://{HOST}:{self.port}/api/"}
+        if self.settings.redis_url:
+            env["REDIS_URL"] = self.settings.redis_url
+        else:
+            env["PARLEY_DATA_DIR"] = str(self.settings.parley_data_dir)  # the same embedded Redis
+        return {
+            "mcpServers": {
+                "parley": {"command": _parley_command(), "args": ["mcp"], "env": env},
+                "parley-http": {
+                    "type": "http",
+                    "url": f"http://{HOST}:{self.port}/mcp",
+                    "headers": {"Authorization": f"Bearer {token}"},
+                },
+            }
+        }
+
     def banner(self) -> None:
         redis_note = redacted(self.settings.redis_url or "") or f"embedded Redis in {self.settings.parley_data_dir}"
-        print(f"Parley playground: http://{HOST}:{self.port}  (bot on :{self.bot_port}, {redis_note})", flush=True)
-        print(
+        base = f"http://{HOST}:{self.port}"
+        lines = [
+            f"Parley playground: {base}  (bot on :{self.bot_port}, {redis_note})",
+            f"Try {TRY!r} in #general. Ctrl-C stops everything.",
+            "Channels: " + ", ".join(f"#{c.name} {c.id}" for c in self.workspace.channels()),
+            f"HTTP API: {base}/api/v1 (a token: parley tokens create NAME)",
+            f"MCP: {base}/mcp; a host's configuration for this playground (stdio and HTTP):",
+            json.dumps(self.mcp_config(self.mcp_token()), indent=2),
             f"Metrics: http://{HOST}:{self.bot_port}/metrics (bot), http://{HOST}:{self.metrics_port}/metrics (worker)",
-            flush=True,
-        )
-        print(f"Try {TRY!r} in #general. Ctrl-C stops everything.", flush=True)
-        print(f"HTTP API: http://{HOST}:{self.bot_port}/api/v1 (a token: parley tokens create NAME)", flush=True)
+        ]
+        print("\n".join(lines), flush=True)
 
 
 def run_dev(settings: Settings, *, port: int = 3000) -> int:

@@ -13,10 +13,16 @@ stdout is the MCP channel: logs go to stderr (`workers.logs`), and nothing else 
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import IO
+
 import anyio
 from mcp.server.stdio import stdio_server
+from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
 
 from bot.mcp.server import build_server
+from bot.slack.channel_names import SlackChannelNames
 from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.installs import web_clients
 from parley.serve import async_redis
@@ -36,8 +42,10 @@ def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
         settings.require("slack_bot_token")
     client = connect_redis(settings)
     runtime = build_runtime(settings, client, InteractorRouter())
-    add_api_host(runtime, web_clients(settings, client))  # as `parley serve` and the workers post
-    return QuestionService(runtime, question_config(settings)), Closings(async_redis(settings, client))
+    clients = web_clients(settings, client)
+    add_api_host(runtime, clients)  # as `parley serve` and the workers post
+    service = QuestionService(runtime, question_config(settings), channels=SlackChannelNames(clients))
+    return service, Closings(async_redis(settings, client))
 
 
 async def serve_stdio(service: QuestionService, closings: Closings, origin: str) -> None:
@@ -56,3 +64,28 @@ def run_mcp(settings: Settings) -> int:
     service, closings = build_service(settings)
     anyio.run(serve_stdio, service, closings, settings.parley_mcp_origin)
     return 0
+
+
+def refuse_on_stdio(message: str, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
+    """Answer each MCP request on stdio (the host's `initialize` first) with an error saying `message`, until
+    the host closes stdin: a host shows that, where a process that just exits shows "Connection closed".
+
+    Nothing is read from a terminal (a person who ran `parley mcp` by hand has the stderr line already)."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    try:
+        if stdin.isatty():
+            return
+        for line in iter(stdin.readline, b""):
+            try:
+                request = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(request, dict) or "method" not in request or request.get("id") is None:
+                continue  # a notification (or not JSON-RPC): nothing to answer
+            error = ErrorData(code=INTERNAL_ERROR, message=f"parley mcp cannot start: {message}")
+            answer = JSONRPCError(jsonrpc="2.0", id=request["id"], error=error)
+            stdout.write(answer.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n")
+            stdout.flush()
+    except (OSError, ValueError):  # stdin or stdout closed, or not readable (under a test runner)
+        return

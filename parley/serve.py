@@ -22,6 +22,7 @@ from bot.asgi import make_asgi
 from bot.deps import BotDeps
 from bot.mcp.http import mcp_route
 from bot.mcp.rebinding import LOOPBACK_HOSTS, default_hosts, is_loopback, transport_security
+from bot.slack.channel_names import SlackChannelNames
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
 from bot.wsgi import make_wsgi
@@ -41,6 +42,18 @@ log = Log("parley.serve")
 SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
 
 
+def check_settings(settings: Settings, *, socket_mode: bool = False) -> None:
+    """Refuse settings the bot cannot serve with (`ConfigError` naming the variable), before anything says it serves."""
+    if settings.oauth_mode and socket_mode:
+        raise ConfigError("SLACK_CLIENT_ID: OAuth installs are served over HTTP; serve without --socket-mode")
+    if not settings.oauth_mode:
+        settings.require("slack_bot_token")
+    if socket_mode:
+        settings.require("slack_app_token")
+    else:
+        settings.require("slack_signing_secret")
+
+
 def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
     """The bolt app and its Redis client (see `build_bot_deps`)."""
     app, client, _ = build_bot_deps(settings, socket_mode=socket_mode)
@@ -51,12 +64,7 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
     """Wire one bot process: Redis, runtime, Web API clients, Slack host, bolt app.
 
     One workspace (`SLACK_BOT_TOKEN`), or many through OAuth (`parley/installs.py`)."""
-    if settings.oauth_mode and socket_mode:
-        raise ConfigError("SLACK_CLIENT_ID: OAuth installs are served over HTTP; serve without --socket-mode")
-    if not settings.oauth_mode:
-        settings.require("slack_bot_token")
-    if not socket_mode:
-        settings.require("slack_signing_secret")
+    check_settings(settings, socket_mode=socket_mode)
     client = connect_redis(settings, request_path=True)
     clients = web_clients(settings, client)
     web = clients.single or make_web_client(None, settings.slack_api_url)
@@ -94,9 +102,10 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True) -
     from workers import logs
 
     settings = settings or settings_mod.load()
-    logs.configure(settings.parley_log_level)
+    logs.configure(settings.parley_log_level, settings.parley_log_format)
     app, client, deps = build_bot_deps(settings)
-    service = QuestionService(deps.runtime, question_config(settings))
+    channels = SlackChannelNames(web_clients(settings, client))
+    service = QuestionService(deps.runtime, question_config(settings), channels=channels)
     closings = Closings(async_redis(settings, client))
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
     mcp, mcp_sessions = mcp_route(service, closings, transport_security(hosts, settings.parley_mcp_allowed_origins))
@@ -148,7 +157,6 @@ def serve(
         from parley.metrics_setup import serve_metrics
         from workers.store.runs import RunStore
 
-        settings.require("slack_app_token")
         bolt, client = build_bot(settings, socket_mode=True)
         if metrics:
             serve_metrics(RunStore(client), *metrics)
@@ -162,6 +170,7 @@ def serve(
         print(SOCKET_MODE_READY, flush=True)  # `parley up` waits for this line
         threading.Event().wait()  # the connection's threads serve until the process is stopped
         return 0
+    check_settings(settings)
     settings = _mcp_hosts(settings, host)
     log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
     app: Any

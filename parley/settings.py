@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -126,6 +126,7 @@ class Settings(BaseSettings):
     parley_admins: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
     parley_data_dir: Path = Field(default_factory=default_data_dir)
     parley_log_level: str = "INFO"
+    parley_log_format: Literal["auto", "text", "json"] = "auto"  # auto: readable on a terminal, else JSON
     parley_lease_ttl: float = Field(default=30.0, gt=0)
     parley_sweep_interval: float = Field(default=5.0, gt=0)
     parley_retry_delays: Annotated[list[float], NoDecode] = Field(default_factory=lambda: [1.0, 5.0, 15.0])

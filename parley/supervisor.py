@@ -3,7 +3,10 @@
 `parley dev` and `parley up` each run the product as one process tree: a few `parley`
 subcommands (a worker, the Slack app) under one supervisor that holds the embedded Redis
 when REDIS_URL is unset. Each child runs in a process group of its own; its output is
-copied to ours one prefixed line at a time.
+copied to ours one line at a time, marked with the process it came from (`bot`, `worker`, and
+`redis` for the embedded Redis's log file):
+readable lines prefixed by it when our standard error is a terminal, else JSON lines
+carrying it as `process` (children are told which with `PARLEY_LOG_FORMAT`).
 
 Ctrl-C stops everything: SIGTERM to each child's process group, SIGKILL after
 `STOP_TIMEOUT`; a second Ctrl-C kills at once. A child that exits on its own stops the
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -23,10 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 from parley.bootstrap import connect_redis
 from parley.settings import Settings
+from workers.logs import is_terminal
 
 STOP_TIMEOUT = 8.0
 READY_TIMEOUT = 60.0
@@ -44,10 +50,12 @@ class Child:
     """One child process, the leader of its own process group.
 
     `ready_line`: text the child prints once it is serving; `ready` is set when it has.
+    `label`: the process its lines are marked with (`bot`, `worker`).
     """
 
     name: str
     proc: subprocess.Popen[bytes]
+    label: str
     ready_line: str | None = None
     ready: threading.Event = field(default_factory=threading.Event)
     pumps: list[threading.Thread] = field(default_factory=list)
@@ -57,14 +65,27 @@ class Child:
             os.killpg(self.proc.pid, sig)
 
 
-def _pump(child: Child, stream: IO[bytes], out: IO[str]) -> None:
-    """Copy a child's output to ours, one prefixed line at a time, noticing its ready line."""
+def marked(label: str, line: str, *, readable: bool) -> str:
+    """One line of a child's output marked with its process: `bot    | …` to read, else JSON with `process`."""
+    if readable:
+        return f"{label:<6} | {line}"
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        doc = {"msg": line}
+    return json.dumps({"process": label, **doc})
+
+
+def _pump(child: Child, stream: IO[bytes], out: IO[str], readable: bool) -> None:
+    """Copy a child's output to ours, one marked line at a time, noticing its ready line."""
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\n")
         if child.ready_line is not None and child.ready_line in line:
             child.ready.set()
         with contextlib.suppress(ValueError, OSError):
-            out.write(f"[{child.name}] {line}\n")
+            out.write(marked(child.label, line, readable=readable) + "\n")
             out.flush()
     stream.close()
 
@@ -74,14 +95,16 @@ class Supervisor:
 
     def __init__(self, command: str, env: dict[str, str]) -> None:
         self.command = command
-        self.env = env
+        self.readable = is_terminal(sys.stderr)
+        self.env = {"PARLEY_LOG_FORMAT": "text" if self.readable else "json", **env}
         self.children: list[Child] = []
         self.interrupts = 0
         self.stopping = threading.Event()
         self._checks: list[Callable[[], str | None]] = []
         self._stops: list[Callable[[], None]] = []
 
-    def spawn(self, name: str, *args: str, ready_line: str | None = None) -> Child:
+    def spawn(self, name: str, *args: str, ready_line: str | None = None, label: str | None = None) -> Child:
+        """Start `parley <args>`; `name` is the command a crash message names, `label` marks its lines."""
         proc = subprocess.Popen(
             [sys.executable, "-m", "parley.cli", *args],
             env=self.env,
@@ -91,7 +114,7 @@ class Supervisor:
             start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
-        child = Child(name, proc, ready_line)
+        child = Child(name, proc, label or name, ready_line)
         self.children.append(child)
         return child
 
@@ -99,9 +122,28 @@ class Supervisor:
         """Copy every child's output; called after every spawn, so no thread is cloned mid-write by a fork."""
         for child in self.children:
             assert child.proc.stdout is not None
-            pump = threading.Thread(target=_pump, args=(child, child.proc.stdout, out or sys.stdout), daemon=True)
+            pump = threading.Thread(
+                target=_pump, args=(child, child.proc.stdout, out or sys.stdout, self.readable), daemon=True
+            )
             child.pumps.append(pump)
             pump.start()
+
+    def follow(self, label: str, path: Path, offset: int, out: IO[str] | None = None) -> None:
+        """Copy the lines appended to `path` after `offset` (a log file a piece writes itself), marked `label`."""
+        thread = threading.Thread(target=self._follow, args=(label, path, offset, out or sys.stdout), daemon=True)
+        thread.start()
+
+    def _follow(self, label: str, path: Path, offset: int, out: IO[str]) -> None:
+        with contextlib.suppress(OSError, ValueError), path.open("rb") as log:
+            log.seek(offset)
+            partial = b""
+            while not self.stopping.wait(0.3):
+                partial += log.read()
+                *lines, partial = partial.split(b"\n")
+                for raw in lines:
+                    if raw.strip():
+                        out.write(marked(label, raw.decode("utf-8", "replace"), readable=self.readable) + "\n")
+                out.flush()
 
     def also_watch(self, check: Callable[[], str | None], stop: Callable[[], None] | None = None) -> None:
         """Another piece run in this process: `check` says why it stopped (None while it runs); `stop` ends it."""
@@ -163,7 +205,11 @@ class Supervisor:
 
         The embedded Redis (REDIS_URL unset) is started first and held here, so every child shares it.
         """
+        server_log = None if settings.redis_url else Path(settings.parley_data_dir).resolve() / "redis.log"
+        offset = server_log.stat().st_size if server_log is not None and server_log.exists() else 0
         embedded = None if settings.redis_url else connect_redis(settings)
+        if server_log is not None:
+            self.follow("redis", server_log, offset)
         previous = {s: signal.signal(s, self.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         problem: str | None = None
         try:

@@ -52,7 +52,7 @@ def run_up(settings: Settings) -> int:
     supervisor = Supervisor("up", _children_env(settings))
 
     def start() -> None:
-        supervisor.spawn("serve", "serve", "--socket-mode", ready_line=SOCKET_MODE_READY)
+        supervisor.spawn("serve", "serve", "--socket-mode", ready_line=SOCKET_MODE_READY, label="bot")
         supervisor.spawn("worker", "worker", "--name", f"parley-up-{os.getpid()}")
         supervisor.start_output()
 

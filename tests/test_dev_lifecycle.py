@@ -80,12 +80,12 @@ def children(pid: int) -> list[int]:
 
 
 class Dev:
-    def __init__(self, tmp_path: Path, n: int) -> None:
+    def __init__(self, tmp_path: Path, n: int, log_level: str = "WARNING") -> None:
         self.port = free_port_pair()
         self.data_dir = tmp_path / f"data-{n}"
         self.log = tmp_path / f"dev-{n}.log"
         env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL",) and not k.startswith("SLACK_")}
-        env.update(PARLEY_DATA_DIR=str(self.data_dir), PARLEY_LOG_LEVEL="WARNING")
+        env.update(PARLEY_DATA_DIR=str(self.data_dir), PARLEY_LOG_LEVEL=log_level)
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "parley.cli", "dev", "--port", str(self.port)],

@@ -19,6 +19,8 @@ EXPECTED_SCOPES = {
     "channels:join",
     "channels:history",
     "groups:history",
+    "channels:read",
+    "groups:read",
     "im:history",
     "mpim:history",
     "usergroups:read",

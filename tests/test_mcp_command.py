@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from parley.cli import main
 
@@ -37,3 +43,36 @@ def test_refused_in_one_line_with_nothing_on_stdout(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.strip().splitlines()[-1] == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [({"SLACK_BOT_TOKEN": ""}, "SLACK_BOT_TOKEN"), ({"PARLEY_MCP_ORIGIN": ""}, "PARLEY_MCP_ORIGIN")],
+)
+def test_a_host_sees_the_missing_setting_in_initializes_error(env: dict[str, str], named: str, tmp_path: Path) -> None:
+    """The official client over stdio, as a desktop host starts it: not "Connection closed", but the variable."""
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "PARLEY_"))}
+    child_env.update({"PARLEY_DATA_DIR": str(tmp_path), "SLACK_BOT_TOKEN": "xoxb-test", **env})
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "parley.cli", "mcp"], env=child_env, cwd=tmp_path
+    )
+
+    async def connect() -> MCPError | None:
+        try:
+            async with Client(params, read_timeout_seconds=30):
+                return None
+        except Exception as exc:
+            return _mcp_error(exc)
+
+    refused = anyio.run(connect)
+    assert isinstance(refused, MCPError), refused
+    assert named in str(refused) and "parley mcp cannot start" in str(refused)
+
+
+def _mcp_error(exc: BaseException) -> MCPError | None:
+    """The MCP error among `exc` and the exception groups the SDK's task groups wrap it in."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return next((found for e in exc.exceptions if (found := _mcp_error(e)) is not None), None)
+    return None

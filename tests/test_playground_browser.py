@@ -342,3 +342,13 @@ def test_a_user_group_shows_its_handle_and_reassign_sends_the_person_picked(
         "type": "users_select",
         "selected_user": "U0CAROL",
     }
+
+
+def test_a_channels_header_shows_its_id_as_slacks_channel_details_do(setup: tuple[Any, Workspace, StubBot]) -> None:
+    from playwright.sync_api import expect
+
+    page, _, _ = setup
+    page.get_by_test_id("channel-general").click()
+    expect(page.get_by_test_id("channel-id")).to_have_text("Channel ID: C0GENERAL")
+    page.get_by_test_id("channel-ops").click()
+    expect(page.get_by_test_id("channel-id")).to_have_text("Channel ID: C0OPS")

@@ -81,20 +81,27 @@ class ReadableFormatter(logging.Formatter):
         return line
 
 
-def configure(level: str = "INFO") -> None:
+LOG_FORMATS = ("auto", "text", "json")
+
+
+def configure(level: str = "INFO", fmt: str = "auto") -> None:
     """Send every log line to stderr, for reading when it is a terminal, else as JSON.
 
     Called once per process at its entry point. Servers and workers write to a pipe or
     a file in production, so they keep JSON lines; a command run by hand reads well.
+    `fmt` ("text" or "json", `PARLEY_LOG_FORMAT`) decides instead: `parley dev` and `parley up`
+    read their children's output through a pipe, and choose by their own terminal.
     """
+    readable = fmt == "text" or (fmt == "auto" and is_terminal(sys.stderr))
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(ReadableFormatter() if _is_terminal(sys.stderr) else JsonFormatter())
+    handler.setFormatter(ReadableFormatter() if readable else JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
 
 
-def _is_terminal(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether `stream` is a terminal a person reads (False for a pipe, a file or a closed stream)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.api import auth_failures, query
-from bot.api.errors import EXCEPTION_HANDLERS, ApiError, ProblemOnError, is_redis_trouble, problem
+from bot.api.errors import EXCEPTION_HANDLERS, ApiError, ProblemOnError, ProblemResponses, is_redis_trouble, problem
 from bot.api.openapi import openapi_document
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
@@ -83,6 +83,8 @@ class Api:
 
     async def _body(self, request: Request) -> Any:
         raw = await request.body()
+        if not raw.strip():
+            raise ApiError(400, "The body is empty", "send a JSON object, with Content-Type: application/json")
         try:
             return json.loads(raw or b"null")
         except ValueError as exc:
@@ -160,6 +162,6 @@ def create_api(service: QuestionService, closings: Closings) -> Starlette:
             Route("/questions/{id}/confirm", api.confirm, methods=["POST"]),
             Route("/openapi.json", api.openapi, methods=["GET"]),
         ],
-        middleware=[Middleware(ProblemOnError)],
+        middleware=[Middleware(ProblemResponses), Middleware(ProblemOnError)],
         exception_handlers=EXCEPTION_HANDLERS,
     )

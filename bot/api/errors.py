@@ -7,11 +7,16 @@ server's last-resort handler does.
 
 from __future__ import annotations
 
+import http
+import json
 from typing import Any
 
 import redis
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workers.exceptions import ParleyError
@@ -82,7 +87,36 @@ def _internal(request: Request, exc: BaseException) -> Response:
     return problem(500, "Internal server error", "Parley failed to handle this request; it was logged")
 
 
-EXCEPTION_HANDLERS = {ApiError: on_api_error, QuestionError: on_question_error, redis.RedisError: on_redis_error}
+async def on_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such path, a method the path does not take) as problem+json."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path
+    if exc.status_code == 404:
+        detail = f"nothing at {path}; the API's paths are listed at /api/v1/openapi.json"
+        return problem(404, f"No such path: {path}", detail)
+    if exc.status_code == 405:
+        allowed = _allowed(request) or (exc.headers or {}).get("Allow", "")
+        detail = f"{path} takes {allowed}" if allowed else f"{path} does not take {request.method}"
+        return problem(405, f"{request.method} is not allowed here", detail, {"Allow": allowed} if allowed else None)
+    title = http.HTTPStatus(exc.status_code).phrase if exc.status_code in http.HTTPStatus._value2member_map_ else ""
+    return problem(exc.status_code, title or "Error", str(exc.detail), dict(exc.headers or {}))
+
+
+def _allowed(request: Request) -> str:
+    """Every method the request's path takes, across the routes that share it (starlette names the first's only)."""
+    methods: set[str] = set()
+    for route in getattr(request.scope.get("app"), "routes", []):
+        if isinstance(route, Route) and route.matches(request.scope)[0] is Match.PARTIAL:
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
+
+
+EXCEPTION_HANDLERS = {
+    ApiError: on_api_error,
+    QuestionError: on_question_error,
+    redis.RedisError: on_redis_error,
+    HTTPException: on_http_exception,
+}
 """The handlers `create_api` installs, by the exception they answer."""
 
 
@@ -115,3 +149,66 @@ class ProblemOnError:
             request = Request(scope)
             response = unavailable() if is_redis_trouble(exc) else _internal(request, exc)
             await response(scope, receive, send)
+
+
+class ProblemResponses:
+    """ASGI middleware: an error answer that is not problem+json yet (the mcp SDK's 401, 406 or 421, say)
+    is sent as problem+json, titled by its status, with what it said as `detail` and, when it was a JSON
+    object (a JSON-RPC error, say), its members kept beside the problem's."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        body = b""
+
+        async def rewriting(message: Message) -> None:
+            nonlocal held, body
+            if message["type"] == "http.response.start":
+                headers = Headers(raw=message.get("headers", []))
+                if message["status"] >= 400 and not headers.get("content-type", "").startswith(PROBLEM):
+                    held = message
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                body += message.get("body", b"")
+                if not message.get("more_body", False):
+                    await _as_problem(held, body)(scope, receive, send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, rewriting)
+
+
+def _as_problem(start: Message, body: bytes) -> Response:
+    status = int(start["status"])
+    headers = Headers(raw=start.get("headers", []))
+    kept = {k: v for k, v in headers.items() if k.lower() in ("allow", "www-authenticate", "retry-after")}
+    text = body.decode("utf-8", "replace").strip()
+    extra: dict[str, Any] = {}
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        extra = {k: v for k, v in doc.items() if k not in ("title", "status", "detail", "type")}
+        error = doc.get("error")
+        text = str(doc.get("error_description") or (error.get("message") if isinstance(error, dict) else error) or "")
+    phrase = http.HTTPStatus(status).phrase if status in http.HTTPStatus._value2member_map_ else "Error"
+    return problem(status, phrase, text or phrase, kept, **extra)
+
+
+class NoSuchPath:
+    """ASGI app: 404 problem+json for a path under `/api/v1` or `/mcp` that nothing serves (a class, as
+    starlette would call a function endpoint with a request)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = Request(scope).url.path
+        detail = f"nothing at {path}; the API's paths are listed at /api/v1/openapi.json, MCP answers at /mcp"
+        await problem(404, f"No such path: {path}", detail)(scope, receive, send)
+
+
+no_such_path = NoSuchPath()

@@ -19,9 +19,12 @@ def whole_number(params: Mapping[str, str], name: str, *, default: int, most: in
     raw = params.get(name)
     if raw is None:
         return default
-    if WHOLE.fullmatch(raw) is None or (most is not None and int(raw) > most):
+    whole = WHOLE.fullmatch(raw) is not None
+    if not whole or (most is not None and int(raw) > most):
         unit = f" of {UNITS[name]}" if name in UNITS else ""
         span = f"from 0 to {most}" if most is not None else "from 0"
         detail = f"{name} must be a whole number{unit} {span}"
-        raise QuestionInvalid(detail, [{"loc": ["query", name], "msg": detail, "type": "value_error"}])
+        title = f"{name} is at most {most} {UNITS.get(name, '')}".rstrip() if whole else f"{name} is not a whole number"
+        errors = [{"loc": ["query", name], "msg": detail, "type": "value_error"}]
+        raise QuestionInvalid(detail, errors, title=title)
     return int(raw)

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.api import auth_failures
 from bot.api.app import problem
+from bot.api.errors import ProblemResponses
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
@@ -126,4 +127,4 @@ def mcp_route(
     guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))
     app = AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))
-    return Route(PATH, endpoint=app), manager
+    return Route(PATH, endpoint=ProblemResponses(app)), manager

@@ -57,7 +57,7 @@ def _ask_human_schema() -> dict[str, Any]:
             "channel": {
                 "type": "string",
                 "pattern": CHANNEL_PATTERN,
-                "description": "The Slack channel id to ask in (C…); give this or user.",
+                "description": "The Slack channel to ask in: its id (C…) or #name; give this or user.",
             },
             "user": {
                 "type": "string",

@@ -4,6 +4,7 @@
     /               the page (static/index.html, app.js, blocks.js, mrkdwn.js, app.css)
     /ui/...         what the page calls: its live state, and one route per kind of action
     /hooks/<token>  ``response_url``s handed out with slash commands and message actions
+    /api/v1, /mcp   with ``forward_to``: the bot's HTTP API and MCP, forwarded (``forward.py``)
 
 Every action on the page reaches the bot as the signed request Slack would send
 (``bot.playground.slack_sender``); what comes back (a slash command's ephemeral reply,
@@ -33,6 +34,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from bot.playground.blockstate import with_ids
+from bot.playground.forward import ForwardToBot
 from bot.playground.slack_sender import Delivery, SlackSender
 from bot.playground.webapi import create_webapi
 from bot.playground.workspace import Workspace
@@ -150,9 +152,16 @@ class Playground:
 
 
 def create_playground_app(
-    ws: Workspace, *, bot_url: str, signing_secret: str, commands: tuple[str, ...] = ("/parley",)
+    ws: Workspace,
+    *,
+    bot_url: str,
+    signing_secret: str,
+    commands: tuple[str, ...] = ("/parley",),
+    forward_to: str | None = None,
 ) -> Starlette:
-    """The full playground for the bot at ``bot_url`` (its ``/slack/events`` Request URL)."""
+    """The full playground for the bot at ``bot_url`` (its ``/slack/events`` Request URL).
+
+    ``forward_to``: the bot's base URL, to which ``/api/v1`` and ``/mcp`` are forwarded (``parley dev``)."""
     from bot.playground.ui import ui_routes
 
     if ws.permalink_base is None:
@@ -163,7 +172,10 @@ def create_playground_app(
         *ui_routes(),
         Mount("/static", app=StaticFiles(directory=STATIC)),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)])
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)]
+    if forward_to is not None:
+        middleware.append(Middleware(ForwardToBot, base_url=forward_to))
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.playground = playground
     return app
 

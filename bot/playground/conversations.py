@@ -7,6 +7,9 @@
 a DM or a group DM answers `method_not_supported_for_channel_type`, a channel the bot is
 already in succeeds with the warning `already_in_channel`.
 
+`conversations.list` lists the channels the bot can see, a page at a time (`limit`, `cursor`):
+every public channel, and the private ones it is a member of, as Slack does for a bot token.
+
 `conversations.replies` returns a thread's parent and replies, oldest first, a page at a time
 (`limit`, `cursor`). Messages carry their `metadata` only when asked with
 `include_all_metadata`, as Slack does.
@@ -22,6 +25,8 @@ from starlette.requests import Request
 from bot.playground.slack_error import SlackError
 from bot.playground.workspace import Workspace
 
+LIST_LIMIT = 1000
+"""The most channels one `conversations.list` page holds (Slack's limit)."""
 REPLIES_LIMIT = 1000
 """The most messages one `conversations.replies` page holds (and its default)."""
 
@@ -74,6 +79,28 @@ def open_dm(ws: Workspace, args: dict[str, Any], token: str, request: Request) -
     channel = ws.resolve_channel(users[0])
     assert channel is not None
     return {"channel": {"id": channel}, "no_op": False, "already_open": False}
+
+
+def list_channels(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+    """One page of the channels the bot can see (`types` as Slack takes it; DMs are not listed here)."""
+    types = set(str(args.get("types") or "public_channel").split(","))
+    seen = [
+        c
+        for c in ws.channels()
+        if ("private_channel" in types and c.is_private and c.bot_is_member)
+        or ("public_channel" in types and not c.is_private)
+    ]
+    try:
+        limit = max(1, min(int(args.get("limit") or 100), LIST_LIMIT))
+        start = int(args.get("cursor") or 0)
+    except ValueError:
+        raise SlackError("invalid_cursor") from None
+    page = seen[start : start + limit]
+    more = start + limit < len(seen)
+    return {
+        "channels": [_channel_object(ws, c.id) for c in page],
+        "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+    }
 
 
 def usergroup_users(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:

@@ -171,6 +171,7 @@ class _Api:
             "views.publish": self.views_publish,
             "users.info": self.users_info,
             "conversations.join": functools.partial(conversations.join, ws),
+            "conversations.list": functools.partial(conversations.list_channels, ws),
             "conversations.replies": functools.partial(conversations.replies, ws),
             "conversations.open": functools.partial(conversations.open_dm, ws),
             "usergroups.users.list": functools.partial(conversations.usergroup_users, ws),

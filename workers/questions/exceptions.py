@@ -34,8 +34,10 @@ class QuestionInvalid(QuestionError):
     status = 422
     title = "Invalid question"
 
-    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None, *, title: str | None = None) -> None:
         super().__init__(detail, errors=errors or [{"loc": [], "msg": detail, "type": "value_error"}])
+        if title is not None:  # what was wrong, when it was not the question itself (a query parameter, say)
+            self.title = title
 
 
 class QuestionConflict(QuestionError):

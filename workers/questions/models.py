@@ -19,7 +19,8 @@ from workers.interaction.context import DEPTH_MAX, canonical, too_deep
 
 METADATA_MAX = 4096  # bytes of compact JSON
 MAX_ASSIGNEES = 50  # ids in `assignees` (and in `escalate_to`): each person is sent a DM
-CHANNEL_PATTERN = r"^[CGD][A-Z0-9]{2,20}$"
+CHANNEL_PATTERN = r"^(?:[CGD][A-Z0-9]{2,20}|#[a-z0-9][a-z0-9._-]{0,79})$"
+"""A channel id, or `#name` (Slack's channel names: lower case, digits, `-`, `_` and `.`, at most 80)."""
 USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
 
@@ -49,7 +50,7 @@ class QuestionCreate(_Body):
     """`POST /api/v1/questions`: the request as `workers.interaction.Request` serialises, and where to ask it."""
 
     request: Request
-    channel: Annotated[str | None, Field(pattern=CHANNEL_PATTERN, description="a channel id (C…, G…)")] = None
+    channel: Annotated[str | None, Field(pattern=CHANNEL_PATTERN, description="a channel id (C…, G…), or #name")] = None
     user: Annotated[str | None, Field(pattern=USER_PATTERN, description="a user id: the question goes to a DM")] = None
     thread_ts: Annotated[str | None, Field(pattern=TS_PATTERN, description="post in this thread")] = None
     callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None

@@ -22,6 +22,7 @@ import anyio.to_thread
 from workers.exceptions import AdminError, RunNotFound, SecretUnreadable
 from workers.interaction.context import canonical, changes, digest
 from workers.logs import Log
+from workers.questions.channels import NO_SUCH_CHANNEL, ChannelNames, where_to_post
 from workers.questions.config import QuestionConfig
 from workers.questions.exceptions import (
     QuestionConflict,
@@ -95,11 +96,19 @@ class Caller:
 
 
 class QuestionService:
-    def __init__(self, runtime: Runtime, config: QuestionConfig | None = None, *, team: str = "") -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        config: QuestionConfig | None = None,
+        *,
+        team: str = "",
+        channels: ChannelNames | None = None,
+    ) -> None:
         self.runtime = runtime
         self.store = QuestionStore(runtime.redis)
         self.config = config or QuestionConfig()
         self.team = team  # the Slack workspace questions are asked in, when known
+        self.channels = channels  # `#name` to an id, and the channels a refusal lists; None: ids only
         self._limiter: anyio.CapacityLimiter | None = None
 
     # ---- create ----------------------------------------------------------------
@@ -113,6 +122,7 @@ class QuestionService:
                 check_destination(body.callback_url, self.config.webhook_allow)
             except DestinationRefused as exc:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
+        body = self._channel_by_id(caller, body)
         self._charge_notices(caller, body)
         qid = new_id("r")
         binding: Binding | None = None
@@ -171,8 +181,22 @@ class QuestionService:
         if view.status is QuestionStatus.FAILED:
             if binding is not None:
                 self.store.release_idempotency(caller.owner, binding.key_digest, qid)
-            raise QuestionInvalid(f"the question could not be posted: {view.error}", [_error([], view.error or "")])
+            detail = f"the question could not be posted: {view.error}"
+            if any(error in (view.error or "") for error in NO_SUCH_CHANNEL):
+                detail += f"; {where_to_post(self.channels, team)}"
+            raise QuestionInvalid(detail, [_error([], view.error or "")])
         return view, True
+
+    def _channel_by_id(self, caller: Caller, body: QuestionCreate) -> QuestionCreate:
+        """`body` with a `#name` channel replaced by its id; 422 listing the channels when there is none such."""
+        if not body.channel or not body.channel.startswith("#"):
+            return body
+        team = caller.team or self.team
+        found = self.channels.find(body.channel[1:], team) if self.channels is not None else None
+        if found is None:
+            detail = f"Parley sees no channel {body.channel}; {where_to_post(self.channels, team)}"
+            raise QuestionInvalid(detail, [_error(["channel"], detail)], title=f"No channel {body.channel}")
+        return body.model_copy(update={"channel": found})
 
     def _not_posted(self, record: ApiQuestionRecord, binding: Binding | None, exc: Exception) -> None:
         """After a create whose execution failed: withdraw the question if it was not asked yet, so the

@@ -46,7 +46,10 @@ function renderList(S, ui, container, items) {
 function renderChannel(S, ui) {
   const channel = S.view.channel;
   const name = (S.data.channels.find((c) => c.id === channel) || { name: channel }).name;
-  $("main-header").replaceChildren(el("h1", null, `# ${name}`));
+  // As Slack's channel details do: the id the API and MCP take (or `#name`).
+  const id = testid(el("span", "channel-id muted", `Channel ID: ${channel}`), "channel-id");
+  id.title = `Ask here over the API with "channel": "${channel}" (or "#${name}")`;
+  $("main-header").replaceChildren(el("h1", null, `# ${name}`), id);
   const roots = (S.data.messages[channel] || []).filter((m) => !m.thread_ts || m.thread_ts === m.ts)
     .map((msg) => ({ msg, channel }));
   const ephs = visibleEphemerals(S, channel, null).map((msg) => ({ msg, channel, ephemeral: true }));
