@@ -53,7 +53,13 @@ def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord
                 raise AnswerError(exc.detail.get("errors", {})) from None
             raise CannotRun(f"run {interrupt.run_id}: {exc}") from None
 
-    host.collect(interrupt.request, check, context=interrupt.context, changes=interrupt.context_changes)
+    host.collect(
+        interrupt.request,
+        check,
+        context=interrupt.context,
+        changes=interrupt.context_changes,
+        draft=(interrupt.id, interrupt.expires_at),
+    )
 
 
 def resume_in_terminal(settings: Settings, run_id: str) -> int:
