@@ -158,6 +158,8 @@ def terminal_runtime(settings: Settings, host: TerminalHost) -> Runtime:
 def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
     """Run `agent_name` on `text` in this terminal; 0 on success, 1 on failure, 130 when stopped."""
     spec = load_agents(settings.parley_agents).startable(agent_name)  # UnknownAgent lists them; before Redis
+    if spec.usage and not text.strip():
+        raise CannotRun(f"{spec.name} needs its text: parley run {spec.name} {spec.usage}")
     require_terminal()
     host = TerminalHost()
     runtime = terminal_runtime(settings, host)

@@ -144,6 +144,11 @@ def test_parley_run_takes_the_rest_of_the_line_as_the_text(parley: Parley) -> No
     assert refusal == "parley: parley run asks its questions in a terminal, and standard input is not one"
 
 
+def test_parley_run_without_the_text_an_agent_needs_says_what_it_needs(parley: Parley) -> None:
+    refusal = one_line_refusal(*parley("run", "ticket"))
+    assert refusal == "parley: ticket needs its text: parley run ticket <what is wrong>"
+
+
 def test_tokens_create_prints_only_what_eval_can_use_and_json_on_request(parley: Parley) -> None:
     code, out, err = parley("tokens", "create", "ci-bot")
     assert code == 0

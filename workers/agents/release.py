@@ -69,7 +69,11 @@ def publish(data_dir: Path, service: str, version: str, entry: dict[str, Any]) -
     return entry
 
 
-@agent("release", description="Each reviewer signs off, then it publishes: `/parley release api v2.0.1 U0ALICE U0BOB`")
+@agent(
+    "release",
+    description="Each reviewer signs off, then it publishes: `/parley release api v2.0.1 U0ALICE U0BOB`",
+    usage="<service> <version> [reviewer ...]",
+)
 def release(run: AgentRun, text: str) -> str:
     try:
         service, version, reviewers = release_plan(text)
