@@ -12,6 +12,7 @@ Progress and outcomes are printed to the terminal.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -54,6 +55,9 @@ class DraftKeeper(Protocol):
     def read(self, interrupt_id: str) -> dict[str, AnswerValue]: ...
 
     def drop(self, interrupt_id: str) -> None: ...
+
+
+_MENTION = re.compile(r"<@([UW][A-Z0-9]{2,20})>")
 
 
 def _print(fragments: StyleAndTextTuples) -> None:
@@ -155,8 +159,10 @@ class TerminalHost:
         _print([("class:hint", "» "), ("", text)])
 
     def finished(self, run: RunInfo, result: str) -> None:
+        """The result, its Slack-style mentions (`<@U0ALICE>`) shown as a terminal shows a name (`@U0ALICE`)."""
         self.reported.add(run.id)
-        _print([("", "\n"), ("class:done", "✔ "), ("", f"Done: {result}")])
+        shown = _MENTION.sub(r"@\1", result)
+        _print([("", "\n"), ("class:done", "✔ "), ("", f"Done: {shown}")])
 
     def failed(self, run: RunInfo, reason: str) -> None:
         self.reported.add(run.id)
