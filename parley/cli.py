@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run an agent in this terminal, answering its questions here")
     run.add_argument("agent", nargs="?", help="the agent to start")
-    run.add_argument("text", nargs="?", default="", help="what the agent is to do")
+    run.add_argument("text", nargs="*", help="what the agent is to do: the rest of the line, quoted or not")
     run.add_argument(
         "--resume",
         metavar="RUN_ID",
@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             from parley.terminal import run_in_terminal
 
-            return run_in_terminal(settings, args.agent, args.text)
+            return run_in_terminal(settings, args.agent, " ".join(args.text))
         if args.command == "worker":
             from parley.worker import run_worker
 

@@ -16,7 +16,6 @@ from parley.terminal import CannotRun, drive, drop_job, require_terminal, stoppe
 from workers.interaction import Answer, AnswerError
 from workers.runtime.acceptance import AcceptRefused, accept
 from workers.runtime.wiring import Runtime
-from workers.store import job_ids
 from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
 
 
@@ -47,15 +46,20 @@ def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord
     """Ask the open question again until an answer is accepted; quitting raises KeyboardInterrupt or EOFError."""
 
     def check(answers: list[Answer]) -> list[Answer]:
-        try:
-            return accept(runtime, interrupt, user, answers).answers
+        try:  # no worker job: this process executes the run next, so no worker can take it first
+            return accept(runtime, interrupt, user, answers, resume_here=True).answers
         except AcceptRefused as exc:
             if exc.reason is RefusalReason.INVALID:
                 raise AnswerError(dict(exc.refusal.errors)) from None
             raise CannotRun(f"run {interrupt.run_id}: {exc}") from None
 
-    host.collect(interrupt.request, check, context=interrupt.context, changes=interrupt.context_changes)
-    drop_job(runtime, job_ids.resume(interrupt.run_id, interrupt.id))  # this process runs the resume itself
+    host.collect(
+        interrupt.request,
+        check,
+        context=interrupt.context,
+        changes=interrupt.context_changes,
+        draft=(interrupt.id, interrupt.expires_at),
+    )
 
 
 def resume_in_terminal(settings: Settings, run_id: str) -> int:
@@ -66,6 +70,14 @@ def resume_in_terminal(settings: Settings, run_id: str) -> int:
     run = resumable(runtime, run_id, user)
     interrupt = _open_question(runtime, run, user) if run.status is RunStatus.PAUSED else None
     require_terminal()
+    return carry_on(runtime, host, run, interrupt, user)
+
+
+def carry_on(runtime: Runtime, host: TerminalHost, run: RunRecord, interrupt: InterruptRecord | None, user: str) -> int:
+    """Answer the open question here (if any), then execute the run here to its end or its next stop.
+
+    The run stays this process's until then: the answer enqueues no worker job (`resume_here`).
+    """
     host.notice(f"Run {run.id}: {run.agent} {run.text}".rstrip() + " (resumed)")
     if interrupt is None:
         if run.job:
@@ -74,5 +86,5 @@ def resume_in_terminal(settings: Settings, run_id: str) -> int:
         try:
             answer_here(runtime, host, interrupt, user)
         except (KeyboardInterrupt, EOFError):
-            return stopped(runtime, host, run_id)
-    return drive(runtime, host, run_id)
+            return stopped(runtime, host, run.id)
+    return drive(runtime, host, run.id)

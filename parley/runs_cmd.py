@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+import textwrap
 from typing import Any
 
 from parley.bootstrap import build_runtime, connect_redis
@@ -41,16 +43,24 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _value(value: Any) -> str:
+    """One value of a history entry as a person reads it: text as is, anything else as compact JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _detail(detail: dict[str, Any]) -> str:
-    """A history entry's detail on one line, the answers first (`id=value`; a secret reads `••••`)."""
+    """A history entry's detail on one line, the answers first (`id=value`; a secret reads `••••`), then `key=value`."""
+    parts: list[str] = []
     answers = detail.get("answers")
-    if not isinstance(answers, list):
-        return str(detail)
-    given = [
-        f"{a.get('id')}={next((v for k, v in a.items() if k != 'id'), None)}" for a in answers if isinstance(a, dict)
-    ]
-    rest = {k: v for k, v in detail.items() if k != "answers"}
-    return f"answers {', '.join(given) or '(none)'}; {rest}"
+    if isinstance(answers, list):
+        given = [
+            f"{a.get('id')}={_value(next((v for k, v in a.items() if k != 'id'), None))}"
+            for a in answers
+            if isinstance(a, dict)
+        ]
+        parts.append(f"answers {', '.join(given) or '(none)'};")
+    parts += [f"{k}={_value(v)}" for k, v in detail.items() if k != "answers"]
+    return " ".join(parts)
 
 
 def _span(seconds: float) -> str:
@@ -80,7 +90,9 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
             status = RunStatus(args.status) if args.status else None
         except ValueError:
             raise AdminError(f"--status must be one of: {', '.join(s.value for s in RunStatus)}") from None
-        page = admin.list_runs(runtime, status, page=max(args.page, 1) - 1, per_page=PER_PAGE)
+        if args.page < 1:
+            raise AdminError(f"--page {args.page}: pages are numbered from 1")
+        page = admin.list_runs(runtime, status, page=args.page - 1, per_page=PER_PAGE)
         rows = [[r.id, r.agent, r.status.value, r.started_by, _when(r.updated_at), _short(r.text)] for r in page.runs]
         print(_table(rows, ["RUN", "AGENT", "STATUS", "STARTED BY", "UPDATED", "TEXT"]) if rows else "no runs")
         counts = runtime.store.counts()
@@ -101,7 +113,7 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
         if detail.interrupt and run.status is RunStatus.PAUSED:
             q = detail.interrupt
             print(f"\nwaiting on {', '.join(q.assignees)} since {_when(q.asked_at)} (question {q.id})")
-            print(f"  {q.request.reason}")
+            print(textwrap.indent(q.request.reason, "  "))
             for item in q.request.items:
                 print(f"  - {item.id} ({item.type.value}{'' if item.required else ', optional'}): {item.text}")
             if q.expires_at:

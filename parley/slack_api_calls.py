@@ -4,12 +4,15 @@
 bot), an app-level token with `apps.connections.open` (what Socket Mode will call), and can
 create the app with `apps.manifest.create` given an app configuration token. `parley up`
 checks the bot token the same way before it starts anything. Every call goes to
-`SLACK_API_URL`.
+`SLACK_API_URL`. A token Slack refused (`TokenRefused`) is told apart from a Slack that could
+not be reached at all (`SlackUnreachable`), and each is one line: slack_sdk's own log lines
+about the same failure are silenced.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +26,7 @@ from workers.logs import redacted
 
 TIMEOUT = 15
 ERRORS = {
-    "invalid_auth": "Slack does not know this token",
+    "invalid_auth": "it does not know this token",
     "not_authed": "no token reached Slack",
     "token_revoked": "this token has been revoked",
     "token_expired": "this token has expired",
@@ -33,8 +36,36 @@ ERRORS = {
 }
 
 
+_SDK_LOG = logging.getLogger("parley.slack_api_calls.sdk")
+_SDK_LOG.disabled = True
+"""The logger handed to slack_sdk: a failed call is reported once, by the error raised here."""
+
+
 class TokenRefused(ParleyError):
-    """Slack (or the token's own shape) refused a token; the message says why in one line."""
+    """Slack (or the token's own shape) refused a token; the message says why in one line.
+
+    `code` is Slack's error (`invalid_auth`), empty when the token was refused before any call.
+    """
+
+    def __init__(self, why: str, code: str = "") -> None:
+        self.why, self.code = why, code
+        super().__init__(self.about("token"))
+
+    def about(self, token: str) -> str:
+        """The refusal, naming the token as `token` ("the bot token xoxb-…0001")."""
+        return (
+            f"Slack refused the {token} ({self.code}): {self.why}"
+            if self.code
+            else f"the {token} was refused: {self.why}"
+        )
+
+
+class ManifestRefused(ParleyError):
+    """Slack refused the app's manifest (`invalid_manifest`); the message names the first problem."""
+
+
+class SlackUnreachable(ParleyError):
+    """No answer from Slack at all (connection refused, DNS, TLS, timeout): not a verdict on the token."""
 
 
 @dataclass(frozen=True)
@@ -55,13 +86,15 @@ class CreatedApp:
     install_url: str
 
 
-def _explain(exc: SlackApiError) -> str:
+def _refusal(exc: SlackApiError) -> TokenRefused | ManifestRefused:
     error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
     if error == "invalid_manifest":
         problems = exc.response.get("errors") or [{}]
         first = problems[0] if isinstance(problems[0], dict) else {}
-        return f"Slack refused the manifest: {first.get('pointer', '')} {first.get('message', '')}".rstrip()
-    return f"{ERRORS[error]} ({error})" if error in ERRORS else f"Slack answered {error}"
+        return ManifestRefused(
+            f"Slack refused the manifest: {first.get('pointer', '')} {first.get('message', '')}".rstrip()
+        )
+    return TokenRefused(ERRORS.get(error, "Slack gave no other reason"), code=error)
 
 
 class SlackApiCalls:
@@ -71,13 +104,13 @@ class SlackApiCalls:
         self.api_url = api_url
 
     def _call(self, call: Callable[[WebClient], SlackResponse], token: str) -> SlackResponse:
-        client = WebClient(token=token, base_url=self.api_url, timeout=TIMEOUT)
+        client = WebClient(token=token, base_url=self.api_url, timeout=TIMEOUT, logger=_SDK_LOG)
         try:
             return call(client)
         except SlackApiError as exc:
-            raise TokenRefused(_explain(exc)) from None
+            raise _refusal(exc) from None
         except OSError as exc:
-            raise TokenRefused(f"cannot reach Slack at {redacted(self.api_url)} ({redacted(str(exc))})") from None
+            raise SlackUnreachable(f"cannot reach Slack at {redacted(self.api_url)} ({_reason(exc)})") from None
 
     def bot_identity(self, token: str) -> BotIdentity:
         """Check a bot token with `auth.test`; the workspace and bot it names."""
@@ -99,3 +132,9 @@ class SlackApiCalls:
         made = self._call(lambda c: c.apps_manifest_create(manifest=json.dumps(manifest)), config_token)
         credentials = {k: str(v) for k, v in (made.get("credentials") or {}).items()}
         return CreatedApp(app_id=made["app_id"], credentials=credentials, install_url=made["oauth_authorize_url"])
+
+
+def _reason(exc: OSError) -> str:
+    """Why a connection failed, in a few words: urllib wraps the socket's error in a `reason`."""
+    reason = getattr(exc, "reason", None) or exc
+    return redacted(getattr(reason, "strerror", None) or str(reason))

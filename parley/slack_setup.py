@@ -8,8 +8,10 @@ an app configuration token (`--config-token`) it creates the app itself through
 `apps.manifest.create`, keeps the app's signing secret and client credentials, and gives
 the install link instead. Scripts pass the tokens in the environment or on standard input
 (`--bot-token - --app-token -`: one line each, in that order); a token given as a flag's value is
-taken with a warning, since `ps` and the shell's history show it. Without a terminal and
-without the tokens it refuses in one line.
+taken with a warning, since `ps` and the shell's history show it, and is never asked for
+again: one Slack refuses ends the command, with the reason. Without a terminal and
+without the tokens it refuses in one line, and a Slack it cannot reach stops it in one line
+("cannot reach Slack at …"), which is not a refusal of the token.
 
 Everything is saved to `.env` (mode 0600), which every `parley` command reads. A value
 already there is replaced only when the person says so; without a terminal, a different
@@ -184,7 +186,10 @@ class Setup:
             if not (self.interactive and self.yes(question, default=False)):
                 raise SetupRefused(f"{self.env.path} already has {already} of an app; no new app was created")
         self.say("Step 1 of 3: create the Slack app, through Slack's API.")
-        made = self.api.create_app(config_token, socket_mode_manifest())
+        try:
+            made = self.api.create_app(config_token, socket_mode_manifest())
+        except TokenRefused as exc:
+            raise SetupRefused(exc.about(f"{CONFIG_FLAG.label} {mask(config_token)}")) from None
         self.app_id = made.app_id
         self.env.update({key: made.credentials[field] for key, field in CREDENTIALS.items()})
         self.say(f"  ✓ Created app {made.app_id}; its signing secret and client credentials are in {self.env.path}.")
@@ -215,9 +220,9 @@ class Setup:
             try:
                 shown = check(candidate)
             except TokenRefused as exc:
-                if not self.interactive:
-                    raise TokenRefused(f"the {step.label} {mask(candidate)} was refused: {exc}") from None
-                self.say(f"  ✗ The {step.label} {mask(candidate)} was refused: {exc}.")
+                if from_flag or not self.interactive:  # given on purpose: not asked for again
+                    raise SetupRefused(exc.about(f"{step.label} {mask(candidate)}")) from None
+                self.say(f"  ✗ {exc.about(f'{step.label} {mask(candidate)}')}.")
                 continue
             if from_flag or not self.interactive:
                 self.say(f"  ✓ {step.label}: {shown}")
@@ -233,7 +238,7 @@ class Setup:
                 self.say(f"  ✓ {check(token)}")
                 return token
             except TokenRefused as exc:
-                self.say(f"  ✗ {exc}. Paste it again (Ctrl-C stops).")
+                self.say(f"  ✗ {exc.about(step.label) if exc.code else exc.why}. Paste it again (Ctrl-C stops).")
 
     def save(self, values: dict[str, str]) -> None:
         """Write `values` to .env, replacing a different value there only if the person says so."""

@@ -8,7 +8,8 @@ retried here after the usual delay.
 Stopping (Ctrl-C) leaves the run where anyone can carry it on, and says which:
 
 - at a question, the run is paused on it, the question open: `parley run --resume RUN_ID`
-  asks it again here, and an answer given elsewhere resumes it on any worker;
+  asks it again here (the items answered before stopping pre-filled), and an answer given
+  elsewhere resumes it on any worker;
 - anywhere else (inside a step), the run is handed back, queued with a job, for a
   `parley worker` or `parley run --resume`; the step it was in runs again, recorded
   steps do not.
@@ -34,6 +35,7 @@ from workers.runtime.host import InteractorRouter
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
+from workers.store.drafts import Drafts
 from workers.store.records import RunRecord, RunStatus
 from workers.store.runs import history_entry
 
@@ -147,12 +149,17 @@ def drive(runtime: Runtime, host: TerminalHost, run_id: str) -> int:
 
 
 def terminal_runtime(settings: Settings, host: TerminalHost) -> Runtime:
-    return build_runtime(settings, connect_redis(settings), InteractorRouter({"terminal": host}))
+    """The runtime of a `parley run` process; its host keeps drafts of half-answered questions in Redis."""
+    client = connect_redis(settings)
+    host.drafts = host.drafts or Drafts(client)
+    return build_runtime(settings, client, InteractorRouter({"terminal": host}))
 
 
 def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
     """Run `agent_name` on `text` in this terminal; 0 on success, 1 on failure, 130 when stopped."""
     spec = load_agents(settings.parley_agents).startable(agent_name)  # UnknownAgent lists them; before Redis
+    if spec.usage and not text.strip():
+        raise CannotRun(f"{spec.name} needs its text: parley run {spec.name} {spec.usage}")
     require_terminal()
     host = TerminalHost()
     runtime = terminal_runtime(settings, host)

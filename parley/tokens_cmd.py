@@ -1,13 +1,17 @@
 """`parley tokens create|list|revoke`: the HTTP API's bearer tokens.
 
 `create` prints the token and its webhook signing secret once; only the token's sha256 is
-stored, so a lost token is revoked and created again, never shown again.
+stored, so a lost token is revoked and created again, never shown again. Its standard output
+is only the two `NAME=value` lines, so `eval "$(parley tokens create NAME)"` sets both (the
+prose goes to standard error); `--json` prints one JSON object instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+import sys
 
 from parley.bootstrap import connect_redis
 from parley.settings import Settings
@@ -19,10 +23,15 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
     store = QuestionStore(connect_redis(settings))
     if args.tokens_command == "create":
         if settings.oauth_mode and not args.team:
-            print("parley tokens create: with many workspaces (OAuth mode), say which one: --team T…")
+            print("parley tokens create: with many workspaces (OAuth mode), say which one: --team T…", file=sys.stderr)
             return 2
         new = tokens.create(store, args.name, args.scope or ["ask"], args.rate_limit, team=args.team or "")
-        print(f"token {new.record.name} (scopes: {', '.join(new.record.scopes)}); shown once, keep both safe:")
+        if args.json:
+            shown = {"name": new.record.name, "scopes": new.record.scopes, "team": new.record.team or None}
+            print(json.dumps({**shown, "token": new.token, "webhook_secret": new.webhook_secret}))
+            return 0
+        scopes = ", ".join(new.record.scopes)
+        print(f"token {new.record.name} (scopes: {scopes}); shown once, keep both safe:", file=sys.stderr)
         print(f"PARLEY_TOKEN={new.token}")
         print(f"PARLEY_WEBHOOK_SECRET={new.webhook_secret}")
         return 0
@@ -53,6 +62,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument(
         "--team", default=None, metavar="T…", help="the workspace its questions are asked in (needed with OAuth)"
     )
+    create.add_argument("--json", action="store_true", help="print one JSON object (name, scopes, token, secret)")
     tsub.add_parser("list", help="list tokens (names and scopes; never the tokens)")
     tsub.add_parser("revoke", help="revoke a token by name").add_argument("name")
     toks.set_defaults(tokens_commands=list(tsub.choices))

@@ -48,7 +48,8 @@ def run_up(settings: Settings) -> int:
     try:
         identity = SlackApiCalls(settings.slack_api_url).bot_identity(settings.slack_bot_token or "")
     except TokenRefused as exc:
-        raise ConfigError(f"SLACK_BOT_TOKEN: {exc}; `parley slack setup` checks and saves a new one") from None
+        refused = exc.about("token in SLACK_BOT_TOKEN")
+        raise ConfigError(f"{refused}; `parley slack setup` checks and saves a new one") from None
     supervisor = Supervisor("up", _children_env(settings))
 
     def start() -> None:

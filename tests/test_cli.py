@@ -7,12 +7,16 @@ run's history.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import slack_agents  # noqa: F401  (registers s-form)
 from redis import Redis
+from runtime_helpers import make_runtime, parked
 
 from parley.cli import main
 from workers.runtime.wiring import Runtime, RuntimeSettings
@@ -131,3 +135,50 @@ def test_resume_refuses_runs_that_are_not_this_users_paused_or_queued_ones(
     for run_id, why in refusals.items():
         assert why in one_line_refusal(*parley("run", "--resume", run_id))
     assert {run_id: rt.store.get(run_id) for run_id in before} == before
+
+
+# ---- issue 38: output a shell or a person can use ---------------------------------------
+def test_parley_run_takes_the_rest_of_the_line_as_the_text(parley: Parley) -> None:
+    """Unquoted words are the text, as after `/parley ticket`; here the refusal is the terminal's, not usage."""
+    refusal = one_line_refusal(*parley("run", "ticket", "Create", "ticket", "for", "login", "issue"))
+    assert refusal == "parley: parley run asks its questions in a terminal, and standard input is not one"
+
+
+def test_parley_run_without_the_text_an_agent_needs_says_what_it_needs(parley: Parley) -> None:
+    refusal = one_line_refusal(*parley("run", "ticket"))
+    assert refusal == "parley: ticket needs its text: parley run ticket <what is wrong>"
+
+
+def test_tokens_create_prints_only_what_eval_can_use_and_json_on_request(parley: Parley) -> None:
+    code, out, err = parley("tokens", "create", "ci-bot")
+    assert code == 0
+    token, secret = out.splitlines()
+    assert re.fullmatch(r"PARLEY_TOKEN=pk_[A-Za-z0-9_-]+", token), out
+    assert re.fullmatch(r"PARLEY_WEBHOOK_SECRET=whsec_[A-Za-z0-9+/=_-]+", secret), out
+    assert "shown once" in err and "ci-bot" in err  # the prose is for the person, on standard error
+
+    code, out, err = parley("tokens", "create", "auditor", "--scope", "admin", "--json")
+    assert (code, err) == (0, "")
+    made = json.loads(out)
+    assert (made["name"], made["scopes"], made["team"]) == ("auditor", ["admin"], None)
+    assert made["token"].startswith("pk_") and made["webhook_secret"].startswith("whsec_")
+    assert out.count("\n") == 1  # one object, on one line
+
+
+def test_runs_list_refuses_page_zero(parley: Parley) -> None:
+    assert one_line_refusal(*parley("runs", "list", "--page", "0")) == "parley: --page 0: pages are numbered from 1"
+    assert "pages are numbered from 1" in one_line_refusal(*parley("runs", "list", "--page", "-2"))
+
+
+def test_runs_show_indents_the_question_and_writes_history_as_key_value(
+    parley: Parley, r: Redis, tmp_path: Path
+) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id, _ = parked(rt, "s-form", {"reason": "Deploy v1.4.2?\nThe canary is green."})
+    code, out, _ = parley("runs", "show", run_id)
+    assert code == 0
+    lines = out.splitlines()
+    first = lines.index("  Deploy v1.4.2?")
+    assert lines[first + 1] == "  The canary is green."
+    assert "{'" not in out and "'}" not in out, out  # no Python reprs
+    assert any(" started " in line and "agent=s-form text={" in line for line in lines), out

@@ -102,6 +102,18 @@ def test_slash_command_for_an_unknown_agent_starts_nothing(bot: Bot) -> None:
     assert bot.runs() == [] and bot.ws.calls("chat.postMessage") == []
 
 
+def test_slash_command_without_the_text_an_agent_needs_answers_its_usage(bot: Bot) -> None:
+    for text in ("ticket", "ticket   "):
+        resp = bot.command(text)
+        assert resp.status == 200
+        reply = json.loads(resp.body)
+        assert reply["response_type"] == "ephemeral"
+        assert reply["text"].startswith(":information_source: Usage: `/parley ticket &lt;what is wrong&gt;`\n")
+        assert "File a ticket in the local tracker" in reply["text"]
+    bot.settle()
+    assert bot.runs() == [] and bot.ws.calls("chat.postMessage") == []  # nothing started, nothing posted
+
+
 # ---- block_actions ---------------------------------------------------------------------------
 def test_submit_is_accepted_before_the_ack_and_the_resume_is_enqueued(bot: Bot) -> None:
     paused = bot.paused("s-form")

@@ -47,12 +47,22 @@ def test_ask_human_schema_extends_ask_user_and_is_valid() -> None:
     for name, prop in ASK_USER_SCHEMA["properties"].items():
         assert ASK_HUMAN_SCHEMA["properties"][name] == prop
     assert set(ASK_HUMAN_SCHEMA["properties"]) - set(ASK_USER_SCHEMA["properties"]) == {
-        "channel", "user", "assignees", "wait_seconds"
+        "channel", "user", "assignees", "title", "wait_seconds"
     }  # fmt: skip
     assert ASK_HUMAN_SCHEMA["properties"]["wait_seconds"]["maximum"] == 50
     assert ASK_HUMAN_SCHEMA["properties"]["wait_seconds"]["default"] == 45
     assert "channel" not in ASK_USER_SCHEMA["properties"]  # the port's schema was copied, not changed
     jsonschema.validate(args(channel="C0GENERAL", assignees=["U0BOB"], wait_seconds=10), ASK_HUMAN_SCHEMA)
+
+
+def test_the_title_is_the_one_given_or_names_the_origin() -> None:
+    given, _ = parse_ask_human(args(channel="C0GENERAL", title="Ship the hotfix?"), "claude-desktop")
+    assert given.request.reason == "Ship the hotfix?"
+    default, _ = parse_ask_human(args(channel="C0GENERAL"), "claude-desktop")
+    assert default.request.reason == "claude-desktop needs your input"
+    for bad in ("", "  ", 3):
+        assert f"title must be a non-empty string, not {bad!r}" in problems(args(channel="C0GENERAL", title=bad))
+    assert "reason" in problems(args(channel="C0GENERAL", title="x" * 5000))
 
 
 def test_arguments_become_the_question_ask_user_describes() -> None:

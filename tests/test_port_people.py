@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.slack.mrkdwn import assignee_ref
+from bot.slack.mrkdwn import assignee_ref, clip, with_mentions
 from workers.interaction import Item, Request
 
 pytestmark = pytest.mark.unit
@@ -48,3 +48,10 @@ def test_user_groups_are_assignees_and_duplicates_collapse() -> None:
 )
 def test_a_group_is_shown_by_its_handle_and_nothing_else_becomes_markup(assignee: str, shown: str) -> None:
     assert assignee_ref(assignee) == shown
+
+
+def test_agent_text_mentions_only_people_the_run_involves() -> None:
+    text = clip("Released api, signed off by <@U0ALICE>, <@U0CAROL>; cc <@U0MALLORY> <!channel> <@U0ALICE|x>", 500)
+    assert with_mentions(text, {"U0ALICE", "U0CAROL"}) == (
+        "Released api, signed off by <@U0ALICE>, <@U0CAROL>; cc &lt;@U0MALLORY&gt; &lt;!channel&gt; &lt;@U0ALICE|x&gt;"
+    )

@@ -251,11 +251,11 @@ def test_the_release_agent_publishes_on_two_signoffs_unless_one_blocks(
     record = rt.store.get(run_id)
     release_file = tmp_path / "releases" / "api"
     if published:
-        assert record.result == "Released api v2.0.1, signed off by U0AAA, U0CCC."
+        assert record.result == "Released api v2.0.1, signed off by <@U0AAA>, <@U0CCC>."
         assert release_file.read_text() == "v2.0.1\n"
         assert json.loads((tmp_path / "releases.jsonl").read_text())["signed_off_by"] == ["U0AAA", "U0CCC"]
     else:
-        assert record.result == "Release of api v2.0.1 blocked by U0AAA."
+        assert record.result == "Release of api v2.0.1 blocked by <@U0AAA>."
         assert not release_file.exists()
     assert rt.store.interrupt(members["U0BBB"].id).state is InterruptState.NOT_NEEDED
 

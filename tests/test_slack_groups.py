@@ -148,6 +148,16 @@ def test_ask_each_shows_progress_and_nobody_answers_twice_or_for_another(stack: 
     assert final(stack, run) == ":white_check_mark: Done: U0ALICE: Reject; U0CAROL: Approve"
 
 
+def test_the_release_agent_mentions_the_reviewers_who_signed_off(stack: SlackStack) -> None:
+    run = stack.start_run("release", f"api v2.0.{secrets.randbelow(1000)} {ALICE} {CAROL} <@U0MALLORY>")
+    (question,) = questions(stack, run, 1)
+    for user in (ALICE, CAROL):
+        resp, _ = stack.submit(run, question, {"Your sign-off": "Ship it"}, user=user)
+        assert resp.status_code == 200 and resp.text == ""
+    done = final(stack, run)
+    assert done.endswith(f", signed off by <@{ALICE}>, <@{CAROL}>."), done
+
+
 def test_the_home_tab_lists_each_question_per_person(stack: SlackStack) -> None:
     run = start(stack, "s-all", {"a": ALICE, "b": CAROL})
     questions(stack, run, 2)

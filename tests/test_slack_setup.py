@@ -22,6 +22,7 @@ import pytest
 from dotenv import dotenv_values
 from loopback_slack import LoopbackSlack
 from manifest_schema import schema_errors
+from slack_stack import free_port
 from terminal_support import parley_command
 
 from parley.slack_manifest import socket_mode_manifest
@@ -69,11 +70,11 @@ def setup(
     )  # fmt: skip
 
 
-def in_pty(slack: LoopbackSlack, home: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
+def in_pty(slack: LoopbackSlack, home: Path, *args: str, **extra: str) -> tuple[pexpect.spawn, io.StringIO]:
     """`parley slack setup ARGS` in a pty, and the transcript of everything it shows."""
     command = parley_command()
     term = pexpect.spawn(
-        command[0], [*command[1:], "slack", "setup", *args], cwd=str(home), env=env_for(slack, home),
+        command[0], [*command[1:], "slack", "setup", *args], cwd=str(home), env=env_for(slack, home, **extra),
         encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 200),
     )  # fmt: skip
     term.logfile_read = transcript = io.StringIO()
@@ -166,7 +167,7 @@ def test_a_wrong_token_from_a_script_is_refused_and_nothing_is_written(slack: Lo
     done = setup(slack, home, "--bot-token", "-", "--app-token", "-", stdin=f"{BOT}\n{WRONG_APP}\n")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "parley: the app-level token xapp-…ken6 was refused: Slack does not know this token (invalid_auth)"
+        "parley: Slack refused the app-level token xapp-…ken6 (invalid_auth): it does not know this token"
     ]
     assert not (home / ".env").exists()
 
@@ -203,11 +204,35 @@ def test_a_config_token_creates_the_app_and_env_holds_its_secrets(slack: Loopbac
 def test_a_wrong_config_token_creates_nothing(slack: LoopbackSlack, home: Path) -> None:
     done = setup(slack, home, "--config-token", "xoxe.xoxp-1-unknown")
     assert done.returncode == 2
-    assert "Slack does not know this token (invalid_auth)" in done.stderr
+    assert "Slack refused the app configuration token xoxe.xoxp-… (invalid_auth): it does not know" in done.stderr
     assert slack.ws.apps() == {} and not (home / ".env").exists()
 
 
+def test_a_slack_it_cannot_reach_is_told_apart_from_a_refusal_in_one_line(slack: LoopbackSlack, home: Path) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/api/"  # nothing listens there: the connection is refused
+    done = setup(slack, home, "--bot-token", "-", "--app-token", "-", stdin=f"{BOT}\n{APP}\n", SLACK_API_URL=closed)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"parley: cannot reach Slack at {closed} (Connection refused)"]
+    assert "refused the" not in done.stdout + done.stderr and "{" not in done.stdout + done.stderr  # no library JSON
+    assert not (home / ".env").exists()
+
+
 # ---- a person at a terminal -----------------------------------------------------------------
+def test_a_token_given_as_a_flag_is_not_asked_for_again_at_a_terminal(slack: LoopbackSlack, home: Path) -> None:
+    term, transcript = in_pty(slack, home, "--bot-token", WRONG_BOT, "--app-token", APP)
+    term.expect_exact("parley: Slack refused the bot token xoxb-…0005 (invalid_auth): it does not know this token")
+    assert finish(term) == 2
+    assert "Bot token:" not in transcript.getvalue() and not (home / ".env").exists()
+
+    closed = f"http://127.0.0.1:{free_port()}/api/"
+    term, transcript = in_pty(slack, home, "--bot-token", BOT, "--app-token", APP, SLACK_API_URL=closed)
+    term.expect_exact(f"parley: cannot reach Slack at {closed} (Connection refused)")
+    assert finish(term) == 2
+    shown = transcript.getvalue()
+    assert "Bot token:" not in shown and "refused the" not in shown and '{"' not in shown, shown
+    assert not (home / ".env").exists()
+
+
 def test_a_person_creates_the_app_and_pastes_the_tokens_wrong_then_right(slack: LoopbackSlack, home: Path) -> None:
     term, transcript = in_pty(slack, home)
     term.expect(LINK)
@@ -222,7 +247,7 @@ def test_a_person_creates_the_app_and_pastes_the_tokens_wrong_then_right(slack: 
     term.expect_exact("Bot User OAuth Token")
     term.expect_exact("Bot token:")
     term.sendline(WRONG_BOT)
-    term.expect_exact("✗ Slack does not know this token (invalid_auth). Paste it again")
+    term.expect_exact("✗ Slack refused the bot token (invalid_auth): it does not know this token. Paste it again")
     term.expect_exact("Bot token:")
     term.sendline(BOT)
     term.expect_exact("✓ workspace Parley Playground, bot @parley (xoxb-…0001)")

@@ -22,6 +22,7 @@ from rq.job import Job
 from runtime_helpers import make_runtime
 from terminal_support import (
     CTRL_C,
+    DOWN,
     FINISH,
     TIMEOUT,
     finish,
@@ -104,6 +105,42 @@ def test_ctrl_c_at_a_question_pauses_the_run_and_resume_answers_it_here(
     assert [(h.event, h.by) for h in history if h.event == "answered"] == [("answered", os_user())]
     [ticket] = read_tickets(tmp_path / "tickets.jsonl")
     assert (ticket["run_id"], ticket["severity"], ticket["components"]) == (run_id, "sev2", ["API"])
+
+
+def test_ctrl_c_mid_question_keeps_the_answered_items_and_resume_prefills_them(
+    redis_url: str, r: Redis, tmp_path: Path
+) -> None:
+    term = spawn_run(redis_url, tmp_path, "ticket", *TITLE.split())  # unquoted: the rest of the line is the text
+    run_id = started_run(term)
+    assert stored(redis_url, run_id).text == TITLE
+    term.expect_exact("? Describe the bug")
+    term.send("Nothing happens on submit." + FINISH)
+    term.expect_exact("? Who is affected?")
+    term.send(DOWN + "\r")
+    term.expect_exact("Who is affected? Some users")
+    term.expect_exact("? Severity")
+    term.send(CTRL_C)
+    term.expect_exact(f"Run {run_id} is paused on its question")
+    assert finish(term) == 130
+
+    term = spawn_run(redis_url, tmp_path, "--resume", run_id)
+    term.expect_exact("? Describe the bug")
+    term.expect_exact("Nothing happens on submit.")  # pre-filled: confirmed as it stands
+    term.send(FINISH)
+    term.expect_exact("? Who is affected?")
+    term.send("\r")  # the highlight starts on the earlier choice
+    term.expect_exact("Who is affected? Some users")
+    term.expect_exact("? Severity")
+    term.send("high\r")
+    term.expect_exact("? Components")
+    term.send("api\r")
+    term.expect_exact("? Due date")
+    term.send("\r")
+    term.expect_exact(f"Done: Created PAR-1: {TITLE}. Severity High, affects Some users, components API.")
+    assert finish(term) == 0
+    [ticket] = read_tickets(tmp_path / "tickets.jsonl")
+    assert (ticket["description"], ticket["affected"]) == ("Nothing happens on submit.", "Some users")
+    assert not r.keys("parley:interrupt:*:draft")  # answered: no draft left
 
 
 def test_a_run_stopped_at_its_question_is_carried_on_by_a_worker_once_answered_elsewhere(

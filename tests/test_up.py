@@ -157,7 +157,7 @@ def test_up_without_tokens_or_with_a_wrong_one_refuses_in_one_line(slack: Loopba
         ({}, "parley: SLACK_BOT_TOKEN is not set: run `parley slack setup` first: it saves them in .env"),
         (
             {"SLACK_BOT_TOKEN": "xoxb-1-2-notKnownHere9", "SLACK_APP_TOKEN": APP},
-            "parley: SLACK_BOT_TOKEN: Slack does not know this token (invalid_auth); "
+            "parley: Slack refused the token in SLACK_BOT_TOKEN (invalid_auth): it does not know this token; "
             "`parley slack setup` checks and saves a new one",
         ),
     ):

@@ -24,6 +24,9 @@ class AgentSpec:
     description: str
     fn: AgentFn
     listed: bool = True  # False: runnable by Parley itself only (the HTTP API's `question`), not offered to people
+    usage: str = ""
+    """The text the agent needs, as `<service> [version]`; one started with no text is shown this
+    instead and nothing starts. Empty: the agent starts without text too."""
 
 
 class AgentRegistry:
@@ -59,13 +62,17 @@ class AgentRegistry:
 REGISTRY = AgentRegistry()
 
 
-def agent(name: str, *, description: str = "", listed: bool = True) -> Callable[[AgentFn], AgentFn]:
-    """Register `fn(run, text) -> str` as the agent `name` (`listed=False`: not startable by people)."""
+def agent(name: str, *, description: str = "", listed: bool = True, usage: str = "") -> Callable[[AgentFn], AgentFn]:
+    """Register `fn(run, text) -> str` as the agent `name` (`listed=False`: not startable by people).
+
+    `usage` names the text the agent needs (`<service> [version]`): without it, it is not started.
+    """
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"agent name {name!r} must be letters, digits, '-' or '_'")
 
     def register(fn: AgentFn) -> AgentFn:
-        REGISTRY.add(AgentSpec(name=name, description=description or (fn.__doc__ or "").strip(), fn=fn, listed=listed))
+        described = description or (fn.__doc__ or "").strip()
+        REGISTRY.add(AgentSpec(name=name, description=described, fn=fn, listed=listed, usage=usage))
         return fn
 
     return register

@@ -53,6 +53,11 @@ def help_text(deps: BotDeps, problem: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def usage_text(name: str, usage: str, description: str) -> str:
+    """What `/parley NAME` with no text is answered: the text the agent needs, and what it does."""
+    return f":information_source: Usage: `/parley {escape(name)} {escape(usage)}`\n{escape(description)}"
+
+
 def _in(seconds: float) -> str:
     if seconds < 60:
         return f"{max(1, math.ceil(seconds))} s"
@@ -97,6 +102,10 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         return
     if name not in deps.runtime.registry.names():
         ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
+        return
+    spec = deps.runtime.registry.get(name)
+    if spec.usage and not rest.strip():  # nothing to work on: say what it needs, start nothing
+        ack(response_type="ephemeral", text=usage_text(name, spec.usage, spec.description))
         return
     if len(rest) > MAX_TEXT:
         too_long = f":warning: The text is {len(rest)} characters; the limit is {MAX_TEXT}."

@@ -94,7 +94,7 @@ class Tools:
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(result))], structured_content=result)
 
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        body, wait = parse_ask_human(args)
+        body, wait = parse_ask_human(args, caller.name)
         view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
         log.info("asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
         if wait > 0:

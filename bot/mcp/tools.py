@@ -2,8 +2,9 @@
 
 `ask_human` takes exactly the `ask_user` tool's arguments (`workers.interaction.tools`), so
 a model that knows one knows the other, plus where to ask (`channel` or `user`), who may
-answer (`assignees`) and how long to wait in the call (`wait_seconds`, at most 50 so that a
-host's own request timeout, commonly 60 s, is not reached). Every problem with the
+answer (`assignees`), the question's `title` (by default "<origin> needs your input", the
+origin being the token's or the local server's name) and how long to wait in the call
+(`wait_seconds`, at most 50 so that a host's own request timeout, commonly 60 s, is not reached). Every problem with the
 arguments is collected into one `ToolInputError`, one line each, and nothing is asked. A
 secret item is one of them: a tool's result is read by the model, so secrets go through the
 HTTP API, whose asker reads them once (`?reveal=secrets`).
@@ -34,7 +35,7 @@ MAX_WAIT = 50
 DEFAULT_WAIT = 45
 MAX_ASSIGNEES = 20  # fewer than the API's 50: each is sent a DM, and a model should not fan out wider
 REASON = "An assistant needs your input"
-_OWN = ("channel", "user", "assignees", "wait_seconds")
+_OWN = ("channel", "user", "assignees", "title", "wait_seconds")
 SECRET_REFUSED = (
     "question {id!r}: type 'secret' cannot be asked over MCP, whose results and form elicitation must not "
     "carry secrets; "
@@ -69,6 +70,11 @@ def _ask_human_schema() -> dict[str, Any]:
                 "items": {"type": "string", "pattern": USER_PATTERN},
                 "maxItems": MAX_ASSIGNEES,
                 "description": "Slack user ids who may answer; none: anyone in the channel (or the DM's person).",
+            },
+            "title": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The question's title, shown above the questions; default: '<origin> needs your input'.",
             },
             "wait_seconds": _WAIT_SCHEMA,
         }
@@ -121,17 +127,32 @@ def _loc(error: Any) -> str:
     return ".".join(map(str, error["loc"])) or "arguments"
 
 
-def parse_ask_human(args: Any) -> tuple[QuestionCreate, float]:
-    """The question `ask_human`'s arguments describe and the seconds to wait; `ToolInputError` otherwise."""
+def _title(args: dict[str, Any], origin: str, problems: list[str]) -> str:
+    """The question's title: `title` when given, else "<origin> needs your input" (`REASON` with no origin)."""
+    if "title" not in args:
+        return f"{origin} needs your input" if origin.strip() else REASON
+    title = args["title"]
+    if not isinstance(title, str) or not title.strip():
+        problems.append(f"title must be a non-empty string, not {title!r}")
+        return REASON
+    return title.strip()
+
+
+def parse_ask_human(args: Any, origin: str = "") -> tuple[QuestionCreate, float]:
+    """The question `ask_human`'s arguments describe and the seconds to wait; `ToolInputError` otherwise.
+
+    `origin` is the asker's name (the token's, or the local server's), the default title's subject.
+    """
     if not isinstance(args, dict):
         raise ToolInputError(ASK_HUMAN, ["arguments must be a JSON object with a 'questions' list"])
     problems: list[str] = []
     wait = _wait(args, problems)
+    title = _title(args, origin, problems)
     rest = {k: v for k, v in args.items() if k not in _OWN}
     request: Request | None = None
     context = None
     try:
-        request = request_from_tool_call(rest, reason=REASON)
+        request = request_from_tool_call(rest, reason=title)
         context = context_from_tool_call(rest)
     except ToolArgumentError as exc:
         problems += exc.problems

@@ -25,7 +25,7 @@ from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.clients import WebClients
 from bot.slack.limits import BlockLimitError
-from bot.slack.mrkdwn import escape, user_ref
+from bot.slack.mrkdwn import escape, user_ref, with_mentions
 from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
@@ -215,7 +215,9 @@ class SlackHost:
         self._post(run, blocks.progress_text(text))
 
     def finished(self, run: RunInfo, result: str) -> None:
-        self._post(run, blocks.final_text(result))
+        """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`)."""
+        involved = {run.started_by, *(h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)}
+        self._post(run, with_mentions(blocks.final_text(result), involved))
 
     def failed(self, run: RunInfo, reason: str) -> None:
         self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))

@@ -3,7 +3,8 @@
 Slack's mrkdwn turns `<!channel>`, `<@U123>` and `<https://x|label>` into pings and links, and
 reads `&amp;`-style entities. Agent text is untrusted, so every mrkdwn field Parley renders goes
 through `escape` (or `clip`, which escapes and shortens without cutting an entity in half).
-Mentions are produced only by `mention`, and only for ids that look like Slack user ids.
+Mentions are produced only by `mention`, and only for ids that look like Slack user ids (agent
+text keeps `<@U…>` only for people its run involves: `with_mentions`).
 `plain_text` fields are not parsed by Slack and take raw text.
 
 Every cut counts in UTF-16 code units (`bot.slack.limits`), the unit that is safe whatever
@@ -16,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from collections.abc import Collection
 
 from bot.slack.limits import utf16_len, utf16_prefix
 
@@ -71,6 +73,18 @@ def mention(user_id: str) -> str:
     if not isinstance(user_id, str) or not is_user_id(user_id):
         raise ValueError(f"not a Slack user id: {user_id!r}")
     return f"<@{user_id}>"
+
+
+_ESCAPED_MENTION = re.compile(r"&lt;@([UW][A-Z0-9]{2,20})&gt;")
+
+
+def with_mentions(escaped: str, people: Collection[str]) -> str:
+    """`escaped` agent text with its `<@U…>` mentions of `people` made mentions again.
+
+    Agent text is escaped whole (`escape`, `clip`); the one markup it keeps is a mention of
+    someone the run already involves, so an agent can name them and nobody else is pinged.
+    """
+    return _ESCAPED_MENTION.sub(lambda m: mention(m.group(1)) if m.group(1) in people else m.group(0), escaped)
 
 
 def user_ref(user_id: str) -> str:

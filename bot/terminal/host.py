@@ -5,13 +5,16 @@ puts each item to the person, checks the whole set of answers with the port's
 validation, asks again only the items that were refused, and returns the answers.
 When the person quits instead (Ctrl-C, end of input), the question parks like any
 other host's, open and answerable, so `parley run --resume` (or a worker, once
-someone answers it elsewhere) carries the run on. Progress and outcomes are
-printed to the terminal.
+someone answers it elsewhere) carries the run on; the items answered before quitting
+are kept as a draft (`DraftKeeper`) and pre-filled when the question is asked again.
+Progress and outcomes are printed to the terminal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
@@ -51,6 +54,19 @@ def _as_prompted(request: Request, item: Item) -> Item:
     return item
 
 
+class DraftKeeper(Protocol):
+    """Where the items answered before quitting are kept, per question (`workers.store.drafts.Drafts`)."""
+
+    def keep(self, interrupt_id: str, values: Mapping[str, AnswerValue], expires_at: float | None) -> None: ...
+
+    def read(self, interrupt_id: str) -> dict[str, AnswerValue]: ...
+
+    def drop(self, interrupt_id: str) -> None: ...
+
+
+_MENTION = re.compile(r"<@([UW][A-Z0-9]{2,20})>")
+
+
 def _print(fragments: StyleAndTextTuples) -> None:
     print_formatted_text(FormattedText(fragments), style=STYLE)
 
@@ -58,8 +74,10 @@ def _print(fragments: StyleAndTextTuples) -> None:
 class TerminalHost:
     """Implements `Interactor` for runs whose conversation is ``{"host": "terminal"}``."""
 
-    def __init__(self, prompter: Prompter | None = None) -> None:
+    def __init__(self, prompter: Prompter | None = None, drafts: DraftKeeper | None = None) -> None:
         self._prompter: Prompter = prompter or TerminalPrompter()
+        self.drafts = drafts
+        """Where answered items are kept when the person quits mid-question; None keeps nothing."""
         self.reported: set[str] = set()
         """Runs whose outcome (finished or failed) this host has printed."""
         self.stopped: set[str] = set()
@@ -79,9 +97,14 @@ class TerminalHost:
         if progress is not None and progress.answering:
             line = f"Asked of each person separately ({progress.summary}); answering for {progress.answering}:"
             _print([("", "\n"), ("class:hint", line)])
+        expires_at = time.time() + request.expires_in if request.expires_in else None
         try:
             answers = self.collect(
-                request, request.validate_answers, context=run.question_context, changes=run.context_changes
+                request,
+                request.validate_answers,
+                context=run.question_context,
+                changes=run.context_changes,
+                draft=(run.interrupt_id, expires_at) if run.interrupt_id else None,
             )
             return Outcome(paused=False, answers=answers)
         except (KeyboardInterrupt, EOFError):
@@ -95,13 +118,15 @@ class TerminalHost:
         *,
         context: Context | None = None,
         changes: Sequence[ContextChange] = (),
+        draft: tuple[str, float | None] | None = None,
     ) -> list[Answer]:
         """Put `request` to the person until `check` takes the answers; returns what it returned.
 
         `context` (the facts the answer is bound to) is shown under the reason, and `changes`
         (what changed since an earlier answer was voided) above it. `check` raises
         `AnswerError` to refuse: the refused items are asked again, each with its reason.
-        Quitting raises KeyboardInterrupt or EOFError.
+        Quitting raises KeyboardInterrupt or EOFError. `draft` is the question's id and when it
+        expires: the items answered before quitting are kept for it, and pre-filled next time.
         """
         _print([("", "\n"), ("class:question", request.reason), ("", "\n")])
         if changes:
@@ -113,13 +138,22 @@ class TerminalHost:
             for name, value in context.items():
                 _print([("", f"  {name}: {show_value(value)}")])
         values: dict[str, AnswerValue] = {}
+        drafted = self.drafts.read(draft[0]) if self.drafts and draft else {}
         pending = list(request.items)
         while True:
-            for item in pending:
-                values[item.id] = self._prompter.ask(_as_prompted(request, item))
+            try:
+                for item in pending:
+                    values[item.id] = self._prompter.ask(prefilled(_as_prompted(request, item), drafted.get(item.id)))
+            except (KeyboardInterrupt, EOFError):
+                if self.drafts and draft:
+                    self.drafts.keep(draft[0], draft_values(request, {**drafted, **values}), draft[1])
+                raise
             answers = [Answer.for_item(i, values[i.id]) for i in request.items if values.get(i.id) is not None]
             try:
-                return check(answers)
+                accepted = check(answers)
+                if self.drafts and draft and drafted:
+                    self.drafts.drop(draft[0])
+                return accepted
             except AnswerError as exc:
                 refused = {*exc.errors, *(o.id for k in exc.errors if (o := request.typed_other(k)))}
                 pending = [i for i in request.items if i.id in refused]
@@ -134,8 +168,10 @@ class TerminalHost:
         _print([("class:hint", "» "), ("", text)])
 
     def finished(self, run: RunInfo, result: str) -> None:
+        """The result, its Slack-style mentions (`<@U0ALICE>`) shown as a terminal shows a name (`@U0ALICE`)."""
         self.reported.add(run.id)
-        _print([("", "\n"), ("class:done", "✔ "), ("", f"Done: {result}")])
+        shown = _MENTION.sub(r"@\1", result)
+        _print([("", "\n"), ("class:done", "✔ "), ("", f"Done: {shown}")])
 
     def failed(self, run: RunInfo, reason: str) -> None:
         self.reported.add(run.id)
@@ -181,3 +217,16 @@ class TerminalHost:
     def notice(self, text: str) -> None:
         """A plain line from the `parley run` command itself (run started, retrying, stopped)."""
         _print([("class:hint", text)])
+
+
+def prefilled(item: Item, drafted: AnswerValue) -> Item:
+    """`item` with what the person answered before quitting as its default (the controls pre-fill it)."""
+    if drafted is None or drafted == [] or item.is_secret:
+        return item
+    return item.model_copy(update={"default": drafted})
+
+
+def draft_values(request: Request, values: Mapping[str, AnswerValue]) -> dict[str, AnswerValue]:
+    """What is worth keeping of `values`: given answers to the request's items, never a secret's."""
+    kept = {i.id for i in request.items if not i.is_secret}
+    return {k: v for k, v in values.items() if k in kept and v is not None and v != []}

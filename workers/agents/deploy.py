@@ -82,7 +82,11 @@ def record_deploy(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-@agent("deploy", description="Ask for approval, then record a deployment: `/parley deploy api v1.4.2 to production`")
+@agent(
+    "deploy",
+    description="Ask for approval, then record a deployment: `/parley deploy api v1.4.2 to production`",
+    usage="<service> [version] [to <target>]",
+)
 def deploy(run: AgentRun, text: str) -> str:
     facts = deploy_facts(text, run.data_dir)  # live on every replay: the approval is bound to these
     attempt = 0

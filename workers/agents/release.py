@@ -69,7 +69,11 @@ def publish(data_dir: Path, service: str, version: str, entry: dict[str, Any]) -
     return entry
 
 
-@agent("release", description="Each reviewer signs off, then it publishes: `/parley release api v2.0.1 U0ALICE U0BOB`")
+@agent(
+    "release",
+    description="Each reviewer signs off, then it publishes: `/parley release api v2.0.1 U0ALICE U0BOB`",
+    usage="<service> <version> [reviewer ...]",
+)
 def release(run: AgentRun, text: str) -> str:
     try:
         service, version, reviewers = release_plan(text)
@@ -80,7 +84,12 @@ def release(run: AgentRun, text: str) -> str:
     signoffs = run.ask_each(request, quorum=min(QUORUM, named), context={"service": service, "version": version})
     blocked = sorted(user for user, answers in signoffs.items() if answers["decision"] == "block")
     if blocked:  # the veto: one Block stops the release
-        return f"Release of {service} {version} blocked by {', '.join(blocked)}."
+        return f"Release of {service} {version} blocked by {_mentions(blocked)}."
     entry = {"service": service, "version": version, "signed_off_by": sorted(signoffs), "run_id": run.run_id}
     run.step("publish", lambda: publish(run.data_dir, service, version, entry))
-    return f"Released {service} {version}, signed off by {', '.join(sorted(signoffs))}."
+    return f"Released {service} {version}, signed off by {_mentions(sorted(signoffs))}."
+
+
+def _mentions(users: list[str]) -> str:
+    """The reviewers as mentions (`<@U0ALICE>`): Slack shows their names, the terminal `@U0ALICE`."""
+    return ", ".join(f"<@{user}>" for user in users)

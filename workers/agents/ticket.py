@@ -40,7 +40,11 @@ def details_request(title: str) -> Request:
     )
 
 
-@agent("ticket", description="File a ticket in the local tracker: `/parley ticket Login fails on Safari`")
+@agent(
+    "ticket",
+    description="File a ticket in the local tracker: `/parley ticket Login fails on Safari`",
+    usage="<what is wrong>",
+)
 def ticket(run: AgentRun, text: str) -> str:
     title = text.strip() or "Untitled ticket"
     answers = run.ask(details_request(title), key="details")

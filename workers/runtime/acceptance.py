@@ -178,6 +178,7 @@ def accept(
     channel: str | None = None,
     message_ts: str | None = None,
     token: str | None = None,
+    resume_here: bool = False,
 ) -> Accepted:
     """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
 
@@ -189,7 +190,9 @@ def accept(
     A click also passes the `message_ts` it was made on: an answer given in another
     conversation, or on another message, than the question's is refused (`_where_asked`).
     Refusals raise `AcceptRefused` and change nothing; the atomic close re-checks
-    everything the record says.
+    everything the record says. `resume_here` is for a caller that executes the run itself
+    right after (the terminal): no worker job is enqueued, so no worker can take the run
+    first; should the caller die before it claims the run, the sweep gives the queued run a job.
     """
     store = runtime.store
     interrupt = store.interrupt(interrupt_id) if isinstance(interrupt_id, str) else interrupt_id
@@ -223,7 +226,15 @@ def accept(
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
         raise AcceptRefused(Refusal(RefusalReason.INVALID, errors=exc.errors, labels=labels)) from None
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
-        closed = close_member(runtime, interrupt, CloseMode.ANSWER, user, valid, token=token or secrets.token_hex(8))
+        closed = close_member(
+            runtime,
+            interrupt,
+            CloseMode.ANSWER,
+            user,
+            valid,
+            token=token or secrets.token_hex(8),
+            resume=not resume_here,
+        )
         if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:  # kept, queued: as below
             if not closed.again:
                 metrics.answer_accepted(interrupt.asked_at)
@@ -251,7 +262,8 @@ def accept(
         raise refusal_error(closed, interrupt)
     # A repeat is enqueued again too: the job id makes it one resume, and it re-queues a resume
     # lost with a failed master whose replica had the answer (the sweep would, later).
-    enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
+    if not resume_here:
+        enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt_id))
     if not closed.again:
         metrics.answer_accepted(interrupt.asked_at)
     log.info("answer accepted", **ctx, again=closed.again)

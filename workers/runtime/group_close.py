@@ -41,11 +41,13 @@ def close_member(
     *,
     token: str = "",
     now: float | None = None,
+    resume: bool = True,
 ) -> Refusal | Closed:
     """Close `interrupt` (a group's member) as `mode`: `Closed`, or why not (nothing written).
 
     Except `UNCONFIRMED`: the answer was accepted on the master, and its resume or show is
     enqueued, but fewer replicas than asked for confirmed it in time (as `RunStore.close`).
+    `resume=False` enqueues no resume for a complete group: the caller executes the run itself.
     """
     answers_json = [a.model_dump(exclude_none=True) for a in answers or []]
     bound = {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
@@ -71,7 +73,8 @@ def close_member(
     if mode == CloseMode.CANCEL or closed.again:  # a repeat: the first acceptance queued what follows it
         return refusal if refusal is not None else Closed(again=closed.again)
     try:
-        _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
+        if resume or not closed.done:
+            _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
     except redis.RedisError:
         if not unconfirmed:
             raise

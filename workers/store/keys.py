@@ -34,6 +34,11 @@ def interrupt(interrupt_id: str) -> str:
     return f"{PREFIX}interrupt:{interrupt_id}"
 
 
+def draft(interrupt_id: str) -> str:
+    """String: JSON of the items a person answered in the terminal before stopping; expires with the question."""
+    return f"{PREFIX}interrupt:{interrupt_id}:draft"
+
+
 def group(group_id: str) -> str:
     """Hash: questions asked at once (`ask_all`, `ask_any`, `ask_each`): members, how many answers resume the run."""
     return f"{PREFIX}group:{group_id}"
