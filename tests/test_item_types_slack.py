@@ -16,7 +16,7 @@ from blockcheck import assert_valid_message, assert_valid_view
 from inprocess_bot import CHANNEL, Bot, answers_of, running_bot
 from runtime_helpers import work
 from slack_forms import form_state
-from slack_payloads import view_submission_payload
+from slack_payloads import thread_reply_event, view_submission_payload
 from slack_stack import snapshot
 
 from workers.store.records import InterruptState, RunStatus
@@ -125,3 +125,44 @@ def test_the_message_uses_inputs_slack_allows_there_and_validates_them(bot: Bot,
     work(bot.runtime)
     done = bot.ws.thread(CHANNEL, paused.root_ts)[-1]["text"]
     assert "replicas=7:int" in done and "go=True:bool" in done and "ratio=None" in done
+
+
+@pytest.mark.parametrize(
+    ("items", "reply", "answers"),
+    [
+        (["go"], "Yes", {"go": True}),
+        (["go"], "no", {"go": False}),
+        (["replicas"], "3", {"replicas": 3}),
+    ],
+)
+def test_a_thread_reply_answers_a_single_required_yes_no_or_number(bot: Bot, items, reply, answers) -> None:
+    paused = bot.paused("s-typed", {"items": items})
+    event = thread_reply_event(user="U0BOB", channel=CHANNEL, text=reply, ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    assert bot.event(event).status == 200
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.ANSWERED
+    assert answers_of(interrupt) == answers
+
+
+@pytest.mark.parametrize(
+    ("items", "reply", "problem"),
+    [(["go"], "maybe", "*Go ahead?*: expected yes or no"), (["replicas"], "40", "*Replicas*: at most 10")],
+)
+def test_a_thread_reply_that_does_not_fit_is_refused_by_label(bot: Bot, items, reply, problem) -> None:
+    paused = bot.paused("s-typed", {"items": items})
+    event = thread_reply_event(user="U0BOB", channel=CHANNEL, text=reply, ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    assert bot.event(event).status == 200
+    told = bot.wait_call("chat.postEphemeral")
+    assert told["args"]["text"] == f":warning: Your answer was not accepted:\n• {problem}"
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.OPEN
+
+
+def test_a_thread_reply_leaves_an_optional_yes_no_alone(bot: Bot) -> None:
+    paused = bot.paused("s-typed", {"items": ["notify"]})
+    event = thread_reply_event(user="U0BOB", channel=CHANNEL, text="yes", ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    assert bot.event(event).status == 200
+    bot.settle(0.3)
+    interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert interrupt is not None and interrupt.state is InterruptState.OPEN
+    assert bot.calls("chat.postEphemeral") == []
