@@ -81,7 +81,7 @@ from bot.slack.mrkdwn import (
 )
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
-from workers.interaction.validation import TYPED_FROM_TEXT, parse_datetime, show_number, value_text
+from workers.interaction.validation import TYPED_FROM_TEXT, number_words, parse_datetime, show_number, value_text
 
 EXTERNAL_SELECT_THRESHOLD = 100
 """Selects with more options than this load them from the options URL (external_select)."""
@@ -166,22 +166,10 @@ def _option(item: Item, value: str, description_cap: int = OPTION_DESCRIPTION_MA
     return Option(value=value, label=label, description=_description(opt.description if opt else None, description_cap))
 
 
-def _number_hint(item: Item) -> str:
-    """What a number item takes, in words: "A whole number from 1 to 10"."""
-    kind = "A whole number" if item.integer else "A number"
-    low = show_number(item.min) if item.min is not None else None
-    high = show_number(item.max) if item.max is not None else None
-    if low is not None and high is not None:
-        return f"{kind} from {low} to {high}"
-    if low is not None:
-        return f"{kind}, at least {low}"
-    return f"{kind}, at most {high}" if high is not None else kind
-
-
 def format_hint(item: Item) -> str | None:
     """The input's hint saying what a typed item expects, where its element does not show it."""
     if item.type is ItemType.NUMBER:
-        return _number_hint(item)
+        return number_words(item).capitalize()
     if item.type is ItemType.FREE_TEXT and item.pattern_hint:
         return f"Expected: {item.pattern_hint}"
     if item.type is ItemType.DATETIME:

@@ -38,6 +38,18 @@ def show_number(value: float) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() and abs(value) < 1e15 else str(value)
 
 
+def number_words(item: Item) -> str:
+    """What a number item takes, in words: "a whole number from 1 to 10"."""
+    kind = "a whole number" if item.integer else "a number"
+    low = show_number(item.min) if item.min is not None else None
+    high = show_number(item.max) if item.max is not None else None
+    if low is not None and high is not None:
+        return f"{kind} from {low} to {high}"
+    if low is not None:
+        return f"{kind}, at least {low}"
+    return f"{kind}, at most {high}" if high is not None else kind
+
+
 def _check_number(item: Item, value: AnswerValue) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "expected a number"
@@ -133,7 +145,7 @@ def from_text(item: Item, text: str) -> AnswerValue | None:
     return typed
 
 
-def _text_problem(item: Item) -> str:
+def text_problem(item: Item) -> str:
     """Why typed text gave no value for `item`."""
     return "expected yes or no" if item.type is ItemType.BOOLEAN else "not a number"
 
@@ -223,7 +235,7 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
                 continue
             typed = from_text(item, answer.free_text)
             if typed is None:
-                errors[answer.id] = _text_problem(item)
+                errors[answer.id] = text_problem(item)
                 continue
             answer = Answer.for_item(item, typed)
         if answer.field != expected:
