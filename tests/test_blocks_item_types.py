@@ -92,3 +92,28 @@ def test_the_shared_validator_accepts_both(tmp_path, surface):
     path.write_text(json.dumps(doc))
     done = subprocess.run([sys.executable, str(VALIDATE_BLOCKS), str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_locked_message_shows_each_answer_as_people_read_it():
+    from bot.slack.blocks_question import answered_blocks
+    from workers.interaction import Answer
+
+    answers = [
+        Answer(id="replicas", number=4),
+        Answer(id="ratio", number=0.5),
+        Answer(id="go", boolean=False),
+        Answer(id="notify", boolean=True),
+        Answer(id="contact", email="ops@example.com"),
+        Answer(id="at", time="09:30"),
+    ]
+    locked = answered_blocks(REQUEST, answers, answered_by="U0BOB", answered_at=1796405400)
+    assert_valid_message(locked)
+    shown = [b["text"]["text"] for b in locked if b["type"] == "section"][1:]
+    assert shown[:6] == [
+        "*Replicas*\n4",
+        "*Ratio*\n0.5",
+        "*Go ahead?*\nNo",
+        "*Notify?*\nYes",
+        "*Contact*\nops@example.com",
+        "*Runbook*\n_no answer_",
+    ]

@@ -149,6 +149,7 @@ def test_every_new_type_takes_a_default(item, default):
     [
         ({"type": "number", "min": 5, "max": 1}, "min 5 is greater than max 1"),
         ({"type": "number", "max": 3, "default": 4}, "default is not a valid answer: at most 3"),
+        ({"type": "number", "integer": True, "min": 0.5}, "min and max must be whole numbers"),
         ({"type": "free_text", "min": 1}, "min, max and integer only apply to number items"),
         ({"type": "number", "pattern": "x"}, "only apply to free_text items"),
         ({"type": "free_text", "pattern": "("}, "pattern is not a regular expression"),

@@ -240,6 +240,8 @@ class Item(_Strict):
         for name, bound in (("min", self.min), ("max", self.max)):
             if bound is not None and not math.isfinite(bound):
                 raise ValueError(f"item {self.id!r}: {name} must be a finite number")
+        if self.integer and any(b is not None and not float(b).is_integer() for b in (self.min, self.max)):
+            raise ValueError(f"item {self.id!r}: an integer item's min and max must be whole numbers")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"item {self.id!r}: min {self.min} is greater than max {self.max}")
 
