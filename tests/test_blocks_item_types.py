@@ -117,3 +117,15 @@ def test_the_locked_message_shows_each_answer_as_people_read_it():
         "*Contact*\nops@example.com",
         "*Runbook*\n_no answer_",
     ]
+
+
+def test_blockcheck_refuses_a_modal_only_element_in_a_message():
+    from tests.blockcheck import block_errors
+
+    form = modal_view(REQUEST, "iid1")["blocks"]
+    problems = block_errors(form, "message")
+    assert any("number_input is allowed only in modals" in p for p in problems), problems
+    assert block_errors(form, "modal") == []
+    number = next(b for b in form if b.get("block_id") == "f|iid1|replicas")
+    broken = {**number, "element": {**number["element"], "min_value": 1}}
+    assert any("min_value must be a string" in p for p in block_errors([broken], "modal"))
