@@ -442,8 +442,8 @@ def test_every_item_type_is_asked_refused_by_label_and_returned_typed(d: Driver)
         wrong = [Answer(id="replicas", number=11), *TYPED_ANSWERS[1:]]
         with pytest.raises(AcceptRefused) as refused:
             accept(d.rt, waiting_on(d, run_id), STARTER, wrong)
-        assert refused.value.detail["errors"] == {"replicas": "at most 10"}
-        assert refused.value.detail["labels"]["replicas"] == "Replicas"
+        assert dict(refused.value.refusal.errors) == {"replicas": "at most 10"}
+        assert refused.value.refusal.labels["replicas"] == "Replicas"
         accept(d.rt, waiting_on(d, run_id), STARTER, TYPED_ANSWERS)
         work(d.rt)
     elif isinstance(d, TerminalDriver):

@@ -25,7 +25,7 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload
 from slack_stack import PARLEY, SlackStack
 
-from parley.client import Parley, ParleyError
+from parley.client import Parley, ParleyAPIError
 
 pytestmark = pytest.mark.system
 
@@ -333,7 +333,7 @@ def test_a_workspace_bound_token_asks_and_reads_in_its_workspace_only(stack: Sla
     assert read.is_error and "no question" in read.content[0].text  # type: ignore[union-attr]
     assert stack.http is not None
     assert stack.http.get(f"/api/v1/questions/{theirs['question_id']}", headers=alpha.auth).status_code == 404
-    with Parley(f"http://127.0.0.1:{stack.port}", alpha.token) as client, pytest.raises(ParleyError) as caught:
+    with Parley(f"http://127.0.0.1:{stack.port}", alpha.token) as client, pytest.raises(ParleyAPIError) as caught:
         client.get(theirs["question_id"])  # the Python client, the same
     assert caught.value.status == 404
     assert stack.redis is not None

@@ -32,6 +32,7 @@ from workers.interaction import Answer, Request
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import InterruptRecord, RefusalReason
+from workers.store.refusal import Refusal
 
 log = Log("parley.actions")
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
@@ -75,7 +76,7 @@ def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     try:
         answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
     except StateError as exc:
-        return AnswerOutcome.refused(iid, user, RefusalReason.INVALID, errors={"form": str(exc)})
+        return AnswerOutcome.refused(iid, user, Refusal(RefusalReason.INVALID, errors={"form": str(exc)}))
     return _accept(body, action, interrupt, answers, deps)
 
 
