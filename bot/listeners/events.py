@@ -1,4 +1,4 @@
-"""Events: the App Home opening, and thread replies that answer a pending question's one required choice."""
+"""Events: the App Home opening, and thread replies that answer a pending question's one required item."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ def publish_home_tab(event: dict[str, Any], client: WebClient, context: BoltCont
 
 
 def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """A threaded reply ("2", "the second one", "HBO") to a pending question.
+    """A threaded reply ("2", "the second one", "HBO"; "yes"; "3") to a pending question.
 
-    It answers the question's one required single choice (`reply_item`); on any other
+    It answers the question's one required choice, yes/no or number (`reply_item`); on any other
     question the person is told, once and privately, to use Submit or the form.
 
     Accepted before the ack, like a click; a refusal is told after the ack. The run is found

@@ -70,8 +70,9 @@ def _numbered(item: Item) -> str:
     return ", ".join(f"{n}. {o.label}" for n, o in enumerate(item.options or [], start=1))
 
 
-REPLY_TYPES = frozenset({ItemType.SELECT})
-"""The item types a typed reply can answer on its own; each needs its own reading of the text."""
+REPLY_TYPES = frozenset({ItemType.SELECT, ItemType.BOOLEAN, ItemType.NUMBER})
+"""The item types a typed reply can answer on its own: a choice it names, or "yes"/"no" and a number,
+which validation reads from the text (`from_text`) and refuses by label when it is neither."""
 
 
 def reply_item(request: Request) -> Item | None:
@@ -87,6 +88,8 @@ def reply_item(request: Request) -> Item | None:
     required = [i for i in request.items if i.required] or request.items
     if len(required) != 1 or required[0].type not in REPLY_TYPES:
         return None
+    if required[0].type is not ItemType.SELECT and not required[0].required:
+        return None  # an optional yes/no or number left alone means "no" or nothing: a reply would guess
     return required[0]
 
 
@@ -95,7 +98,10 @@ def reply_answers(request: Request, item: Item, text: str) -> list[Answer]:
 
     Raises `ChoiceError` when `text` names no single option of `item`.
     """
-    answers = [Answer.for_item(item, resolve_choice(item, text))]
+    if item.type is ItemType.SELECT:
+        answers = [Answer.for_item(item, resolve_choice(item, text))]
+    else:  # read as a person typed it; validation reads "yes" or "3" into the item's own type
+        answers = [Answer(id=item.id, free_text=text)]
     answers += [Answer.for_item(i, i.default) for i in request.items if i is not item and i.default is not None]
     return answers
 
