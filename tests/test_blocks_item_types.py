@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blockcheck import assert_valid_message, assert_valid_view
 
 from bot.slack.blocks_question import modal_view, question_blocks
-from tests.blockcheck import assert_valid_message, assert_valid_view
 from workers.interaction import Item, Request
 
 pytestmark = pytest.mark.unit
@@ -119,8 +119,8 @@ def test_the_locked_message_shows_each_answer_as_people_read_it():
     ]
 
 
-def test_blockcheck_refuses_a_modal_only_element_in_a_message():
-    from tests.blockcheck import block_errors
+def test_blockcheck_refuses_a_modal_only_element_in_a_message() -> None:
+    from blockcheck import block_errors
 
     form = modal_view(REQUEST, "iid1")["blocks"]
     problems = block_errors(form, "message")

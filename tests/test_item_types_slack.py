@@ -19,6 +19,7 @@ from slack_forms import form_state
 from slack_payloads import thread_reply_event, view_submission_payload
 from slack_stack import snapshot
 
+from bot.slack.refusals import ONE_FIELD
 from workers.store.records import InterruptState, RunStatus
 
 pytestmark = pytest.mark.integration
@@ -164,5 +165,6 @@ def test_a_thread_reply_leaves_an_optional_yes_no_alone(bot: Bot) -> None:
     assert bot.event(event).status == 200
     bot.settle(0.3)
     interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
-    assert interrupt is not None and interrupt.state is InterruptState.OPEN
-    assert bot.calls("chat.postEphemeral") == []
+    assert interrupt is not None and interrupt.state is InterruptState.OPEN  # a reply would only guess
+    told = [c["args"]["text"] for c in bot.calls("chat.postEphemeral")]
+    assert told == [ONE_FIELD]  # told once, privately, why and what to use instead

@@ -38,6 +38,8 @@ PUBLIC = {
         "RunInfo",
         "RunView",
         "answers_to_values",
+        "reply_answers",
+        "reply_item",
         "resolve_choice",
     ],
     "workers.llm": [

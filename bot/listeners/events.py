@@ -11,7 +11,7 @@ from slack_sdk import WebClient
 from bot.deps import BotDeps
 from bot.home_tab import publish_home
 from bot.slack.question_lookup import lookup
-from bot.slack.refusals import tell_refusal
+from bot.slack.refusals import ONE_FIELD_DETAIL, tell_refusal
 from workers.interaction import ChoiceError, reply_answers, reply_item
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept
@@ -87,7 +87,9 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         # Told once per person and question: a conversation in the thread is not nagged.
         ack()
         if store.first_delivery(f"reply-hint:{interrupt.id}:{user}", HINT_TTL):
-            refused = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.SEVERAL_FIELDS))
+            one = len(interrupt.request.items) == 1  # e.g. an optional yes/no, which a reply would only guess at
+            refusal = Refusal(RefusalReason.SEVERAL_FIELDS, message=ONE_FIELD_DETAIL if one else "")
+            refused = AnswerOutcome.refused(interrupt.id, user, refusal)
             log.info("thread reply to a question with several fields", **{**run.log_context(), "user": user})
             deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
         return

@@ -26,6 +26,12 @@ SEVERAL_FIELDS = (
     "This question has several fields: use Submit or Answer in a form on the question."
     " Your reply was not taken as an answer."
 )
+ONE_FIELD_DETAIL = "one field"
+"""A `SEVERAL_FIELDS` refusal's `message` when the question has a single field a reply cannot answer."""
+ONE_FIELD = (
+    "A typed reply cannot answer this question's field: use Submit or Answer in a form on the question."
+    " Your reply was not taken as an answer."
+)
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,20}$")
 LABEL_MAX = 150
 TEXT_MAX = 4000
@@ -77,7 +83,7 @@ def refusal_text(outcome: AnswerOutcome) -> str:
                 "if it holds the secret, delete it."
             )
         case RefusalReason.SEVERAL_FIELDS:
-            return SEVERAL_FIELDS
+            return ONE_FIELD if d.message == ONE_FIELD_DETAIL else SEVERAL_FIELDS
         case RefusalReason.WRONG_TEAM:
             return WRONG_WORKSPACE
         case RefusalReason.WRONG_PLACE:
