@@ -16,11 +16,14 @@ PUBLIC = {
         "Answer",
         "AnswerError",
         "AnswerValue",
+        "Approval",
         "ChangeKind",
         "ChoiceError",
         "Context",
         "ContextChange",
         "ContextError",
+        "Decision",
+        "FormError",
         "GroupInfo",
         "InteractionError",
         "Interactor",
@@ -57,6 +60,7 @@ PUBLIC = {
 
 # What an agent may call on its run: the README's surface, nothing of the runtime's internals.
 AGENT_RUN = [
+    "approve",
     "ask",
     "ask_all",
     "ask_any",

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from workers.interaction import AnswerValue, Context, Request
+from pydantic import BaseModel
+
+from workers.interaction import AnswerValue, Context, Decision, Request
 
 T = TypeVar("T")
 
@@ -57,6 +59,19 @@ class AgentRun(Protocol):
         context: Context | None = None,
     ) -> dict[str, Answers]:
         """Put `request` to each assignee separately; resume at the quorum with answers by user id."""
+        ...
+
+    def approve(
+        self,
+        action: str,
+        args: dict[str, Any],
+        *,
+        schema: dict[str, Any] | type[BaseModel] | None = None,
+        editable: bool | list[str] = True,
+        key: str | None = None,
+        **request_options: Any,
+    ) -> Decision:
+        """Ask a person to approve `action` with `args`, editable first; the decision is bound to the args."""
         ...
 
     def step(self, key: str, fn: Callable[[], T]) -> T:

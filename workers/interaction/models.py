@@ -168,6 +168,15 @@ class Item(_Strict):
         return self
 
 
+class Approval(_Strict):
+    """An action and the arguments proposed for it, put to a person to approve, edit or reject
+    (`workers.interaction.approval`); `editable` names the arguments that have an item."""
+
+    action: Annotated[str, Field(min_length=1, max_length=REASON_MAX)]
+    args: dict[str, Any]
+    editable: list[str] = Field(default_factory=list)
+
+
 class Request(_Strict):
     """A reason and up to ten items, put to the people allowed to answer."""
 
@@ -180,6 +189,8 @@ class Request(_Strict):
     escalate_after: Annotated[int | None, _DELAY] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
+    approval: Approval | None = None
+    """Set when the request asks to approve an action (`run.approve`): hosts show its arguments."""
 
     if TYPE_CHECKING:
         # What the constructor takes, for type checkers: any sequences, and `on_expiry` by its value.
@@ -194,6 +205,7 @@ class Request(_Strict):
             show_answers: bool = False,
             escalate_after: int | None = None,
             escalate_to: Sequence[str] = (),
+            approval: Approval | None = None,
         ) -> None: ...
 
     @field_validator("items")
