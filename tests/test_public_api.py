@@ -65,6 +65,7 @@ AGENT_RUN = [
     "ask_all",
     "ask_any",
     "ask_each",
+    "ask_form",
     "context_changed",
     "data_dir",
     "history",

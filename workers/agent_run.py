@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from workers.interaction import AnswerValue, Context, Decision, Request
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 Answers = dict[str, AnswerValue]
 """One question's answers, by item id."""
@@ -72,6 +73,17 @@ class AgentRun(Protocol):
         **request_options: Any,
     ) -> Decision:
         """Ask a person to approve `action` with `args`, editable first; the decision is bound to the args."""
+        ...
+
+    def ask_form(
+        self,
+        model: type[M],
+        reason: str,
+        key: str | None = None,
+        context: Context | None = None,
+        **request_options: Any,
+    ) -> M:
+        """Ask for `model`'s fields as a form and return a validated instance of it."""
         ...
 
     def step(self, key: str, fn: Callable[[], T]) -> T:

@@ -191,6 +191,8 @@ class Request(_Strict):
     escalate_to: list[str] = Field(default_factory=list)
     approval: Approval | None = None
     """Set when the request asks to approve an action (`run.approve`): hosts show its arguments."""
+    form: Annotated[str | None, Field(max_length=300)] = None
+    """The pydantic model (`module:QualName`) whose validators also check the answers (`run.ask_form`)."""
 
     if TYPE_CHECKING:
         # What the constructor takes, for type checkers: any sequences, and `on_expiry` by its value.
@@ -206,6 +208,7 @@ class Request(_Strict):
             escalate_after: int | None = None,
             escalate_to: Sequence[str] = (),
             approval: Approval | None = None,
+            form: str | None = None,
         ) -> None: ...
 
     @field_validator("items")
@@ -256,7 +259,12 @@ class Request(_Strict):
         """Normalise `answers` against this request, or raise `AnswerError` listing each problem."""
         from workers.interaction.validation import validate_answers
 
-        return validate_answers(self, answers)
+        valid = validate_answers(self, answers)
+        if self.form is not None:
+            from workers.interaction.forms import check_form  # local: forms imports models
+
+            check_form(self, valid)
+        return valid
 
     def defaults(self) -> list[Answer]:
         """The answers a run gets when it expires with `on_expiry="use_defaults"`."""

@@ -74,11 +74,12 @@ def _options(values: Any) -> list[str] | None:
 
 def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, required: bool) -> Item | None:
     """The item that asks for property `name` described by `node`, or None when no item type fits it."""
+    title = node.get("title")  # the field's own, before a referenced enum's title comes in
     node, nullable = _unwrap_optional(_resolve(node, defs))
     node = _resolve(node, defs)
     if not re.fullmatch(ITEM_ID_PATTERN, name):
         return None
-    label = str(node.get("title") or readable(name))[:LABEL_MAX]
+    label = str(title or readable(name))[:LABEL_MAX]
     common: dict[str, Any] = {"id": name, "text": label, "required": required and not nullable}
     if isinstance(node.get("description"), str) and node["description"]:
         common["placeholder"] = node["description"][:PLACEHOLDER_MAX]

@@ -29,6 +29,7 @@ from workers.interaction import (
 )
 from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.context import as_given, canonical, changes, digest
+from workers.interaction.forms import form_request, form_result
 from workers.logs import Log
 from workers.runtime import ask_group
 from workers.runtime.host import Host, QuestionProgress
@@ -38,6 +39,7 @@ from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import history_entry
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 log = Log("parley.run")
 
 
@@ -377,6 +379,23 @@ class Run:
                 ),
             )
         return decision
+
+    def ask_form(
+        self,
+        model: type[M],
+        reason: str,
+        key: str | None = None,
+        context: Context | None = None,
+        **request_options: Any,
+    ) -> M:
+        """Ask for `model`'s fields (one item each, see `workers.interaction.forms`) and return the instance.
+
+        The model's own validators run where the answers are accepted: their errors are the
+        form's, and nothing is accepted. A field no item can ask for is refused here, before
+        anything is recorded or posted (`FormError`, naming the field).
+        """
+        request = form_request(model, reason, **request_options)
+        return form_result(model, self.ask(request, key=key, context=context))
 
     def ask_all(
         self, requests: dict[str, Request], context: dict[str, Context] | None = None
