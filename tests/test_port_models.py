@@ -119,7 +119,7 @@ def test_max_length_is_between_1_and_3000():
 
 
 def test_unknown_item_type_is_refused():
-    with refused("Input should be 'select', 'multi_select', 'free_text', 'date' or 'secret'"):
+    with refused("Input should be 'select', 'multi_select', 'free_text', 'date', 'secret', 'number', 'boolean',"):
         Item(id="q", text="Pick", type="radio")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -41,7 +42,22 @@ def valid_value(draw, item: Item, *, non_empty: bool = True):
         values = item.option_values()
         return draw(st.lists(st.sampled_from(values), min_size=1, max_size=len(values), unique=True))
     if item.type in (ItemType.FREE_TEXT, ItemType.SECRET):
-        return draw(non_blank.map(lambda s: s[: item.text_limit]).filter(lambda s: s.strip() != ""))
+        return draw(non_blank.map(lambda s: utf16_prefix(s, item.text_limit)).filter(lambda s: s.strip() != ""))
+    if item.type is ItemType.NUMBER:
+        low, high = item.min if item.min is not None else -1e6, item.max if item.max is not None else 1e6
+        if item.integer:
+            return draw(st.integers(math.ceil(low), math.floor(high)))
+        return draw(st.floats(low, high, allow_nan=False, allow_infinity=False))
+    if item.type is ItemType.BOOLEAN:
+        return draw(st.booleans())
+    if item.type is ItemType.EMAIL:
+        return draw(st.from_regex(r"[a-z0-9._+-]{1,20}@[a-z0-9-]{1,20}\.[a-z]{2,6}", fullmatch=True))
+    if item.type is ItemType.URL:
+        return draw(st.from_regex(r"https?://[a-z0-9-]{1,20}\.[a-z]{2,6}(/[a-z0-9._~-]{0,20})?", fullmatch=True))
+    if item.type is ItemType.TIME:
+        return draw(st.times().map(lambda t: t.strftime("%H:%M")))
+    if item.type is ItemType.DATETIME:
+        return draw(st.datetimes(min_value=dt.datetime(2000, 1, 1)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")))
     return draw(iso_dates)
 
 
@@ -55,6 +71,10 @@ def items(draw, item_id: str) -> Item:
         extra["multiline"] = draw(st.booleans())
         extra["max_length"] = draw(st.none() | st.integers(1, 3000))
         extra["placeholder"] = draw(st.none() | words)
+    if kind is ItemType.NUMBER:
+        extra["integer"] = draw(st.booleans())
+        extra["min"] = draw(st.none() | st.integers(-1000, 0))
+        extra["max"] = draw(st.none() | st.integers(1, 1000))
     item = Item(id=item_id, text=draw(words), type=kind, required=draw(st.booleans()), **extra)
     if not item.is_secret and draw(st.booleans()):  # a secret takes no default
         item = Item.model_validate({**item.model_dump(), "default": draw(valid_value(item))})
@@ -83,7 +103,7 @@ def answered(draw) -> tuple[Request, list[Answer], list[Answer]]:
             answer = Answer.for_item(item, draw(valid_value(item)))
             answers.append(answer)
             kept.append(answer)
-        elif item.type is not ItemType.SELECT and draw(st.booleans()):
+        elif item.type not in (ItemType.SELECT, ItemType.NUMBER, ItemType.BOOLEAN) and draw(st.booleans()):
             answers.append(Answer.for_item(item, draw(valid_value(item, non_empty=False))))  # an empty, dropped
     return request, draw(st.permutations(answers)), kept
 

@@ -86,7 +86,7 @@ def test_every_problem_is_reported_at_once(request_):
     )
     assert set(errors) == {"sev", "areas", "due", "x"}
     assert errors["sev"] == "an answer is required"
-    with pytest.raises(AnswerError, match=r"^invalid answers: .*sev: an answer is required"):
+    with pytest.raises(AnswerError, match=r"^invalid answers: .*Severity: an answer is required"):
         request_.validate_answers([])
 
 

@@ -75,6 +75,7 @@ from bot.slack.mrkdwn import (
 )
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
+from workers.interaction.validation import value_text
 
 EXTERNAL_SELECT_THRESHOLD = 100
 """Selects with more options than this load them from the options URL (external_select)."""
@@ -394,10 +395,10 @@ def _answer_text(item: Item, answer: Answer | None, room: int, answered_by: str 
     if isinstance(value, list):
         labels = [option.label if (option := item.option(v)) else v for v in value]
         return clip(", ".join(labels), room)
-    if item.is_choice:
+    if item.is_choice and isinstance(value, str):
         opt = item.option(value)
         return clip(opt.label if opt else value, room)
-    return clip(value, room)
+    return clip(value_text(value), room)
 
 
 def _locked_reason(request: Request) -> list[Block]:

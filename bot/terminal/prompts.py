@@ -25,7 +25,7 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
 from workers.interaction import AnswerValue, ChoiceError, Item, ItemType, resolve_choice
-from workers.interaction.validation import check_value
+from workers.interaction.validation import check_value, value_text
 
 REQUIRED = "an answer is required"
 STYLE = Style.from_dict(
@@ -304,8 +304,10 @@ def describe(item: Item, value: AnswerValue) -> str:
         return "(given; hidden)"
     if isinstance(value, list):
         return ", ".join(_label(item, v) for v in value)
-    if item.type is ItemType.SELECT:
+    if item.type is ItemType.SELECT and isinstance(value, str):
         return _label(item, value)
+    if not isinstance(value, str):
+        return value_text(value)
     if "\n" in value:
         return "\n" + "\n".join(f"    {line}" for line in value.splitlines())
     return value

@@ -47,8 +47,9 @@ def ticket(run: AgentRun, text: str) -> str:
     fields = {"title": title, "reporter": run.started_by, "run_id": run.run_id, **answers}
     created = run.step("create-ticket", lambda: create_ticket(tickets_path(run.data_dir), fields))
     severity = next(o.label for o in SEVERITIES if o.value == answers["severity"])
+    components = answers["components"]
     due = f", due {answers['due']}" if answers.get("due") else ""
     return (
         f"Created {created['id']}: {title}. Severity {severity}, affects {answers['affected']}, "
-        f"components {', '.join(answers['components'] or [])}{due}."
+        f"components {', '.join(components if isinstance(components, list) else [])}{due}."
     )

@@ -8,12 +8,21 @@ class InteractionError(Exception):
 
 
 class AnswerError(InteractionError):
-    """Answers that do not fit their request; `.errors` maps each item id to its problem."""
+    """Answers that do not fit their request; `.errors` maps each item id to its problem.
 
-    def __init__(self, errors: dict[str, str]) -> None:
+    With `labels` (item id to the label people read), the message names each item by its label:
+    "Replicas: at most 10".
+    """
+
+    def __init__(self, errors: dict[str, str], labels: dict[str, str] | None = None) -> None:
         self.errors = dict(errors)
-        detail = "; ".join(f"{k}: {v}" for k, v in self.errors.items())
+        self.labels = dict(labels or {})
+        detail = "; ".join(f"{self.labels.get(k, k)}: {v}" for k, v in self.errors.items())
         super().__init__(f"invalid answers: {detail}")
+
+    def worded(self) -> dict[str, str]:
+        """Each refused item's problem, led by its label: {"replicas": "Replicas: at most 10"}."""
+        return {k: f"{self.labels.get(k, k)}: {v}" for k, v in self.errors.items()}
 
 
 class ChoiceError(InteractionError):

@@ -7,12 +7,24 @@ round-trip through JSON unchanged so a paused run can be stored and replayed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from workers.interaction.lengths import (
     LABEL_MAX,
@@ -41,8 +53,12 @@ SECRET_MASK = "••••"
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
 """A person's id (Slack `U…`/`W…`, or any host's own), or a Slack user group id (`S…`)."""
 
-AnswerValue = str | list[str] | None
-"""What `run.ask` returns per item: a choice, a list of choices, text, an ISO date, or None."""
+AnswerValue = str | bool | int | float | list[str] | None
+"""What `run.ask` returns per item: a choice, a list of choices, text, a date or time, a number, a yes/no
+(True/False), or None."""
+PATTERN_MAX = 500
+"""The longest `pattern` a free-text item may carry."""
+PATTERN_HINT_MAX = 150
 
 
 class _Strict(BaseModel):
@@ -63,9 +79,17 @@ class ItemType(StrEnum):
     FREE_TEXT = "free_text"
     DATE = "date"
     SECRET = "secret"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    EMAIL = "email"
+    URL = "url"
+    TIME = "time"
+    DATETIME = "datetime"
 
 
-ItemTypeName = Literal["select", "multi_select", "free_text", "date", "secret"]
+ItemTypeName = Literal[
+    "select", "multi_select", "free_text", "date", "secret", "number", "boolean", "email", "url", "time", "datetime"
+]
 """An `ItemType` by its value, as agents may write it: `type="select"`."""
 
 
@@ -105,6 +129,19 @@ class Item(_Strict):
     multiline: bool = False
     max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
     placeholder: Annotated[str | None, Field(max_length=PLACEHOLDER_MAX), AfterValidator(fits(PLACEHOLDER_MAX))] = None
+    min_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
+    pattern: Annotated[str | None, Field(min_length=1, max_length=PATTERN_MAX)] = None
+    """A regular expression the whole free-text answer must match."""
+    pattern_hint: Annotated[
+        str | None, Field(min_length=1, max_length=PATTERN_HINT_MAX), AfterValidator(fits(PATTERN_HINT_MAX))
+    ] = None
+    """What `pattern` asks for, as people read it in the error: "a ticket key like ABC-123"."""
+    min: StrictInt | StrictFloat | None = None
+    """A number item's least accepted value."""
+    max: StrictInt | StrictFloat | None = None
+    """A number item's greatest accepted value."""
+    integer: bool = False
+    """A number item takes whole numbers only, and its answer is an `int`."""
 
     if TYPE_CHECKING:
         # What the constructor takes, for type checkers: options may be bare strings (each is its own
@@ -121,6 +158,12 @@ class Item(_Strict):
             multiline: bool = False,
             max_length: int | None = None,
             placeholder: str | None = None,
+            min_length: int | None = None,
+            pattern: str | None = None,
+            pattern_hint: str | None = None,
+            min: float | None = None,
+            max: float | None = None,
+            integer: bool = False,
         ) -> None: ...
 
     @property
@@ -157,6 +200,8 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: options are only allowed on select and multi_select items")
         if self.type is not ItemType.FREE_TEXT and (self.multiline or self.max_length is not None):
             raise ValueError(f"item {self.id!r}: multiline and max_length only apply to free_text items")
+        self._check_text_rules()
+        self._check_number_rules()
         if self.is_secret and self.default is not None:
             raise ValueError(f"item {self.id!r}: a secret item takes no default (it would be stored in the clear)")
         if self.default is not None:
@@ -166,6 +211,33 @@ class Item(_Strict):
             if problem:
                 raise ValueError(f"item {self.id!r}: default is not a valid answer: {problem}")
         return self
+
+    def _check_text_rules(self) -> None:
+        """`min_length`, `pattern` and `pattern_hint` belong to free text, and must agree with each other."""
+        given = [n for n in ("min_length", "pattern", "pattern_hint") if getattr(self, n) is not None]
+        if given and self.type is not ItemType.FREE_TEXT:
+            raise ValueError(f"item {self.id!r}: {', '.join(given)} only apply to free_text items")
+        if self.min_length is not None and self.min_length > self.text_limit:
+            raise ValueError(f"item {self.id!r}: min_length {self.min_length} is over max_length {self.text_limit}")
+        if self.pattern_hint is not None and self.pattern is None:
+            raise ValueError(f"item {self.id!r}: pattern_hint describes a pattern; give the pattern too")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"item {self.id!r}: pattern is not a regular expression: {exc}") from None
+
+    def _check_number_rules(self) -> None:
+        """`min`, `max` and `integer` belong to numbers; the bounds are finite and in order."""
+        if self.type is not ItemType.NUMBER:
+            if self.min is not None or self.max is not None or self.integer:
+                raise ValueError(f"item {self.id!r}: min, max and integer only apply to number items")
+            return
+        for name, bound in (("min", self.min), ("max", self.max)):
+            if bound is not None and not math.isfinite(bound):
+                raise ValueError(f"item {self.id!r}: {name} must be a finite number")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"item {self.id!r}: min {self.min} is greater than max {self.max}")
 
 
 class Approval(_Strict):
@@ -268,10 +340,24 @@ class Request(_Strict):
 
     def defaults(self) -> list[Answer]:
         """The answers a run gets when it expires with `on_expiry="use_defaults"`."""
-        return [Answer.for_item(i, i.default) for i in self.items if i.default is not None]
+        from workers.interaction.validation import normalise
+
+        return [Answer.for_item(i, normalise(i, i.default)) for i in self.items if i.default is not None]
 
 
-_ANSWER_FIELDS = ("choice", "choices", "free_text", "date", "secret")
+_ANSWER_FIELDS = (
+    "choice",
+    "choices",
+    "free_text",
+    "date",
+    "secret",
+    "number",
+    "boolean",
+    "email",
+    "url",
+    "time",
+    "datetime",
+)
 
 
 class Answer(_Strict):
@@ -283,6 +369,14 @@ class Answer(_Strict):
     free_text: str | None = None
     date: str | None = None
     secret: str | None = Field(default=None, repr=False)  # never in a repr, so never in a traceback or log
+    number: StrictInt | StrictFloat | None = None
+    boolean: StrictBool | None = None
+    email: str | None = None
+    url: str | None = None
+    time: str | None = None
+    """ "HH:MM", 24-hour."""
+    datetime: str | None = None
+    """ISO 8601 in UTC: "2026-12-04T17:30:00Z"."""
 
     @model_validator(mode="after")
     def _one_field(self) -> Answer:
@@ -320,6 +414,12 @@ FIELD_FOR_TYPE: dict[ItemType, str] = {
     ItemType.FREE_TEXT: "free_text",
     ItemType.DATE: "date",
     ItemType.SECRET: "secret",
+    ItemType.NUMBER: "number",
+    ItemType.BOOLEAN: "boolean",
+    ItemType.EMAIL: "email",
+    ItemType.URL: "url",
+    ItemType.TIME: "time",
+    ItemType.DATETIME: "datetime",
 }
 
 

@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import re
 
 from workers.interaction.exceptions import AnswerError
+from workers.interaction.lengths import utf16_len
 from workers.interaction.models import FIELD_FOR_TYPE, Answer, AnswerValue, Item, ItemType, Request
+
+# Deliberately loose, as Slack's own email input is: one "@", no spaces, a dot in the domain.
+# Whether the address exists is for the mail server to say.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
+# http or https, an optional user, a host, an optional port, then anything without spaces. A regular
+# expression rather than urllib: the port imports only a few stdlib modules.
+_URL = re.compile(r"(?i)https?://(?:[^\s/?#@]+@)?[^\s/?#@:]+(?::\d{1,5})?(?:[/?#]\S*)?")
+_TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d")
+EMAIL_MAX = 320
+URL_MAX = 3000
+DATETIME_FORM = "%Y-%m-%dT%H:%M:%SZ"
+"""How a `datetime` answer is written: ISO 8601 in UTC, to the second."""
 
 
 def _check_date(value: str) -> str | None:
@@ -16,6 +31,85 @@ def _check_date(value: str) -> str | None:
     if parsed.isoformat() != value:
         return f"{value!r} is not a date in YYYY-MM-DD form"
     return None
+
+
+def show_number(value: float) -> str:
+    """A number as people write it: 10, not 10.0."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() and abs(value) < 1e15 else str(value)
+
+
+def _check_number(item: Item, value: AnswerValue) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "expected a number"
+    if item.integer and not float(value).is_integer():
+        return "expected a whole number"
+    if item.min is not None and value < item.min:
+        return f"at least {show_number(item.min)}"
+    if item.max is not None and value > item.max:
+        return f"at most {show_number(item.max)}"
+    return None
+
+
+def _check_free_text(item: Item, value: str) -> str | None:
+    size = utf16_len(value)
+    if size > item.text_limit:
+        return f"text is {size} characters, over the limit of {item.text_limit}"
+    if item.min_length is not None and size < item.min_length:
+        return f"at least {item.min_length} characters"
+    if item.pattern is not None and re.fullmatch(item.pattern, value) is None:
+        return f"not {item.pattern_hint}" if item.pattern_hint else f"does not match the pattern {item.pattern}"
+    return None
+
+
+def _check_url(value: str) -> str | None:
+    return None if _URL.fullmatch(value) else "not a web address (http or https)"
+
+
+def parse_datetime(value: str) -> dt.datetime | None:
+    """`value` as an aware UTC datetime when it is ISO 8601 with a UTC offset ("…Z" or "+00:00"), else None."""
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    if parsed.tzinfo is None or parsed.utcoffset() != dt.timedelta(0):
+        return None
+    return parsed
+
+
+def _check_typed_text(item: Item, value: AnswerValue) -> str | None:
+    """Email, URL, time and date-and-time answers: text in a set form."""
+    if not isinstance(value, str):
+        return "expected text"
+    if item.type is ItemType.EMAIL:
+        ok = utf16_len(value) <= EMAIL_MAX and _EMAIL.fullmatch(value) is not None
+        return None if ok else "not an email address"
+    if item.type is ItemType.URL:
+        return _check_url(value) if utf16_len(value) <= URL_MAX else f"a web address of at most {URL_MAX} characters"
+    if item.type is ItemType.TIME:
+        return None if _TIME.fullmatch(value) else "not a time in HH:MM form (24-hour)"
+    if parse_datetime(value) is None:
+        return "not a date and time in UTC, like 2026-12-04T17:30:00Z"
+    return None
+
+
+def value_text(value: AnswerValue) -> str:
+    """A single answer as people read it: Yes/No for a boolean, 10 rather than 10.0, text as it is."""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, int | float):
+        return show_number(value)
+    if isinstance(value, list):
+        return ", ".join(value)
+    return value or ""
+
+
+def normalise(item: Item, value: AnswerValue) -> AnswerValue:
+    """A valid answer in the form the run gets: a number as int or float per `integer`, a datetime to the second."""
+    if item.type is ItemType.NUMBER and isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value) if item.integer else float(value)
+    if item.type is ItemType.DATETIME and isinstance(value, str) and (parsed := parse_datetime(value)):
+        return parsed.astimezone(dt.UTC).strftime(DATETIME_FORM)
+    return value
 
 
 def check_value(item: Item, value: AnswerValue) -> str | None:
@@ -38,8 +132,7 @@ def check_value(item: Item, value: AnswerValue) -> str | None:
     elif item.type is ItemType.FREE_TEXT:
         if not isinstance(value, str):
             return "expected text"
-        if len(value) > item.text_limit:
-            return f"text is {len(value)} characters, over the limit of {item.text_limit}"
+        return _check_free_text(item, value)
     elif item.type is ItemType.SECRET:
         # Never quote the value: this message is shown to people and may be logged.
         if not isinstance(value, str):
@@ -50,12 +143,22 @@ def check_value(item: Item, value: AnswerValue) -> str | None:
         if not isinstance(value, str):
             return "expected a date in YYYY-MM-DD form"
         return _check_date(value)
+    elif item.type is ItemType.NUMBER:
+        return _check_number(item, value)
+    elif item.type is ItemType.BOOLEAN:
+        return None if isinstance(value, bool) else "expected yes or no"
+    else:
+        return _check_typed_text(item, value)
     return None
 
 
 def _is_empty(answer: Answer) -> bool:
     value = answer.value
     return value == [] or (isinstance(value, str) and value.strip() == "" and answer.field != "choice")
+
+
+def _with(answer: Answer, value: AnswerValue) -> Answer:
+    return Answer.model_validate({"id": answer.id, answer.field: value})
 
 
 def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
@@ -87,10 +190,13 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
         if problem:
             errors[answer.id] = problem
             continue
-        given[answer.id] = answer
+        value = normalise(item, answer.value)
+        given[answer.id] = (
+            answer if value == answer.value and type(value) is type(answer.value) else _with(answer, value)
+        )
     for item in request.items:
         if item.required and item.id not in given and item.id not in errors:
             errors[item.id] = "an answer is required"
     if errors:
-        raise AnswerError(errors)
+        raise AnswerError(errors, labels={i.id: i.text for i in request.items})
     return [given[i.id] for i in request.items if i.id in given]
