@@ -2,13 +2,12 @@
 
 The request names its model (`module:QualName`), so wherever answers are accepted the model's own
 validators run on them too and their errors are the form's errors: nothing is accepted while the
-model refuses it. The model is looked up only among modules already imported (the agents a
+model refuses it. The model is looked up only among the models already defined (by the agents a
 process loaded), never imported on a request's word.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -26,12 +25,18 @@ def model_name(model: type[BaseModel]) -> str:
 
 
 def loaded_model(name: str) -> type[BaseModel] | None:
-    """The model a request names, when its module is already loaded here; else None."""
-    module_name, _, qualname = name.partition(":")
-    found: Any = sys.modules.get(module_name)
-    for part in qualname.split(".") if found is not None else ():
-        found = getattr(found, part, None)
-    return found if isinstance(found, type) and issubclass(found, BaseModel) else None
+    """The model a request names, among the pydantic models defined in this process; else None."""
+    seen: set[type[BaseModel]] = set()
+    todo: list[type[BaseModel]] = [BaseModel]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        if model_name(cls) == name:
+            return cls
+        todo.extend(cls.__subclasses__())
+    return None
 
 
 def form_items(model: type[BaseModel]) -> list[Item]:
