@@ -20,6 +20,7 @@ from runtime_helpers import history_events, paused, runtime_and_host, start, wor
 import workers.agents.deploy  # noqa: F401  (registers `deploy`)
 from workers import agent
 from workers.interaction import Answer, ContextError, Item, ItemType, Request
+from workers.interaction.approval import approval_answers
 from workers.interaction.context import canonical, digest
 from workers.runtime.acceptance import accept
 from workers.store.records import RunStatus
@@ -196,6 +197,49 @@ def test_an_ask_without_context_is_bound_to_no_facts(r: Redis, tmp_path: Path) -
     assert "context_digest" not in answered.detail
 
 
+def approved(rt: Any, iid: str, edits: list[Answer] | None = None) -> list[Answer]:
+    """An approval's answers as Approve (or Edit… with `edits`) gives them."""
+    interrupt = rt.store.interrupt(iid)
+    assert interrupt is not None
+    return approval_answers(interrupt.request, edits or [], approve=True)
+
+
+@agent("t-approve")
+def approve_agent(run: Any, text: str) -> str:
+    """Proposes its live args for approval, then acts once (counted) on what was approved."""
+    decision = run.approve("Scale api", FACTS[run.run_id], key="scale")
+    run.step("act", lambda: bump(run.data_dir, run.run_id, "act"))
+    return f"{decision.args['replicas']} edited={decision.edited} changed={run.context_changed('scale')}"
+
+
+@pytest.mark.parametrize(
+    ("proposed_next", "asked_again"),
+    [(2, False), (4, True)],
+    ids=["proposes-what-was-approved", "proposes-something-else"],
+)
+def test_an_edited_approval_is_bound_to_the_edited_args(
+    r: Redis, tmp_path: Path, proposed_next: int, asked_again: bool
+) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = _start(rt, "t-approve", {"service": "api", "replicas": 3})
+    work(rt)
+    q1 = paused(rt, run_id)
+    accept(rt, q1, "U1", approved(rt, q1, [Answer(id="replicas", number=2)]))
+    FACTS[run_id] = {"service": "api", "replicas": proposed_next}  # the agent now proposes this
+    work(rt)
+    if not asked_again:
+        assert rt.store.get(run_id).result == "2 edited=True changed=False"
+        [edits] = history_events(rt, run_id, "approved with edits")
+        assert edits.detail["fields"] == ["replicas"] and edits.by == "U1"
+        return
+    q2 = paused(rt, run_id)
+    assert [(c.field, c.old, c.new) for c in rt.store.interrupt(q2).context_changes] == [("replicas", 3, 4)]
+    assert count(tmp_path, run_id, "act") == 0
+    accept(rt, q2, "U1", approved(rt, q2))
+    work(rt)
+    assert rt.store.get(run_id).result == "4 edited=False changed=True"
+
+
 def test_the_deploy_agent_binds_its_approval_to_the_release_it_reads_live(r: Redis, tmp_path: Path) -> None:
     rt, host = runtime_and_host(r, tmp_path)
     release = tmp_path / "releases" / "billing"
@@ -204,18 +248,25 @@ def test_the_deploy_agent_binds_its_approval_to_the_release_it_reads_live(r: Red
     run_id = start(rt, "deploy", "billing to staging")
     work(rt)
     q1 = paused(rt, run_id)
-    assert rt.store.interrupt(q1).context == {"service": "billing", "version": "v2.0.0", "target": "staging"}
+    assert rt.store.interrupt(q1).context == {
+        "service": "billing",
+        "version": "v2.0.0",
+        "target": "staging",
+        "replicas": 3,
+    }
     release.write_text("v2.0.1\n")  # the pipeline publishes a newer build before the approval
-    accept(rt, q1, "U1", [Answer(id="decision", choice="approve")])
+    accept(rt, q1, "U1", approved(rt, q1))
     work(rt)
     q2 = paused(rt, run_id)
     assert [(c.field, c.old, c.new) for c in rt.store.interrupt(q2).context_changes] == [
         ("version", "v2.0.0", "v2.0.1")
     ]
     assert not (tmp_path / "deployments.jsonl").exists()
-    accept(rt, q2, "U1", [Answer(id="decision", choice="approve")])
+    accept(rt, q2, "U1", approved(rt, q2))
     work(rt)
-    assert rt.store.get(run_id).result == "Deployment of billing v2.0.1 to staging approved and recorded."
+    assert (
+        rt.store.get(run_id).result == "Deployment of billing v2.0.1 to staging with 3 replicas approved and recorded."
+    )
     [entry] = [json.loads(line) for line in (tmp_path / "deployments.jsonl").read_text().splitlines()]
     assert (entry["version"], entry["target"], entry["decision"]) == ("v2.0.1", "staging", "approve")
     assert host.said == [
