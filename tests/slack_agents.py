@@ -72,6 +72,26 @@ def pick_agent(run: Any, text: str) -> str:
     return f"picked {answers['target']}"
 
 
+TYPED_ITEMS = [
+    Item(id="replicas", text="Replicas", type=ItemType.NUMBER, min=1, max=10, integer=True),
+    Item(id="ratio", text="Ratio", type=ItemType.NUMBER, max=1, required=False),
+    Item(id="go", text="Go ahead?", type=ItemType.BOOLEAN),
+    Item(id="notify", text="Notify?", type=ItemType.BOOLEAN, required=False),
+    Item(id="contact", text="Contact", type=ItemType.EMAIL),
+    Item(id="runbook", text="Runbook", type=ItemType.URL, required=False),
+    Item(id="at", text="At", type=ItemType.TIME, required=False),
+    Item(id="start", text="Start", type=ItemType.DATETIME, required=False),
+]
+
+
+@agent("s-typed", description="Asks a number, yes/no, email, URL, time and date-and-time, and reports them typed")
+def typed_agent(run: Any, text: str) -> str:
+    p = params(text)
+    items = [i for i in TYPED_ITEMS if i.id in p.get("items", [i.id for i in TYPED_ITEMS])]
+    answers = run.ask(_request(p, items, "Deploy checkout"))
+    return "; ".join(f"{k}={v!r}:{type(v).__name__}" for k, v in answers.items())
+
+
 LONG_LABEL = "Region {n:03d} " + "with a long descriptive name " * 3
 
 

@@ -115,10 +115,14 @@ def element_state(element: dict[str, Any], value: Any = None, *, filled: bool) -
             state["selected_options"] = [_pick(element, v) for v in value or []]
         else:
             state["selected_options"] = [_echo(o) for o in element.get("initial_options") or []]
-    elif kind == "plain_text_input":
+    elif kind in ("plain_text_input", "number_input", "email_text_input", "url_text_input"):
         state["value"] = value if filled else element.get("initial_value")
     elif kind == "datepicker":
         state["selected_date"] = value if filled else element.get("initial_date")
+    elif kind == "timepicker":
+        state["selected_time"] = value if filled else element.get("initial_time")
+    elif kind == "datetimepicker":  # a Unix timestamp, as Slack sends it
+        state["selected_date_time"] = value if filled else element.get("initial_date_time")
     else:
         raise ValueError(f"no state format for {kind}")
     return state
@@ -127,8 +131,10 @@ def element_state(element: dict[str, Any], value: Any = None, *, filled: bool) -
 def form_state(blocks: list[dict[str, Any]], fills: dict[str, Any], *, omit_untouched: bool = False) -> dict[str, Any]:
     """`state.values` for the input blocks in `blocks`, filled by label: {label text: answer}.
 
-    Answers: an option label (or `Tampered(value)`, or a raw option dict) for selects, a list of
-    labels for multi-selects, text for text inputs and `YYYY-MM-DD` for date pickers. Inputs not
+    Answers: an option label (or `Tampered(value)`, or a raw option dict) for selects and radio
+    buttons, a list of labels for multi-selects and checkboxes, text for text, number, email and
+    URL inputs, `YYYY-MM-DD` for date pickers, `HH:MM` for time pickers and a Unix timestamp for
+    date-and-time pickers. Inputs not
     in `fills` hold their initial value or null, or are left out with `omit_untouched`.
     """
     labels = {b["label"]["text"] for b in blocks if b.get("type") == "input"}

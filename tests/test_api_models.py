@@ -39,6 +39,18 @@ def test_openapi_document_is_valid_openapi_31() -> None:
     assert schemas["QuestionCreate"]["properties"]["request"] == {"$ref": "#/components/schemas/Request"}
 
 
+def test_the_openapi_item_schema_has_the_new_types_and_their_rules() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+    kinds = schemas["ItemType"]["enum"]
+    assert {"number", "boolean", "email", "url", "time", "datetime"} <= set(kinds)
+    assert {"min", "max", "integer", "min_length", "pattern", "pattern_hint"} <= set(schemas["Item"]["properties"])
+    value = schemas["QuestionView"]["properties"]["answers"]["anyOf"][0]["additionalProperties"]["anyOf"]
+    assert {"boolean", "integer", "number"} <= {v.get("type") for v in value}
+    typed = {"id": "n", "text": "Replicas", "type": "number", "max": 10, "integer": True, "default": 3}
+    body = QuestionCreate.model_validate({"request": {"reason": "Scale?", "items": [typed]}, "channel": "C1A"})
+    assert body.request.items[0].default == 3
+
+
 def test_the_validator_would_catch_a_broken_document() -> None:
     broken = copy.deepcopy(openapi_document())
     broken["paths"]["/questions"]["post"]["responses"]["201"] = {"content": 7}

@@ -520,3 +520,39 @@ def test_an_unexpected_error_is_a_500_problem_and_the_connection_is_kept(stack: 
         assert again.status_code == 500 and again.headers["content-type"] == "application/problem+json"
         ports = {r.extensions["network_stream"].get_extra_info("socket").getsockname()[1] for r in (failed, again)}
         assert len(ports) == 1
+
+
+def test_typed_items_asked_over_the_api_come_back_typed(stack: SlackStack, ci: Token) -> None:
+    """A number and a yes/no asked over the API: refused by label in Slack, then returned as JSON numbers and
+    booleans by the long-poll."""
+    items = [
+        {"id": "replicas", "text": "Replicas", "type": "number", "min": 1, "max": 10, "integer": True},
+        {"id": "go", "text": "Go ahead?", "type": "boolean"},
+    ]
+    resp = post(stack, ci, {"request": {"reason": "Scale checkout?", "items": items}, "channel": CHANNEL})
+    assert resp.status_code == 201, resp.text
+    created = resp.json()
+    message = stack.ws.message(CHANNEL, created["message_ts"])
+    assert message is not None
+    block, button = find_element(message["blocks"], "parley_submit")
+
+    def submit(fills: dict[str, Any]) -> None:
+        state = form_state(message["blocks"], fills)
+        payload = block_actions_payload(
+            user="U0CAROL", message=message, channel=CHANNEL, action=button_action(block, button), state_values=state
+        )
+        assert stack.interact(payload).status_code == 200
+
+    mark = stack.mark()
+    submit({"Replicas": "12", "Go ahead?": "Yes"})
+    told = stack.wait_call("chat.postEphemeral", since=mark)
+    assert "*Replicas*: at most 10" in told["args"]["text"]
+    assert get(stack, ci, f"questions/{created['id']}").json()["status"] == "waiting"
+    submit({"Replicas": "4", "Go ahead?": "Yes"})
+    body = get(stack, ci, f"questions/{created['id']}", wait=20).json()
+    assert body["status"] == "answered" and body["answers"] == {"replicas": 4, "go": True}
+    assert isinstance(body["answers"]["replicas"], int) and body["answers"]["go"] is True
+
+    bounds = [{"id": "n", "text": "N", "type": "number", "min": 5, "max": 1}]
+    bad = post(stack, ci, {"request": {"reason": "Bad?", "items": bounds}, "channel": CHANNEL})
+    assert bad.status_code == 422 and "min 5 is greater than max 1" in bad.text

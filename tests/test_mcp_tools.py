@@ -93,6 +93,24 @@ def test_bad_arguments_name_the_problem(arguments: Any, expected: str) -> None:
     assert expected in message
 
 
+def test_ask_human_takes_the_new_item_types() -> None:
+    questions = [
+        {"id": "n", "header": "Replicas", "question": "How many?", "type": "number", "max": 10, "integer": True},
+        {"id": "b", "header": "Go", "question": "Deploy now?", "type": "boolean"},
+        {"id": "e", "header": "Contact", "question": "Email?", "type": "email"},
+        {"id": "u", "header": "Runbook", "question": "Link?", "type": "url"},
+        {"id": "t", "header": "At", "question": "Time?", "type": "time"},
+    ]
+    arguments = {"questions": questions, "channel": "C0GENERAL"}
+    jsonschema.validate(arguments, ASK_HUMAN_SCHEMA)
+    body, _ = parse_ask_human(arguments)
+    assert [i.type.value for i in body.request.items] == ["number", "boolean", "email", "url", "time"]
+    assert body.request.items[0].max == 10 and body.request.items[0].integer
+    when = {"id": "w", "header": "When", "question": "Start?", "type": "datetime"}
+    body, _ = parse_ask_human({"questions": [when], "user": "U0BOB"})
+    assert body.request.items[0].type.value == "datetime"
+
+
 def test_every_problem_is_listed_at_once() -> None:
     bad = {"questions": [{"id": "a", "type": "single"}], "channel": "C0GENERAL", "wait_seconds": 99}
     message = problems(bad)
@@ -134,6 +152,8 @@ def test_results() -> None:
         "answered_by": "U0BOB",
         "answered_at": "2026-12-01T07:05:00+00:00",
     }
+    typed = tool_result(view(QuestionStatus.ANSWERED, answers={"n": 3, "r": 0.5, "b": False}))
+    assert json.loads(json.dumps(typed))["answers"] == {"n": 3, "r": 0.5, "b": False}
     assert tool_result(view(QuestionStatus.EXPIRED)) == {"status": "expired", "question_id": "r1", "answers": None}
     cancelled = tool_result(view(QuestionStatus.CANCELLED, cancelled_by="U0ALICE"))
     assert cancelled["status"] == "cancelled" and cancelled["cancelled_by"] == "U0ALICE"

@@ -185,3 +185,32 @@ def test_new_answers_round_trip_through_json():
     assert replayed == answers
     assert [type(a.value) for a in replayed] == [int, float, bool, str, str, str]
     assert Request.model_validate_json(request.model_dump_json()) == request
+
+
+@pytest.mark.parametrize(
+    ("item", "typed", "value"),
+    [
+        (REPLICAS, " 4 ", 4),
+        (RATIO, "0.25", 0.25),
+        (Item(id="ok", text="Ok", type="boolean"), "Yes", True),
+        (Item(id="ok", text="Ok", type="boolean"), "no", False),
+        (Item(id="t", text="Window", type="time"), "9:05", "09:05"),
+        (Item(id="c", text="Contact", type="email"), " ops@example.com ", "ops@example.com"),
+    ],
+)
+def test_typed_text_answers_a_typed_item(item, typed, value):
+    valid = _request(item).validate_answers([Answer(id=item.id, free_text=typed)])
+    assert valid == [Answer.for_item(item, value)]
+    assert type(valid[0].value) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("item", "typed", "worded"),
+    [
+        (REPLICAS, "four", "Replicas: not a number"),
+        (REPLICAS, "40", "Replicas: at most 10"),
+        (Item(id="ok", text="Go ahead?", type="boolean"), "maybe", "Go ahead?: expected yes or no"),
+    ],
+)
+def test_typed_text_that_gives_no_value_is_refused_by_label(item, typed, worded):
+    assert _refusal(_request(item), [Answer(id=item.id, free_text=typed)]).worded() == {item.id: worded}

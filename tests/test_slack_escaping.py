@@ -60,7 +60,7 @@ def assert_slack_accepts(call: dict[str, Any]) -> None:
     if "blocks" in args:
         assert validate_blocks(args["blocks"]) == [], args["blocks"]
     if "view" in args:
-        assert validate_blocks(args["view"]["blocks"], 100, "/view/blocks") == []
+        assert validate_blocks(args["view"]["blocks"], 100, "/view/blocks", surface="modal") == []
 
 
 def assert_escaped(calls: list[dict[str, Any]]) -> None:

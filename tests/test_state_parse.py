@@ -13,7 +13,7 @@ import pytest
 from bot.slack import blocks
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from workers.interaction.exceptions import AnswerError
-from workers.interaction.models import Answer, Request
+from workers.interaction.models import Answer, Item, Request
 
 pytestmark = pytest.mark.unit
 
@@ -179,7 +179,10 @@ def test_wrong_element_for_item_is_left_to_validation() -> None:
         {f"q|{IID}|1|hosts": {"answer": {"type": "multi_static_select", "selected_options": ["a"]}}},
         {f"q|{IID}|1|notes": {"answer": {"type": "plain_text_input", "value": 42}}},
         {f"q|{IID}|1|when": {"answer": {"type": "datepicker", "selected_date": ["2026-01-01"]}}},
-        {f"q|{IID}|1|when": {"answer": {"type": "timepicker", "selected_time": "10:00"}}},
+        {f"q|{IID}|1|when": {"answer": {"type": "timepicker", "selected_time": 1000}}},
+        {f"q|{IID}|1|when": {"answer": {"type": "datetimepicker", "selected_date_time": "2026-01-01T00:00Z"}}},
+        {f"q|{IID}|1|when": {"answer": {"type": "datetimepicker", "selected_date_time": True}}},
+        {f"q|{IID}|1|when": {"answer": {"type": "rich_text_input", "rich_text_value": {}}}},
         {f"q|{IID}|1|bad.id": {"answer": text("x")}},
     ],
 )
@@ -237,3 +240,54 @@ def test_round_trip_from_rendered_blocks() -> None:
                 values[block["block_id"]] = {block["element"]["action_id"]: fill[item.type.value]}
         answers = parse_state_values(REQUEST, IID, values, prefix=prefix)
         assert [a.value for a in REQUEST.validate_answers(answers)] == ["staging", ["b"], "hi", "2026-05-05"]
+
+
+TYPED = Request(
+    reason="Deploy checkout",
+    items=[
+        Item(id="replicas", text="Replicas", type="number", max=10, integer=True),
+        Item(id="go", text="Go ahead?", type="boolean"),
+        Item(id="notify", text="Notify?", type="boolean", required=False),
+        Item(id="contact", text="Contact", type="email"),
+        Item(id="runbook", text="Runbook", type="url"),
+        Item(id="at", text="At", type="time"),
+        Item(id="start", text="Start", type="datetime"),
+    ],
+)
+
+
+def test_the_new_elements_decode_to_typed_answers() -> None:
+    values = {
+        f"f|{IID}|replicas": {"answer": {"type": "number_input", "value": "4"}},
+        f"f|{IID}|go": {"answer": {"type": "radio_buttons", "selected_option": option("false")}},
+        f"f|{IID}|notify": {"answer": {"type": "checkboxes", "selected_options": [option("true")]}},
+        f"f|{IID}|contact": {"answer": {"type": "email_text_input", "value": "ops@example.com"}},
+        f"f|{IID}|runbook": {"answer": {"type": "url_text_input", "value": "https://example.com/rb"}},
+        f"f|{IID}|at": {"answer": {"type": "timepicker", "selected_time": "09:30"}},
+        f"f|{IID}|start": {"answer": {"type": "datetimepicker", "selected_date_time": 1796405400}},
+    }
+    answers = TYPED.validate_answers(parse_state_values(TYPED, IID, values, prefix="f"))
+    assert [a.value for a in answers] == [
+        4,
+        False,
+        True,
+        "ops@example.com",
+        "https://example.com/rb",
+        "09:30",
+        "2026-12-04T17:30:00Z",
+    ]
+
+
+def test_an_unchecked_optional_boolean_is_false_whether_or_not_slack_sends_it() -> None:
+    base = {f"q|{IID}|1|go": {"answer": {"type": "radio_buttons", "selected_option": option("true")}}}
+    unchecked = {f"q|{IID}|1|notify": {"answer": {"type": "checkboxes", "selected_options": []}}}
+    for values in (base, {**base, **unchecked}):
+        answers = parse_state_values(TYPED, IID, values)
+        assert [(a.id, a.value) for a in answers] == [("go", True), ("notify", False)]
+
+
+def test_a_message_text_input_for_a_number_is_read_and_refused_by_label() -> None:
+    values = {f"q|{IID}|1|replicas": {"answer": text("12")}}
+    with pytest.raises(AnswerError) as caught:
+        TYPED.validate_answers(parse_state_values(TYPED, IID, values))
+    assert caught.value.worded()["replicas"] == "Replicas: at most 10"

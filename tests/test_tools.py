@@ -126,7 +126,9 @@ def test_schema_limits():
     props = question["items"]["properties"]
     assert props["id"]["pattern"] == "^[A-Za-z0-9_-]{1,64}$"
     assert props["header"]["maxLength"] == 12
-    assert props["type"]["enum"] == ["single", "multiple", "free", "date", "secret"]
+    assert props["type"]["enum"] == [
+        "single", "multiple", "free", "date", "secret", "number", "boolean", "email", "url", "time", "datetime"
+    ]  # fmt: skip
     assert (props["options"]["minItems"], props["options"]["maxItems"]) == (2, 20)
     assert props["options"]["items"]["properties"]["label"]["maxLength"] == 75
     assert props["options"]["items"]["properties"]["description"]["maxLength"] == 75
@@ -372,3 +374,63 @@ def test_works_for_requests_not_built_from_a_tool_call():
     )
     answers = [Answer(id="env", choice="prd"), Answer(id="notes__other", free_text="kept")]
     assert answers_for_model(request, answers) == 'env: prd\nnotes__other: "kept"'
+
+
+REPLICAS = {
+    "id": "replicas",
+    "header": "Replicas",
+    "question": "How many replicas?",
+    "type": "number",
+    "min": 1,
+    "max": 10,
+    "integer": True,
+}
+TYPED = [
+    REPLICAS,
+    {"id": "go", "header": "Go", "question": "Deploy now?", "type": "boolean"},
+    {"id": "contact", "header": "Contact", "question": "Who to tell?", "type": "email", "required": False},
+    {"id": "runbook", "header": "Runbook", "question": "Runbook link?", "type": "url", "required": False},
+    {"id": "at", "header": "At", "question": "What time?", "type": "time", "required": False},
+    {"id": "start", "header": "Start", "question": "When exactly?", "type": "datetime", "required": False},
+    {
+        "id": "ticket",
+        "header": "Ticket",
+        "question": "Which ticket?",
+        "type": "free",
+        "pattern": "[A-Z]+-\\d+",
+        "pattern_hint": "a ticket key like ABC-123",
+        "max_length": 20,
+    },
+]
+
+
+def test_the_new_types_are_in_the_schema_and_become_their_items() -> None:
+    jsonschema.validate({"questions": TYPED[:5]}, ASK_USER_SCHEMA)
+    jsonschema.validate({"questions": TYPED[5:]}, ASK_USER_SCHEMA)
+    request = request_from_tool_call({"questions": TYPED[:5]})
+    assert [i.type.value for i in request.items] == ["number", "boolean", "email", "url", "time"]
+    replicas = request.items[0]
+    assert (replicas.min, replicas.max, replicas.integer) == (1, 10, True)
+    ticket = request_from_tool_call({"questions": TYPED[5:]}).items[1]
+    assert (ticket.pattern, ticket.pattern_hint, ticket.max_length) == (r"[A-Z]+-\d+", "a ticket key like ABC-123", 20)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ({**DETAILS, "min": 1}, "questions[0] (id 'details'): min only apply to number questions"),
+        ({**REPLICAS, "pattern": "x"}, "questions[0] (id 'replicas'): pattern only apply to free questions"),
+        ({**REPLICAS, "min": 5, "max": 1}, "min 5 is greater than max 1"),
+        ({**DETAILS, "pattern": "("}, "pattern is not a regular expression"),
+    ],
+)
+def test_misplaced_or_inconsistent_rules_are_refused(question, expected) -> None:
+    with pytest.raises(ToolArgumentError) as caught:
+        request_from_tool_call({"questions": [question]})
+    assert any(expected in p for p in caught.value.problems), caught.value.problems
+
+
+def test_typed_answers_read_as_json_values() -> None:
+    request = request_from_tool_call({"questions": TYPED[:3]})
+    answers = [Answer(id="replicas", number=3), Answer(id="go", boolean=False)]
+    assert answers_for_model(request, answers) == "replicas: 3\ngo: false\ncontact: (skipped)"

@@ -1,4 +1,4 @@
-"""Events: the App Home opening, and thread replies that answer a pending one-choice question."""
+"""Events: the App Home opening, and thread replies that answer a pending one-item question."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bot.deps import BotDeps
 from bot.home_tab import publish_home
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
-from workers.interaction import Answer, ChoiceError, ItemType, resolve_choice
+from workers.interaction import Answer, ChoiceError, Item, ItemType, resolve_choice
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept
 from workers.store.records import InterruptRecord, RefusalReason, RunStatus
@@ -42,8 +42,22 @@ def publish_home_tab(event: dict[str, Any], client: WebClient, context: BoltCont
         publish_home(deps, client, event["user"], context=context)
 
 
+def reply_answerable(item: Item) -> bool:
+    """Whether a typed reply can answer `item` when it is the question's only item: a choice, or a
+    required yes/no or number."""
+    return item.type is ItemType.SELECT or (item.required and item.type in (ItemType.BOOLEAN, ItemType.NUMBER))
+
+
+def reply_answer(item: Item, text: str) -> Answer:
+    """The answer a typed reply gives `item`: an option it names (`ChoiceError` when it names none),
+    or its text, which validation reads as yes/no or a number and refuses by label if it is neither."""
+    if item.type is ItemType.SELECT:
+        return Answer(id=item.id, choice=resolve_choice(item, text))
+    return Answer(id=item.id, free_text=text)
+
+
 def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """A threaded reply ("2", "the second one", "HBO") to a pending single-select question.
+    """A threaded reply ("2", "the second one", "HBO"; "yes"; "3") to a pending one-item question.
 
     Accepted before the ack, like a click; a refusal is told after the ack. The run is found
     by channel and thread alone: in a shared channel the envelope's `team_id` may be another
@@ -73,16 +87,15 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         log.info("thread reply to a secret question refused", **{**run.log_context(), "user": event["user"]})
         deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
         return
-    if interrupt is None or len(items) != 1 or items[0].type is not ItemType.SELECT:
+    if interrupt is None or len(items) != 1 or not reply_answerable(items[0]):
         ack()
         return
     user = event["user"]
     try:
-        value = resolve_choice(items[0], event.get("text") or "")
+        answers = [reply_answer(items[0], event.get("text") or "")]
     except ChoiceError as exc:
         outcome = AnswerOutcome.refused(interrupt.id, user, RefusalReason.AMBIGUOUS, message=str(exc))
     else:
-        answers = [Answer(id=items[0].id, choice=value)]
         enterprise = body.get("enterprise_id") or None
         token = f"{user}:{event.get('ts')}"
         outcome = try_accept(

@@ -6,8 +6,10 @@ text, a date); this module turns them into the exact shapes Slack puts in
 
     static_select / radio_buttons / external_select   selected_option  (option object or null)
     multi_static_select / checkboxes / multi_external  selected_options (list, may be [])
-    plain_text_input                                   value            (str, "\\n" kept, or null)
+    plain_text_input, number_input, email_text_input,  value            (str, "\\n" kept, or null)
+    url_text_input
     datepicker / timepicker                            selected_date / selected_time (or null)
+    datetimepicker                                     selected_date_time (a Unix timestamp, int, or null)
     users_select                                       selected_user    (a user id, or null)
 
 Options are echoed as ``{"text": {"type": "plain_text", "text": ..., "emoji": true}, "value": ...}``.
@@ -24,8 +26,10 @@ from bot.playground.plain_copy import plain_copy
 SINGLE = frozenset({"static_select", "radio_buttons", "external_select"})
 MULTI = frozenset({"multi_static_select", "checkboxes", "multi_external_select"})
 EXTERNAL = frozenset({"external_select", "multi_external_select"})
+TEXT_INPUTS = frozenset({"plain_text_input", "number_input", "email_text_input", "url_text_input"})
 VALUE_FIELD = {
-    "plain_text_input": "value",
+    **dict.fromkeys(TEXT_INPUTS, "value"),
+    "datetimepicker": "selected_date_time",
     "datepicker": "selected_date",
     "timepicker": "selected_time",
     "users_select": "selected_user",
@@ -104,8 +108,10 @@ def _initial(element: dict[str, Any]) -> Any:
     if kind in MULTI:
         opts = [o for o in element.get("initial_options") or [] if isinstance(o, dict)]
         return opts if kind in EXTERNAL else [o.get("value") for o in opts]
-    if kind == "plain_text_input":
+    if kind in TEXT_INPUTS:
         return element.get("initial_value")
+    if kind == "datetimepicker":
+        return element.get("initial_date_time")
     if kind == "datepicker":
         return element.get("initial_date")
     if kind == "timepicker":
@@ -125,6 +131,9 @@ def element_state(element: dict[str, Any], raw: Any) -> dict[str, Any] | None:
     if kind in MULTI:
         picked = [_pick(element, r) for r in (raw if isinstance(raw, list) else [])]
         return {"type": kind, "selected_options": [p for p in picked if p is not None]}
+    if kind == "datetimepicker":  # Slack sends the moment picked as a Unix timestamp
+        stamp = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+        return {"type": kind, "selected_date_time": stamp}
     value = raw if isinstance(raw, str) and raw != "" else None
     return {"type": kind, VALUE_FIELD[kind]: value}
 

@@ -191,7 +191,7 @@ async def submit_view(request: Request) -> Response:
         return _answer(delivery, errors=ack.get("errors") or {})
     if kind in ("update", "push"):
         new = ack.get("view")
-        problems = validate_blocks((new or {}).get("blocks", []), VIEW_BLOCK_LIMIT, "/view/blocks")
+        problems = validate_blocks((new or {}).get("blocks", []), VIEW_BLOCK_LIMIT, "/view/blocks", surface="modal")
         if not isinstance(new, dict) or problems:
             return _answer(delivery, notice=f"The app answered with an invalid view: {problems[:3]}")
         if kind == "update":

@@ -43,6 +43,8 @@ OPTION_TEXT_LIMIT = limits.OPTION_TEXT_MAX
 OPTION_VALUE_LIMIT = limits.OPTION_VALUE_MAX
 CHOICE_OPTIONS_LIMIT = limits.MAX_CHOICE_BUTTON_OPTIONS  # checkboxes and radio_buttons
 _SURFACES = ("message", "modal", "home")
+MODAL_ONLY = frozenset({"number_input", "email_text_input", "url_text_input"})
+"""Elements Slack's element reference allows only in modals (the shared Slack contract, section 10)."""
 
 
 def _option_errors(element: dict[str, Any], at: str) -> list[str]:
@@ -70,8 +72,10 @@ def _option_errors(element: dict[str, Any], at: str) -> list[str]:
     return errors
 
 
-def validate_blocks(blocks: Any, limit: int = MESSAGE_BLOCK_LIMIT, pointer: str = "/blocks") -> list[str]:
-    """Return Slack-style error strings for ``blocks``; an empty list means Slack would accept them."""
+def validate_blocks(
+    blocks: Any, limit: int = MESSAGE_BLOCK_LIMIT, pointer: str = "/blocks", surface: str = "message"
+) -> list[str]:
+    """Return Slack-style error strings for ``blocks`` on ``surface``; an empty list means Slack would accept them."""
     if not isinstance(blocks, list):
         return [f"must be an array [json-pointer:{pointer}]"]
     errors: list[str] = []
@@ -91,6 +95,12 @@ def validate_blocks(blocks: Any, limit: int = MESSAGE_BLOCK_LIMIT, pointer: str 
         elements = [(f"{at}/{key}", raw.get(key)) for key in ("accessory", "element")]
         elements += [(f"{at}/elements/{j}", el) for j, el in enumerate(raw.get("elements") or [])]
         option_errors = [e for where, el in elements if isinstance(el, dict) for e in _option_errors(el, where)]
+        if surface != "modal":
+            option_errors += [
+                f"element type {el['type']!r} is only allowed in modals [json-pointer:{where}/type]"
+                for where, el in elements
+                if isinstance(el, dict) and el.get("type") in MODAL_ONLY
+            ]
         errors.extend(option_errors)
         if option_errors:
             continue  # slack_sdk would only restate some of these
@@ -113,7 +123,9 @@ def _refuse(errors: list[str], error: str = "invalid_blocks") -> None:
 def _check_blocks(blocks: Any, surface: str = "message", pointer: str = "/blocks") -> None:
     """Refuse blocks as Slack does: `invalid_blocks` naming each problem, `msg_blocks_too_long` for a
     message's text over 12,000; lengths slack_sdk counts in code points are counted again in UTF-16."""
-    errors = validate_blocks(blocks, MESSAGE_BLOCK_LIMIT if surface == "message" else VIEW_BLOCK_LIMIT, pointer)
+    errors = validate_blocks(
+        blocks, MESSAGE_BLOCK_LIMIT if surface == "message" else VIEW_BLOCK_LIMIT, pointer, surface=surface
+    )
     if errors:
         _refuse(errors)
     if surface == "message" and limits.text_length(blocks) > limits.MAX_MESSAGE_TEXT:

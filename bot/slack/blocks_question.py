@@ -40,19 +40,26 @@ from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
     ButtonElement,
+    CheckboxesElement,
     ContextBlock,
     DatePickerElement,
+    DateTimePickerElement,
+    EmailInputElement,
     ExternalDataMultiSelectElement,
     ExternalDataSelectElement,
     HeaderBlock,
     InputBlock,
     MarkdownTextObject,
+    NumberInputElement,
     Option,
     PlainTextInputElement,
     PlainTextObject,
+    RadioButtonsElement,
     SectionBlock,
     StaticMultiSelectElement,
     StaticSelectElement,
+    TimePickerElement,
+    UrlInputElement,
     UserSelectElement,
 )
 from slack_sdk.models.views import View
@@ -75,7 +82,7 @@ from bot.slack.mrkdwn import (
 )
 from workers.interaction import Context, ContextChange
 from workers.interaction.models import Answer, Item, ItemType, Request
-from workers.interaction.validation import value_text
+from workers.interaction.validation import TYPED_FROM_TEXT, number_words, parse_datetime, show_number, value_text
 
 EXTERNAL_SELECT_THRESHOLD = 100
 """Selects with more options than this load them from the options URL (external_select)."""
@@ -102,7 +109,18 @@ _PLACEHOLDERS = {
     ItemType.FREE_TEXT: "Type your answer",
     ItemType.DATE: "Pick a date",
     ItemType.SECRET: "Type the secret",
+    ItemType.NUMBER: "Type a number",
+    ItemType.BOOLEAN: "Yes or no",
+    ItemType.EMAIL: "name@example.com",
+    ItemType.URL: "https://…",
+    ItemType.TIME: "Pick a time",
+    ItemType.DATETIME: "Pick a date and time",
 }
+MODAL_ONLY = frozenset({ItemType.NUMBER, ItemType.EMAIL, ItemType.URL})
+"""Items whose own element Slack allows only in modals: a message shows them as a text input that
+Parley reads and validates at Submit (`workers.interaction.validation.from_text`)."""
+YES, NO = "true", "false"
+"""The option values of a boolean item's Yes / No radio buttons (and its one checkbox, `YES`)."""
 SECRET_HINT = "Sealed for the run alone: nobody sees it again, and it is deleted when the run ends."
 FORM_ONLY_NOTE = ":lock: This question asks for a secret, so it is answered only in its form: click *Answer in a form*."
 _SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
@@ -149,9 +167,63 @@ def _option(item: Item, value: str, description_cap: int = OPTION_DESCRIPTION_MA
     return Option(value=value, label=label, description=_description(opt.description if opt else None, description_cap))
 
 
-def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRIPTION_MAX) -> Any:
+def format_hint(item: Item) -> str | None:
+    """The input's hint saying what a typed item expects, where its element does not show it."""
+    if item.type is ItemType.NUMBER:
+        return number_words(item).capitalize()
+    if item.type is ItemType.FREE_TEXT and item.pattern_hint:
+        return f"Expected: {item.pattern_hint}"
+    if item.type is ItemType.DATETIME:
+        return "Answered in your Slack time zone; the run gets it in UTC."
+    return None
+
+
+def _typed_element(item: Item, placeholder: PlainTextObject, *, modal: bool) -> Any:
+    """The element of a number, boolean, email, URL, time or datetime item.
+
+    Number, email and URL inputs exist only in modals: in a message they are a plain text
+    input, read and validated at Submit. Slack wants a number input's bounds as strings.
+    """
+    default = item.default
+    text_default = value_text(default) if default is not None else None
+    if item.type in MODAL_ONLY and not modal:
+        return PlainTextInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_value=text_default)
+    if item.type is ItemType.NUMBER:
+        return NumberInputElement(
+            action_id=ANSWER_ACTION_ID,
+            placeholder=placeholder,
+            is_decimal_allowed=not item.integer,
+            min_value=show_number(item.min) if item.min is not None else None,
+            max_value=show_number(item.max) if item.max is not None else None,
+            initial_value=text_default,
+        )
+    if item.type is ItemType.EMAIL:
+        return EmailInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_value=text_default)
+    if item.type is ItemType.URL:
+        return UrlInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_value=text_default)
+    if item.type is ItemType.BOOLEAN:
+        yes, no = Option(value=YES, label="Yes"), Option(value=NO, label="No")
+        if not item.required:  # one checkbox: left unchecked, the answer is False
+            return CheckboxesElement(
+                action_id=ANSWER_ACTION_ID, options=[yes], initial_options=[yes] if default is True else None
+            )
+        initial = yes if default is True else no if default is False else None
+        return RadioButtonsElement(action_id=ANSWER_ACTION_ID, options=[yes, no], initial_option=initial)
+    if item.type is ItemType.TIME:
+        return TimePickerElement(
+            action_id=ANSWER_ACTION_ID,
+            placeholder=placeholder,
+            initial_time=default if isinstance(default, str) else None,
+        )
+    at = parse_datetime(default) if isinstance(default, str) else None
+    return DateTimePickerElement(action_id=ANSWER_ACTION_ID, initial_date_time=int(at.timestamp()) if at else None)
+
+
+def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRIPTION_MAX, modal: bool = False) -> Any:
     """The input element for `item`, with its default pre-filled and option descriptions cut to `description_cap`."""
     placeholder = PlainTextObject(text=item.placeholder or _PLACEHOLDERS[item.type])
+    if item.type in TYPED_FROM_TEXT:
+        return _typed_element(item, placeholder, modal=modal)
     default = item.default
     options = [
         Option(value=o.value, label=o.label, description=_description(o.description, description_cap))
@@ -199,14 +271,15 @@ def _input(
     external: bool,
     label_cap: int = LABEL_MAX,
     description_cap: int = OPTION_DESCRIPTION_MAX,
+    modal: bool = False,
 ) -> InputBlock:
     text = fold_blank_lines(item.text)
     label = truncate(text, label_cap)
-    hint = _SHORTENED_HINT if label != text else SECRET_HINT if item.is_secret else None
+    hint = _SHORTENED_HINT if label != text else SECRET_HINT if item.is_secret else format_hint(item)
     return InputBlock(
         block_id=block_id,
         label=PlainTextObject(text=label),
-        element=_element(item, external=external, description_cap=description_cap),
+        element=_element(item, external=external, description_cap=description_cap, modal=modal),
         optional=not item.required,
         hint=PlainTextObject(text=hint) if hint else None,
     )
@@ -475,7 +548,7 @@ def modal_view(
 
     def build(label_cap: int = LABEL_MAX, description_cap: int = OPTION_DESCRIPTION_MAX) -> dict[str, Any]:
         caps = {"label_cap": label_cap, "description_cap": description_cap}
-        inputs = [_input(i, f"f|{iid}|{i.id}", external=i.id in external, **caps) for i in shown]
+        inputs = [_input(i, f"f|{iid}|{i.id}", external=i.id in external, modal=True, **caps) for i in shown]
         return View(
             type="modal",
             callback_id=FORM_CALLBACK_ID,

@@ -13,11 +13,13 @@ untouched element at all.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
-from bot.slack.blocks_question import ANSWER_ACTION_ID
-from workers.interaction.models import ITEM_ID_PATTERN, Answer, Request
+from bot.slack.blocks_question import ANSWER_ACTION_ID, NO, YES
+from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Request
+from workers.interaction.validation import DATETIME_FORM
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VERSION = re.compile(r"^[0-9]{1,9}$")
@@ -25,6 +27,8 @@ _ITEM_ID = re.compile(ITEM_ID_PATTERN)
 _VERSIONED_KINDS = frozenset({"qa", "qc", "qd", "qm", "qn", "qr", "qt", "qx", "fr"})
 _NUMBERED_KINDS = frozenset({"qh", "fh"})
 
+_TEXT = ("plain_text_input", "number_input", "email_text_input", "url_text_input")
+"""Elements whose `value` is text as typed: a number, email or URL item's is read by the port's validation."""
 _SINGLE = ("static_select", "external_select", "radio_buttons")
 _MULTI = ("multi_static_select", "multi_external_select", "checkboxes")
 
@@ -84,7 +88,7 @@ def _answer(item_id: str, element: Any, where: str) -> Answer | None:
             raise StateError(f"{where}: selected_options must be a list")
         values = [_option_value(o, where) for o in options]
         return Answer(id=item_id, choices=values) if values else None
-    if kind == "plain_text_input":
+    if kind in _TEXT:
         value = element.get("value")
         if value is not None and not isinstance(value, str):
             raise StateError(f"{where}: value must be a string or null")
@@ -94,7 +98,31 @@ def _answer(item_id: str, element: Any, where: str) -> Answer | None:
         if date is not None and not isinstance(date, str):
             raise StateError(f"{where}: selected_date must be a string or null")
         return None if date is None else Answer(id=item_id, date=date)
+    if kind == "timepicker":
+        time = element.get("selected_time")
+        if time is not None and not isinstance(time, str):
+            raise StateError(f"{where}: selected_time must be a string or null")
+        return None if time is None else Answer(id=item_id, time=time)
+    if kind == "datetimepicker":
+        stamp = element.get("selected_date_time")
+        if stamp is None:
+            return None
+        if isinstance(stamp, bool) or not isinstance(stamp, int) or not 0 <= stamp < 253402300800:  # before 10000
+            raise StateError(f"{where}: selected_date_time must be a Unix timestamp or null")
+        at = dt.datetime.fromtimestamp(stamp, dt.UTC).strftime(DATETIME_FORM)
+        return Answer(id=item_id, datetime=at)
     raise StateError(f"{where}: unsupported element type {kind!r}")
+
+
+def _as_boolean(item: Item, answer: Answer | None) -> Answer | None:
+    """A boolean item's radio button or checkbox as True/False; its one checkbox left unchecked is False."""
+    if answer is None:
+        return None if item.required else Answer(id=item.id, boolean=False)
+    if answer.choice in (YES, NO):
+        return Answer(id=item.id, boolean=answer.choice == YES)
+    if answer.choices is not None and set(answer.choices) <= {YES}:
+        return Answer(id=item.id, boolean=bool(answer.choices))
+    return answer  # an option Parley never offered: validation refuses it
 
 
 def parse_state_values(request: Request, iid: str, state_values: Any, *, prefix: str = "q") -> list[Answer]:
@@ -122,7 +150,11 @@ def parse_state_values(request: Request, iid: str, state_values: Any, *, prefix:
             raise StateError(f"{block_id}: expected an object of actions, got {type(actions).__name__}")
         element = actions.get(ANSWER_ACTION_ID)
         answer = None if element is None else _answer(item_id, element, f"{block_id}/{ANSWER_ACTION_ID}")
+        if isinstance(element, dict) and element.get("type") == "checkboxes" and not element.get("selected_options"):
+            answer = None  # an unchecked box: no answer, or False for a boolean (below)
         item = request.item(item_id)
+        if item is not None and item.type is ItemType.BOOLEAN:
+            answer = _as_boolean(item, answer)
         if item is not None and item.is_secret and answer is not None:
             if prefix != "f":  # the question's message has no input for it: only the form may carry one
                 raise StateError(f"{block_id}: a secret is answered only in the form")
@@ -131,5 +163,8 @@ def parse_state_values(request: Request, iid: str, state_values: Any, *, prefix:
         rank = version or 0
         if item_id not in chosen or rank >= chosen[item_id][0]:
             chosen[item_id] = (rank, answer)
+    for item in request.items:  # an optional yes/no whose unchecked box Slack did not send at all
+        if item.type is ItemType.BOOLEAN and not item.required and item.id not in chosen and chosen:
+            chosen[item.id] = (0, Answer(id=item.id, boolean=False))
     order = [i.id for i in request.items] + sorted(k for k in chosen if request.item(k) is None)
     return [a for k in order if k in chosen and (a := chosen[k][1]) is not None]

@@ -25,7 +25,15 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
 from workers.interaction import AnswerValue, ChoiceError, Item, ItemType, resolve_choice
-from workers.interaction.validation import check_value, value_text
+from workers.interaction.validation import (
+    TYPED_FROM_TEXT,
+    check_value,
+    from_text,
+    normalise,
+    number_words,
+    text_problem,
+    value_text,
+)
 
 REQUIRED = "an answer is required"
 STYLE = Style.from_dict(
@@ -93,6 +101,30 @@ def _text_check(item: Item) -> Check:
     return check
 
 
+_TYPED_PLACEHOLDERS = {
+    ItemType.NUMBER: "a number",
+    ItemType.BOOLEAN: "yes or no",
+    ItemType.EMAIL: "name@example.com",
+    ItemType.URL: "https://…",
+    ItemType.TIME: "HH:MM (24-hour)",
+    ItemType.DATETIME: "YYYY-MM-DDTHH:MM:SSZ (UTC)",
+}
+
+
+def _typed_check(item: Item) -> Check:
+    """Required-ness, then the port's reading of typed text and its check of the value."""
+
+    def check(text: str) -> str | None:
+        if not text.strip():
+            return REQUIRED if item.required else None
+        value = from_text(item, text)
+        if value is None:
+            return text_problem(item)
+        return check_value(item, value)
+
+    return check
+
+
 def _list_keys(state: dict[str, int], size: int) -> KeyBindings:
     """Up and Down move the list's cursor, wrapping around; using the list drops a half-typed reply."""
     keys = KeyBindings()
@@ -142,6 +174,8 @@ class TerminalPrompter:
             value = self.date(item)
         elif item.type is ItemType.SECRET:
             value = self.secret(item)
+        elif item.type in TYPED_FROM_TEXT:
+            value = self.typed(item)
         else:
             value = self.free_text(item)
         self._echo(item, value)
@@ -279,6 +313,20 @@ class TerminalPrompter:
         session = _session(is_password=True)
         text = session.prompt([*heading, ("", "> ")], validator=_Check(_text_check(item)))
         return text.strip() or None
+
+    def typed(self, item: Item) -> AnswerValue:
+        """A number, yes/no, email, URL, time or date-and-time typed as text, read and checked as the port reads
+        a typed reply; an optional yes/no left empty is No, as an unticked box in Slack."""
+        session = _session(placeholder=FormattedText([("class:placeholder", _TYPED_PLACEHOLDERS[item.type])]))
+        default = value_text(item.default) if item.default is not None else ""
+        notes = [n for n in (_optional(item, "leave empty for No" if item.is_boolean else "leave empty to skip"),) if n]
+        if item.type is ItemType.NUMBER:
+            notes.insert(0, number_words(item))
+        message = [*_heading(item, "  ".join(notes)), ("", "> ")]
+        text = session.prompt(message, default=default, validator=_Check(_typed_check(item)))
+        if not text.strip():
+            return False if item.is_boolean else None
+        return normalise(item, from_text(item, text))
 
     def date(self, item: Item) -> str | None:
         """A date typed as YYYY-MM-DD; a malformed one is refused with the reason."""

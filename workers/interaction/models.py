@@ -175,6 +175,10 @@ class Item(_Strict):
         return self.type is ItemType.SECRET
 
     @property
+    def is_boolean(self) -> bool:
+        return self.type is ItemType.BOOLEAN
+
+    @property
     def text_limit(self) -> int:
         """The longest free-text answer accepted for this item."""
         return self.max_length or FREE_TEXT_DEFAULT_MAX

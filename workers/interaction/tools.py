@@ -39,7 +39,15 @@ _TYPES: dict[str, ItemType] = {
     "free": ItemType.FREE_TEXT,
     "date": ItemType.DATE,
     "secret": ItemType.SECRET,
+    "number": ItemType.NUMBER,
+    "boolean": ItemType.BOOLEAN,
+    "email": ItemType.EMAIL,
+    "url": ItemType.URL,
+    "time": ItemType.TIME,
+    "datetime": ItemType.DATETIME,
 }
+_NUMBER_FIELDS = ("min", "max", "integer")
+_TEXT_FIELDS = ("min_length", "max_length", "pattern", "pattern_hint")
 SECRET_PLACEHOLDER = "(secret received; hidden from you, your tools get it from the run)"
 """What the model reads for a secret answer: never the value, which only the agent's code gets (`run.secret`)."""
 
@@ -77,7 +85,26 @@ _QUESTION_SCHEMA: dict[str, Any] = {
             "type": "string",
             "enum": list(_TYPES),
             "description": "single: pick one option; multiple: pick any; free: typed text; date: YYYY-MM-DD; "
+            "number: a number (see min, max, integer); boolean: yes or no; email: an email address; "
+            "url: an http(s) address; time: HH:MM; datetime: a UTC date and time like 2026-12-04T17:30:00Z; "
             "secret: a value such as a one-time code or token that you never see (your tools get it).",
+        },
+        "min": {"type": "number", "description": "number only: the least value accepted."},
+        "max": {"type": "number", "description": "number only: the greatest value accepted."},
+        "integer": {"type": "boolean", "default": False, "description": "number only: whole numbers only."},
+        "min_length": {"type": "integer", "minimum": 1, "maximum": 3000, "description": "free only."},
+        "max_length": {"type": "integer", "minimum": 1, "maximum": 3000, "description": "free only."},
+        "pattern": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 500,
+            "description": "free only: a regular expression the whole answer must match.",
+        },
+        "pattern_hint": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 150,
+            "description": "free only: what the pattern asks for, in words, e.g. 'a ticket key like ABC-123'.",
         },
         "options": {
             "type": "array",
@@ -118,7 +145,8 @@ ASK_USER_DESCRIPTION = (
     "the person type their own answer instead. When the person approves or decides something, pass the "
     "facts they decide on as 'context'. The result has one line per question id, e.g. "
     "'severity: High', 'areas: [API, Web]', 'notes: \"text\"', 'due: 2026-12-01', "
-    "'severity: other \"text\"' or 'notes: (skipped)'. Ask for a password, token or one-time code only with "
+    "'replicas: 3', 'approve: true', 'severity: other \"text\"' or 'notes: (skipped)'. "
+    "Ask for a password, token or one-time code only with "
     "type 'secret': its answer reads 'code: (secret received; ...)' and reaches your tools, never you."
 )
 
@@ -206,6 +234,10 @@ def _check_question(q: Any, i: int) -> list[str]:
         problems += _check_options(q.get("options"), kind, where)
     elif "options" in q:
         problems.append(f"{where}: a {kind} question takes no options")
+    for fields, owner in ((_NUMBER_FIELDS, "number"), (_TEXT_FIELDS, "free")):
+        misplaced = [f for f in fields if f in q]
+        if misplaced and kind != owner:
+            problems.append(f"{where}: {', '.join(misplaced)} only apply to {owner} questions")
     if not isinstance(q.get("required", True), bool):
         problems.append(f"{where}: required must be true or false")
     return problems
@@ -242,7 +274,9 @@ def _items(q: dict[str, Any]) -> list[Item]:
     ]
     text = f"{q['header'].strip()}: {q['question'].strip()}"
     if kind != "single":
-        return [Item(id=qid, text=text, type=_TYPES[kind], options=options or None, required=q.get("required", True))]
+        rules = {f: q[f] for f in (*_NUMBER_FIELDS, *_TEXT_FIELDS) if f in q}
+        required = q.get("required", True)
+        return [Item(id=qid, text=text, type=_TYPES[kind], options=options or None, required=required, **rules)]
     # The choice is optional so that a person whose answer is not listed can type it instead.
     return [
         Item(id=qid, text=text, type=ItemType.SELECT, options=options, required=False),
@@ -254,7 +288,8 @@ def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The a
     """Check `ask_user` arguments (a dict or its JSON text) and build the `Request` they describe.
 
     single -> select (plus an optional "<id>__other" free-text item), multiple ->
-    multi_select, free -> free_text, date -> date; each option's value is its label.
+    multi_select, free -> free_text, and every other type to the item type of its name;
+    each option's value is its label.
     Raises `ToolArgumentError` listing every problem, and nothing else for bad input.
     """
     decoded = _decoded(arguments)
@@ -331,7 +366,9 @@ def answers_for_model(request: Request, answers: list[Answer] | None, *, expired
             continue
         other_value = values.get(item.id + OTHER_SUFFIX) if item.id + OTHER_SUFFIX in folded else None
         parts: list[str] = []
-        if isinstance(value, list) and value:
+        if isinstance(value, bool | int | float):
+            parts.append(json.dumps(value))  # true / false, 3, 0.5
+        elif isinstance(value, list) and value:
             parts.append("[" + ", ".join(_show(v) for v in value) + "]")
         elif isinstance(value, str) and value.strip():
             parts.append(json.dumps(value, ensure_ascii=False) if item.type is ItemType.FREE_TEXT else _show(value))

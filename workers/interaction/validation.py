@@ -38,6 +38,18 @@ def show_number(value: float) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() and abs(value) < 1e15 else str(value)
 
 
+def number_words(item: Item) -> str:
+    """What a number item takes, in words: "a whole number from 1 to 10"."""
+    kind = "a whole number" if item.integer else "a number"
+    low = show_number(item.min) if item.min is not None else None
+    high = show_number(item.max) if item.max is not None else None
+    if low is not None and high is not None:
+        return f"{kind} from {low} to {high}"
+    if low is not None:
+        return f"{kind}, at least {low}"
+    return f"{kind}, at most {high}" if high is not None else kind
+
+
 def _check_number(item: Item, value: AnswerValue) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "expected a number"
@@ -103,6 +115,41 @@ def value_text(value: AnswerValue) -> str:
     return value or ""
 
 
+TYPED_FROM_TEXT = frozenset(
+    {ItemType.NUMBER, ItemType.BOOLEAN, ItemType.EMAIL, ItemType.URL, ItemType.TIME, ItemType.DATETIME}
+)
+"""Item types an answer may also give as typed text (a message's text input, a thread reply, a terminal)."""
+_YES = frozenset({"yes", "y", "true", "sim", "s", "1"})
+_NO = frozenset({"no", "n", "false", "nao", "não", "0"})
+_WHOLE = re.compile(r"[+-]?\d+")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def from_text(item: Item, text: str) -> AnswerValue | None:
+    """The typed value that `text`, as a person typed it, gives `item`; None when it gives none.
+
+    "3" is a number, "yes" or "no" a boolean, "9:30" the time 09:30; email, URL and datetime
+    text is taken as typed (trimmed), and `check_value` then judges it.
+    """
+    typed = text.strip()
+    if item.type is ItemType.NUMBER:
+        bare = typed.replace(",", "").replace("_", "")
+        if _WHOLE.fullmatch(bare):
+            return int(bare)
+        return float(bare) if _NUMBER_TEXT.fullmatch(bare) else None
+    if item.type is ItemType.BOOLEAN:
+        word = typed.casefold().rstrip(".!")
+        return True if word in _YES else False if word in _NO else None
+    if item.type is ItemType.TIME and re.fullmatch(r"\d:[0-5]\d", typed):
+        return "0" + typed
+    return typed
+
+
+def text_problem(item: Item) -> str:
+    """Why typed text gave no value for `item`."""
+    return "expected yes or no" if item.type is ItemType.BOOLEAN else "not a number"
+
+
 def normalise(item: Item, value: AnswerValue) -> AnswerValue:
     """A valid answer in the form the run gets: a number as int or float per `integer`, a datetime to the second."""
     if item.type is ItemType.NUMBER and isinstance(value, int | float) and not isinstance(value, bool):
@@ -166,7 +213,9 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
 
     Each offending item gets one specific message: unknown id, wrong field for its
     type, a value that was not offered, a duplicate answer, text over its limit, a
-    malformed date, or a required item left unanswered.
+    malformed date, or a required item left unanswered. A number, boolean, email, URL,
+    time or datetime item may be answered with `free_text` as a person typed it
+    ("3", "yes"): it is read by `from_text` and kept in its own field.
     """
     errors: dict[str, str] = {}
     given: dict[str, Answer] = {}
@@ -181,6 +230,14 @@ def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
             continue
         seen.add(answer.id)
         expected = FIELD_FOR_TYPE[item.type]
+        if answer.field == "free_text" and item.type in TYPED_FROM_TEXT and answer.free_text is not None:
+            if answer.free_text.strip() == "":
+                continue
+            typed = from_text(item, answer.free_text)
+            if typed is None:
+                errors[answer.id] = text_problem(item)
+                continue
+            answer = Answer.for_item(item, typed)
         if answer.field != expected:
             errors[answer.id] = f"a {item.type.value} item is answered with {expected!r}, not {answer.field!r}"
             continue

@@ -22,7 +22,9 @@ export function currentValue(ctx, blockId, element) {
       return (element.initial_options || []).map((o) => o.value);
     case "multi_external_select":
       return element.initial_options || [];
-    case "plain_text_input": return element.initial_value || "";
+    case "plain_text_input": case "number_input": case "email_text_input": case "url_text_input":
+      return element.initial_value || "";
+    case "datetimepicker": return element.initial_date_time ?? null;
     case "datepicker": return element.initial_date || "";
     case "timepicker": return element.initial_time || "";
     case "users_select": return element.initial_user || null;
@@ -63,6 +65,43 @@ function fillSelect(select, element) {
     for (const o of g.options || []) add(group, o);
     select.append(group);
   }
+}
+
+// A one-line text input of an HTML type (number, email, url), as Slack draws number_input,
+// email_text_input and url_text_input: the value is kept as the text typed, which Slack sends.
+function renderTypedInput(block, element, ctx, dispatch, type) {
+  const input = testid(el("input", "text-input"), element.type);
+  input.type = type;
+  input.placeholder = plainText(element.placeholder);
+  if (type === "number") {
+    input.step = element.is_decimal_allowed ? "any" : "1";
+    if (element.min_value !== undefined) input.min = element.min_value;
+    if (element.max_value !== undefined) input.max = element.max_value;
+  }
+  input.value = currentValue(ctx, block.block_id, element) || "";
+  input.addEventListener("input", () => ctx.store.set(block.block_id, element.action_id, input.value));
+  if (dispatch) input.addEventListener("change", () => ctx.act(block, element, input.value));
+  return input;
+}
+
+// The moment as a datetime-local field shows it, in this browser's time zone (Slack uses the person's).
+function localMoment(stamp) {
+  if (typeof stamp !== "number") return "";
+  const d = new Date(stamp * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+// A datetimepicker: a date and a time; Slack sends the moment picked as a Unix timestamp.
+function renderDatetimepicker(block, element, ctx, set) {
+  const input = testid(el("input", "date-input"), element.type);
+  input.type = "datetime-local";
+  input.value = localMoment(currentValue(ctx, block.block_id, element));
+  input.addEventListener("change", () => {
+    const ms = new Date(input.value).getTime();
+    set(input.value && !Number.isNaN(ms) ? Math.floor(ms / 1000) : null);
+  });
+  return input;
 }
 
 function renderButton(block, element, ctx) {
@@ -139,6 +178,14 @@ export function renderElement(block, element, ctx, dispatch) {
       if (dispatch) input.addEventListener("change", () => ctx.act(block, element, input.value));
       return input;
     }
+    case "number_input":
+      return renderTypedInput(block, element, ctx, dispatch, "number");
+    case "email_text_input":
+      return renderTypedInput(block, element, ctx, dispatch, "email");
+    case "url_text_input":
+      return renderTypedInput(block, element, ctx, dispatch, "url");
+    case "datetimepicker":
+      return renderDatetimepicker(block, element, ctx, set);
     case "datepicker":
       return renderDatepicker(element, () => currentValue(ctx, block.block_id, element), set);
     case "timepicker": {
