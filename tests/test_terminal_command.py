@@ -128,7 +128,7 @@ def test_parley_run_without_redis_url_uses_the_embedded_redis(tmp_path: Path) ->
     for fact in ("service: api", "version: v1.4.2", "target: production", "replicas: 3"):
         term.expect_exact(fact)
     term.expect_exact("? Replicas")
-    term.send("3\r")
+    term.send("\r")  # the proposed 3, pre-filled
     term.expect_exact("? Decision")
     term.send("approve\r")
     term.expect_exact("? Reason")

@@ -109,7 +109,7 @@ def approval_request(
         type=ItemType.SELECT,
         options=[Option(value=APPROVE, label="Approve"), Option(value=REJECT, label="Reject")],
     )
-    reason = Item(id=REASON_ID, text="Reason", type=ItemType.FREE_TEXT, required=False, multiline=True)
+    reason = Item(id=REASON_ID, text="Reason", type=ItemType.FREE_TEXT, required=False)
     approval = Approval(action=action, args=args, editable=[i.id for i in items])
     return Request.model_validate(
         {"reason": options.pop("reason", None) or action[:REASON_MAX], **options}
