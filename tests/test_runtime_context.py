@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 from effect_counters import bump, count
+from pydantic import BaseModel, Field
 from redis import Redis
 from runtime_helpers import history_events, paused, runtime_and_host, start, work
 
 import workers.agents.deploy  # noqa: F401  (registers `deploy`)
 from workers import agent
-from workers.interaction import Answer, ContextError, Item, ItemType, Request
+from workers.interaction import Answer, AnswerError, ContextError, Item, ItemType, Request
 from workers.interaction.approval import approval_answers
 from workers.interaction.context import canonical, digest
 from workers.runtime.acceptance import accept
@@ -238,6 +239,48 @@ def test_an_edited_approval_is_bound_to_the_edited_args(
     accept(rt, q2, "U1", approved(rt, q2))
     work(rt)
     assert rt.store.get(run_id).result == "4 edited=False changed=True"
+
+
+class Settings(BaseModel):
+    name: str
+    limits: dict[str, int]  # no item asks for a dict
+
+
+class Schedule(BaseModel):
+    day: str = Field(pattern=r"^(mon|tue)$")
+    hours: int = Field(ge=1, le=8)
+
+
+@agent("t-form")
+def form_agent(run: Any, text: str) -> str:
+    """Asks for `Settings` (refused at ask time) or `Schedule`, and reports the instance."""
+    if text == "settings":
+        return str(run.ask_form(Settings, reason="Settings?"))
+    schedule = run.ask_form(Schedule, reason="When?")
+    return f"{type(schedule).__name__} {schedule.day} {schedule.hours}"
+
+
+def test_ask_form_refuses_a_field_no_item_fits_before_anything_is_posted(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-form", "settings")
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.FAILED and "Settings.limits: a field of type" in record.error
+    assert host.questions == [] and not [k for k in rt.store.journal(run_id) if k.startswith("ask:")]
+
+
+def test_ask_form_returns_the_model_and_refuses_what_the_model_refuses(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-form", "schedule")
+    work(rt)
+    iid = paused(rt, run_id)
+    with pytest.raises(AnswerError, match="Hours: at most 8"):
+        rt.store.interrupt(iid).request.validate_answers(
+            [Answer(id="day", free_text="mon"), Answer(id="hours", number=9)]
+        )
+    accept(rt, iid, "U1", [Answer(id="day", free_text="tue"), Answer(id="hours", number=4)])
+    work(rt)
+    assert rt.store.get(run_id).result == "Schedule tue 4"
 
 
 def test_the_deploy_agent_binds_its_approval_to_the_release_it_reads_live(r: Redis, tmp_path: Path) -> None:
