@@ -33,6 +33,7 @@ from workers.interaction import Decision
 from workers.questions import Caller, QuestionService, tokens
 from workers.questions.webhooks import announce
 from workers.store.closings import Closings
+from workers.store.records import InterruptState
 
 pytestmark = pytest.mark.integration
 
@@ -142,9 +143,12 @@ def test_the_python_client_returns_a_rejections_reason(bot: Bot, server: tuple[s
 
 
 def _approval_message(bot: Bot) -> dict[str, Any] | None:
+    """The approval's message once its question is open for answers (it is posted just before)."""
     for message in bot.ws.messages(CHANNEL):
-        if any(b.get("block_id", "").startswith("qa|") for b in message.get("blocks") or []):
-            return message
+        for block in message.get("blocks") or []:
+            if block.get("block_id", "").startswith("qa|"):
+                interrupt = bot.runtime.store.interrupt(block["block_id"].split("|")[1])
+                return message if interrupt is not None and interrupt.state is InterruptState.OPEN else None
     return None
 
 
@@ -168,3 +172,15 @@ def test_mcp_request_approval_takes_action_args_and_schema(bot: Bot, redis_url: 
     assert done["decision"]["args"]["note"] == "weekly" and done["decision"]["changes"] == [
         ["note", "nightly", "weekly"]
     ]
+
+
+def test_a_question_over_the_api_names_no_model(server: tuple[str, str]) -> None:
+    url, token = server
+    request = {"reason": "Plan?", "items": [{"id": "a", "text": "A", "type": "free_text"}], "form": "os:PathLike"}
+    resp = httpx.post(
+        f"{url}/questions",
+        json={"request": request, "channel": CHANNEL},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert resp.status_code == 422
+    assert "a pydantic model is named only by an agent's run.ask_form" in resp.text

@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 from pydantic import AnyHttpUrl, BaseModel, Field, SecretStr
 
-from workers.interaction import Answer, AnswerError, FormError, ItemType, answers_to_values
+from workers.interaction import Answer, AnswerError, FormError, ItemType, Request, answers_to_values
 from workers.interaction.approval import APPROVE, DECISION_ID, approval_answers, approval_request, decision_of
 from workers.interaction.forms import form_items, form_request
 from workers.interaction.schema_items import schema_items, schema_of
@@ -133,3 +133,25 @@ def test_a_schema_types_the_editable_args_and_bounds_them() -> None:
     too_many = approval_answers(request, [Answer.for_item(replicas.model_copy(update={"max": None}), 5)], approve=True)
     with pytest.raises(AnswerError, match="Replicas: at most 3"):
         request.validate_answers(too_many)
+
+
+def test_a_pydantic_model_types_an_approvals_args_and_a_request_holds_a_consistent_approval() -> None:
+    class Scale(BaseModel):
+        replicas: int = Field(ge=1, le=5)
+        mode: Literal["rolling", "blue-green"]
+
+    request = approval_request("Scale api", {"replicas": 3, "mode": "rolling", "note": "x"}, schema=Scale)
+    kinds = {i.id: i.type for i in request.items}
+    assert kinds == {
+        "replicas": ItemType.NUMBER,
+        "mode": ItemType.SELECT,
+        "note": ItemType.FREE_TEXT,
+        "_decision": ItemType.SELECT,
+        "_reason": ItemType.FREE_TEXT,
+    }
+    assert request.item("replicas") is not None and request.item("replicas").max == 5  # type: ignore[union-attr]
+    stored = request.model_dump(mode="json")
+    with pytest.raises(ValueError, match="editable \\['ghost'\\] must each be an argument with an item"):
+        Request.model_validate({**stored, "approval": {**stored["approval"], "editable": ["ghost"]}})
+    with pytest.raises(ValueError, match='needs the "_decision" select'):
+        Request.model_validate({**stored, "items": stored["items"][:2]})

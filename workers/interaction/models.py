@@ -323,6 +323,19 @@ class Request(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _approval_shape(self) -> Request:
+        """An approval asks its decision, and each argument it calls editable is one of its items."""
+        if self.approval is None:
+            return self
+        decision = self.item("_decision")
+        if decision is None or decision.option_values() != ["approve", "reject"]:
+            raise ValueError('an approval needs the "_decision" select of "approve" and "reject"')
+        missing = [name for name in self.approval.editable if self.item(name) is None or name not in self.approval.args]
+        if missing:
+            raise ValueError(f"approval: editable {missing} must each be an argument with an item")
+        return self
+
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)
 

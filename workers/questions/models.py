@@ -75,6 +75,13 @@ class QuestionCreate(_Body):
 
     @field_validator("request")
     @classmethod
+    def _no_form(cls, v: Request) -> Request:
+        if v.form is not None:
+            raise ValueError("form: a pydantic model is named only by an agent's run.ask_form, not over the API")
+        return v
+
+    @field_validator("request")
+    @classmethod
     def _few_people(cls, v: Request) -> Request:
         for name in ("assignees", "escalate_to"):
             count = len(getattr(v, name))
