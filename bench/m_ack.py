@@ -15,7 +15,6 @@ first; latencies are pooled over rounds and the per-round medians give the sprea
 from __future__ import annotations
 
 import itertools
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from bench.redis_db import flush
 from bench.seed import SubmitClicks, seed_paused
 from bench.stack import Poster, Stack
 from bench.stats import Dist, ratio
+from workers.store import ids
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore
 
@@ -79,7 +79,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
     clicks = SubmitClicks(request)
     parley_bodies = iter([clicks.body(r) for r in runs])
     # the bare app gets clicks of the same shape and size, on questions that do not exist
-    fake = [replace(r, run_id=f"r{secrets.token_urlsafe(12)}", iid=f"q{secrets.token_urlsafe(16)}") for r in runs]
+    fake = [replace(r, run_id=ids.new_id(ids.RUN), iid=ids.new_question_id()) for r in runs]
     bare_bodies = iter([clicks.body(r) for r in fake])
 
     def take(it: Iterator[bytes], n: int) -> list[bytes]:

@@ -41,7 +41,7 @@ from bench.stats import Dist, ratio
 from bot.playground import LoopbackServer
 from bot.slack import blocks
 from workers.questions import tokens
-from workers.store import keys
+from workers.store import ids, keys
 from workers.store.questions import QuestionStore
 from workers.store.runs import RunStore
 
@@ -79,7 +79,7 @@ def _click(stack: Stack, clicks: SubmitClicks, created: dict[str, Any]) -> bytes
 
 def _bare_resume(stack: Stack, poster: Poster, clicks: SubmitClicks) -> float:
     """Measurement 2's baseline: a click to the bare app → SET + enqueue → a raw RQ job starts."""
-    fake = Seeded(f"r{secrets.token_urlsafe(12)}", f"q{secrets.token_urlsafe(16)}", USER, CHANNEL, "1.000001", "")
+    fake = Seeded(ids.new_id(ids.RUN), ids.new_question_id(), USER, CHANNEL, "1.000001", "")
     t0 = time.time()
     if poster.post(clicks.body(fake)) != 200:
         raise RuntimeError("the bare app refused a Submit click")
@@ -100,7 +100,7 @@ def _ask_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
         return (time.perf_counter() - t0) * 1000
 
     def bare_once() -> float:
-        question = blocks.question_blocks(request, f"q{secrets.token_urlsafe(16)}", assignees=[])
+        question = blocks.question_blocks(request, ids.new_question_id(), assignees=[])
         body = {"channel": CHANNEL, "text": blocks.fallback_text(request), "blocks": question}
         t0 = time.perf_counter()
         if bare.post("/bench/post", json=body).status_code != 201:

@@ -26,7 +26,7 @@ from bench.stats import Dist, ratio
 from bot.playground.workspace import TEAM_ID
 from bot.slack import blocks
 from workers.runtime.queues import enqueue_run, queue
-from workers.store import keys
+from workers.store import ids, keys
 from workers.store.runs import RunStore
 
 RAW_QUEUE = "bench-raw"
@@ -70,7 +70,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
 
         def post_once() -> str:
             channel, root, _ = next(it)
-            iid = f"q{secrets.token_urlsafe(16)}"
+            iid = ids.new_question_id()
             question = blocks.question_blocks(request, iid, assignees=["U0B001"])
             job = raw.enqueue("bench.jobs.post_question", channel, root, blocks.fallback_text(request), question)
             _wait(lambda: job.get_status(refresh=True) == "finished")

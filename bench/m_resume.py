@@ -11,7 +11,6 @@ included), so no sample queues behind another.
 
 from __future__ import annotations
 
-import secrets
 import time
 from dataclasses import replace
 
@@ -22,7 +21,7 @@ from bench.redis_db import flush
 from bench.seed import Seeded, SubmitClicks, seed_paused
 from bench.stack import Poster, Stack
 from bench.stats import Dist, ratio
-from workers.store import keys
+from workers.store import ids, keys
 from workers.store.runs import RunStore
 
 TARGET_MS = 5.0
@@ -65,7 +64,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
         runs = seed_paused(
             store, n, request, agent=AGENT, user_for=lambda i: f"U0B{i % 100:03d}", messages=stack.seed_messages(n)
         )
-        fake = [replace(r, iid=f"q{secrets.token_urlsafe(16)}") for r in runs]  # the bare app's clicks
+        fake = [replace(r, iid=ids.new_question_id()) for r in runs]  # the bare app's clicks
         clicks = SubmitClicks(request)
         procs = stack.parley_workers(1, worker_class) + stack.raw_workers(BARE_QUEUE, 1, worker_class)
         parley, bare = Dist(), Dist()

@@ -41,8 +41,8 @@ from workers.runtime.acceptance import accept
 from workers.runtime.queues import QUEUE_NAME, enqueue_run
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime, RuntimeSettings
-from workers.store import keys
-from workers.store.records import RunStatus
+from workers.store import journal_names, keys
+from workers.store.records import CloseMode, RunStatus
 from workers.store.runs import Closed, RunStore, history_entry
 
 SEEDED = 10_000
@@ -203,7 +203,7 @@ def seed_finished(store: RunStore, n: int) -> list[str]:
     for s in paused:
         interrupt = store.interrupt(s.iid)
         assert interrupt is not None
-        closed = store.close(interrupt, "answer", s.user, answers, secrets.token_hex(8))
+        closed = store.close(interrupt, CloseMode.ANSWER, s.user, answers, secrets.token_hex(8))
         if not isinstance(closed, Closed) or closed.again:
             raise RuntimeError(f"seeding: the answer to {s.iid} was not accepted anew: {closed}")
         ok, epoch, _ = store.transition(
@@ -211,7 +211,7 @@ def seed_finished(store: RunStore, n: int) -> list[str]:
         )
         if not ok:
             raise RuntimeError(f"seeding: {s.run_id} could not be claimed ({epoch})")
-        for field in (f"fx:lock:{s.iid}", "fx:final"):
+        for field in (journal_names.effect(journal_names.lock(s.iid)), journal_names.effect(journal_names.FINAL)):
             store.record(s.run_id, int(epoch), field, "intent")
             store.record(s.run_id, int(epoch), field, "done")
         store.transition(

@@ -32,7 +32,7 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import keys
 from workers.store.job_ids import resume as resume_job_id
-from workers.store.records import RunStatus
+from workers.store.records import CloseMode, RunStatus
 from workers.store.runs import Closed
 
 RAW_QUEUE = "bench-raw"
@@ -43,7 +43,7 @@ ANSWERS = [Answer(id="env", choice="production"), Answer(id="regions", choices=[
 def _close(rt: Runtime, run: Seeded) -> None:
     interrupt = rt.store.interrupt(run.iid)
     assert interrupt is not None
-    closed = rt.store.close(interrupt, "answer", run.user, interrupt.request.validate_answers(ANSWERS), "bench")
+    closed = rt.store.close(interrupt, CloseMode.ANSWER, run.user, interrupt.request.validate_answers(ANSWERS), "bench")
     if not isinstance(closed, Closed) or closed.again:
         raise RuntimeError(f"bench answer not accepted anew: {closed}")
 

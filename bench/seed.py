@@ -27,9 +27,9 @@ import redis
 from bot.playground.workspace import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID
 from bot.slack import blocks
 from workers.interaction import Request
-from workers.store import keys
+from workers.store import ids, journal_names, keys
 from workers.store.records import RunStatus
-from workers.store.runs import RunStore, interrupt_fields, new_id, stage_create, transition_call
+from workers.store.runs import RunStore, interrupt_fields, stage_create, transition_call
 
 DUMMY_IID = "qBENCHDUMMYIID00000000"
 ANSWER_STATE = {
@@ -80,7 +80,7 @@ def seed_paused(
         for i in range(lo, min(lo + batch, n)):
             user = user_for(start + i)
             channel, root_ts, msg_ts = messages[i] if messages else (f"C0BENCH{i % 64:02d}", f"{i}.000001", "")
-            run_id, iid = new_id("r"), f"q{secrets.token_urlsafe(16)}"
+            run_id, iid = ids.new_id(ids.RUN), ids.new_question_id()
             conversation = {"host": "slack", "team": TEAM_ID, "channel": channel, "thread_ts": root_ts}
             message = {"channel": channel, "ts": msg_ts, "version": 1} if msg_ts else {}
             _queue_one(store, pipe, run_id, iid, agent, text, user, conversation, request_json, message)
@@ -121,7 +121,7 @@ def _queue_one(
     # Run.ask -> RunStore.open_interrupt
     request = _parsed(request_json)
     fields = interrupt_fields(iid, run_id, conversation["team"], "#1", 1, request, [user], now)
-    argv: list[Any] = ["1", "ask:#1", json.dumps([iid]), iid]
+    argv: list[Any] = ["1", journal_names.ask("#1"), json.dumps([iid]), iid]
     for name, value in fields.items():
         argv += [name, value]
     store._open(keys=[keys.run(run_id), keys.journal(run_id), keys.interrupt(iid)], args=argv, client=pipe)

@@ -70,7 +70,7 @@ class Stack:
                 "SLACK_API_URL": f"{self.api_url}/api/",
                 "PARLEY_AGENTS": "bench.agents",
                 "PARLEY_DATA_DIR": str(self.tmp / "data"),
-                "PARLEY_WEBHOOK_ALLOW": "127.0.0.1",  # the webhook row's receiver is on loopback
+                "PARLEY_WEBHOOK_ALLOW": "127.0.0.1:*",  # the webhook row's receiver is on loopback, any port
                 "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
             }
         )

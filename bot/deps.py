@@ -11,7 +11,7 @@ from slack_bolt import BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.host import SlackHost
-from bot.slack.scope import Scope
+from bot.slack.tenant import Tenant
 from workers.logs import Log
 from workers.runtime.wiring import Runtime
 from workers.store.records import RunRecord
@@ -43,21 +43,21 @@ class BotDeps:
         """OAuth mode: each workspace has its own installation, and runs are scoped to theirs."""
         return self.slack.clients.many
 
-    def scope(self, context: BoltContext) -> Scope | None:
+    def tenant(self, context: BoltContext) -> Tenant | None:
         """The workspace of a request in OAuth mode; None (every run) with one workspace."""
-        return Scope.of(context) if self.many_workspaces else None
+        return Tenant.of(context) if self.many_workspaces else None
 
     def run_filter(self, context: BoltContext) -> Callable[[RunRecord], bool] | None:
         """Keeps the runs of the request's workspace in OAuth mode; None (every run) with one workspace."""
-        scope = self.scope(context)
-        return None if scope is None else (lambda run: scope.owns(run.conversation))
+        tenant = self.tenant(context)
+        return None if tenant is None else (lambda run: tenant.owns(run.conversation))
 
     def is_admin(self, user: str, context: BoltContext | None = None) -> bool:
         """An admin everywhere, or of the request's workspace (its team, or its enterprise)."""
         if user in self.admins:
             return True
-        scope = Scope.of(context) if context is not None else None
-        where = (scope.team, scope.enterprise) if scope else ()
+        tenant = Tenant.of(context) if context is not None else None
+        where = (tenant.team, tenant.enterprise) if tenant else ()
         return any(user in self.team_admins.get(w, ()) for w in where if w)
 
     def after_ack(self, fn: Callable[..., Any], *args: Any) -> None:

@@ -28,7 +28,7 @@ def waiting_entries(
 ) -> list[dict[str, Any]]:
     """The questions waiting on `user`; with many workspaces, those of the workspace the tab is in."""
     store, now = deps.runtime.store, time.time()
-    scope = deps.scope(context) if context is not None else None
+    tenant = deps.tenant(context) if context is not None else None
     entries = []
     for iid in store.waiting_on(user, limit=WAITING_SHOWN):
         try:
@@ -39,7 +39,7 @@ def waiting_entries(
             continue
         if q is None:
             continue
-        if scope is not None and (run is None or not scope.owns(run.conversation)):
+        if tenant is not None and (run is None or not tenant.owns(run.conversation)):
             continue
         permalink = None
         msg = q.message

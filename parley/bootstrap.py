@@ -80,6 +80,9 @@ def question_config(settings: Settings) -> QuestionConfig:
         QuestionConfig(
             webhook_allow=tuple(settings.parley_webhook_allow),
             webhook_retry_intervals=tuple(settings.parley_webhook_retry_intervals),
+            webhook_timeout=settings.parley_webhook_timeout,
+            webhook_per_token=settings.parley_webhook_per_token,
+            webhook_per_host=settings.parley_webhook_per_host,
             rate_limit=settings.parley_api_rate_limit,
             rate_window=settings.parley_api_rate_window,
             auth_failures=settings.parley_api_auth_failures,

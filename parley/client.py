@@ -1,6 +1,6 @@
 """`parley.client.Parley`: the HTTP API from Python, on httpx.
 
-    from parley.client import Parley, QuestionExpired
+    from parley.client import Parley, QuestionExpiredError
 
     parley = Parley("https://parley.example.com", token=os.environ["PARLEY_TOKEN"])
     answers = parley.ask({"reason": "Deploy v1.4.2?", "items": [...]}, channel="C0123", timeout=3600)
@@ -19,13 +19,31 @@ import httpx
 
 from workers.interaction import AnswerValue, Decision, Request
 
-__all__ = ["MAX_POLL", "Parley", "ParleyError", "QuestionCancelled", "QuestionExpired", "QuestionTimeout"]
+__all__ = [
+    "MAX_POLL",
+    "Parley",
+    "ParleyAPIError",
+    "QuestionCancelledError",
+    "QuestionExpiredError",
+    "QuestionTimeoutError",
+]
 
 MAX_POLL = 60  # the longest wait the API holds one request
 
 
-class ParleyError(Exception):
-    """An error answer of the API: `status` and the problem document it sent."""
+class ParleyAPIError(Exception):
+    """An error answer of the API: `status` and the problem document it sent.
+
+    The root of the client's own errors, apart from the server's `workers.exceptions.ParleyError`
+    so that this module works without the rest of Parley. The tree::
+
+        ParleyAPIError              any error answer (`status`, `problem`)
+        ├── QuestionExpiredError    nobody answered in time (410)
+        ├── QuestionCancelledError  cancelled before anyone answered (409)
+        └── QuestionTimeoutError    `timeout` passed; the question is still open (408)
+
+    Transport failures are httpx's own (`httpx.HTTPError`).
+    """
 
     def __init__(self, status: int, problem: dict[str, Any]) -> None:
         self.status = status
@@ -33,15 +51,15 @@ class ParleyError(Exception):
         super().__init__(f"HTTP {status}: {problem.get('detail') or problem.get('title') or problem}")
 
 
-class QuestionExpired(ParleyError):
+class QuestionExpiredError(ParleyAPIError):
     """Nobody answered in time (and the request did not ask for its defaults)."""
 
 
-class QuestionCancelled(ParleyError):
+class QuestionCancelledError(ParleyAPIError):
     """The question was cancelled before anyone answered."""
 
 
-class QuestionTimeout(ParleyError):
+class QuestionTimeoutError(ParleyAPIError):
     """`timeout` passed and the question is still waiting; it stays open (wait on its id again)."""
 
 
@@ -70,7 +88,7 @@ class Parley:
                 problem = resp.json()
             except ValueError:
                 problem = {"detail": resp.text}
-            raise ParleyError(resp.status_code, problem)
+            raise ParleyAPIError(resp.status_code, problem)
         body: dict[str, Any] = resp.json()
         return body
 
@@ -104,7 +122,7 @@ class Parley:
 
     def get(self, question_id: str, *, reveal_secrets: bool = False) -> dict[str, Any]:
         """The question. `reveal_secrets`: with its secret answers in the clear, which only the token that
-        asked may read, and only once (`?reveal=secrets`); a second read raises `ParleyError` 410."""
+        asked may read, and only once (`?reveal=secrets`); a second read raises `ParleyAPIError` 410."""
         return self._call("GET", f"/questions/{question_id}", params=_reveal(reveal_secrets))
 
     def wait(
@@ -112,7 +130,7 @@ class Parley:
     ) -> dict[str, AnswerValue]:
         """The answers once the question is answered (or expired with its defaults).
 
-        Raises `QuestionExpired`, `QuestionCancelled`, or `QuestionTimeout` after `timeout`
+        Raises `QuestionExpiredError`, `QuestionCancelledError`, or `QuestionTimeoutError` after `timeout`
         seconds (None: wait as long as it takes). `reveal_secrets`: secret answers in the clear
         (see `get`), else they read `••••`.
         """
@@ -125,13 +143,13 @@ class Parley:
             if status == "answered" or (status == "expired" and question.get("answers") is not None):
                 return dict(question["answers"])
             if status == "expired":
-                raise QuestionExpired(410, question)
+                raise QuestionExpiredError(410, question)
             if status == "cancelled":
-                raise QuestionCancelled(409, question)
+                raise QuestionCancelledError(409, question)
             if status == "failed":
-                raise ParleyError(422, {"detail": question.get("error"), **question})
+                raise ParleyAPIError(422, {"detail": question.get("error"), **question})
             if deadline is not None and time.monotonic() >= deadline:
-                raise QuestionTimeout(408, question)
+                raise QuestionTimeoutError(408, question)
 
     def ask(
         self,
@@ -188,7 +206,7 @@ class Parley:
         return self._call("POST", f"/questions/{question_id}/cancel")
 
     def confirm(self, question_id: str, context: dict[str, Any] | None) -> dict[str, Any]:
-        """200 when `context` is still the facts the question was asked on; `ParleyError` 409 listing changes."""
+        """200 when `context` is still the facts the question was asked on; `ParleyAPIError` 409 listing changes."""
         return self._call("POST", f"/questions/{question_id}/confirm", json={"context": context})
 
 

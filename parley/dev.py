@@ -1,9 +1,10 @@
 """`parley dev`: the whole product on one machine, with a Slack playground in the browser.
 
-It starts one `parley worker` (its metrics on port+2) and `parley serve` (HTTP, on port+1,
-with a fresh signing secret, its metrics at /metrics) under a `Supervisor`, and serves the
-playground itself on the given port: the Slack Web API stand-in at /api/ that bot and worker
-call, and the page. Ctrl-C stops it all; a piece that stops on its own stops everything with a message naming it.
+It starts one `parley worker` (its webhook delivery threads in it; its metrics on port+2) and
+`parley serve` (HTTP, on port+1, with a fresh signing secret, its metrics at /metrics) under a
+`Supervisor`, and serves the playground itself on the given port: the Slack Web API stand-in
+at /api/ that bot and worker call, and the page. Ctrl-C stops it all; a piece that stops on
+its own stops everything with a message naming it.
 """
 
 from __future__ import annotations

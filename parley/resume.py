@@ -51,7 +51,7 @@ def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord
             return accept(runtime, interrupt, user, answers).answers
         except AcceptRefused as exc:
             if exc.reason is RefusalReason.INVALID:
-                raise AnswerError(exc.detail.get("errors", {})) from None
+                raise AnswerError(dict(exc.refusal.errors)) from None
             raise CannotRun(f"run {interrupt.run_id}: {exc}") from None
 
     host.collect(interrupt.request, check, context=interrupt.context, changes=interrupt.context_changes)

@@ -139,6 +139,10 @@ class Settings(BaseSettings):
     parley_webhook_retry_intervals: Annotated[list[int], NoDecode] = Field(
         default_factory=lambda: [60, 300, 600, 1200, 2400]  # seconds between attempts: 6 over 76 minutes
     )
+    parley_webhook_workers: int = Field(default=4, ge=0)  # delivery threads in each `parley worker`
+    parley_webhook_timeout: float = Field(default=10.0, gt=0, le=60)  # seconds for a whole attempt
+    parley_webhook_per_token: int = Field(default=2, ge=1)  # attempts in flight at once per API token
+    parley_webhook_per_host: int = Field(default=2, ge=1)  # attempts in flight at once per destination host
     parley_api_rate_limit: int = Field(default=120, ge=1)  # requests per token per window
     parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
     parley_api_auth_failures: int = Field(default=20, ge=1)  # bad bearer tokens per client address per window

@@ -1,11 +1,12 @@
 """`parley up`: Parley in your own Slack workspace, in one process tree.
 
 What `parley dev` is to the playground, against the real workspace: the embedded Redis
-unless REDIS_URL is set, one `parley worker` and `parley serve --socket-mode`, under one
-`Supervisor`, so Ctrl-C stops it all. The tokens come from the environment or `.env`
-(`parley slack setup` saves them there). The bot token is checked with `auth.test` before
-anything starts, to name the workspace and the bot; the banner is printed once the bot's
-Socket Mode connection is open, so a command typed then is answered.
+unless REDIS_URL is set, one `parley worker` (the agents' worker and its webhook delivery
+threads) and `parley serve --socket-mode`, under one `Supervisor`, so Ctrl-C stops it all.
+The tokens come from the environment or `.env` (`parley slack setup` saves them there). The
+bot token is checked with `auth.test` before anything starts, to name the workspace and the
+bot; the banner is printed once the bot's Socket Mode connection is open, so a command typed
+then is answered.
 """
 
 from __future__ import annotations

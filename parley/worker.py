@@ -19,13 +19,15 @@ from parley.settings import Settings
 from workers.interaction import QuestionInfo, RunInfo
 from workers.logs import Log
 from workers.runtime.host import InteractorRouter
+from workers.runtime.job_guard import ParleyJob
 from workers.runtime.rq_workers import ParleyForkWorker, ParleySimpleWorker
 from workers.runtime.sweep import schedule_next
+from workers.runtime.webhook_workers import start_webhook_workers
 from workers.runtime.wiring import Runtime
 from workers.store.records import InterruptRecord, RunRecord
 
 log = Log("parley.worker")
-WORKER_CLASSES: dict[str, type[SimpleWorker] | type[Worker]] = {
+WORKER_CLASSES: dict[str, type[ParleySimpleWorker] | type[ParleyForkWorker]] = {
     "simple": ParleySimpleWorker,
     "fork": ParleyForkWorker,
 }
@@ -73,18 +75,18 @@ def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
     (ZREM succeeds for one caller), so one worker enqueues each overdue job.
     """
     margin = max(5.0, 3 * runtime.settings.sweep_interval)
-    registry = runtime.queue.scheduled_job_registry
     now = time.time() if now is None else now
     rescued: list[str] = []
-    for job_id in registry.get_jobs_to_schedule(int(now - margin)):
-        try:
-            registry.requeue(job_id)
-        except InvalidJobOperation:  # another worker (or the scheduler) took it
-            continue
-        except NoSuchJobError:
-            registry.remove(job_id)
-            continue
-        rescued.append(job_id)
+    for registry in (runtime.queue.scheduled_job_registry, runtime.webhook_queue.scheduled_job_registry):
+        for job_id in registry.get_jobs_to_schedule(int(now - margin)):
+            try:
+                registry.requeue(job_id)
+            except InvalidJobOperation:  # another worker (or the scheduler) took it
+                continue
+            except NoSuchJobError:
+                registry.remove(job_id)
+                continue
+            rescued.append(job_id)
     if rescued:
         log.warning("scheduled jobs were overdue; enqueued them", jobs=rescued)
     return rescued
@@ -120,16 +122,28 @@ def run_worker(
     cls = WORKER_CLASSES[worker_class]
     rq_level = "DEBUG" if settings.parley_log_level.upper() == "DEBUG" else "WARNING"
     stopping = threading.Event()
+    deliveries = start_webhook_workers(
+        runtime, settings.parley_webhook_workers, name=name, burst=burst, logging_level=rq_level
+    )
     try:
         while True:
-            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name)
+            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name, job_class=ParleyJob)
+            worker.also_scheduled = (runtime.webhook_queue,)
             _note_stop_requests(worker, stopping)
-            log.info("worker starting", worker=worker.name, worker_class=worker_class, agents=runtime.registry.names())
+            log.info(
+                "worker starting",
+                worker=worker.name,
+                worker_class=worker_class,
+                agents=runtime.registry.names(),
+                webhook_threads=settings.parley_webhook_workers,
+            )
             try:
                 worker.work(burst=burst, with_scheduler=True, logging_level=rq_level)
             except (redis.ConnectionError, redis.TimeoutError):
                 log.warning("worker lost Redis", worker=worker.name, exc=True)
             if burst or stopping.is_set():
+                if burst:
+                    deliveries.join()
                 return 0
             # RQ's loop gives up on a Redis error it does not expect (a restart, a failover):
             # wait for Redis and work again, rather than leave the machine without a worker.
@@ -140,6 +154,7 @@ def run_worker(
             log.warning("Redis is back; working again", worker=worker.name)
     finally:
         stop.set()
+        deliveries.stop()
 
 
 def _note_stop_requests(worker: Worker | SimpleWorker, stopping: threading.Event) -> None:

@@ -5,8 +5,9 @@ ruler. Every block is re-parsed with `slack_sdk.models.blocks.Block.parse(...).t
 runs slack_sdk's validators; an unknown type parses to None and fails) and views go through
 `View(**view).to_dict()`. On top of that: block counts per surface, unique block_ids, unique
 action_ids per block, option text/value/description lengths, ≤10 checkbox/radio options,
-plain_text_input lengths, multi-select `max_selected_items`, non-empty text objects, the
-message's aggregate text and a modal's size budget. Every length is counted here in UTF-16
+plain_text_input lengths, multi-select `max_selected_items`, number, email and URL inputs only
+in modals (a number input's bounds as strings), non-empty text objects, the message's aggregate
+text and a modal's size budget. Every length is counted here in UTF-16
 code units (an emoji counts 2), the unit that is safe whatever Slack counts in.
 """
 
@@ -24,6 +25,7 @@ AGGREGATE_TEXT_LIMIT = 12_000
 VIEW_TEXT_LIMIT = 10_000
 VIEW_JSON_LIMIT = 24 * 1024
 TOP_LEVEL_TEXT_LIMIT = 4000
+MODAL_ONLY = ("number_input", "email_text_input", "url_text_input")  # Slack's element reference: modals only
 
 
 def units(text: Any) -> int:
@@ -112,6 +114,17 @@ def _element_errors(path: str, el: dict[str, Any]) -> list[str]:
     return errors
 
 
+def _number_input_errors(path: str, el: dict[str, Any]) -> list[str]:
+    """Slack's number_input: `is_decimal_allowed` is required; bounds and the initial value are strings."""
+    errors = (
+        [] if isinstance(el.get("is_decimal_allowed"), bool) else [f"{path}: number_input without is_decimal_allowed"]
+    )
+    for key in ("min_value", "max_value", "initial_value"):
+        if key in el and not isinstance(el[key], str):
+            errors.append(f"{path}: number_input {key} must be a string")
+    return errors
+
+
 def block_errors(blocks: list[dict[str, Any]], surface: str = "message") -> list[str]:
     """Every problem with `blocks` on `surface`; empty when Slack should accept them."""
     errors: list[str] = []
@@ -140,6 +153,10 @@ def block_errors(blocks: list[dict[str, Any]], surface: str = "message") -> list
             errors.append(f"{path}: duplicate action_id in one block")
         for el in elements:
             errors += _element_errors(path, el)
+            if surface != "modal" and el.get("type") in MODAL_ONLY:
+                errors.append(f"{path}: {el['type']} is allowed only in modals, not in a {surface}")
+            if el.get("type") == "number_input":
+                errors += _number_input_errors(path, el)
     for obj in text_objects(blocks):
         if not str(obj["text"]).strip():
             errors.append(f"empty {obj['type']} text object")

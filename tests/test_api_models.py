@@ -133,7 +133,7 @@ def test_private_and_odd_destinations_are_refused(url: str) -> None:
 
 def test_allow_patterns_admit_private_hosts_and_restrict_the_rest() -> None:
     check_destination("http://8.8.8.8/hook", ())  # a public address needs no pattern
-    check_destination("http://127.0.0.1:9/hook", ("127.0.0.1",))
+    check_destination("http://127.0.0.1:9/hook", ("127.0.0.1:9",))
     check_destination("https://10.0.0.7/hook", ("10.0.0.*",))
     with pytest.raises(DestinationRefused, match="PARLEY_WEBHOOK_ALLOW"):
         check_destination("http://8.8.8.8/hook", ("hooks.example.com",))
@@ -141,7 +141,7 @@ def test_allow_patterns_admit_private_hosts_and_restrict_the_rest() -> None:
 
 def test_the_checked_address_is_the_one_connected_to() -> None:
     assert check_destination("http://8.8.8.8/hook", ()) == "8.8.8.8"
-    assert check_destination("http://127.0.0.1:9/hook", ("127.0.0.1",)) is None  # allowed by name: reached by name
+    assert check_destination("http://127.0.0.1:9/hook", ("127.0.0.1:9",)) is None  # allowed by name: reached by name
     assert pinned("https://hooks.example.com/in?x=1", "93.184.216.34") == (
         "https://93.184.216.34/in?x=1",
         {"host": "hooks.example.com"},

@@ -30,7 +30,7 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import ADMIN, block_actions_payload, home_actions_payload, view_submission_payload
 from slack_stack import SlackStack
 
-from parley.client import Parley, ParleyError
+from parley.client import Parley, ParleyAPIError
 from workers.exceptions import SecretUnreadable
 from workers.interaction import SECRET_MASK
 from workers.store.sealed import SecretBox
@@ -198,7 +198,7 @@ def test_a_secret_answer_is_shown_nowhere_and_read_once_by_the_token_that_asked(
     with Parley(f"http://127.0.0.1:{stack.port}", asker.token) as client:
         revealed = client.get(qid, reveal_secrets=True)
         assert revealed["answers"] == {"token": secret, "env": "prod"} and revealed["status"] == "answered"
-        with pytest.raises(ParleyError) as gone:
+        with pytest.raises(ParleyAPIError) as gone:
             client.get(qid, reveal_secrets=True)
         assert gone.value.status == 410 and gone.value.problem["title"] == "Gone"
         assert client.get(qid)["answers"]["token"] == SECRET_MASK
@@ -216,7 +216,7 @@ def test_the_client_waits_and_reveals_in_one_call(stack: SlackStack, tokens: dic
         created = read(stack, asker, qid).json()
         answer_in_the_form(stack, created, "U0CAROL", {TOKEN_LABEL: secret, "Environment": "staging"})
         assert client.wait(qid, timeout=30, reveal_secrets=True) == {"token": secret, "env": "staging"}
-        with pytest.raises(ParleyError) as gone:
+        with pytest.raises(ParleyAPIError) as gone:
             client.wait(qid, timeout=5, reveal_secrets=True)
         assert gone.value.status == 410
 

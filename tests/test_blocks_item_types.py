@@ -92,3 +92,40 @@ def test_the_shared_validator_accepts_both(tmp_path, surface):
     path.write_text(json.dumps(doc))
     done = subprocess.run([sys.executable, str(VALIDATE_BLOCKS), str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_locked_message_shows_each_answer_as_people_read_it():
+    from bot.slack.blocks_question import answered_blocks
+    from workers.interaction import Answer
+
+    answers = [
+        Answer(id="replicas", number=4),
+        Answer(id="ratio", number=0.5),
+        Answer(id="go", boolean=False),
+        Answer(id="notify", boolean=True),
+        Answer(id="contact", email="ops@example.com"),
+        Answer(id="at", time="09:30"),
+    ]
+    locked = answered_blocks(REQUEST, answers, answered_by="U0BOB", answered_at=1796405400)
+    assert_valid_message(locked)
+    shown = [b["text"]["text"] for b in locked if b["type"] == "section"][1:]
+    assert shown[:6] == [
+        "*Replicas*\n4",
+        "*Ratio*\n0.5",
+        "*Go ahead?*\nNo",
+        "*Notify?*\nYes",
+        "*Contact*\nops@example.com",
+        "*Runbook*\n_no answer_",
+    ]
+
+
+def test_blockcheck_refuses_a_modal_only_element_in_a_message():
+    from tests.blockcheck import block_errors
+
+    form = modal_view(REQUEST, "iid1")["blocks"]
+    problems = block_errors(form, "message")
+    assert any("number_input is allowed only in modals" in p for p in problems), problems
+    assert block_errors(form, "modal") == []
+    number = next(b for b in form if b.get("block_id") == "f|iid1|replicas")
+    broken = {**number, "element": {**number["element"], "min_value": 1}}
+    assert any("min_value must be a string" in p for p in block_errors([broken], "modal"))

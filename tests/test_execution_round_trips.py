@@ -108,9 +108,9 @@ def test_the_lock_writes_no_intent_and_its_done_goes_with_the_final_posts_intent
     assert host.closed == [(run_id, "answered")] and host.finals == [(run_id, "colour green")]
     writes = _journal_writes(noted)
     lock = f"fx:lock:{iid}"
-    # ARGV starts after the 3 keys: epoch, field, value, only_if_absent, history, then the pairs.
+    # ARGV starts after the 3 keys: epoch, field, value, only_if_absent, history, step prefix, then the pairs.
     assert [(w[7], w[8]) for w in writes] == [("fx:final", '"intent"')], "the lock writes no intent"
-    assert writes[0][11:] == [lock, '"done"'], "the final post's intent carries the lock's done"
+    assert writes[0][12:] == [lock, '"done"'], "the final post's intent carries the lock's done"
     journal = rt.store.journal(run_id)
     assert journal[lock] == "done" and journal["fx:final"] == "done"
 
@@ -133,4 +133,4 @@ def test_a_resume_that_asks_again_records_the_locks_done_before_it_opens_the_que
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
     assert host.closed == [(run_id, "answered"), (run_id, "answered")], "each question locked once"
     writes = _journal_writes(noted)
-    assert [w[7] for w in writes] == ["fx:final"] and writes[0][11:] == [f"fx:lock:{again}", '"done"']
+    assert [w[7] for w in writes] == ["fx:final"] and writes[0][12:] == [f"fx:lock:{again}", '"done"']

@@ -401,3 +401,57 @@ def test_an_escalation_is_shown_once(d: Driver) -> None:
     once = d.shown()
     assert escalate_due(d.rt, now=time.time() + 7200) == []  # a later sweep finds it done
     assert d.shown() == once
+
+
+TYPED_ASKED = "Scale checkout"
+TYPED_ITEMS = [
+    Item(id="replicas", text="Replicas", type=ItemType.NUMBER, min=1, max=10, integer=True),
+    Item(id="ratio", text="Ratio", type=ItemType.NUMBER, max=1),
+    Item(id="go", text="Go ahead?", type=ItemType.BOOLEAN),
+    Item(id="contact", text="Contact", type=ItemType.EMAIL),
+    Item(id="runbook", text="Runbook", type=ItemType.URL),
+    Item(id="at", text="At", type=ItemType.TIME),
+    Item(id="start", text="Start", type=ItemType.DATETIME),
+]
+TYPED_ANSWERS = [
+    Answer(id="replicas", number=4),
+    Answer(id="ratio", number=0.5),
+    Answer(id="go", boolean=False),
+    Answer(id="contact", email="ops@example.com"),
+    Answer(id="runbook", url="https://example.com/rb"),
+    Answer(id="at", time="09:30"),
+    Answer(id="start", datetime="2026-12-04T17:30:00Z"),
+]
+
+
+@agent("t-contract-typed")
+def typed_agent(run: Any, text: str) -> str:
+    """Asks one of each new item type and reports the values with their Python types."""
+    answers = run.ask(Request(reason=TYPED_ASKED, items=TYPED_ITEMS))
+    return ", ".join(f"{k}={v!r}:{type(v).__name__}" for k, v in answers.items())
+
+
+def test_every_item_type_is_asked_refused_by_label_and_returned_typed(d: Driver) -> None:
+    from workers.runtime.acceptance import AcceptRefused
+
+    if isinstance(d, TerminalDriver):
+        d.prompter.script.update({a.id: [a.value] for a in TYPED_ANSWERS})
+        d.prompter.script["replicas"].insert(0, 11)  # refused, then asked again
+    run_id = run_agent(d, "t-contract-typed")
+    if not d.synchronous:
+        wrong = [Answer(id="replicas", number=11), *TYPED_ANSWERS[1:]]
+        with pytest.raises(AcceptRefused) as refused:
+            accept(d.rt, waiting_on(d, run_id), STARTER, wrong)
+        assert dict(refused.value.refusal.errors) == {"replicas": "at most 10"}
+        assert refused.value.refusal.labels["replicas"] == "Replicas"
+        accept(d.rt, waiting_on(d, run_id), STARTER, TYPED_ANSWERS)
+        work(d.rt)
+    elif isinstance(d, TerminalDriver):
+        assert d.prompter.problems == [("replicas", "at most 10")]
+    record = d.rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == (
+        "replicas=4:int, ratio=0.5:float, go=False:bool, contact='ops@example.com':str, "
+        "runbook='https://example.com/rb':str, at='09:30':str, start='2026-12-04T17:30:00Z':str"
+    )
+    assert len(d.asked(TYPED_ASKED)) == 1

@@ -25,7 +25,7 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload
 from slack_stack import PARLEY, SlackStack
 
-from parley.client import Parley, ParleyError
+from parley.client import Parley, ParleyAPIError
 
 pytestmark = pytest.mark.system
 
@@ -176,6 +176,55 @@ def test_wait_runs_out_then_get_answer_returns_the_answers(stack: SlackStack, co
     assert later["answers"] == {"plan": "Canary", "plan__other": None} and later["answered_by"] == "U0BOB"
 
 
+def test_ask_human_takes_a_number_and_a_yes_no_and_returns_them_typed(
+    stack: SlackStack, connect: Callable[[], Client]
+) -> None:
+    about = topic()
+    typed = {
+        "questions": [
+            {
+                "id": "replicas",
+                "header": "Replicas",
+                "question": f"How many replicas for {about}?",
+                "type": "number",
+                "min": 1,
+                "max": 10,
+                "integer": True,
+            },
+            {"id": "go", "header": "Go", "question": "Deploy now?", "type": "boolean"},
+        ]
+    }
+
+    def submit() -> None:
+        message = stack.wait_for(
+            "the typed question", lambda: next((m for m in stack.ws.messages(CHANNEL) if about in json.dumps(m)), None)
+        )
+        labels = {b["block_id"].split("|")[-1]: b["label"]["text"] for b in message["blocks"] if b["type"] == "input"}
+        block, button = find_element(message["blocks"], "parley_submit")
+        state = form_state(message["blocks"], {labels["replicas"]: "3", labels["go"]: "Yes"})
+        payload = block_actions_payload(
+            user="U0CAROL", message=message, channel=CHANNEL, action=button_action(block, button), state_values=state
+        )
+        assert stack.interact(payload).status_code == 200
+
+    async def scenario() -> dict[str, Any]:
+        async with connect() as client:
+            got: dict[str, Any] = {}
+
+            async def ask() -> None:
+                got["result"] = await client.call_tool("ask_human", {**typed, "channel": CHANNEL, "wait_seconds": 40})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                await anyio.to_thread.run_sync(submit)
+            return result_of(got["result"])
+
+    result = run(scenario)
+    assert result["status"] == "answered", result
+    assert result["answers"] == {"replicas": 3, "go": True}
+    assert isinstance(result["answers"]["replicas"], int) and result["answers"]["go"] is True
+
+
 def test_bad_input_is_a_tool_error_and_nothing_is_asked(stack: SlackStack, connect: Callable[[], Client]) -> None:
     mark = stack.mark()
 
@@ -284,7 +333,7 @@ def test_a_workspace_bound_token_asks_and_reads_in_its_workspace_only(stack: Sla
     assert read.is_error and "no question" in read.content[0].text  # type: ignore[union-attr]
     assert stack.http is not None
     assert stack.http.get(f"/api/v1/questions/{theirs['question_id']}", headers=alpha.auth).status_code == 404
-    with Parley(f"http://127.0.0.1:{stack.port}", alpha.token) as client, pytest.raises(ParleyError) as caught:
+    with Parley(f"http://127.0.0.1:{stack.port}", alpha.token) as client, pytest.raises(ParleyAPIError) as caught:
         client.get(theirs["question_id"])  # the Python client, the same
     assert caught.value.status == 404
     assert stack.redis is not None

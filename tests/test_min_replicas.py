@@ -130,7 +130,7 @@ def test_an_unconfirmed_answer_is_kept_and_its_resubmission_accepted_once(
     for user, answers in (("U1", GREEN), ("U2", RED)):
         with pytest.raises(AcceptRefused) as refused:
             accept(rt, iid, user, answers, token=f"{user}:click-4")
-        assert refused.value.reason is RefusalReason.ANSWERED and refused.value.detail["by"] == "U1"
+        assert refused.value.reason is RefusalReason.ANSWERED and refused.value.refusal.by == "U1"
     work(rt)
     record = rt.store.get(run_id)
     assert (record.status, record.result) == (RunStatus.SUCCEEDED, "colour red")
@@ -185,7 +185,7 @@ def test_an_unconfirmed_group_answer_is_kept_and_its_resubmission_accepted_once(
     assert state_on(pair.replica_servers[0].client(), u2.id)[0] == "answered"
     with pytest.raises(AcceptRefused) as refused:  # other answers are refused as ever: the question was answered
         accept(rt, u1.id, "U1", GREEN, token="U1:click-4")
-    assert refused.value.reason is RefusalReason.ANSWERED and refused.value.detail["by"] == "U1"
+    assert refused.value.reason is RefusalReason.ANSWERED and refused.value.refusal.by == "U1"
     work(rt)
     record = rt.store.get(run_id)
     assert (record.status, record.result) == (RunStatus.SUCCEEDED, "U1=red U2=green")

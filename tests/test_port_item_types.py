@@ -149,10 +149,13 @@ def test_every_new_type_takes_a_default(item, default):
     [
         ({"type": "number", "min": 5, "max": 1}, "min 5 is greater than max 1"),
         ({"type": "number", "max": 3, "default": 4}, "default is not a valid answer: at most 3"),
+        ({"type": "number", "integer": True, "min": 0.5}, "min and max must be whole numbers"),
         ({"type": "free_text", "min": 1}, "min, max and integer only apply to number items"),
         ({"type": "number", "pattern": "x"}, "only apply to free_text items"),
         ({"type": "free_text", "pattern": "("}, "pattern is not a regular expression"),
         ({"type": "free_text", "pattern_hint": "a key"}, "give the pattern too"),
+        ({"type": "free_text", "pattern": "(a+)+$"}, "repeats a group that itself repeats"),
+        ({"type": "free_text", "pattern": r"(\w*-)*x"}, "repeats a group that itself repeats"),
         ({"type": "free_text", "min_length": 20, "max_length": 10}, "min_length 20 is over max_length 10"),
         ({"type": "boolean", "default": "yes"}, "default is not a valid answer: expected yes or no"),
         ({"type": "email", "default": "x"}, "default is not a valid answer: not an email address"),
@@ -192,6 +195,7 @@ def test_new_answers_round_trip_through_json():
     [
         (REPLICAS, " 4 ", 4),
         (RATIO, "0.25", 0.25),
+        (Item(id="n", text="N", type="number"), "1,000", 1000.0),
         (Item(id="ok", text="Ok", type="boolean"), "Yes", True),
         (Item(id="ok", text="Ok", type="boolean"), "no", False),
         (Item(id="t", text="Window", type="time"), "9:05", "09:05"),
@@ -209,6 +213,8 @@ def test_typed_text_answers_a_typed_item(item, typed, value):
     [
         (REPLICAS, "four", "Replicas: not a number"),
         (REPLICAS, "40", "Replicas: at most 10"),
+        (REPLICAS, "1,5", "Replicas: not a number"),  # never read as 15
+        (REPLICAS, "9" * 5000, "Replicas: not a number"),
         (Item(id="ok", text="Go ahead?", type="boolean"), "maybe", "Go ahead?: expected yes or no"),
     ],
 )

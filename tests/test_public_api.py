@@ -55,7 +55,14 @@ PUBLIC = {
         "llm_config_from_env",
         "run_loop",
     ],
-    "parley.client": ["MAX_POLL", "Parley", "ParleyError", "QuestionCancelled", "QuestionExpired", "QuestionTimeout"],
+    "parley.client": [
+        "MAX_POLL",
+        "Parley",
+        "ParleyAPIError",
+        "QuestionCancelledError",
+        "QuestionExpiredError",
+        "QuestionTimeoutError",
+    ],
 }
 
 # What an agent may call on its run: the README's surface, nothing of the runtime's internals.

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bot.slack.refusals import refusal_text
 from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
+from workers.store.refusal import Refusal
 
 pytestmark = pytest.mark.unit
 
 
-def refused(reason: RefusalReason, **detail: object) -> str:
-    return refusal_text(AnswerOutcome.refused("q1", "U0CAROL", reason, **detail))
+def refused(reason: RefusalReason, **detail: Any) -> str:
+    return refusal_text(AnswerOutcome.refused("q1", "U0CAROL", Refusal(reason, **detail)))
 
 
 def test_already_answered_says_by_whom_and_when_without_a_doubled_at() -> None:

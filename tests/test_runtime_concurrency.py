@@ -51,7 +51,7 @@ def test_fifty_people_answering_at_once_resume_the_run_exactly_once(r: Redis, tm
     refused = [x for x in results if isinstance(x, AcceptRefused)]
     assert len(accepted) == 1 and len(refused) == len(users) - 1
     winner = accepted[0].answered_by
-    assert all(e.reason == "answered" and e.detail["by"] == winner for e in refused)
+    assert all(e.reason == "answered" and e.refusal.by == winner for e in refused)
     assert all(winner in str(e) for e in refused)
     assert rt.queue.job_ids == [resume_job_id(run_id, iid)]
     interrupt = rt.store.interrupt(iid)

@@ -132,7 +132,7 @@ def test_cancelling_a_paused_run_closes_its_question(r: Redis, tmp_path: Path) -
 
     before = dump_database(r)
     err = refused(rt, iid)
-    assert err.reason == "cancelled" and err.detail["by"] == "U-admin"
+    assert err.reason == "cancelled" and err.refusal.by == "U-admin"
     assert dump_database(r) == before
     assert sweep(rt, now=time.time() + 200) == sweep(rt)  # nothing left to expire or remind
     work(rt)

@@ -89,7 +89,7 @@ def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
     accept(rt, q1, "U1", [Answer(id="colour", choice="red")])
     with pytest.raises(AcceptRefused) as err:
         accept(rt, q1, "U1", [Answer(id="colour", choice="green")])
-    assert err.value.reason == "answered" and err.value.detail["by"] == "U1"
+    assert err.value.reason == "answered" and err.value.refusal.by == "U1"
 
 
 def test_execute_skips_a_run_that_is_not_queued(r: Redis, tmp_path: Path) -> None:

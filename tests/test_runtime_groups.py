@@ -383,7 +383,7 @@ def test_after_an_unconfirmed_answer_other_answers_are_refused_as_answered(r: Re
     for user, value in (("UA", "no"), ("UB", "yes")):  # other answers, or another of its people
         with pytest.raises(AcceptRefused) as refused:
             accept(rt, a.id, user, [Answer(id="ok", choice=value)], token=f"{user}:click-2")
-        assert refused.value.reason is RefusalReason.ANSWERED and refused.value.detail["by"] == "UA"
+        assert refused.value.reason is RefusalReason.ANSWERED and refused.value.refusal.by == "UA"
     stored = rt.store.interrupt(a.id)
     assert stored is not None and (stored.answered_by, stored.answers) == ("UA", yes)
     assert len(history_events(rt, run_id, "answered")) == 1

@@ -8,6 +8,7 @@ in its thread, and after Ctrl-C no process of the run is left.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,8 +17,10 @@ from typing import Any
 
 import pexpect
 import pytest
+import redis
 from loopback_slack import LoopbackSlack
 from process_support import leftover_processes
+from rq import Worker
 from slack_forms import button_action, find_element, form_state, is_question
 from slack_payloads import block_actions_payload, slash_command_fields
 from socket_mode_support import SocketModeServer
@@ -103,6 +106,13 @@ def test_up_answers_a_ticket_through_socket_mode_and_leaves_nothing_after_ctrl_c
         up.expect_exact(f"In Slack, {TRY}. Ctrl-C stops everything.")
         assert socket_server.connected.is_set()
         assert leftover_processes(data_dir), "the children should be running"
+        with contextlib.closing(redis.Redis(unix_socket_path=str(data_dir.resolve() / "redis.sock"))) as client:
+            wait_for(  # the worker delivers webhooks on threads of their own, apart from the agents' queue
+                "the webhook delivery threads",
+                lambda: (
+                    {"parley", "parley-webhooks"} <= {q for w in Worker.all(connection=client) for q in w.queue_names()}
+                ),
+            )
 
         text = "Login fails on Safari"
         command_envelope = socket_server.deliver(

@@ -8,6 +8,7 @@ certificate, from a certificate authority made for the test, must match the URL'
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from certificates import signed_certificate
 from http_servers import serving
 
-from workers.questions.webhooks import post
+from workers.questions.webhooks import AttemptTimedOut, post
 
 pytestmark = pytest.mark.integration
 
@@ -74,3 +75,37 @@ def test_over_tls_the_certificate_is_checked_against_the_urls_host(tls_receiver:
     with pytest.raises(httpx.ConnectError, match="certificate"):
         post(f"https://other.parley.invalid:{tls_receiver}/in", "127.0.0.1", content="{}", headers={}, timeout=5)
     assert len(_Receiver.seen) == 1
+
+
+class _Dripping(BaseHTTPRequestHandler):
+    """Answers 200, one byte of the answer every 0.2 s: each read gets a byte, so only a deadline for
+    the whole attempt ends it before the answer does (after about 8 s)."""
+
+    ended: list[str] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        answer = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nx-padding: " + b"." * 20 + b"\r\n\r\n"
+        try:
+            for byte in answer:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            _Dripping.ended.append("cut off")
+            return
+        _Dripping.ended.append("answered")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_attempt_has_one_deadline_for_all_of_it() -> None:
+    _Dripping.ended = []
+    with serving(_Dripping) as port:
+        with pytest.raises(AttemptTimedOut, match="did not answer within 1 s"):
+            post(f"http://hooks.parley.invalid:{port}/in", "127.0.0.1", content="{}", headers={}, timeout=1)
+        deadline = time.monotonic() + 15
+        while not _Dripping.ended and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert _Dripping.ended == ["cut off"]  # the connection was closed before the answer was complete

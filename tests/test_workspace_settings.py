@@ -10,7 +10,7 @@ from slack_bolt import BoltContext
 from bot.deps import BotDeps
 from bot.slack.clients import WebClients
 from bot.slack.host import SlackHost
-from bot.slack.scope import Scope, owned
+from bot.slack.tenant import Tenant, owned
 from parley import settings as settings_module
 from parley.serve import build_bot
 from parley.settings import Settings
@@ -89,19 +89,19 @@ def test_admins_of_one_workspace_are_admins_there_only() -> None:
 
 
 def test_a_workspace_owns_its_runs_and_an_org_wide_install_every_team_of_its_organisation() -> None:
-    team = Scope.of(context("T1", "E1"))
+    team = Tenant.of(context("T1", "E1"))
     assert team.owns({"team": "T1", "enterprise": "E1"}) and not team.owns({"team": "T2", "enterprise": "E1"})
-    org = Scope.of(context("T1", "E1", org=True))
+    org = Tenant.of(context("T1", "E1", org=True))
     assert org.owns({"team": "T2", "enterprise": "E1", "enterprise_install": True})
     assert not org.owns({"team": "T1", "enterprise": "E2"})
-    nobody = Scope.of(context(None))
+    nobody = Tenant.of(context(None))
     assert not nobody.owns({"team": "", "host": "terminal"})
     assert owned(None, {"host": "terminal"})  # single-workspace mode: every run
 
 
 def test_single_workspace_mode_does_not_scope() -> None:
     single, many = deps(many=False), deps(many=True)
-    assert single.scope(context("T1")) is None and single.run_filter(context("T1")) is None
+    assert single.tenant(context("T1")) is None and single.run_filter(context("T1")) is None
     keep = many.run_filter(context("T1"))
     assert keep is not None
     single.pool.shutdown()

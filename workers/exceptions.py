@@ -1,15 +1,14 @@
 """Errors and control-flow signals of the runtime.
 
-Errors derive from `ParleyError`. The signals that end an execution early derive
+Errors derive from `ParleyError` (its docstring draws the whole tree). The signals that end an execution early derive
 from `RunSignal(BaseException)` so an agent's `except Exception` cannot swallow them;
 the runtime catches them, and RQ never sees them as failures.
 """
 
 from __future__ import annotations
 
-
-class ParleyError(Exception):
-    """Base of every error Parley raises."""
+# The root is defined by the port, which may import nothing of Parley's; it is this one.
+from workers.interaction.exceptions import ParleyError as ParleyError
 
 
 class ConfigError(ParleyError):

@@ -26,6 +26,7 @@ from workers.logs import Log
 from workers.store.records import RefusalReason, RunStatus
 from workers.store.runs import RunStore
 from workers.store.starts import StartLimit
+from workers.store.webhook_limits import Circuits
 
 log = Log("parley.metrics")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -34,6 +35,8 @@ WAITING = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, 
 """Asked → answered runs from seconds to a week."""
 SLACK_OUTCOMES = ("ok", "error", "rate_limited", "server_error", "http_error", "connection_error")
 REQUEUE_CAUSES = ("lease_lapsed", "no_job", "retry")
+WEBHOOK_OUTCOMES = ("delivered", "http_error", "timeout", "connection_error", "circuit_open", "refused", "error")
+WEBHOOK_CAPS = ("token", "host")
 
 RUNS_STARTED = Counter("parley_runs_started", "Runs created, by agent", ["agent"])
 RUNS_ENDED = Counter("parley_runs_ended", "Runs that reached a final status, by agent and status", ["agent", "status"])
@@ -65,6 +68,16 @@ REQUEUES = Counter("parley_runs_requeued", "Runs queued again without an answer,
 STARTS_REFUSED = Counter(
     "parley_run_starts_refused", "Runs not started from Slack because a start limit refused them, by limit", ["limit"]
 )
+WEBHOOK_ATTEMPTS = Counter(
+    "parley_webhook_attempts",
+    "Webhook delivery attempts, by outcome (circuit_open: not sent, the host's circuit is open)",
+    ["outcome"],
+)
+WEBHOOK_DEFERRALS = Counter(
+    "parley_webhook_deferrals",
+    "Webhook deliveries held back because a token's or a host's in-flight cap was full",
+    ["cap"],
+)
 
 for _reason in RefusalReason:
     REFUSALS.labels(reason=_reason.value)
@@ -74,6 +87,10 @@ for _outcome in ("requeued", "failed"):
     LEASE_LAPSES.labels(outcome=_outcome)
 for _limit in StartLimit:
     STARTS_REFUSED.labels(limit=_limit.value)
+for _outcome in WEBHOOK_OUTCOMES:
+    WEBHOOK_ATTEMPTS.labels(outcome=_outcome)
+for _cap in WEBHOOK_CAPS:
+    WEBHOOK_DEFERRALS.labels(cap=_cap)
 
 
 def run_started(agent: str) -> None:
@@ -106,6 +123,14 @@ def slack_call(method: str, outcome: str) -> None:
     SLACK_CALLS.labels(method=method, outcome=outcome).inc()
 
 
+def webhook_attempt(outcome: str) -> None:
+    WEBHOOK_ATTEMPTS.labels(outcome=outcome).inc()
+
+
+def webhook_deferred(cap: str) -> None:
+    WEBHOOK_DEFERRALS.labels(cap=cap).inc()
+
+
 class PausedRuns(Collector):
     """`parley_runs_paused`, read from Redis at scrape time (the status index), so every process
     reports the same figure: aggregate it with `max`, not `sum`."""
@@ -119,6 +144,25 @@ class PausedRuns(Collector):
             gauge.add_metric([], float(self._store.count(RunStatus.PAUSED)))
         except Exception:  # Redis away: leave the gauge out of this scrape rather than fail it
             log.warning("could not count paused runs for a scrape", exc=True)
+            return
+        yield gauge
+
+
+class OpenCircuits(Collector):
+    """`parley_webhook_circuits_open`, read from Redis at scrape time like `parley_runs_paused`
+    (aggregate with `max`): destination hosts whose webhook circuit breaker is open."""
+
+    def __init__(self, store: RunStore) -> None:
+        self._circuits = Circuits(store.redis)
+
+    def collect(self) -> Iterator[Metric]:
+        gauge = GaugeMetricFamily(
+            "parley_webhook_circuits_open", "Webhook destination hosts whose circuit breaker is open (read from Redis)"
+        )
+        try:
+            gauge.add_metric([], float(self._circuits.open_count()))
+        except Exception:  # Redis away: leave the gauge out of this scrape rather than fail it
+            log.warning("could not count open webhook circuits for a scrape", exc=True)
             return
         yield gauge
 
@@ -143,6 +187,7 @@ def scrape_registry(store: RunStore) -> CollectorRegistry:
     else:
         registry.register(_Process())
     registry.register(PausedRuns(store))
+    registry.register(OpenCircuits(store))
     return registry
 
 

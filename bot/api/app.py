@@ -25,7 +25,7 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.exceptions import QuestionInvalid
-from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate, QuestionStatus, Scope
+from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate, QuestionStatus, TokenScope
 from workers.store.closings import Closings
 
 __all__ = ["ApiError", "create_api", "problem"]
@@ -48,7 +48,7 @@ class Api:
         self.service = service
         self.closings = closings
 
-    async def caller(self, request: Request, need: Scope | None = None) -> Caller:
+    async def caller(self, request: Request, need: TokenScope | None = None) -> Caller:
         header = request.headers.get("authorization", "").strip()
         scheme, _, token = header.partition(" ")
         bearer = scheme.lower() == "bearer" and bool(token.strip())
@@ -91,7 +91,7 @@ class Api:
             raise ApiError(400, "Bad request", "the body's JSON is nested too deeply") from None
 
     async def create(self, request: Request) -> Response:
-        caller = await self.caller(request, Scope.ASK)
+        caller = await self.caller(request, TokenScope.ASK)
         try:
             body = QuestionCreate.model_validate(await self._body(request))
         except ValidationError as exc:
@@ -102,7 +102,7 @@ class Api:
 
     async def create_approval(self, request: Request) -> Response:
         """`POST /approvals`: asked as a question whose request carries the approval, bound to its args."""
-        caller = await self.caller(request, Scope.ASK)
+        caller = await self.caller(request, TokenScope.ASK)
         try:
             body = ApprovalCreate.model_validate(await self._body(request)).question()
         except ValidationError as exc:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from workers.exceptions import ParleyError
 from workers.logs import Log
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import Problem
@@ -34,7 +35,7 @@ REDIS_TROUBLE = (
 """Redis errors that pass: unreachable, loading, full (maxmemory with noeviction), or failing over."""
 
 
-class ApiError(Exception):
+class ApiError(ParleyError):
     def __init__(self, status: int, title: str, detail: str, headers: dict[str, str] | None = None) -> None:
         self.status, self.title, self.detail, self.headers = status, title, detail, headers or {}
         super().__init__(detail)

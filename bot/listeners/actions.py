@@ -35,6 +35,7 @@ from workers.interaction.approval import approval_answers
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import InterruptRecord, RefusalReason
+from workers.store.refusal import Refusal
 
 log = Log("parley.actions")
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
@@ -78,7 +79,7 @@ def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     try:
         answers = parse_state_values(interrupt.request, iid, (body.get("state") or {}).get("values") or {})
     except StateError as exc:
-        return AnswerOutcome.refused(iid, user, RefusalReason.INVALID, errors={"form": str(exc)})
+        return AnswerOutcome.refused(iid, user, Refusal(RefusalReason.INVALID, errors={"form": str(exc)}))
     return _accept(body, action, interrupt, answers, deps)
 
 
@@ -109,7 +110,8 @@ def approve_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
     if interrupt.request.approval is None:
-        return AnswerOutcome.refused(iid, user, RefusalReason.INVALID, errors={"form": "this question is no approval"})
+        not_approval = Refusal(RefusalReason.INVALID, errors={"form": "this question is no approval"})
+        return AnswerOutcome.refused(iid, user, not_approval)
     return _accept(body, action, interrupt, approval_answers(interrupt.request, [], approve=True), deps)
 
 

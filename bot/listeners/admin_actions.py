@@ -66,11 +66,11 @@ def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContex
 
 def _in_workspace(deps: BotDeps, context: BoltContext, run_id: str, action_id: str) -> bool:
     """With many workspaces, an admin acts on the runs of their own workspace only."""
-    scope = deps.scope(context)
-    if scope is None or action_id == blocks.ADMIN_PAGE_ACTION_ID:
+    tenant = deps.tenant(context)
+    if tenant is None or action_id == blocks.ADMIN_PAGE_ACTION_ID:
         return True
     run = deps.runtime.store.find(run_id)
-    return run is None or scope.owns(run.conversation)
+    return run is None or tenant.owns(run.conversation)
 
 
 def _tell(client: WebClient, body: dict[str, Any], user: str, text: str) -> None:

@@ -16,6 +16,7 @@ from workers.interaction import Answer, ChoiceError, Item, ItemType, resolve_cho
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept
 from workers.store.records import InterruptRecord, RefusalReason, RunStatus
+from workers.store.refusal import Refusal
 
 log = Log("parley.events")
 SEEN_TTL = 3600
@@ -83,7 +84,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     if interrupt is not None and interrupt.request.has_secret:
         # Never read: the text may be the secret. The person is pointed to the form instead.
         ack()
-        refused = AnswerOutcome.refused(interrupt.id, event["user"], RefusalReason.FORM_ONLY)
+        refused = AnswerOutcome.refused(interrupt.id, event["user"], Refusal(RefusalReason.FORM_ONLY))
         log.info("thread reply to a secret question refused", **{**run.log_context(), "user": event["user"]})
         deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
         return
@@ -94,7 +95,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     try:
         answers = [reply_answer(items[0], event.get("text") or "")]
     except ChoiceError as exc:
-        outcome = AnswerOutcome.refused(interrupt.id, user, RefusalReason.AMBIGUOUS, message=str(exc))
+        outcome = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.AMBIGUOUS, message=str(exc)))
     else:
         enterprise = body.get("enterprise_id") or None
         token = f"{user}:{event.get('ts')}"

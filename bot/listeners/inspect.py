@@ -31,8 +31,8 @@ UNREADABLE = "This run's record cannot be read; the logs say why."
 
 def may_inspect(deps: BotDeps, user: str, detail: RunDetail, context: BoltContext | None = None) -> bool:
     """Admins see every run (of their workspace); anyone else only a run with a question that asks them."""
-    scope = deps.scope(context) if context is not None else None
-    if scope is not None and not scope.owns(detail.run.conversation):
+    tenant = deps.tenant(context) if context is not None else None
+    if tenant is not None and not tenant.owns(detail.run.conversation):
         return False
     asked = [q.assignees for q in detail.questions] + ([detail.interrupt.assignees] if detail.interrupt else [])
     return deps.is_admin(user, context) or any(user in assignees for assignees in asked)

@@ -19,7 +19,7 @@ from typing import Any
 from slack_bolt import Ack, App, BoltContext
 
 from bot.deps import BotDeps
-from bot.slack.scope import Scope
+from bot.slack.tenant import Tenant
 from workers.logs import Log
 from workers.runtime import admin
 
@@ -30,20 +30,20 @@ def ack_install_event(ack: Ack) -> None:
     ack()
 
 
-def forget_workspace(deps: BotDeps, scope: Scope, why: str) -> int:
-    """Delete `scope`'s installation and cancel its open runs; returns how many were cancelled."""
+def forget_workspace(deps: BotDeps, tenant: Tenant, why: str) -> int:
+    """Delete `tenant`'s installation and cancel its open runs; returns how many were cancelled."""
     installations = deps.slack.clients.installations
     if installations is not None:
-        team = None if scope.enterprise_install else scope.team
-        installations.delete_all(enterprise_id=scope.enterprise, team_id=team)
-    if not (scope.team or (scope.enterprise_install and scope.enterprise)):
+        team = None if tenant.enterprise_install else tenant.team
+        installations.delete_all(enterprise_id=tenant.enterprise, team_id=team)
+    if not (tenant.team or (tenant.enterprise_install and tenant.enterprise)):
         log.warning("uninstall with no workspace; nothing to cancel", event=why)
         return 0
-    cancelled = admin.cancel_where(deps.runtime, lambda run: scope.owns(run.conversation), by=f"slack:{why}")
+    cancelled = admin.cancel_where(deps.runtime, lambda run: tenant.owns(run.conversation), by=f"slack:{why}")
     log.info(
         "workspace uninstalled; its runs cancelled",
-        team=scope.team,
-        enterprise=scope.enterprise,
+        team=tenant.team,
+        enterprise=tenant.enterprise,
         event=why,
         cancelled=[r.id for r in cancelled],
     )
@@ -51,20 +51,20 @@ def forget_workspace(deps: BotDeps, scope: Scope, why: str) -> int:
 
 
 def on_app_uninstalled(context: BoltContext, deps: BotDeps) -> None:
-    forget_workspace(deps, Scope.of(context), "app_uninstalled")
+    forget_workspace(deps, Tenant.of(context), "app_uninstalled")
 
 
 def on_tokens_revoked(event: dict[str, Any], context: BoltContext, deps: BotDeps) -> None:
     tokens = event.get("tokens") or {}
     if tokens.get("bot"):
-        forget_workspace(deps, Scope.of(context), "tokens_revoked")
+        forget_workspace(deps, Tenant.of(context), "tokens_revoked")
         return
     installations = deps.slack.clients.installations
     if installations is not None:  # user tokens only: Parley asks for none, but forget any it holds
-        scope = Scope.of(context)
-        team = None if scope.enterprise_install else scope.team
+        tenant = Tenant.of(context)
+        team = None if tenant.enterprise_install else tenant.team
         for user in tokens.get("oauth") or []:
-            installations.delete_installation(enterprise_id=scope.enterprise, team_id=team, user_id=user)
+            installations.delete_installation(enterprise_id=tenant.enterprise, team_id=team, user_id=user)
 
 
 def register(app: App, deps: BotDeps) -> None:

@@ -93,8 +93,8 @@ def _submitted(ack: Ack, body: dict[str, Any], deps: BotDeps, *, rejecting: bool
         text = refusal_text(outcome).removeprefix(":warning: ")
         ack(response_action="errors", errors={first_block or "form": truncate(text, ERROR_MAX)})
         return
-    if outcome.reason is RefusalReason.INVALID:
-        errors = outcome.detail.get("errors", {})
+    if outcome.refusal is not None and outcome.refusal.reason is RefusalReason.INVALID:
+        errors = outcome.refusal.errors
         ids = {i.id for i in interrupt.request.items}
         field_errors = {f"f|{iid}|{k}": v for k, v in errors.items() if k in ids}
         if field_errors:

@@ -34,7 +34,7 @@ from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
-from workers.questions.models import Scope as TokenScope
+from workers.questions.models import TokenScope
 from workers.store.closings import Closings
 
 PATH = "/mcp"

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from workers.exceptions import ParleyError
 from workers.interaction import Request
 from workers.interaction.tools import (
     ASK_USER_DESCRIPTION,
@@ -133,7 +134,7 @@ GET_ANSWER_DESCRIPTION = (
 )
 
 
-class ToolInputError(ValueError):
+class ToolInputError(ParleyError, ValueError):
     """Tool arguments that cannot be used; `.problems` has one line per problem."""
 
     def __init__(self, tool: str, problems: list[str]) -> None:

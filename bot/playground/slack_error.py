@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from workers.exceptions import ParleyError
 
-class SlackError(Exception):
+
+class SlackError(ParleyError):
     """A Slack-level failure, answered as HTTP 200 ``{"ok": false, "error": code, **extra}``."""
 
     def __init__(self, error: str, **extra: Any) -> None:

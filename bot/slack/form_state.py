@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from bot.slack.blocks_question import ANSWER_ACTION_ID, NO, YES
+from workers.exceptions import ParleyError
 from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Request
 from workers.interaction.validation import DATETIME_FORM
 
@@ -33,7 +34,7 @@ _SINGLE = ("static_select", "external_select", "radio_buttons")
 _MULTI = ("multi_static_select", "multi_external_select", "checkboxes")
 
 
-class StateError(ValueError):
+class StateError(ParleyError, ValueError):
     """`state.values` is not shaped the way Slack documents it."""
 
 

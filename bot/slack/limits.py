@@ -30,6 +30,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from workers.exceptions import ParleyError
 from workers.interaction.lengths import (
     HEADER_MAX,
     LABEL_MAX,
@@ -62,7 +63,7 @@ MAX_CHOICE_BUTTON_OPTIONS = 10
 _SURFACE_LIMITS = {"message": MAX_MESSAGE_BLOCKS, "modal": MAX_VIEW_BLOCKS, "home": MAX_VIEW_BLOCKS}
 
 
-class BlockLimitError(ValueError):
+class BlockLimitError(ParleyError, ValueError):
     """Blocks that Slack would refuse; `.problems` lists every violation found."""
 
     def __init__(self, problems: list[str]) -> None:

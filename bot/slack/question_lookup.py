@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import InterruptRecord, RefusalReason
+from workers.store.refusal import Refusal
 from workers.store.runs import RunStore
 
 
@@ -20,8 +21,8 @@ def lookup(store: RunStore, qid: str, user: str) -> InterruptRecord | AnswerOutc
         return interrupt
     group = store.groups.group(qid) if qid else None
     if group is None:
-        return AnswerOutcome.refused(qid, user, RefusalReason.UNKNOWN)
+        return AnswerOutcome.refused(qid, user, Refusal(RefusalReason.UNKNOWN))
     mine = store.groups.member_for(qid, user)
     if mine is None:
-        return AnswerOutcome.refused(qid, user, RefusalReason.NOT_ALLOWED, assignees=list(group.people))
+        return AnswerOutcome.refused(qid, user, Refusal(RefusalReason.NOT_ALLOWED, assignees=tuple(group.people)))
     return mine

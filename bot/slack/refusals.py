@@ -14,6 +14,7 @@ from slack_sdk import WebClient
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, user_ref
 from workers.runtime.acceptance import AnswerOutcome
 from workers.store.records import RefusalReason
+from workers.store.refusal import Refusal
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
 NO_LONGER_NEEDED = "This question is no longer needed: the run went on without it, so your answer was not recorded."
@@ -39,20 +40,19 @@ def wrong_place(channel: str) -> str:
 
 def refusal_text(outcome: AnswerOutcome) -> str:
     """What the person reads when an answer is refused: exactly why."""
-    d = outcome.detail
-    match outcome.reason:
+    d = outcome.refusal or Refusal(RefusalReason.UNKNOWN)
+    match d.reason:
         case RefusalReason.INVALID:
-            labels = d.get("labels") or {}
-            lines = [_problem_line(labels.get(k), v) for k, v in (d.get("errors") or {}).items()]
+            lines = [_problem_line(d.labels.get(k), v) for k, v in d.errors.items()]
             return cut_escaped(":warning: Your answer was not accepted:\n" + "\n".join(lines), TEXT_MAX)
         case RefusalReason.ANSWERED:
-            when = f", {date_token(float(d['at']))}" if d.get("at") else ""
-            return f"This question was already answered by {user_ref(d.get('by', ''))}{when}."
+            when = f", {date_token(d.at)}" if d.at else ""
+            return f"This question was already answered by {user_ref(d.by)}{when}."
         case RefusalReason.NOT_ALLOWED:
-            who = ", ".join(user_ref(u) for u in d.get("assignees", []))
+            who = ", ".join(user_ref(u) for u in d.assignees)
             return f"This question is not yours to answer; it is waiting on {who}."
         case RefusalReason.CANCELLED:
-            by = d.get("by", "")
+            by = d.by
             return "This question was cancelled" + (f" by {user_ref(by)}." if by.startswith(("U", "W")) else ".")
         case RefusalReason.EXPIRED:
             return "This question expired before it was answered."
@@ -65,7 +65,7 @@ def refusal_text(outcome: AnswerOutcome) -> str:
         case RefusalReason.NOT_OPEN:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:
-            return f"I couldn't tell which option you meant: {escape(d['message'])}"
+            return f"I couldn't tell which option you meant: {escape(d.message)}"
         case RefusalReason.FORM_ONLY:
             return (
                 ":lock: This question asks for a secret, so it is answered only in its form: click "
@@ -75,7 +75,7 @@ def refusal_text(outcome: AnswerOutcome) -> str:
         case RefusalReason.WRONG_TEAM:
             return WRONG_WORKSPACE
         case RefusalReason.WRONG_PLACE:
-            return wrong_place(str(d.get("channel", "")))
+            return wrong_place(d.channel)
         case _:  # UNKNOWN, NOT_DUE
             return "This question no longer exists."
 

@@ -1,9 +1,48 @@
-"""Errors raised by the interaction port; every one derives from `InteractionError`."""
+"""Errors raised by the interaction port, and `ParleyError`, the root of every error Parley's server side raises.
+
+The root lives here because the port imports only the standard library and pydantic;
+`workers.exceptions` re-exports it as `workers.exceptions.ParleyError`.
+"""
 
 from __future__ import annotations
 
 
-class InteractionError(Exception):
+class ParleyError(Exception):
+    """Base of every error Parley raises (the workers, the bot and its hosts, the CLI).
+
+    Control-flow signals (`workers.exceptions.RunSignal`) are not errors and derive from
+    `BaseException`. The Python API client (`parley.client`) has its own root,
+    `ParleyAPIError`, so that it works without the rest of Parley. The tree::
+
+        ParleyError
+        ├── InteractionError                  the port (workers.interaction)
+        │   ├── AnswerError                   answers that do not fit their request
+        │   ├── ChoiceError                   a typed reply that names no single option
+        │   ├── ContextError                  a context an answer cannot be bound to
+        │   ├── QuestionExpired               nobody answered in time (on_expiry="fail")
+        │   └── ToolArgumentError             a model's ask_user arguments that cannot be used
+        ├── ConfigError                       a missing or malformed setting
+        │   └── LLMNotConfigured
+        ├── RunNotFound
+        ├── UnknownAgent
+        ├── AgentError                        a run that cannot go on; no retry would fix it
+        │   ├── SecretKeyMissing, SecretUnreadable, NotSerializable, NotInstalled
+        │   └── LLMRejected
+        ├── AdminError                        an admin operation refused
+        ├── AcceptRefused                     an answer not accepted (workers.runtime.acceptance)
+        ├── ReassignRefused
+        ├── LLMError                          a model call that failed (workers.llm)
+        ├── ToolError                         a tool's message to the model (workers.llm)
+        ├── QuestionError                     the HTTP API's questions (workers.questions)
+        │   ├── QuestionNotFound, QuestionInvalid, QuestionConflict
+        │   └── TokenError, DestinationRefused
+        ├── ApiError, ToolInputError          the HTTP API's and the MCP server's bad input (bot)
+        ├── BlockLimitError, StateError       Block Kit limits, a form state that cannot be read (bot.slack)
+        └── CannotRun, SetupRefused, TokenRefused   the parley command line
+    """
+
+
+class InteractionError(ParleyError):
     """Base of every error the port raises."""
 
 

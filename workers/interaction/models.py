@@ -59,6 +59,11 @@ AnswerValue = str | bool | int | float | list[str] | None
 PATTERN_MAX = 500
 """The longest `pattern` a free-text item may carry."""
 PATTERN_HINT_MAX = 150
+# A group holding a quantifier, itself quantified: "(a+)+", "(\w*x)*", "(a{2,})+". Python's `re` has no
+# time limit, and such a pattern can backtrack for minutes on a person's wrong answer in the bot's
+# request handler, so it is refused when the item is made; a pattern without it stays fast enough for
+# answers of at most `FREE_TEXT_DEFAULT_MAX` characters.
+_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,?\d*\})(?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
 
 
 class _Strict(BaseModel):
@@ -230,6 +235,11 @@ class Item(_Strict):
                 re.compile(self.pattern)
             except re.error as exc:
                 raise ValueError(f"item {self.id!r}: pattern is not a regular expression: {exc}") from None
+            if _NESTED_REPEAT.search(self.pattern):
+                raise ValueError(
+                    f"item {self.id!r}: pattern repeats a group that itself repeats, like (a+)+, which can take "
+                    "exponential time on a wrong answer; rewrite it without the nested repeat"
+                )
 
     def _check_number_rules(self) -> None:
         """`min`, `max` and `integer` belong to numbers; the bounds are finite and in order."""
@@ -240,6 +250,8 @@ class Item(_Strict):
         for name, bound in (("min", self.min), ("max", self.max)):
             if bound is not None and not math.isfinite(bound):
                 raise ValueError(f"item {self.id!r}: {name} must be a finite number")
+        if self.integer and any(b is not None and not float(b).is_integer() for b in (self.min, self.max)):
+            raise ValueError(f"item {self.id!r}: an integer item's min and max must be whole numbers")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"item {self.id!r}: min {self.min} is greater than max {self.max}")
 

@@ -122,6 +122,9 @@ TYPED_FROM_TEXT = frozenset(
 _YES = frozenset({"yes", "y", "true", "sim", "s", "1"})
 _NO = frozenset({"no", "n", "false", "nao", "não", "0"})
 _WHOLE = re.compile(r"[+-]?\d+")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+NUMBER_TEXT_MAX = 50
+"""The longest typed number read: more digits than any bound needs (and Python's int() limit is far above)."""
 _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -133,7 +136,10 @@ def from_text(item: Item, text: str) -> AnswerValue | None:
     """
     typed = text.strip()
     if item.type is ItemType.NUMBER:
-        bare = typed.replace(",", "").replace("_", "")
+        # "1,000" is a thousand; "1,5" is refused rather than read as 15 (or guessed to be 1.5).
+        bare = typed.replace(",", "") if _THOUSANDS.fullmatch(typed) else typed
+        if len(bare) > NUMBER_TEXT_MAX:
+            return None
         if _WHOLE.fullmatch(bare):
             return int(bare)
         return float(bare) if _NUMBER_TEXT.fullmatch(bare) else None

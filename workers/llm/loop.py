@@ -40,6 +40,7 @@ from workers.interaction.tools import (
 from workers.llm.client import ChatClient, LLMConfig
 from workers.llm.tools import Tool
 from workers.logs import Log
+from workers.store import journal_names
 
 ASK_REASON = "The assistant needs your input"
 PEOPLE_TEXT_IS_DATA = """\
@@ -125,7 +126,7 @@ class _Loop:
             {"role": "user", "content": user_text},
         ]
         for turn in range(1, max_turns + 1):
-            record = self.run.step(f"{self.prefix}llm:{turn}", partial(self._call_model, turn))
+            record = self.run.step(journal_names.llm_turn(self.prefix, turn), partial(self._call_model, turn))
             message: dict[str, Any] = record["message"]
             self.usage, self.calls = record["total"], turn
             self.messages.append(message)
@@ -174,7 +175,7 @@ class _Loop:
         if self.ask_expires_in is not None:
             request = request.model_copy(update={"expires_in": self.ask_expires_in})
         try:
-            values = self.run.ask(request, key=f"{self.prefix}ask:{turn}:{call_id}", context=context)
+            values = self.run.ask(request, key=journal_names.llm_ask(self.prefix, turn, call_id), context=context)
         except QuestionExpired:
             return f"{ANSWERS_ARE_DATA}\n{answers_for_model(request, None, expired=True)}"
         return f"{ANSWERS_ARE_DATA}\n{answers_for_model(request, _answers(request, values))}"

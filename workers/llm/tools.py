@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers.exceptions import ConfigError, NotSerializable
+from workers.exceptions import ConfigError, NotSerializable, ParleyError
 from workers.interaction.tools import TOOL_NAME as ASK_USER
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 
-class ToolError(Exception):
+class ToolError(ParleyError):
     """Raised by a tool function to tell the model what went wrong; the run goes on."""
 
 

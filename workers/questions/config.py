@@ -16,7 +16,11 @@ DEFAULT_RETRY_INTERVALS = (60, 300, 600, 1200, 2400)
 class QuestionConfig:
     webhook_allow: tuple[str, ...] = ()  # host patterns (fnmatch) a callback may reach, private ones included
     webhook_retry_intervals: tuple[int, ...] = DEFAULT_RETRY_INTERVALS
-    webhook_timeout: float = 10.0  # seconds per attempt
+    webhook_timeout: float = 10.0  # seconds per attempt, all of it: connecting, sending, the answer
+    webhook_connect_timeout: float = 2.0  # seconds to connect, within the attempt's
+    webhook_per_token: int = 2  # deliveries queued or in flight at once for one API token
+    webhook_per_host: int = 2  # attempts in flight at once to one destination host
+    webhook_defer: int = 1  # seconds before a delivery held back by the host's cap is tried again
     rate_limit: int = 120  # requests per token per window
     rate_window: int = 60  # seconds
     auth_failures: int = 20  # bad bearer tokens per client address per window; then 429 for that address

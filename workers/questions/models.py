@@ -25,7 +25,7 @@ USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
 
 
-class Scope(StrEnum):
+class TokenScope(StrEnum):
     """What a token may do: `ask` creates, reads and cancels its own questions; `admin` reads and cancels all."""
 
     ASK = "ask"
@@ -161,6 +161,10 @@ class WebhookView(_Body):
     last_error: str | None = None
     last_status: int | None = None
     delivered_at: datetime | None = None
+    circuit: Annotated[
+        str, Field(description="the destination host's circuit breaker at the last attempt: closed, open or half_open")
+    ] = "closed"
+    circuit_open_until: Annotated[datetime | None, Field(description="while open, when the next attempt may go")] = None
 
 
 class QuestionView(_Body):

@@ -32,7 +32,14 @@ from workers.questions.exceptions import (
     QuestionRateLimited,
     SecretsUnavailable,
 )
-from workers.questions.models import ConfirmResult, QuestionCreate, QuestionPage, QuestionStatus, QuestionView, Scope
+from workers.questions.models import (
+    ConfirmResult,
+    QuestionCreate,
+    QuestionPage,
+    QuestionStatus,
+    QuestionView,
+    TokenScope,
+)
 from workers.questions.views import build_view, unreadable_view
 from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runtime import admin
@@ -56,7 +63,7 @@ class Caller:
     token's caller is `Caller.of(token)`, owned by the token itself, never by its name."""
 
     name: str
-    scopes: frozenset[str] = field(default_factory=lambda: frozenset({Scope.ASK.value}))
+    scopes: frozenset[str] = field(default_factory=lambda: frozenset({TokenScope.ASK.value}))
     team: str = ""  # the token's workspace: its questions are asked there, and an admin sees only those
     owner: str = ""  # "": `mcp:<name>`
     since: float = 0.0  # when the owner came to be: questions asked under its name before owners existed, from then
@@ -69,7 +76,7 @@ class Caller:
 
     @property
     def admin(self) -> bool:
-        return Scope.ADMIN.value in self.scopes
+        return TokenScope.ADMIN.value in self.scopes
 
     @property
     def is_token(self) -> bool:

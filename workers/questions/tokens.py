@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from workers.questions.exceptions import QuestionError
-from workers.questions.models import Scope
+from workers.questions.models import TokenScope
 from workers.store.questions import QuestionStore
 from workers.store.records import ApiTokenRecord
 
@@ -56,7 +56,7 @@ def create(
         raise TokenError(
             f"token name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
-    known = {s.value for s in Scope}
+    known = {s.value for s in TokenScope}
     bad = [s for s in scopes if s not in known]
     if bad:
         raise TokenError(f"unknown scope {bad[0]!r}; scopes are: {', '.join(sorted(known))}")
@@ -69,7 +69,7 @@ def create(
     record = ApiTokenRecord(
         name=name,
         token_hash=token_hash(token),
-        scopes=sorted(set(scopes or [Scope.ASK.value])),
+        scopes=sorted(set(scopes or [TokenScope.ASK.value])),
         webhook_secret=secret,
         created_at=time.time(),
         rate_limit=rate_limit,

@@ -87,6 +87,8 @@ def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: In
             last_error=hook.last_error or None,
             last_status=hook.last_status,
             delivered_at=when(hook.delivered_at),
+            circuit=hook.circuit,
+            circuit_open_until=when(hook.circuit_open_until),
         )
         if hook is not None
         else None,

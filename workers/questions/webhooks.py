@@ -1,11 +1,22 @@
-"""Signed webhooks: where a callback may go, how it is signed, and its delivery as an RQ job.
+"""Signed webhooks: how a callback is signed, and its delivery as an RQ job on a queue of its own.
 
 When a question with a `callback_url` closes (answered, expired, cancelled), `announce`
-records the event's body once and enqueues `deliver` under one job id with RQ's `Retry`.
-Every attempt sends the same body with the same `webhook-id`, signed as the Standard
-Webhooks spec says; a non-2xx answer, an error or a timeout raises, and RQ tries again
-after the next interval. The last failure is recorded as `failed` on the question. Each
-attempt checks the destination again and connects to the address it checked (`pinned`).
+records the event's body once and enqueues `deliver` on the webhooks' queue (never the
+agents': `parley worker` runs its deliveries on threads of their own, `webhook_workers`)
+under one job id with RQ's `Retry`. Every attempt sends the same body with the same
+`webhook-id`, signed as the Standard Webhooks spec says; a non-2xx answer, an error or the
+attempt's deadline raises, and RQ tries again after the next interval. The last failure is
+recorded as `failed` on the question. Each attempt checks the destination again and connects
+to the address it checked (`destinations.pinned`).
+
+An attempt has one deadline for all of it (`webhook_timeout`: connecting, sending, the
+answer) and 2 s to connect. A token has at most `webhook_per_token` deliveries queued or
+running at once (RQ's `RateLimit`: the rest wait in order, off the queue, and go as one of
+its own ends), so one token's backlog never stands in front of another's. At most a few
+attempts are in flight per host (`InFlight`); a delivery over that cap is put back a moment
+without using an attempt. A host
+that keeps timing out opens its circuit (`Circuits`): attempts to it fail at once until the
+cooldown ends. The question's `webhook` shows the circuit's state as its last attempt saw it.
 
 Signing is the spec's three lines of HMAC-SHA256 (stdlib `hmac`), kept here rather than
 taken from the `standardwebhooks` package so that the tests, which verify with that
@@ -14,103 +25,79 @@ package, check Parley against an independent implementation of the spec.
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import fnmatch
-import functools
 import hashlib
 import hmac
-import ipaddress
-import socket
 import time
-from urllib.parse import urlsplit, urlunsplit
+from datetime import UTC, datetime
 
 import httpx
 from rq import Retry, get_current_job
+from rq.rate_limit import RateLimit
 
+from workers import metrics
 from workers.logs import Log
 from workers.questions import config as config_mod
+from workers.questions.destinations import DestinationRefused, check_destination, destination, pinned
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import Event
 from workers.questions.views import build_view
-from workers.runtime import wiring
+from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
 from workers.store.records import InterruptRecord, InterruptState, RunRecord, WebhookState
+from workers.store.webhook_limits import Circuit, Circuits, InFlight
+
+__all__ = ["DELIVER", "DestinationRefused", "announce", "check_destination", "deliver", "pinned", "post", "sign"]
 
 log = Log("parley.webhooks")
-DELIVER = "workers.questions.webhooks.deliver"
+DELIVER = queues.DELIVER
 EVENTS = {
     InterruptState.ANSWERED: "answered",
     InterruptState.EXPIRED: "expired",
     InterruptState.CANCELLED: "cancelled",
 }
+DEFERRALS = 3600
+"""How many times a delivery may be put back by a full cap (each `webhook_defer` seconds): an hour at 1 s."""
+SLOT_MARGIN = 30.0
+"""Seconds an in-flight slot outlives its attempt's deadline, should the worker die holding it."""
 
 
-class DestinationRefused(QuestionError):
-    """A callback URL Parley will not call: not http(s), no host, or a private address not allowed."""
+class AttemptTimedOut(QuestionError):
+    """The receiver did not answer within the attempt's deadline."""
 
 
-def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
-    """Refuse a callback that is not http(s), or whose host resolves to a loopback, link-local,
-    private or otherwise internal address, unless the host matches a `PARLEY_WEBHOOK_ALLOW`
-    pattern. With patterns set, only matching hosts are reached at all.
-
-    Returns the address that was checked, which a delivery then connects to (`pinned`); None
-    for a host an operator allowed by name, which is connected to by name."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise DestinationRefused("callback_url must be an http or https URL")
-    host = (parts.hostname or "").lower()
-    if not host:
-        raise DestinationRefused("callback_url has no host")
-    if any(fnmatch.fnmatch(host, pattern.lower()) for pattern in allow):
-        return None
-    if allow:
-        raise DestinationRefused(f"callback_url host {host!r} is not in PARLEY_WEBHOOK_ALLOW")
-    try:
-        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80))
-    except (socket.gaierror, UnicodeError):
-        raise DestinationRefused(f"callback_url host {host!r} does not resolve") from None
-    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    for address in addresses:
-        if not address.is_global or address.is_multicast:
-            raise DestinationRefused(
-                f"callback_url host {host!r} is a private, loopback or link-local address ({address}); "
-                "allow it with PARLEY_WEBHOOK_ALLOW"
-            )
-    return str(addresses[0])
+class CircuitOpen(QuestionError):
+    """The destination host's circuit is open: the attempt is not made."""
 
 
-def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str, str]]:
-    """The URL, extra headers and httpx request extensions that reach `url`'s host at `address`.
-
-    Resolving the host again when connecting could give an address that was never checked
-    (DNS rebinding): the delivery connects to the address `check_destination` checked, and
-    still names the host, in the `Host` header and, over TLS, as the SNI name the server's
-    certificate is verified against. With no address (an allowed host) the URL is used as is.
-    """
-    if address is None:
-        return url, {}, {}
-    parts = urlsplit(url)
-    ip = ipaddress.ip_address(address)
-    netloc = f"[{ip}]" if ip.version == 6 else str(ip)
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    userinfo, _, host_and_port = parts.netloc.rpartition("@")
-    if userinfo:
-        netloc = f"{userinfo}@{netloc}"
-    extensions = {"sni_hostname": parts.hostname or ""} if parts.scheme == "https" else {}
-    return urlunsplit(parts._replace(netloc=netloc)), {"host": host_and_port}, extensions
+def post(
+    url: str,
+    address: str | None,
+    *,
+    content: str,
+    headers: dict[str, str],
+    timeout: float,
+    connect_timeout: float = 2.0,
+) -> httpx.Response:
+    """POST `content` to `url` over a connection to `address` (see `pinned`), redirects not followed,
+    all of it within `timeout` seconds: a receiver that answers slowly, or one byte at a time, is
+    cut off at the deadline (httpx's own timeouts apply to each read, not to the whole)."""
+    return asyncio.run(_post(url, address, content, headers, timeout, connect_timeout))
 
 
-def post(url: str, address: str | None, *, content: str, headers: dict[str, str], timeout: float) -> httpx.Response:
-    """POST `content` to `url` over a connection to `address` (see `pinned`), redirects not followed."""
+async def _post(
+    url: str, address: str | None, content: str, headers: dict[str, str], timeout: float, connect_timeout: float
+) -> httpx.Response:
     target, host_header, extensions = pinned(url, address)
-    client = _http(urlsplit(url).hostname or "")
-    return client.post(
-        target, content=content, headers={**headers, **host_header}, timeout=timeout, extensions=extensions
-    )
+    limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
+    try:
+        async with asyncio.timeout(timeout), httpx.AsyncClient(follow_redirects=False, timeout=limits) as client:
+            return await client.post(target, content=content, headers={**headers, **host_header}, extensions=extensions)
+    except TimeoutError:
+        raise AttemptTimedOut(f"the receiver did not answer within {timeout:g} s") from None
 
 
 def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
@@ -134,12 +121,13 @@ def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord) -> bo
     store.set_webhook(run.id, WebhookState(id=f"msg_{run.id}_{event}", event=event, payload=payload))
     cfg = config_mod.current()
     intervals = list(cfg.webhook_retry_intervals)
-    runtime.queue.enqueue(
+    runtime.webhook_queue.enqueue(
         DELIVER,
         run.id,
         job_id=job_ids.webhook(run.id, event),
         retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
-        job_timeout=int(cfg.webhook_timeout * 3),
+        rate_limit=RateLimit(f"parley-webhooks:{question.token}", cfg.webhook_per_token),
+        job_timeout=int(cfg.webhook_timeout + SLOT_MARGIN),
         result_ttl=3600,
         failure_ttl=7 * 86400,
     )
@@ -147,8 +135,9 @@ def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord) -> bo
     return True
 
 
-def deliver(question_id: str) -> str:
-    """One attempt at delivering a question's webhook (RQ's `Retry` makes the next)."""
+def deliver(question_id: str) -> str | Retry:
+    """One attempt at delivering a question's webhook (RQ's `Retry` makes the next); a `Retry` of
+    its own, using no attempt, when the token's or the host's in-flight cap is full."""
     runtime = wiring.current()
     cfg = config_mod.current()
     store = QuestionStore(runtime.redis)
@@ -158,54 +147,98 @@ def deliver(question_id: str) -> str:
         return "nothing to deliver"
     job = get_current_job()
     final = job is None or not job.retries_left
-    state = state.model_copy(update={"attempts": state.attempts + 1})
-    ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts}
+    ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts + 1}
     try:
         address = check_destination(question.callback_url, cfg.webhook_allow)
     except DestinationRefused as exc:  # no retry would change this
+        state = state.model_copy(update={"attempts": state.attempts + 1, "status": "failed", "last_error": str(exc)})
         runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=str(exc))
-        store.set_webhook(question_id, state.model_copy(update={"status": "failed", "last_error": str(exc)}))
+        store.set_webhook(question_id, state)
+        metrics.webhook_attempt("refused")
         log.warning("webhook refused", **ctx, error=str(exc))
         return "refused"
-    token = store.token_by_name(question.token)
-    if token is not None and question.owner and token.owner != question.owner:
-        token = None  # a newer token under the asker's name: not the asker, and not its secret
+    host = destination(question.callback_url)
+    asker = question.owner or question.token  # the token itself, not its name (a newer token may share it)
+    circuit = Circuits(runtime.redis).get(host)
+    in_flight = InFlight(runtime.redis, cfg.webhook_per_token, cfg.webhook_per_host)
+    slot = job.id if job is not None and circuit.state != "open" else None
+    if slot is not None:
+        full = in_flight.acquire(slot, asker, host, cfg.webhook_timeout + SLOT_MARGIN)
+        if full is not None:
+            metrics.webhook_deferred(full)
+            log.info("webhook held back: its cap of deliveries in flight is full", **ctx, cap=full)
+            return Retry(max=DEFERRALS, interval=cfg.webhook_defer)
+    state = state.model_copy(update={"attempts": state.attempts + 1})
     try:
-        if token is None:
-            raise RuntimeError(f"the token {question.token!r} was revoked; there is no secret to sign with")
-        now = int(time.time())
-        headers = {
-            "content-type": "application/json",
-            "webhook-id": state.id,
-            "webhook-timestamp": str(now),
-            "webhook-signature": sign(token.webhook_secret, state.id, now, state.payload),
-            "user-agent": "Parley-Webhooks/1",
-        }
-        resp = post(question.callback_url, address, content=state.payload, headers=headers, timeout=cfg.webhook_timeout)
-        state = state.model_copy(update={"last_status": resp.status_code})
-        if not 200 <= resp.status_code < 300:
-            raise RuntimeError(f"the receiver answered HTTP {resp.status_code}")
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"[:300]
+        state, circuit, failure = _attempt(
+            question.callback_url, address, question.token, question.owner, state, circuit, host
+        )
+    finally:
+        if slot is not None:
+            in_flight.release(slot, asker, host)
+    if failure is not None:
+        error = f"{type(failure).__name__}: {failure}"[:300]
         if final:  # in the run's history, so admins see it (`parley runs show`, Slack's Inspect)
             runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=error)
-        status = "failed" if final else "pending"
-        store.set_webhook(question_id, state.model_copy(update={"status": status, "last_error": error}))
-        log.warning("webhook attempt failed", **ctx, error=error, final=final)
-        raise
+        update = {"status": "failed" if final else "pending", "last_error": error, **_circuit_fields(circuit)}
+        store.set_webhook(question_id, state.model_copy(update=update))
+        log.warning("webhook attempt failed", **ctx, error=error, final=final, circuit=circuit.state)
+        raise failure
     runtime.store.add_history(question_id, "webhook delivered", "parley", **_detail(state))
-    store.set_webhook(question_id, state.model_copy(update={"status": "delivered", "delivered_at": time.time()}))
-    log.info("webhook delivered", **ctx, status=resp.status_code)
+    delivered = {"status": "delivered", "delivered_at": time.time(), "last_error": "", **_circuit_fields(circuit)}
+    store.set_webhook(question_id, state.model_copy(update=delivered))
+    log.info("webhook delivered", **ctx, status=state.last_status)
     return "delivered"
 
 
-@functools.lru_cache(maxsize=256)
-def _http(host: str) -> httpx.Client:
-    """One client per destination host in a worker process: its pool and TLS context are made once,
-    not per attempt. Per host, because connections are pooled by the address they go to, and a
-    TLS connection verified for one host must not carry another host's webhook that shares its
-    address. Redirects are not followed (a redirect could lead past the destination check)."""
-    return httpx.Client(follow_redirects=False)
+def _attempt(
+    url: str, address: str | None, token_name: str, owner: str, state: WebhookState, circuit: Circuit, host: str
+) -> tuple[WebhookState, Circuit, Exception | None]:
+    """Send one signed attempt unless the host's circuit is open; the state and circuit after it,
+    and what went wrong (None when the receiver answered 2xx)."""
+    cfg = config_mod.current()
+    redis = wiring.current().redis
+    if circuit.state == "open":
+        until = datetime.fromtimestamp(circuit.open_until or 0, tz=UTC).isoformat(timespec="seconds")
+        metrics.webhook_attempt("circuit_open")
+        return state, circuit, CircuitOpen(f"not sent: {host!r} kept timing out; its circuit is open until {until}")
+    token = QuestionStore(redis).token_by_name(token_name)
+    if token is not None and owner and token.owner != owner:
+        token = None  # a newer token under the asker's name: not the asker, and not its secret
+    if token is None:
+        metrics.webhook_attempt("error")
+        return state, circuit, QuestionError(f"the token {token_name!r} was revoked; there is no secret to sign with")
+    now = int(time.time())
+    headers = {
+        "content-type": "application/json",
+        "webhook-id": state.id,
+        "webhook-timestamp": str(now),
+        "webhook-signature": sign(token.webhook_secret, state.id, now, state.payload),
+        "user-agent": "Parley-Webhooks/1",
+    }
+    timeouts = {"timeout": cfg.webhook_timeout, "connect_timeout": cfg.webhook_connect_timeout}
+    try:
+        resp = post(url, address, content=state.payload, headers=headers, **timeouts)
+    except (AttemptTimedOut, httpx.TimeoutException) as exc:  # connecting took 2 s, or the attempt its deadline
+        metrics.webhook_attempt("timeout")
+        return state, Circuits(redis).timed_out(host), exc
+    except httpx.ConnectError as exc:  # refused, unreachable, a certificate refused: quick, so no breaker
+        metrics.webhook_attempt("connection_error")
+        return state, circuit, exc
+    except Exception as exc:  # a malformed answer: the host is not hanging
+        metrics.webhook_attempt("error")
+        return state, circuit, exc
+    circuit = Circuits(redis).answered(host)  # it answered: whatever the status, it is not hanging
+    state = state.model_copy(update={"last_status": resp.status_code})
+    if not 200 <= resp.status_code < 300:
+        metrics.webhook_attempt("http_error")
+        return state, circuit, QuestionError(f"the receiver answered HTTP {resp.status_code}")
+    metrics.webhook_attempt("delivered")
+    return state, circuit, None
+
+
+def _circuit_fields(circuit: Circuit) -> dict[str, object]:
+    return {"circuit": circuit.state, "circuit_open_until": circuit.open_until}
 
 
 def _detail(state: WebhookState) -> dict[str, object]:

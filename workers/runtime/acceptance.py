@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -18,23 +16,56 @@ from workers.runtime.group_close import close_member
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
-from workers.store.records import InterruptRecord, InterruptState, RefusalReason
-from workers.store.runs import Refusal
+from workers.store.records import CloseMode, InterruptRecord, InterruptState, RefusalReason
+from workers.store.refusal import POSTING, Refusal
 
 log = Log("parley.accept")
 UNCONFIRMED_MESSAGE = "no replica confirmed the answer in time; submit it again"
 
 
 class AcceptRefused(ParleyError):
-    """An answer that was not accepted; nothing was written.
+    """An answer that was not accepted; nothing was written. `refusal` says why, for a host to word."""
 
-    `detail` carries what a host needs to explain the `reason`.
-    """
+    def __init__(self, refusal: Refusal) -> None:
+        self.refusal = refusal
+        super().__init__(plain_text(refusal))
 
-    def __init__(self, reason: RefusalReason, message: str, **detail: Any) -> None:
-        self.reason = reason
-        self.detail = detail
-        super().__init__(message)
+    @property
+    def reason(self) -> RefusalReason:
+        return self.refusal.reason
+
+
+def plain_text(refusal: Refusal) -> str:
+    """A refusal in plain words, for the terminal and the command line (Slack's: `bot/slack/refusals.py`)."""
+    match refusal.reason:
+        case RefusalReason.ANSWERED:
+            return f"already answered by {refusal.by}"
+        case RefusalReason.CANCELLED:
+            return "this question was cancelled"
+        case RefusalReason.EXPIRED:
+            return "this question expired before it was answered"
+        case RefusalReason.NOT_ALLOWED:
+            return f"only {', '.join(refusal.assignees)} may answer"
+        case RefusalReason.NOT_NEEDED:
+            return "this question is no longer needed: the run went on without it"
+        case RefusalReason.NOT_OPEN if refusal.status == POSTING:
+            return "this question is still being posted; try again in a moment"
+        case RefusalReason.NOT_OPEN:
+            return "this question is not waiting for an answer"
+        case RefusalReason.WRONG_TEAM:
+            return "this question was asked in another Slack workspace"
+        case RefusalReason.WRONG_PLACE:
+            return "this answer was not given on the question's own message"
+        case RefusalReason.INVALID:
+            return "invalid answers: " + "; ".join(f"{k}: {v}" for k, v in refusal.errors.items())
+        case RefusalReason.UNCONFIRMED:
+            return UNCONFIRMED_MESSAGE
+        case RefusalReason.UNAVAILABLE | RefusalReason.AMBIGUOUS:
+            return refusal.message or "Redis could not be reached; submit again"
+        case RefusalReason.FORM_ONLY:
+            return "this question asks for a secret, so it is answered only in its form"
+        case _:  # UNKNOWN, NOT_DUE
+            return "no such question"
 
 
 @dataclass(frozen=True)
@@ -55,23 +86,26 @@ class AnswerOutcome:
 
     interrupt_id: str
     user: str
-    reason: RefusalReason | None = None
+    refusal: Refusal | None = None
     run_id: str = ""
-    detail: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def ok(self) -> bool:
-        return self.reason is None
+        return self.refusal is None
+
+    @property
+    def reason(self) -> RefusalReason | None:
+        return self.refusal.reason if self.refusal else None
 
     @classmethod
     def accepted(cls, interrupt_id: str, user: str, run_id: str) -> AnswerOutcome:
         return cls(interrupt_id=interrupt_id, user=user, run_id=run_id)
 
     @classmethod
-    def refused(cls, interrupt_id: str, user: str, reason: RefusalReason, **detail: Any) -> AnswerOutcome:
+    def refused(cls, interrupt_id: str, user: str, refusal: Refusal) -> AnswerOutcome:
         """A refusal; every host builds its refusals here, so this is where they are counted."""
-        metrics.refused(reason.value)
-        return cls(interrupt_id=interrupt_id, user=user, reason=reason, detail=MappingProxyType(dict(detail)))
+        metrics.refused(refusal.reason.value)
+        return cls(interrupt_id=interrupt_id, user=user, refusal=refusal)
 
 
 def try_accept(
@@ -100,7 +134,7 @@ def try_accept(
             token=token,
         )
     except AcceptRefused as exc:
-        return AnswerOutcome.refused(interrupt.id, user, exc.reason, **exc.detail)
+        return AnswerOutcome.refused(interrupt.id, user, exc.refusal)
     except redis.RedisError:
         return unavailable(interrupt.id, user, team)
     return AnswerOutcome.accepted(interrupt.id, user, accepted.run_id)
@@ -109,26 +143,26 @@ def try_accept(
 def unavailable(interrupt_id: str, user: str, team: str | None) -> AnswerOutcome:
     """Redis could not be reached: nothing was written, and the person is asked to submit again."""
     log.error("Redis unavailable while accepting", exc=True, interrupt_id=interrupt_id, user=user, team=team)
-    return AnswerOutcome.refused(interrupt_id, user, RefusalReason.UNAVAILABLE)
+    return AnswerOutcome.refused(interrupt_id, user, Refusal(RefusalReason.UNAVAILABLE))
 
 
-def refusal_error(refusal: Refusal, interrupt: InterruptRecord | None) -> AcceptRefused:
-    """Turn a store refusal into a host-neutral, specific error."""
-    d, reason = refusal.detail, refusal.reason
-    if reason is RefusalReason.ANSWERED:
-        return AcceptRefused(reason, f"already answered by {d[0]}", by=d[0], at=float(d[1] or 0))
-    if reason is RefusalReason.CANCELLED:
-        return AcceptRefused(reason, "this question was cancelled", by=d[0] if d else "")
-    if reason is RefusalReason.EXPIRED:
-        return AcceptRefused(reason, "this question expired before it was answered")
-    if reason is RefusalReason.NOT_ALLOWED:
-        assignees = interrupt.assignees if interrupt else []
-        return AcceptRefused(reason, f"only {', '.join(assignees)} may answer", assignees=assignees)
-    if reason is RefusalReason.NOT_NEEDED:
-        return AcceptRefused(reason, "this question is no longer needed: the run went on without it")
-    if reason is RefusalReason.NOT_OPEN:
-        return AcceptRefused(reason, "this question is not waiting for an answer")
-    return AcceptRefused(RefusalReason.UNKNOWN, "no such question")
+_SHOWN = {  # the store's refusals an answer is shown; any other (NOT_DUE) reads as no such question
+    RefusalReason.ANSWERED,
+    RefusalReason.CANCELLED,
+    RefusalReason.EXPIRED,
+    RefusalReason.NOT_ALLOWED,
+    RefusalReason.NOT_NEEDED,
+    RefusalReason.NOT_OPEN,
+}
+
+
+def refusal_error(refusal: Refusal, interrupt: InterruptRecord) -> AcceptRefused:
+    """A store refusal as the error acceptance raises, with the assignees the question has now."""
+    if refusal.reason not in _SHOWN:
+        return AcceptRefused(Refusal(RefusalReason.UNKNOWN))
+    if refusal.reason is RefusalReason.NOT_ALLOWED:
+        return AcceptRefused(replace(refusal, assignees=tuple(interrupt.assignees)))
+    return AcceptRefused(refusal)
 
 
 def accept(
@@ -158,7 +192,7 @@ def accept(
     store = runtime.store
     interrupt = store.interrupt(interrupt_id) if isinstance(interrupt_id, str) else interrupt_id
     if interrupt is None:
-        raise AcceptRefused(RefusalReason.UNKNOWN, "no such question")
+        raise AcceptRefused(Refusal(RefusalReason.UNKNOWN))
     interrupt_id = interrupt.id
     ctx: dict[str, Any] = {
         "run_id": interrupt.run_id,
@@ -168,42 +202,31 @@ def accept(
     }
     if team is not None and not _same_workspace(interrupt, team, enterprise, channel):
         log.warning("answer from another workspace refused", **ctx, payload_team=team, enterprise=enterprise)
-        raise AcceptRefused(
-            RefusalReason.WRONG_TEAM,
-            "this question was asked in another Slack workspace",
-            team=interrupt.team,
-            payload_team=team,
-        )
+        raise AcceptRefused(Refusal(RefusalReason.WRONG_TEAM, team=interrupt.team, payload_team=team))
     if not _where_asked(interrupt, channel, message_ts):
         log.warning("answer from another place refused", **ctx, channel=channel, message_ts=message_ts)
-        raise AcceptRefused(
-            RefusalReason.WRONG_PLACE,
-            "this answer was not given on the question's own message",
-            channel=str(interrupt.message.get("channel", "")),
-        )
+        raise AcceptRefused(Refusal(RefusalReason.WRONG_PLACE, channel=str(interrupt.message.get("channel", ""))))
     # An answered question may be getting its own answer again (the same delivery, or the same
     # person's same answers): the store recognises it, and says so (`Closed.again`).
     maybe_again = bool(token) and interrupt.state is InterruptState.ANSWERED
     if interrupt.state is not InterruptState.OPEN and not maybe_again:
         state_refusal = _state_refusal(interrupt)
         if state_refusal:
-            raise state_refusal
+            raise AcceptRefused(state_refusal)
     if interrupt.assignees and user not in interrupt.assignees:  # none: anyone who can reach the question
-        raise refusal_error(Refusal(RefusalReason.NOT_ALLOWED), interrupt)
+        raise AcceptRefused(Refusal(RefusalReason.NOT_ALLOWED, assignees=tuple(interrupt.assignees)))
     try:
         valid = interrupt.request.validate_answers(answers)
     except AnswerError as exc:
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
-        raise AcceptRefused(RefusalReason.INVALID, str(exc), errors=exc.errors, labels=labels) from None
+        raise AcceptRefused(Refusal(RefusalReason.INVALID, errors=exc.errors, labels=labels)) from None
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
-        closed = close_member(runtime, interrupt, "answer", user, valid, token=token or secrets.token_hex(8))
+        closed = close_member(runtime, interrupt, CloseMode.ANSWER, user, valid, token=token or secrets.token_hex(8))
         if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:  # kept, queued: as below
-            if not _again(closed):
+            if not closed.again:
                 metrics.answer_accepted(interrupt.asked_at)
-            log.warning(
-                "answer accepted on the master but not confirmed by a replica", **ctx, replicas=closed.detail[0]
-            )
-            raise AcceptRefused(RefusalReason.UNCONFIRMED, UNCONFIRMED_MESSAGE)
+            log.warning("answer accepted on the master but not confirmed by a replica", **ctx, replicas=closed.replicas)
+            raise AcceptRefused(Refusal(RefusalReason.UNCONFIRMED))
         if isinstance(closed, Refusal):
             log.info("answer refused", **ctx, reason=closed.reason)
             raise refusal_error(closed, interrupt)
@@ -212,15 +235,15 @@ def accept(
         log.info("answer accepted", **ctx, group=interrupt.group, again=closed.again)
         return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
     try:
-        closed = store.close(interrupt, "answer", user, valid, token or secrets.token_hex(8))
+        closed = store.close(interrupt, CloseMode.ANSWER, user, valid, token or secrets.token_hex(8))
     except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
         log.error("secret answer refused", **ctx, problem=str(exc))
-        raise AcceptRefused(RefusalReason.UNAVAILABLE, str(exc)) from None
+        raise AcceptRefused(Refusal(RefusalReason.UNAVAILABLE, message=str(exc))) from None
     if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:
-        if not _again(closed):  # written on the master; the resubmission it asks for is then a repeat
+        if not closed.again:  # written on the master; the resubmission it asks for is then a repeat
             metrics.answer_accepted(interrupt.asked_at)
-        _resume_unconfirmed(runtime, interrupt, ctx, confirmed=closed.detail[0])
-        raise AcceptRefused(RefusalReason.UNCONFIRMED, UNCONFIRMED_MESSAGE)
+        _resume_unconfirmed(runtime, interrupt, ctx, confirmed=closed.replicas)
+        raise AcceptRefused(Refusal(RefusalReason.UNCONFIRMED))
     if isinstance(closed, Refusal):
         log.info("answer refused", **ctx, reason=closed.reason)
         raise refusal_error(closed, interrupt)
@@ -233,12 +256,7 @@ def accept(
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
 
 
-def _again(unconfirmed: Refusal) -> bool:
-    """Whether an `UNCONFIRMED` close was a repeat of the acceptance the question already held."""
-    return unconfirmed.detail[1:] == ("again",)
-
-
-def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, str], confirmed: str) -> None:
+def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, str], confirmed: int) -> None:
     """The master holds the answer, so the run resumes there; the person is still asked to submit again.
 
     Were the master to die before a replica got the answer, the resubmission answers the
@@ -286,19 +304,17 @@ def _where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: st
     return message_ts is None or not posted.get("ts") or message_ts == posted["ts"]
 
 
-def _state_refusal(interrupt: InterruptRecord) -> AcceptRefused | None:
-    """The refusal a closed question's record already tells, worded as the store's would be."""
-    state = interrupt.state
-    if state is InterruptState.POSTING:
-        return AcceptRefused(RefusalReason.NOT_OPEN, "this question is still being posted; try again in a moment")
-    if state is InterruptState.ANSWERED:
-        refusal = Refusal(RefusalReason.ANSWERED, (interrupt.answered_by, repr(interrupt.answered_at or 0.0)))
-    elif state is InterruptState.CANCELLED:
-        refusal = Refusal(RefusalReason.CANCELLED, (interrupt.closed_by,))
-    elif state is InterruptState.EXPIRED:
-        refusal = Refusal(RefusalReason.EXPIRED)
-    elif state is InterruptState.NOT_NEEDED:
-        refusal = Refusal(RefusalReason.NOT_NEEDED)
-    else:
-        return None
-    return refusal_error(refusal, interrupt)
+def _state_refusal(interrupt: InterruptRecord) -> Refusal | None:
+    """The refusal a closed question's record already tells, as the store would give it."""
+    match interrupt.state:
+        case InterruptState.POSTING:
+            return Refusal(RefusalReason.NOT_OPEN, status=POSTING)
+        case InterruptState.ANSWERED:
+            return Refusal(RefusalReason.ANSWERED, by=interrupt.answered_by, at=interrupt.answered_at or None)
+        case InterruptState.CANCELLED:
+            return Refusal(RefusalReason.CANCELLED, by=interrupt.closed_by)
+        case InterruptState.EXPIRED:
+            return Refusal(RefusalReason.EXPIRED, at=interrupt.expires_at)
+        case InterruptState.NOT_NEEDED:
+            return Refusal(RefusalReason.NOT_NEEDED)
+    return None

@@ -11,8 +11,9 @@ from workers.logs import Log
 from workers.runtime.group_close import cancel_group, forget_expired_in_group, remind_group
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
-from workers.store import job_ids
-from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store import ids, job_ids
+from workers.store import journal_names as names
+from workers.store.records import CloseMode, HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 from workers.store.runs import Closed, history_entry
 
 log = Log("parley.admin")
@@ -85,7 +86,7 @@ def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
     if not run.interrupt:
         return RunSummary.of(run)
     try:
-        group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+        group = store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
         if group is not None:
             return RunSummary.of(run, members=store.groups.members(group))
         return RunSummary.of(run, store.interrupt(run.interrupt))
@@ -177,7 +178,7 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
     """The run and all about it; a question of it this version cannot read is left out, and logged."""
     run = runtime.store.get(run_id)
     journal = runtime.store.journal(run_id)
-    steps = {k.removeprefix("step:"): v.get("v") for k, v in journal.items() if k.startswith("step:")}
+    steps = names.steps(journal)
     interrupt, questions = None, []
     try:
         interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
@@ -199,7 +200,7 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
         return in_group
     if run.status is RunStatus.PAUSED and run.interrupt:
         interrupt = store.interrupt(run.interrupt)
-        if interrupt is not None and isinstance(store.close(interrupt, "cancel", by), Closed):
+        if interrupt is not None and isinstance(store.close(interrupt, CloseMode.CANCEL, by), Closed):
             closed = store.interrupt(run.interrupt)
             cancelled = store.get(run_id)
             if closed is not None:
@@ -231,7 +232,7 @@ def _show_unlocked_answer(runtime: Runtime, run: RunRecord) -> None:
     interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
     if interrupt is None or not interrupt.message or interrupt.state is InterruptState.OPEN:
         return
-    if runtime.store.journal_get(run.id, f"fx:lock:{interrupt.id}") == "done":
+    if runtime.store.journal_get(run.id, names.effect(names.lock(interrupt.id))) == "done":
         return
     runtime.hosts.for_run(run).question_closed(run, interrupt)
 

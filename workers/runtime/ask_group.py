@@ -10,10 +10,10 @@ attempts as `run.ask` does, with the same limit, and the same void-on-changed-fa
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +22,13 @@ from workers.exceptions import AgentError, StaleEpoch, Suspend
 from workers.interaction import AnswerValue, Context, ContextChange, OnExpiry, QuestionExpired, Request
 from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
+from workers.runtime.attempts import AttemptWalk, count_call
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import QuestionProgress
+from workers.store import ids
+from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
-from workers.store.records import InterruptRecord, InterruptState, RunRecord
+from workers.store.records import GroupState, InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import interrupt_fields
 
 if TYPE_CHECKING:
@@ -45,11 +48,22 @@ class _Spec:
     shown: str = ""  # the context as given, for showing
 
 
+class WalkState(StrEnum):
+    """Where a key's attempts stand: answered (or expired with defaults), none open yet, one open,
+    the last closed as no longer needed, or the last expired."""
+
+    DONE = "done"
+    NEW = "new"
+    PENDING = "pending"
+    DROPPED = "dropped"
+    EXPIRED = "expired"
+
+
 @dataclass
 class _Walk:
     """Where a key's attempts stand in this execution."""
 
-    state: str  # done | new | pending | dropped | expired
+    state: WalkState
     attempts: list[str] = field(default_factory=list)
     interrupt: InterruptRecord | None = None
     values: dict[str, AnswerValue] = field(default_factory=dict)
@@ -87,43 +101,31 @@ def _facts(spec: _Spec) -> Context | None:
     return json.loads(spec.shown) if spec.shown else None
 
 
-def _next_call(run: Run, key: str) -> int:
-    n = run._key_calls[key] = run._key_calls.get(key, 0) + 1
-    limit = run._rt.settings.max_asks_per_key
-    if n > limit:
-        raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
-    return n
-
-
 def _walk(run: Run, spec: _Spec) -> _Walk:
     """Follow `spec.key`'s attempts as `run.ask` does: a void answer moves on to the next attempt."""
-    attempts: list[str] = run._recorded(f"ask:{spec.key}") or []
-    voided: list[ContextChange] | None = None
-    while True:
-        n = _next_call(run, spec.key)
-        run._changed[spec.key] = voided is not None
-        if len(attempts) < n:
-            return _Walk("new", attempts, voided=voided)
-        interrupt = run.read_interrupt(attempts[n - 1])
+    walk = AttemptWalk(run, spec.key)
+    attempts = walk.attempts
+    for n, iid in walk:
+        interrupt = run.read_interrupt(iid)
         if interrupt is None:
-            raise AgentError(f"question {spec.key!r} attempt {n} is missing from the store")
+            raise walk.missing(n)
         state = interrupt.state
         if state is InterruptState.ANSWERED:
-            voided = run._void_if_changed(interrupt, spec.bound, _facts(spec))
-            if voided is not None:
+            if walk.void(interrupt, spec.bound, _facts(spec)):
                 continue
-            return _Walk("done", attempts, interrupt, values_of(interrupt.request, interrupt.answers))
+            return _Walk(WalkState.DONE, attempts, interrupt, values_of(interrupt.request, interrupt.answers))
         if state is InterruptState.EXPIRED:
             if interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS:
-                return _Walk("done", attempts, interrupt, values_of(interrupt.request, interrupt.answers))
-            return _Walk("expired", attempts, interrupt)
+                return _Walk(WalkState.DONE, attempts, interrupt, values_of(interrupt.request, interrupt.answers))
+            return _Walk(WalkState.EXPIRED, attempts, interrupt)
         if state is InterruptState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         if state is InterruptState.NOT_NEEDED:
             if len(attempts) > n:  # asked again in a later group (an `ask_any` whose winner was void)
                 continue
-            return _Walk("dropped", attempts, interrupt)
-        return _Walk("pending", attempts, interrupt)
+            return _Walk(WalkState.DROPPED, attempts, interrupt)
+        return _Walk(WalkState.PENDING, attempts, interrupt)
+    return _Walk(WalkState.NEW, attempts, voided=walk.voided)
 
 
 def ask_all(
@@ -132,15 +134,15 @@ def ask_all(
     specs = _specs(run, requests, context)
     walks = {s.key: _walk(run, s) for s in specs}
     for key, w in walks.items():
-        if w.state == "expired":
+        if w.state is WalkState.EXPIRED:
             raise QuestionExpired(key, w.interrupt.expires_at if w.interrupt else None)
-    answered = {k: w.values for k, w in walks.items() if w.state == "done"}
+    answered = {k: w.values for k, w in walks.items() if w.state is WalkState.DONE}
     if len(answered) == len(specs):
         return answered
-    pending = next((w.interrupt for w in walks.values() if w.state == "pending" and w.interrupt), None)
+    pending = next((w.interrupt for w in walks.values() if w.state is WalkState.PENDING and w.interrupt), None)
     if pending is not None:  # an earlier execution opened these and stopped before parking
         answered.update(_wait(run, pending.group, GroupMode.ALL))
-    todo = [s for s in specs if s.key not in answered and walks[s.key].state in ("new", "dropped")]
+    todo = [s for s in specs if s.key not in answered and walks[s.key].state in (WalkState.NEW, WalkState.DROPPED)]
     if todo:
         answered.update(_open_and_wait(run, GroupMode.ALL, len(todo), [(s, walks[s.key]) for s in todo]))
     return {s.key: answered[s.key] for s in specs}  # in the order the agent gave
@@ -151,14 +153,14 @@ def ask_any(
 ) -> tuple[str, dict[str, AnswerValue]]:
     specs = _specs(run, requests, context)
     walks = {s.key: _walk(run, s) for s in specs}
-    done = [(_closed_at(w.interrupt), k) for k, w in walks.items() if w.state == "done" and w.interrupt]
+    done = [(_closed_at(w.interrupt), k) for k, w in walks.items() if w.state is WalkState.DONE and w.interrupt]
     if done:
         key = min(done)[1]
         return key, walks[key].values
     for key, w in walks.items():
-        if w.state == "expired":
+        if w.state is WalkState.EXPIRED:
             raise QuestionExpired(key, w.interrupt.expires_at if w.interrupt else None)
-    pending = next((w.interrupt for w in walks.values() if w.state == "pending" and w.interrupt), None)
+    pending = next((w.interrupt for w in walks.values() if w.state is WalkState.PENDING and w.interrupt), None)
     if pending is not None:
         got = _wait(run, pending.group, GroupMode.ANY)
     else:
@@ -176,13 +178,13 @@ def _open_and_wait(
 ) -> dict[str, dict[str, AnswerValue]]:
     """Open a group of new attempts of `todo`'s keys (a dropped attempt counts as one asked), then wait on it."""
     members: list[NewMember] = []
-    gid = f"g{secrets.token_urlsafe(16)}"
+    gid = ids.new_group_id()
     for spec, w in todo:
-        if w.state == "dropped":
-            _next_call(run, spec.key)
-        attempts = [*w.attempts, f"q{secrets.token_urlsafe(16)}"]
+        if w.state is WalkState.DROPPED:
+            count_call(run, spec.key)
+        attempts = [*w.attempts, ids.new_question_id()]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
-        members.append(NewMember(fields, f"ask:{spec.key}", attempts))
+        members.append(NewMember(fields, names.ask(spec.key), attempts))
     store = run._rt.store
     opened = run.durable(lambda: store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
     metrics.QUESTIONS_ASKED.inc(len(opened[1]))
@@ -336,36 +338,29 @@ def ask_each(
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
     store = run._rt.store
-    attempts: list[str] = run._recorded(f"ask:{key}") or []
-    voided: list[ContextChange] | None = None
-    while True:
-        n = _next_call(run, key)
-        run._changed[key] = voided is not None
-        if len(attempts) < n:
-            break
-        group = run.read(partial(store.groups.group, attempts[n - 1]), "read questions")
+    walk = AttemptWalk(run, key)
+    for n, gid in walk:
+        group = run.read(partial(store.groups.group, gid), "read questions")
         if group is None:
-            raise AgentError(f"question {key!r} attempt {n} is missing from the store")
-        if group.state == "cancelled":
+            raise walk.missing(n)
+        if group.state is GroupState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         members = run.read(partial(store.groups.members, group), "read questions")
-        if group.state == "open":
+        if group.state is GroupState.OPEN:
             return _wait_each(run, group, members, opened_earlier=True)
         first = next((m for m in members if m.state is InterruptState.ANSWERED), None)
-        if first is not None:
-            voided = run._void_if_changed(first, bound, json.loads(shown) if shown else None)
-            if voided is not None:
-                continue
+        if first is not None and walk.void(first, bound, json.loads(shown) if shown else None):
+            continue
         return _each_answers(key, members)
-    gid = f"g{secrets.token_urlsafe(16)}"
-    attempts = [*attempts, gid]
+    gid, voided = ids.new_group_id(), walk.voided
+    attempts = [*walk.attempts, gid]
     news, owners = [], {}
     for person in people:
-        iid = f"q{secrets.token_urlsafe(16)}"
+        iid = ids.new_question_id()
         mine = request.model_copy(update={"assignees": [person]})
         news.append(NewMember(_fields(run, key, [*attempts[:-1], iid], mine, shown, voided), "", []))  # found by group
         owners[person] = iid
-    journal = {f"ask:{key}": attempts}
+    journal = {names.ask(key): attempts}
     group, members = run.durable(
         lambda: store.groups.open(
             run.record,
@@ -381,7 +376,7 @@ def ask_each(
         "open questions",
     )
     if run._journal is not None:
-        run._journal[f"ask:{key}"] = attempts
+        run._journal[names.ask(key)] = attempts
     return _wait_each(run, group, members, opened_earlier=False)
 
 
@@ -433,18 +428,18 @@ def show_closed_group(run: Run, record: RunRecord) -> None:
     """After the resume: lock every member of the group the run was parked on, once each."""
     store = run._rt.store
     gid = record.interrupt
-    group = run.read(lambda: store.groups.group(gid), "read questions") if gid.startswith("g") else None
-    if group is None or group.state == "open":
+    group = run.read(lambda: store.groups.group(gid), "read questions") if ids.is_group(gid) else None
+    if group is None or group.state is GroupState.OPEN:
         return
     members = run.read(lambda: store.groups.members(group), "read questions")
     if group.mode is GroupMode.EACH:
         if group.message:
             progress = progress_of(group, members)
-            run.once(f"lock:{gid}", lambda: run.host.group_progress(record, group, progress))
+            run.once(names.lock(gid), lambda: run.host.group_progress(record, group, progress))
         return
     for m in members:  # a member a `show` job already locked is left as it is
         if m.message and m.state is not InterruptState.OPEN and not m.shown:
-            run.once(f"lock:{m.id}", partial(run.host.question_closed, record, m))
+            run.once(names.lock(m.id), partial(run.host.question_closed, record, m))
 
 
 def _no_secret(request: Request, key: str) -> None:
@@ -459,4 +454,4 @@ def _people(run: Run, key: str, ids: list[str]) -> list[str]:
     per run and journalled, so a replay asks the same people whoever joins or leaves the group."""
     if not any(i.startswith("S") for i in ids):
         return ids
-    return list(run.step(f"people:{key}", lambda: run.host.people(run.record, ids)))
+    return list(run.step(names.people(key), lambda: run.host.people(run.record, ids)))

@@ -21,6 +21,7 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.run import Run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
+from workers.store import journal_names as names
 from workers.store.records import InterruptState, RunStatus
 from workers.store.runs import history_entry
 
@@ -55,7 +56,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
         show_closed_group(run, record)
         spec = runtime.registry.get(record.agent)
         result = spec.fn(run, record.text)
-        run.once("final", lambda: host.finished(record, str(result)), ends_run=True)
+        run.once(names.FINAL, lambda: host.finished(record, str(result)), ends_run=True)
         return _end(runtime, run, RunStatus.SUCCEEDED, result=str(result))
     except Suspend:
         return RunStatus.PAUSED.value
@@ -64,7 +65,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
         return "stale"
     except QuestionExpired as exc:
         reason = f"expired: {exc}"
-        run.once("final", lambda: host.failed(record, reason), ends_run=True)
+        run.once(names.FINAL, lambda: host.failed(record, reason), ends_run=True)
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
     except (AgentError, UnknownAgent, ContextError, FormError) as exc:  # no retry would fix these
         return _fail(runtime, run, str(exc))
@@ -95,7 +96,7 @@ def _lock_closed_question(runtime: Runtime, run: Run) -> None:
     # A failure here (Slack down) propagates: the run is retried, and the retry locks it. The
     # lock replaces the message with the same content each time, so its "done" goes with the
     # execution's next write: a crash before that repeats one `chat.update` and nothing else.
-    run.once(f"lock:{iid}", lock, repeatable=True)
+    run.once(names.lock(iid), lock, repeatable=True)
 
 
 def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
@@ -122,7 +123,7 @@ def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
 
 def _fail(runtime: Runtime, run: Run, reason: str) -> str:
     run.log.error("run failed", reason=reason)
-    run.once("final", lambda: run.host.failed(run.record, reason), ends_run=True)
+    run.once(names.FINAL, lambda: run.host.failed(run.record, reason), ends_run=True)
     return _end(runtime, run, RunStatus.FAILED, error=reason)
 
 

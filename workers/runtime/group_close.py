@@ -23,19 +23,19 @@ from workers.logs import Log
 from workers.runtime.host import QuestionProgress
 from workers.runtime.queues import enqueue_run, enqueue_show
 from workers.runtime.wiring import Runtime
-from workers.store import job_ids
+from workers.store import ids, job_ids
 from workers.store.groups import GroupMode, GroupRecord
-from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
-from workers.store.runs import Closed, Refusal, history_entry
+from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
+from workers.store.refusal import Refusal
+from workers.store.runs import Closed, history_entry
 
 log = Log("parley.group")
-_EVENTS = {"answer": "answered", "expire": "expired", "cancel": "cancelled"}
 
 
 def close_member(
     runtime: Runtime,
     interrupt: InterruptRecord,
-    mode: str,
+    mode: CloseMode,
     actor: str,
     answers: list[Answer] | None = None,
     *,
@@ -50,7 +50,7 @@ def close_member(
     answers_json = [a.model_dump(exclude_none=True) for a in answers or []]
     bound = {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
     entry = history_entry(
-        _EVENTS[mode],
+        CloseMode(mode).event,
         actor,
         interrupt_id=interrupt.id,
         key=interrupt.key,
@@ -59,16 +59,17 @@ def close_member(
         group=interrupt.group,
         **bound,
     )
-    counts = mode != "expire" or interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS
+    counts = mode != CloseMode.EXPIRE or interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS
     closed = runtime.store.groups.close(
         interrupt, mode, actor, entry, answers, token=token, counts=counts, now=time.time() if now is None else now
     )
-    unconfirmed = closed.reason is RefusalReason.UNCONFIRMED
-    if closed.reason is not None and not unconfirmed:
-        return Refusal(closed.reason, closed.detail)
+    refusal = closed.refusal
+    unconfirmed = refusal is not None and refusal.reason is RefusalReason.UNCONFIRMED
+    if refusal is not None and not unconfirmed:
+        return refusal
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "group": interrupt.group}
-    if mode == "cancel" or closed.again:  # a repeat: the first acceptance queued what follows it
-        return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else Closed(again=closed.again)
+    if mode == CloseMode.CANCEL or closed.again:  # a repeat: the first acceptance queued what follows it
+        return refusal if refusal is not None else Closed(again=closed.again)
     try:
         _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
     except redis.RedisError:
@@ -77,7 +78,7 @@ def close_member(
         # A lost resume is queued again by the sweep (the run is in the accepted index); a lost show
         # leaves the member to be shown when the run resumes.
         log.warning("could not enqueue after an unconfirmed answer", **ctx, exc=True)
-    return Refusal(RefusalReason.UNCONFIRMED, closed.detail) if unconfirmed else Closed()
+    return refusal if refusal is not None else Closed()
 
 
 def _go_on(runtime: Runtime, interrupt: InterruptRecord, done: bool, ctx: dict[str, str], dropped: list[str]) -> None:
@@ -96,7 +97,12 @@ def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:
     store = runtime.store
     interrupt = store.interrupt(interrupt_id)
     group = store.groups.group(interrupt.group) if interrupt and interrupt.group else None
-    if interrupt is None or group is None or group.state != "open" or interrupt.state is InterruptState.OPEN:
+    if (
+        interrupt is None
+        or group is None
+        or group.state is not GroupState.OPEN
+        or interrupt.state is InterruptState.OPEN
+    ):
         return
     run = store.get(run_id)
     host = runtime.hosts.for_run(run)
@@ -120,13 +126,13 @@ def progress_of(group: GroupRecord, members: list[InterruptRecord], *, answering
         need=group.need,
         answers=tuple((m.answered_by, m) for m in done) if shows else (),
         answering=answering,
-        closed=group.state != "open",
+        closed=group.state is not GroupState.OPEN,
     )
 
 
 def _open_group(runtime: Runtime, run: RunRecord) -> tuple[GroupRecord, list[InterruptRecord]] | None:
-    group = runtime.store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
-    if group is None or group.state != "open":
+    group = runtime.store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
+    if group is None or group.state is not GroupState.OPEN:
         return None
     return group, runtime.store.groups.members(group)
 
@@ -136,7 +142,7 @@ def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
     None when the run is not paused on an open group (or another close got there first)."""
     found = _open_group(runtime, run)
     member = next((m for m in found[1] if m.state is InterruptState.OPEN), None) if found else None
-    if found is None or member is None or isinstance(close_member(runtime, member, "cancel", by), Refusal):
+    if found is None or member is None or isinstance(close_member(runtime, member, CloseMode.CANCEL, by), Refusal):
         return None
     group = runtime.store.groups.group(found[0].id) or found[0]
     members = runtime.store.groups.members(group)
@@ -168,7 +174,7 @@ def forget_expired_in_group(runtime: Runtime, run: RunRecord) -> None:
     attempt (for `ask_each`, the group's) from the journal, so the retried run asks it afresh;
     the others the expiry closed as no longer needed are asked again with it."""
     store = runtime.store
-    group = store.groups.group(run.interrupt) if run.interrupt.startswith("g") else None
+    group = store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
     if group is None:
         return
     expired = [m for m in store.groups.members(group) if m.state is InterruptState.EXPIRED]

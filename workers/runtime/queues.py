@@ -12,7 +12,12 @@ from rq.serializers import JSONSerializer
 EXECUTE = "workers.runtime.jobs.execute_run"
 SWEEP = "workers.runtime.jobs.sweep_job"
 SHOW = "workers.runtime.jobs.show_job"
+DELIVER = "workers.questions.webhooks.deliver"
+JOB_FUNCTIONS = frozenset({EXECUTE, SWEEP, SHOW, DELIVER})
+"""Every function a Parley job may name; `parley worker` refuses any other (`job_guard`)."""
 QUEUE_NAME = "parley"
+WEBHOOK_QUEUE_NAME = "parley-webhooks"
+"""Webhook deliveries' own queue: an agent run never waits behind one (see `webhook_workers`)."""
 
 
 def queue(redis: Redis, name: str = QUEUE_NAME) -> Queue:

@@ -64,6 +64,17 @@ class _FewerRoundTrips(BaseWorker):
     _pending_state: str | None = None  # a state set since, written with the next heartbeat
     _ends_in_save: bool = False  # the job ending now is saved whole by RQ's success transaction
     _execution_writes: Any = None  # RQ's execution writes, kept for the job's start (ParleySimpleWorker)
+    also_scheduled: tuple[Queue, ...] = ()  # more queues whose due jobs this worker's scheduler enqueues
+
+    def _start_scheduler(self, *args: Any, **kwargs: Any) -> None:
+        """RQ's scheduler, for this worker's queues and `also_scheduled` (the webhooks' retries,
+        whose own workers run in threads, where RQ's scheduler process cannot be forked from)."""
+        own = self.queues
+        self.queues = [*own, *self.also_scheduled]
+        try:
+            super()._start_scheduler(*args, **kwargs)
+        finally:
+            self.queues = own
 
     def register_birth(self) -> None:
         self._written_state = self._pending_state = None  # a new key: its state is written afresh

@@ -8,7 +8,6 @@ run and raises `Suspend`, which ends the RQ job as finished.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,9 +31,12 @@ from workers.interaction.context import as_given, canonical, changes, digest
 from workers.interaction.forms import form_request, form_result
 from workers.logs import Log
 from workers.runtime import ask_group
+from workers.runtime.attempts import AttemptWalk
 from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.wiring import Runtime
+from workers.store import ids
+from workers.store import journal_names as names
 from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import history_entry
 
@@ -220,7 +222,7 @@ class Run:
     # ---- the agent API ---------------------------------------------------------
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record."""
-        field = f"step:{key}"
+        field = names.step(key)
         recorded = self._recorded(field)
         if recorded is not None:
             return recorded["v"]
@@ -241,7 +243,7 @@ class Run:
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing."""
         self._says += 1
-        self.once(f"say:{self._says}", lambda: self._host.say(self._record, text))
+        self.once(names.say(self._says), lambda: self._host.say(self._record, text))
 
     def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False, repeatable: bool = False) -> None:
         """Perform a host side effect at most once per run (at least once across a crash mid-call).
@@ -258,7 +260,7 @@ class Run:
         that lost the run, performing it after the worker that took the run over, shows again
         what that one showed.
         """
-        field = f"fx:{name}"
+        field = names.effect(name)
         if self._recorded(field) == "done" or field in self._ending or field in self._pending:
             return
         if not repeatable:
@@ -301,22 +303,13 @@ class Run:
         facts: Context | None = json.loads(shown) if shown else None
         self._asks += 1
         key = key or f"#{self._asks}"
-        limit = self._rt.settings.max_asks_per_key
-        attempts: list[str] = self._recorded(f"ask:{key}") or []
-        voided: list[ContextChange] | None = None  # what changed since the attempt before, when its answer was void
-        while True:
-            n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
-            if n > limit:
-                raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
-            self._changed[key] = voided is not None  # attempt n is asked again because the facts changed
-            if len(attempts) < n:
-                break
-            interrupt = self.read_interrupt(attempts[n - 1])
+        walk = AttemptWalk(self, key)
+        for n, iid in walk:
+            interrupt = self.read_interrupt(iid)
             if interrupt is None:
-                raise AgentError(f"question {key!r} attempt {n} is missing from the store")
+                raise walk.missing(n)
             if interrupt.state is InterruptState.ANSWERED:
-                voided = self._void_if_changed(interrupt, bound, facts)
-                if voided is not None:
+                if walk.void(interrupt, bound, facts):
                     continue
                 values = self._with_secrets(interrupt)
                 if values is None:
@@ -332,7 +325,7 @@ class Run:
             return self._solicit(interrupt, opened_earlier=True)
         if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
             request = request.model_copy(update={"assignees": [self.started_by]})
-        attempts = [*attempts, f"q{secrets.token_urlsafe(16)}"]
+        attempts, voided = [*walk.attempts, ids.new_question_id()], walk.voided
         assignees = list(request.assignees)
         opened = self.durable(
             lambda: self._rt.store.open_interrupt(
@@ -341,7 +334,7 @@ class Run:
             "open a question",
         )
         if self._journal is not None:
-            self._journal[f"ask:{key}"] = attempts
+            self._journal[names.ask(key)] = attempts
         metrics.QUESTIONS_ASKED.inc()
         return self._solicit(opened, opened_earlier=False)
 
@@ -373,7 +366,7 @@ class Run:
         if decision.edited and answered is not None:
             fields = [c[0] for c in decision.changes]
             self.once(
-                f"edits:{answered.id}",
+                names.edits(answered.id),
                 lambda: self._rt.store.add_history(
                     self.run_id, "approved with edits", decision.by, interrupt_id=answered.id, key=key, fields=fields
                 ),
@@ -481,7 +474,7 @@ class Run:
         The void is journalled with its history entry in one step; the host then marks
         the old question superseded, once.
         """
-        field = f"void:{interrupt.id}"
+        field = names.void(interrupt.id)
         recorded = self._recorded(field)
         if recorded is None:
             if interrupt.context_digest == digest(bound) or self._bound_to_edits(interrupt, bound):
@@ -507,7 +500,9 @@ class Run:
                 self._journal[field] = recorded
             self.log.info("answer void: the facts changed", key=interrupt.key, fields=[c.field for c in found])
         voided = [ContextChange.model_validate(c) for c in recorded["changes"]]
-        self.once(f"supersede:{interrupt.id}", lambda: self._host.question_superseded(self._record, interrupt, voided))
+        self.once(
+            names.supersede(interrupt.id), lambda: self._host.question_superseded(self._record, interrupt, voided)
+        )
         return voided
 
     @staticmethod

@@ -23,7 +23,7 @@ from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
-from workers.store.records import InterruptState, RunStatus
+from workers.store.records import CloseMode, InterruptState, RunStatus
 from workers.store.runs import Closed, history_entry
 
 log = Log("parley.sweep")
@@ -65,11 +65,11 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
             continue
         defaults = interrupt.request.defaults() if interrupt.request.on_expiry == "use_defaults" else []
         if interrupt.group:  # one of several asked at once: its group resumes the run when complete
-            if isinstance(close_member(runtime, interrupt, "expire", "parley", defaults, now=now), Closed):
+            if isinstance(close_member(runtime, interrupt, CloseMode.EXPIRE, "parley", defaults, now=now), Closed):
                 metrics.QUESTIONS_EXPIRED.inc()
                 report.expired.append(iid)
             continue
-        if isinstance(store.close(interrupt, "expire", "parley", defaults, now=now), Closed):
+        if isinstance(store.close(interrupt, CloseMode.EXPIRE, "parley", defaults, now=now), Closed):
             # The resumed run shows the expiry on the question (see execute._lock_closed_question).
             enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, iid))
             metrics.QUESTIONS_EXPIRED.inc()

@@ -15,7 +15,7 @@ from rq import Queue
 
 from workers.registry import REGISTRY, AgentRegistry
 from workers.runtime.host import InteractorRouter
-from workers.runtime.queues import queue
+from workers.runtime.queues import WEBHOOK_QUEUE_NAME, queue
 from workers.store.replication import Replication
 from workers.store.runs import RunStore
 from workers.store.sealed import SecretBox
@@ -45,6 +45,10 @@ class Runtime:
     hosts: InteractorRouter
     registry: AgentRegistry = field(default_factory=lambda: REGISTRY)
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
+    webhook_queue: Queue = field(init=False)  # webhook deliveries, apart from the runs' `queue`
+
+    def __post_init__(self) -> None:
+        self.webhook_queue = queue(self.redis, WEBHOOK_QUEUE_NAME)
 
     @classmethod
     def build(

@@ -13,7 +13,11 @@ repeated call does not change the outcome.
 
 from __future__ import annotations
 
-from workers.store.scripts import _LIB, _REASONS
+from workers.store.records import GroupState
+from workers.store.scripts import _LIB, _MODES, _REASONS
+
+# The group states as Lua constants (`G_OPEN`, ...).
+_GROUP_STATES = "".join(f"local G_{s.name} = '{s.value}'\n" for s in GroupState)
 
 # Open a group: its hash, every member's interrupt (state 'posting'), their journal
 # entries and the run's pointer to the group, fenced by the worker's epoch.
@@ -76,6 +80,8 @@ return 1
 CLOSE_MEMBER = (
     _LIB
     + _REASONS
+    + _MODES
+    + _GROUP_STATES
     + """
 local function unindex(iid, assignees)
   redis.call('ZREM', KEYS[4], iid); redis.call('ZREM', KEYS[5], iid)
@@ -90,7 +96,7 @@ if q.state == 'answered' then
   -- resubmit when a replica did not confirm in time), is the acceptance already made: counted,
   -- recorded and queued once, by it. The rewrite of a field to its own value is replicated, so
   -- a WAIT after it covers that acceptance (as in `scripts.CLOSE`).
-  if ARGV[6] == 'answer' and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
+  if ARGV[6] == M_ANSWER and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
     redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
     return {2}
   end
@@ -101,13 +107,13 @@ if q.state == 'expired' then return {0, R_EXPIRED, q.expires_at or ''} end
 if q.state == 'not_needed' then return {0, R_NOT_NEEDED} end
 local st = redis.call('HGET', KEYS[1], 'status')
 local gstate = redis.call('HGET', KEYS[3], 'state')
-if q.state ~= 'open' or st ~= 'paused' or redis.call('HGET', KEYS[1], 'interrupt') ~= q.group or gstate ~= 'open' then
+if q.state ~= 'open' or st ~= 'paused' or redis.call('HGET', KEYS[1], 'interrupt') ~= q.group or gstate ~= G_OPEN then
   return {0, R_NOT_OPEN, st or ''}
 end
 local now = tonumber(ARGV[5])
 local expired = q.expires_at and q.expires_at ~= '' and now >= tonumber(q.expires_at)
 local members = cjson.decode(redis.call('HGET', KEYS[3], 'members'))
-if ARGV[6] == 'cancel' then
+if ARGV[6] == M_CANCEL then
   for _, iid in ipairs(members) do
     local k = ARGV[12] .. iid
     local m = redis.call('HMGET', k, 'state', 'assignees')
@@ -116,13 +122,13 @@ if ARGV[6] == 'cancel' then
       unindex(iid, m[2])
     end
   end
-  redis.call('HSET', KEYS[3], 'state', 'cancelled')
+  redis.call('HSET', KEYS[3], 'state', G_CANCELLED)
   set_status(KEYS[1], ARGV[1], ARGV[2], 'cancelled', ARGV[5])
   redis.call('HINCRBY', KEYS[1], 'epoch', 1)
   redis.call('RPUSH', KEYS[7], ARGV[10])
   return {1, 1}
 end
-if ARGV[6] == 'answer' then
+if ARGV[6] == M_ANSWER then
   if expired then return {0, R_EXPIRED, q.expires_at} end
   if not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
@@ -139,7 +145,7 @@ for _, iid in ipairs(members) do
   local m = redis.call('HMGET', ARGV[12] .. iid, 'state', 'counts')
   if m[1] == 'answered' or (m[1] == 'expired' and m[2] == '1') then counted = counted + 1 end
 end
-local ends = ARGV[6] == 'expire' and ARGV[13] == '0'
+local ends = ARGV[6] == M_EXPIRE and ARGV[13] == '0'
 if not ends and counted < tonumber(redis.call('HGET', KEYS[3], 'need')) then return {1, 0} end
 local dropped = {}
 for _, iid in ipairs(members) do
@@ -153,7 +159,7 @@ for _, iid in ipairs(members) do
     dropped[#dropped + 1] = iid
   end
 end
-redis.call('HSET', KEYS[3], 'state', 'done', 'done_at', ARGV[5])
+redis.call('HSET', KEYS[3], 'state', G_DONE, 'done_at', ARGV[5])
 set_status(KEYS[1], ARGV[1], ARGV[2], 'queued', ARGV[5])
 redis.call('HSET', KEYS[1], 'job', ARGV[11])
 redis.call('ZADD', KEYS[6], ARGV[5], ARGV[1])

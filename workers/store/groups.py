@@ -20,7 +20,8 @@ from redis import Redis
 from workers.exceptions import StaleEpoch
 from workers.interaction import Answer, GroupInfo
 from workers.store import group_scripts, job_ids, keys, scripts
-from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord
+from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
+from workers.store.refusal import Refusal
 from workers.store.replication import Replication
 from workers.store.replies import reply
 
@@ -43,7 +44,7 @@ class GroupRecord(BaseModel):
     mode: GroupMode
     need: int
     members: list[str]
-    state: str = "open"  # open | done | cancelled
+    state: GroupState = GroupState.OPEN
     key: str = ""  # ask_each: the ask key the group is an attempt of
     people: dict[str, str] = Field(default_factory=dict)  # ask_each: user id -> their member's interrupt id
     message: dict[str, Any] = Field(default_factory=dict)  # ask_each: the one message the members share
@@ -60,14 +61,13 @@ class GroupRecord(BaseModel):
 
 @dataclass(frozen=True)
 class MemberClose:
-    """What closing one member did: refused (`reason`), or closed, and whether that completed the group.
+    """What closing one member did: refused (`refusal`), or closed, and whether that completed the group.
 
-    `UNCONFIRMED` is the one reason that wrote: the answer was accepted on the master (and
+    `UNCONFIRMED` is the one refusal that wrote: the answer was accepted on the master (and
     `done`, `dropped` say what that did) but fewer replicas than asked for confirmed it in time.
     """
 
-    reason: RefusalReason | None = None
-    detail: tuple[str, ...] = ()
+    refusal: Refusal | None = None
     again: bool = False  # the member already held this answer (see `runs.Closed`): nothing new to do
     done: bool = False
     dropped: list[str] = field(default_factory=list)  # members closed as no longer needed by this step
@@ -115,7 +115,7 @@ class GroupStore:
             "mode": mode.value,
             "need": str(need),
             "members": json.dumps([m.fields["id"] for m in members]),
-            "state": "open",
+            "state": GroupState.OPEN.value,
             "key": key,
             "people": json.dumps(people or {}),
         }
@@ -183,7 +183,7 @@ class GroupStore:
     def close(
         self,
         interrupt: InterruptRecord,
-        mode: str,
+        mode: CloseMode,
         actor: str,
         entry: str,
         answers: list[Answer] | None = None,
@@ -215,14 +215,16 @@ class GroupStore:
             keys.interrupt(""),
             "1" if counts else "0",
         ]
-        res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
+        res, short = self.replication.closing(
+            self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER
+        )
         if res[0] == 0:
-            return MemberClose(reason=RefusalReason(_s(res[1])), detail=tuple(_s(x) for x in res[2:]))
+            return MemberClose(refusal=Refusal.from_reply(res))
         again = res[0] == 2
         done, dropped = (False, []) if again else (bool(int(res[1])), [_s(x) for x in res[2:]])
         if short is not None:  # accepted on the master, not yet on enough replicas: kept, and resubmittable
-            detail = (str(short), "again") if again else (str(short),)
-            return MemberClose(RefusalReason.UNCONFIRMED, detail, again=again, done=done, dropped=dropped)
+            unconfirmed = Refusal(RefusalReason.UNCONFIRMED, replicas=short, again=again)
+            return MemberClose(unconfirmed, again=again, done=done, dropped=dropped)
         return MemberClose(again=again, done=done, dropped=dropped)
 
     def mark_shown(self, interrupt_id: str) -> None:

@@ -181,3 +181,19 @@ def open_runs(team: str, user: str) -> str:
     """Sorted set: the runs a person of a workspace started that may still be open, scored by start
     time; ended ones are dropped at the person's next start, so it holds at most the cap."""
     return f"{PREFIX}open:{team}:{user}"
+
+
+def webhook_in_flight(kind: str, name: str) -> str:
+    """Sorted set: the webhook attempts in flight for one token or destination host (`kind`), by
+    job id, scored by when the attempt's deadline has surely passed."""
+    return f"{PREFIX}webhook:inflight:{kind}:{name}"
+
+
+def webhook_circuit(host: str) -> str:
+    """Hash: a destination host's circuit breaker (`timeouts` in a row, `open_until`); expires a day after."""
+    return f"{PREFIX}webhook:circuit:{host}"
+
+
+def webhook_circuits_open() -> str:
+    """Sorted set: hosts whose circuit is open, scored by when it half-opens (for metrics)."""
+    return f"{PREFIX}webhook:circuits-open"

@@ -42,6 +42,30 @@ InterruptState = QuestionState
 """A question's state: the port's vocabulary, which hosts read too."""
 
 
+class CloseMode(StrEnum):
+    """How a question is closed: answered, expired or cancelled (the closing scripts' `mode`)."""
+
+    ANSWER = "answer"
+    EXPIRE = "expire"
+    CANCEL = "cancel"
+
+    @property
+    def event(self) -> str:
+        """The run history's name for a close of this mode."""
+        return _CLOSE_EVENTS[self]
+
+
+_CLOSE_EVENTS = {CloseMode.ANSWER: "answered", CloseMode.EXPIRE: "expired", CloseMode.CANCEL: "cancelled"}
+
+
+class GroupState(StrEnum):
+    """Where a group of questions asked at once is: open, done (its run was queued), or cancelled."""
+
+    OPEN = "open"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
 class RefusalReason(StrEnum):
     """Why an answer (or an expiry, or a cancel) was not accepted; nothing was written.
 
@@ -250,6 +274,8 @@ class WebhookState(_Record):
     last_status: int | None = None
     delivered_at: float | None = None
     payload: str = ""  # the exact body every attempt sends
+    circuit: str = "closed"  # the destination host's circuit breaker, as the last attempt saw it
+    circuit_open_until: float | None = None
 
 
 class ApiQuestionRecord(_Record):

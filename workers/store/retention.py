@@ -18,7 +18,7 @@ from typing import Any
 
 from redis import Redis
 
-from workers.store import job_ids, keys, scripts
+from workers.store import job_ids, journal_names, keys, scripts
 from workers.store.records import FINAL_STATUSES, RunStatus
 
 _FINAL = sorted(s.value for s in FINAL_STATUSES)
@@ -105,6 +105,7 @@ class Retention:
             keys.interrupt(""),
             conversation,
             keys.group(""),
+            journal_names.ASK,
         ]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,10 +15,12 @@ from workers.exceptions import RunNotFound, SecretKeyMissing, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.logs import Log
-from workers.store import job_ids, keys, scripts
+from workers.store import ids, job_ids, journal_names, keys, scripts
 from workers.store.groups import GroupStore
+from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
 from workers.store.records import (
+    CloseMode,
     HistoryEntry,
     InterruptRecord,
     InterruptState,
@@ -27,6 +28,7 @@ from workers.store.records import (
     RunRecord,
     RunStatus,
 )
+from workers.store.refusal import Refusal
 from workers.store.replication import Replication
 from workers.store.replies import reply
 from workers.store.retention import Retention
@@ -44,14 +46,6 @@ class Claim:
     record: RunRecord | None = None
     journal: dict[str, Any] | None = None
     interrupt: InterruptRecord | None = None  # the question the run was parked on, if it has one
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a close (answer, expire, cancel) was refused; nothing was written."""
-
-    reason: RefusalReason
-    detail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,11 +69,6 @@ def _run_or_unreadable(run_id: str, data: dict[str, str]) -> RunRecord:
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError and bad JSON are ValueErrors
         log.error("a run's record cannot be read", run_id=run_id, error=repr(exc))
         return RunRecord.unreadable(run_id, data, str(exc).splitlines()[0])
-
-
-def new_id(prefix: str) -> str:
-    """An unguessable id; it carries no authority, the server checks every action."""
-    return f"{prefix}{secrets.token_urlsafe(12)}"
 
 
 class RunStore:
@@ -109,7 +98,7 @@ class RunStore:
         self, agent: str, text: str, started_by: str, conversation: dict[str, Any], run_id: str | None = None
     ) -> RunRecord:
         """Create a queued run; `run_id` is one chosen beforehand (admitted by `starts.admit`)."""
-        run_id = run_id or new_id("r")
+        run_id = run_id or new_id(ids.RUN)
         pipe = self.redis.pipeline(transaction=True)
         stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
         pipe.execute()
@@ -208,7 +197,7 @@ class RunStore:
         `history` (from `history_entry`) is appended in the same atomic step when the value is written;
         `also` holds more entries written with it whatever `only_if_absent` finds.
         """
-        argv = [str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history]
+        argv = [str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history, journal_names.STEP]
         for name, entry in (also or {}).items():
             argv += [name, json.dumps(entry)]
         res = self._journal(keys=[keys.run(run_id), keys.journal(run_id), keys.history(run_id)], args=argv)
@@ -240,7 +229,7 @@ class RunStore:
         )
         if run.conversation.get("enterprise"):
             fields["enterprise"] = str(run.conversation["enterprise"])
-        argv: list[Any] = [str(epoch), f"ask:{key}", json.dumps(attempts), iid]
+        argv: list[Any] = [str(epoch), journal_names.ask(key), json.dumps(attempts), iid]
         for name, value in fields.items():
             argv += [name, value]
         if self._open(keys=[keys.run(run.id), keys.journal(run.id), keys.interrupt(iid)], args=argv) == -1:
@@ -278,7 +267,7 @@ class RunStore:
     def close(
         self,
         interrupt: InterruptRecord,
-        mode: str,
+        mode: CloseMode,
         actor: str,
         answers: list[Answer] | None = None,
         token: str = "",
@@ -289,15 +278,15 @@ class RunStore:
         Secret values are sealed and kept apart from the answers, which keep `SECRET_MASK`;
         `SecretKeyMissing` when there is a secret and no key (nothing is written).
         Except `UNCONFIRMED`: the answer was accepted on the master but fewer replicas than
-        `replication.min_replicas` confirmed it in time (`workers.store.replication`); its detail
-        is how many did, then "again" when the answer was already the question's.
+        `replication.min_replicas` confirmed it in time (`workers.store.replication`); its `replicas`
+        say how many did, and `again` whether the answer was already the question's.
         """
         now = time.time() if now is None else now
         stored, sealed = self._seal(answers or [])
         dumped = [a.model_dump(exclude_none=True) for a in stored]
         answers_json = json.dumps(dumped)
         entry = history_entry(
-            {"answer": "answered", "expire": "expired", "cancel": "cancelled"}[mode],
+            CloseMode(mode).event,
             actor,
             interrupt_id=interrupt.id,
             key=interrupt.key,
@@ -321,20 +310,22 @@ class RunStore:
             sealed,
             keys.closed_channel(),
         ]
-        res, short = self.replication.closing(self.redis, self._close, close_keys, close_args, answer=mode == "answer")
+        res, short = self.replication.closing(
+            self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER
+        )
         if res[0] == 0:
-            return Refusal(RefusalReason(_s(res[1])), tuple(_s(x) for x in res[2:]))
+            return Refusal.from_reply(res)
         again = res[0] == 2
         if short is not None:
             # Accepted on the master, not yet on a replica: kept, and a resubmission is the same acceptance.
-            return Refusal(RefusalReason.UNCONFIRMED, (str(short), "again") if again else (str(short),))
+            return Refusal(RefusalReason.UNCONFIRMED, replicas=short, again=again)
         return Closed(again=again)
 
     def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
         """Record answers a synchronous host (the terminal) collected in-process (secrets sealed, as in `close`)."""
         stored, sealed = self._seal(answers)
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in stored])
-        self.record(interrupt.run_id, epoch, f"answered:{interrupt.id}", by)
+        self.record(interrupt.run_id, epoch, journal_names.answered(interrupt.id), by)
         now = time.time()
         pipe = self.redis.pipeline(transaction=True)
         if sealed:
@@ -397,11 +388,11 @@ class RunStore:
     # ---- admin writes ---------------------------------------------------------------
     def forget_final(self, run_id: str) -> None:
         """Drop the record that the final message was posted, so a retried run posts its new one."""
-        self.redis.hdel(keys.journal(run_id), "fx:final")
+        self.redis.hdel(keys.journal(run_id), journal_names.effect(journal_names.FINAL))
 
     def forget_attempt(self, run_id: str, key: str, interrupt_id: str) -> bool:
         """Drop `interrupt_id` as the last attempt of ask `key`, so a replay asks it afresh."""
-        field = f"ask:{key}"
+        field = journal_names.ask(key)
         attempts = self.journal_get(run_id, field) or []
         if not attempts or attempts[-1] != interrupt_id:
             return False

@@ -12,10 +12,12 @@ by `workers.store.keys` and passed in ARGV.
 from __future__ import annotations
 
 from workers.store import keys
-from workers.store.records import FINAL_STATUSES, RefusalReason
+from workers.store.records import FINAL_STATUSES, CloseMode, RefusalReason
 
 # The refusal reasons as Lua constants, so a script's replies are `RefusalReason` values.
 _REASONS = "".join(f"local R_{r.name} = '{r.value}'\n" for r in RefusalReason)
+# The close modes as Lua constants (`M_ANSWER`, ...), for the closing scripts' `mode` argument.
+_MODES = "".join(f"local M_{m.name} = '{m.value}'\n" for m in CloseMode)
 # The statuses a run ends in, as a Lua set: a run that reaches one loses its sealed secrets.
 _FINAL = "local FINAL = {" + ", ".join(f"['{s.value}'] = true" for s in sorted(FINAL_STATUSES)) + "}\n"
 
@@ -91,13 +93,13 @@ return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS
 # A history entry, when given, is appended only when the value is written. Entries the
 # execution left to go with its next write (a repeatable effect's "done") follow as pairs.
 # KEYS: run, journal, history   ARGV: epoch, field, value, only_if_absent ('1'|'0'), history json or '',
-# then field/value pairs
+# the step prefix (`journal_names.STEP`), then field/value pairs
 JOURNAL = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return -1
 end
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-if string.sub(ARGV[2], 1, 5) == 'step:' then redis.call('HSET', KEYS[1], 'failures', 0) end
+for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+if string.sub(ARGV[2], 1, #ARGV[6]) == ARGV[6] then redis.call('HSET', KEYS[1], 'failures', 0) end
 local written = 1
 if ARGV[4] == '1' then
   written = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
@@ -185,6 +187,7 @@ def close_argv(
 CLOSE = (
     _LIB
     + _REASONS
+    + _MODES
     + """
 local h = redis.call('HGETALL', KEYS[2])
 if #h == 0 then return {0, R_UNKNOWN} end
@@ -194,7 +197,7 @@ if q.state == 'answered' then
   -- The same delivery (its token), or the same person sending the same answers again (told to
   -- resubmit when a replica did not confirm in time), is the acceptance already made. The
   -- rewrite of a field to its own value is replicated, so a WAIT after it covers that acceptance.
-  if ARGV[6] == 'answer' and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
+  if ARGV[6] == M_ANSWER and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
     redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
     return {2}
   end
@@ -208,7 +211,7 @@ if q.state ~= 'open' or st ~= 'paused' or redis.call('HGET', KEYS[1], 'interrupt
 end
 local now = tonumber(ARGV[5])
 local expired = q.expires_at and q.expires_at ~= '' and now >= tonumber(q.expires_at)
-if ARGV[6] == 'answer' then
+if ARGV[6] == M_ANSWER then
   if expired then return {0, R_EXPIRED, q.expires_at} end
   -- no assignees ('[]', an API question to a channel): anyone who can reach the question answers
   if q.assignees ~= '[]' and not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
@@ -216,7 +219,7 @@ if ARGV[6] == 'answer' then
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
   if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[8], ARGV[4], ARGV[12]) end
   redis.call('HSET', KEYS[1], 'failures', 0)  -- an answer is progress: failures count afresh
-elseif ARGV[6] == 'expire' then
+elseif ARGV[6] == M_EXPIRE then
   if not expired then return {0, R_NOT_DUE, q.expires_at or ''} end
   redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
 else
@@ -224,7 +227,7 @@ else
 end
 redis.call('ZREM', KEYS[3], ARGV[4]); redis.call('ZREM', KEYS[4], ARGV[4])
 for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u, ARGV[4]) end
-if ARGV[6] == 'cancel' then
+if ARGV[6] == M_CANCEL then
   set_status(KEYS[1], ARGV[1], ARGV[2], 'cancelled', ARGV[5])
   redis.call('HINCRBY', KEYS[1], 'epoch', 1)
   redis.call('DEL', KEYS[8])
@@ -249,7 +252,8 @@ return {1}
 # Returns {1, epoch, job, interrupt ids...}, {2}, or {0, reason, status}.
 # KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, secrets, [thread]
 # ARGV: run_id, cutoff, final statuses, every status (both space separated), idx_prefix,
-#       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix
+#       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix,
+#       the ask prefix of journal fields (`journal_names.ASK`)
 PURGE = """
 local function unindex()
   for s in string.gmatch(ARGV[4], '%S+') do redis.call('ZREM', ARGV[5] .. s, ARGV[1]) end
@@ -272,7 +276,7 @@ local function add(iid)
   if iid and iid ~= '' and not seen[iid] then seen[iid] = true; iids[#iids + 1] = iid end
 end
 for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
-  if string.sub(f, 1, 4) == 'ask:' then
+  if string.sub(f, 1, #ARGV[10]) == ARGV[10] then
     for _, iid in ipairs(cjson.decode(redis.call('HGET', KEYS[2], f))) do add(iid) end
   end
 end

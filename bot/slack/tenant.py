@@ -1,4 +1,4 @@
-"""Which workspace a request comes from, and which runs belong to it (OAuth mode).
+"""Which tenant (workspace, or org-wide installation) a request comes from, and which runs belong to it (OAuth mode).
 
 With many workspaces, an admin of one sees and acts on that workspace's runs alone, and a
 person's Home tab lists only the questions of the workspace they opened it in. The
@@ -17,7 +17,7 @@ from slack_bolt import BoltContext
 
 
 @dataclass(frozen=True)
-class Scope:
+class Tenant:
     """One installation's workspace: a team, or (org-wide) an enterprise and every team in it."""
 
     team: str | None
@@ -25,7 +25,7 @@ class Scope:
     enterprise_install: bool = False
 
     @classmethod
-    def of(cls, context: BoltContext) -> Scope:
+    def of(cls, context: BoltContext) -> Tenant:
         return cls(
             team=context.team_id or None,
             enterprise=context.enterprise_id or None,
@@ -39,6 +39,6 @@ class Scope:
         return bool(self.team) and conversation.get("team") == self.team
 
 
-def owned(scope: Scope | None, conversation: Mapping[str, Any]) -> bool:
-    """`scope.owns(conversation)`; with no scope (single-workspace mode) every run is owned."""
-    return scope is None or scope.owns(conversation)
+def owned(tenant: Tenant | None, conversation: Mapping[str, Any]) -> bool:
+    """`tenant.owns(conversation)`; with no tenant (single-workspace mode) every run is owned."""
+    return tenant is None or tenant.owns(conversation)

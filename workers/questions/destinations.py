@@ -1,0 +1,162 @@
+"""Where a webhook may go: the destination check every callback URL passes, and the address it pins.
+
+A callback URL is refused unless it is http(s) and its host resolves only to global addresses
+(an IPv6 address that carries a refused IPv4 address is refused too), or it matches an entry
+of `PARLEY_WEBHOOK_ALLOW`, host and port. The address checked is the one connected to.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import socket
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from workers.questions.exceptions import QuestionError
+
+WEB_PORTS = frozenset({80, 443})
+"""The ports an allow entry without a port admits."""
+LAST_32_BITS = tuple(
+    ipaddress.IPv6Network(net)
+    for net in (
+        "::/96",  # IPv4-compatible (RFC 4291, deprecated)
+        "::ffff:0:0:0/96",  # IPv4-translated (SIIT, RFC 2765)
+        "64:ff9b::/96",  # NAT64's well-known prefix (RFC 6052)
+    )
+)
+"""IPv6 prefixes whose last 32 bits are an IPv4 address (IPv4-mapped, 6to4 and Teredo have properties)."""
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+ISATAP = (bytes.fromhex("00005efe"), bytes.fromhex("02005efe"))
+"""ISATAP interface identifiers (RFC 5214): the IPv4 address of the tunnel's end follows them."""
+
+
+class DestinationRefused(QuestionError):
+    """A callback URL Parley will not call: not http(s), no host, or a private address not allowed."""
+
+
+def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
+    """Refuse a callback that is not http(s), or whose host resolves to a loopback, link-local,
+    private or otherwise internal address (an IPv6 address embedding one included), unless the
+    host and port match a `PARLEY_WEBHOOK_ALLOW` entry. With entries set, only matching hosts
+    are reached at all.
+
+    Returns the address that was checked, which a delivery then connects to (`pinned`); None
+    for a host an operator allowed by name, which is connected to by name."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise DestinationRefused("callback_url must be an http or https URL")
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:  # a port out of range or not a number, a bracket left open
+        raise DestinationRefused(f"callback_url is not a valid URL: {exc}") from None
+    if not host:
+        raise DestinationRefused("callback_url has no host")
+    if not _client_agrees(url, host, port):
+        raise DestinationRefused("callback_url is ambiguous: its host or port reads differently to the HTTP client")
+    if any(allows(entry, host, port) for entry in allow):
+        return None
+    if allow:
+        raise DestinationRefused(f"callback_url host {host!r} port {port} is not in PARLEY_WEBHOOK_ALLOW")
+    try:
+        infos = socket.getaddrinfo(host, port)
+    except (socket.gaierror, UnicodeError):
+        raise DestinationRefused(f"callback_url host {host!r} does not resolve") from None
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    for address in addresses:
+        if refused_address(address):
+            raise DestinationRefused(
+                f"callback_url host {host!r} is a private, loopback or link-local address ({address}); "
+                "allow it with PARLEY_WEBHOOK_ALLOW"
+            )
+    return str(addresses[0])
+
+
+def _client_agrees(url: str, host: str, port: int) -> bool:
+    """Whether httpx, which sends the request, reads the same host and port as this check did (a
+    URL two parsers read differently could pass the check for one host and reach another)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False
+    theirs = parsed.raw_host.decode("ascii", "replace").lower().strip("[]")
+    return theirs == host and (parsed.port or port) == port
+
+
+def allows(entry: str, host: str, port: int) -> bool:
+    """Whether one `PARLEY_WEBHOOK_ALLOW` entry admits `host` on `port`: `pattern` (fnmatch) on the
+    web's ports 80 and 443 only, `pattern:port` on that one port, `pattern:*` on any port. An IPv6
+    address is written in brackets (`[fd00::7]:8443`)."""
+    entry = entry.strip().lower()
+    pattern = entry
+    ports: frozenset[int] | None = WEB_PORTS
+    if entry.startswith("["):
+        pattern, _, rest = entry[1:].partition("]")
+        ports = _ports(rest.removeprefix(":")) if rest else WEB_PORTS
+    elif entry.count(":") == 1:
+        pattern, _, given = entry.partition(":")
+        ports = _ports(given)
+    return bool(pattern) and fnmatch.fnmatch(host.strip("[]"), pattern) and (ports is None or port in ports)
+
+
+def _ports(given: str) -> frozenset[int] | None:
+    """The ports an entry's `:port` admits: None for `*` (any); nothing for what is not a port."""
+    if given == "*":
+        return None
+    return frozenset({int(given)}) if given.isdigit() and 0 < int(given) < 65536 else frozenset()
+
+
+def refused_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether a webhook may not go to `address`: not global, multicast, or an IPv6 address that
+    carries a refused IPv4 address (IPv4-mapped and -compatible, NAT64, 6to4, Teredo), which a
+    translating network would deliver to that IPv4 address."""
+    if not address.is_global or address.is_multicast:
+        return True
+    if isinstance(address, ipaddress.IPv4Address):
+        return False
+    if address in NAT64_LOCAL:  # RFC 8215: the IPv4 address sits where the operator chose
+        return True
+    return any(refused_address(inner) for inner in embedded_ipv4(address))
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address carries by a standard translation or tunnel."""
+    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    if address.teredo is not None:
+        found.extend(address.teredo)  # the Teredo server and the client behind it
+    if any(address in net for net in LAST_32_BITS) or address.packed[8:12] in ISATAP:
+        found.append(ipaddress.IPv4Address(address.packed[-4:]))
+    return found
+
+
+def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The URL, extra headers and httpx request extensions that reach `url`'s host at `address`.
+
+    Resolving the host again when connecting could give an address that was never checked
+    (DNS rebinding): the delivery connects to the address `check_destination` checked, and
+    still names the host, in the `Host` header and, over TLS, as the SNI name the server's
+    certificate is verified against. With no address (an allowed host) the URL is used as is.
+    """
+    if address is None:
+        return url, {}, {}
+    parts = urlsplit(url)
+    ip = ipaddress.ip_address(address)
+    netloc = f"[{ip}]" if ip.version == 6 else str(ip)
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    userinfo, _, host_and_port = parts.netloc.rpartition("@")
+    if userinfo:
+        netloc = f"{userinfo}@{netloc}"
+    extensions = {"sni_hostname": parts.hostname or ""} if parts.scheme == "https" else {}
+    return urlunsplit(parts._replace(netloc=netloc)), {"host": host_and_port}, extensions
+
+
+def destination(url: str) -> str:
+    """The host and port a checked callback URL reaches (`hooks.example.com:443`, `[fd00::7]:8443`): what
+    the in-flight cap per host and the circuit breaker count by, so two services on one host are two."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -1,0 +1,39 @@
+"""Run, question and group ids: minted here, and their kind read here.
+
+An id is unguessable and carries no authority (the server checks every action); its first
+letter says what it names, so a run parked on `run.interrupt` is known to wait on one
+question or on a group of them (`ask_all`, `ask_any`, `ask_each`) without a read.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+RUN = "r"
+QUESTION = "q"
+GROUP = "g"
+
+
+def new_id(prefix: str) -> str:
+    """An unguessable id beginning with `prefix` (runs and API questions: `RUN`)."""
+    return f"{prefix}{secrets.token_urlsafe(12)}"
+
+
+def new_question_id() -> str:
+    """The id of one question (an interrupt)."""
+    return f"{QUESTION}{secrets.token_urlsafe(16)}"
+
+
+def new_group_id() -> str:
+    """The id of a group of questions asked at once."""
+    return f"{GROUP}{secrets.token_urlsafe(16)}"
+
+
+def is_group(some_id: str) -> bool:
+    """True when `some_id` (a run's `interrupt`, an ask key's attempt) names a group of questions."""
+    return some_id.startswith(GROUP)
+
+
+def is_question(some_id: str) -> bool:
+    """True when `some_id` names a single question."""
+    return some_id.startswith(QUESTION)
