@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from workers.interaction import AnswerValue, Request
+from workers.interaction import AnswerValue, Decision, Request
 
 __all__ = [
     "MAX_POLL",
@@ -164,6 +164,43 @@ class Parley:
         """Post the question and wait for its answers (see `submit` and `wait`)."""
         qid = self.submit(request, channel=channel, user=user, **fields)
         return self.wait(qid, timeout, reveal_secrets=reveal_secrets)
+
+    def approve(
+        self,
+        action: str,
+        args: dict[str, Any],
+        *,
+        channel: str,
+        schema: dict[str, Any] | None = None,
+        editable: bool | list[str] = True,
+        assignees: list[str] | None = None,
+        expires_in: int | None = None,
+        callback_url: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> Decision:
+        """Ask to approve `action` with `args` (`POST /api/v1/approvals`) and wait for the decision.
+
+        The approver may edit the editable args first: `Decision.args` is what was approved, and
+        `changes` lists each edit. Raises as `wait` does.
+        """
+        body: dict[str, Any] = {
+            "channel": channel,
+            "action": action,
+            "args": args,
+            "schema": schema,
+            "editable": editable,
+            "assignees": assignees,
+            "expires_in": expires_in,
+            "callback_url": callback_url,
+        }
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        created = self._call(
+            "POST", "/approvals", json={k: v for k, v in body.items() if v is not None}, headers=headers
+        )
+        qid = str(created["id"])
+        self.wait(qid, timeout)
+        return Decision.model_validate(self.get(qid)["decision"])
 
     def cancel(self, question_id: str) -> dict[str, Any]:
         return self._call("POST", f"/questions/{question_id}/cancel")

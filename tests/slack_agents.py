@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from effect_counters import bump
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from workers import agent
 from workers.interaction import Item, ItemType, Option, Request
@@ -217,3 +218,26 @@ def twice_agent(run: Any, text: str) -> str:
     first = run.ask(form_request(params(text)), key="first")
     second = run.ask(form_request(params(text)), key="second")
     return f"colours {first['colour']} then {second['colour']}"
+
+
+class Window(BaseModel):
+    """A maintenance window: `ask_form` asks its fields, its own validator checks them together."""
+
+    team: Literal["core", "web"] = Field(title="Team")
+    note: str = Field(title="Note", min_length=3, description="What happens in the window")
+    starts: str = Field(title="Starts", pattern=r"^\d\d:\d\d$")
+    ends: str = Field(title="Ends", pattern=r"^\d\d:\d\d$")
+
+    @field_validator("ends")
+    @classmethod
+    def _after_start(cls, ends: str, info: ValidationInfo) -> str:
+        if ends <= str(info.data.get("starts", "")):
+            raise ValueError("the window must end after it starts")
+        return ends
+
+
+@agent("s-window", description="Asks for a maintenance window with run.ask_form and reports it")
+def s_window(run: Any, text: str) -> str:
+    window = run.ask_form(Window, reason="Plan the maintenance window", assignees=params(text).get("assignees", []))
+    assert isinstance(window, Window)
+    return f"window for {window.team}: {window.starts}-{window.ends} ({window.note})"

@@ -28,7 +28,7 @@ def lookup_order(text: str) -> dict[str, Any]: raise NotImplementedError
 def issue_refund(order_id: str) -> None: raise NotImplementedError
 def current_release(service: str) -> str: raise NotImplementedError
 def approval_request(facts: dict[str, str]) -> Request: raise NotImplementedError
-def start_deploy(service: str, version: str, target: str) -> None: raise NotImplementedError
+def start_deploy(service: str, version: str, target: str, replicas: int) -> None: raise NotImplementedError
 """
 
 

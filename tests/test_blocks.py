@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -413,16 +414,30 @@ def test_answered_message_shows_labels_and_who() -> None:
     assert "Expired without an answer" in expired[-1]["text"]["text"]
 
 
-def test_the_deploy_agents_fields_read_right_as_slack_shows_them() -> None:
-    """Slack adds "(optional)" after an optional input's label; the reason must not read
-    "Reason (required when rejecting) (optional)"."""
-    from workers.agents.deploy import approval_request
+def test_the_deploy_agents_approval_shows_each_argument_and_approve_edit_reject() -> None:
+    """One field per argument (long values cut: the form shows them whole), and the three buttons."""
+    from workers.agents.deploy import replicas_schema
+    from workers.interaction.approval import approval_request
 
-    request = approval_request({"service": "api", "version": "v1.4.2", "target": "production"}, 1)
-    inputs = [b for b in blocks.question_blocks(request, IID, assignees=["U0BOB"]) if b["type"] == "input"]
-    shown = [b["label"]["text"] + (" (optional)" if b.get("optional") else "") for b in inputs]
-    assert shown == ["Decision", "Reason (optional)"]
-    assert inputs[1]["element"]["placeholder"]["text"] == "Needed if you reject"
+    facts = {"service": "api", "version": "v" + "9" * 400, "target": "production", "replicas": 3}
+    request = approval_request("Deploy api", facts, schema=replicas_schema(facts), editable=["replicas"])
+    out = blocks.question_blocks(request, IID, assignees=["U0BOB"], context=facts)
+    [fields] = [b["fields"] for b in out if b["type"] == "section" and "fields" in b]
+    shown = [f["text"] for f in fields]
+    assert shown[0] == "*service*\napi" and shown[3] == "*replicas*\n3"
+    assert len(shown[1]) < 230 and shown[1].endswith("…")
+    assert not [b for b in out if b["type"] == "input"]
+    [row] = [b for b in out if b.get("block_id", "").startswith("qa|")]
+    assert [(e["text"]["text"], e["action_id"]) for e in row["elements"]] == [
+        ("Approve", "parley_approve"),
+        ("Edit…", "parley_open_form"),
+        ("Reject", "parley_reject"),
+    ]
+    form = blocks.modal_view(request, IID)
+    [replicas] = [b for b in form["blocks"] if b["type"] == "input"]
+    assert replicas["block_id"] == f"f|{IID}|replicas"
+    assert "9" * 400 in json.dumps(form)  # the form shows the value whole
+    assert (form["title"]["text"], form["submit"]["text"]) == ("Edit and approve", "Approve")
 
 
 def test_run_message_texts_and_retry() -> None:

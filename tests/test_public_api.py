@@ -16,11 +16,14 @@ PUBLIC = {
         "Answer",
         "AnswerError",
         "AnswerValue",
+        "Approval",
         "ChangeKind",
         "ChoiceError",
         "Context",
         "ContextChange",
         "ContextError",
+        "Decision",
+        "FormError",
         "GroupInfo",
         "InteractionError",
         "Interactor",
@@ -66,10 +69,12 @@ PUBLIC = {
 
 # What an agent may call on its run: the README's surface, nothing of the runtime's internals.
 AGENT_RUN = [
+    "approve",
     "ask",
     "ask_all",
     "ask_any",
     "ask_each",
+    "ask_form",
     "context_changed",
     "data_dir",
     "history",

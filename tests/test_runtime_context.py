@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 from effect_counters import bump, count
+from pydantic import BaseModel, Field
 from redis import Redis
 from runtime_helpers import history_events, paused, runtime_and_host, start, work
 
 import workers.agents.deploy  # noqa: F401  (registers `deploy`)
 from workers import agent
-from workers.interaction import Answer, ContextError, Item, ItemType, Request
+from workers.interaction import Answer, AnswerError, ContextError, Item, ItemType, Request
+from workers.interaction.approval import approval_answers
 from workers.interaction.context import canonical, digest
 from workers.runtime.acceptance import accept
 from workers.store.records import RunStatus
@@ -196,6 +198,91 @@ def test_an_ask_without_context_is_bound_to_no_facts(r: Redis, tmp_path: Path) -
     assert "context_digest" not in answered.detail
 
 
+def approved(rt: Any, iid: str, edits: list[Answer] | None = None) -> list[Answer]:
+    """An approval's answers as Approve (or Edit… with `edits`) gives them."""
+    interrupt = rt.store.interrupt(iid)
+    assert interrupt is not None
+    return approval_answers(interrupt.request, edits or [], approve=True)
+
+
+@agent("t-approve")
+def approve_agent(run: Any, text: str) -> str:
+    """Proposes its live args for approval, then acts once (counted) on what was approved."""
+    decision = run.approve("Scale api", FACTS[run.run_id], key="scale")
+    run.step("act", lambda: bump(run.data_dir, run.run_id, "act"))
+    return f"{decision.args['replicas']} edited={decision.edited} changed={run.context_changed('scale')}"
+
+
+@pytest.mark.parametrize(
+    ("proposed_next", "asked_again"),
+    [(2, False), (4, True)],
+    ids=["proposes-what-was-approved", "proposes-something-else"],
+)
+def test_an_edited_approval_is_bound_to_the_edited_args(
+    r: Redis, tmp_path: Path, proposed_next: int, asked_again: bool
+) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = _start(rt, "t-approve", {"service": "api", "replicas": 3})
+    work(rt)
+    q1 = paused(rt, run_id)
+    accept(rt, q1, "U1", approved(rt, q1, [Answer(id="replicas", number=2)]))
+    FACTS[run_id] = {"service": "api", "replicas": proposed_next}  # the agent now proposes this
+    work(rt)
+    if not asked_again:
+        assert rt.store.get(run_id).result == "2 edited=True changed=False"
+        [edits] = history_events(rt, run_id, "approved with edits")
+        assert edits.detail["fields"] == ["replicas"] and edits.by == "U1"
+        return
+    q2 = paused(rt, run_id)
+    assert [(c.field, c.old, c.new) for c in rt.store.interrupt(q2).context_changes] == [("replicas", 3, 4)]
+    assert count(tmp_path, run_id, "act") == 0
+    accept(rt, q2, "U1", approved(rt, q2))
+    work(rt)
+    assert rt.store.get(run_id).result == "4 edited=False changed=True"
+
+
+class Settings(BaseModel):
+    name: str
+    limits: dict[str, int]  # no item asks for a dict
+
+
+class Schedule(BaseModel):
+    day: str = Field(pattern=r"^(mon|tue)$")
+    hours: int = Field(ge=1, le=8)
+
+
+@agent("t-form")
+def form_agent(run: Any, text: str) -> str:
+    """Asks for `Settings` (refused at ask time) or `Schedule`, and reports the instance."""
+    if text == "settings":
+        return str(run.ask_form(Settings, reason="Settings?"))
+    schedule = run.ask_form(Schedule, reason="When?")
+    return f"{type(schedule).__name__} {schedule.day} {schedule.hours}"
+
+
+def test_ask_form_refuses_a_field_no_item_fits_before_anything_is_posted(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-form", "settings")
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.FAILED and "Settings.limits: a field of type" in record.error
+    assert host.questions == [] and not [k for k in rt.store.journal(run_id) if k.startswith("ask:")]
+
+
+def test_ask_form_returns_the_model_and_refuses_what_the_model_refuses(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-form", "schedule")
+    work(rt)
+    iid = paused(rt, run_id)
+    with pytest.raises(AnswerError, match="Hours: at most 8"):
+        rt.store.interrupt(iid).request.validate_answers(
+            [Answer(id="day", free_text="mon"), Answer(id="hours", number=9)]
+        )
+    accept(rt, iid, "U1", [Answer(id="day", free_text="tue"), Answer(id="hours", number=4)])
+    work(rt)
+    assert rt.store.get(run_id).result == "Schedule tue 4"
+
+
 def test_the_deploy_agent_binds_its_approval_to_the_release_it_reads_live(r: Redis, tmp_path: Path) -> None:
     rt, host = runtime_and_host(r, tmp_path)
     release = tmp_path / "releases" / "billing"
@@ -204,18 +291,25 @@ def test_the_deploy_agent_binds_its_approval_to_the_release_it_reads_live(r: Red
     run_id = start(rt, "deploy", "billing to staging")
     work(rt)
     q1 = paused(rt, run_id)
-    assert rt.store.interrupt(q1).context == {"service": "billing", "version": "v2.0.0", "target": "staging"}
+    assert rt.store.interrupt(q1).context == {
+        "service": "billing",
+        "version": "v2.0.0",
+        "target": "staging",
+        "replicas": 3,
+    }
     release.write_text("v2.0.1\n")  # the pipeline publishes a newer build before the approval
-    accept(rt, q1, "U1", [Answer(id="decision", choice="approve")])
+    accept(rt, q1, "U1", approved(rt, q1))
     work(rt)
     q2 = paused(rt, run_id)
     assert [(c.field, c.old, c.new) for c in rt.store.interrupt(q2).context_changes] == [
         ("version", "v2.0.0", "v2.0.1")
     ]
     assert not (tmp_path / "deployments.jsonl").exists()
-    accept(rt, q2, "U1", [Answer(id="decision", choice="approve")])
+    accept(rt, q2, "U1", approved(rt, q2))
     work(rt)
-    assert rt.store.get(run_id).result == "Deployment of billing v2.0.1 to staging approved and recorded."
+    assert (
+        rt.store.get(run_id).result == "Deployment of billing v2.0.1 to staging with 3 replicas approved and recorded."
+    )
     [entry] = [json.loads(line) for line in (tmp_path / "deployments.jsonl").read_text().splitlines()]
     assert (entry["version"], entry["target"], entry["decision"]) == ("v2.0.1", "staging", "approve")
     assert host.said == [

@@ -132,33 +132,26 @@ def test_ticket_from_slash_command_to_tracker(stack: SlackStack) -> None:
     assert ticket["reporter"] == "U0BOB"
 
 
-def test_deploy_rejected_without_a_reason_is_asked_again(stack: SlackStack) -> None:
+def test_deploy_approved_from_the_slash_command_deploys_what_was_proposed(stack: SlackStack) -> None:
     target = f"api-{tag()} v1.4.2"
-    run = stack.start_run("deploy", target)
+    run = stack.start_run("deploy", target, user="U0CAROL")  # U0BOB starts the most runs here: within his limit
     first = stack.question(run, 1)
-    assert controls(first).keys() == {"Decision", "Reason"}
     service = target.split()[0]
-    facts = f"*You are deciding on*\n• service: {service}\n• version: v1.4.2\n• target: production"
-    assert facts in texts(first["blocks"])
-
-    resp, _ = stack.submit(run, first, {"Decision": "Reject"})
-    assert resp.status_code == 200 and resp.text == ""
+    shown = texts(first["blocks"])
+    for field in (f"*service*\n{service}", "*version*\nv1.4.2", "*target*\nproduction", "*replicas*\n3"):
+        assert field in shown
+    block, button = find_element(first["blocks"], "parley_approve")
+    click = block_actions_payload(
+        user=run.started_by, message=first, channel=run.channel, action=button_action(block, button)
+    )
+    assert stack.interact(click).status_code == 200
     wait_locked(stack, run, first)
-    second = stack.question(run, 2)
-    assert second["ts"] != first["ts"]
-    assert "A rejection needs a reason" in texts(second["blocks"])
-
-    resp, _ = stack.submit(run, second, {"Decision": "Reject", "Reason": "tests are red"})
-    assert resp.status_code == 200
-    wait_locked(stack, run, second)
     final = final_reply(stack, run)
-    assert final["text"] == f":white_check_mark: Done: Deployment of {target} to production rejected: tests are red"
-    nagged = stack.replies(run, lambda m: "asking again" in m["text"])
-    assert len(nagged) == 1, nagged
-    questions = [m for m in stack.thread(run) if m.get("edited")]
-    assert [m["ts"] for m in questions] == [first["ts"], second["ts"]]
+    assert final["text"] == (
+        f":white_check_mark: Done: Deployment of {target} to production with 3 replicas approved and recorded."
+    )
     log = [json.loads(line) for line in (stack.data_dir / "deployments.jsonl").read_text().splitlines()]
-    assert [e["reason"] for e in log if e["run_id"] == run.run_id] == ["tests are red"]
+    assert [(e["decision"], e["replicas"]) for e in log if e["run_id"] == run.run_id] == [("approve", 3)]
 
 
 # ---- 2. the command's other uses: help, unknown agents, the runs list ----------------------------

@@ -125,13 +125,15 @@ def test_parley_run_without_redis_url_uses_the_embedded_redis(tmp_path: Path) ->
         command[0], [*command[1:], "run", "deploy", "api v1.4.2"], env=env, encoding="utf-8", timeout=TIMEOUT
     )
     term.expect_exact("You are deciding on:")
-    for fact in ("service: api", "version: v1.4.2", "target: production"):
+    for fact in ("service: api", "version: v1.4.2", "target: production", "replicas: 3"):
         term.expect_exact(fact)
+    term.expect_exact("? Replicas")
+    term.send("\r")  # the proposed 3, pre-filled
     term.expect_exact("? Decision")
     term.send("approve\r")
     term.expect_exact("? Reason")
     term.send("\r")
-    term.expect_exact("Done: Deployment of api v1.4.2 to production approved and recorded.")
+    term.expect_exact("Done: Deployment of api v1.4.2 to production with 3 replicas approved and recorded.")
     assert finish(term) == 0
     assert (tmp_path / "redis.log").exists()  # the embedded server ran in the data dir
     [entry] = [json.loads(line) for line in (tmp_path / "deployments.jsonl").read_text().splitlines()]

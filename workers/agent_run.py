@@ -10,9 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from workers.interaction import AnswerValue, Context, Request
+from pydantic import BaseModel
+
+from workers.interaction import AnswerValue, Context, Decision, Request
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 Answers = dict[str, AnswerValue]
 """One question's answers, by item id."""
@@ -57,6 +60,30 @@ class AgentRun(Protocol):
         context: Context | None = None,
     ) -> dict[str, Answers]:
         """Put `request` to each assignee separately; resume at the quorum with answers by user id."""
+        ...
+
+    def approve(
+        self,
+        action: str,
+        args: dict[str, Any],
+        *,
+        schema: dict[str, Any] | type[BaseModel] | None = None,
+        editable: bool | list[str] = True,
+        key: str | None = None,
+        **request_options: Any,
+    ) -> Decision:
+        """Ask a person to approve `action` with `args`, editable first; the decision is bound to the args."""
+        ...
+
+    def ask_form(
+        self,
+        model: type[M],
+        reason: str,
+        key: str | None = None,
+        context: Context | None = None,
+        **request_options: Any,
+    ) -> M:
+        """Ask for `model`'s fields as a form and return a validated instance of it."""
         ...
 
     def step(self, key: str, fn: Callable[[], T]) -> T:

@@ -25,7 +25,7 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.exceptions import QuestionInvalid
-from workers.questions.models import ConfirmBody, QuestionCreate, QuestionStatus, TokenScope
+from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate, QuestionStatus, TokenScope
 from workers.store.closings import Closings
 
 __all__ = ["ApiError", "create_api", "problem"]
@@ -102,6 +102,19 @@ class Api:
         view, created = await self.service.in_thread(lambda: self.service.create(caller, body, key))
         return _json(view, 201 if created else 200)
 
+    async def create_approval(self, request: Request) -> Response:
+        """`POST /approvals`: asked as a question whose request carries the approval, bound to its args."""
+        caller = await self.caller(request, TokenScope.ASK)
+        try:
+            body = ApprovalCreate.model_validate(await self._body(request)).question()
+        except ValidationError as exc:
+            raise QuestionInvalid(f"{exc.error_count()} problem(s) in the approval", _errors(exc)) from None
+        except ValueError as exc:
+            raise QuestionInvalid(f"the approval cannot be asked: {exc}") from None
+        key = request.headers.get("idempotency-key")
+        view, created = await self.service.in_thread(lambda: self.service.create(caller, body, key))
+        return _json(view, 201 if created else 200)
+
     async def list(self, request: Request) -> Response:
         caller = await self.caller(request)
         q = request.query_params
@@ -156,6 +169,7 @@ def create_api(service: QuestionService, closings: Closings) -> Starlette:
     return Starlette(
         routes=[
             Route("/questions", api.create, methods=["POST"]),
+            Route("/approvals", api.create_approval, methods=["POST"]),
             Route("/questions", api.list, methods=["GET"]),
             Route("/questions/{id}", api.get, methods=["GET"]),
             Route("/questions/{id}/cancel", api.cancel, methods=["POST"]),

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from workers.questions.models import (
+    ApprovalCreate,
     ConfirmBody,
     ConfirmResult,
     Event,
@@ -22,7 +23,7 @@ from workers.questions.models import (
 )
 
 REF = "#/components/schemas/{model}"
-MODELS = (QuestionCreate, QuestionView, QuestionPage, ConfirmBody, ConfirmResult, Problem, Event)
+MODELS = (QuestionCreate, ApprovalCreate, QuestionView, QuestionPage, ConfirmBody, ConfirmResult, Problem, Event)
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -94,6 +95,25 @@ def openapi_document() -> dict[str, Any]:
                         {"name": "cursor", "in": "query", "schema": {"type": "string"}},
                     ],
                     "responses": {"200": _json("QuestionPage", "one page"), **_COMMON},
+                },
+            },
+            "/approvals": {
+                "post": {
+                    "summary": "Ask to approve an action: approved, edited or rejected in Slack",
+                    "parameters": [
+                        {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}}
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("ApprovalCreate")}},
+                    },
+                    "responses": {
+                        "201": _json("QuestionView", 'asked: `kind` "approval", `decision` once answered'),
+                        "200": _json("QuestionView", "the approval an earlier request with this Idempotency-Key made"),
+                        "403": _problem("the token lacks the ask scope"),
+                        "422": _problem("the approval is invalid; `errors` lists each problem"),
+                        **_COMMON,
+                    },
                 },
             },
             "/questions/{id}": {

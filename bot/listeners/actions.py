@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -23,12 +24,14 @@ from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
+from bot.slack.blocks_approval import APPROVE_ACTION_ID, REJECT_ACTION_ID, reject_view
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from bot.slack.limits import BlockLimitError
 from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer, Request
+from workers.interaction.approval import approval_answers
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import InterruptRecord, RefusalReason
@@ -96,6 +99,22 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     return _accept(body, action, interrupt, answers, deps)
 
 
+def approve_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
+    """Approve: the proposed args as they are, approved."""
+    action = clicked(body)
+    iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
+    try:
+        interrupt = lookup(deps.runtime.store, iid, user)
+    except redis.RedisError:
+        return unavailable(iid, user, team)
+    if isinstance(interrupt, AnswerOutcome):
+        return interrupt
+    if interrupt.request.approval is None:
+        not_approval = Refusal(RefusalReason.INVALID, errors={"form": "this question is no approval"})
+        return AnswerOutcome.refused(iid, user, not_approval)
+    return _accept(body, action, interrupt, approval_answers(interrupt.request, [], approve=True), deps)
+
+
 def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, client: WebClient, deps: BotDeps) -> None:
     """Ack the click; a refusal is explained to the clicker after the ack, with the token of
     the installation bolt authorized the click for (the clicker's workspace)."""
@@ -107,6 +126,11 @@ def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, client: We
 @timed("submit")
 def on_submit(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     _answered(ack, body, submit_outcome(body, deps), client, deps)
+
+
+@timed("choice")
+def on_approve(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    _answered(ack, body, approve_outcome(body, deps), client, deps)
 
 
 @timed("choice")
@@ -142,6 +166,18 @@ def _since_click(action: dict[str, Any], at: float) -> float | None:
 
 
 def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    """The question's form (an approval's Edit…), opened from the click."""
+    _open_modal(ack, body, client, deps, blocks.modal_view)
+
+
+def on_reject(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    """Reject on an approval: the modal asking an optional reason, opened from the click."""
+    _open_modal(ack, body, client, deps, lambda request, iid, channel: reject_view(request, iid, channel=channel))
+
+
+def _open_modal(
+    ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps, build: Callable[..., dict[str, Any]]
+) -> None:
     """Open the form straight from the click: a `trigger_id` lives three seconds.
 
     A form that does not open is never silent: a trigger that expired first asks the clicker
@@ -160,7 +196,7 @@ def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDep
     flog = log.bind(run_id=interrupt.run_id, interrupt_id=iid, team=team_of(body), channel=channel_of(body), user=user)
     history = deps.runtime.store.add_history
     try:
-        view = blocks.modal_view(interrupt.request, iid, channel=channel_of(body))
+        view = build(interrupt.request, iid, channel=channel_of(body))
     except (BlockLimitError, SlackObjectFormationError) as exc:
         problems = exc.problems if isinstance(exc, BlockLimitError) else [str(exc)]
         flog.warning("the form is beyond Slack's limits", problems=problems)
@@ -187,3 +223,5 @@ def register(app: App, deps: BotDeps) -> None:
     app.action(blocks.SUBMIT_ACTION_ID)(partial(on_submit, deps=deps))
     app.action(CHOOSE_ACTION)(partial(on_choose, deps=deps))
     app.action(blocks.OPEN_FORM_ACTION_ID)(partial(on_open_form, deps=deps))
+    app.action(APPROVE_ACTION_ID)(partial(on_approve, deps=deps))
+    app.action(REJECT_ACTION_ID)(partial(on_reject, deps=deps))

@@ -17,12 +17,14 @@ from slack_sdk.models.views import View
 from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
+from bot.slack.blocks_approval import REJECT_CALLBACK_ID
 from bot.slack.form_state import StateError, parse_state_values
 from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import cut_escaped, truncate
 from bot.slack.payload_fields import enterprise_of, team_of
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import refusal_text
+from workers.interaction.approval import REASON_ID, approval_answers
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
 from workers.store.records import RefusalReason
 
@@ -32,7 +34,20 @@ ERROR_MAX = 150
 
 @timed("form")
 def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
-    """Accept the form's answers; the channel it was opened from comes back in `private_metadata`."""
+    """Accept the form's answers; the channel it was opened from comes back in `private_metadata`.
+
+    An approval's form (Edit…) holds its editable arguments: submitting it approves them as edited.
+    """
+    _submitted(ack, body, deps, rejecting=False)
+
+
+@timed("form")
+def on_reject_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
+    """An approval's Reject form: rejects it, with the reason given (if any)."""
+    _submitted(ack, body, deps, rejecting=True)
+
+
+def _submitted(ack: Ack, body: dict[str, Any], deps: BotDeps, *, rejecting: bool) -> None:
     view = body.get("view") or {}
     iid, _, channel = str(view.get("private_metadata", "")).partition("|")
     user, team = body["user"]["id"], team_of(body)
@@ -57,6 +72,9 @@ def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     except StateError as exc:
         ack(response_action="errors", errors={first_block or "form": truncate(str(exc), ERROR_MAX)})
         return
+    if interrupt.request.approval is not None:
+        reason = next((a.free_text for a in answers if a.id == REASON_ID), None)
+        answers = approval_answers(interrupt.request, answers, approve=not rejecting, reason=reason)
     token = f"{user}:{view.get('id')}:{view.get('hash')}"
     outcome = try_accept(
         deps.runtime,
@@ -96,3 +114,4 @@ def _notice_view(text: str) -> dict[str, Any]:
 
 def register(app: App, deps: BotDeps) -> None:
     app.view(blocks.FORM_CALLBACK_ID)(partial(on_form_submission, deps=deps))
+    app.view(REJECT_CALLBACK_ID)(partial(on_reject_submission, deps=deps))

@@ -27,9 +27,13 @@ from bot.mcp.tools import (
     GET_ANSWER,
     GET_ANSWER_DESCRIPTION,
     GET_ANSWER_SCHEMA,
+    REQUEST_APPROVAL,
+    REQUEST_APPROVAL_DESCRIPTION,
+    REQUEST_APPROVAL_SCHEMA,
     ToolInputError,
     parse_ask_human,
     parse_get_answer,
+    parse_request_approval,
     tool_result,
 )
 from workers.logs import Log
@@ -40,14 +44,15 @@ from workers.store.closings import Closings
 log = Log("parley.mcp")
 NAME = "parley"
 INSTRUCTIONS = (
-    "Ask people in Slack and wait for their answers: ask_human posts typed questions, "
-    "get_answer keeps waiting for a question that was not answered within the call."
+    "Ask people in Slack and wait for their answers: ask_human posts typed questions, request_approval asks "
+    "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call."
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
 
 TOOLS = [
     types.Tool(name=ASK_HUMAN, description=ASK_HUMAN_DESCRIPTION, input_schema=ASK_HUMAN_SCHEMA),
     types.Tool(name=GET_ANSWER, description=GET_ANSWER_DESCRIPTION, input_schema=GET_ANSWER_SCHEMA),
+    types.Tool(name=REQUEST_APPROVAL, description=REQUEST_APPROVAL_DESCRIPTION, input_schema=REQUEST_APPROVAL_SCHEMA),
 ]
 
 
@@ -84,8 +89,11 @@ class Tools:
                 result = await self.ask_human(caller, args)
             elif params.name == GET_ANSWER:
                 result = await self.get_answer(caller, args)
+            elif params.name == REQUEST_APPROVAL:
+                result = await self.request_approval(caller, args)
             else:
-                return _error(f"unknown tool {params.name!r}; this server has {ASK_HUMAN} and {GET_ANSWER}")
+                known = f"{ASK_HUMAN}, {GET_ANSWER} and {REQUEST_APPROVAL}"
+                return _error(f"unknown tool {params.name!r}; this server has {known}")
         except ToolInputError as exc:
             return _error(str(exc))
         except QuestionError as exc:
@@ -97,6 +105,14 @@ class Tools:
         body, wait = parse_ask_human(args, caller.name)
         view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
         log.info("asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
+        if wait > 0:
+            view = await self.service.wait(caller, view.id, wait, self.closings)
+        return tool_result(view)
+
+    async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        body, wait = parse_request_approval(args)
+        view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+        log.info("approval asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
         if wait > 0:
             view = await self.service.wait(caller, view.id, wait, self.closings)
         return tool_result(view)

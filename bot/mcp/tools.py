@@ -27,10 +27,18 @@ from workers.interaction.tools import (
     context_from_tool_call,
     request_from_tool_call,
 )
-from workers.questions.models import CHANNEL_PATTERN, USER_PATTERN, QuestionCreate, QuestionStatus, QuestionView
+from workers.questions.models import (
+    CHANNEL_PATTERN,
+    USER_PATTERN,
+    ApprovalCreate,
+    QuestionCreate,
+    QuestionStatus,
+    QuestionView,
+)
 
 ASK_HUMAN = "ask_human"
 GET_ANSWER = "get_answer"
+REQUEST_APPROVAL = "request_approval"
 MAX_WAIT = 50
 DEFAULT_WAIT = 45
 MAX_ASSIGNEES = 20  # fewer than the API's 50: each is sent a DM, and a model should not fan out wider
@@ -92,6 +100,31 @@ GET_ANSWER_SCHEMA: dict[str, Any] = {
     "required": ["question_id"],
     "additionalProperties": False,
 }
+
+REQUEST_APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "minLength": 1, "description": "What is to be done, as people read it."},
+        "args": {"type": "object", "description": "The arguments proposed for it; the approver may edit them."},
+        "schema": {"type": "object", "description": "JSON Schema of the args: their types and bounds in the form."},
+        "channel": {"type": "string", "pattern": CHANNEL_PATTERN, "description": "The Slack channel id to ask in."},
+        "assignees": {
+            "type": "array",
+            "items": {"type": "string", "pattern": USER_PATTERN},
+            "maxItems": MAX_ASSIGNEES,
+            "description": "Slack user ids who may decide; none: anyone in the channel.",
+        },
+        "wait_seconds": _WAIT_SCHEMA,
+    },
+    "required": ["action", "args", "channel"],
+    "additionalProperties": False,
+}
+REQUEST_APPROVAL_DESCRIPTION = (
+    "Ask a person in Slack to approve an action with its arguments before you take it. They approve, edit the "
+    "arguments first, or reject with an optional reason. The result's `decision` has `approved`, `args` (as "
+    "approved: act on these, not on what you proposed), `edited`, `changes` and `reason`; if nobody has decided "
+    'within `wait_seconds` it returns {"status": "waiting", "question_id": ...}: call get_answer to keep waiting.'
+)
 
 ASK_HUMAN_DESCRIPTION = (
     ASK_USER_DESCRIPTION.split(" The result has")[0]
@@ -175,6 +208,25 @@ def parse_ask_human(args: Any, origin: str = "") -> tuple[QuestionCreate, float]
     return body, wait
 
 
+def parse_request_approval(args: Any) -> tuple[QuestionCreate, float]:
+    """The approval `request_approval`'s arguments describe and the seconds to wait; `ToolInputError` otherwise."""
+    if not isinstance(args, dict):
+        raise ToolInputError(REQUEST_APPROVAL, ["arguments must be a JSON object with 'action', 'args' and 'channel'"])
+    problems = [f"unknown property {k!r}" for k in sorted(set(args) - set(REQUEST_APPROVAL_SCHEMA["properties"]))]
+    wait = _wait(args, problems)
+    if len(args.get("assignees") or []) > MAX_ASSIGNEES:
+        problems.append(f"assignees: at most {MAX_ASSIGNEES} Slack user ids")
+    if problems:
+        raise ToolInputError(REQUEST_APPROVAL, problems)
+    try:
+        body = ApprovalCreate.model_validate({k: v for k, v in args.items() if k != "wait_seconds"}).question()
+    except ValidationError as exc:
+        raise ToolInputError(REQUEST_APPROVAL, [f"{_loc(e)}: {e['msg']}" for e in exc.errors()]) from None
+    except ValueError as exc:
+        raise ToolInputError(REQUEST_APPROVAL, [str(exc)]) from None
+    return body, wait
+
+
 def parse_get_answer(args: Any) -> tuple[str, float]:
     """`get_answer`'s question id and seconds to wait; `ToolInputError` otherwise."""
     if not isinstance(args, dict):
@@ -202,4 +254,6 @@ def tool_result(view: QuestionView) -> dict[str, Any]:
         result["cancelled_by"] = view.cancelled_by
     if view.error:
         result["error"] = view.error
+    if view.decision is not None:
+        result["decision"] = view.decision.model_dump(mode="json")
     return result

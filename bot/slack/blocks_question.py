@@ -65,7 +65,8 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack import limits
-from bot.slack.blocks_context import context_blocks, deciding_on
+from bot.slack.blocks_approval import approval_answered_blocks, approval_blocks, fixed_args_blocks
+from bot.slack.blocks_context import context_blocks, deciding_on, what_changed
 from bot.slack.limits import HEADER_MAX, LABEL_MAX, OPTION_DESCRIPTION_MAX, SECTION_MAX, utf16_len
 from bot.slack.mrkdwn import (
     assignee_ref,
@@ -377,8 +378,13 @@ def question_blocks(
         [ContextBlock(block_id=f"qo|{iid}|{version}", elements=[MarkdownTextObject(text=asked_by)])] if asked_by else []
     )
     head = [*origin, *head, meta, *(news if notes else [])]
-    head += context_blocks(context, changes, iid, version)
     reassign = reassign_block(f"qr|{iid}|{version}")
+    if request.approval is not None:  # the arguments are the facts: shown as fields, with what changed above
+        head += [what_changed(changes, f"qd|{iid}|{version}")] if changes else []
+        out = _dicts(approval_blocks(request, iid, version, head, reassign))
+        limits.check_message_blocks(out)
+        return out
+    head += context_blocks(context, changes, iid, version)
     if is_fast_path(request) and not _is_external(request.items[0], external_threshold):
         item = request.items[0]
         buttons = [
@@ -497,6 +503,10 @@ def answered_blocks(
     request: Request, answers: list[Answer], *, answered_by: str, answered_at: float, context: Context | None = None
 ) -> list[dict[str, Any]]:
     """The locked message after an answer: the reason, the facts it was given on, each answer, who and when."""
+    if request.approval is not None:
+        out = _dicts(approval_answered_blocks(request, answers, answered_by=answered_by, answered_at=answered_at))
+        limits.check_message_blocks(out)
+        return out
     by_id = {a.id: a for a in answers}
     reason = _dicts([*_locked_reason(request), *([deciding_on(context)] if context is not None else [])])
     share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(reason) - 200) // len(request.items))
@@ -553,20 +563,24 @@ def modal_view(
     reason = _reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)
     external = {i.id for i in request.items if _is_external(i, external_threshold)}
 
+    approval = request.approval
+    shown = [i for i in request.items if approval is None or i.id in approval.editable]  # Edit…: the arguments
+    fixed = fixed_args_blocks(request) if approval is not None else []
+
     def build(label_cap: int = LABEL_MAX, description_cap: int = OPTION_DESCRIPTION_MAX) -> dict[str, Any]:
         caps = {"label_cap": label_cap, "description_cap": description_cap}
         inputs = [
             _input(i, f"f|{iid}|{i.id}", external=i.id in external, other=request.typed_other(i.id), modal=True, **caps)
-            for i in request.items
+            for i in shown
         ]
         return View(
             type="modal",
             callback_id=FORM_CALLBACK_ID,
             private_metadata=f"{iid}|{channel}" if channel else iid,
-            title=PlainTextObject(text="Answer"),
-            submit=PlainTextObject(text="Submit"),
+            title=PlainTextObject(text="Edit and approve" if approval else "Answer"),
+            submit=PlainTextObject(text="Approve" if approval else "Submit"),
             close=PlainTextObject(text="Cancel"),
-            blocks=[*reason, *inputs, reassign_block(f"fr|{iid}|{version}")],
+            blocks=[*reason, *fixed, *inputs, reassign_block(f"fr|{iid}|{version}")],
         ).to_dict()
 
     view = build()

@@ -1,10 +1,12 @@
-"""`deploy`: asks for an approval of exactly what it will deploy, then records the deployment.
+"""`deploy`: asks for an approval of exactly what it will deploy, then records what was approved.
 
-`/parley deploy api v1.4.2 to production` asks to approve `{service, version, target}`,
-bound to the answer as its context. Without a version (`/parley deploy api to staging`)
-the service's current release is read from `releases/<service>` in the data directory,
-live on every replay rather than in a `run.step`: when a newer release lands before the
-approval, the approval is void and the question is asked again showing the new version.
+`/parley deploy api v1.4.2 to production` (optionally `replicas=4`) asks to approve
+`{service, version, target, replicas}` with `run.approve`. The approver may lower `replicas`
+before approving, and the agent deploys what was approved. Without a version
+(`/parley deploy api to staging`) the service's current release is read from
+`releases/<service>` in the data directory, live on every replay rather than in a `run.step`:
+when a newer release lands before the approval, the approval is void and it is asked again
+showing the new version.
 """
 
 from __future__ import annotations
@@ -17,22 +19,30 @@ from pathlib import Path
 from typing import Any
 
 from workers import AgentRun, agent
-from workers.interaction import Item, ItemType, Option, Request
+from workers.interaction import Decision
 
 DEFAULT_TARGET = "production"
 UNKNOWN_VERSION = "current build"
+DEFAULT_REPLICAS = 3
+MAX_REPLICAS = 50
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-def deploy_facts(text: str, data_dir: Path) -> dict[str, str]:
-    """What a deploy request names: `service [version] [to target]`, the version read live when not given."""
+def deploy_facts(text: str, data_dir: Path) -> dict[str, Any]:
+    """What `service [version] [to target] [replicas=N]` names; the version read live when not given."""
     words = text.split()
+    replicas = DEFAULT_REPLICAS
+    for word in [w for w in words if w.lower().startswith("replicas=")]:
+        words.remove(word)
+        count = word.partition("=")[2]
+        if count.isdigit() and 1 <= int(count) <= MAX_REPLICAS:
+            replicas = int(count)
     target = DEFAULT_TARGET
     if len(words) >= 2 and words[-2].lower() == "to":
         target, words = words[-1], words[:-2]
     service = words[0] if words else "the service"
     version = " ".join(words[1:]) or current_release(data_dir, service) or UNKNOWN_VERSION
-    return {"service": service, "version": version, "target": target}
+    return {"service": service, "version": version, "target": target, "replicas": replicas}
 
 
 def current_release(data_dir: Path, service: str) -> str | None:
@@ -46,32 +56,14 @@ def current_release(data_dir: Path, service: str) -> str | None:
         return None
 
 
-def describe(facts: dict[str, str]) -> str:
+def describe(facts: dict[str, Any]) -> str:
     return f"{facts['service']} {facts['version']} to {facts['target']}"
 
 
-def approval_request(facts: dict[str, str], attempt: int) -> Request:
-    again = "" if attempt == 1 else "\nA rejection needs a reason; please give one or approve."
-    return Request(
-        reason=f"Approve deployment of {describe(facts)}?{again}",
-        items=[
-            Item(
-                id="decision",
-                text="Decision",
-                type=ItemType.SELECT,
-                options=[Option(value="approve", label="Approve"), Option(value="reject", label="Reject")],
-            ),
-            # Optional to Slack, which shows "Reason (optional)": an approval needs none, a
-            # rejection without one is asked again.
-            Item(
-                id="reason",
-                text="Reason",
-                type=ItemType.FREE_TEXT,
-                required=False,
-                placeholder="Needed if you reject",
-            ),
-        ],
-    )
+def replicas_schema(facts: dict[str, Any]) -> dict[str, Any]:
+    """Only `replicas` is editable, and only down: at least one, at most what was proposed."""
+    top = facts["replicas"]
+    return {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1, "maximum": top}}}
 
 
 def record_deploy(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
@@ -89,17 +81,25 @@ def record_deploy(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
 )
 def deploy(run: AgentRun, text: str) -> str:
     facts = deploy_facts(text, run.data_dir)  # live on every replay: the approval is bound to these
-    attempt = 0
-    while True:  # the runtime fails the run on the fourth ask of one key
-        attempt += 1
-        answers = run.ask(approval_request(facts, attempt), key="approval", context=facts)
-        if answers["decision"] == "approve" or str(answers.get("reason") or "").strip():
-            break
-        run.say("A rejection needs a reason; asking again.")
+    decision: Decision = run.approve(
+        f"Deploy {describe(facts)}", facts, schema=replicas_schema(facts), editable=["replicas"], key="approval"
+    )
     if run.context_changed("approval"):
         run.say(f"The facts changed after an earlier answer; this one was given on {describe(facts)}.")
-    entry = {**facts, "decision": answers["decision"], "reason": answers.get("reason"), "run_id": run.run_id}
+    approved = decision.args
+    entry = {
+        **approved,
+        "decision": "approve" if decision.approved else "reject",
+        "reason": decision.reason,
+        "edited": [c[0] for c in decision.changes],
+        "by": decision.by,
+        "run_id": run.run_id,
+    }
     run.step("record-deploy", lambda: record_deploy(run.data_dir / "deployments.jsonl", entry))
-    if answers["decision"] == "approve":
-        return f"Deployment of {describe(facts)} approved and recorded."
-    return f"Deployment of {describe(facts)} rejected: {answers['reason']}"
+    if not decision.approved:
+        why = f": {decision.reason}" if decision.reason else ""
+        return f"Deployment of {describe(facts)} rejected{why}"
+    edits = (
+        f" (edited: {', '.join(f'{f} {old} → {new}' for f, old, new in decision.changes)})" if decision.edited else ""
+    )
+    return f"Deployment of {describe(approved)} with {approved['replicas']} replicas approved and recorded{edits}."

@@ -4,6 +4,7 @@ Agents depend on this package and nothing else of Parley's hosts. It imports onl
 the standard library and pydantic.
 """
 
+from workers.interaction.approval import Decision
 from workers.interaction.choice import reply_answers, reply_item, resolve_choice
 from workers.interaction.context import CONTEXT_MAX, ChangeKind, Context, ContextChange
 from workers.interaction.exceptions import (
@@ -17,6 +18,7 @@ from workers.interaction.models import (
     SECRET_MASK,
     Answer,
     AnswerValue,
+    Approval,
     Item,
     ItemType,
     OnExpiry,
@@ -26,6 +28,7 @@ from workers.interaction.models import (
     answers_to_values,
 )
 from workers.interaction.protocol import Interactor, PausingRun, RunView
+from workers.interaction.schema_items import FormError
 from workers.interaction.views import GroupInfo, QuestionInfo, QuestionProgress, QuestionState, RunInfo
 
 __all__ = [
@@ -34,11 +37,14 @@ __all__ = [
     "Answer",
     "AnswerError",
     "AnswerValue",
+    "Approval",
     "ChangeKind",
     "ChoiceError",
     "Context",
     "ContextChange",
     "ContextError",
+    "Decision",
+    "FormError",
     "GroupInfo",
     "InteractionError",
     "Interactor",

@@ -258,6 +258,15 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: min {self.min} is greater than max {self.max}")
 
 
+class Approval(_Strict):
+    """An action and the arguments proposed for it, put to a person to approve, edit or reject
+    (`workers.interaction.approval`); `editable` names the arguments that have an item."""
+
+    action: Annotated[str, Field(min_length=1, max_length=REASON_MAX)]
+    args: dict[str, Any]
+    editable: list[str] = Field(default_factory=list)
+
+
 class Request(_Strict):
     """A reason and up to ten items, put to the people allowed to answer."""
 
@@ -270,6 +279,10 @@ class Request(_Strict):
     escalate_after: Annotated[int | None, _DELAY] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
+    approval: Approval | None = None
+    """Set when the request asks to approve an action (`run.approve`): hosts show its arguments."""
+    form: Annotated[str | None, Field(max_length=300)] = None
+    """The pydantic model (`module:QualName`) whose validators also check the answers (`run.ask_form`)."""
 
     if TYPE_CHECKING:
         # What the constructor takes, for type checkers: any sequences, and `on_expiry` by its value.
@@ -284,6 +297,8 @@ class Request(_Strict):
             show_answers: bool = False,
             escalate_after: int | None = None,
             escalate_to: Sequence[str] = (),
+            approval: Approval | None = None,
+            form: str | None = None,
         ) -> None: ...
 
     @field_validator("items")
@@ -322,6 +337,19 @@ class Request(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _approval_shape(self) -> Request:
+        """An approval asks its decision, and each argument it calls editable is one of its items."""
+        if self.approval is None:
+            return self
+        decision = self.item("_decision")
+        if decision is None or decision.option_values() != ["approve", "reject"]:
+            raise ValueError('an approval needs the "_decision" select of "approve" and "reject"')
+        missing = [name for name in self.approval.editable if self.item(name) is None or name not in self.approval.args]
+        if missing:
+            raise ValueError(f"approval: editable {missing} must each be an argument with an item")
+        return self
+
     def item(self, item_id: str) -> Item | None:
         return next((i for i in self.items if i.id == item_id), None)
 
@@ -341,7 +369,12 @@ class Request(_Strict):
         """Normalise `answers` against this request, or raise `AnswerError` listing each problem."""
         from workers.interaction.validation import validate_answers
 
-        return validate_answers(self, answers)
+        valid = validate_answers(self, answers)
+        if self.form is not None:
+            from workers.interaction.forms import check_form  # local: forms imports models
+
+            check_form(self, valid)
+        return valid
 
     def defaults(self) -> list[Answer]:
         """The answers a run gets when it expires with `on_expiry="use_defaults"`."""

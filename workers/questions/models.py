@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workers.interaction import AnswerValue, ContextChange, ContextError, Request
+from workers.interaction import AnswerValue, ContextChange, ContextError, Decision, FormError, Request
+from workers.interaction.approval import approval_request
 from workers.interaction.context import DEPTH_MAX, canonical, too_deep
 
 METADATA_MAX = 4096  # bytes of compact JSON
@@ -75,6 +76,13 @@ class QuestionCreate(_Body):
 
     @field_validator("request")
     @classmethod
+    def _no_form(cls, v: Request) -> Request:
+        if v.form is not None:
+            raise ValueError("form: a pydantic model is named only by an agent's run.ask_form, not over the API")
+        return v
+
+    @field_validator("request")
+    @classmethod
     def _few_people(cls, v: Request) -> Request:
         for name in ("assignees", "escalate_to"):
             count = len(getattr(v, name))
@@ -112,6 +120,38 @@ class QuestionCreate(_Body):
         return self
 
 
+class ApprovalCreate(_Body):
+    """`POST /api/v1/approvals`: an action and its proposed args, approved, edited or rejected in `channel`.
+
+    The approval is bound to `args` (as a question's answer to its `context`); `schema` (JSON Schema
+    of an object) types the editable args, which are otherwise inferred from their values.
+    """
+
+    channel: Annotated[str, Field(pattern=CHANNEL_PATTERN, description="a channel id (C…, G…)")]
+    action: Annotated[str, Field(min_length=1, max_length=3000, description="what is to be done")]
+    args: dict[str, Any] = Field(description="the arguments proposed for it")
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema", description="JSON Schema of the args")
+    editable: bool | list[str] = Field(default=True, description="which args the approver may edit")
+    assignees: list[str] = Field(default_factory=list, max_length=MAX_ASSIGNEES)
+    expires_in: int | None = None
+    callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None
+
+    def question(self) -> QuestionCreate:
+        """This approval as the question the API asks: its request carries the approval, bound to `args`."""
+        try:
+            request = approval_request(
+                self.action,
+                self.args,
+                schema=self.schema_,
+                editable=self.editable,
+                assignees=self.assignees,
+                expires_in=self.expires_in,
+            )
+        except (FormError, ContextError) as exc:
+            raise ValueError(str(exc)) from None
+        return QuestionCreate(request=request, channel=self.channel, callback_url=self.callback_url, context=self.args)
+
+
 class WebhookView(_Body):
     """The delivery of the question's webhook, when it has a `callback_url` and has closed."""
 
@@ -132,8 +172,12 @@ class QuestionView(_Body):
     """`GET /api/v1/questions/{id}` (and the webhook's `data`)."""
 
     id: str
+    kind: Annotated[str, Field(description='"question", or "approval" for one asked by POST /api/v1/approvals')] = (
+        "question"
+    )
     status: QuestionStatus
     answers: dict[str, AnswerValue] | None = None
+    decision: Decision | None = Field(default=None, description="an approval's decision, once answered")
     answered_by: str | None = None
     answered_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from workers.interaction import answers_to_values
+from workers.interaction.approval import decision_of
 from workers.questions.models import QuestionStatus, QuestionView, WebhookView
 from workers.store.questions import UnreadableQuestion
 from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, RunStatus
@@ -53,10 +54,16 @@ def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: In
         answers = answers_to_values(interrupt.request, interrupt.answers)  # on_expiry=use_defaults
     message = interrupt.message if interrupt is not None else {}
     hook = question.webhook
+    approval = question.request.approval is not None
+    decision = None
+    if approval and interrupt is not None and answers is not None and status is QuestionStatus.ANSWERED:
+        decision = decision_of(interrupt.request, answers, interrupt.answered_by)
     return QuestionView(
         id=question.id,
+        kind="approval" if approval else "question",
         status=status,
         answers=answers,
+        decision=decision,
         answered_by=(interrupt.answered_by or None) if interrupt is not None else None,
         answered_at=when(interrupt.answered_at) if interrupt is not None else None,
         metadata=question.metadata,

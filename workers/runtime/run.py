@@ -12,18 +12,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from workers import metrics
 from workers.exceptions import AgentError, NotSerializable, SecretKeyMissing, StaleEpoch, Suspend
 from workers.interaction import (
     AnswerValue,
     Context,
     ContextChange,
+    Decision,
     OnExpiry,
     QuestionExpired,
     Request,
     answers_to_values,
 )
+from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.context import as_given, canonical, changes, digest
+from workers.interaction.forms import form_request, form_result
 from workers.logs import Log
 from workers.runtime import ask_group
 from workers.runtime.attempts import AttemptWalk
@@ -36,6 +41,7 @@ from workers.store.records import InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import history_entry
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 log = Log("parley.run")
 
 
@@ -70,6 +76,7 @@ class Run:
         self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
+        self._answered: dict[str, InterruptRecord] = {}  # the question whose answers `ask` of a key last returned
         self.log = log.bind(**record.log_context())
 
     def _recorded(self, field: str) -> Any:
@@ -307,6 +314,7 @@ class Run:
                 values = self._with_secrets(interrupt)
                 if values is None:
                     continue  # its secrets were deleted when the run ended once; ask again
+                self._answered[key] = interrupt
                 return values
             if interrupt.state is InterruptState.EXPIRED:
                 if interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS:
@@ -329,6 +337,58 @@ class Run:
             self._journal[names.ask(key)] = attempts
         metrics.QUESTIONS_ASKED.inc()
         return self._solicit(opened, opened_earlier=False)
+
+    def approve(
+        self,
+        action: str,
+        args: dict[str, Any],
+        *,
+        schema: dict[str, Any] | type[BaseModel] | None = None,
+        editable: bool | list[str] = True,
+        key: str | None = None,
+        **request_options: Any,
+    ) -> Decision:
+        """Ask a person to approve `action` with `args`: they approve, edit the editable args first, or reject.
+
+        The approval is bound to `args` as `ask`'s `context` binds an answer: proposed args that
+        differ on replay void it, and it is asked again showing old → new. An edited approval is
+        bound to the edited args too, so an agent that proposes what was approved is not asked again.
+        `schema` (JSON Schema or a pydantic model) types the editable args; without it their types
+        are inferred from the values.
+        """
+        request = approval_request(action, args, schema=schema, editable=editable, **request_options)
+        key = key or f"#{self._asks + 1}"  # the key `ask` would give it
+        values = self.ask(request, key=key, context=args)
+        answered = self._answered.get(key)
+        decision = decision_of(
+            answered.request if answered else request, values, answered.answered_by if answered else ""
+        )
+        if decision.edited and answered is not None:
+            fields = [c[0] for c in decision.changes]
+            self.once(
+                names.edits(answered.id),
+                lambda: self._rt.store.add_history(
+                    self.run_id, "approved with edits", decision.by, interrupt_id=answered.id, key=key, fields=fields
+                ),
+            )
+        return decision
+
+    def ask_form(
+        self,
+        model: type[M],
+        reason: str,
+        key: str | None = None,
+        context: Context | None = None,
+        **request_options: Any,
+    ) -> M:
+        """Ask for `model`'s fields (one item each, see `workers.interaction.forms`) and return the instance.
+
+        The model's own validators run where the answers are accepted: their errors are the
+        form's, and nothing is accepted. A field no item can ask for is refused here, before
+        anything is recorded or posted (`FormError`, naming the field).
+        """
+        request = form_request(model, reason, **request_options)
+        return form_result(model, self.ask(request, key=key, context=context))
 
     def ask_all(
         self, requests: dict[str, Request], context: dict[str, Context] | None = None
@@ -417,7 +477,7 @@ class Run:
         field = names.void(interrupt.id)
         recorded = self._recorded(field)
         if recorded is None:
-            if interrupt.context_digest == digest(bound):
+            if interrupt.context_digest == digest(bound) or self._bound_to_edits(interrupt, bound):
                 return None
             found = changes(interrupt.context, facts)
             recorded = {"changes": [c.model_dump(mode="json") for c in found], "digest": digest(bound)}
@@ -445,6 +505,16 @@ class Run:
         )
         return voided
 
+    @staticmethod
+    def _bound_to_edits(interrupt: InterruptRecord, bound: str) -> bool:
+        """Whether `bound` is the args an approval was given with its edits applied: an agent proposing
+        what was approved does not change the facts."""
+        if interrupt.request.approval is None or not bound:
+            return False
+        values = answers_to_values(interrupt.request, interrupt.answers)
+        approved = decision_of(interrupt.request, values)
+        return approved.edited and canonical(approved.args) == bound
+
     def _solicit(self, interrupt: InterruptRecord, *, opened_earlier: bool) -> dict[str, AnswerValue]:
         self._interrupt = interrupt
         self._opened_earlier = opened_earlier
@@ -457,6 +527,9 @@ class Run:
                 "record the answers",
             )
             self._secrets.update({a.id: a.secret for a in answers if a.secret is not None})
+            self._answered[interrupt.key] = interrupt.model_copy(
+                update={"answers": answers, "answered_by": self.started_by}
+            )
             return answers_to_values(interrupt.request, answers)
         parked = self._interrupt
         self.durable(lambda: self._rt.store.park(self.run_id, self._epoch, parked), "park")

@@ -69,6 +69,11 @@ def supersede(interrupt_id: str) -> str:
     return f"supersede:{interrupt_id}"
 
 
+def edits(interrupt_id: str) -> str:
+    """The effect that records an edited approval's fields in the run's history ("approved with edits")."""
+    return f"edits:{interrupt_id}"
+
+
 def people(key: str) -> str:
     """The step that resolves `ask_each`'s user groups to the people asked."""
     return f"people:{key}"

@@ -1,0 +1,165 @@
+"""Edit-and-approve: an action and its arguments put to a person, who approves, edits or rejects them.
+
+An approval is an ordinary `Request` carrying an `Approval` (the action and its proposed args):
+one item per editable argument, pre-filled with its proposed value, then the decision and an
+optional reason. Every host answers it as it answers any request; a host that knows approvals
+shows the arguments with Approve, Edit… and Reject. `decision_of` reads the answers back as a
+`Decision`, with the edits applied and listed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from workers.interaction.context import canonical
+from workers.interaction.lengths import REASON_MAX
+from workers.interaction.models import (
+    ITEM_ID_PATTERN,
+    MAX_ITEMS,
+    Answer,
+    AnswerValue,
+    Approval,
+    Item,
+    ItemType,
+    Option,
+    Request,
+)
+from workers.interaction.schema_items import FormError, readable, schema_items, schema_of
+
+DECISION_ID = "_decision"
+"""The item carrying the decision: `APPROVE` or `REJECT`."""
+REASON_ID = "_reason"
+"""The optional reason, asked when rejecting."""
+APPROVE, REJECT = "approve", "reject"
+MAX_EDITABLE = MAX_ITEMS - 2
+"""Arguments that can be edited in one approval: the request's items less the decision and the reason."""
+
+
+class Decision(BaseModel):
+    """What a person decided on an approval: the args as approved (edits applied) and what was edited."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    approved: bool
+    args: dict[str, Any]
+    edited: bool = False
+    changes: list[tuple[str, Any, Any]] = []
+    """One `(field, old, new)` per edited argument."""
+    reason: str | None = None
+    by: str = ""
+
+
+def _inferred(name: str, value: Any) -> Item | None:
+    """The item for an argument with no schema, from its value; None for a value not editable."""
+    label = readable(name)
+    if isinstance(value, bool):
+        return Item(id=name, text=label, type=ItemType.BOOLEAN, default=value)
+    if isinstance(value, int):
+        return Item(id=name, text=label, type=ItemType.NUMBER, integer=True, default=value)
+    if isinstance(value, float):
+        return Item(id=name, text=label, type=ItemType.NUMBER, default=value)
+    if isinstance(value, str) and len(value) > 0:
+        return Item(id=name, text=label, type=ItemType.FREE_TEXT, default=value, multiline="\n" in value)
+    return None
+
+
+def _editable_names(args: dict[str, Any], editable: bool | list[str]) -> list[str]:
+    if editable is True:
+        return list(args)
+    if editable is False:
+        return []
+    unknown = [n for n in editable if n not in args]
+    if unknown:
+        raise FormError(f"editable names {unknown} are not among the args ({', '.join(args)})")
+    return [n for n in args if n in editable]
+
+
+def approval_request(
+    action: str,
+    args: dict[str, Any],
+    *,
+    schema: dict[str, Any] | type[BaseModel] | None = None,
+    editable: bool | list[str] = True,
+    **options: Any,
+) -> Request:
+    """The request asking to approve `action` with `args`; arguments no item fits are shown, not editable."""
+    canonical(args)  # plain JSON of bounded size, or ContextError: the approval is bound to it
+    typed = schema_items(schema_of(schema), only=list(args)) if schema is not None else {}
+    items: list[Item] = []
+    for name in _editable_names(args, editable):
+        if not re.fullmatch(ITEM_ID_PATTERN, name) or name in (DECISION_ID, REASON_ID):
+            continue
+        try:
+            item = typed.get(name) if name in typed else _inferred(name, args[name])
+            if item is not None and args[name] is not None:
+                item = item.model_validate({**item.model_dump(), "default": args[name], "required": True})
+        except ValidationError:
+            item = None  # the proposed value is not an answer this item takes: shown, not editable
+        if item is not None:
+            items.append(item)
+    if len(items) > MAX_EDITABLE:
+        raise FormError(f"at most {MAX_EDITABLE} arguments can be editable; pass `editable=[...]` naming them")
+    decision = Item(
+        id=DECISION_ID,
+        text="Decision",
+        type=ItemType.SELECT,
+        options=[Option(value=APPROVE, label="Approve"), Option(value=REJECT, label="Reject")],
+    )
+    reason = Item(id=REASON_ID, text="Reason", type=ItemType.FREE_TEXT, required=False)
+    approval = Approval(action=action, args=args, editable=[i.id for i in items])
+    return Request.model_validate(
+        {"reason": options.pop("reason", None) or action[:REASON_MAX], **options}
+        | {"items": [*items, decision, reason], "approval": approval}
+    )
+
+
+def approval_answers(
+    request: Request, given: list[Answer], *, approve: bool, reason: str | None = None
+) -> list[Answer]:
+    """The full answers to an approval: `given` edits, the proposed value of every other argument, the decision."""
+    by_id = {a.id: a for a in given if a.id not in (DECISION_ID, REASON_ID)}
+    out: list[Answer] = []
+    for item in request.items:
+        if item.id == DECISION_ID:
+            out.append(Answer(id=DECISION_ID, choice=APPROVE if approve else REJECT))
+        elif item.id == REASON_ID:
+            if reason and reason.strip():
+                out.append(Answer(id=REASON_ID, free_text=reason))
+        elif item.id in by_id and approve:
+            out.append(by_id[item.id])
+        elif item.default is not None:
+            out.append(Answer.for_item(item, item.default))
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def decision_of(request: Request, values: dict[str, AnswerValue], by: str = "") -> Decision:
+    """`values` (an approval's answers by item id) as the `Decision` they make."""
+    approval = request.approval
+    if approval is None:
+        raise FormError("this request is not an approval")
+    approved = values.get(DECISION_ID) == APPROVE
+    args = dict(approval.args)
+    changes: list[tuple[str, Any, Any]] = []
+    if approved:
+        for name in approval.editable:
+            new = values.get(name)
+            if new is not None and not _same(new, args.get(name)):
+                changes.append((name, args.get(name), new))
+                args[name] = new
+    reason = values.get(REASON_ID)
+    return Decision(
+        approved=approved,
+        args=args,
+        edited=bool(changes),
+        changes=changes,
+        reason=reason if isinstance(reason, str) and reason.strip() else None,
+        by=by,
+    )

@@ -1,0 +1,133 @@
+"""Items from JSON Schema: one property of an object schema (or of a pydantic model's) as one `Item`.
+
+`run.approve(schema=...)` and `run.ask_form(Model)` share this mapping, so a field asks the same way
+in both. A pydantic model is read through its own `model_json_schema()`, which says everything the
+mapping needs (formats, bounds, enums, defaults, titles), so there is one mapping, not two.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from workers.interaction.exceptions import InteractionError
+from workers.interaction.lengths import LABEL_MAX, PLACEHOLDER_MAX, TEXT_INPUT_MAX
+from workers.interaction.models import ITEM_ID_PATTERN, Item, ItemType
+
+_FORMATS = {
+    "email": ItemType.EMAIL,
+    "uri": ItemType.URL,
+    "date": ItemType.DATE,
+    "time": ItemType.TIME,
+    "date-time": ItemType.DATETIME,
+    "password": ItemType.SECRET,
+}
+
+
+class FormError(InteractionError):
+    """A schema or model field that no item can ask for; nothing was posted."""
+
+
+def readable(name: str) -> str:
+    """A field name as people read it: `max_replicas` -> "Max replicas"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ").split()
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if text else name
+
+
+def schema_of(schema: dict[str, Any] | type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of an object: given as one, or a pydantic model's own."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    if isinstance(schema, dict):
+        return schema
+    raise FormError(f"schema must be a JSON Schema object or a pydantic model, not {type(schema).__name__}")
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, dict):
+            return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _unwrap_optional(node: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """`anyOf: [X, null]` as `(X, True)`; any other node as `(node, False)`."""
+    variants = node.get("anyOf")
+    if not isinstance(variants, list):
+        return node, False
+    real = [v for v in variants if not (isinstance(v, dict) and v.get("type") == "null")]
+    if len(real) == 1 and len(real) < len(variants) and isinstance(real[0], dict):
+        return {**{k: v for k, v in node.items() if k != "anyOf"}, **real[0]}, True
+    return node, False
+
+
+def _options(values: Any) -> list[str] | None:
+    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+        return list(values)
+    return None
+
+
+def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, required: bool) -> Item | None:
+    """The item that asks for property `name` described by `node`, or None when no item type fits it."""
+    title = node.get("title")  # the field's own, before a referenced enum's title comes in
+    node, nullable = _unwrap_optional(_resolve(node, defs))
+    node = _resolve(node, defs)
+    if not re.fullmatch(ITEM_ID_PATTERN, name):
+        return None
+    label = str(title or readable(name))[:LABEL_MAX]
+    common: dict[str, Any] = {"id": name, "text": label, "required": required and not nullable}
+    if isinstance(node.get("description"), str) and node["description"]:
+        common["placeholder"] = node["description"][:PLACEHOLDER_MAX]
+    if "default" in node and node["default"] is not None:
+        common["default"] = node["default"]
+        common["required"] = False
+    kind = node.get("type")
+    if "const" in node and isinstance(node["const"], str):
+        return Item(type=ItemType.SELECT, options=[node["const"]], **common)
+    if (options := _options(node.get("enum"))) is not None:
+        return Item(type=ItemType.SELECT, options=options, **common)
+    if kind == "array":
+        inner = _resolve(node.get("items") or {}, defs)
+        if (options := _options(inner.get("enum"))) is not None:
+            return Item(type=ItemType.MULTI_SELECT, options=options, **common)
+        return None
+    if kind == "boolean":
+        return Item(type=ItemType.BOOLEAN, **common)
+    if kind in ("integer", "number"):
+        low, high = node.get("minimum", node.get("exclusiveMinimum")), node.get("maximum", node.get("exclusiveMaximum"))
+        return Item(type=ItemType.NUMBER, integer=kind == "integer", min=low, max=high, **common)
+    if kind == "string":
+        fmt = node.get("format")
+        if fmt in _FORMATS:
+            if _FORMATS[fmt] is ItemType.SECRET:
+                common.pop("default", None)
+            return Item(type=_FORMATS[fmt], **common)
+        if fmt is not None:
+            return None
+        longest = node.get("maxLength")
+        return Item(
+            type=ItemType.FREE_TEXT,
+            multiline=bool(node.get("multiline")),
+            max_length=longest if isinstance(longest, int) and 0 < longest <= TEXT_INPUT_MAX else None,
+            min_length=node.get("minLength") or None,
+            pattern=node.get("pattern"),
+            **common,
+        )
+    return None
+
+
+def schema_items(schema: dict[str, Any], *, only: list[str] | None = None) -> dict[str, Item | None]:
+    """Each property of an object schema (or those in `only`) as its item, None where no item fits."""
+    props = schema.get("properties") or {}
+    defs = schema.get("$defs") or {}
+    needed = set(schema.get("required") or [])
+    return {
+        name: field_item(name, node, defs, required=name in needed) if isinstance(node, dict) else None
+        for name, node in props.items()
+        if only is None or name in only
+    }
