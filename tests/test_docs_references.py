@@ -46,3 +46,9 @@ def test_the_checker_finds_a_missing_test(tmp_path: Path) -> None:
     module.write_text("def test_here() -> None:\n    pass\n")
     assert defined(module) == {"test_here"}
     assert REFERENCE.findall("`tests/test_x.py::test_gone`") == [("tests/test_x.py", "test_gone")]
+
+
+def test_the_readme_stays_short() -> None:
+    """The README is a newcomer's first page: at most 250 lines, the detail in docs/."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail to docs/"
