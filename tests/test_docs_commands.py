@@ -87,6 +87,10 @@ def problems(output: str) -> list[dict[str, Any]]:
     return found
 
 
+CARRIED = ("PARLEY_TOKEN", "PARLEY_WEBHOOK_SECRET", "ID")
+"""Shell variables a command may set for the commands after it."""
+
+
 class Reader:
     """A person at a shell beside `parley dev`: runs commands, keeps what they printed, answers in the playground."""
 
@@ -102,9 +106,19 @@ class Reader:
     def run(self, command: str) -> str:
         typed = command.replace(DOCS_PORT, f"localhost:{self.dev.port}")
         answering = self._answer_while_waiting() if "wait=" in typed and self.asked else None
+        # Each command runs in a shell of its own; what it set (`eval "$(parley tokens create …)"`)
+        # is carried to the next, as it stays set in a reader's one shell.
+        kept = self.cwd / ".shell-vars"
+        keep = "; ".join(f'[ -n "${{{v}+x}}" ] && printf "%s=%s\\n" {v} "${v}"' for v in CARRIED)
+        script = f"{typed}\nstatus=$?\n{{ {keep}; }} > {shlex.quote(str(kept))}\nexit $status"
         done = subprocess.run(
-            ["bash", "-c", typed], cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=120
+            ["bash", "-c", script], cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=120
         )
+        if kept.exists():
+            for line in kept.read_text().splitlines():
+                name, _, value = line.partition("=")
+                if name in CARRIED and value:
+                    self.env[name] = value
         if answering is not None:
             answering.join(30)
         said = f"$ {command}\n{done.stdout}\n{done.stderr}"
