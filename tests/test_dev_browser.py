@@ -111,8 +111,9 @@ def shot(page: Any, name: str) -> None:
         shutil.copy(path, DOCS_IMG / name)
 
 
-def start_ticket(page: Any, text: str, agent: str = "ticket") -> Any:
-    """Type the slash command in #general, open the run's thread, and return the question message."""
+def start_ticket(page: Any, text: str, agent: str = "ticket", *, has: str = "input-block") -> Any:
+    """Type the slash command in #general, open the run's thread, and return the question message (the
+    thread's message holding a block of test id `has`)."""
     from playwright.sync_api import expect
 
     page.get_by_test_id("channel-general").click()
@@ -123,9 +124,7 @@ def start_ticket(page: Any, text: str, agent: str = "ticket") -> Any:
     root = page.get_by_test_id("main-pane").get_by_test_id("message").filter(has_text=text)
     expect(root.get_by_test_id("open-thread")).to_be_visible(timeout=WAIT)
     root.click()
-    question = (
-        page.get_by_test_id("thread-pane").get_by_test_id("message").filter(has=page.get_by_test_id("input-block"))
-    )
+    question = page.get_by_test_id("thread-pane").get_by_test_id("message").filter(has=page.get_by_test_id(has))
     expect(question).to_be_visible(timeout=WAIT)
     return question
 
@@ -275,23 +274,23 @@ def reply_in_thread(page: Any, text: str) -> None:
 
 
 def test_a_typed_reply_answers_the_deploy_approval_as_docs_playground_shows(page: Any, dev: DevServer) -> None:
-    """docs/playground.md's reply example: "the second one" under `deploy`'s question is Reject, and the run goes on."""
+    """docs/playground.md's reply example: "the second one" under `deploy`'s approval is Reject, and the run goes
+    on to record it; "approve" under another run's approval records the deployment."""
     from playwright.sync_api import expect
 
     thread = page.get_by_test_id("thread-pane")
-    question = start_ticket(page, "api v1.4.2 to staging", agent="deploy")
+    question = start_ticket(page, "api v1.4.2 to staging", agent="deploy", has="button-parley_open_form")
     ts = question.get_attribute("data-ts")
-    expect(question).to_contain_text("Approve deployment of api v1.4.2 to staging?")
+    expect(question).to_contain_text("Deploy api v1.4.2 to staging")
     reply_in_thread(page, "the second one")
 
     locked = thread.locator(f'[data-testid="message"][data-ts="{ts}"]')
-    expect(locked).to_contain_text("Answered by @alice", timeout=WAIT)
-    expect(locked).to_contain_text("Reject")
-    expect(thread.get_by_test_id("message").filter(has_text="asking again")).to_be_visible(timeout=WAIT)
-    asked_again = thread.get_by_test_id("message").filter(has_text="please give one or approve")
-    expect(asked_again.get_by_test_id("input-block").first).to_be_visible(timeout=WAIT)
+    expect(locked).to_contain_text("Rejected by @alice", timeout=WAIT)
+    rejected = thread.get_by_test_id("message").filter(has_text="Done: Deployment")
+    expect(rejected).to_contain_text("Deployment of api v1.4.2 to staging rejected", timeout=WAIT)
 
+    start_ticket(page, "api v1.4.3 to staging", agent="deploy", has="button-parley_open_form")
     reply_in_thread(page, "approve")
-    done = thread.get_by_test_id("message").filter(has_text="approved and recorded")
-    expect(done).to_contain_text("Deployment of api v1.4.2 to staging approved and recorded.", timeout=WAIT)
-    expect(thread.get_by_test_id("ephemeral")).to_have_count(0)
+    done = page.get_by_test_id("thread-pane").get_by_test_id("message").filter(has_text="approved and recorded")
+    expect(done).to_contain_text("api v1.4.3 to staging with 3 replicas approved and recorded", timeout=WAIT)
+    expect(page.get_by_test_id("ephemeral")).to_have_count(0)

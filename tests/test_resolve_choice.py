@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workers.agents.deploy import approval_request
 from workers.agents.ticket import details_request
 from workers.interaction import ChoiceError, Item, Option, Request, reply_answers, reply_item, resolve_choice
+from workers.interaction.approval import DECISION_ID, approval_request
 
 pytestmark = pytest.mark.unit
 
@@ -216,10 +216,13 @@ def _select(item_id: str, *, required: bool = True, default: str | None = None) 
 
 
 def test_the_one_required_choice_is_what_a_reply_answers() -> None:
-    deploy = approval_request({"service": "api", "version": "v1", "target": "staging"}, 1)
-    assert reply_item(deploy) is deploy.items[0]
-    assert [(a.id, a.value) for a in reply_answers(deploy, deploy.items[0], "the second one")] == [
-        ("decision", "reject")
+    facts = {"service": "api", "version": "v1", "target": "staging", "replicas": 3}
+    deploy = approval_request("Deploy api", facts, editable=["replicas"])  # replicas pre-filled: answered as is
+    decision = deploy.item(DECISION_ID)
+    assert decision is not None and reply_item(deploy) is decision
+    assert [(a.id, a.value) for a in reply_answers(deploy, decision, "the second one")] == [
+        (DECISION_ID, "reject"),
+        ("replicas", 3),
     ]
     alone = Request(reason="r", items=[_select("only", required=False)])
     assert reply_item(alone) is alone.items[0]

@@ -87,7 +87,8 @@ def test_edits_and_bots_messages_never_answer_but_the_next_broadcast_does(bot: B
 
 
 def test_a_reply_answers_deploys_one_required_choice_and_the_run_goes_on(bot: Bot) -> None:
-    """`deploy` asks a required Decision and an optional Reason: "the second one" is Reject."""
+    """`deploy`'s approval has one required Decision (the replicas pre-filled) and an optional Reason:
+    "the second one" is Reject, and the run goes on to record it; "approve" records the deployment."""
     paused = bot.paused("deploy")
     reply = thread_reply_event(
         user="U0BOB", channel=CHANNEL, text="the second one", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
@@ -95,18 +96,19 @@ def test_a_reply_answers_deploys_one_required_choice_and_the_run_goes_on(bot: Bo
     assert bot.event(reply).status == 200
     interrupt = bot.runtime.store.interrupt(paused.interrupt.id)
     assert interrupt is not None and interrupt.state is InterruptState.ANSWERED
-    assert answers_of(interrupt) == {"decision": "reject"}
-    work(bot.runtime)  # a rejection without a reason is asked again: the run went on to its next question
-    again = bot.runtime.store.get(paused.run.id)
-    assert again.status is RunStatus.PAUSED and again.interrupt != paused.interrupt.id
-    assert any("A rejection needs a reason" in m.get("text", "") for m in bot.ws.thread(CHANNEL, paused.root_ts))
+    assert answers_of(interrupt) == {"_decision": "reject", "replicas": 3}
+    work(bot.runtime)
+    rejected = bot.runtime.store.get(paused.run.id)
+    assert rejected.status is RunStatus.SUCCEEDED and "rejected" in rejected.result
 
+    second = bot.paused("deploy")
     approve = thread_reply_event(
-        user="U0BOB", channel=CHANNEL, text="approve", ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+        user="U0BOB", channel=CHANNEL, text="approve", ts=bot.ws.next_ts(), thread_ts=second.root_ts
     )
     assert bot.event(approve).status == 200
     work(bot.runtime)
-    assert bot.runtime.store.get(paused.run.id).status is RunStatus.SUCCEEDED
+    approved = bot.runtime.store.get(second.run.id)
+    assert approved.status is RunStatus.SUCCEEDED and "approved and recorded" in approved.result
     assert bot.ws.calls("chat.postEphemeral") == []
 
 

@@ -78,14 +78,19 @@ which validation reads from the text (`from_text`) and refuses by label when it 
 def reply_item(request: Request) -> Item | None:
     """The one item a typed reply can answer, or None when the question needs its form.
 
-    That is the question's only required item (its only item when none is required), when
-    its type is one a reply can answer (`REPLY_TYPES`). The other, optional, items are left
-    as Submit would leave them untouched: `reply_answers` gives them their defaults.
+    That is the question's only required item with no default (a required item pre-filled with
+    its default is answered as Submit would leave it; with none such, its only required item,
+    or its only item), when its type is one a reply can answer (`REPLY_TYPES`). The other items
+    are left as Submit would leave them untouched: `reply_answers` gives them their defaults.
     A question holding a secret is never answered by a reply: the text may be the secret.
     """
     if request.has_secret:
         return None
-    required = [i for i in request.items if i.required] or request.items
+    required = (
+        [i for i in request.items if i.required and i.default is None]
+        or [i for i in request.items if i.required]
+        or request.items
+    )
     if len(required) != 1 or required[0].type not in REPLY_TYPES:
         return None
     if required[0].type is not ItemType.SELECT and not required[0].required:
