@@ -34,6 +34,7 @@ from bench.agents import AGENT, three_item_request
 from bench.bare import BARE_QUEUE
 from bench.m_ack import load
 from bench.measurement import Config, Result, Row
+from bench.processes import group_cpu_seconds
 from bench.redis_db import flush
 from bench.seed import Seeded, SubmitClicks, seed_paused
 from bench.stack import Poster, Stack
@@ -225,8 +226,8 @@ def _resume_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
 class OpenPolls:
     """`n` long-polls held open on `parley serve` from one asyncio thread, each re-opened when it returns."""
 
-    def __init__(self, api: Api, ids: list[str]) -> None:
-        self.api, self.ids = api, ids
+    def __init__(self, api: Api, ids: list[str], server_pgid: int | None = None) -> None:
+        self.api, self.ids, self.server_pgid = api, ids, server_pgid
         self.stop = threading.Event()
         self.opened = 0
         self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
@@ -255,11 +256,29 @@ class OpenPolls:
         while self.opened < len(self.ids) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(2.0)  # every request is sent; let the server finish opening them (auth, reads) before timing
+        if self.server_pgid is not None:
+            settle(self.server_pgid)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(10)
+
+
+def settle(pgid: int, busy: float = 0.1, window: float = 0.25, most: float = 15.0) -> None:
+    """Wait (at most `most` s) until the server uses under `busy` of a core over `window` s.
+
+    Opening 200 long-polls is about a thousand short reads on the server's threads; on a loaded
+    machine they can outlast the fixed 2 s above and be timed as the acks' tail.
+    """
+    deadline = time.monotonic() + most
+    before = group_cpu_seconds(pgid)
+    while time.monotonic() < deadline:
+        time.sleep(window)
+        now = group_cpu_seconds(pgid)
+        if now - before < busy * window:
+            return
+        before = now
 
 
 def _ack_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
@@ -287,7 +306,7 @@ def _ack_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
     for rnd in range(cfg.rounds):
         for side in ("open", "none") if rnd % 2 == 0 else ("none", "open"):
             if side == "open":
-                with OpenPolls(api, waiting):
+                with OpenPolls(api, waiting, stack.serve_pgid):
                     lat, _, bad = load(stack.serve_port, take(per_round), 16)
                 with_polls.add_round(lat)
             else:

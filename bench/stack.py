@@ -55,6 +55,7 @@ class Stack:
         self.slack_tls = slack_tls
         self.certificate: Path | None = None  # the stand-in's, with `slack_tls`, once the servers start
         self.serve_port = 0
+        self.serve_pgid: int | None = None  # `parley serve`'s process group (its own session)
         self.bare_port = 0
         self._n = 0
         self.keep_logs = False
@@ -118,6 +119,7 @@ class Stack:
         wait_until(lambda: http_ok(f"{self.standin_url}/bench/ping"), 20, "the Web API stand-in", standin)
         self.serve_port, self.bare_port = free_port(), free_port()
         serve = self._start("parley-serve", python_argv("-m", "parley.cli", "serve", "--port", str(self.serve_port)))
+        self.serve_pgid = serve.pid
         bare = self._start("bare-bolt", python_argv("-m", "bench.bare", str(self.bare_port)))
         wait_until(lambda: http_ok(f"http://127.0.0.1:{self.serve_port}/healthz"), 30, "parley serve", serve)
         wait_until(lambda: http_ok(f"http://127.0.0.1:{self.bare_port}/healthz"), 30, "the bare app", bare)
