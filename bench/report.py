@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,19 +128,29 @@ def plot(path: Path, rows: list[Row], detail: dict[str, Any], title: str) -> Non
     plt.close(fig)
 
 
+def can_plot() -> bool:
+    """Whether matplotlib, which draws the plot, is installed."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def write_results(
     out: Path, rows: list[Row], details: dict[str, Any], meta: dict[str, Any], *, copy_as: str | None
 ) -> list[Path]:
     """Write `latest.{json,md,png}` into `out`, and a copy named `copy_as` (`quick`, `full`) when given.
 
     `out` is the only directory written: `--out` keeps a run away from the tracked results.
+    Without matplotlib (the `dev` extra) the plot is skipped, saying so in one line.
     Returns the files written.
     """
     out.mkdir(parents=True, exist_ok=True)
     latest = [out / f"latest.{ext}" for ext in ("json", "md", "png")]
     dump_json(latest[0], {"meta": meta, "rows": [r.as_dict() for r in rows], "detail": details})
     latest[1].write_text(markdown(rows, meta))
-    plot(latest[2], rows, details, f"Parley vs. its baselines ({meta['mode']}, {meta['when']})")
+    if can_plot():
+        plot(latest[2], rows, details, f"Parley vs. its baselines ({meta['mode']}, {meta['when']})")
+    else:
+        print("no plot: matplotlib is not installed (pip install -e '.[dev]')", file=sys.stderr)
+        latest = latest[:2]
     if copy_as is None:
         return latest
     copies = [path.with_name(f"{copy_as}{path.suffix}") for path in latest]
