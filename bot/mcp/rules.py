@@ -1,0 +1,194 @@
+"""The rules file of `parley mcp gateway` and `approve_tool_use`: which tool calls go, which stop, which ask.
+
+One YAML file names the upstream MCP servers (for the gateway), where approvals are asked
+(`channel`, `assignees`, `expires_in`) and an ordered list of rules; the first rule whose
+`tools` glob matches a tool's name decides. A tool no rule matches is asked about: an
+approval gate fails closed. `${NAME}` in any string is replaced from the environment given
+to `load_config` (read once, at the entry point); a name that is not set is an error, never
+an empty string, so a missing token is not sent upstream as "Bearer ".
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from workers.exceptions import ParleyError
+from workers.questions.models import CHANNEL_PATTERN
+
+REDACTED = "••••"
+MAX_EXPIRES_IN = 90 * 24 * 3600
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class RulesError(ParleyError, ValueError):
+    """The rules file cannot be read or says something that cannot be done; nothing is served."""
+
+
+class Action(StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+
+class Rule(BaseModel):
+    """One line of `rules`: a glob over tool names and what to do with a call that matches."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tools: str = Field(min_length=1)
+    action: Action
+    reason: str | None = Field(default=None, max_length=500)
+    redact: tuple[str, ...] = ()
+    allow_standing: bool = False
+
+    def matches(self, tool_name: str) -> bool:
+        return fnmatch.fnmatchcase(tool_name, self.tools)
+
+
+ASK_BY_DEFAULT = Rule(tools="*", action=Action.ASK)
+
+
+class Upstream(BaseModel):
+    """An upstream MCP server: a command run over stdio, or a streamable HTTP URL with headers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: tuple[str, ...] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> Upstream:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of `command` (stdio) or `url` (streamable HTTP)")
+        if self.command is not None and not self.command:
+            raise ValueError("`command` is empty")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("`url` must start with http:// or https://")
+        return self
+
+
+class RulesConfig(BaseModel):
+    """The whole file. `upstreams` is empty for `approve_tool_use`, which proxies nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    upstreams: dict[str, Upstream] = Field(default_factory=dict)
+    channel: str | None = Field(default=None, pattern=CHANNEL_PATTERN)
+    assignees: tuple[str, ...] = ()
+    expires_in: int = Field(default=900, ge=60, le=MAX_EXPIRES_IN)
+    rules: tuple[Rule, ...] = ()
+
+    @field_validator("upstreams")
+    @classmethod
+    def _names(cls, upstreams: dict[str, Upstream]) -> dict[str, Upstream]:
+        for name in upstreams:
+            if not _NAME.match(name):
+                raise ValueError(f"upstream name {name!r} must be 1-64 letters, digits, '_' or '-'")
+        return upstreams
+
+    def rule_for(self, tool_name: str) -> Rule:
+        """The first rule matching `tool_name`, or asking when none does."""
+        return next((rule for rule in self.rules if rule.matches(tool_name)), ASK_BY_DEFAULT)
+
+
+def expand(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
+    """`value` with every `${NAME}` in its strings replaced from `environ`."""
+    if isinstance(value, str):
+
+        def one(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in environ:
+                raise RulesError(f"{where or 'the file'}: ${{{name}}} is not set in the environment")
+            return environ[name]
+
+        return _VARIABLE.sub(one, value)
+    if isinstance(value, dict):
+        return {key: expand(item, environ, f"{where}.{key}" if where else str(key)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand(item, environ, f"{where}[{index}]") for index, item in enumerate(value)]
+    return value
+
+
+def parse_config(text: str, environ: Mapping[str, str], source: str = "the rules file") -> RulesConfig:
+    """The rules in `text` (YAML), `${NAME}`s expanded from `environ`; `RulesError` names what is wrong."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RulesError(f"{source} is not valid YAML: {exc}") from exc
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise RulesError(f"{source} must be a mapping with `rules` (and `upstreams` for the gateway)")
+    try:
+        return RulesConfig.model_validate(expand(raw, environ))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'top level'}: {error['msg']}" for error in exc.errors()
+        )
+        raise RulesError(f"{source}: {problems}") from exc
+
+
+def load_config(path: str | Path, environ: Mapping[str, str]) -> RulesConfig:
+    """The rules file at `path`; see `parse_config`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RulesError(f"cannot read the rules file {str(path)!r}: {exc.strerror or exc}") from exc
+    return parse_config(text, environ, source=str(path))
+
+
+def path_matches(path: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
+    """Whether an argument path (`("auth", "token")`) matches one of `patterns` (`"auth.*"`), segment by segment.
+
+    A bare name (`"token"`) matches only a top-level argument, so redacting one field never hides
+    a same-named field deeper down by surprise; `"*.token"` reaches one level down.
+    """
+    for pattern in patterns:
+        parts = pattern.split(".")
+        if len(parts) == len(path) and all(fnmatch.fnmatchcase(p, q) for p, q in zip(path, parts, strict=True)):
+            return True
+    return False
+
+
+def redacted(arguments: Mapping[str, Any], patterns: tuple[str, ...]) -> dict[str, Any]:
+    """A copy of `arguments` in which every value at a path matching `patterns` shows as `REDACTED`."""
+
+    def walk(value: Any, path: tuple[str, ...]) -> Any:
+        if path and path_matches(path, patterns):
+            return REDACTED
+        if isinstance(value, Mapping):
+            return {str(key): walk(item, (*path, str(key))) for key, item in value.items()}
+        return copy.deepcopy(value)
+
+    return dict(walk(dict(arguments), ()))
+
+
+def with_redacted_restored(
+    original: Mapping[str, Any], edited: Mapping[str, Any], patterns: tuple[str, ...]
+) -> dict[str, Any]:
+    """`edited` with every redacted path put back to its value in `original`: redacted values are never editable."""
+
+    def walk(before: Any, after: Any, path: tuple[str, ...]) -> Any:
+        if path and path_matches(path, patterns):
+            return copy.deepcopy(before)
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            merged = {str(key): walk(before.get(key), item, (*path, str(key))) for key, item in after.items()}
+            for key, item in before.items():  # a redacted value the edit dropped comes back too
+                if path_matches((*path, str(key)), patterns) and str(key) not in merged:
+                    merged[str(key)] = copy.deepcopy(item)
+            return merged
+        return copy.deepcopy(after)
+
+    return dict(walk(dict(original), dict(edited), ()))

@@ -1,0 +1,84 @@
+"""The rules file shared by `parley mcp gateway` and `approve_tool_use`."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.mcp.rules import REDACTED, Action, RulesError, load_config, parse_config, redacted, with_redacted_restored
+
+pytestmark = pytest.mark.unit
+
+EXAMPLE = """
+upstreams:
+  files: {command: ["python", "-m", "my_files_server"]}
+  tickets: {url: "https://tickets.internal/mcp", headers: {Authorization: "Bearer ${TICKETS_TOKEN}"}}
+channel: C0123
+assignees: [U024BE7LH, S0OPS]
+expires_in: 900
+rules:
+  - {tools: "files.read_*", action: allow}
+  - {tools: "files.delete_*", action: deny, reason: "deleting is never allowed here"}
+  - {tools: "tickets.*", action: ask, redact: ["token", "auth.*"], allow_standing: true}
+  - {tools: "*", action: ask}
+"""
+
+
+def test_the_issue_example_parses_and_the_first_matching_rule_decides() -> None:
+    config = parse_config(EXAMPLE, {"TICKETS_TOKEN": "t0k"})
+    assert config.upstreams["tickets"].headers == {"Authorization": "Bearer t0k"}
+    assert config.upstreams["files"].command == ("python", "-m", "my_files_server")
+    assert config.rule_for("files.read_text").action is Action.ALLOW
+    deny = config.rule_for("files.delete_tree")
+    assert (deny.action, deny.reason) == (Action.DENY, "deleting is never allowed here")
+    ask = config.rule_for("tickets.create")
+    assert ask.action is Action.ASK and ask.allow_standing and ask.redact == ("token", "auth.*")
+    assert config.rule_for("files.write_text").action is Action.ASK
+
+
+def test_no_rule_means_ask() -> None:
+    assert parse_config("rules: []", {}).rule_for("anything").action is Action.ASK
+    assert parse_config("", {}).rule_for("anything").action is Action.ASK
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (EXAMPLE, "${TICKETS_TOKEN} is not set"),
+        ("rules: [{tools: '*', action: maybe}]", "rules.0.action"),
+        ("upstreams: {x: {command: [a], url: 'http://h'}}", "exactly one of"),
+        ("upstreams: {'a b': {command: [a]}}", "upstream name"),
+        ("expires_in: 10", "expires_in"),
+        ("channel: general", "channel"),
+        ("- a list", "must be a mapping"),
+        ("rules: [", "not valid YAML"),
+        ("rule: []", "rule"),
+    ],
+)
+def test_a_bad_file_is_refused_naming_the_problem(text: str, problem: str) -> None:
+    with pytest.raises(RulesError, match=problem.replace("$", r"\$").replace("{", r"\{").replace("}", r"\}")):
+        parse_config(text, {})
+
+
+def test_a_missing_file_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RulesError, match="cannot read the rules file"):
+        load_config(tmp_path / "nope.yml", {})
+
+
+def test_redaction_hides_matching_paths_and_edits_never_change_them() -> None:
+    args = {"title": "Refund", "token": "s3cret", "auth": {"user": "bo", "key": "k"}, "nested": {"token": "keep"}}
+    shown = redacted(args, ("token", "auth.*"))
+    assert shown == {
+        "title": "Refund",
+        "token": REDACTED,
+        "auth": {"user": REDACTED, "key": REDACTED},
+        "nested": {"token": "keep"},
+    }
+    assert args["token"] == "s3cret"  # the original is untouched
+    edited = {"title": "Refund 2", "token": "forged", "auth": {"user": REDACTED}, "nested": {"token": "changed"}}
+    restored = with_redacted_restored(args, edited, ("token", "auth.*"))
+    assert restored == {
+        "title": "Refund 2",
+        "token": "s3cret",
+        "auth": {"user": "bo", "key": "k"},
+        "nested": {"token": "changed"},
+    }
