@@ -1,0 +1,117 @@
+"""Pydantic AI agents for the adapter's tests, on a `FunctionModel` written for them (no network).
+
+`PARLEY_AGENTS=pai_agents` (tests on PYTHONPATH) registers them in worker processes. The model,
+every execution and every tool run are counted in files (`tests/effect_counters.py`), so a test
+reads "called once" from outside every process, a SIGKILLed one's included. Each run's text
+starts with its parameters as JSON (`{"hang_on_resume": true} tag`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from effect_counters import bump
+from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import ExternalToolset
+
+from workers import AgentRun, agent
+from workers.integrations.pydantic_ai import run_agent
+
+PROPOSED = {"pay-alice": {"to": "alice", "amount": 5}, "pay-bob": {"to": "bob", "amount": 7}}
+"""The two payments the model proposes at once, by tool call id."""
+
+
+def params(text: str) -> dict[str, Any]:
+    text = text.strip()
+    if not text.startswith("{"):
+        return {}
+    obj, _ = json.JSONDecoder().raw_decode(text)
+    return dict(obj)
+
+
+def payments_path(data_dir: Path, run_id: str) -> Path:
+    return data_dir / "pai-payments" / f"{run_id}.jsonl"
+
+
+def payments(data_dir: Path, run_id: str) -> list[dict[str, Any]]:
+    """What `pay` did for `run_id`, in order: one line per run of the tool."""
+    path = payments_path(data_dir, run_id)
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+def payer(run: AgentRun, fail_after_tools: bool = False) -> Agent[AgentRun, str | DeferredToolRequests]:
+    """Proposes two payments at once, each needing approval, then reports what each tool call returned.
+
+    With `fail_after_tools`, its first call after the tools ran fails, as an unreachable model does.
+    """
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        bump(run.data_dir, run.run_id, "model")
+        returns = tool_returns(messages)
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("pay", args, tool_call_id=cid) for cid, args in PROPOSED.items()])
+        if fail_after_tools and bump(run.data_dir, run.run_id, "failed") == 1:
+            raise ConnectionError("the model is unreachable")
+        return ModelResponse(parts=[TextPart("; ".join(f"{p.tool_call_id}: {p.content}" for p in returns))])
+
+    payer_agent: Agent[AgentRun, str | DeferredToolRequests] = Agent(
+        FunctionModel(model), deps_type=AgentRun, output_type=[str, DeferredToolRequests]
+    )
+
+    @payer_agent.tool(requires_approval=True)
+    def pay(ctx: RunContext[AgentRun], to: str, amount: int) -> str:
+        """Pay someone."""
+        bump(ctx.deps.data_dir, ctx.deps.run_id, f"pay.{to}")
+        path = payments_path(ctx.deps.data_dir, ctx.deps.run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as fh:
+            fh.write(json.dumps({"to": to, "amount": amount}) + "\n")
+        return f"paid {amount} to {to}"
+
+    return payer_agent
+
+
+@agent("t-pai-pay", description="A Pydantic AI agent proposing two payments that need approval")
+def pay_agent(run: AgentRun, text: str) -> str:
+    executions = bump(run.data_dir, run.run_id, "exec")
+    if params(text).get("hang_on_resume") and executions == 2:
+        bump(run.data_dir, run.run_id, "hung")
+        time.sleep(120)  # killed here, after the answers and before the agent resumes
+    return str(run_agent(run, payer(run, bool(params(text).get("fail_after_tools"))), "pay alice and bob", deps=run))
+
+
+ADDRESS = ToolDefinition(
+    name="shipping_address",
+    description="Where to ship the order",
+    parameters_json_schema={
+        "type": "object",
+        "properties": {"street": {"type": "string"}, "city": {"type": "string"}, "express": {"type": "boolean"}},
+        "required": ["street", "city", "express"],
+    },
+)
+
+
+@agent("t-pai-external", description="A Pydantic AI agent with an external tool a person completes")
+def external_agent(run: AgentRun, text: str) -> str:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        bump(run.data_dir, run.run_id, "model")
+        returns = tool_returns(messages)
+        if not returns:
+            args = {"street": "1 Main St", "city": "Springfield", "express": False}
+            return ModelResponse(parts=[ToolCallPart("shipping_address", args, tool_call_id="addr")])
+        return ModelResponse(parts=[TextPart(f"shipping to {returns[0].content}")])
+
+    shop: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(model), output_type=[str, DeferredToolRequests], toolsets=[ExternalToolset([ADDRESS])]
+    )
+    return str(run_agent(run, shop, "ship my order"))
