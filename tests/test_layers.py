@@ -59,6 +59,21 @@ def test_port_imports_only_stdlib_and_pydantic(path: Path) -> None:
         pytest.fail(f"{path.relative_to(ROOT)} imports {module}")
 
 
+AGENT_LAYER = ("workers/agents", "workers/integrations")
+"""Agents and the framework adapters they run on: typed against `AgentRun`, never the runtime behind it."""
+BELOW_AGENTS = ("workers.runtime", "workers.store", "workers.questions", "bot", "parley")
+
+
+@pytest.mark.parametrize(
+    "path", [p for package in AGENT_LAYER for p in files(package)], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_agents_and_integrations_reach_the_runtime_only_through_agent_run(path: Path) -> None:
+    bad = {m for m in imports(path) if m.startswith(BELOW_AGENTS)}
+    if "workers/integrations" in path.as_posix():
+        bad |= {m for m in imports(path) if m.startswith("workers.agents")}  # adapters serve agents, not the reverse
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
 def test_rule_checker_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("from bot.slack import blocks\nimport redis\n")

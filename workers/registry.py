@@ -14,8 +14,11 @@ BUILTIN_MODULES = (
     "workers.agents.deploy",
     "workers.agents.assistant",
     "workers.agents.release",
+    "workers.agents.pai_invoice",
     "workers.questions.agent",
 )
+OPTIONAL_FRAMEWORKS = frozenset({"pydantic_ai"})
+"""The packages optional extras install: a shipped agent needing one that is not installed is left out."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,8 @@ def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            if module in BUILTIN_MODULES and exc.name == module:
+            missing = (exc.name or "").split(".")[0]
+            if module in BUILTIN_MODULES and (exc.name == module or missing in OPTIONAL_FRAMEWORKS):
                 continue
             raise ConfigError(f"PARLEY_AGENTS: cannot import {module!r}: {exc}") from exc
     return REGISTRY
