@@ -15,6 +15,7 @@ from typing import Any
 
 from effect_counters import bump
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
@@ -115,3 +116,13 @@ def external_agent(run: AgentRun, text: str) -> str:
         FunctionModel(model), output_type=[str, DeferredToolRequests], toolsets=[ExternalToolset([ADDRESS])]
     )
     return str(run_agent(run, shop, "ship my order"))
+
+
+@agent("t-pai-refused", description="A Pydantic AI agent whose model refuses the request")
+def refused_agent(run: AgentRun, text: str) -> str:
+    bump(run.data_dir, run.run_id, "exec")
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ModelHTTPError(401, "standin-model", {"error": {"message": "bad key"}})
+
+    return str(run_agent(run, Agent(FunctionModel(model)), "hello"))

@@ -113,3 +113,13 @@ def test_a_run_retried_after_its_tools_ran_repeats_no_tool_and_no_model_call_it_
     assert count(tmp_path, run_id, "exec") == 3
     assert (count(tmp_path, run_id, "pay.alice"), count(tmp_path, run_id, "pay.bob")) == (1, 1)
     assert count(tmp_path, run_id, "model") == 3  # the first turn once; the failed call, then its retry
+
+
+def test_a_model_refusing_the_request_fails_the_run_at_once(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path, retry_delays=(0.0, 0.0))
+    run_id = start(rt, "t-pai-refused", {})
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.FAILED
+    assert count(tmp_path, run_id, "exec") == 1  # not retried
+    assert "the model refused the request (HTTP 401, model standin-model)" in (record.error or "")

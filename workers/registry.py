@@ -87,8 +87,7 @@ def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            missing = (exc.name or "").split(".")[0]
-            if module in BUILTIN_MODULES and (exc.name == module or missing in OPTIONAL_FRAMEWORKS):
+            if module in BUILTIN_MODULES and (exc.name == module or exc.name in OPTIONAL_FRAMEWORKS):
                 continue
             raise ConfigError(f"PARLEY_AGENTS: cannot import {module!r}: {exc}") from exc
     return REGISTRY

@@ -13,6 +13,9 @@ Deferred calls are asked all at once, so the run parks once and resumes once:
   reason, which the model reads;
 - an external call is a form the model fills in and a person completes: the tool's parameters are
   the items, the model's args their defaults, and the answers the tool's result.
+
+A model that refuses the request (a bad key, an unknown model) or an agent set up wrong fails the
+run at once (`AgentError`); a network failure or a 5xx is an ordinary error, so the run is retried.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ModelHTTPError, UserError
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionToolset
@@ -47,6 +51,8 @@ NO_REASON = "A person rejected this call and gave no reason."
 EDITABLE = "parley_editable"
 """A tool's metadata key naming the args an approver may edit (`metadata={EDITABLE: ["amount"]}`); all by default."""
 
+_RETRYABLE = {408, 409, 425, 429}
+"""Client errors a later attempt may not meet; any other refusal fails the run at once."""
 _RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 _DEFERRED: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 
@@ -191,14 +197,21 @@ def _segment(
     deps: Any,
 ) -> dict[str, Any]:
     """One run of the agent, up to an output or deferred calls, as the step records it; `live` gets the output."""
-    result = agent.run_sync(
-        prompt if history is None else None,
-        output_type=output_type,
-        message_history=history,
-        deferred_tool_results=results,
-        deps=deps,
-        capabilities=[_Journal(run, prefix)],
-    )
+    try:
+        result = agent.run_sync(
+            prompt if history is None else None,
+            output_type=output_type,
+            message_history=history,
+            deferred_tool_results=results,
+            deps=deps,
+            capabilities=[_Journal(run, prefix)],
+        )
+    except UserError as exc:  # the agent is set up wrong: a retry cannot help
+        raise AgentError(f"the Pydantic AI agent cannot run: {exc}") from exc
+    except ModelHTTPError as exc:
+        if exc.status_code < 500 and exc.status_code not in _RETRYABLE:
+            raise AgentError(f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})") from exc
+        raise
     live.append(result.output)
     deferred = result.output if isinstance(result.output, DeferredToolRequests) else None
     return {
