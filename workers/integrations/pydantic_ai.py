@@ -37,7 +37,7 @@ from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionTools
 from pydantic_core import to_jsonable_python
 
 from workers.agent_run import AgentRun
-from workers.exceptions import AgentError
+from workers.exceptions import AgentError, ParleyError
 from workers.interaction import Item, ItemType, Request
 from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.schema_items import readable, schema_items
@@ -57,7 +57,7 @@ _RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 _DEFERRED: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 
 
-class _Absent(Exception):
+class _Absent(ParleyError):
     """Raised inside `run.step` to read a step without running anything: nothing is recorded."""
 
 
