@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult
 from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload, view_submission_payload
-from slack_stack import SlackStack
+from slack_stack import SlackStack, free_port
 from test_mcp_system import CHANNEL, TRANSPORTS, click_submit, over_http, posted, questions, result_of
 
 from parley.client import Parley
@@ -317,3 +317,32 @@ def test_an_event_id_of_another_session_replays_nothing(stack: SlackStack, token
     finally:
         other.close()
     assert answer_of(raw.resume(priming["id"], 3), 3)["status"] == "waiting"
+
+
+def test_several_server_processes_serve_mcp_stateless(stack: SlackStack, token: Token) -> None:
+    """`parley serve --workers 2`: a session would live in one process only, so `/mcp` keeps none there and
+    any process answers any request (a dropped stream is not resumed)."""
+    port = free_port()
+    stack.spawn_serve("serve-mcp-2", port, "--workers", "2")
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    stack.wait_for("the two-process server", healthy, timeout=30)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL,
+            "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+    headers = {"Accept": "application/json, text/event-stream", **token.auth}
+    for _ in range(3):
+        with httpx.Client(timeout=15) as fresh:  # a new connection each: spread over the processes
+            opened = fresh.post(f"{url}/mcp", json=init, headers=headers)
+        assert opened.status_code == 200 and "mcp-session-id" not in opened.headers
+        assert "retry:" not in opened.text  # no priming event: nothing is kept to resume from
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}}
+    with httpx.Client(timeout=15) as fresh:
+        answered = fresh.post(f"{url}/mcp", json=call, headers={**headers, "MCP-Protocol-Version": PROTOCOL})
+    [event] = [e for e in sse(iter(answered.text.splitlines())) if e.get("data")]
+    assert json.loads(event["data"])["error"]["code"] == INVALID_PARAMS
