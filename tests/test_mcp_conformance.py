@@ -20,10 +20,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import httpx
+import httpx2
 import jsonschema
 import pytest
 from api_support import Token, approval, create_token
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult
 from slack_forms import button_action, find_element
@@ -48,9 +50,19 @@ def token(stack: SlackStack) -> Token:
     return create_token(stack, "mcp-conformance")
 
 
-@pytest.fixture(params=list(TRANSPORTS))
+def over_http_legacy(stack: SlackStack, token: Token) -> Client:
+    """The SDK's client with the initialize handshake (2025-11-25), as today's hosts connect: a session,
+    where the default client speaks the 2026 protocol (a request stands alone)."""
+    http = httpx2.AsyncClient(headers=token.auth, timeout=httpx2.Timeout(30, read=90))
+    return Client(streamable_http_client(f"http://127.0.0.1:{stack.port}/mcp", http_client=http), mode="legacy")
+
+
+CONNECTS = {**TRANSPORTS, "http-legacy": over_http_legacy}
+
+
+@pytest.fixture(params=list(CONNECTS))
 def connect(request: pytest.FixtureRequest, stack: SlackStack, token: Token) -> Callable[[], Client]:
-    return lambda: TRANSPORTS[request.param](stack, token)
+    return lambda: CONNECTS[request.param](stack, token)
 
 
 def topic() -> str:
@@ -175,12 +187,17 @@ def test_expired_and_cancelled_results_validate(stack: SlackStack, token: Token)
 
 
 # ---- serverInfo.version and unknown tools --------------------------------------------------
-def test_server_info_version_is_the_installed_version(connect: Callable[[], Client]) -> None:
-    async def scenario() -> str | None:
+def test_server_info_version_is_the_installed_version(
+    connect: Callable[[], Client], request: pytest.FixtureRequest
+) -> None:
+    async def scenario() -> tuple[str | None, str | None]:
         async with connect() as client:
-            return client.server_info.version if client.server_info else None
+            return (client.server_info.version if client.server_info else None), client.protocol_version
 
-    assert anyio.run(scenario) == version("parley-slack") != ""
+    served, protocol = anyio.run(scenario)
+    assert served == version("parley-slack") != ""
+    if request.node.callspec.params["connect"] == "http-legacy":
+        assert protocol == PROTOCOL  # the handshake era's latest: a session, with resumable streams
 
 
 def test_an_unknown_tool_is_invalid_params_and_bad_arguments_stay_tool_errors(
