@@ -25,7 +25,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from bot.mcp.outputs import OutputCheck, declare
 from bot.mcp.tools import (
@@ -105,8 +105,8 @@ class Tools:
                 result = await self.get_answer(caller, args)
             elif params.name == REQUEST_APPROVAL:
                 result = await self.request_approval(caller, args)
-            else:  # listed in TOOLS without a branch here: a bug, not the caller's mistake
-                raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name!r}")
+            else:  # listed in TOOLS without a branch here: the server's bug, not the caller's mistake
+                raise MCPError(code=INTERNAL_ERROR, message=f"tool {params.name!r} is listed but not served")
         except ToolInputError as exc:
             return _error(str(exc))
         except QuestionError as exc:
