@@ -3,7 +3,9 @@
 Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
 a thread pool of its own), `/healthz`, `/metrics`, the HTTP API under `/api/v1` (async) and
 MCP over streamable HTTP at `/mcp`, on one port; with `--metrics-port N`, `/metrics` is served
-on a listener of its own instead, and the public port answers 404 for it.
+on a listener of its own instead, and the public port answers 404 for it. One process keeps
+MCP sessions, whose streams resume from Redis; `--workers N` serves `/mcp` stateless, since a
+session lives in the process that opened it (`bot.mcp.http`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from bot.app import create_app
 from bot.asgi import make_asgi
 from bot.deps import BotDeps
+from bot.mcp.events import RedisEventStore
 from bot.mcp.http import mcp_route
 from bot.mcp.rebinding import LOOPBACK_HOSTS, default_hosts, is_loopback, transport_security
 from bot.slack.channel_names import SlackChannelNames
@@ -37,6 +40,7 @@ from workers.questions import QuestionService
 from workers.runtime.host import InteractorRouter
 from workers.store import connection
 from workers.store.closings import Closings
+from workers.store.event_logs import EventLogs
 
 log = Log("parley.serve")
 SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
@@ -95,10 +99,11 @@ def async_redis(settings: Settings, client: redis.Redis) -> aioredis.Redis:
     return aioredis.Redis(unix_socket_path=client.connection_pool.connection_kwargs["path"])
 
 
-def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True) -> Any:
+def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, mcp_sessions: bool = True) -> Any:
     """The whole HTTP app of one `parley serve` process (a factory: uvicorn calls it per process).
 
-    `public_metrics`: `/metrics` on this app's port; off when `--metrics-port` serves them apart."""
+    `public_metrics`: `/metrics` on this app's port; off when `--metrics-port` serves them apart.
+    `mcp_sessions`: `/mcp` keeps sessions with resumable streams; off for `--workers N`, where it is stateless."""
     from workers import logs
 
     settings = settings or settings_mod.load()
@@ -106,16 +111,24 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True) -
     app, client, deps = build_bot_deps(settings)
     channels = SlackChannelNames(web_clients(settings, client))
     service = QuestionService(deps.runtime, question_config(settings), channels=channels)
-    closings = Closings(async_redis(settings, client))
+    aio = async_redis(settings, client)
+    closings = Closings(aio)
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
-    mcp, mcp_sessions = mcp_route(service, closings, transport_security(hosts, settings.parley_mcp_allowed_origins))
+    security = transport_security(hosts, settings.parley_mcp_allowed_origins)
+    events = RedisEventStore(EventLogs(aio)) if mcp_sessions else None
+    mcp, manager = mcp_route(service, closings, security, events)
     wsgi = make_wsgi(app, client, public_metrics=public_metrics)
-    return make_asgi(wsgi, service, closings, mounts=[mcp], lifespans=[mcp_sessions.run], on_stop=_metrics_stop)
+    return make_asgi(wsgi, service, closings, mounts=[mcp], lifespans=[manager.run], on_stop=_metrics_stop)
+
+
+def bot_asgi_workers() -> Any:
+    """`bot_asgi` for `serve --workers N`: `/mcp` stateless, as any of the N processes may get a request."""
+    return bot_asgi(mcp_sessions=False)
 
 
 def bot_asgi_private_metrics() -> Any:
     """`bot_asgi` for `serve --workers N --metrics-port M`: the metrics are on port M, not on this app's."""
-    return bot_asgi(public_metrics=False)
+    return bot_asgi(public_metrics=False, mcp_sessions=False)
 
 
 def _metrics_stop() -> None:
@@ -176,7 +189,7 @@ def serve(
     app: Any
     if workers > 1:
         build_bot(settings)  # fail fast on bad settings, before starting the processes
-        app = "parley.serve:bot_asgi_private_metrics" if metrics else "parley.serve:bot_asgi"
+        app = "parley.serve:bot_asgi_private_metrics" if metrics else "parley.serve:bot_asgi_workers"
     else:
         app = bot_asgi(settings, public_metrics=metrics is None)
     if metrics:

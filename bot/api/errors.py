@@ -154,7 +154,11 @@ class ProblemOnError:
 class ProblemResponses:
     """ASGI middleware: an error answer that is not problem+json yet (the mcp SDK's 401, 406 or 421, say)
     is sent as problem+json, titled by its status, with what it said as `detail` and, when it was a JSON
-    object (a JSON-RPC error, say), its members kept beside the problem's."""
+    object (a JSON-RPC error, say), its members kept beside the problem's.
+
+    A JSON-RPC error answering a request (one with an `id`: `-32602` for an unknown tool, which MCP's
+    2026 transport sends with status 400) is the protocol's answer to that call, and is sent as it is:
+    clients read it as `application/json`."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -176,11 +180,24 @@ class ProblemResponses:
             elif held is not None and message["type"] == "http.response.body":
                 body += message.get("body", b"")
                 if not message.get("more_body", False):
-                    await _as_problem(held, body)(scope, receive, send)
+                    if _answers_a_request(body):
+                        await send(held)
+                        await send({"type": "http.response.body", "body": body})
+                    else:
+                        await _as_problem(held, body)(scope, receive, send)
                 return
             await send(message)
 
         await self.app(scope, receive, rewriting)
+
+
+def _answers_a_request(body: bytes) -> bool:
+    """Whether `body` is a JSON-RPC error with the id of the request it answers."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("jsonrpc") == "2.0" and "error" in doc and doc.get("id") is not None
 
 
 def _as_problem(start: Message, body: bytes) -> Response:

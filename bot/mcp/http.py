@@ -7,9 +7,15 @@ Each request with a valid token counts against the token's rate limit, as on `/a
 (429 with `Retry-After` over it), and each failed token against its client address. The
 caller of a tool call is the token's own (`Caller.of`, as on `/api/v1`): its questions are
 its owner's, and a workspace-bound token asks and reads in its workspace only.
-The manager is stateless (each POST carries its own call), so any of `parley serve
---workers N` processes can answer any request, and a tool call's wait is that POST's
-response stream: it holds no thread, like the API's long-poll.
+A tool call's wait is its POST's response stream: it holds no thread, like the API's long-poll.
+
+With an event store (`bot.mcp.events`; one `parley serve` process) the transport keeps
+sessions and its streams are resumable: each response stream opens with a priming event
+(an event id and `retry`), its events are kept in Redis, and a client whose stream drops
+while a call waits reconnects with `GET` and `Last-Event-ID` and still receives the result.
+The SDK keeps a session in the memory of the process that opened it, so a session's requests
+must reach that process. Without one (`--workers N`) the manager is stateless (each POST
+carries its own call), so any process answers any request, and a dropped stream is not resumed.
 """
 
 from __future__ import annotations
@@ -19,9 +25,15 @@ from dataclasses import replace
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+)
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -31,6 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from bot.api import auth_failures
 from bot.api.app import problem
 from bot.api.errors import ProblemResponses
+from bot.mcp.events import RedisEventStore
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
@@ -39,6 +52,7 @@ from workers.questions.models import TokenScope
 from workers.store.closings import Closings
 
 PATH = "/mcp"
+RETRY_MS = 2000  # the priming event's `retry`: how soon a client reconnects to a dropped stream
 
 
 class TokenAccess(AccessToken):
@@ -115,15 +129,41 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
     return replace(caller, via="mcp")
 
 
+class ResumableSessions(StreamableHTTPSessionManager):
+    """The SDK's stateful session manager, each session's transport given its own view of the event store.
+
+    The SDK names a response stream by its request's id, which each session numbers anew, so one store
+    shared by every session would mix their streams; scoped per session, a `Last-Event-ID` can only
+    replay its own session's events (and the manager already refuses a session to any other token)."""
+
+    def __init__(self, app: Any, events: RedisEventStore, security: TransportSecuritySettings) -> None:
+        super().__init__(app=app, security_settings=security, retry_interval=RETRY_MS)
+        self.events = events
+
+    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        if transport is not None and transport.mcp_session_id is not None:
+            transport._event_store = self.events.for_session(transport.mcp_session_id)
+        return transport
+
+
 def mcp_route(
-    service: QuestionService, closings: Closings, security: TransportSecuritySettings | None = None
+    service: QuestionService,
+    closings: Closings,
+    security: TransportSecuritySettings | None = None,
+    events: RedisEventStore | None = None,
 ) -> tuple[Route, StreamableHTTPSessionManager]:
     """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime.
 
-    `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default."""
+    `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default.
+    `events`: keep sessions and make their streams resumable, with the events in Redis; else stateless."""
     security = security or transport_security(LOOPBACK_HOSTS, ())
     server = build_server(service, closings, token_caller)
-    manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
+    manager: StreamableHTTPSessionManager
+    if events is not None:
+        manager = ResumableSessions(server, events, security)
+    else:
+        manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
     guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))
     app = AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))

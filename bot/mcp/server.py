@@ -7,19 +7,27 @@ schema from `workers.interaction.tools`, extended, and is published as it is.
 Each call is a question-service call on behalf of a `Caller`: the stdio server's own
 origin, or, over HTTP, the bearer token's name. A bad argument, an unknown question or a
 question Slack refuses is a tool error (`is_error`), with the problem in words, so the
-model can correct its call; nothing is asked.
+model can correct its call; nothing is asked. A call to a tool this server does not have is
+a protocol error (JSON-RPC `-32602`, as the MCP spec lists it), not a tool result.
+
+Every tool is declared with its output schema (`bot.mcp.outputs.declare`), and every result
+is checked against it before it is sent. `serverInfo.version` is the installed distribution's.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
+from bot.mcp.outputs import OutputCheck, declare
 from bot.mcp.tools import (
     ASK_HUMAN,
     ASK_HUMAN_DESCRIPTION,
@@ -30,6 +38,7 @@ from bot.mcp.tools import (
     REQUEST_APPROVAL,
     REQUEST_APPROVAL_DESCRIPTION,
     REQUEST_APPROVAL_SCHEMA,
+    RESULT_SCHEMA,
     ToolInputError,
     parse_ask_human,
     parse_get_answer,
@@ -43,6 +52,7 @@ from workers.store.closings import Closings
 
 log = Log("parley.mcp")
 NAME = "parley"
+DISTRIBUTION = "parley-slack"
 INSTRUCTIONS = (
     "Ask people in Slack and wait for their answers: ask_human posts typed questions, request_approval asks "
     "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call."
@@ -50,10 +60,11 @@ INSTRUCTIONS = (
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
 
 TOOLS = [
-    types.Tool(name=ASK_HUMAN, description=ASK_HUMAN_DESCRIPTION, input_schema=ASK_HUMAN_SCHEMA),
-    types.Tool(name=GET_ANSWER, description=GET_ANSWER_DESCRIPTION, input_schema=GET_ANSWER_SCHEMA),
-    types.Tool(name=REQUEST_APPROVAL, description=REQUEST_APPROVAL_DESCRIPTION, input_schema=REQUEST_APPROVAL_SCHEMA),
+    declare(ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_SCHEMA, RESULT_SCHEMA),
+    declare(GET_ANSWER, GET_ANSWER_DESCRIPTION, GET_ANSWER_SCHEMA, RESULT_SCHEMA),
+    declare(REQUEST_APPROVAL, REQUEST_APPROVAL_DESCRIPTION, REQUEST_APPROVAL_SCHEMA, RESULT_SCHEMA),
 ]
+OUTPUTS = OutputCheck(TOOLS)  # a tool declared without an output schema fails here, when the module loads
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -82,6 +93,9 @@ class Tools:
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name not in OUTPUTS:
+            known = ", ".join(t.name for t in TOOLS)
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name!r}; this server has {known}")
         caller = self.caller_of(ctx)
         args = params.arguments or {}
         try:
@@ -91,14 +105,14 @@ class Tools:
                 result = await self.get_answer(caller, args)
             elif params.name == REQUEST_APPROVAL:
                 result = await self.request_approval(caller, args)
-            else:
-                known = f"{ASK_HUMAN}, {GET_ANSWER} and {REQUEST_APPROVAL}"
-                return _error(f"unknown tool {params.name!r}; this server has {known}")
+            else:  # listed in TOOLS without a branch here: the server's bug, not the caller's mistake
+                raise MCPError(code=INTERNAL_ERROR, message=f"tool {params.name!r} is listed but not served")
         except ToolInputError as exc:
             return _error(str(exc))
         except QuestionError as exc:
             log.info("tool refused", tool=params.name, origin=caller.name, error=exc.detail)
             return _error(_question_error(exc))
+        OUTPUTS.check(params.name, result)
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(result))], structured_content=result)
 
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -125,4 +139,10 @@ class Tools:
 def build_server(service: QuestionService, closings: Closings, caller_of: CallerOf) -> Server[Any]:
     """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`)."""
     tools = Tools(service, closings, caller_of)
-    return Server(NAME, instructions=INSTRUCTIONS, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)
+    return Server(
+        NAME,
+        version=version(DISTRIBUTION),
+        instructions=INSTRUCTIONS,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )

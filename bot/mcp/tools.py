@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from workers.exceptions import ParleyError
-from workers.interaction import Request
+from workers.interaction import Decision, Request
 from workers.interaction.tools import (
     ASK_USER_DESCRIPTION,
     ASK_USER_SCHEMA,
@@ -138,6 +138,38 @@ GET_ANSWER_DESCRIPTION = (
     'ask_human: the answers once given, "expired" or "cancelled" when it closed without them, '
     'or {"status": "waiting", "question_id": ...} again.'
 )
+
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+
+RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A question's outcome: `waiting` with its question_id, or how it closed and its answers.",
+    "properties": {
+        "status": {"type": "string", "enum": [s.value for s in QuestionStatus]},
+        "question_id": {"type": "string", "minLength": 1},
+        "answers": {
+            "type": ["object", "null"],
+            "description": "The answers by question id; null when it closed without them.",
+        },
+        "answered_by": {"type": "string"},
+        "answered_at": {"type": "string", "format": "date-time"},
+        "cancelled_by": {"type": "string"},
+        "error": {"type": "string", "description": "Why a `failed` question could not be asked."},
+        "decision": {**Decision.model_json_schema(mode="serialization"), "description": "An approval's decision."},
+        "action": {
+            "type": "string",
+            "enum": list(ELICITATION_ACTIONS),
+            "description": "For a question asked with `requested_schema`: MCP elicitation's outcome.",
+        },
+        "content": {
+            "type": ["object", "null"],
+            "description": "For a question asked with `requested_schema` and accepted: its values.",
+        },
+    },
+    "required": ["status", "question_id"],
+    "additionalProperties": False,
+}
+"""`structuredContent` of ask_human, get_answer and request_approval: what `tool_result` returns."""
 
 
 class ToolInputError(ParleyError, ValueError):

@@ -202,3 +202,10 @@ def webhook_circuit(host: str) -> str:
 def webhook_circuits_open() -> str:
     """Sorted set: hosts whose circuit is open, scored by when it half-opens (for metrics)."""
     return f"{PREFIX}webhook:circuits-open"
+
+
+# ---- MCP over streamable HTTP (bot/mcp/events.py) -------------------------------------------
+def mcp_events(session: str, stream: str) -> str:
+    """Stream with a TTL: the SSE events of one MCP session's response stream (a request's, by its id), as
+    JSON-RPC JSON (empty for a priming event), kept so a client that reconnects with `Last-Event-ID` gets them."""
+    return f"{PREFIX}mcp:events:{session}:{stream}"
