@@ -59,6 +59,23 @@ def test_port_imports_only_stdlib_and_pydantic(path: Path) -> None:
         pytest.fail(f"{path.relative_to(ROOT)} imports {module}")
 
 
+# The adapters of agent frameworks (`workers/integrations/`) are in the agents layer: they use what an
+# agent uses (its run, the port, the errors and logs), never the runtime, the store or a host.
+AGENTS_LAYER_INTERNALS = ("workers.runtime", "workers.store", "workers.questions")
+
+
+@pytest.mark.parametrize("path", files("workers/integrations"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_integrations_are_in_the_agents_layer(path: Path) -> None:
+    bad = {m for m in imports(path) if m.split(".")[0] in ("bot", "parley") or m.startswith(AGENTS_LAYER_INTERNALS)}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_nothing_below_the_agents_layer_imports_the_integrations() -> None:
+    below = [p for pkg in ("workers/interaction", "workers/store", "workers/runtime") for p in files(pkg)]
+    bad = [str(p.relative_to(ROOT)) for p in below if any(m.startswith("workers.integrations") for m in imports(p))]
+    assert bad == []
+
+
 def test_rule_checker_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("from bot.slack import blocks\nimport redis\n")
