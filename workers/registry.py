@@ -14,6 +14,7 @@ BUILTIN_MODULES = (
     "workers.agents.deploy",
     "workers.agents.assistant",
     "workers.agents.release",
+    "workers.agents.oa_cleanup",  # offered where the `openai-agents` extra is installed
     "workers.questions.agent",
 )
 
