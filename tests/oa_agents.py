@@ -9,11 +9,13 @@ each call is counted in a file (`tests/effect_counters.py`) and what it was sent
 `delete_file` and `email_owner` in one reply, both needing approval; once it has their
 results it ends with a text quoting them. Each tool counts its runs (`tool-<name>`); with
 `"gate"` each tool first counts `reached` and waits for that gate file, so a test can kill
-the worker after the answers and before any tool acted.
+the worker after the answers and before any tool acted. `"then": path` adds a second round, one
+more `delete_file`; `"in_loop": true` calls `run_agent` from inside a running event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -56,10 +58,11 @@ def tool_outputs(items: list[dict[str, Any]]) -> dict[str, str]:
 
 
 class ScriptedModel(Model):
-    """The first call asks for `calls`; once every one has a result, it ends quoting them by call id."""
+    """Asks for each round of `rounds` in turn (a round: tool calls made in one reply), the next once
+    every call of the one before has a result; then ends quoting every result by call id."""
 
-    def __init__(self, data_dir: Path, run_id: str, calls: list[ResponseFunctionToolCall]) -> None:
-        self.data_dir, self.run_id, self.calls = data_dir, run_id, calls
+    def __init__(self, data_dir: Path, run_id: str, rounds: list[list[ResponseFunctionToolCall]]) -> None:
+        self.data_dir, self.run_id, self.rounds = data_dir, run_id, rounds
 
     async def get_response(
         self,
@@ -80,8 +83,9 @@ class ScriptedModel(Model):
         with counter_path(self.data_dir, self.run_id, "model-inputs.jsonl").open("a") as f:
             f.write(json.dumps(items, default=str) + "\n")
         done = tool_outputs(items)
-        if not done:
-            output: list[Any] = list(self.calls)
+        pending = next((r for r in self.rounds if any(c.call_id not in done for c in r)), None)
+        if pending is not None:
+            output: list[Any] = list(pending)
         else:
             output = [message("; ".join(f"{call}: {text}" for call, text in sorted(done.items())))]
         usage = Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15)
@@ -130,6 +134,19 @@ def two_tools(run: AgentRun, text: str) -> str:
         tool_call("delete_file", {"path": p.get("path", "old.log")}, "call_delete"),
         tool_call("email_owner", {"address": p.get("address", "owner@example.com")}, "call_email"),
     ]
-    model = ScriptedModel(run.data_dir, run.run_id, calls[: p.get("calls", 2)])
+    rounds = [calls[: p.get("calls", 2)]]
+    if p.get("then"):  # a second round, asked once the first one's results are in
+        rounds.append([tool_call("delete_file", {"path": p["then"]}, "call_then")])
+    model = ScriptedModel(run.data_dir, run.run_id, rounds)
     sdk_agent = Agent(name="cleanup", instructions="Tidy up.", model=model, tools=counted_tools(run, p.get("gate")))
-    return str(run_agent(run, sdk_agent, "tidy up", assignees=p.get("assignees", [])))
+
+    def go() -> Any:
+        return run_agent(run, sdk_agent, "tidy up", assignees=p.get("assignees", []))
+
+    if p.get("in_loop"):  # called from async code: run_agent runs the SDK on a thread of its own
+
+        async def inside() -> Any:
+            return go()
+
+        return str(asyncio.run(inside()))
+    return str(go())

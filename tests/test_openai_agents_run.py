@@ -94,3 +94,38 @@ def test_one_interruption_is_one_approval_and_the_recorded_state_resumes(r: Redi
     assert (count(tmp_path, run_id, "model"), count(tmp_path, run_id, "tool-delete_file")) == (2, 1)
     assert json.dumps(rt.store.journal_get(run_id, "step:oa:2")["v"]["output"]) == json.dumps(record.result)
     assert len(host.questions) == 1
+
+
+def test_a_second_round_of_approvals_parks_again_and_goes_on_from_the_recorded_state(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "oa-two", {"then": "second.log"})
+    work(rt)
+    first = members(rt, run_id)
+    decide(rt, first["oa:1:call_delete"], approve=True)
+    decide(rt, first["oa:1:call_email"], approve=True)
+    work(rt)
+    then = rt.store.interrupt(paused(rt, run_id))  # the resume's reply asked for one more approval
+    assert then is not None and then.key == "oa:2:call_then"
+    assert then.request.approval is not None and then.request.approval.args == {"path": "second.log"}
+    decide(rt, then, approve=False)
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == (
+        "call_delete: deleted old.log; call_email: emailed owner@example.com;"
+        " call_then: A person rejected this call of delete_file, so it did not run."
+    )
+    assert count(tmp_path, run_id, "exec") == 3 and count(tmp_path, run_id, "model") == 3
+    assert count(tmp_path, run_id, "tool-delete_file") == 1 and count(tmp_path, run_id, "tool-email_owner") == 1
+    assert len(host.questions) == 3
+
+
+def test_run_agent_called_inside_a_running_event_loop(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "oa-two", {"calls": 1, "in_loop": True})
+    work(rt)
+    decide(rt, rt.store.interrupt(paused(rt, run_id)), approve=True)
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED and record.result == "call_delete: deleted old.log", record.error
+    assert (count(tmp_path, run_id, "model"), count(tmp_path, run_id, "tool-delete_file")) == (2, 1)
