@@ -14,15 +14,16 @@ from typing import Any
 
 import pytest
 from redis import Redis
-from runtime_helpers import history_events, paused, runtime_and_host, start, work
+from runtime_helpers import RecordingHost, history_events, make_runtime, paused, runtime_and_host, start, work
 
 from bot.slack.blocks_inspect import inspect_view
 from bot.slack.refusals import refusal_text
 from workers import agent
-from workers.interaction import Answer, Item, ItemType, Request
+from workers.interaction import Answer, Item, ItemType, Outcome, Request
 from workers.registry import load_agents
 from workers.runtime import admin
 from workers.runtime.acceptance import AcceptRefused, accept, try_accept
+from workers.runtime.host import PausingRun
 from workers.runtime.queues import EXECUTE
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
@@ -388,3 +389,31 @@ def test_after_an_unconfirmed_answer_other_answers_are_refused_as_answered(r: Re
     assert stored is not None and (stored.answered_by, stored.answers) == ("UA", yes)
     assert len(history_events(rt, run_id, "answered")) == 1
     assert rt.store.get(run_id).status is RunStatus.PAUSED
+
+
+class ParkRecordsHost(RecordingHost):
+    """Leaves where it posted each question to the park that follows, as the Slack host does when
+    nobody but the run's starter is asked (`record_question_message(parked_next=True)`)."""
+
+    def solicit(self, request: Request, run: PausingRun) -> Outcome:
+        if not run.question_message:
+            with self.lock:
+                self.questions.append((run.run_id, run.interrupt_id or ""))
+            run.record_question_message({"channel": "C1", "ts": f"1.{len(self.questions)}"}, parked_next=True)
+        return Outcome(paused=True)
+
+
+def test_ask_all_records_each_message_a_host_left_to_the_park_and_locks_it_after_the_resume(
+    r: Redis, tmp_path: Path
+) -> None:
+    host = ParkRecordsHost()
+    rt = make_runtime(r, tmp_path, host)
+    run_id = start(rt, "t-group-all", {})
+    work(rt)
+    members = _members(rt, run_id)
+    assert sorted(m.message.get("ts", "") for m in members.values()) == ["1.1", "1.2"]
+    _yes(rt, members["a"].id, "UA")
+    _yes(rt, members["b"].id, "UB")
+    work(rt)
+    assert rt.store.get(run_id).result == "a=yes b=yes"
+    assert sorted(host.closed) == [(run_id, "answered"), (run_id, "answered")]  # both locked once

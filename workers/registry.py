@@ -15,6 +15,7 @@ BUILTIN_MODULES = (
     "workers.agents.assistant",
     "workers.agents.release",
     "workers.agents.pai_invoice",
+    "workers.agents.oa_cleanup",  # offered where the `openai-agents` extra is installed
     "workers.questions.agent",
 )
 OPTIONAL_FRAMEWORKS = frozenset({"pydantic_ai"})

@@ -241,6 +241,7 @@ def _wait(
         run._interrupt, run._opened_earlier = m, opened_earlier
         outcome = run.host.solicit(m.request, run)
         if outcome.paused:
+            _keep_message(run, m)
             continue
         answers = m.request.validate_answers(outcome.answers)
         run.durable(
@@ -257,6 +258,15 @@ def _wait(
     run.durable(lambda: store.groups.park(run.run_id, run.epoch, gid), "park")
     run.log.info("paused on questions", group=gid, mode=mode.value, questions=[m.id for m in open_now])
     raise Suspend(run.run_id, gid)
+
+
+def _keep_message(run: Run, member: InterruptRecord) -> None:
+    """Record where the host posted `member`. A host may leave that to the park that follows
+    (`record_question_message(parked_next=True)`), but a group's park records no member's message:
+    without this, a question asked of the run's starter alone would never be locked once answered."""
+    posted = run.interrupt.message if run.interrupt is not None else {}
+    if posted.get("ts") and posted != member.message:
+        run.durable(partial(run._rt.store.set_message, member.id, posted), "record where the question was posted")
 
 
 def _drop_rest(run: Run, members: list[InterruptRecord], winner: InterruptRecord) -> None:
