@@ -14,6 +14,7 @@ BUILTIN_MODULES = (
     "workers.agents.deploy",
     "workers.agents.assistant",
     "workers.agents.release",
+    "workers.agents.lg_refund",  # with the `langgraph` extra
     "workers.questions.agent",
 )
 
@@ -78,13 +79,18 @@ def agent(name: str, *, description: str = "", listed: bool = True, usage: str =
     return register
 
 
+def _optional(missing: str | None) -> bool:
+    """Whether a missing module is another project's: a shipped agent that needs it comes with an extra."""
+    return bool(missing) and str(missing).split(".")[0] not in ("workers", "bot", "parley")
+
+
 def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
     """Import the shipped agents and the modules listed in `PARLEY_AGENTS`."""
     for module in (*BUILTIN_MODULES, *extra_modules):
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            if module in BUILTIN_MODULES and exc.name == module:
-                continue
+            if module in BUILTIN_MODULES and (exc.name == module or _optional(exc.name)):
+                continue  # not shipped, or its extra (`langgraph`, …) is not installed
             raise ConfigError(f"PARLEY_AGENTS: cannot import {module!r}: {exc}") from exc
     return REGISTRY

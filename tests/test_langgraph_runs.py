@@ -1,0 +1,117 @@
+"""`run_graph` in-process: real LangGraph graphs on SQLite checkpointers, a real Redis and an RQ SimpleWorker.
+
+The Slack end to end of the same graphs is tests/test_langgraph_slack.py; here are the refusals,
+the shapes an interrupt is asked by, and the shipped `lg_refund` agent.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import langgraph_agents  # noqa: F401 (registers lg-two and lg-hitl)
+import pytest
+from effect_counters import count
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from redis import Redis
+from runtime_helpers import paused, runtime_and_host, start, work
+
+from workers.integrations.langgraph import GraphNotDurable, durable_checkpointer
+from workers.integrations.langgraph_pauses import plan, questions
+from workers.interaction import Answer, Request
+from workers.interaction.approval import approval_answers
+from workers.registry import load_agents
+from workers.runtime.acceptance import accept
+from workers.runtime.wiring import Runtime
+from workers.store.records import RunStatus
+
+pytestmark = pytest.mark.integration
+
+
+def _graph(checkpointer: Any) -> Any:
+    graph = StateGraph(dict)
+    graph.add_node("n", lambda s: s)
+    graph.add_edge(START, "n")
+    graph.add_edge("n", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def test_a_graph_without_a_durable_checkpointer_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(GraphNotDurable, match="no checkpointer"):
+        durable_checkpointer(_graph(None))
+    with pytest.raises(GraphNotDurable, match=r"InMemorySaver\) keeps checkpoints in memory"):
+        durable_checkpointer(_graph(InMemorySaver()))
+    in_memory = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+    with pytest.raises(GraphNotDurable, match=r"SqliteSaver\) keeps checkpoints in memory"):
+        durable_checkpointer(_graph(in_memory))
+    assert durable_checkpointer(_graph(in_memory), allow_memory=True) is in_memory
+    on_file = SqliteSaver(sqlite3.connect(tmp_path / "g.sqlite", check_same_thread=False))
+    assert durable_checkpointer(_graph(on_file)) is on_file
+
+
+def test_each_interrupt_is_asked_by_its_shape() -> None:
+    request = Request(reason="Pick", items=[{"id": "c", "text": "Colour", "type": "select", "options": ["a", "b"]}])
+    assert plan("i1", request).kind == "request"
+    assert plan("i2", request.model_dump(mode="json")).kind == "request"
+    hitl = {
+        "action_requests": [{"name": "pay", "args": {"amount": 3}, "description": "Pay 3"}],
+        "review_configs": [{"action_name": "pay", "allowed_decisions": ["approve", "reject"]}],
+    }
+    pause = plan("i3", hitl)
+    [q] = questions(pause, "k")
+    assert pause.kind == "hitl" and q.request.approval is not None and q.request.approval.editable == []
+    other = plan("i4", {"what": "name?"})
+    [q] = questions(other, "k")
+    assert other.kind == "text" and '"what": "name?"' in q.request.reason
+
+
+def _members(rt: Runtime, run_id: str) -> dict[str, Any]:
+    group = rt.store.groups.group(paused(rt, run_id))
+    assert group is not None
+    return {m.key: m for m in rt.store.groups.members(group)}
+
+
+def test_two_interrupts_are_one_group_and_the_graph_resumes_once(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "lg-two", "{}")
+    work(rt)
+    members = _members(rt, run_id)
+    assert len(members) == 2 and len(host.questions) == 2
+    refund, email = (members[k] for k in sorted(members))
+    assert refund.request.approval.action == "refund" and email.request.approval.action == "email"
+    edited = [Answer(id="amount", number=25)]
+    accept(rt, refund.id, "U1", approval_answers(refund.request, edited, approve=True))
+    accept(rt, email.id, "U1", approval_answers(email.request, [], approve=False, reason="not yet"))
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == (
+        'model call 2 saw: email rejected: not yet | refund ran with {"amount": 25, "order": "A-1"}'
+    )
+    counts = {n: count(tmp_path, run_id, n) for n in ("exec", "model", "ran-refund", "ran-email", "after-tools")}
+    assert counts == {"exec": 2, "model": 2, "ran-refund": 1, "ran-email": 0, "after-tools": 1}
+
+
+def test_lg_refund_records_the_approved_amount_in_the_ledger(r: Redis, tmp_path: Path) -> None:
+    load_agents()
+    rt, _ = runtime_and_host(r, tmp_path)
+    requests = tmp_path / "refunds" / "requests"
+    requests.mkdir(parents=True)
+    (requests / "A-1001.json").write_text(json.dumps({"customer": "Ann", "amount": 120.5, "reason": "damaged"}))
+    run_id = start(rt, "lg_refund", "A-1001")
+    work(rt)
+    question = rt.store.interrupt(paused(rt, run_id))
+    assert question is not None and question.request.approval is not None
+    assert question.request.reason == "Refund order A-1001 for Ann: damaged"
+    accept(rt, question.id, "U1", approval_answers(question.request, [Answer(id="amount", number=99.5)], approve=True))
+    work(rt)
+    assert rt.store.get(run_id).result == "Refunded 99.5 to Ann for A-1001 (amount edited)."
+    [entry] = [json.loads(line) for line in (tmp_path / "refunds" / "ledger.jsonl").read_text().splitlines()]
+    assert entry == {"run_id": run_id, "order": "A-1001", "customer": "Ann", "amount": 99.5}
+    missing = start(rt, "lg_refund", "B-2")
+    work(rt)
+    assert rt.store.get(missing).result == "No refund request for B-2 (looked for B-2.json)."
