@@ -109,7 +109,7 @@ def test_lg_refund_records_the_approved_amount_in_the_ledger(r: Redis, tmp_path:
     assert question.request.reason == "Refund order A-1001 for Ann: damaged"
     accept(rt, question.id, "U1", approval_answers(question.request, [Answer(id="amount", number=99.5)], approve=True))
     work(rt)
-    assert rt.store.get(run_id).result == "Refunded 99.5 to Ann for A-1001 (amount edited)."
+    assert rt.store.get(run_id).result == "Refunded 99.50 to Ann for A-1001 (amount edited)."
     [entry] = [json.loads(line) for line in (tmp_path / "refunds" / "ledger.jsonl").read_text().splitlines()]
     assert entry == {"run_id": run_id, "order": "A-1001", "customer": "Ann", "amount": 99.5}
     missing = start(rt, "lg_refund", "B-2")

@@ -81,7 +81,7 @@ def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
             fcntl.flock(f, fcntl.LOCK_EX)
             f.write(json.dumps(entry) + "\n")
         edited = " (amount edited)" if decision["type"] == "edit" else ""
-        return {"outcome": f"Refunded {amount} to {req['customer']} for {state['order']}{edited}."}
+        return {"outcome": f"Refunded {amount:.2f} to {req['customer']} for {state['order']}{edited}."}
 
     graph = StateGraph(Refund)
     graph.add_node("load", load)
