@@ -59,6 +59,22 @@ def test_port_imports_only_stdlib_and_pydantic(path: Path) -> None:
         pytest.fail(f"{path.relative_to(ROOT)} imports {module}")
 
 
+# The agents layer's adapters run a framework's agent on the `run` an agent gets: no store, runtime or host.
+BELOW_THE_AGENTS = ("workers.store", "workers.runtime", "workers.questions", "bot", "parley")
+
+
+@pytest.mark.parametrize("path", files("workers/integrations"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_integrations_stay_in_the_agents_layer(path: Path) -> None:
+    bad = {m for m in imports(path) if any(m == b or m.startswith(f"{b}.") for b in BELOW_THE_AGENTS)}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_nothing_outside_the_agents_layer_imports_the_integrations() -> None:
+    importers = [p for p in files("workers") if "integrations" not in p.parts and p.parent.name != "agents"]
+    bad = [str(p.relative_to(ROOT)) for p in importers if any(m.startswith("workers.integrations") for m in imports(p))]
+    assert not bad, f"{bad} import workers.integrations"
+
+
 def test_rule_checker_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("from bot.slack import blocks\nimport redis\n")
