@@ -142,7 +142,7 @@ def _by_name(m: ToolMessage) -> str:
     return str(m.name)
 
 
-def hitl_agent_graph(run: AgentRun, checkpointer: Any) -> Any:
+def hitl_agent_graph(run: AgentRun, checkpointer: Any, mode: str = "batched") -> Any:
     data, rid = run.data_dir, run.run_id
 
     def lookup_order(order: str) -> str:
@@ -173,6 +173,7 @@ def hitl_agent_graph(run: AgentRun, checkpointer: Any) -> Any:
             "ask_customer": {"allowed_decisions": ["respond"]},
         },
         edit_notice=None,
+        interrupt_mode=mode,
     )
     return create_agent(
         ScriptedModel(data_dir=str(data), run_id=rid),
@@ -185,6 +186,7 @@ def hitl_agent_graph(run: AgentRun, checkpointer: Any) -> Any:
 @agent("lg-hitl", description="A LangChain agent whose HumanInTheLoopMiddleware review is asked in Slack")
 def hitl(run: AgentRun, text: str) -> str:
     bump(run.data_dir, run.run_id, "exec")
+    mode = params(text).get("mode", "batched")
     with _saver(run) as saver:
-        out = run_graph(run, hitl_agent_graph(run, saver), {"messages": [{"role": "user", "content": text}]})
+        out = run_graph(run, hitl_agent_graph(run, saver, mode), {"messages": [{"role": "user", "content": text}]})
     return str(out["messages"][-1].content)

@@ -20,6 +20,8 @@ from langgraph.graph import END, START, StateGraph
 from redis import Redis
 from runtime_helpers import paused, runtime_and_host, start, work
 
+from workers import registry
+from workers.exceptions import ConfigError
 from workers.integrations.langgraph import GraphNotDurable, durable_checkpointer
 from workers.integrations.langgraph_pauses import plan, questions
 from workers.interaction import Answer, Request
@@ -115,3 +117,47 @@ def test_lg_refund_records_the_approved_amount_in_the_ledger(r: Redis, tmp_path:
     missing = start(rt, "lg_refund", "B-2")
     work(rt)
     assert rt.store.get(missing).result == "No refund request for B-2 (looked for B-2.json)."
+
+
+def test_per_call_reviews_are_one_group_each_resumed_with_its_own_decision(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "lg-hitl", {"mode": "per_call"})
+    work(rt)
+    by_tool = {}
+    for member in _members(rt, run_id).values():
+        approval = member.request.approval
+        by_tool[approval.action if approval else "ask_customer"] = member
+    assert sorted(by_tool) == ["ask_customer", "close_account", "issue_refund", "lookup_order"]
+    assert by_tool["lookup_order"].request.approval.editable == []  # its response schema allows no edit
+
+    def approve(tool: str, given: list[Answer], yes: bool, reason: str | None = None) -> None:
+        q = by_tool[tool]
+        accept(rt, q.id, "U1", approval_answers(q.request, given, approve=yes, reason=reason))
+
+    approve("lookup_order", [], True)
+    approve("issue_refund", [Answer(id="amount", number=60)], True)
+    approve("close_account", [], False, "she is staying")
+    accept(rt, by_tool["ask_customer"].id, "U1", [Answer(id="answer", free_text="Yes, keep it")])
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == (
+        "ask_customer: Yes, keep it"
+        " | close_account: User rejected the tool call for `close_account` with reason: she is staying"
+        " | issue_refund: refunded 60 on A-7 | lookup_order: order A-7 found"
+    )
+    ran = {t: count(tmp_path, run_id, f"ran-{t}") for t in by_tool}
+    assert ran == {"lookup_order": 1, "issue_refund": 1, "close_account": 0, "ask_customer": 0}
+    assert count(tmp_path, run_id, "model") == 2
+
+
+def test_a_shipped_agent_whose_extra_is_missing_is_skipped_but_a_listed_module_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "needs_extra.py").write_text("import parley_no_such_framework\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "BUILTIN_MODULES", (*registry.BUILTIN_MODULES, "needs_extra"))
+    assert "lg_refund" in load_agents().names()  # skipped quietly as a shipped agent
+    monkeypatch.setattr(registry, "BUILTIN_MODULES", registry.BUILTIN_MODULES[:-1])
+    with pytest.raises(ConfigError, match="cannot import 'needs_extra'"):
+        load_agents(["needs_extra"])

@@ -117,7 +117,8 @@ def _call(graph: Pregel, saver: BaseCheckpointSaver[Any], config: Any, given: An
 
 def _outcome(saver: BaseCheckpointSaver[Any], out: GraphOutput[Any]) -> dict[str, Any]:
     if out.interrupts:
-        return {"interrupts": [plan(i.id, i.value).model_dump(mode="json") for i in out.interrupts]}
+        planned = [plan(i.id, i.value, getattr(i, "response_schema", None)) for i in out.interrupts]
+        return {"interrupts": [p.model_dump(mode="json") for p in planned]}
     try:
         json.dumps(out.value)
         return {"json": out.value}

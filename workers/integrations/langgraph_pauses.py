@@ -9,6 +9,8 @@ Each interrupt's value is read by its shape (`plan`):
   Edit… is `edit` (the edited args as `edited_action`), Reject is `reject` with its reason as the
   message; an action allowing only `respond` is a free-text question whose answer is the `respond`
   message, and a Reject's reason is one too where `respond` is allowed and `reject` is not;
+- its per-call form (`ToolApprovalRequest`: `type` "tool_approval", one tool call, the decisions
+  allowed in the interrupt's `response_schema`): asked the same way, resumed with the one decision;
 - anything else: a free-text question showing the value, resumed with the text.
 
 A pause is planned when the graph stops and recorded as JSON with the run's step, so a replay
@@ -45,7 +47,7 @@ class Action(BaseModel):
     name: str
     args: dict[str, Any]
     description: str = ""
-    allowed: list[Literal["approve", "edit", "reject", "respond"]]
+    allowed: list[str]  # among DECISIONS
 
     @property
     def respond_only(self) -> bool:
@@ -58,7 +60,7 @@ class Pause(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    kind: Literal["request", "hitl", "text"]
+    kind: Literal["request", "hitl", "tool_approval", "text"]
     request: dict[str, Any] | None = None
     actions: list[Action] = []
     shown: str = ""
@@ -75,8 +77,8 @@ class Question(BaseModel):
     action: Action | None = None
 
 
-def plan(interrupt_id: str, value: Any) -> Pause:
-    """The pause for an interrupt's `value`, by its shape."""
+def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
+    """The pause for an interrupt's `value` (answered as `response_schema` says, if given), by its shape."""
     if isinstance(value, Request):
         return Pause(id=interrupt_id, kind="request", request=value.model_dump(mode="json"))
     if isinstance(value, dict):
@@ -84,6 +86,10 @@ def plan(interrupt_id: str, value: Any) -> Pause:
             actions = _hitl_actions(value)
             if actions is not None:
                 return Pause(id=interrupt_id, kind="hitl", actions=actions)
+        elif value.get("type") == "tool_approval":
+            action = _tool_approval(value, response_schema)
+            if action is not None:
+                return Pause(id=interrupt_id, kind="tool_approval", actions=[action])
         else:
             try:
                 request = Request.model_validate(value)
@@ -117,6 +123,24 @@ def _hitl_actions(value: dict[str, Any]) -> list[Action] | None:
         if not allowed:
             return None
     return actions
+
+
+def _tool_approval(value: dict[str, Any], schema: Any) -> Action | None:
+    """The one action of a per-call review; its decisions are the `type`s its response schema takes."""
+    allowed: list[str] = ["approve", "edit", "reject", "respond"]
+    if isinstance(schema, dict):
+        mapping = (schema.get("discriminator") or {}).get("mapping")
+        const = ((schema.get("properties") or {}).get("type") or {}).get("const")
+        allowed = list(mapping) if isinstance(mapping, dict) else [const] if isinstance(const, str) else allowed
+    try:
+        return Action(
+            name=value["name"],
+            args=value["args"],
+            description=value.get("description") or "",
+            allowed=[d for d in allowed if d in DECISIONS],
+        )
+    except (KeyError, ValidationError):
+        return None
 
 
 def _shown(value: Any) -> str:
@@ -156,7 +180,8 @@ def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers
     if pause.kind == "text":
         got = answers[asked[0].key]
         return got.get(ANSWER_ID) if isinstance(got, dict) else None
-    return {"decisions": [hitl_decision(q, answers[q.key]) for q in asked]}
+    decisions = [hitl_decision(q, answers[q.key]) for q in asked]
+    return decisions[0] if pause.kind == "tool_approval" else {"decisions": decisions}
 
 
 def hitl_decision(question: Question, answer: Answers | Decision) -> dict[str, Any]:
