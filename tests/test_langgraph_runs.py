@@ -115,8 +115,13 @@ def test_lg_refund_records_the_approved_amount_in_the_ledger(r: Redis, tmp_path:
     [entry] = [json.loads(line) for line in (tmp_path / "refunds" / "ledger.jsonl").read_text().splitlines()]
     assert entry == {"run_id": run_id, "order": "A-1001", "customer": "Ann", "amount": 99.5}
     missing = start(rt, "lg_refund", "B-2")
+    (requests / "C-3.json").write_text(json.dumps({"customer": "Bo", "amount": -5}))
+    bad = start(rt, "lg_refund", "C-3")
     work(rt)
     assert rt.store.get(missing).result == "No refund request for B-2 (looked for B-2.json)."
+    refused = "The refund request C-3.json cannot be used: amount: Input should be greater than 0."
+    assert rt.store.get(bad).result == refused
+    assert len((tmp_path / "refunds" / "ledger.jsonl").read_text().splitlines()) == 1
 
 
 def test_per_call_reviews_are_one_group_each_resumed_with_its_own_decision(r: Redis, tmp_path: Path) -> None:

@@ -19,11 +19,22 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workers import AgentRun, agent
 from workers.integrations.langgraph import run_graph
 
 _ORDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+class RefundRequest(BaseModel):
+    """A refund request file: who is refunded, how much, and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    customer: str = Field(min_length=1, max_length=200)
+    amount: float = Field(gt=0, le=1_000_000)
+    reason: str = Field(default="no reason given", max_length=1000)
 
 
 class Refund(TypedDict, total=False):
@@ -51,7 +62,12 @@ def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
         path = requests_dir(data_dir) / f"{state['order']}.json"
         if not path.is_file():
             return {"outcome": f"No refund request for {state['order']} (looked for {path.name})."}
-        return {"request": json.loads(path.read_text())}
+        try:
+            request = RefundRequest.model_validate_json(path.read_text())
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in exc.errors())
+            return {"outcome": f"The refund request {path.name} cannot be used: {problems}."}
+        return {"request": request.model_dump()}
 
     def review(state: Refund) -> Refund:
         req = state["request"]
