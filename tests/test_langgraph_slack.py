@@ -125,6 +125,12 @@ def test_a_worker_killed_while_the_graph_resumes_loses_nothing_and_repeats_nothi
         "ran-email": 1,
         "after-tools": 2,  # the node the worker died in, then once more
     }
+    taken_over = [
+        line
+        for line in (stack.data_dir / "worker-after-kill.log").read_text().splitlines()
+        if run.run_id in line and "graph call goes on from its last checkpoint" in line
+    ]
+    assert len(taken_over) == 1, stack.logs()  # from the checkpoint the killed call wrote, not a second resume
 
 
 def test_a_hitl_middleware_review_round_trips_all_four_decisions(stack: SlackStack) -> None:

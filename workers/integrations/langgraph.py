@@ -64,13 +64,11 @@ def run_graph(
     for n in range(MAX_CALLS):
         key = f"{prefix}:{n}"
         marked = {**config, "metadata": {RUN_MARK: run.run_id, CALL_MARK: n}}
-        outcome = run.step(key, lambda: _call(graph, saver, marked, given, run.run_id, n))  # noqa: B023 (called at once)
+        outcome = run.step(key, lambda: _call(graph, saver, marked, given, said.bind(call=n)))  # noqa: B023 (called at once)
         if "interrupts" not in outcome:
-            said.info("graph finished", calls=n + 1)
             return _decoded(saver, outcome)
         pauses = [Pause.model_validate(p) for p in outcome["interrupts"]]
         asked = {p.id: questions(p, f"{key}:{i}") for i, p in enumerate(pauses)}
-        said.info("graph interrupted", call=n, interrupts=[p.id for p in pauses])
         answers = _ask(run, [q for qs in asked.values() for q in qs])
         given = Command(resume={p.id: resume_value(p, asked[p.id], answers) for p in pauses})
     raise GraphError(f"the graph was still interrupting after {MAX_CALLS} rounds of answers")
@@ -103,15 +101,22 @@ def _in_memory(saver: BaseCheckpointSaver[Any]) -> bool:
     return False
 
 
-def _call(graph: Pregel, saver: BaseCheckpointSaver[Any], config: Any, given: Any, run_id: str, n: int) -> Any:
-    """Call `n` into the graph, or what is left of it when an earlier execution started it; JSON."""
+def _call(graph: Pregel, saver: BaseCheckpointSaver[Any], config: Any, given: Any, said: Log) -> Any:
+    """One call into the graph (`config` marks its checkpoints), or what is left of it when an
+    execution that stopped had started it; its outcome as JSON."""
     latest = graph.get_state(config)
-    mark = latest.metadata or {}
-    if mark.get(RUN_MARK) == run_id and mark.get(CALL_MARK) == n:  # this call started in an execution that stopped
+    mark, ours = latest.metadata or {}, config["metadata"]
+    if mark.get(RUN_MARK) == ours[RUN_MARK] and mark.get(CALL_MARK) == ours[CALL_MARK]:  # this call's checkpoint
         if latest.interrupts:
+            said.info("graph call found stopped at its interrupts", graph_step=mark.get("step"))
             return _outcome(saver, GraphOutput(value=latest.values, interrupts=latest.interrupts))
-        given = None  # go on from its last checkpoint (an ended graph returns its output, running nothing)
+        said.info("graph call goes on from its last checkpoint", graph_step=mark.get("step"))
+        given = None  # an ended graph returns its output, running nothing
     out = graph.invoke(given, config, durability="sync", version="v2")
+    if out.interrupts:
+        said.info("graph interrupted", interrupts=[i.id for i in out.interrupts])
+    else:
+        said.info("graph ended")
     return _outcome(saver, out)
 
 
