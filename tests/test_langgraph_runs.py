@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import langgraph_agents  # noqa: F401 (registers lg-two and lg-hitl)
 import pytest
@@ -17,15 +17,17 @@ from effect_counters import count
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
 from redis import Redis
 from runtime_helpers import paused, runtime_and_host, start, work
 
 from workers import registry
 from workers.exceptions import ConfigError
-from workers.integrations.langgraph import GraphNotDurable, durable_checkpointer
+from workers.integrations.langgraph import CALL_MARK, RUN_MARK, GraphNotDurable, _call, durable_checkpointer
 from workers.integrations.langgraph_pauses import plan, questions
 from workers.interaction import Answer, Request
 from workers.interaction.approval import approval_answers
+from workers.logs import Log
 from workers.registry import load_agents
 from workers.runtime.acceptance import accept
 from workers.runtime.wiring import Runtime
@@ -166,3 +168,44 @@ def test_a_shipped_agent_whose_extra_is_missing_is_skipped_but_a_listed_module_i
     monkeypatch.setattr(registry, "BUILTIN_MODULES", registry.BUILTIN_MODULES[:-1])
     with pytest.raises(ConfigError, match="cannot import 'needs_extra'"):
         load_agents(["needs_extra"])
+
+
+def test_a_call_whose_step_was_never_recorded_is_taken_up_not_made_again(tmp_path: Path) -> None:
+    """A worker that dies after the graph stopped but before its step was recorded: the replay
+    finds the call's own checkpoint and returns what it returned, running no node."""
+    entered: list[str] = []
+
+    class Greeting(TypedDict, total=False):
+        name: str
+        greeting: str
+
+    def ask(state: Greeting) -> Greeting:
+        entered.append("ask")
+        return {"name": interrupt("Whom should I greet?")}
+
+    def greet(state: Greeting) -> Greeting:
+        entered.append("greet")
+        return {"greeting": f"Hello, {state['name']}!"}
+
+    graph = StateGraph(Greeting)
+    graph.add_node("ask", ask)
+    graph.add_node("greet", greet)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", "greet")
+    graph.add_edge("greet", END)
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "g.sqlite", check_same_thread=False))
+    compiled, said = graph.compile(checkpointer=saver), Log("test")
+
+    def config(n: int) -> dict[str, Any]:
+        return {"configurable": {"thread_id": "t"}, "metadata": {RUN_MARK: "r1", CALL_MARK: n}}
+
+    first = _call(compiled, saver, config(0), {}, said)
+    assert _call(compiled, saver, config(0), {}, said) == first and entered == ["ask"]
+    [pause] = first["interrupts"]
+    assert pause["kind"] == "text" and pause["shown"] == "Whom should I greet?"
+    resume = Command(resume={pause["id"]: "Ada"})
+    ended = _call(compiled, saver, config(1), resume, said)
+    assert (
+        _call(compiled, saver, config(1), resume, said) == ended == {"json": {"name": "Ada", "greeting": "Hello, Ada!"}}
+    )
+    assert entered == ["ask", "ask", "greet"]  # LangGraph enters the interrupted node once more, to resume it
