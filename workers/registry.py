@@ -16,9 +16,10 @@ BUILTIN_MODULES = (
     "workers.agents.release",
     "workers.agents.pai_invoice",
     "workers.agents.oa_cleanup",  # offered where the `openai-agents` extra is installed
+    "workers.agents.lg_refund",  # with the `langgraph` extra
     "workers.questions.agent",
 )
-OPTIONAL_FRAMEWORKS = frozenset({"pydantic_ai"})
+OPTIONAL_FRAMEWORKS = frozenset({"pydantic_ai", "agents", "langgraph", "langchain", "temporalio"})
 """The packages optional extras install: a shipped agent needing one that is not installed is left out."""
 
 
@@ -88,7 +89,7 @@ def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            if module in BUILTIN_MODULES and (exc.name == module or exc.name in OPTIONAL_FRAMEWORKS):
+            if module in BUILTIN_MODULES and (exc.name == module or str(exc.name).split(".")[0] in OPTIONAL_FRAMEWORKS):
                 continue
             raise ConfigError(f"PARLEY_AGENTS: cannot import {module!r}: {exc}") from exc
     return REGISTRY

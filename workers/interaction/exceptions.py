@@ -27,6 +27,7 @@ class ParleyError(Exception):
         ├── UnknownAgent
         ├── AgentError                        a run that cannot go on; no retry would fix it
         │   ├── SecretKeyMissing, SecretUnreadable, NotSerializable, NotInstalled
+        │   ├── GraphNotDurable, GraphError   a LangGraph graph run_graph cannot run (workers.integrations)
         │   └── LLMRejected
         ├── AdminError                        an admin operation refused
         ├── AcceptRefused                     an answer not accepted (workers.runtime.acceptance)

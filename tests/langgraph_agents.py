@@ -1,0 +1,192 @@
+"""LangGraph agents the Slack end-to-end tests start (`PARLEY_AGENTS=slack_agents,langgraph_agents`).
+
+Each graph runs LangGraph's real code on a SQLite checkpointer in the data directory, with a
+model written for the test: `ScriptedModel` proposes tool calls on its first turn and sums up the
+tool results on the next, deciding from the conversation alone, so a fresh process continues it.
+Every model call, node entry and tool effect is counted in files (`tests/effect_counters.py`),
+so "ran once" is read from outside the killed and the living workers alike.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import time
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from effect_counters import bump
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send, interrupt
+from slack_agents import params
+
+from workers import AgentRun, agent
+from workers.integrations.langgraph import run_graph
+
+
+def _gate(path: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gate {path} never opened")
+        time.sleep(0.05)
+
+
+def _saver(run: AgentRun) -> Any:
+    return SqliteSaver.from_conn_string(str(run.data_dir / "langgraph-tests.sqlite"))
+
+
+# ---- two tools needing approval, each interrupting in its own branch -----------------------------
+class Turns(TypedDict, total=False):
+    calls: list[dict[str, Any]]
+    results: Annotated[list[str], operator.add]
+    answer: str
+
+
+PROPOSED = [
+    {"name": "refund", "args": {"order": "A-1", "amount": 40}},
+    {"name": "email", "args": {"to": "ann@example.com", "subject": "Your refund"}},
+]
+
+
+def two_tools_graph(run: AgentRun, checkpointer: Any, gate: str | None) -> Any:
+    data, rid = run.data_dir, run.run_id
+
+    def model(state: Turns) -> Turns:
+        n = bump(data, rid, "model")
+        if not state.get("results"):
+            return {"calls": PROPOSED}
+        return {"answer": f"model call {n} saw: " + " | ".join(sorted(state["results"]))}
+
+    def fan_out(state: Turns) -> Any:
+        return [Send("tool", call) for call in state["calls"]] if "answer" not in state else END
+
+    def tool(call: dict[str, Any]) -> Turns:
+        bump(data, rid, f"enter-{call['name']}")
+        review = {
+            "action_requests": [{**call, "description": f"Run {call['name']}"}],
+            "review_configs": [{"action_name": call["name"], "allowed_decisions": ["approve", "edit", "reject"]}],
+        }
+        decision = interrupt(review)["decisions"][0]
+        if decision["type"] == "reject":
+            return {"results": [f"{call['name']} rejected: {decision.get('message', '')}"]}
+        args = decision["edited_action"]["args"] if decision["type"] == "edit" else call["args"]
+        bump(data, rid, f"ran-{call['name']}")
+        with (data / "counters" / f"{rid}.args-{call['name']}").open("w") as f:
+            f.write(json.dumps(args))
+        return {"results": [f"{call['name']} ran with {json.dumps(args, sort_keys=True)}"]}
+
+    def after_tools(state: Turns) -> Turns:
+        bump(data, rid, "after-tools")
+        if gate:
+            _gate(data / "gates" / gate)
+        return {}
+
+    graph = StateGraph(Turns)
+    graph.add_node("model", model)
+    graph.add_node("tool", tool)
+    graph.add_node("after_tools", after_tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", fan_out, ["tool", END])
+    graph.add_edge("tool", "after_tools")
+    graph.add_edge("after_tools", "model")
+    return graph.compile(checkpointer=checkpointer)
+
+
+@agent("lg-two", description="A graph whose two tool calls each need an approval, asked at once")
+def two_tools(run: AgentRun, text: str) -> str:
+    bump(run.data_dir, run.run_id, "exec")
+    p = params(text)
+    with _saver(run) as saver:
+        out = run_graph(run, two_tools_graph(run, saver, p.get("gate")), {"results": []})
+    return str(out["answer"])
+
+
+# ---- LangChain's HumanInTheLoopMiddleware, all four decisions in one review -------------------
+class ScriptedModel(BaseChatModel):
+    """Calls four tools on its first turn; then reports what each tool message said."""
+
+    data_dir: str
+    run_id: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        bump(Path(self.data_dir), self.run_id, "model")
+        said = [m for m in messages if isinstance(m, ToolMessage)]
+        if not said:
+            calls = [
+                {"name": "lookup_order", "args": {"order": "A-7"}, "id": "call_lookup"},
+                {"name": "issue_refund", "args": {"order": "A-7", "amount": 90}, "id": "call_refund"},
+                {"name": "close_account", "args": {"customer": "ann"}, "id": "call_close"},
+                {"name": "ask_customer", "args": {"question": "Keep the newsletter?"}, "id": "call_ask"},
+            ]
+            message = AIMessage(content="", tool_calls=calls)
+        else:
+            message = AIMessage(content=" | ".join(f"{m.name}: {m.content}" for m in sorted(said, key=_by_name)))
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _by_name(m: ToolMessage) -> str:
+    return str(m.name)
+
+
+def hitl_agent_graph(run: AgentRun, checkpointer: Any, mode: str = "batched") -> Any:
+    data, rid = run.data_dir, run.run_id
+
+    def lookup_order(order: str) -> str:
+        """Look an order up."""
+        bump(data, rid, "ran-lookup_order")
+        return f"order {order} found"
+
+    def issue_refund(order: str, amount: int) -> str:
+        """Refund an order."""
+        bump(data, rid, "ran-issue_refund")
+        return f"refunded {amount} on {order}"
+
+    def close_account(customer: str) -> str:
+        """Close a customer's account."""
+        bump(data, rid, "ran-close_account")
+        return f"closed {customer}"
+
+    def ask_customer(question: str) -> str:
+        """Ask the customer something."""
+        bump(data, rid, "ran-ask_customer")
+        return "no answer"
+
+    review = HumanInTheLoopMiddleware(
+        interrupt_on={
+            "lookup_order": {"allowed_decisions": ["approve", "reject"]},
+            "issue_refund": {"allowed_decisions": ["approve", "edit", "reject"]},
+            "close_account": True,
+            "ask_customer": {"allowed_decisions": ["respond"]},
+        },
+        edit_notice=None,
+        interrupt_mode=mode,
+    )
+    return create_agent(
+        ScriptedModel(data_dir=str(data), run_id=rid),
+        tools=[lookup_order, issue_refund, close_account, ask_customer],
+        middleware=[review],
+        checkpointer=checkpointer,
+    )
+
+
+@agent("lg-hitl", description="A LangChain agent whose HumanInTheLoopMiddleware review is asked in Slack")
+def hitl(run: AgentRun, text: str) -> str:
+    bump(run.data_dir, run.run_id, "exec")
+    mode = params(text).get("mode", "batched")
+    with _saver(run) as saver:
+        out = run_graph(run, hitl_agent_graph(run, saver, mode), {"messages": [{"role": "user", "content": text}]})
+    return str(out["messages"][-1].content)

@@ -1,0 +1,124 @@
+"""`lg_refund`: a LangGraph refund graph whose approval is asked in Slack, run by `run_graph`.
+
+`/parley lg_refund A-1001` reads the refund request `refunds/requests/A-1001.json` in the data
+directory (`{"customer": …, "amount": …, "reason": …}`), asks for an approval of the refund with
+the amount editable (the graph interrupts with LangChain's human-in-the-loop request shape), and
+appends what was approved to the ledger `refunds/ledger.jsonl`. The graph's checkpoints live in
+`langgraph.sqlite` in the data directory; a replay after the answer runs no node again.
+It needs the `langgraph` extra: `pip install 'parley-slack[langgraph]'`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+from pathlib import Path
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workers import AgentRun, agent
+from workers.integrations.langgraph import run_graph
+
+_ORDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+class RefundRequest(BaseModel):
+    """A refund request file: who is refunded, how much, and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    customer: str = Field(min_length=1, max_length=200)
+    amount: float = Field(gt=0, le=1_000_000)
+    reason: str = Field(default="no reason given", max_length=1000)
+
+
+class Refund(TypedDict, total=False):
+    """The graph's state: the order, its request as read, the reviewer's decision, the outcome."""
+
+    run_id: str
+    order: str
+    request: dict[str, Any]
+    decision: dict[str, Any]
+    outcome: str
+
+
+def requests_dir(data_dir: Path) -> Path:
+    return data_dir / "refunds" / "requests"
+
+
+def ledger_path(data_dir: Path) -> Path:
+    return data_dir / "refunds" / "ledger.jsonl"
+
+
+def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
+    """Load the request, ask a person to review it, then record the refund (or why not) in the ledger."""
+
+    def load(state: Refund) -> Refund:
+        path = requests_dir(data_dir) / f"{state['order']}.json"
+        if not path.is_file():
+            return {"outcome": f"No refund request for {state['order']} (looked for {path.name})."}
+        try:
+            request = RefundRequest.model_validate_json(path.read_text())
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in exc.errors())
+            return {"outcome": f"The refund request {path.name} cannot be used: {problems}."}
+        return {"request": request.model_dump()}
+
+    def review(state: Refund) -> Refund:
+        req = state["request"]
+        decision = interrupt(
+            {
+                "action_requests": [
+                    {
+                        "name": "refund",
+                        "args": {"amount": req["amount"]},
+                        "description": f"Refund order {state['order']} for {req['customer']}: {req['reason']}",
+                    }
+                ],
+                "review_configs": [{"action_name": "refund", "allowed_decisions": ["approve", "edit", "reject"]}],
+            }
+        )
+        return {"decision": decision["decisions"][0]}
+
+    def record(state: Refund) -> Refund:
+        decision, req = state["decision"], state["request"]
+        if decision["type"] == "reject":
+            return {"outcome": f"Refund of {state['order']} rejected: {decision.get('message') or 'no reason given'}."}
+        amount = decision["edited_action"]["args"]["amount"] if decision["type"] == "edit" else req["amount"]
+        entry = {"run_id": state["run_id"], "order": state["order"], "customer": req["customer"], "amount": amount}
+        path = ledger_path(data_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.write(json.dumps(entry) + "\n")
+        edited = " (amount edited)" if decision["type"] == "edit" else ""
+        return {"outcome": f"Refunded {amount:.2f} to {req['customer']} for {state['order']}{edited}."}
+
+    graph = StateGraph(Refund)
+    graph.add_node("load", load)
+    graph.add_node("review", review)
+    graph.add_node("record", record)
+    graph.add_edge(START, "load")
+    graph.add_conditional_edges("load", lambda s: END if "outcome" in s else "review", ["review", END])
+    graph.add_edge("review", "record")
+    graph.add_edge("record", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+@agent(
+    "lg_refund",
+    description="Refund an order after a person approves the amount (a LangGraph graph): `/parley lg_refund A-1001`",
+    usage="<order id>",
+)
+def lg_refund(run: AgentRun, text: str) -> str:
+    order = text.strip().split()[0] if text.strip() else ""
+    if not _ORDER.fullmatch(order):
+        return f"{order!r} is not an order id: letters, digits, '.', '_' or '-'."
+    with SqliteSaver.from_conn_string(str(run.data_dir / "langgraph.sqlite")) as saver:
+        out = run_graph(run, refund_graph(run.data_dir, saver), {"run_id": run.run_id, "order": order})
+    return str(out["outcome"])

@@ -1,0 +1,161 @@
+"""`run_graph`: a compiled LangGraph graph run as a Parley agent, its interrupts asked in Slack.
+
+Each call into the graph (the first `invoke`, then one `invoke(Command(resume=...))` per round of
+answers) is one `run.step`: a replay after an answer returns what the call returned (the graph's
+output, or its interrupts as planned questions) and runs no node or tool again. The interrupts of
+one call are asked at once (`run.ask_all`; `run.ask` or `run.approve` for a single one): the run
+parks once and resumes once, with `Command(resume={interrupt_id: value})`.
+
+The graph's own checkpointer keeps its progress inside a call: every checkpoint a call writes is
+marked with the run and the call's number. A call whose step was never recorded (its worker died
+mid-call) is not started again: from its last checkpoint it goes on (`invoke(None)`), or, when it
+had already stopped, its interrupts or output are read back, so a resume is sent once. That takes
+a checkpointer that outlives the worker (SQLite or Postgres); an in-memory one is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.pregel import Pregel
+from langgraph.types import Command, GraphOutput
+
+from workers.agent_run import AgentRun, Answers
+from workers.exceptions import AgentError
+from workers.integrations.langgraph_pauses import GraphError, Pause, Question, plan, questions, resume_value
+from workers.interaction import Decision
+from workers.interaction.approval import decision_of
+from workers.logs import Log
+
+__all__ = ["GraphError", "GraphNotDurable", "run_graph"]
+
+MAX_CALLS = 100
+"""Calls into one graph per run: answers that keep leading to more interrupts end here."""
+RUN_MARK, CALL_MARK = "parley_run_id", "parley_call"
+"""The checkpoint metadata naming the run and the call that wrote a checkpoint."""
+log = Log("parley.langgraph")
+
+
+class GraphNotDurable(AgentError):
+    """A graph without a checkpointer that outlives the worker: its progress would be lost with it."""
+
+
+def run_graph(
+    run: AgentRun, graph: Pregel, input: Any, *, thread_id: str | None = None, allow_memory: bool = False
+) -> Any:
+    """Run `graph` on `input` to its end, asking people whenever it interrupts; return its output.
+
+    `thread_id` (the graph's thread; the run's id by default) keys its checkpoints. The graph needs
+    a durable checkpointer (`SqliteSaver` in `run.data_dir`, say); an in-memory one is refused
+    (`GraphNotDurable`) unless `allow_memory` (tests only: a crash then loses the graph's progress).
+    """
+    saver = durable_checkpointer(graph, allow_memory=allow_memory)
+    thread = thread_id or run.run_id
+    prefix = f"langgraph:{_short(thread)}"
+    config = {"configurable": {"thread_id": thread}}
+    said = log.bind(run_id=run.run_id, thread_id=thread)
+    given: Any = input
+    for n in range(MAX_CALLS):
+        key = f"{prefix}:{n}"
+        marked = {**config, "metadata": {RUN_MARK: run.run_id, CALL_MARK: n}}
+        outcome = run.step(key, lambda: _call(graph, saver, marked, given, said.bind(call=n)))  # noqa: B023 (called at once)
+        if "interrupts" not in outcome:
+            return _decoded(saver, outcome)
+        pauses = [Pause.model_validate(p) for p in outcome["interrupts"]]
+        asked = {p.id: questions(p, f"{key}:{i}") for i, p in enumerate(pauses)}
+        answers = _ask(run, [q for qs in asked.values() for q in qs])
+        given = Command(resume={p.id: resume_value(p, asked[p.id], answers) for p in pauses})
+    raise GraphError(f"the graph was still interrupting after {MAX_CALLS} rounds of answers")
+
+
+def durable_checkpointer(graph: Pregel, *, allow_memory: bool = False) -> BaseCheckpointSaver[Any]:
+    """The graph's checkpointer, if it keeps checkpoints beyond this process (or `allow_memory`)."""
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise GraphNotDurable(
+            "the graph has no checkpointer; compile it with one that outlives the worker, e.g. "
+            "SqliteSaver(sqlite3.connect(run.data_dir / 'graphs.sqlite', check_same_thread=False))"
+        )
+    if not allow_memory and _in_memory(saver):
+        raise GraphNotDurable(
+            f"the graph's checkpointer ({type(saver).__name__}) keeps checkpoints in memory, so a worker "
+            "that stops loses the graph's progress; use a durable one (SqliteSaver on a file, "
+            "PostgresSaver), or allow_memory=True in tests"
+        )
+    return saver
+
+
+def _in_memory(saver: BaseCheckpointSaver[Any]) -> bool:
+    if isinstance(saver, InMemorySaver):
+        return True
+    conn = getattr(saver, "conn", None)
+    if isinstance(conn, sqlite3.Connection):  # SqliteSaver on ":memory:" (or a temporary database)
+        files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+        return not files or not files[0]
+    return False
+
+
+def _call(graph: Pregel, saver: BaseCheckpointSaver[Any], config: Any, given: Any, said: Log) -> Any:
+    """One call into the graph (`config` marks its checkpoints), or what is left of it when an
+    execution that stopped had started it; its outcome as JSON."""
+    latest = graph.get_state(config)
+    mark, ours = latest.metadata or {}, config["metadata"]
+    if mark.get(RUN_MARK) == ours[RUN_MARK] and mark.get(CALL_MARK) == ours[CALL_MARK]:  # this call's checkpoint
+        if latest.interrupts:
+            said.info("graph call found stopped at its interrupts", graph_step=mark.get("step"))
+            return _outcome(saver, GraphOutput(value=latest.values, interrupts=latest.interrupts))
+        said.info("graph call goes on from its last checkpoint", graph_step=mark.get("step"))
+        given = None  # an ended graph returns its output, running nothing
+    out = graph.invoke(given, config, durability="sync", version="v2")
+    if out.interrupts:
+        said.info("graph interrupted", interrupts=[i.id for i in out.interrupts])
+    else:
+        said.info("graph ended")
+    return _outcome(saver, out)
+
+
+def _outcome(saver: BaseCheckpointSaver[Any], out: GraphOutput[Any]) -> dict[str, Any]:
+    if out.interrupts:
+        planned = [plan(i.id, i.value, getattr(i, "response_schema", None)) for i in out.interrupts]
+        return {"interrupts": [p.model_dump(mode="json") for p in planned]}
+    try:
+        json.dumps(out.value)
+        return {"json": out.value}
+    except (TypeError, ValueError):  # messages, models: as the checkpointer stores them
+        kind, data = saver.serde.dumps_typed(out.value)
+        return {"serde": [kind, base64.b64encode(data).decode()]}
+
+
+def _decoded(saver: BaseCheckpointSaver[Any], outcome: dict[str, Any]) -> Any:
+    if "json" in outcome:
+        return outcome["json"]
+    kind, data = outcome["serde"]
+    return saver.serde.loads_typed((kind, base64.b64decode(data)))
+
+
+def _ask(run: AgentRun, asked: list[Question]) -> dict[str, Answers | Decision]:
+    """Ask every question at once (one park, one resume); approvals come back as `Decision`s."""
+    if len(asked) == 1:
+        q = asked[0]
+        if q.request.approval is not None:
+            approval = q.request.approval
+            decision = run.approve(
+                approval.action, approval.args, editable=approval.editable, key=q.key, reason=q.request.reason
+            )
+            return {q.key: decision}
+        return {q.key: run.ask(q.request, key=q.key, context=q.context)}
+    got = run.ask_all({q.key: q.request for q in asked}, {q.key: q.context for q in asked if q.context is not None})
+    return {q.key: decision_of(q.request, got[q.key]) if q.request.approval is not None else got[q.key] for q in asked}
+
+
+def _short(thread: str) -> str:
+    """The thread id as a part of a step's key: itself when short and plain, else a digest of it."""
+    if len(thread) <= 64 and thread.replace("-", "").replace("_", "").isalnum():
+        return thread
+    return hashlib.sha256(thread.encode()).hexdigest()[:16]

@@ -1,0 +1,204 @@
+"""LangGraph interrupts as Parley questions, and their answers as the resume values LangGraph expects.
+
+Each interrupt's value is read by its shape (`plan`):
+
+- a Parley `Request`, or a dict that validates as one: asked as is, resumed with its answers by item id;
+- LangChain v1's `HumanInTheLoopMiddleware` request (`HITLRequest`: `action_requests` and
+  `review_configs`, in `langchain.agents.middleware.human_in_the_loop`): one approval per action,
+  resumed with `{"decisions": [...]}` in the actions' order. Approve is `approve`, Approve after
+  Edit… is `edit` (the edited args as `edited_action`), Reject is `reject` with its reason as the
+  message; an action allowing only `respond` is a free-text question whose answer is the `respond`
+  message, and a Reject's reason is one too where `respond` is allowed and `reject` is not;
+- its per-call form (`ToolApprovalRequest`: `type` "tool_approval", one tool call, the decisions
+  allowed in the interrupt's `response_schema`): asked the same way, resumed with the one decision;
+- anything else: a free-text question showing the value, resumed with the text.
+
+A pause is planned when the graph stops and recorded as JSON with the run's step, so a replay
+asks exactly what was asked, without the graph running again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from workers.agent_run import Answers
+from workers.exceptions import AgentError
+from workers.interaction import Context, Decision, Item, ItemType, Request
+from workers.interaction.approval import approval_request
+from workers.interaction.lengths import LABEL_MAX, REASON_MAX, utf16_prefix
+
+DECISIONS = ("approve", "edit", "reject", "respond")
+ANSWER_ID = "answer"
+"""The item of a free-text question: what the graph resumes with, or the `respond` message."""
+
+
+class GraphError(AgentError):
+    """A graph run that cannot go on: an interrupt answered with a decision its action does not allow."""
+
+
+class Action(BaseModel):
+    """One action of a HITL request, with the decisions its review config allows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    args: dict[str, Any]
+    description: str = ""
+    allowed: list[str]  # among DECISIONS
+
+    @property
+    def respond_only(self) -> bool:
+        return not {"approve", "edit", "reject"} & set(self.allowed)
+
+
+class Pause(BaseModel):
+    """One interrupt as planned: its id, its shape and what is asked for it (JSON, recorded in a step)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    kind: Literal["request", "hitl", "tool_approval", "text"]
+    request: dict[str, Any] | None = None
+    actions: list[Action] = []
+    shown: str = ""
+
+
+class Question(BaseModel):
+    """One Parley question of a pause: its request, the facts it is bound to, and whether it is an approval."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    key: str
+    request: Request
+    context: Context | None = None
+    action: Action | None = None
+
+
+def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
+    """The pause for an interrupt's `value` (answered as `response_schema` says, if given), by its shape."""
+    if isinstance(value, Request):
+        return Pause(id=interrupt_id, kind="request", request=value.model_dump(mode="json"))
+    if isinstance(value, dict):
+        if "action_requests" in value and "review_configs" in value:
+            actions = _hitl_actions(value)
+            if actions is not None:
+                return Pause(id=interrupt_id, kind="hitl", actions=actions)
+        elif value.get("type") == "tool_approval":
+            action = _tool_approval(value, response_schema)
+            if action is not None:
+                return Pause(id=interrupt_id, kind="tool_approval", actions=[action])
+        else:
+            try:
+                request = Request.model_validate(value)
+            except ValidationError:
+                pass
+            else:
+                return Pause(id=interrupt_id, kind="request", request=request.model_dump(mode="json"))
+    return Pause(id=interrupt_id, kind="text", shown=_shown(value))
+
+
+def _hitl_actions(value: dict[str, Any]) -> list[Action] | None:
+    """The actions of a HITL request, each with its review config's decisions; None for another shape."""
+    requests, configs = value.get("action_requests"), value.get("review_configs")
+    if not isinstance(requests, list) or not isinstance(configs, list) or not requests:
+        return None
+    by_name = {c.get("action_name"): c for c in configs if isinstance(c, dict)}
+    actions = []
+    for n, req in enumerate(requests):
+        if not isinstance(req, dict):
+            return None
+        config = configs[n] if len(configs) == len(requests) and isinstance(configs[n], dict) else None
+        if config is None or config.get("action_name") != req.get("name"):
+            config = by_name.get(req.get("name"))
+        allowed = [d for d in (config or {}).get("allowed_decisions", []) if d in DECISIONS]
+        try:
+            actions.append(
+                Action(name=req["name"], args=req["args"], description=req.get("description") or "", allowed=allowed)
+            )
+        except (KeyError, ValidationError):
+            return None
+        if not allowed:
+            return None
+    return actions
+
+
+def _tool_approval(value: dict[str, Any], schema: Any) -> Action | None:
+    """The one action of a per-call review; its decisions are the `type`s its response schema takes."""
+    allowed: list[str] = ["approve", "edit", "reject", "respond"]
+    if isinstance(schema, dict):
+        mapping = (schema.get("discriminator") or {}).get("mapping")
+        const = ((schema.get("properties") or {}).get("type") or {}).get("const")
+        allowed = list(mapping) if isinstance(mapping, dict) else [const] if isinstance(const, str) else allowed
+    try:
+        return Action(
+            name=value["name"],
+            args=value["args"],
+            description=value.get("description") or "",
+            allowed=[d for d in allowed if d in DECISIONS],
+        )
+    except (KeyError, ValidationError):
+        return None
+
+
+def _shown(value: Any) -> str:
+    try:
+        return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def questions(pause: Pause, key: str) -> list[Question]:
+    """The questions to ask for `pause`, keyed from `key`: one, or one per HITL action."""
+    if pause.kind == "request":
+        return [Question(key=key, request=Request.model_validate(pause.request))]
+    if pause.kind == "text":
+        reason = utf16_prefix(f"The graph is waiting for you:\n{pause.shown}", REASON_MAX)
+        return [Question(key=key, request=_free_text(reason, "Your answer"))]
+    return [_action_question(action, f"{key}.{n}") for n, action in enumerate(pause.actions)]
+
+
+def _free_text(reason: str, label: str) -> Request:
+    return Request(reason=reason, items=[Item(id=ANSWER_ID, text=label, type=ItemType.FREE_TEXT, multiline=True)])
+
+
+def _action_question(action: Action, key: str) -> Question:
+    reason = utf16_prefix(action.description or action.name, REASON_MAX)
+    if action.respond_only:
+        label = utf16_prefix(f"Your answer, in place of {action.name}", LABEL_MAX)
+        return Question(key=key, request=_free_text(reason, label), action=action)
+    request = approval_request(action.name, action.args, editable="edit" in action.allowed, reason=reason)
+    return Question(key=key, request=request, context=action.args, action=action)
+
+
+def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers | Decision]) -> Any:
+    """What the interrupt resumes with, from the answers to `asked` (its questions) by key."""
+    if pause.kind == "request":
+        return answers[asked[0].key]
+    if pause.kind == "text":
+        got = answers[asked[0].key]
+        return got.get(ANSWER_ID) if isinstance(got, dict) else None
+    decisions = [hitl_decision(q, answers[q.key]) for q in asked]
+    return decisions[0] if pause.kind == "tool_approval" else {"decisions": decisions}
+
+
+def hitl_decision(question: Question, answer: Answers | Decision) -> dict[str, Any]:
+    """The HITL middleware's decision for one action, from its question's answer."""
+    action = question.action
+    assert action is not None
+    if isinstance(answer, dict):  # a respond-only action's free-text answer
+        return {"type": "respond", "message": str(answer.get(ANSWER_ID) or "")}
+    if answer.approved:
+        if answer.edited or "approve" not in action.allowed:
+            return {"type": "edit", "edited_action": {"name": action.name, "args": answer.args}}
+        return {"type": "approve"}
+    if "reject" in action.allowed:
+        return {"type": "reject", **({"message": answer.reason} if answer.reason else {})}
+    if "respond" in action.allowed and answer.reason:
+        return {"type": "respond", "message": answer.reason}
+    raise GraphError(
+        f"{action.name} was rejected, but its review allows only {', '.join(action.allowed)}"
+        + (" (a rejection's reason would be its answer)" if "respond" in action.allowed else "")
+    )
