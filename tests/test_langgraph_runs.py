@@ -164,6 +164,7 @@ def test_a_shipped_agent_whose_extra_is_missing_is_skipped_but_a_listed_module_i
     (tmp_path / "needs_extra.py").write_text("import parley_no_such_framework\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "BUILTIN_MODULES", (*registry.BUILTIN_MODULES, "needs_extra"))
+    monkeypatch.setattr(registry, "OPTIONAL_FRAMEWORKS", registry.OPTIONAL_FRAMEWORKS | {"parley_no_such_framework"})
     assert "lg_refund" in load_agents().names()  # skipped quietly as a shipped agent
     monkeypatch.setattr(registry, "BUILTIN_MODULES", registry.BUILTIN_MODULES[:-1])
     with pytest.raises(ConfigError, match="cannot import 'needs_extra'"):
