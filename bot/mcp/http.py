@@ -32,6 +32,7 @@ from bot.api import auth_failures
 from bot.api.app import problem
 from bot.api.errors import ProblemResponses
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
+from bot.mcp.rules import RulesConfig
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
@@ -116,13 +117,17 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
 
 
 def mcp_route(
-    service: QuestionService, closings: Closings, security: TransportSecuritySettings | None = None
+    service: QuestionService,
+    closings: Closings,
+    security: TransportSecuritySettings | None = None,
+    rules: RulesConfig | None = None,
 ) -> tuple[Route, StreamableHTTPSessionManager]:
     """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime.
 
-    `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default."""
+    `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default.
+    `rules`: the rules file `approve_tool_use` follows (`PARLEY_MCP_CONFIG`)."""
     security = security or transport_security(LOOPBACK_HOSTS, ())
-    server = build_server(service, closings, token_caller)
+    server = build_server(service, closings, token_caller, rules)
     manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
     guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))

@@ -8,6 +8,10 @@ Each call is a question-service call on behalf of a `Caller`: the stdio server's
 origin, or, over HTTP, the bearer token's name. A bad argument, an unknown question or a
 question Slack refuses is a tool error (`is_error`), with the problem in words, so the
 model can correct its call; nothing is asked.
+
+`approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`), decided by the
+rules file the server is built with (`bot.mcp.rules`) or by a person in Slack; it always answers
+allow or deny, never a tool error, once its arguments are a permission prompt's.
 """
 
 from __future__ import annotations
@@ -16,10 +20,26 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from bot.mcp.permission import (
+    APPROVE_TOOL_USE,
+    APPROVE_TOOL_USE_DESCRIPTION,
+    APPROVE_TOOL_USE_SCHEMA,
+    GRACE,
+    OUTPUT_SCHEMA,
+    PermissionInputError,
+    approval_question,
+    deny,
+    minutes,
+    outcome,
+    parse_permission,
+    rules_answer,
+)
+from bot.mcp.rules import RulesConfig
 from bot.mcp.tools import (
     ASK_HUMAN,
     ASK_HUMAN_DESCRIPTION,
@@ -39,6 +59,7 @@ from bot.mcp.tools import (
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
+from workers.questions.models import QuestionView
 from workers.store.closings import Closings
 
 log = Log("parley.mcp")
@@ -53,6 +74,12 @@ TOOLS = [
     types.Tool(name=ASK_HUMAN, description=ASK_HUMAN_DESCRIPTION, input_schema=ASK_HUMAN_SCHEMA),
     types.Tool(name=GET_ANSWER, description=GET_ANSWER_DESCRIPTION, input_schema=GET_ANSWER_SCHEMA),
     types.Tool(name=REQUEST_APPROVAL, description=REQUEST_APPROVAL_DESCRIPTION, input_schema=REQUEST_APPROVAL_SCHEMA),
+    types.Tool(
+        name=APPROVE_TOOL_USE,
+        description=APPROVE_TOOL_USE_DESCRIPTION,
+        input_schema=APPROVE_TOOL_USE_SCHEMA,
+        output_schema=OUTPUT_SCHEMA,
+    ),
 ]
 
 
@@ -67,12 +94,15 @@ def _question_error(exc: QuestionError) -> str:
 
 
 class Tools:
-    """The tool handlers, bound to one process's question service and close notifications."""
+    """The tool handlers, bound to one process's question service, close notifications and rules file."""
 
-    def __init__(self, service: QuestionService, closings: Closings, caller_of: CallerOf) -> None:
+    def __init__(
+        self, service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
+    ) -> None:
         self.service = service
         self.closings = closings
         self.caller_of = caller_of
+        self.rules = rules or RulesConfig()
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -91,10 +121,12 @@ class Tools:
                 result = await self.get_answer(caller, args)
             elif params.name == REQUEST_APPROVAL:
                 result = await self.request_approval(caller, args)
+            elif params.name == APPROVE_TOOL_USE:
+                result = await self.approve_tool_use(caller, args)
             else:
-                known = f"{ASK_HUMAN}, {GET_ANSWER} and {REQUEST_APPROVAL}"
+                known = f"{ASK_HUMAN}, {GET_ANSWER}, {REQUEST_APPROVAL} and {APPROVE_TOOL_USE}"
                 return _error(f"unknown tool {params.name!r}; this server has {known}")
-        except ToolInputError as exc:
+        except (ToolInputError, PermissionInputError) as exc:
             return _error(str(exc))
         except QuestionError as exc:
             log.info("tool refused", tool=params.name, origin=caller.name, error=exc.detail)
@@ -117,12 +149,66 @@ class Tools:
             view = await self.service.wait(caller, view.id, wait, self.closings)
         return tool_result(view)
 
+    async def approve_tool_use(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        """Claude Code's permission prompt: the rules file's answer, or a person's in Slack once they decide."""
+        name, given, use_id = parse_permission(args)
+        answer = rules_answer(self.rules, name, given)
+        if answer is not None:
+            log.info("tool use decided by the rules", tool=name, behavior=answer["behavior"], origin=caller.name)
+            return answer
+        rule = self.rules.rule_for(name)
+        try:
+            body = approval_question(self.rules, rule.redact, name, given, use_id)
+        except ValueError as exc:  # input too deep or too large to show: never allowed unseen
+            return deny(f"{name} cannot be put for approval: {exc}")
+        try:
+            view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+        except QuestionError as exc:
+            log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
+            return deny(f"the approval could not be asked: {_question_error(exc)}")
+        log.info("tool use approval asked", run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
+        answer = await self._decided(caller, view, given, rule.redact)
+        log.info("tool use decided", run_id=view.id, tool=name, behavior=answer["behavior"], origin=caller.name)
+        return answer
+
+    async def _decided(
+        self, caller: Caller, view: QuestionView, given: dict[str, Any], redact: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """Wait for the approval until it closes, at most its expiry and `GRACE`; past that it is withdrawn."""
+        expires_in = self.rules.expires_in
+        deadline = anyio.current_time() + expires_in + GRACE
+        try:
+            while (answer := outcome(view, given, redact, expires_in)) is None:
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    break
+                view = await self.service.wait(caller, view.id, left, self.closings)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # the client gave up: nobody is to approve it now
+                await self._withdraw(caller, view.id)
+            raise
+        if answer is None:
+            view = await self._withdraw(caller, view.id)
+            answer = outcome(view, given, redact, expires_in) or deny(f"not approved within {minutes(expires_in)}")
+        return answer
+
+    async def _withdraw(self, caller: Caller, question_id: str) -> QuestionView:
+        """Cancel a waiting approval (one that closed meanwhile stays as it closed); the question as it is now."""
+        try:
+            return await self.service.in_thread(lambda: self.service.cancel(caller, question_id))
+        except QuestionError:
+            return await self.service.in_thread(lambda: self.service.get(caller, question_id))
+
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
         return tool_result(await self.service.wait(caller, qid, wait, self.closings))
 
 
-def build_server(service: QuestionService, closings: Closings, caller_of: CallerOf) -> Server[Any]:
-    """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`)."""
-    tools = Tools(service, closings, caller_of)
+def build_server(
+    service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
+) -> Server[Any]:
+    """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`).
+
+    `rules`: the rules file `approve_tool_use` follows; None asks about every tool use (in no channel: denied)."""
+    tools = Tools(service, closings, caller_of, rules)
     return Server(NAME, instructions=INSTRUCTIONS, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)
