@@ -14,7 +14,6 @@ from bot.mcp.elicitation import ELICITATION, elicit_result
 from bot.mcp.permission import (
     APPROVE_TOOL_USE_SCHEMA,
     OUTPUT_SCHEMA,
-    PermissionInputError,
     approval_question,
     outcome,
     parse_permission,
@@ -64,7 +63,7 @@ def test_the_input_is_claude_codes_and_other_properties_are_ignored() -> None:
     jsonschema.Draft202012Validator.check_schema(OUTPUT_SCHEMA)
     parsed = parse_permission({"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "t1", "later": 1})
     assert parsed == ("Bash", {"command": "ls"}, "t1")
-    with pytest.raises(PermissionInputError) as caught:
+    with pytest.raises(ToolInputError) as caught:
         parse_permission({"tool_name": "", "input": "ls"})
     assert "tool_name must be the tool's name" in str(caught.value) and "input must be the tool's" in str(caught.value)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.mcp.rules import Action, RulesConfig, redacted, with_redacted_restored
+from bot.mcp.tools import ToolInputError
 from workers.questions.models import ApprovalCreate, QuestionCreate, QuestionStatus, QuestionView
 
 APPROVE_TOOL_USE = "approve_tool_use"
@@ -66,14 +67,11 @@ APPROVE_TOOL_USE_DESCRIPTION = (
 )
 
 
-class PermissionInputError(ValueError):
-    """The call is not a permission prompt: no tool name, or an input that is not an object."""
-
-
 def parse_permission(args: Any) -> tuple[str, dict[str, Any], str]:
-    """`approve_tool_use`'s tool name, input and tool use id (or ""); `PermissionInputError` otherwise."""
+    """`approve_tool_use`'s tool name, input and tool use id (or ""); `ToolInputError` otherwise: the call is
+    not a permission prompt (no tool name, or an input that is not an object)."""
     if not isinstance(args, dict):
-        raise PermissionInputError("arguments must be a JSON object with 'tool_name' and 'input'")
+        raise ToolInputError(APPROVE_TOOL_USE, ["arguments must be a JSON object with 'tool_name' and 'input'"])
     problems: list[str] = []
     name, given, use_id = args.get("tool_name"), args.get("input"), args.get("tool_use_id", "")
     if not isinstance(name, str) or not name.strip() or len(name) > TOOL_NAME_MAX:
@@ -83,7 +81,7 @@ def parse_permission(args: Any) -> tuple[str, dict[str, Any], str]:
     if not isinstance(use_id, str):
         problems.append("tool_use_id must be a string")
     if problems:
-        raise PermissionInputError("invalid approve_tool_use arguments: " + "; ".join(problems))
+        raise ToolInputError(APPROVE_TOOL_USE, problems)
     return str(name).strip(), dict(given or {}), str(use_id)
 
 

@@ -31,7 +31,6 @@ from bot.mcp.permission import (
     APPROVE_TOOL_USE_SCHEMA,
     GRACE,
     OUTPUT_SCHEMA,
-    PermissionInputError,
     approval_question,
     deny,
     minutes,
@@ -126,7 +125,7 @@ class Tools:
             else:
                 known = f"{ASK_HUMAN}, {GET_ANSWER}, {REQUEST_APPROVAL} and {APPROVE_TOOL_USE}"
                 return _error(f"unknown tool {params.name!r}; this server has {known}")
-        except (ToolInputError, PermissionInputError) as exc:
+        except ToolInputError as exc:
             return _error(str(exc))
         except QuestionError as exc:
             log.info("tool refused", tool=params.name, origin=caller.name, error=exc.detail)
