@@ -301,3 +301,27 @@ def _answers(port: int) -> bool:
         return httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
     except httpx2.HTTPError:
         return False
+
+
+def test_a_prompt_claude_code_gives_up_on_withdraws_its_approval(stack: SlackStack, setup_dir: Path) -> None:
+    """Claude Code stops waiting (the run ended): the approval is cancelled in Slack, not left to approve."""
+    asked: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with claude_code_client(stack, setup_dir) as client, anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                await client.call_tool(TOOL, {"tool_name": "Edit", "input": {"file_path": "/srv/app/main.py"}})
+
+            tg.start_soon(call)
+            asked["message"] = await anyio.to_thread.run_sync(lambda: approval(stack, "Edit"))
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    ts, channel = asked["message"]["ts"], doc_rules()["channel"]
+
+    def locked() -> bool:
+        now = next(m for m in stack.ws.messages(channel) if m.get("ts") == ts)
+        return not has_action(now["blocks"], "parley_approve") and "Cancelled" in texts(now["blocks"])
+
+    stack.wait_for("the approval to be cancelled", locked)
