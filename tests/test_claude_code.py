@@ -158,16 +158,27 @@ def submit(stack: SlackStack, view: dict[str, Any], fills: dict[str, Any]) -> No
 
 
 def decide(
-    stack: SlackStack, connect: Callable[[], Client], args: dict[str, Any], person: Callable[[], None]
+    stack: SlackStack,
+    connect: Callable[[], Client],
+    args: dict[str, Any],
+    person: Callable[[], None],
+    progress: list[float] | None = None,
 ) -> CallToolResult:
-    """Call approve_tool_use with `args` while `person()` decides in Slack."""
+    """Call approve_tool_use with `args` while `person()` decides in Slack; progress reported goes to `progress`."""
+
+    async def reported(value: float, total: float | None, message: str | None) -> None:
+        assert progress is not None
+        progress.append(value)
+
     got: dict[str, CallToolResult] = {}
 
     async def scenario() -> None:
         async with connect() as client:
 
             async def call() -> None:
-                got["result"] = await client.call_tool(TOOL, args)
+                got["result"] = await client.call_tool(
+                    TOOL, args, progress_callback=reported if progress is not None else None
+                )
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
@@ -325,3 +336,20 @@ def test_a_prompt_claude_code_gives_up_on_withdraws_its_approval(stack: SlackSta
         return not has_action(now["blocks"], "parley_approve") and "Cancelled" in texts(now["blocks"])
 
     stack.wait_for("the approval to be cancelled", locked)
+
+
+def test_a_waiting_prompt_reports_progress(stack: SlackStack, setup_dir: Path) -> None:
+    """While a person is asked, the call sends MCP progress notifications (every 15 s), so a client that
+    resets its timeout on progress keeps waiting."""
+    progress: list[float] = []
+    proposed = {"file_path": "/srv/app/notes.md"}
+
+    def approve_later() -> None:
+        message = approval(stack, "NotebookEdit")
+        stack.wait_for("a progress notification", lambda: progress, timeout=30)
+        click(stack, message, "parley_approve")
+
+    args = {"tool_name": "NotebookEdit", "input": proposed}
+    result = decide(stack, lambda: claude_code_client(stack, setup_dir), args, approve_later, progress)
+    assert as_claude_code_reads(result) == Allow(behavior="allow", updatedInput=proposed)
+    assert progress and progress[0] == 15

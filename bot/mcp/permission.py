@@ -21,8 +21,9 @@ editable, and the real values go back in `updatedInput`.
 Claude Code waits for the tool's result, and there is no get_answer to come back with, so the
 call waits until the approval closes: at most `expires_in` plus `GRACE` seconds. An expired
 approval (or one still open at that bound, which is then cancelled) is a deny saying "not
-approved within N minutes". A call the client cancels cancels its approval in Slack, so nobody
-approves what nobody waits for.
+approved within N minutes". Meanwhile the server sends progress notifications every 15 s to a
+client that gave a progress token. A call the client cancels cancels its approval in Slack, so
+nobody approves what nobody waits for.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ allow or deny, never a tool error, once its arguments are a permission prompt's.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -68,6 +68,9 @@ INSTRUCTIONS = (
     "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call."
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+PROGRESS_EVERY = 15.0
+"""Seconds between progress notifications while approve_tool_use waits for a person."""
 
 TOOLS = [
     types.Tool(name=ASK_HUMAN, description=ASK_HUMAN_DESCRIPTION, input_schema=ASK_HUMAN_SCHEMA),
@@ -121,7 +124,7 @@ class Tools:
             elif params.name == REQUEST_APPROVAL:
                 result = await self.request_approval(caller, args)
             elif params.name == APPROVE_TOOL_USE:
-                result = await self.approve_tool_use(caller, args)
+                result = await self.approve_tool_use(caller, args, ctx.session.report_progress)
             else:
                 known = f"{ASK_HUMAN}, {GET_ANSWER}, {REQUEST_APPROVAL} and {APPROVE_TOOL_USE}"
                 return _error(f"unknown tool {params.name!r}; this server has {known}")
@@ -148,8 +151,14 @@ class Tools:
             view = await self.service.wait(caller, view.id, wait, self.closings)
         return tool_result(view)
 
-    async def approve_tool_use(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        """Claude Code's permission prompt: the rules file's answer, or a person's in Slack once they decide."""
+    async def approve_tool_use(
+        self, caller: Caller, args: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Claude Code's permission prompt: the rules file's answer, or a person's in Slack once they decide.
+
+        While a person is asked, `progress` is called every `PROGRESS_EVERY` seconds (MCP progress
+        notifications, sent when the client gave a progress token), so a client that resets its
+        timeout on progress keeps waiting."""
         name, given, use_id = parse_permission(args)
         answer = rules_answer(self.rules, name, given)
         if answer is not None:
@@ -166,9 +175,13 @@ class Tools:
             log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
             return deny(f"the approval could not be asked: {_question_error(exc)}")
         log.info("tool use approval asked", run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
-        answer = await self._decided(caller, view, given, rule.redact)
-        log.info("tool use decided", run_id=view.id, tool=name, behavior=answer["behavior"], origin=caller.name)
-        return answer
+        async with anyio.create_task_group() as tg:
+            if progress is not None:
+                tg.start_soon(_report, progress, self.rules.expires_in)
+            decided = await self._decided(caller, view, given, rule.redact)
+            tg.cancel_scope.cancel()
+        log.info("tool use decided", run_id=view.id, tool=name, behavior=decided["behavior"], origin=caller.name)
+        return decided
 
     async def _decided(
         self, caller: Caller, view: QuestionView, given: dict[str, Any], redact: tuple[str, ...]
@@ -201,6 +214,18 @@ class Tools:
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
         return tool_result(await self.service.wait(caller, qid, wait, self.closings))
+
+
+async def _report(progress: Progress, total: float) -> None:
+    """Report the seconds waited so far every `PROGRESS_EVERY` seconds, until cancelled or the client is gone."""
+    waited = 0.0
+    while True:
+        await anyio.sleep(PROGRESS_EVERY)
+        waited += PROGRESS_EVERY
+        try:
+            await progress(waited, total, "waiting for a person to approve in Slack")
+        except Exception:  # the client went away: the wait itself notices
+            return
 
 
 def build_server(
