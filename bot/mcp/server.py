@@ -10,8 +10,8 @@ question Slack refuses is a tool error (`is_error`), with the problem in words, 
 model can correct its call; nothing is asked.
 
 `approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`), decided by the
-rules file the server is built with (`bot.mcp.rules`) or by a person in Slack; it always answers
-allow or deny, never a tool error, once its arguments are a permission prompt's.
+rules file the server is built with (`bot.mcp.rules`) or by a person in Slack. It answers allow or
+deny; a tool error only for arguments that are not a permission prompt (or a store that fails).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ log = Log("parley.mcp")
 NAME = "parley"
 INSTRUCTIONS = (
     "Ask people in Slack and wait for their answers: ask_human posts typed questions, request_approval asks "
-    "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call."
+    "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call; "
+    "approve_tool_use is Claude Code's permission prompt."
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
