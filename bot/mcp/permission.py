@@ -78,7 +78,7 @@ def parse_permission(args: Any) -> tuple[str, dict[str, Any], str]:
     if not isinstance(name, str) or not name.strip() or len(name) > TOOL_NAME_MAX:
         problems.append(f"tool_name must be the tool's name (1-{TOOL_NAME_MAX} characters), not {name!r}")
     if not isinstance(given, dict):
-        problems.append(f"input must be the tool's arguments as a JSON object, not {given!r}")
+        problems.append(f"input must be the tool's arguments as a JSON object, not {type(given).__name__}")
     if not isinstance(use_id, str):
         problems.append("tool_use_id must be a string")
     if problems:

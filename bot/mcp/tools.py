@@ -255,7 +255,8 @@ def _elicitation(args: dict[str, Any], title: str, problems: list[str]) -> tuple
     try:
         return Request(reason=message.strip(), items=items), {ELICITATION: content_shape(schema)}
     except ValidationError as exc:
-        problems += [f"requested_schema: {_loc(e)}: {e['msg']}" for e in exc.errors()]
+        where = {"reason": "message"}  # the request's reason is the message; its items are the schema's
+        problems += [f"{where.get(_loc(e), 'requested_schema: ' + _loc(e))}: {e['msg']}" for e in exc.errors()]
         return None, {}
 
 
