@@ -73,7 +73,10 @@ def _parser() -> argparse.ArgumentParser:
         serve, "serve Prometheus metrics on a listener of their own at port N (without it: /metrics on --port)"
     )
 
-    sub.add_parser("mcp", help="serve Parley's MCP tools (ask_human, get_answer) over stdio, for MCP hosts")
+    mcp = sub.add_parser("mcp", help="serve Parley's MCP tools (ask_human, get_answer, ...) over stdio, for MCP hosts")
+    mcp.add_argument(
+        "--config", metavar="RULES.yml", default=None, help="the rules file of approve_tool_use: allow, deny or ask"
+    )
 
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
     dev.add_argument(
@@ -184,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "mcp":
             from parley.mcp_cmd import run_mcp
 
-            return run_mcp(settings)
+            return run_mcp(settings, config=args.config)
         if args.command == "dev":
             from parley.dev import run_dev
 

@@ -8,12 +8,16 @@ itself (the first execution of its run, as `parley serve` does for the API); the
 arrives at `parley serve` from Slack, and this process learns of it from the store's close
 notification. A `parley worker` carries the run on after the answer, as for any question.
 
+`--config rules.yml` is the rules file `approve_tool_use` follows (`bot.mcp.rules`), read once at
+start-up with `${NAME}`s from the environment; a file that cannot be used stops the command, saying why.
+
 stdout is the MCP channel: logs go to stderr (`workers.logs`), and nothing else prints.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import IO
 
@@ -21,6 +25,7 @@ import anyio
 from mcp.server.stdio import stdio_server
 from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
 
+from bot.mcp.rules import RulesConfig, load_config
 from bot.mcp.server import build_server
 from bot.slack.channel_names import SlackChannelNames
 from parley.bootstrap import build_runtime, connect_redis, question_config
@@ -48,9 +53,11 @@ def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
     return service, Closings(async_redis(settings, client))
 
 
-async def serve_stdio(service: QuestionService, closings: Closings, origin: str) -> None:
+async def serve_stdio(
+    service: QuestionService, closings: Closings, origin: str, rules: RulesConfig | None = None
+) -> None:
     caller = Caller(origin, via="mcp")
-    server = build_server(service, closings, lambda ctx: caller)
+    server = build_server(service, closings, lambda ctx: caller, rules)
     await closings.start()
     try:
         async with stdio_server() as (read_stream, write_stream):
@@ -60,9 +67,10 @@ async def serve_stdio(service: QuestionService, closings: Closings, origin: str)
         await closings.stop()
 
 
-def run_mcp(settings: Settings) -> int:
+def run_mcp(settings: Settings, config: str | None = None) -> int:
+    rules = load_config(config, os.environ) if config else None  # before anything connects: a bad file says so
     service, closings = build_service(settings)
-    anyio.run(serve_stdio, service, closings, settings.parley_mcp_origin)
+    anyio.run(serve_stdio, service, closings, settings.parley_mcp_origin, rules)
     return 0
 
 

@@ -25,6 +25,7 @@ from bot.deps import BotDeps
 from bot.mcp.events import RedisEventStore
 from bot.mcp.http import mcp_route
 from bot.mcp.rebinding import LOOPBACK_HOSTS, default_hosts, is_loopback, transport_security
+from bot.mcp.rules import RulesConfig, load_config
 from bot.slack.channel_names import SlackChannelNames
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
@@ -99,6 +100,11 @@ def async_redis(settings: Settings, client: redis.Redis) -> aioredis.Redis:
     return aioredis.Redis(unix_socket_path=client.connection_pool.connection_kwargs["path"])
 
 
+def mcp_rules(settings: Settings) -> RulesConfig | None:
+    """The rules file of `/mcp`'s approve_tool_use (`PARLEY_MCP_CONFIG`), if set; `RulesError` says what is wrong."""
+    return load_config(settings.parley_mcp_config, os.environ) if settings.parley_mcp_config else None
+
+
 def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, mcp_sessions: bool = True) -> Any:
     """The whole HTTP app of one `parley serve` process (a factory: uvicorn calls it per process).
 
@@ -116,7 +122,7 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, m
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
     security = transport_security(hosts, settings.parley_mcp_allowed_origins)
     events = RedisEventStore(EventLogs(aio)) if mcp_sessions else None
-    mcp, manager = mcp_route(service, closings, security, events)
+    mcp, manager = mcp_route(service, closings, security, events, mcp_rules(settings))
     wsgi = make_wsgi(app, client, public_metrics=public_metrics)
     return make_asgi(wsgi, service, closings, mounts=[mcp], lifespans=[manager.run], on_stop=_metrics_stop)
 
@@ -189,6 +195,7 @@ def serve(
     app: Any
     if workers > 1:
         build_bot(settings)  # fail fast on bad settings, before starting the processes
+        mcp_rules(settings)
         app = "parley.serve:bot_asgi_private_metrics" if metrics else "parley.serve:bot_asgi_workers"
     else:
         app = bot_asgi(settings, public_metrics=metrics is None)

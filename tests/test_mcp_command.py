@@ -76,3 +76,22 @@ def _mcp_error(exc: BaseException) -> MCPError | None:
     if isinstance(exc, BaseExceptionGroup):
         return next((found for e in exc.exceptions if (found := _mcp_error(e)) is not None), None)
     return None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, "parley: cannot read the rules file 'rules.yml': No such file or directory"),
+        ("rules: [{tools: '*', action: maybe}]", "parley: rules.yml: rules.0.action: Input should be"),
+        ("channel: C0OPS\nassignees: ['${NOBODY_SET_THIS}']", "parley: assignees[0]: ${NOBODY_SET_THIS} is not set"),
+    ],
+)
+def test_a_rules_file_that_cannot_be_used_stops_it_saying_why(
+    text: str | None, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if text is not None:
+        (tmp_path / "rules.yml").write_text(text)
+    assert main(["mcp", "--config", "rules.yml"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines()[-1].startswith(expected), err

@@ -130,7 +130,7 @@ def test_ask_human_is_answered_in_slack_within_the_call(
     async def scenario() -> dict[str, Any]:
         async with connect() as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert names == {"ask_human", "get_answer", "request_approval"}
+            assert names == {"ask_human", "get_answer", "request_approval", "approve_tool_use"}
             got: dict[str, Any] = {}
 
             async def ask() -> None:

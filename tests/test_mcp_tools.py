@@ -47,8 +47,9 @@ def test_ask_human_schema_extends_ask_user_and_is_valid() -> None:
     for name, prop in ASK_USER_SCHEMA["properties"].items():
         assert ASK_HUMAN_SCHEMA["properties"][name] == prop
     assert set(ASK_HUMAN_SCHEMA["properties"]) - set(ASK_USER_SCHEMA["properties"]) == {
-        "channel", "user", "assignees", "title", "wait_seconds"
+        "channel", "user", "assignees", "title", "wait_seconds", "requested_schema", "message"
     }  # fmt: skip
+    assert ASK_HUMAN_SCHEMA["required"] == []  # questions or requested_schema: the parser says which is missing
     assert ASK_HUMAN_SCHEMA["properties"]["wait_seconds"]["maximum"] == 50
     assert ASK_HUMAN_SCHEMA["properties"]["wait_seconds"]["default"] == 45
     assert "channel" not in ASK_USER_SCHEMA["properties"]  # the port's schema was copied, not changed

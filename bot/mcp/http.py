@@ -45,6 +45,7 @@ from bot.api.app import problem
 from bot.api.errors import ProblemResponses
 from bot.mcp.events import RedisEventStore
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
+from bot.mcp.rules import RulesConfig
 from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
@@ -152,13 +153,15 @@ def mcp_route(
     closings: Closings,
     security: TransportSecuritySettings | None = None,
     events: RedisEventStore | None = None,
+    rules: RulesConfig | None = None,
 ) -> tuple[Route, StreamableHTTPSessionManager]:
     """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime.
 
     `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default.
-    `events`: keep sessions and make their streams resumable, with the events in Redis; else stateless."""
+    `events`: keep sessions and make their streams resumable, with the events in Redis; else stateless.
+    `rules`: the rules file `approve_tool_use` follows (`PARLEY_MCP_CONFIG`)."""
     security = security or transport_security(LOOPBACK_HOSTS, ())
-    server = build_server(service, closings, token_caller)
+    server = build_server(service, closings, token_caller, rules)
     manager: StreamableHTTPSessionManager
     if events is not None:
         manager = ResumableSessions(server, events, security)

@@ -12,15 +12,21 @@ a protocol error (JSON-RPC `-32602`, as the MCP spec lists it), not a tool resul
 
 Every tool is declared with its output schema (`bot.mcp.outputs.declare`), and every result
 is checked against it before it is sent. `serverInfo.version` is the installed distribution's.
+
+
+`approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`), decided by the
+rules file the server is built with (`bot.mcp.rules`) or by a person in Slack. It answers allow or
+deny; a tool error only for arguments that are not a permission prompt (or a store that fails).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -28,6 +34,20 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from bot.mcp.outputs import OutputCheck, declare
+from bot.mcp.permission import (
+    APPROVE_TOOL_USE,
+    APPROVE_TOOL_USE_DESCRIPTION,
+    APPROVE_TOOL_USE_SCHEMA,
+    GRACE,
+    OUTPUT_SCHEMA,
+    approval_question,
+    deny,
+    minutes,
+    outcome,
+    parse_permission,
+    rules_answer,
+)
+from bot.mcp.rules import RulesConfig
 from bot.mcp.tools import (
     ASK_HUMAN,
     ASK_HUMAN_DESCRIPTION,
@@ -48,6 +68,7 @@ from bot.mcp.tools import (
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
+from workers.questions.models import QuestionView
 from workers.store.closings import Closings
 
 log = Log("parley.mcp")
@@ -55,14 +76,19 @@ NAME = "parley"
 DISTRIBUTION = "parley-slack"
 INSTRUCTIONS = (
     "Ask people in Slack and wait for their answers: ask_human posts typed questions, request_approval asks "
-    "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call."
+    "to approve an action (its args editable), get_answer keeps waiting for one not answered within the call; "
+    "approve_tool_use is Claude Code's permission prompt."
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+PROGRESS_EVERY = 15.0
+"""Seconds between progress notifications while approve_tool_use waits for a person."""
 
 TOOLS = [
     declare(ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_SCHEMA, RESULT_SCHEMA),
     declare(GET_ANSWER, GET_ANSWER_DESCRIPTION, GET_ANSWER_SCHEMA, RESULT_SCHEMA),
     declare(REQUEST_APPROVAL, REQUEST_APPROVAL_DESCRIPTION, REQUEST_APPROVAL_SCHEMA, RESULT_SCHEMA),
+    declare(APPROVE_TOOL_USE, APPROVE_TOOL_USE_DESCRIPTION, APPROVE_TOOL_USE_SCHEMA, OUTPUT_SCHEMA),
 ]
 OUTPUTS = OutputCheck(TOOLS)  # a tool declared without an output schema fails here, when the module loads
 
@@ -78,12 +104,15 @@ def _question_error(exc: QuestionError) -> str:
 
 
 class Tools:
-    """The tool handlers, bound to one process's question service and close notifications."""
+    """The tool handlers, bound to one process's question service, close notifications and rules file."""
 
-    def __init__(self, service: QuestionService, closings: Closings, caller_of: CallerOf) -> None:
+    def __init__(
+        self, service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
+    ) -> None:
         self.service = service
         self.closings = closings
         self.caller_of = caller_of
+        self.rules = rules or RulesConfig()
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -105,6 +134,8 @@ class Tools:
                 result = await self.get_answer(caller, args)
             elif params.name == REQUEST_APPROVAL:
                 result = await self.request_approval(caller, args)
+            elif params.name == APPROVE_TOOL_USE:
+                result = await self.approve_tool_use(caller, args, ctx.session.report_progress)
             else:  # listed in TOOLS without a branch here: the server's bug, not the caller's mistake
                 raise MCPError(code=INTERNAL_ERROR, message=f"tool {params.name!r} is listed but not served")
         except ToolInputError as exc:
@@ -131,14 +162,90 @@ class Tools:
             view = await self.service.wait(caller, view.id, wait, self.closings)
         return tool_result(view)
 
+    async def approve_tool_use(
+        self, caller: Caller, args: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Claude Code's permission prompt: the rules file's answer, or a person's in Slack once they decide.
+
+        While a person is asked, `progress` is called every `PROGRESS_EVERY` seconds (MCP progress
+        notifications, sent when the client gave a progress token), so a client that resets its
+        timeout on progress keeps waiting."""
+        name, given, use_id = parse_permission(args)
+        answer = rules_answer(self.rules, name, given)
+        if answer is not None:
+            log.info("tool use decided by the rules", tool=name, behavior=answer["behavior"], origin=caller.name)
+            return answer
+        rule = self.rules.rule_for(name)
+        try:
+            body = approval_question(self.rules, rule.redact, name, given, use_id)
+        except ValueError as exc:  # input too deep or too large to show: never allowed unseen
+            return deny(f"{name} cannot be put for approval: {exc}")
+        try:
+            view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+        except QuestionError as exc:
+            log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
+            return deny(f"the approval could not be asked: {_question_error(exc)}")
+        log.info("tool use approval asked", run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
+        async with anyio.create_task_group() as tg:
+            if progress is not None:
+                tg.start_soon(_report, progress, self.rules.expires_in)
+            decided = await self._decided(caller, view, given, rule.redact)
+            tg.cancel_scope.cancel()
+        log.info("tool use decided", run_id=view.id, tool=name, behavior=decided["behavior"], origin=caller.name)
+        return decided
+
+    async def _decided(
+        self, caller: Caller, view: QuestionView, given: dict[str, Any], redact: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """Wait for the approval until it closes, at most its expiry and `GRACE`; past that it is withdrawn."""
+        expires_in = self.rules.expires_in
+        deadline = anyio.current_time() + expires_in + GRACE
+        try:
+            while (answer := outcome(view, given, redact, expires_in)) is None:
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    break
+                view = await self.service.wait(caller, view.id, left, self.closings)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # the client gave up: nobody is to approve it now
+                await self._withdraw(caller, view.id)
+            raise
+        if answer is None:
+            view = await self._withdraw(caller, view.id)
+            answer = outcome(view, given, redact, expires_in) or deny(f"not approved within {minutes(expires_in)}")
+        return answer
+
+    async def _withdraw(self, caller: Caller, question_id: str) -> QuestionView:
+        """Cancel a waiting approval (one that closed meanwhile stays as it closed); the question as it is now."""
+        try:
+            return await self.service.in_thread(lambda: self.service.cancel(caller, question_id))
+        except QuestionError:
+            return await self.service.in_thread(lambda: self.service.get(caller, question_id))
+
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
         return tool_result(await self.service.wait(caller, qid, wait, self.closings))
 
 
-def build_server(service: QuestionService, closings: Closings, caller_of: CallerOf) -> Server[Any]:
-    """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`)."""
-    tools = Tools(service, closings, caller_of)
+async def _report(progress: Progress, total: float) -> None:
+    """Report the seconds waited so far every `PROGRESS_EVERY` seconds, until cancelled or the client is gone."""
+    waited = 0.0
+    while True:
+        await anyio.sleep(PROGRESS_EVERY)
+        waited += PROGRESS_EVERY
+        try:
+            await progress(waited, total, "waiting for a person to approve in Slack")
+        except Exception:  # the client went away: the wait itself notices
+            return
+
+
+def build_server(
+    service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
+) -> Server[Any]:
+    """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`).
+
+    `rules`: the rules file `approve_tool_use` follows; None asks about every tool use (in no channel: denied)."""
+    tools = Tools(service, closings, caller_of, rules)
     return Server(
         NAME,
         version=version(DISTRIBUTION),

@@ -8,6 +8,11 @@ origin being the token's or the local server's name) and how long to wait in the
 arguments is collected into one `ToolInputError`, one line each, and nothing is asked. A
 secret item is one of them: a tool's result is read by the model, so secrets go through the
 HTTP API, whose asker reads them once (`?reveal=secrets`).
+
+Instead of `questions`, `ask_human` takes `requested_schema`, a form in MCP elicitation's schema
+subset (`workers.interaction.elicitation`), with `message` saying what is asked. Its result then
+also carries MCP's `ElicitResult`: `action` (`accept`, `decline` or `cancel`, see
+`bot.mcp.elicitation`) and, when accepted, `content` typed as the schema says.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.mcp.elicitation import ELICITATION, elicit_result
 from workers.exceptions import ParleyError
 from workers.interaction import Decision, Request
+from workers.interaction.elicitation import ElicitationSchemaError, content_shape, items_from_requested_schema
 from workers.interaction.tools import (
     ASK_USER_DESCRIPTION,
     ASK_USER_SCHEMA,
@@ -43,7 +50,7 @@ MAX_WAIT = 50
 DEFAULT_WAIT = 45
 MAX_ASSIGNEES = 20  # fewer than the API's 50: each is sent a DM, and a model should not fan out wider
 REASON = "An assistant needs your input"
-_OWN = ("channel", "user", "assignees", "title", "wait_seconds")
+_OWN = ("channel", "user", "assignees", "title", "wait_seconds", "requested_schema", "message")
 SECRET_REFUSED = (
     "question {id!r}: type 'secret' cannot be asked over MCP, whose results and form elicitation must not "
     "carry secrets; "
@@ -85,8 +92,21 @@ def _ask_human_schema() -> dict[str, Any]:
                 "description": "The question's title, shown above the questions; default: '<origin> needs your input'.",
             },
             "wait_seconds": _WAIT_SCHEMA,
+            "requested_schema": {
+                "type": "object",
+                "description": "Instead of questions: a form as MCP elicitation's requestedSchema (a flat object of "
+                "string (format email, uri, date, date-time; minLength, maxLength, pattern), number, integer "
+                "(minimum, maximum), boolean, enum or titled oneOf, array of enum or titled anyOf; defaults; "
+                "required). The result then has action (accept, decline, cancel) and content.",
+            },
+            "message": {
+                "type": "string",
+                "minLength": 1,
+                "description": "With requested_schema: what is asked, shown above the form; default: the title.",
+            },
         }
     )
+    schema["required"] = []  # `questions` or `requested_schema`: the parser says which is missing
     return schema
 
 
@@ -216,8 +236,14 @@ def parse_ask_human(args: Any, origin: str = "") -> tuple[QuestionCreate, float]
     rest = {k: v for k, v in args.items() if k not in _OWN}
     request: Request | None = None
     context = None
+    metadata: dict[str, Any] = {}
     try:
-        request = request_from_tool_call(rest, reason=title)
+        if "requested_schema" in args:
+            request, metadata = _elicitation(args, title, problems)
+        else:
+            if "message" in args:
+                problems.append("message goes with requested_schema; questions carry their own text")
+            request = request_from_tool_call(rest, reason=title)
         context = context_from_tool_call(rest)
     except ToolArgumentError as exc:
         problems += exc.problems
@@ -234,10 +260,36 @@ def parse_ask_human(args: Any, origin: str = "") -> tuple[QuestionCreate, float]
         raise ToolInputError(ASK_HUMAN, problems)
     try:
         request = Request.model_validate({**request.model_dump(), "assignees": assignees})
-        body = QuestionCreate(request=request, channel=args.get("channel"), user=args.get("user"), context=context)
+        body = QuestionCreate(
+            request=request, channel=args.get("channel"), user=args.get("user"), context=context, metadata=metadata
+        )
     except ValidationError as exc:
         raise ToolInputError(ASK_HUMAN, [f"{_loc(e)}: {e['msg']}" for e in exc.errors()]) from None
     return body, wait
+
+
+def _elicitation(args: dict[str, Any], title: str, problems: list[str]) -> tuple[Request | None, dict[str, Any]]:
+    """The request a `requested_schema` asks (`message` its reason), and the metadata that types its answers."""
+    if "questions" in args:
+        problems.append("give questions or requested_schema, not both")
+    unknown = sorted(set(args) - set(ASK_HUMAN_SCHEMA["properties"]))
+    problems += [f"unknown property {k!r}" for k in unknown]
+    message = args.get("message", title)
+    if not isinstance(message, str) or not message.strip():
+        problems.append(f"message must be non-empty text, not {message!r}")
+        message = title
+    schema = args["requested_schema"]
+    try:
+        items = items_from_requested_schema(schema)
+    except ElicitationSchemaError as exc:
+        problems += [f"requested_schema: {p}" for p in exc.problems]
+        return None, {}
+    try:
+        return Request(reason=message.strip(), items=items), {ELICITATION: content_shape(schema)}
+    except ValidationError as exc:
+        where = {"reason": "message"}  # the request's reason is the message; its items are the schema's
+        problems += [f"{where.get(_loc(e), 'requested_schema: ' + _loc(e))}: {e['msg']}" for e in exc.errors()]
+        return None, {}
 
 
 def parse_request_approval(args: Any) -> tuple[QuestionCreate, float]:
@@ -288,4 +340,7 @@ def tool_result(view: QuestionView) -> dict[str, Any]:
         result["error"] = view.error
     if view.decision is not None:
         result["decision"] = view.decision.model_dump(mode="json")
+    shape = view.metadata.get(ELICITATION)
+    if isinstance(shape, dict) and (elicited := elicit_result(view, shape)) is not None:
+        result.update(elicited)  # MCP's ElicitResult: action, and content when accepted
     return result

@@ -1,8 +1,11 @@
 """Items from JSON Schema: one property of an object schema (or of a pydantic model's) as one `Item`.
 
-`run.approve(schema=...)` and `run.ask_form(Model)` share this mapping, so a field asks the same way
-in both. A pydantic model is read through its own `model_json_schema()`, which says everything the
-mapping needs (formats, bounds, enums, defaults, titles), so there is one mapping, not two.
+`run.approve(schema=...)`, `run.ask_form(Model)` and MCP elicitation's form schemas
+(`workers.interaction.elicitation`) share this mapping, so a field asks the same way in each. A choice
+is an `enum` (with MCP's legacy `enumNames` as its labels), or titled `oneOf`/`anyOf` of `{const, title}`;
+an `array` of such choices is a multi-choice. A pydantic model is read through its own
+`model_json_schema()`, which says everything the mapping needs (formats, bounds, enums, defaults,
+titles), so there is one mapping, not two.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pydantic import BaseModel
 
 from workers.interaction.exceptions import InteractionError
 from workers.interaction.lengths import LABEL_MAX, PLACEHOLDER_MAX, TEXT_INPUT_MAX
-from workers.interaction.models import ITEM_ID_PATTERN, Item, ItemType
+from workers.interaction.models import ITEM_ID_PATTERN, Item, ItemType, Option
 
 _FORMATS = {
     "email": ItemType.EMAIL,
@@ -72,6 +75,27 @@ def _options(values: Any) -> list[str] | None:
     return None
 
 
+def _titled(variants: Any) -> list[str | Option] | None:
+    """`[{const, title}, ...]` (JSON Schema's titled choices) as options; None for anything else."""
+    if not isinstance(variants, list) or not variants:
+        return None
+    if not all(isinstance(v, dict) and isinstance(v.get("const"), str) for v in variants):
+        return None
+    return [Option(value=v["const"], label=str(v.get("title") or v["const"])) for v in variants]
+
+
+def choices(node: dict[str, Any]) -> list[str | Option] | None:
+    """The options a node offers: `enum` (labelled by `enumNames` when it has one per value), or titled
+    `oneOf`/`anyOf`; None when it offers none."""
+    plain = _options(node.get("enum"))
+    if plain is not None:
+        names = node.get("enumNames")
+        if isinstance(names, list) and len(names) == len(plain) and all(isinstance(n, str) and n for n in names):
+            return [Option(value=v, label=n) for v, n in zip(plain, names, strict=True)]
+        return list(plain)
+    return _titled(node.get("oneOf")) or _titled(node.get("anyOf"))
+
+
 def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, required: bool) -> Item | None:
     """The item that asks for property `name` described by `node`, or None when no item type fits it."""
     title = node.get("title")  # the field's own, before a referenced enum's title comes in
@@ -89,11 +113,11 @@ def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, require
     kind = node.get("type")
     if "const" in node and isinstance(node["const"], str):
         return Item(type=ItemType.SELECT, options=[node["const"]], **common)
-    if (options := _options(node.get("enum"))) is not None:
+    if (options := choices(node)) is not None:
         return Item(type=ItemType.SELECT, options=options, **common)
     if kind == "array":
         inner = _resolve(node.get("items") or {}, defs)
-        if (options := _options(inner.get("enum"))) is not None:
+        if (options := choices(inner)) is not None:
             return Item(type=ItemType.MULTI_SELECT, options=options, **common)
         return None
     if kind == "boolean":

@@ -1,0 +1,50 @@
+"""A question asked from MCP elicitation's form schema, and its outcome as MCP's `ElicitResult`.
+
+`ask_human` with `requested_schema` asks the schema's properties as items
+(`workers.interaction.elicitation.items_from_requested_schema`) and keeps the schema's shape in the
+question's metadata (`ELICITATION`), so that `get_answer`, in any process and at any later time,
+returns the outcome as MCP's `ElicitResult` does:
+
+- `accept` with `content` (the answers typed as the schema says) when it is answered;
+- `decline` when a person closed it without answering it: cancelled in Slack by a person
+  (`cancelled_by` a Slack user id);
+- `cancel` when nobody answered: it expired, was cancelled by its asker (or by Parley), or could
+  not be posted.
+
+`content` is there only with `accept`, as in `ElicitResult`. `elicit_result` serves anything
+else that forwards `elicitation/create` to people: give it the question and the schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from workers.interaction.elicitation import content_from_answers
+from workers.questions.models import QuestionStatus, QuestionView
+
+ELICITATION = "elicitation"
+"""The metadata key holding the shape (`content_shape`) of the schema a question was asked from."""
+_PERSON = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+
+
+def elicit_action(view: QuestionView) -> str | None:
+    """`accept`, `decline` or `cancel` for a closed question; None while it waits."""
+    if view.status is QuestionStatus.WAITING:
+        return None
+    if view.status is QuestionStatus.ANSWERED:
+        return "accept"
+    if view.status is QuestionStatus.CANCELLED and _PERSON.match(view.cancelled_by or ""):
+        return "decline"
+    return "cancel"
+
+
+def elicit_result(view: QuestionView, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The question's outcome as MCP's `ElicitResult` (`{action, content?}`); None while it waits."""
+    action = elicit_action(view)
+    if action is None:
+        return None
+    if action != "accept":
+        return {"action": action}
+    return {"action": action, "content": content_from_answers(schema, view.answers or {})}

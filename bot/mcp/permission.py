@@ -1,0 +1,147 @@
+"""`approve_tool_use`: Claude Code's permission prompt, answered by the rules file or by a person in Slack.
+
+Claude Code (`claude -p --permission-prompt-tool mcp__parley__approve_tool_use`) calls the tool
+named by `--permission-prompt-tool` before each tool use it needs permission for, with
+`{tool_name, input, tool_use_id}`. Its documentation (Claude Code SDK, headless mode, "Custom
+permission prompt tool") says the tool "must return a JSON-stringified payload":
+`{"behavior": "allow", "updatedInput": {...}}` ("updated input, or just return back the original
+input") or `{"behavior": "deny", "message": "..."}` ("human-readable string explaining why the
+permission was denied"). So the result is one text content holding that JSON (and the same object
+as `structuredContent`, per `OUTPUT_SCHEMA`). `updatedInput` is always given on allow: Claude Code
+runs the tool with it.
+
+The rules file (`bot.mcp.rules`; `parley mcp --config`, `PARLEY_MCP_CONFIG` for `/mcp`) decides per
+`tool_name`: `allow` answers at once with the input unchanged, `deny` with the rule's reason, and
+`ask` (also with no file, or no matching rule) asks an approval in the file's `channel`, of its
+`assignees`, expiring after its `expires_in` (900 s by default), through the edit-and-approve
+path (`ApprovalCreate`): Approve allows the input, Edit… allows the edited input as
+`updatedInput`, Reject denies with the reason given. `redact` paths are shown as `••••`, never
+editable, and the real values go back in `updatedInput`.
+
+Claude Code waits for the tool's result, and there is no get_answer to come back with, so the
+call waits until the approval closes: at most `expires_in` plus `GRACE` seconds. An expired
+approval (or one still open at that bound, which is then cancelled) is a deny saying "not
+approved within N minutes". Meanwhile the server sends progress notifications every 15 s to a
+client that gave a progress token. A call the client cancels cancels its approval in Slack, so
+nobody approves what nobody waits for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.mcp.rules import Action, RulesConfig, redacted, with_redacted_restored
+from bot.mcp.tools import ToolInputError
+from workers.questions.models import ApprovalCreate, QuestionCreate, QuestionStatus, QuestionView
+
+APPROVE_TOOL_USE = "approve_tool_use"
+GRACE = 60
+"""Seconds past the approval's expiry the call still waits for the expiry to be recorded."""
+TOOL_NAME_MAX = 200
+APPROVE_TOOL_USE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tool_name": {"type": "string", "minLength": 1, "maxLength": TOOL_NAME_MAX, "description": "The tool to run."},
+        "input": {"type": "object", "description": "The arguments it would run with."},
+        "tool_use_id": {"type": "string", "description": "The tool use's id, kept with the approval."},
+    },
+    "required": ["tool_name", "input"],
+}
+"""Claude Code's permission prompt input; other properties a later Claude Code may send are ignored."""
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "behavior": {"type": "string", "enum": ["allow", "deny"]},
+        "updatedInput": {"type": "object", "description": "allow: the input to run the tool with (maybe edited)."},
+        "message": {"type": "string", "description": "deny: why, as people read it."},
+    },
+    "required": ["behavior"],
+    "oneOf": [
+        {"properties": {"behavior": {"const": "allow"}}, "required": ["updatedInput"]},
+        {"properties": {"behavior": {"const": "deny"}}, "required": ["message"]},
+    ],
+}
+APPROVE_TOOL_USE_DESCRIPTION = (
+    "Claude Code's permission prompt (--permission-prompt-tool mcp__parley__approve_tool_use): decides whether "
+    "tool_name may run with input, by the rules file or by asking a person in Slack, who may edit the input. "
+    'Returns {"behavior": "allow", "updatedInput": {...}} or {"behavior": "deny", "message": "..."}.'
+)
+
+
+def parse_permission(args: Any) -> tuple[str, dict[str, Any], str]:
+    """`approve_tool_use`'s tool name, input and tool use id (or ""); `ToolInputError` otherwise: the call is
+    not a permission prompt (no tool name, or an input that is not an object)."""
+    if not isinstance(args, dict):
+        raise ToolInputError(APPROVE_TOOL_USE, ["arguments must be a JSON object with 'tool_name' and 'input'"])
+    problems: list[str] = []
+    name, given, use_id = args.get("tool_name"), args.get("input"), args.get("tool_use_id", "")
+    if not isinstance(name, str) or not name.strip() or len(name) > TOOL_NAME_MAX:
+        problems.append(f"tool_name must be the tool's name (1-{TOOL_NAME_MAX} characters), not {name!r}")
+    if not isinstance(given, dict):
+        problems.append(f"input must be the tool's arguments as a JSON object, not {type(given).__name__}")
+    if not isinstance(use_id, str):
+        problems.append("tool_use_id must be a string")
+    if problems:
+        raise ToolInputError(APPROVE_TOOL_USE, problems)
+    return str(name).strip(), dict(given or {}), str(use_id)
+
+
+def allow(updated: dict[str, Any]) -> dict[str, Any]:
+    return {"behavior": "allow", "updatedInput": updated}
+
+
+def deny(message: str) -> dict[str, Any]:
+    return {"behavior": "deny", "message": message}
+
+
+def approval_question(
+    config: RulesConfig, patterns: tuple[str, ...], name: str, given: dict[str, Any], use_id: str
+) -> QuestionCreate:
+    """The approval a person is asked: `given` shown with `patterns` redacted (and those not editable)."""
+    shown = redacted(given, patterns)
+    editable = [key for key in given if shown.get(key) == given[key]]  # a value with anything redacted is not
+    body = ApprovalCreate.model_validate(
+        {
+            "channel": config.channel,
+            "action": f"Run the tool {name}",
+            "args": shown,
+            "editable": editable,
+            "assignees": list(config.assignees),
+            "expires_in": config.expires_in,
+        }
+    ).question()
+    return body.model_copy(update={"metadata": {"tool_name": name, "tool_use_id": use_id}})
+
+
+def minutes(seconds: int) -> str:
+    return f"{seconds // 60} minutes" if seconds % 60 == 0 and seconds >= 120 else f"{seconds} seconds"
+
+
+def outcome(
+    view: QuestionView, given: dict[str, Any], patterns: tuple[str, ...], expires_in: int
+) -> dict[str, Any] | None:
+    """What Claude Code is answered once the approval closed; None while it waits."""
+    if view.status is QuestionStatus.WAITING:
+        return None
+    decision = view.decision
+    if view.status is QuestionStatus.ANSWERED and decision is not None:
+        if decision.approved:
+            return allow(with_redacted_restored(given, decision.args, patterns) if patterns else dict(decision.args))
+        return deny(decision.reason or "Rejected in Slack" + (f" by {decision.by}" if decision.by else ""))
+    if view.status is QuestionStatus.EXPIRED:
+        return deny(f"not approved within {minutes(expires_in)}")
+    if view.status is QuestionStatus.CANCELLED:
+        return deny("the approval was cancelled" + (f" by {view.cancelled_by}" if view.cancelled_by else ""))
+    return deny(f"the approval could not be asked: {view.error or view.status.value}")
+
+
+def rules_answer(config: RulesConfig, name: str, given: dict[str, Any]) -> dict[str, Any] | None:
+    """The rules file's answer without asking (allow or deny), or None when a person is to be asked."""
+    rule = config.rule_for(name)
+    if rule.action is Action.ALLOW:
+        return allow(given)
+    if rule.action is Action.DENY:
+        return deny(rule.reason or f"the rules file denies {name}")
+    if config.channel is None:
+        return deny(f"{name} needs approval, and no channel to ask in is set: add `channel` to the rules file")
+    return None
