@@ -2,26 +2,32 @@
 
 Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
 a thread pool of its own), `/healthz`, `/metrics`, the HTTP API under `/api/v1` (async) and
-MCP over streamable HTTP at `/mcp`, on one port; with `--metrics-port N`, `/metrics` is served
-on a listener of its own instead, and the public port answers 404 for it.
+MCP over streamable HTTP at `/mcp` (and the approval gateway at `/mcp/gateway`), on one port;
+with `--metrics-port N`, `/metrics` is served on a listener of its own instead, and the public
+port answers 404 for it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import redis
 import redis.asyncio as aioredis
 import uvicorn
 from slack_sdk.errors import SlackApiError
+from starlette.routing import BaseRoute
 
 from bot.app import create_app
 from bot.asgi import make_asgi
 from bot.deps import BotDeps
+from bot.mcp.gateway.http import gateway_route
 from bot.mcp.http import mcp_route
 from bot.mcp.rebinding import LOOPBACK_HOSTS, default_hosts, is_loopback, transport_security
+from bot.mcp.rules import RulesConfig, load_config
 from bot.slack.channel_names import SlackChannelNames
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
@@ -108,9 +114,25 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True) -
     service = QuestionService(deps.runtime, question_config(settings), channels=channels)
     closings = Closings(async_redis(settings, client))
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
-    mcp, mcp_sessions = mcp_route(service, closings, transport_security(hosts, settings.parley_mcp_allowed_origins))
+    security = transport_security(hosts, settings.parley_mcp_allowed_origins)
+    mcp, mcp_sessions = mcp_route(service, closings, security)
+    mounts: list[BaseRoute] = [mcp]
+    lifespans: list[Callable[[], AbstractAsyncContextManager[Any]]] = [mcp_sessions.run]
+    gateway = gateway_config(settings)
+    if gateway is not None:
+        route, gateway_lifespan = gateway_route(service, closings, gateway, security)
+        mounts.append(route)
+        lifespans.append(gateway_lifespan)
     wsgi = make_wsgi(app, client, public_metrics=public_metrics)
-    return make_asgi(wsgi, service, closings, mounts=[mcp], lifespans=[mcp_sessions.run], on_stop=_metrics_stop)
+    return make_asgi(wsgi, service, closings, mounts=mounts, lifespans=lifespans, on_stop=_metrics_stop)
+
+
+def gateway_config(settings: Settings) -> RulesConfig | None:
+    """The rules of `/mcp/gateway` (`PARLEY_MCP_CONFIG`), when that file names upstreams; `RulesError` if bad."""
+    if not settings.parley_mcp_config:
+        return None
+    config = load_config(settings.parley_mcp_config, os.environ)
+    return config if config.upstreams else None
 
 
 def bot_asgi_private_metrics() -> Any:
@@ -171,6 +193,7 @@ def serve(
         threading.Event().wait()  # the connection's threads serve until the process is stopped
         return 0
     check_settings(settings)
+    gateway_config(settings)  # a bad rules file stops here, in words, before any process starts
     settings = _mcp_hosts(settings, host)
     log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
     app: Any

@@ -124,7 +124,11 @@ def mcp_route(
     security = security or transport_security(LOOPBACK_HOSTS, ())
     server = build_server(service, closings, token_caller)
     manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
+    return Route(PATH, endpoint=ProblemResponses(behind_tokens(manager, service))), manager
+
+
+def behind_tokens(manager: StreamableHTTPSessionManager, service: QuestionService) -> ASGIApp:
+    """`manager`'s ASGI app behind Parley's bearer API tokens (scope `ask`) and their rate limits."""
     guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))
-    app = AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))
-    return Route(PATH, endpoint=ProblemResponses(app)), manager
+    return AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))

@@ -202,3 +202,15 @@ def webhook_circuit(host: str) -> str:
 def webhook_circuits_open() -> str:
     """Sorted set: hosts whose circuit is open, scored by when it half-opens (for metrics)."""
     return f"{PREFIX}webhook:circuits-open"
+
+
+# ---- the MCP approval gateway (workers/store/gateway.py) -----------------------------------
+def gateway_forward(question_id: str) -> str:
+    """String with a TTL: what became of an asked tool call (`forwarded`, `client gone`): set once, so a call
+    is forwarded upstream at most once, whatever restarts or duplicates."""
+    return f"{PREFIX}gateway:forward:{question_id}"
+
+
+def gateway_standing(session_digest: str, tool_digest: str) -> str:
+    """String with a TTL: the run that granted a standing approval of one tool to one MCP session."""
+    return f"{PREFIX}gateway:standing:{session_digest}:{tool_digest}"
