@@ -1,5 +1,6 @@
 """An upstream MCP server for the gateway's tests, on the official SDK: `python -m tests.mcp_upstream DIR`
-(or `python tests/mcp_upstream.py DIR`) serves it over stdio.
+(or `python tests/mcp_upstream.py DIR`) serves it over stdio; `... DIR --http PORT` over streamable
+HTTP at `http://127.0.0.1:PORT/mcp`.
 
 `write_file` really writes under DIR (and appends a line to DIR/.writes, so a test counts how often
 it was called), `read_file` reads back, and `ask_person` sends `elicitation/create` in form mode and
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ToolAnnotations
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 WRITES = ".writes"
+ASKED = "deploy"
+QUESTION = "Where should this be deployed?"
 
 
 class Deploy(BaseModel):
@@ -51,8 +55,16 @@ def build(root: Path) -> MCPServer:
         return under(path).read_text(encoding="utf-8")
 
     @server.tool(description="Ask the person where to deploy (elicitation/create, form mode).")
-    async def ask_person(ctx: Context) -> dict[str, object]:
-        answer = await ctx.elicit("Where should this be deployed?", schema=Deploy)
+    async def ask_person(ctx: Context) -> Any:
+        """On a handshake-era connection the request goes to the client at once; on a 2026-07-28 one (which
+        has no back-channel) it is returned as the input the call requires, and the client calls again."""
+        given = (ctx.input_responses or {}).get(ASKED)
+        if isinstance(given, ElicitResult):
+            return {"action": given.action, "content": given.content}
+        if not ctx.request_context.session.can_send_request:
+            form = ElicitRequestFormParams(message=QUESTION, requested_schema=Deploy.model_json_schema())
+            return InputRequiredResult(input_requests={ASKED: ElicitRequest(params=form)})
+        answer = await ctx.elicit(QUESTION, schema=Deploy)
         data = answer.data.model_dump() if answer.action == "accept" else None
         return {"action": answer.action, "content": data}
 
@@ -60,4 +72,7 @@ def build(root: Path) -> MCPServer:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1])).run("stdio")
+    if len(sys.argv) == 4 and sys.argv[2] == "--http":  # DIR --http PORT: streamable HTTP at /mcp instead
+        build(Path(sys.argv[1])).run("streamable-http", host="127.0.0.1", port=int(sys.argv[3]))
+    else:
+        build(Path(sys.argv[1])).run("stdio")

@@ -45,13 +45,15 @@ class Target:
         return f"{self.upstream}.{self.tool.name}"
 
 
-def _client(upstream: Upstream) -> Client:
+async def _client(upstream: Upstream, held: contextlib.AsyncExitStack) -> Client:
+    """The SDK's client for `upstream`, not yet connected; an HTTP client it needs is closed with `held`."""
     if upstream.command is not None:
         command, *args = upstream.command
         params = StdioServerParameters(command=command, args=args, env=dict(upstream.env) or None)
         return Client(params)
     assert upstream.url is not None
-    http = httpx2.AsyncClient(headers=dict(upstream.headers), timeout=httpx2.Timeout(30, read=300))
+    timeout = httpx2.Timeout(30, read=300)
+    http = await held.enter_async_context(httpx2.AsyncClient(headers=dict(upstream.headers), timeout=timeout))
     return Client(streamable_http_client(upstream.url, http_client=http))
 
 
@@ -88,7 +90,7 @@ class Upstreams:
         """Open `name`'s session, list its tools, and keep it open until the gateway stops."""
         started = False
         try:
-            async with _client(upstream) as client:
+            async with contextlib.AsyncExitStack() as held, await _client(upstream, held) as client:
                 with anyio.fail_after(CONNECT_TIMEOUT):
                     listed = await client.list_tools()
                 self.clients[name], self.tools[name] = client, list(listed.tools)
