@@ -169,8 +169,13 @@ def test_the_docs_stdio_configuration_runs_parley_mcp_gateway(
     assert (dirs["files"] / "stdio.txt").read_text() == "via stdio"
     assert (dirs["files"] / ".writes").read_text().splitlines() == [f"stdio.txt\t{SECRET}"]
     assert all(SECRET not in json.dumps(call) for call in stack.ws.calls())
+    assert stack.redis is not None
+    store = RunStore(stack.redis)
+    [run_id] = [r for r in store.list_ids(None, limit=50) if any(e.event == "forwarded" for e in store.history(r))]
     listed = subprocess.run([str(PARLEY), "runs", "list"], env=stack.env(), capture_output=True, text=True, check=True)
-    assert "question" in listed.stdout  # the approval is a run
+    assert any(line.startswith(run_id) for line in listed.stdout.splitlines())  # the approval is a run
+    forwarded = next(e for e in store.history(run_id) if e.event == "forwarded")
+    assert forwarded.by == APPROVER and forwarded.detail["args"]["token"] == "••••"
 
 
 def test_the_docs_http_configuration_reaches_mcp_gateway_under_parley_serve(
