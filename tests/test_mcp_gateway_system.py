@@ -131,15 +131,28 @@ def approve(stack: SlackStack, path: str) -> dict[str, Any]:
     return message
 
 
-async def call_approved(client: Client, stack: SlackStack, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+async def call_approved(
+    client: Client, stack: SlackStack, tool: str, arguments: dict[str, Any], progress: list[float] | None = None
+) -> CallToolResult:
+    """Call `tool` and approve it in Slack; with `progress`, only once a progress notification has come."""
     got: dict[str, CallToolResult] = {}
 
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        assert progress is not None
+        progress.append(value)
+
     async def call() -> None:
-        got["result"] = await client.call_tool(tool, arguments)
+        report = on_progress if progress is not None else None
+        got["result"] = await client.call_tool(tool, arguments, progress_callback=report)
+
+    def person() -> None:
+        if progress is not None:  # the gateway's interval is 15 s
+            stack.wait_for("a progress notification while the call waits", lambda: progress, timeout=40)
+        approve(stack, arguments["path"])
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        await anyio.to_thread.run_sync(lambda: approve(stack, arguments["path"]))
+        await anyio.to_thread.run_sync(person)
     return got["result"]
 
 
@@ -187,13 +200,17 @@ def test_the_docs_http_configuration_reaches_mcp_gateway_under_parley_serve(
     headers = {k: v.replace("pk_…", token.token) for k, v in server["headers"].items()}
     assert url.endswith("/mcp/gateway")
 
+    progress: list[float] = []
+
     async def scenario() -> CallToolResult:
         http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=90))
         async with Client(streamable_http_client(url, http_client=http)) as client:
-            return await call_approved(client, stack, "tickets.write_file", {"path": "http.txt", "text": "via http"})
+            arguments = {"path": "http.txt", "text": "via http"}
+            return await call_approved(client, stack, "tickets.write_file", arguments, progress)
 
     result = anyio.run(scenario)
     assert not result.is_error, result.content
+    assert progress and progress[0] > 0  # a progress notification reached the client over HTTP while it waited
     assert (dirs["tickets"] / "http.txt").read_text() == "via http"
     assert stack.http is not None
     refused = stack.http.post("/mcp/gateway", json={}, headers={"Accept": "application/json, text/event-stream"})
