@@ -77,6 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument(
         "--config", metavar="RULES.yml", default=None, help="the rules file of approve_tool_use: allow, deny or ask"
     )
+    msub = mcp.add_subparsers(dest="mcp_command")
+    gateway = msub.add_parser("gateway", help="serve other MCP servers' tools over stdio, each call approved by rules")
+    gateway.add_argument("--config", required=True, metavar="gateway.yml", help="the rules file: upstreams and rules")
+    gateway.add_argument("--flat", action="store_true", help="list tools unprefixed (exactly one upstream)")
 
     dev = sub.add_parser("dev", help="the whole product on this machine, with a Slack playground")
     dev.add_argument(
@@ -184,6 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 socket_mode=args.socket_mode,
                 metrics=(args.metrics_host, args.metrics_port) if args.metrics_port else None,
             )
+        if args.command == "mcp" and args.mcp_command == "gateway":
+            from parley.gateway_cmd import run_gateway
+
+            return run_gateway(settings, args.config, flat=args.flat)
         if args.command == "mcp":
             from parley.mcp_cmd import run_mcp
 

@@ -2,27 +2,32 @@
 
 Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
 a thread pool of its own), `/healthz`, `/metrics`, the HTTP API under `/api/v1` (async) and
-MCP over streamable HTTP at `/mcp`, on one port; with `--metrics-port N`, `/metrics` is served
-on a listener of its own instead, and the public port answers 404 for it. One process keeps
-MCP sessions, whose streams resume from Redis; `--workers N` serves `/mcp` stateless, since a
-session lives in the process that opened it (`bot.mcp.http`).
+MCP over streamable HTTP at `/mcp` (and the approval gateway at `/mcp/gateway`), on one port;
+with `--metrics-port N`, `/metrics` is served on a listener of its own instead, and the public
+port answers 404 for it. One process keeps MCP sessions, whose streams resume from Redis;
+`--workers N` serves `/mcp` stateless, since a session lives in the process that opened it
+(`bot.mcp.http`).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import redis
 import redis.asyncio as aioredis
 import uvicorn
 from slack_sdk.errors import SlackApiError
+from starlette.routing import BaseRoute
 
 from bot.app import create_app
 from bot.asgi import make_asgi
 from bot.deps import BotDeps
 from bot.mcp.events import RedisEventStore
+from bot.mcp.gateway.http import gateway_route
 from bot.mcp.http import mcp_route
 from bot.mcp.rebinding import LOOPBACK_HOSTS, default_hosts, is_loopback, transport_security
 from bot.mcp.rules import RulesConfig, load_config
@@ -123,13 +128,26 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, m
     security = transport_security(hosts, settings.parley_mcp_allowed_origins)
     events = RedisEventStore(EventLogs(aio)) if mcp_sessions else None
     mcp, manager = mcp_route(service, closings, security, events, mcp_rules(settings))
+    mounts: list[BaseRoute] = [mcp]
+    lifespans: list[Callable[[], AbstractAsyncContextManager[Any]]] = [manager.run]
+    gateway = gateway_config(settings)
+    if gateway is not None:
+        route, gateway_lifespan = gateway_route(service, closings, gateway, security)
+        mounts.append(route)
+        lifespans.append(gateway_lifespan)
     wsgi = make_wsgi(app, client, public_metrics=public_metrics)
-    return make_asgi(wsgi, service, closings, mounts=[mcp], lifespans=[manager.run], on_stop=_metrics_stop)
+    return make_asgi(wsgi, service, closings, mounts=mounts, lifespans=lifespans, on_stop=_metrics_stop)
 
 
 def bot_asgi_workers() -> Any:
     """`bot_asgi` for `serve --workers N`: `/mcp` stateless, as any of the N processes may get a request."""
     return bot_asgi(mcp_sessions=False)
+
+
+def gateway_config(settings: Settings) -> RulesConfig | None:
+    """The rules of `/mcp/gateway` (`PARLEY_MCP_CONFIG`), when that file names upstreams; `RulesError` if bad."""
+    config = mcp_rules(settings)
+    return config if config is not None and config.upstreams else None
 
 
 def bot_asgi_private_metrics() -> Any:
@@ -190,6 +208,7 @@ def serve(
         threading.Event().wait()  # the connection's threads serve until the process is stopped
         return 0
     check_settings(settings)
+    gateway_config(settings)  # a bad rules file stops here, in words, before any process starts
     settings = _mcp_hosts(settings, host)
     log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
     app: Any

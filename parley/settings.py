@@ -148,7 +148,7 @@ class Settings(BaseSettings):
     parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
     parley_api_auth_failures: int = Field(default=20, ge=1)  # bad bearer tokens per client address per window
     parley_mcp_origin: str = Field(default="mcp", min_length=1, max_length=64)  # `parley mcp`'s questions' origin
-    parley_mcp_config: str | None = None  # the rules file (a path) of /mcp's approve_tool_use (and the gateway's)
+    parley_mcp_config: str | None = None  # the rules file (a path) of approve_tool_use; with `upstreams`, /mcp/gateway
     # `Host` names /mcp answers (name, or name:port); unset: the loopback names, and --host if it is one address
     parley_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # browser origins /mcp answers (https://app.example.com); a request without Origin is always answered

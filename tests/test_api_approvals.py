@@ -109,6 +109,7 @@ def test_an_approval_over_the_api_is_edited_in_slack_and_the_client_gets_the_dec
         "changes": [["note", "nightly", "nightly, after the backup"]],
         "reason": None,
         "by": USER,
+        "standing": False,
     }
 
     bad = httpx.post(

@@ -24,7 +24,12 @@ from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from bot.ack_timing import timed
 from bot.deps import BotDeps
 from bot.slack import blocks
-from bot.slack.blocks_approval import APPROVE_ACTION_ID, REJECT_ACTION_ID, reject_view
+from bot.slack.blocks_approval import (
+    APPROVE_ACTION_ID,
+    APPROVE_STANDING_ACTION_ID,
+    REJECT_ACTION_ID,
+    reject_view,
+)
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from bot.slack.limits import BlockLimitError
 from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
@@ -99,8 +104,8 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     return _accept(body, action, interrupt, answers, deps)
 
 
-def approve_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
-    """Approve: the proposed args as they are, approved."""
+def approve_outcome(body: dict[str, Any], deps: BotDeps, *, standing: bool = False) -> AnswerOutcome:
+    """Approve: the proposed args as they are, approved; `standing`, as a standing approval (when offered)."""
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
     try:
@@ -112,7 +117,11 @@ def approve_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     if interrupt.request.approval is None:
         not_approval = Refusal(RefusalReason.INVALID, errors={"form": "this question is no approval"})
         return AnswerOutcome.refused(iid, user, not_approval)
-    return _accept(body, action, interrupt, approval_answers(interrupt.request, [], approve=True), deps)
+    if standing and not interrupt.request.approval.standing:
+        not_offered = Refusal(RefusalReason.INVALID, errors={"form": "this approval offers no standing approval"})
+        return AnswerOutcome.refused(iid, user, not_offered)
+    answers = approval_answers(interrupt.request, [], approve=True, standing=standing)
+    return _accept(body, action, interrupt, answers, deps)
 
 
 def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, client: WebClient, deps: BotDeps) -> None:
@@ -131,6 +140,11 @@ def on_submit(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) 
 @timed("choice")
 def on_approve(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     _answered(ack, body, approve_outcome(body, deps), client, deps)
+
+
+@timed("choice")
+def on_approve_standing(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    _answered(ack, body, approve_outcome(body, deps, standing=True), client, deps)
 
 
 @timed("choice")
@@ -224,4 +238,5 @@ def register(app: App, deps: BotDeps) -> None:
     app.action(CHOOSE_ACTION)(partial(on_choose, deps=deps))
     app.action(blocks.OPEN_FORM_ACTION_ID)(partial(on_open_form, deps=deps))
     app.action(APPROVE_ACTION_ID)(partial(on_approve, deps=deps))
+    app.action(APPROVE_STANDING_ACTION_ID)(partial(on_approve_standing, deps=deps))
     app.action(REJECT_ACTION_ID)(partial(on_reject, deps=deps))

@@ -167,7 +167,11 @@ def mcp_route(
         manager = ResumableSessions(server, events, security)
     else:
         manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
+    return Route(PATH, endpoint=ProblemResponses(behind_tokens(manager, service))), manager
+
+
+def behind_tokens(manager: StreamableHTTPSessionManager, service: QuestionService) -> ASGIApp:
+    """`manager`'s ASGI app behind Parley's bearer API tokens (scope `ask`) and their rate limits."""
     guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))
-    app = AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))
-    return Route(PATH, endpoint=ProblemResponses(app)), manager
+    return AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))

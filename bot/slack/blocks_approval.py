@@ -3,8 +3,9 @@
 Id scheme, beside `blocks_question`'s:
 
     qv|{iid}|{v}           the arguments, one section field each (long values cut; the form shows them whole)
-    qa|{iid}|{v}           "parley_approve", "parley_open_form" (Edit…, when any argument is editable),
-                           "parley_reject"; each button's value is iid
+    qa|{iid}|{v}           "parley_approve", "parley_approve_standing" (when a standing approval is offered),
+                           "parley_open_form" (Edit…, when any argument is editable), "parley_reject";
+                           each button's value is iid
     f|{iid}|{item_id}      one editable argument in the "parley_form" modal, as for any question
     f|{iid}|_reason        the reason in the "parley_reject_form" modal (private_metadata as for the form)
 """
@@ -33,6 +34,7 @@ from workers.interaction.approval import REASON_ID, decision_of
 from workers.interaction.context import show_value
 
 APPROVE_ACTION_ID = "parley_approve"
+APPROVE_STANDING_ACTION_ID = "parley_approve_standing"
 REJECT_ACTION_ID = "parley_reject"
 REJECT_CALLBACK_ID = "parley_reject_form"
 VALUE_SHOWN = 200
@@ -59,6 +61,8 @@ def approval_blocks(request: Request, iid: str, version: int, head: list[Block],
     approval = request.approval
     assert approval is not None
     buttons = [ButtonElement(text="Approve", action_id=APPROVE_ACTION_ID, value=iid, style="primary")]
+    if approval.standing:
+        buttons.append(ButtonElement(text=approval.standing, action_id=APPROVE_STANDING_ACTION_ID, value=iid))
     if approval.editable:
         buttons.append(ButtonElement(text="Edit…", action_id="parley_open_form", value=iid))
     buttons.append(ButtonElement(text="Reject", action_id=REJECT_ACTION_ID, value=iid, style="danger"))
@@ -107,6 +111,8 @@ def approval_answered_blocks(
     decision = decision_of(request, answers_to_values(request, answers), answered_by)
     action = request.approval.action if request.approval else request.reason
     verdict = ":white_check_mark: Approved" if decision.approved else ":x: Rejected"
+    if decision.standing and request.approval and request.approval.standing:
+        verdict += f" ({escape(request.approval.standing)})"
     edited = {c[0]: c for c in decision.changes}
     shown = {
         name: (f"{show_value(edited[name][1])} → {show_value(value)} (edited)" if name in edited else value)

@@ -35,6 +35,8 @@ DECISION_ID = "_decision"
 REASON_ID = "_reason"
 """The optional reason, asked when rejecting."""
 APPROVE, REJECT = "approve", "reject"
+APPROVE_STANDING = "approve_standing"
+"""Approve this call and, for a while, later calls like it (the approval's `standing` says for what)."""
 MAX_EDITABLE = MAX_ITEMS - 2
 """Arguments that can be edited in one approval: the request's items less the decision and the reason."""
 
@@ -51,6 +53,8 @@ class Decision(BaseModel):
     """One `(field, old, new)` per edited argument."""
     reason: str | None = None
     by: str = ""
+    standing: bool = False
+    """Approved as a standing approval: later calls like this one go without asking, for a while."""
 
 
 def _inferred(name: str, value: Any) -> Item | None:
@@ -84,9 +88,12 @@ def approval_request(
     *,
     schema: dict[str, Any] | type[BaseModel] | None = None,
     editable: bool | list[str] = True,
+    standing: str | None = None,
     **options: Any,
 ) -> Request:
-    """The request asking to approve `action` with `args`; arguments no item fits are shown, not editable."""
+    """The request asking to approve `action` with `args`; arguments no item fits are shown, not editable.
+
+    `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`), when one may be given."""
     canonical(args)  # plain JSON of bounded size, or ContextError: the approval is bound to it
     typed = schema_items(schema_of(schema), only=list(args)) if schema is not None else {}
     items: list[Item] = []
@@ -107,10 +114,14 @@ def approval_request(
         id=DECISION_ID,
         text="Decision",
         type=ItemType.SELECT,
-        options=[Option(value=APPROVE, label="Approve"), Option(value=REJECT, label="Reject")],
+        options=[
+            Option(value=APPROVE, label="Approve"),
+            *([Option(value=APPROVE_STANDING, label=standing)] if standing else []),
+            Option(value=REJECT, label="Reject"),
+        ],
     )
     reason = Item(id=REASON_ID, text="Reason", type=ItemType.FREE_TEXT, required=False)
-    approval = Approval(action=action, args=args, editable=[i.id for i in items])
+    approval = Approval(action=action, args=args, editable=[i.id for i in items], standing=standing)
     return Request.model_validate(
         {"reason": options.pop("reason", None) or action[:REASON_MAX], **options}
         | {"items": [*items, decision, reason], "approval": approval}
@@ -118,14 +129,17 @@ def approval_request(
 
 
 def approval_answers(
-    request: Request, given: list[Answer], *, approve: bool, reason: str | None = None
+    request: Request, given: list[Answer], *, approve: bool, reason: str | None = None, standing: bool = False
 ) -> list[Answer]:
-    """The full answers to an approval: `given` edits, the proposed value of every other argument, the decision."""
+    """The full answers to an approval: `given` edits, the proposed value of every other argument, the decision.
+
+    `standing`: approved as a standing approval, which the request must offer (`approval.standing`)."""
     by_id = {a.id: a for a in given if a.id not in (DECISION_ID, REASON_ID)}
     out: list[Answer] = []
     for item in request.items:
         if item.id == DECISION_ID:
-            out.append(Answer(id=DECISION_ID, choice=APPROVE if approve else REJECT))
+            chosen = (APPROVE_STANDING if standing else APPROVE) if approve else REJECT
+            out.append(Answer(id=DECISION_ID, choice=chosen))
         elif item.id == REASON_ID:
             if reason and reason.strip():
                 out.append(Answer(id=REASON_ID, free_text=reason))
@@ -145,7 +159,7 @@ def decision_of(request: Request, values: dict[str, AnswerValue], by: str = "") 
     approval = request.approval
     if approval is None:
         raise FormError("this request is not an approval")
-    approved = values.get(DECISION_ID) == APPROVE
+    approved = values.get(DECISION_ID) in (APPROVE, APPROVE_STANDING)
     args = dict(approval.args)
     changes: list[tuple[str, Any, Any]] = []
     if approved:
@@ -162,4 +176,5 @@ def decision_of(request: Request, values: dict[str, AnswerValue], by: str = "") 
         changes=changes,
         reason=reason if isinstance(reason, str) and reason.strip() else None,
         by=by,
+        standing=values.get(DECISION_ID) == APPROVE_STANDING,
     )

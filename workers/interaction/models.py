@@ -265,6 +265,8 @@ class Approval(_Strict):
     action: Annotated[str, Field(min_length=1, max_length=REASON_MAX)]
     args: dict[str, Any]
     editable: list[str] = Field(default_factory=list)
+    standing: Annotated[str | None, Field(min_length=1, max_length=75)] = None
+    """When set, a standing approval may be chosen too (`APPROVE_STANDING`), labelled with this text."""
 
 
 class Request(_Strict):
@@ -343,8 +345,9 @@ class Request(_Strict):
         if self.approval is None:
             return self
         decision = self.item("_decision")
-        if decision is None or decision.option_values() != ["approve", "reject"]:
-            raise ValueError('an approval needs the "_decision" select of "approve" and "reject"')
+        expected = ["approve", *(["approve_standing"] if self.approval.standing else []), "reject"]
+        if decision is None or decision.option_values() != expected:
+            raise ValueError(f'an approval needs the "_decision" select of {", ".join(map(repr, expected))}')
         missing = [name for name in self.approval.editable if self.item(name) is None or name not in self.approval.args]
         if missing:
             raise ValueError(f"approval: editable {missing} must each be an argument with an item")

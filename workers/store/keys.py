@@ -209,3 +209,15 @@ def mcp_events(session: str, stream: str) -> str:
     """Stream with a TTL: the SSE events of one MCP session's response stream (a request's, by its id), as
     JSON-RPC JSON (empty for a priming event), kept so a client that reconnects with `Last-Event-ID` gets them."""
     return f"{PREFIX}mcp:events:{session}:{stream}"
+
+
+# ---- the MCP approval gateway (workers/store/gateway.py) -----------------------------------
+def gateway_forward(question_id: str) -> str:
+    """String with a TTL: what became of an asked tool call (`forwarded`, `client gone`): set once, so a call
+    is forwarded upstream at most once, whatever restarts or duplicates."""
+    return f"{PREFIX}gateway:forward:{question_id}"
+
+
+def gateway_standing(session_digest: str, tool_digest: str) -> str:
+    """String with a TTL: the run that granted a standing approval of one tool to one MCP session."""
+    return f"{PREFIX}gateway:standing:{session_digest}:{tool_digest}"

@@ -1,0 +1,7 @@
+"""`parley mcp gateway`: an MCP server in front of other MCP servers, each tool call allowed, denied or
+approved in Slack by the rules file (`bot.mcp.rules`).
+
+`upstreams` holds the client sessions to the upstream servers and their tools, `approvals` asks
+and waits for an approval and forwards what was approved once, `server` routes each call by its
+rule, `http` mounts it at `/mcp/gateway` under `parley serve`.
+"""

@@ -1,0 +1,85 @@
+"""The gateway's MCP server: lists the upstreams' tools and routes each call by its rule.
+
+`allow` forwards the call, `deny` is a tool error carrying the rule's reason, `ask` waits for an
+approval in Slack (`approvals`). A call the gateway cannot route (an unknown tool or upstream, an
+upstream it cannot reach) is a tool error saying so; nothing is asked or forwarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
+from bot.mcp.gateway.upstreams import GatewayError, Upstreams
+from bot.mcp.rules import Action, RulesConfig
+from bot.mcp.server import CallerOf
+from workers.logs import Log
+from workers.questions import QuestionService
+from workers.store.closings import Closings
+
+log = Log("parley.mcp.gateway")
+NAME = "parley-gateway"
+INSTRUCTIONS = (
+    "The tools of other MCP servers, behind Parley's rules: some calls go straight through, some are refused, "
+    "and some wait for a person to approve them in Slack (the arguments may be edited first)."
+)
+SessionOf = Callable[[ServerRequestContext[Any]], str]
+
+
+class GatewayTools:
+    def __init__(self, upstreams: Upstreams, approvals: Approvals, caller_of: CallerOf, session_of: SessionOf) -> None:
+        self.upstreams = upstreams
+        self.approvals = approvals
+        self.config: RulesConfig = upstreams.config
+        self.caller_of = caller_of
+        self.session_of = session_of
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.upstreams.listed())
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        args = dict(params.arguments or {})
+        try:
+            target = self.upstreams.resolve(params.name)
+        except GatewayError as exc:
+            return error(str(exc))
+        rule = self.config.rule_for(target.full_name)
+        caller = self.caller_of(ctx)
+        if rule.action is Action.DENY:
+            log.info("tool call denied", tool=target.full_name, origin=caller.name)
+            return error(f"{target.full_name} is denied: {rule.reason or 'the gateway rules deny it'}")
+        try:
+            if rule.action is Action.ALLOW:
+                return await self.upstreams.call(target, args)
+            call = Call(target, args, rule, caller, self.session_of(ctx))
+
+            async def report(progress: float, message: str) -> None:
+                await ctx.session.report_progress(progress, None, message)
+
+            return await self.approvals.ask(call, report)
+        except GatewayError as exc:
+            return error(str(exc))
+
+
+def build_gateway(
+    service: QuestionService,
+    closings: Closings,
+    upstreams: Upstreams,
+    caller_of: CallerOf,
+    session_of: SessionOf,
+    *,
+    progress_every: float = PROGRESS_EVERY,
+) -> Server[Any]:
+    """The gateway's MCP server over `upstreams` (open); run it over stdio or mount it over HTTP."""
+    approvals = Approvals(service, closings, upstreams, upstreams.config, progress_every=progress_every)
+    tools = GatewayTools(upstreams, approvals, caller_of, session_of)
+    return Server(NAME, instructions=INSTRUCTIONS, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)

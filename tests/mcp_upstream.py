@@ -1,0 +1,78 @@
+"""An upstream MCP server for the gateway's tests, on the official SDK: `python -m tests.mcp_upstream DIR`
+(or `python tests/mcp_upstream.py DIR`) serves it over stdio; `... DIR --http PORT` over streamable
+HTTP at `http://127.0.0.1:PORT/mcp`.
+
+`write_file` really writes under DIR (and appends a line to DIR/.writes, so a test counts how often
+it was called), `read_file` reads back, and `ask_person` sends `elicitation/create` in form mode and
+returns what it got, for forwarding elicitation to people.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+WRITES = ".writes"
+ASKED = "deploy"
+QUESTION = "Where should this be deployed?"
+
+
+class Deploy(BaseModel):
+    """What `ask_person` elicits."""
+
+    environment: str = Field(description="Where to deploy")
+    replicas: int = Field(default=2, ge=1, le=10)
+    confirm: bool = False
+
+
+def build(root: Path) -> MCPServer:
+    server = MCPServer("files-for-tests", instructions="Files under one directory, for Parley's tests.")
+
+    def under(path: str) -> Path:
+        target = (root / path).resolve()
+        if root.resolve() not in target.parents:
+            raise ValueError(f"{path!r} is outside the directory")
+        return target
+
+    destructive = ToolAnnotations(destructive_hint=True)
+
+    @server.tool(description="Write text to a file under the directory.", annotations=destructive)
+    def write_file(path: str, text: str, token: str | None = None) -> str:
+        target = under(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        with (root / WRITES).open("a", encoding="utf-8") as log:
+            log.write(f"{path}\t{token or ''}\n")
+        return f"wrote {len(text)} characters to {path}"
+
+    @server.tool(description="Read a file under the directory.", annotations=ToolAnnotations(read_only_hint=True))
+    def read_file(path: str) -> str:
+        return under(path).read_text(encoding="utf-8")
+
+    @server.tool(description="Ask the person where to deploy (elicitation/create, form mode).")
+    async def ask_person(ctx: Context) -> Any:
+        """On a handshake-era connection the request goes to the client at once; on a 2026-07-28 one (which
+        has no back-channel) it is returned as the input the call requires, and the client calls again."""
+        given = (ctx.input_responses or {}).get(ASKED)
+        if isinstance(given, ElicitResult):
+            return {"action": given.action, "content": given.content}
+        if not ctx.request_context.session.can_send_request:
+            form = ElicitRequestFormParams(message=QUESTION, requested_schema=Deploy.model_json_schema())
+            return InputRequiredResult(input_requests={ASKED: ElicitRequest(params=form)})
+        answer = await ctx.elicit(QUESTION, schema=Deploy)
+        data = answer.data.model_dump() if answer.action == "accept" else None
+        return {"action": answer.action, "content": data}
+
+    return server
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[2] == "--http":  # DIR --http PORT: streamable HTTP at /mcp instead
+        build(Path(sys.argv[1])).run("streamable-http", host="127.0.0.1", port=int(sys.argv[3]))
+    else:
+        build(Path(sys.argv[1])).run("stdio")

@@ -1,0 +1,54 @@
+"""The MCP approval gateway's state in Redis: forward-once claims and standing approvals.
+
+A tool call the gateway asked about is forwarded upstream only by the step that claims it
+first (`claim`, one `SET NX`): an approval read twice, a duplicate request or a process
+that restarts after the claim never forwards it again, and a call whose client went away
+is claimed as such before anyone can forward it. A standing approval is one key per MCP
+session and tool, holding the run that granted it, and expires with the approval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from redis import Redis
+
+from workers.store import keys
+
+FORWARDED = "forwarded"
+CLIENT_GONE = "client gone"
+CLAIM_TTL = 7 * 24 * 3600
+"""Seconds a claim is kept: longer than any approval stays open (`expires_in` is bounded by the rules file)."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class GatewayStore:
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+
+    def claim(self, question_id: str, outcome: str, ttl: int = CLAIM_TTL) -> str | None:
+        """Record `outcome` for the call asked as `question_id` if nothing was recorded yet; returns None when
+        this call won, else the outcome recorded before (which stands)."""
+        key = keys.gateway_forward(question_id)
+        if self.redis.set(key, outcome, nx=True, ex=ttl):
+            return None
+        return _text(self.redis.get(key)) or outcome
+
+    def claimed(self, question_id: str) -> str | None:
+        return _text(self.redis.get(keys.gateway_forward(question_id)))
+
+    def grant_standing(self, session: str, tool: str, run_id: str, ttl: int) -> None:
+        """`session` may call `tool` without asking for `ttl` seconds, on the approval of run `run_id`."""
+        self.redis.set(keys.gateway_standing(_digest(session), _digest(tool)), run_id, ex=ttl)
+
+    def standing(self, session: str, tool: str) -> str | None:
+        """The run whose standing approval lets `session` call `tool` now, or None."""
+        return _text(self.redis.get(keys.gateway_standing(_digest(session), _digest(tool))))
+
+
+def _text(value: Any) -> str | None:
+    return value.decode() if isinstance(value, bytes) else (str(value) if value is not None else None)
