@@ -53,16 +53,22 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
 
 
 def add_api_host(runtime: Runtime, web: Any) -> None:
-    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook."""
+    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook or signal."""
     from bot.slack.api_host import ApiQuestionHost
+    from workers.questions import signals
     from workers.questions.webhooks import announce
 
     def on_closed(run: RunInfo, question: QuestionInfo) -> None:
         # The runtime hands hosts its own records; the webhook reads the run's status and error too.
         assert isinstance(run, RunRecord) and isinstance(question, InterruptRecord)
         announce(runtime, run, question)
+        signals.announce(runtime, run, question)
 
-    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed))
+    def on_failed(run: RunInfo, reason: str) -> None:
+        assert isinstance(run, RunRecord)
+        signals.failed(runtime, run, reason)
+
+    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed, on_failed))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
@@ -113,6 +119,10 @@ def run_worker(
     client = connect_redis(settings)
     runtime = build_runtime(settings, client, InteractorRouter())
     question_config(settings)
+    if settings.parley_temporal_address:
+        from workers.questions import signals
+
+        signals.prepare()  # before any delivery waits for it
     add_worker_hosts(settings, runtime)
     if metrics:
         serve_metrics(runtime.store, *metrics)

@@ -6,7 +6,8 @@ than a run's thread:
   with no root "run started" message; its own `ts` becomes the thread typed answers go to;
 - the run's result (the answers as JSON) is not posted: the locked question shows them, and
   a failure is told through the API and the run's history;
-- when the question closes (answered, expired, cancelled) its webhook is announced;
+- when the question closes (answered, expired, cancelled) its webhook, or its Temporal workflow's
+  signal, is announced (the signal also when its run fails);
 - at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
   user groups it names.
 - the message opens with who asked and how ("Asked by *ci-bot* through the API", or MCP), above
@@ -39,12 +40,20 @@ CANNOT_POST = frozenset(
 """Errors no retry would fix: the question fails at once and the API says why."""
 
 OnClosed = Callable[[RunInfo, QuestionInfo], Any]
+OnFailed = Callable[[RunInfo, str], Any]
 
 
 class ApiQuestionHost(SlackHost):
-    def __init__(self, client: WebClient | WebClients, store: RunStore, on_closed: OnClosed | None = None) -> None:
+    def __init__(
+        self,
+        client: WebClient | WebClients,
+        store: RunStore,
+        on_closed: OnClosed | None = None,
+        on_failed: OnFailed | None = None,
+    ) -> None:
         super().__init__(client, store)
         self._on_closed = on_closed
+        self._on_failed = on_failed
 
     def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
         """At most `MAX_ASSIGNEES` people are DMed about an API question, as many ids as it may name: a user
@@ -125,6 +134,8 @@ class ApiQuestionHost(SlackHost):
         """Nothing to post: the caller learns it from the API (`status`, `error`), admins from the run's history,
         and an expired question's message already says so."""
         log.info("question failed", **run.log_context(), reason=reason)
+        if self._on_failed is not None:
+            self._on_failed(run, reason)
 
     def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         if interrupt.assignees:

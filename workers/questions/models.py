@@ -47,6 +47,16 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class TemporalTargetBody(_Body):
+    """A Temporal workflow to signal when the question ends (`workers.integrations.temporal`)."""
+
+    workflow_id: Annotated[str, Field(min_length=1, max_length=1000, description="the waiting workflow's id")]
+    namespace: Annotated[str, Field(min_length=1, max_length=255, description="its namespace")]
+    key: Annotated[
+        str, Field(min_length=1, max_length=255, description="the id the workflow waits on; the signal names it")
+    ]
+
+
 class QuestionCreate(_Body):
     """`POST /api/v1/questions`: the request as `workers.interaction.Request` serialises, and where to ask it."""
 
@@ -57,6 +67,9 @@ class QuestionCreate(_Body):
     callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None
     metadata: dict[str, Any] = Field(default_factory=dict, description="returned as given; at most 4 KB of JSON")
     context: dict[str, Any] | None = Field(default=None, description="the facts the answer is bound to")
+    temporal: TemporalTargetBody | None = Field(
+        default=None, description="a Temporal workflow to signal with the outcome, instead of a webhook"
+    )
 
     @field_validator("callback_url")
     @classmethod
@@ -117,6 +130,8 @@ class QuestionCreate(_Body):
     def _one_place(self) -> QuestionCreate:
         if (self.channel is None) == (self.user is None):
             raise ValueError('give exactly one of "channel" (a channel id) or "user" (a user id, for a DM)')
+        if self.callback_url is not None and self.temporal is not None:
+            raise ValueError('give at most one delivery target: "callback_url" or "temporal"')
         return self
 
 
@@ -135,6 +150,9 @@ class ApprovalCreate(_Body):
     assignees: list[str] = Field(default_factory=list, max_length=MAX_ASSIGNEES)
     expires_in: int | None = None
     callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None
+    temporal: TemporalTargetBody | None = Field(
+        default=None, description="a Temporal workflow to signal with the decision, instead of a webhook"
+    )
 
     def question(self) -> QuestionCreate:
         """This approval as the question the API asks: its request carries the approval, bound to `args`."""
@@ -149,7 +167,13 @@ class ApprovalCreate(_Body):
             )
         except (FormError, ContextError) as exc:
             raise ValueError(str(exc)) from None
-        return QuestionCreate(request=request, channel=self.channel, callback_url=self.callback_url, context=self.args)
+        return QuestionCreate(
+            request=request,
+            channel=self.channel,
+            callback_url=self.callback_url,
+            temporal=self.temporal,
+            context=self.args,
+        )
 
 
 class WebhookView(_Body):
@@ -166,6 +190,18 @@ class WebhookView(_Body):
         str, Field(description="the destination host's circuit breaker at the last attempt: closed, open or half_open")
     ] = "closed"
     circuit_open_until: Annotated[datetime | None, Field(description="while open, when the next attempt may go")] = None
+
+
+class TemporalView(_Body):
+    """The Temporal workflow a question signals when it ends, and where that signal's delivery is."""
+
+    workflow_id: str
+    namespace: str
+    key: str
+    status: Annotated[str, Field(description="waiting (not ended yet), pending, delivered or failed")] = "waiting"
+    attempts: int = 0
+    last_error: str | None = None
+    delivered_at: datetime | None = None
 
 
 class QuestionView(_Body):
@@ -192,6 +228,7 @@ class QuestionView(_Body):
     cancelled_by: str | None = None
     error: str | None = None
     webhook: WebhookView | None = None
+    temporal: TemporalView | None = None
 
 
 class QuestionPage(_Body):

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from workers.interaction import answers_to_values
 from workers.interaction.approval import decision_of
-from workers.questions.models import QuestionStatus, QuestionView, WebhookView
+from workers.questions.models import QuestionStatus, QuestionView, TemporalView, WebhookView
 from workers.store.questions import UnreadableQuestion
 from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, RunStatus
 
@@ -92,6 +92,22 @@ def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: In
         )
         if hook is not None
         else None,
+        temporal=_temporal_view(question, status),
+    )
+
+
+def _temporal_view(question: ApiQuestionRecord, status: QuestionStatus) -> TemporalView | None:
+    target, signal = question.temporal, question.signal
+    if target is None:
+        return None
+    return TemporalView(
+        workflow_id=target.workflow_id,
+        namespace=target.namespace,
+        key=target.key,
+        status=signal.status if signal is not None else "waiting" if status is QuestionStatus.WAITING else "pending",
+        attempts=signal.attempts if signal is not None else 0,
+        last_error=(signal.last_error or None) if signal is not None else None,
+        delivered_at=when(signal.delivered_at) if signal is not None else None,
     )
 
 
