@@ -104,10 +104,12 @@ class Parley:
         context: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         temporal: dict[str, str] | None = None,
+        quorum: int | None = None,
     ) -> str:
         """Post the question (in `channel`, or a DM with `user`) and return its id without waiting.
 
-        `temporal`: a workflow to signal when it ends (`workflow_id`, `namespace`, `key`), instead of a webhook."""
+        `temporal`: a workflow to signal when it ends (`workflow_id`, `namespace`, `key`), instead of a webhook.
+        `quorum`: ask each of the request's assignees separately; answered when this many answered."""
         body: dict[str, Any] = {
             "request": request.model_dump(mode="json") if isinstance(request, Request) else request,
             "channel": channel,
@@ -117,6 +119,7 @@ class Parley:
             "metadata": metadata or {},
             "context": context,
             "temporal": temporal,
+            "quorum": quorum,
         }
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         created = self._call(

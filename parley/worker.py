@@ -64,11 +64,11 @@ def add_api_host(runtime: Runtime, web: Any) -> None:
         announce(runtime, run, question)
         signals.announce(runtime, run, question)
 
-    def on_failed(run: RunInfo, reason: str) -> None:
+    def on_ended(run: RunInfo, result: str, error: str) -> None:
         assert isinstance(run, RunRecord)
-        signals.failed(runtime, run, reason)
+        signals.ended(runtime, run, result, error)
 
-    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed, on_failed))
+    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed, on_ended))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -117,9 +118,8 @@ def questions_of(stack: SlackStack, token: Token, workflow_id: str, count: int =
 
 
 def _open(stack: SlackStack, question: dict[str, Any]) -> bool:
-    assert stack.redis is not None
-    iid = stack.redis.hget(f"parley:run:{question['id']}", "interrupt")
-    return bool(iid) and stack.redis.hget(f"parley:interrupt:{iid.decode()}", "state") == b"open"
+    """The question's run is parked on it (it is posted just before): an answer now is taken."""
+    return stack.status(question["id"]) == "paused"
 
 
 def message_of(stack: SlackStack, question: dict[str, Any]) -> dict[str, Any]:
@@ -128,18 +128,21 @@ def message_of(stack: SlackStack, question: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def click_submit(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> httpx.Response:
-    """`user` fills the question by label and clicks Submit, as Slack sends it."""
+def submit_payload(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> dict[str, Any]:
+    """`user` filling the question by label and clicking Submit, as Slack sends it."""
     message = message_of(stack, question)
     block, button = find_element(message["blocks"], "parley_submit")
-    payload = block_actions_payload(
+    return block_actions_payload(
         user=user,
         message=message,
         channel=question["channel"],
         action=button_action(block, button),
         state_values=form_state(message["blocks"], fills),
     )
-    return stack.interact(payload)
+
+
+def click_submit(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> httpx.Response:
+    return stack.interact(submit_payload(stack, question, fills, user))
 
 
 def modal(stack: SlackStack, question: dict[str, Any], action_id: str, user: str) -> dict[str, Any]:
@@ -327,3 +330,35 @@ def test_parley_runs_cancel_delivers_cancelled(
 def _status(stack: SlackStack, token: Token, question_id: str) -> str:
     assert stack.http is not None
     return str(stack.http.get(f"/api/v1/questions/{question_id}", headers=token.auth).json()["status"])
+
+
+# ---- quorum ----------------------------------------------------------------------------------------
+def test_ask_each_with_quorum_two_of_three_under_three_simultaneous_clicks_delivers_one_signal(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    request = {**REQUEST, "reason": "Sign off the release?"}
+    people = [CAROL, DAVE, ERIN]
+    wid = start(temporal, "AskEachWorkflow", {"request": request, "assignees": people, "quorum": 2, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    payloads = {user: submit_payload(stack, question, {"Ship": "yes", "How many": "3"}, user) for user in people}
+    gate = threading.Barrier(3)
+    answers: dict[str, int] = {}
+
+    def click(user: str) -> None:
+        gate.wait()
+        answers[user] = stack.interact(payloads[user]).status_code
+
+    clickers = [threading.Thread(target=click, args=(user,)) for user in people]
+    for t in clickers:
+        t.start()
+    for t in clickers:
+        t.join(30)
+    assert sorted(answers.values()) == [200, 200, 200]
+    got = result(temporal, wid)
+    assert got["status"] == "answered" and got["question_id"] == question["id"]
+    assert len(got["answers_by"]) == 2 and set(got["answers_by"]) < set(people)
+    assert all(a == {"ship": "yes", "count": 3} for a in got["answers_by"].values())
+    assert got["ignored"] == 0  # the workflow was signalled once
+    stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    time.sleep(1.0)  # a second delivery, were there one, would be recorded by now
+    assert [e["event"] for e in signal_entries(stack, question["id"])] == ["temporal signal delivered"]

@@ -24,6 +24,7 @@ CHANNEL_PATTERN = r"^(?:[CGD][A-Z0-9]{2,20}|#[a-z0-9][a-z0-9._-]{0,79})$"
 """A channel id, or `#name` (Slack's channel names: lower case, digits, `-`, `_` and `.`, at most 80)."""
 USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
+MAX_EACH = 20  # people a question with a quorum asks separately (`run.ask_each`'s limit)
 
 
 class TokenScope(StrEnum):
@@ -70,6 +71,10 @@ class QuestionCreate(_Body):
     temporal: TemporalTargetBody | None = Field(
         default=None, description="a Temporal workflow to signal with the outcome, instead of a webhook"
     )
+    quorum: Annotated[
+        int | None,
+        Field(ge=1, description="ask each assignee separately; the question is answered when this many answered"),
+    ] = None
 
     @field_validator("callback_url")
     @classmethod
@@ -132,6 +137,14 @@ class QuestionCreate(_Body):
             raise ValueError('give exactly one of "channel" (a channel id) or "user" (a user id, for a DM)')
         if self.callback_url is not None and self.temporal is not None:
             raise ValueError('give at most one delivery target: "callback_url" or "temporal"')
+        if self.quorum is not None:
+            count = len(self.request.assignees)
+            if self.channel is None or count == 0:
+                raise ValueError("quorum asks each of the request's assignees in a channel: give both")
+            if self.quorum > min(count, MAX_EACH):
+                raise ValueError(f"quorum {self.quorum} is more than the {min(count, MAX_EACH)} people who can answer")
+            if any(item.is_secret for item in self.request.items):
+                raise ValueError("quorum: a question asked of each person separately cannot hold a secret item")
         return self
 
 
@@ -213,6 +226,9 @@ class QuestionView(_Body):
     )
     status: QuestionStatus
     answers: dict[str, AnswerValue] | None = None
+    answers_by: dict[str, dict[str, AnswerValue]] | None = Field(
+        default=None, description="with a quorum, once answered: each person's own answers, by user id"
+    )
     decision: Decision | None = Field(default=None, description="an approval's decision, once answered")
     answered_by: str | None = None
     answered_at: datetime | None = None

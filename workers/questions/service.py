@@ -171,6 +171,7 @@ class QuestionService:
             team=team,
             owner=caller.owner,
             temporal=temporal,
+            quorum=body.quorum,
         )
         bound = self.store.create(record, AGENT, caller.name, conversation, binding)
         if bound is not None and binding is not None:  # the key made its question earlier: nothing written
@@ -262,7 +263,11 @@ class QuestionService:
         try:
             run = self.runtime.store.find(record.id)
             interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
-            return build_view(record, run, interrupt), (run.interrupt if run is not None else "")
+            shared = None
+            if record.quorum is not None and interrupt is None and run is not None and run.interrupt:
+                group = self.runtime.store.groups.group(run.interrupt)  # each person's question, one message
+                shared = group.message if group is not None else None
+            return build_view(record, run, interrupt, shared), (run.interrupt if run is not None else "")
         except (ValueError, KeyError, TypeError) as exc:  # its run or question: written by another version
             log.error("a question's run cannot be read", run_id=record.id, error=repr(exc))
             error = str(exc).splitlines()[0]

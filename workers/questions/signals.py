@@ -38,7 +38,7 @@ from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
-from workers.store.records import InterruptRecord, RunRecord, TemporalTarget, WebhookState
+from workers.store.records import InterruptRecord, RunRecord, RunStatus, TemporalTarget, WebhookState
 
 log = Log("parley.temporal")
 DELIVER = queues.SIGNAL
@@ -58,6 +58,7 @@ def outcome_payload(view: dict[str, Any], target: TemporalTarget) -> dict[str, A
         "question_id": view["id"],
         "status": view["status"],
         "answers": view.get("answers"),
+        "answers_by": view.get("answers_by"),
         "by": view.get("answered_by"),
         "answered_at": view.get("answered_at"),
         "decision": view.get("decision"),
@@ -192,7 +193,14 @@ async def _send(conn: _Connection, cfg: TemporalConfig, target: TemporalTarget, 
         raise
 
 
-def failed(runtime: Runtime, run: RunRecord, reason: str) -> bool:
-    """A question whose run fails before its question closed (it could not be posted): signal `failed`."""
-    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
-    return announce(runtime, run, interrupt, error=reason)
+def ended(runtime: Runtime, run: RunRecord, result: str, error: str) -> bool:
+    """The question's run is ending (its final status not written yet): with a quorum, signal each one's
+    answers (`result`); failing before its question closed (it could not be posted), signal `failed`."""
+    if error:
+        interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+        return announce(runtime, run, interrupt, error=error)
+    question = QuestionStore(runtime.redis).get(run.id)
+    if question is None or question.quorum is None:  # a single question was announced as it closed
+        return False
+    ending = run.model_copy(update={"status": RunStatus.SUCCEEDED, "result": result})
+    return announce(runtime, ending, None)

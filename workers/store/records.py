@@ -303,6 +303,7 @@ class ApiQuestionRecord(_Record):
     webhook: WebhookState | None = None
     temporal: TemporalTarget | None = None  # a workflow to signal when the question ends, instead of a webhook
     signal: WebhookState | None = None  # the delivery of that signal, as for a webhook
+    quorum: int | None = None  # asked of each assignee separately (`run.ask_each`); answered when this many did
     team: str = ""  # the asking token's workspace, when it has one
     owner: str = ""  # who the question belongs to (`ApiTokenRecord.owner`, `mcp:<origin>`); "": asked before owners
 
@@ -326,6 +327,8 @@ class ApiQuestionRecord(_Record):
             data["context"] = json.dumps(self.context)
         if self.temporal is not None:
             data["temporal"] = self.temporal.model_dump_json()
+        if self.quorum is not None:
+            data["quorum"] = str(self.quorum)
         return data
 
     @classmethod
@@ -337,4 +340,5 @@ class ApiQuestionRecord(_Record):
         fields["webhook"] = WebhookState.model_validate_json(data["webhook"]) if data.get("webhook") else None
         fields["temporal"] = TemporalTarget.model_validate_json(data["temporal"]) if data.get("temporal") else None
         fields["signal"] = WebhookState.model_validate_json(data["signal"]) if data.get("signal") else None
+        fields["quorum"] = int(data["quorum"]) if data.get("quorum") else None
         return cls.model_validate(fields)
