@@ -362,3 +362,43 @@ def test_ask_each_with_quorum_two_of_three_under_three_simultaneous_clicks_deliv
     stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
     time.sleep(1.0)  # a second delivery, were there one, would be recorded by now
     assert [e["event"] for e in signal_entries(stack, question["id"])] == ["temporal signal delivered"]
+
+
+# ---- failures ----------------------------------------------------------------------------------------
+def test_a_temporal_worker_killed_while_the_workflow_waits_and_started_again_completes_it_once(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    worker.kill()  # kill -9 while the workflow waits on the signal
+    worker.start()
+    click_submit(stack, question, {"Ship": "no", "How many": "4"}, ERIN)
+    got = result(temporal, wid, timeout=60)
+    assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "no", "count": 4}, ERIN)
+    stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    assert [e["event"] for e in signal_entries(stack, question["id"])] == ["temporal signal delivered"]
+    assert status(temporal, wid) is WorkflowExecutionStatus.COMPLETED
+
+
+def test_temporal_unreachable_when_the_answer_arrives_the_delivery_retries_until_it_is_back(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    temporal.stop()
+    try:
+        click_submit(stack, question, {"Ship": "yes", "How many": "9"}, CAROL)
+
+        def retried() -> dict[str, Any] | None:
+            assert stack.http is not None
+            view = stack.http.get(f"/api/v1/questions/{question['id']}", headers=token.auth).json()["temporal"]
+            return view if view["attempts"] >= 3 and view["status"] == "pending" else None
+
+        waiting = stack.wait_for("the delivery to be retried", retried, timeout=30)
+        assert waiting["last_error"] and waiting["delivered_at"] is None
+    finally:
+        temporal.start()
+    got = result(temporal, wid, timeout=60)
+    assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "yes", "count": 9}, CAROL)
+    [entry] = signal_entries(stack, question["id"])
+    assert entry["event"] == "temporal signal delivered" and entry["detail"]["attempts"] >= 3
