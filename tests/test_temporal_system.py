@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,7 +21,7 @@ import pytest
 from api_support import PARLEY, Token, create_token
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
-from slack_stack import SlackStack
+from slack_stack import SlackStack, stop_process_group
 from temporal_support import TemporalDev, TemporalWorker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
 TASK_QUEUE = "parley-tests"
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "temporal_refund.py"
 CAROL, DAVE, ERIN = "U0CAROL", "U0DAVE", "U0ERIN"
 REQUEST = {
     "reason": "Ship the batch?",
@@ -402,3 +406,50 @@ def test_temporal_unreachable_when_the_answer_arrives_the_delivery_retries_until
     assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "yes", "count": 9}, CAROL)
     [entry] = signal_entries(stack, question["id"])
     assert entry["event"] == "temporal signal delivered" and entry["detail"]["attempts"] >= 3
+
+
+# ---- the example -------------------------------------------------------------------------------------
+def test_the_refund_example_asks_with_the_amount_editable_and_writes_the_decision(
+    stack: SlackStack, temporal: TemporalDev, token: Token, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal.address,
+        "TEMPORAL_TASK_QUEUE": "refunds-example",
+        "PARLEY_URL": f"http://127.0.0.1:{stack.port}",
+        "PARLEY_TOKEN": token.token,
+        "PARLEY_CHANNEL": CHANNEL,
+    }
+    refund = tmp_path / "refund.json"
+    refund.write_text(json.dumps({"order": "B-42", "amount": 250, "reason": "damaged in transit"}))
+    with (tmp_path / "worker.log").open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-u", str(EXAMPLE), "worker"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == b"worker ready"
+        starter = subprocess.Popen(
+            [sys.executable, str(EXAMPLE), "start", str(refund)], env=env, stdout=subprocess.PIPE, text=True
+        )
+
+        def asked() -> dict[str, Any] | None:
+            assert stack.http is not None
+            page = stack.http.get("/api/v1/questions", params={"status": "waiting"}, headers=token.auth).json()
+            found = [q for q in page["questions"] if "B-42" in q["reason"] and q["message_ts"] and _open(stack, q)]
+            return found[0] if found else None
+
+        question = stack.wait_for("the refund's approval", asked)
+        assert question["temporal"]["workflow_id"].startswith("refund-")
+        view = modal(stack, question, "parley_open_form", DAVE)
+        assert [b["block_id"].split("|")[-1] for b in view["blocks"] if b["type"] == "input"] == ["amount"]
+        submit_modal(stack, view, DAVE, "amount", "200")
+        out, _ = starter.communicate(timeout=60)
+    finally:
+        stop_process_group(worker)
+    expected = {"order": "B-42", "approved": True, "amount": 200, "edited": True, "by": DAVE, "reason": None}
+    assert json.loads(out) == expected
+    assert json.loads((tmp_path / "refund.decision.json").read_text()) == expected
