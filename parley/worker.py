@@ -62,13 +62,16 @@ def add_api_host(runtime: Runtime, web: Any) -> None:
         # The runtime hands hosts its own records; the webhook reads the run's status and error too.
         assert isinstance(run, RunRecord) and isinstance(question, InterruptRecord)
         announce(runtime, run, question)
-        signals.announce(runtime, run, question)
+
+    def on_closing(run: RunInfo, question: QuestionInfo) -> None:
+        assert isinstance(run, RunRecord) and isinstance(question, InterruptRecord)
+        signals.announce(runtime, run, question)  # before the Slack call that locks the message
 
     def on_ended(run: RunInfo, result: str, error: str) -> None:
         assert isinstance(run, RunRecord)
         signals.ended(runtime, run, result, error)
 
-    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed, on_ended))
+    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed, on_ended, on_closing))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:

@@ -51,10 +51,12 @@ class ApiQuestionHost(SlackHost):
         store: RunStore,
         on_closed: OnClosed | None = None,
         on_ended: OnEnded | None = None,
+        on_closing: OnClosed | None = None,
     ) -> None:
         super().__init__(client, store)
         self._on_closed = on_closed
         self._on_ended = on_ended
+        self._on_closing = on_closing  # before the message is locked: a Temporal signal waits on no Slack call
 
     def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
         """At most `MAX_ASSIGNEES` people are DMed about an API question, as many ids as it may name: a user
@@ -147,6 +149,8 @@ class ApiQuestionHost(SlackHost):
             self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
+        if self._on_closing is not None:
+            self._on_closing(run, interrupt)
         self.lock_question(interrupt, run)
         if self._on_closed is not None:
             self._on_closed(run, interrupt)

@@ -50,8 +50,8 @@ async def write_decision(path: str, decision: dict[str, Any]) -> str:
 class RefundWorkflow:
     @workflow.run
     async def run(self, path: str, channel: str) -> dict[str, Any]:
-        step = {"start_to_close_timeout": timedelta(seconds=30)}
-        refund = await workflow.execute_activity(read_refund, path, **step)
+        step = timedelta(seconds=30)
+        refund = await workflow.execute_activity(read_refund, path, start_to_close_timeout=step)
         decision = await parley_temporal.approve(
             f"Refund order {refund['order']}: {refund.get('reason', '')}".strip(": "),
             {"order": refund["order"], "amount": refund["amount"]},
@@ -66,7 +66,7 @@ class RefundWorkflow:
             "by": decision.by,
             "reason": decision.reason,
         }
-        await workflow.execute_activity(write_decision, args=[path, result], **step)
+        await workflow.execute_activity(write_decision, args=[path, result], start_to_close_timeout=step)
         return result
 
 

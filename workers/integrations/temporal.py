@@ -27,7 +27,7 @@ in Slack or with `parley runs cancel` returns an `Outcome` with status `cancelle
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
@@ -241,13 +241,16 @@ async def approve(
 
 # ---- on the worker: the activities ---------------------------------------------------------------
 class ParleyClient(Protocol):
-    """What the activities need of `parley.client.Parley`."""
+    """What the activities need of `parley.client.Parley` (which `workers` may not import)."""
 
-    def submit(self, request: dict[str, Any], **fields: Any) -> str: ...
+    @property
+    def submit(self) -> Callable[..., str]: ...
 
-    def submit_approval(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> str: ...
+    @property
+    def submit_approval(self) -> Callable[..., str]: ...
 
-    def cancel(self, question_id: str) -> dict[str, Any]: ...
+    @property
+    def cancel(self) -> Callable[[str], Any]: ...
 
 
 class ParleyActivities:
