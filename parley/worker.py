@@ -101,12 +101,23 @@ def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
     return rescued
 
 
+def retry_abandoned_deliveries(runtime: Runtime) -> None:
+    """Retry the deliveries (webhooks, Temporal signals) whose worker died mid-attempt, under their `Retry`.
+
+    RQ finds such a job only when its started-registry entry lapses (its timeout plus a minute)
+    and a worker's maintenance looks, every ten minutes; this looks every sweep interval, so a
+    delivery cut off by a killed worker is tried again about a minute and a half later.
+    """
+    runtime.webhook_queue.started_job_registry.cleanup()
+
+
 def _keep_sweep_scheduled(runtime: Runtime, stop: threading.Event) -> None:
     """Re-seed the sweep's schedule, so it survives a lost sweep job, a Redis restart or a dead scheduler."""
     while not stop.wait(runtime.settings.sweep_interval):
         try:
             schedule_next(runtime)
             enqueue_overdue(runtime)
+            retry_abandoned_deliveries(runtime)
         except Exception:  # Redis away for a moment: try again next interval
             log.warning("could not schedule the sweep", exc=True)
 

@@ -30,6 +30,7 @@ def _outcome(outcome: parley_temporal.Outcome) -> dict[str, Any]:
         "by": outcome.by,
         "cancelled_by": outcome.cancelled_by,
         "resumed_at": workflow.now().timestamp(),
+        "ignored": workflow.instance()._parley_waits.ignored,  # repeated deliveries the wait helper dropped
     }
 
 
@@ -45,7 +46,10 @@ class AskWorkflow:
             assignees=args.get("assignees"),
             expires_in=args.get("expires_in"),
         )
-        return _outcome(outcome)
+        resumed = _outcome(outcome)
+        if args.get("linger"):  # stay a while, so that a repeated delivery would reach this run
+            await asyncio.sleep(args["linger"])
+        return {**resumed, "ignored": workflow.instance()._parley_waits.ignored}
 
 
 @workflow.defn
@@ -91,7 +95,7 @@ class AskEachWorkflow:
         outcome = await parley_temporal.ask_each(
             args["request"], args["assignees"], quorum=args["quorum"], channel=args["channel"]
         )
-        return {**_outcome(outcome), "ignored": workflow.instance()._parley_waits.ignored}
+        return _outcome(outcome)
 
 
 @workflow.defn

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -453,3 +454,37 @@ def test_the_refund_example_asks_with_the_amount_editable_and_writes_the_decisio
     expected = {"order": "B-42", "approved": True, "amount": 200, "edited": True, "by": DAVE, "reason": None}
     assert json.loads(out) == expected
     assert json.loads((tmp_path / "refund.decision.json").read_text()) == expected
+
+
+def test_a_parley_worker_killed_while_it_signals_the_workflow_sees_the_outcome_once(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    """Temporal is frozen (SIGSTOP), so the delivery's first attempt hangs; every `parley worker` is
+    killed -9 in it. A new worker retries the abandoned delivery once its RQ entry lapses."""
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL, "linger": 5})
+    [question] = questions_of(stack, token, wid)
+    assert temporal.proc is not None
+    os.killpg(temporal.proc.pid, signal.SIGSTOP)
+    try:
+        click_submit(stack, question, {"Ship": "yes", "How many": "5"}, DAVE)
+
+        def attempting() -> bool:
+            assert stack.http is not None
+            view = stack.http.get(f"/api/v1/questions/{question['id']}", headers=token.auth).json()["temporal"]
+            return bool(view["attempts"] == 1 and view["status"] == "pending")
+
+        stack.wait_for("the first attempt to start", attempting)
+        time.sleep(0.5)  # inside the attempt: connecting to, or signalling, the frozen server
+        workers = [p for p in stack.procs if "worker" in " ".join(map(str, p.args))]
+        for proc in workers:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            stack.procs.remove(proc)
+    finally:
+        os.killpg(temporal.proc.pid, signal.SIGCONT)
+    stack.spawn_worker("worker-after-kill")
+    got = result(temporal, wid, timeout=240)
+    assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "yes", "count": 5}, DAVE)
+    assert got["ignored"] in (0, 1)  # the cut-off attempt's signal may have reached Temporal; kept once either way
+    entries = stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    assert [(e["event"], e["detail"]["attempts"]) for e in entries] == [("temporal signal delivered", 2)]

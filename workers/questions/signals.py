@@ -89,7 +89,7 @@ def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord | None
         run.id,
         job_id=job_ids.signal(run.id),
         retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
-        job_timeout=int(config_mod.current().temporal.attempt_timeout + 30),
+        job_timeout=int(config_mod.current().temporal.attempt_timeout + 5),
         result_ttl=3600,
         failure_ttl=7 * 86400,
     )
