@@ -26,6 +26,8 @@ from slack_stack import SlackStack, stop_process_group
 from temporal_support import TemporalDev, TemporalWorker
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
+from parley.client import Parley
+
 pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
@@ -199,6 +201,15 @@ def test_a_workflow_asks_a_person_answers_in_slack_and_it_resumes_with_typed_ans
         "last_error": None,
         "delivered_at": None,
     }
+    # the activity's post, retried with its key (the question's key), gets the same question: nothing posted twice
+    with Parley(f"http://127.0.0.1:{stack.port}", token.token) as parley:
+        again = parley.submit(
+            {**REQUEST, "assignees": [CAROL]},
+            channel=CHANNEL,
+            temporal={"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]},
+            idempotency_key=question["temporal"]["key"],
+        )
+    assert again == question["id"]
     clicked = time.time()
     resp = click_submit(stack, question, {"Ship": "yes", "How many": "12"}, CAROL)
     assert resp.status_code == 200, resp.text
