@@ -12,6 +12,7 @@ from parley.settings import load
 from workers.exceptions import ConfigError
 from workers.integrations import temporal as parley_temporal
 from workers.questions import signals
+from workers.questions.config import QuestionConfig, TemporalConfig
 from workers.questions.models import QuestionCreate
 from workers.runtime.admin import RunDetail
 from workers.store.records import RunRecord, RunStatus, TemporalTarget
@@ -97,3 +98,8 @@ def test_runs_show_and_inspect_name_the_waiting_workflow_and_its_namespace() -> 
     )
     shown = str(inspect_view(RunDetail(run=run, interrupt=None)))
     assert "*Temporal workflow* `refund-1` · namespace `billing`" in shown
+
+
+def test_the_client_key_is_never_shown() -> None:
+    config = QuestionConfig(temporal=TemporalConfig(address="t:7233", tls_cert=b"CERT", tls_key=b"PRIVATE-KEY"))
+    assert "PRIVATE-KEY" not in repr(config) and "PRIVATE-KEY" not in str(config)

@@ -6,7 +6,7 @@ webhook job reads it here, as job functions read the runtime from `wiring`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_RETRY_INTERVALS = (60, 300, 600, 1200, 2400)
 """Seconds between webhook attempts: six attempts over 76 minutes."""
@@ -21,7 +21,7 @@ class TemporalConfig:
     address: str = ""  # "": no Temporal target may be asked for
     namespace: str = "default"
     tls_cert: bytes | None = None
-    tls_key: bytes | None = None
+    tls_key: bytes | None = field(default=None, repr=False)  # never shown
     retry_intervals: tuple[int, ...] = DEFAULT_SIGNAL_RETRY_INTERVALS
     attempt_timeout: float = 10.0  # seconds for connecting and signalling, all of it
 
