@@ -56,6 +56,7 @@ def test_the_signal_names_the_key_and_carries_the_outcome() -> None:
         ({"temporal": {**TARGET, "key": ""}}, "at least 1 character"),
         ({"quorum": 3}, "more than the 2 people"),
         ({"quorum": 0}, "greater than or equal to 1"),
+        ({"quorum": 2, "callback_url": "https://example.com/hook"}, "no webhook is sent"),
     ],
 )
 def test_a_bad_target_or_quorum_is_refused_saying_why(fields: dict[str, object], error: str) -> None:

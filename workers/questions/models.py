@@ -143,6 +143,8 @@ class QuestionCreate(_Body):
                 raise ValueError("quorum asks each of the request's assignees in a channel: give both")
             if self.quorum > min(count, MAX_EACH):
                 raise ValueError(f"quorum {self.quorum} is more than the {min(count, MAX_EACH)} people who can answer")
+            if self.callback_url is not None:
+                raise ValueError("quorum: no webhook is sent for a question asked of each person; use temporal")
             if any(item.is_secret for item in self.request.items):
                 raise ValueError("quorum: a question asked of each person separately cannot hold a secret item")
         return self
