@@ -107,6 +107,7 @@ def measure(stack: Stack, cfg: Config) -> Result:
             body = request.model_dump(mode="json")
             loop.run(client.start_workflow(AskOnce.run, args=[body, CHANNEL], id=wid, task_queue=TASK_QUEUE))
             created = _parked_question(stack, api, wid)
+            time.sleep(0.15)  # as for the baseline: the workflow has its question's id and waits on the signal
             iid = stack.client.hget(keys.run(created["id"]), "interrupt")
             ts = created["message_ts"]
             click = clicks.body(Seeded(created["id"], iid.decode() if iid else "", USER, CHANNEL, ts, ts))
