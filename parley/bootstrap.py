@@ -12,7 +12,7 @@ from redis.retry import Retry
 from parley.settings import Settings
 from workers.exceptions import ConfigError
 from workers.logs import redacted
-from workers.questions.config import QuestionConfig
+from workers.questions.config import QuestionConfig, TemporalConfig
 from workers.questions.config import install as install_questions
 from workers.registry import load_agents
 from workers.runtime.host import InteractorRouter
@@ -86,5 +86,24 @@ def question_config(settings: Settings) -> QuestionConfig:
             rate_limit=settings.parley_api_rate_limit,
             rate_window=settings.parley_api_rate_window,
             auth_failures=settings.parley_api_auth_failures,
+            temporal=temporal_config(settings),
         )
+    )
+
+
+def temporal_config(settings: Settings) -> TemporalConfig:
+    """Where workflows' outcomes are signalled, with the client certificate read once, here."""
+    cert = key = None
+    try:
+        if settings.parley_temporal_tls_cert is not None and settings.parley_temporal_tls_key is not None:
+            cert = settings.parley_temporal_tls_cert.read_bytes()
+            key = settings.parley_temporal_tls_key.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"PARLEY_TEMPORAL_TLS_CERT/_KEY: cannot read {exc.filename}: {exc.strerror}") from None
+    return TemporalConfig(
+        address=settings.parley_temporal_address or "",
+        namespace=settings.parley_temporal_namespace,
+        tls_cert=cert,
+        tls_key=key,
+        retry_intervals=tuple(settings.parley_temporal_retry_intervals),
     )

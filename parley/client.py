@@ -103,8 +103,13 @@ class Parley:
         metadata: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        temporal: dict[str, str] | None = None,
+        quorum: int | None = None,
     ) -> str:
-        """Post the question (in `channel`, or a DM with `user`) and return its id without waiting."""
+        """Post the question (in `channel`, or a DM with `user`) and return its id without waiting.
+
+        `temporal`: a workflow to signal when it ends (`workflow_id`, `namespace`, `key`), instead of a webhook.
+        `quorum`: ask each of the request's assignees separately; answered when this many answered."""
         body: dict[str, Any] = {
             "request": request.model_dump(mode="json") if isinstance(request, Request) else request,
             "channel": channel,
@@ -113,6 +118,8 @@ class Parley:
             "callback_url": callback_url,
             "metadata": metadata or {},
             "context": context,
+            "temporal": temporal,
+            "quorum": quorum,
         }
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         created = self._call(
@@ -201,6 +208,14 @@ class Parley:
         qid = str(created["id"])
         self.wait(qid, timeout)
         return Decision.model_validate(self.get(qid)["decision"])
+
+    def submit_approval(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> str:
+        """Post an approval (`POST /api/v1/approvals`, `body` as that takes it) and return its id without waiting."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        created = self._call(
+            "POST", "/approvals", json={k: v for k, v in body.items() if v is not None}, headers=headers
+        )
+        return str(created["id"])
 
     def cancel(self, question_id: str) -> dict[str, Any]:
         return self._call("POST", f"/questions/{question_id}/cancel")

@@ -8,9 +8,10 @@ import json
 import textwrap
 from typing import Any
 
-from parley.bootstrap import build_runtime, connect_redis
+from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.identity import cli_actor
 from parley.settings import Settings
+from parley.worker import add_worker_hosts
 from workers.exceptions import AdminError
 from workers.runtime import admin
 from workers.runtime.retention import purge_finished
@@ -63,6 +64,14 @@ def _detail(detail: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def temporal_workflow(conversation: dict[str, Any]) -> str:
+    """`<workflow id> (namespace <ns>)` for a question a Temporal workflow waits on; "" for any other run."""
+    target = conversation.get("temporal")
+    if not isinstance(target, dict) or not target.get("workflow_id"):
+        return ""
+    return f"{target['workflow_id']} (namespace {target.get('namespace', '')})"
+
+
 def _span(seconds: float) -> str:
     """`older_than` as given: the largest of d, h, m, s that divides it, else seconds."""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -110,6 +119,9 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
             print(f"result: {run.result}")
         if run.error:
             print(f"error: {run.error}")
+        waiting = temporal_workflow(run.conversation)
+        if waiting:
+            print(f"temporal workflow: {waiting}")
         if detail.interrupt and run.status is RunStatus.PAUSED:
             q = detail.interrupt
             print(f"\nwaiting on {', '.join(q.assignees)} since {_when(q.asked_at)} (question {q.id})")
@@ -129,6 +141,9 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
     if cmd == "purge":
         return purge(runtime, args.older_than, args.dry_run)
     if cmd == "cancel":
+        # The hosts lock the question's Slack message as cancelled and tell its webhook or Temporal workflow.
+        question_config(settings)
+        add_worker_hosts(settings, runtime)
         run = admin.cancel(runtime, args.run_id, by=cli_actor())
         print(f"run {run.id} is {run.status.value}")
         return 0

@@ -6,10 +6,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from workers.exceptions import ConfigError
+from workers.questions.config import DEFAULT_SIGNAL_RETRY_INTERVALS
 from workers.store import connection
 from workers.store.embedded import default_data_dir
 from workers.store.sealed import SecretBox
@@ -156,6 +157,13 @@ class Settings(BaseSettings):
     parley_starts_per_user: Rate | None = StartLimits.per_user  # `/parley` starts per person of a workspace
     parley_starts_per_channel: Rate | None = StartLimits.per_channel  # `/parley` starts per channel
     parley_open_runs_per_user: int = Field(default=StartLimits.open_runs or 0, ge=0)  # 0: no cap
+    parley_temporal_address: str | None = None  # host:port of the Temporal frontend workflows' signals go to
+    parley_temporal_namespace: str = Field(default="default", min_length=1, max_length=255)
+    parley_temporal_tls_cert: Path | None = None  # client certificate (PEM) for mTLS to Temporal
+    parley_temporal_tls_key: Path | None = None  # its private key (PEM); never shown
+    parley_temporal_retry_intervals: Annotated[list[int], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_SIGNAL_RETRY_INTERVALS)  # seconds between signal attempts
+    )
 
     _split_lists = field_validator(
         "parley_agents",
@@ -164,6 +172,7 @@ class Settings(BaseSettings):
         "parley_webhook_retry_intervals",
         "parley_allowed_hosts",
         "parley_mcp_allowed_origins",
+        "parley_temporal_retry_intervals",
         mode="before",
     )(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
@@ -215,6 +224,13 @@ class Settings(BaseSettings):
             per_channel=self.parley_starts_per_channel,
             open_runs=self.parley_open_runs_per_user or None,
         )
+
+    @field_validator("parley_temporal_tls_key")
+    @classmethod
+    def _temporal_tls(cls, v: Path | None, info: ValidationInfo) -> Path | None:
+        if (v is None) != (info.data.get("parley_temporal_tls_cert") is None):
+            raise ValueError("PARLEY_TEMPORAL_TLS_CERT and PARLEY_TEMPORAL_TLS_KEY go together: set both or neither")
+        return v
 
     @field_validator("parley_secret_key")
     @classmethod

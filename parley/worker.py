@@ -53,8 +53,9 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
 
 
 def add_api_host(runtime: Runtime, web: Any) -> None:
-    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook."""
+    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook or signal."""
     from bot.slack.api_host import ApiQuestionHost
+    from workers.questions import signals
     from workers.questions.webhooks import announce
 
     def on_closed(run: RunInfo, question: QuestionInfo) -> None:
@@ -62,7 +63,15 @@ def add_api_host(runtime: Runtime, web: Any) -> None:
         assert isinstance(run, RunRecord) and isinstance(question, InterruptRecord)
         announce(runtime, run, question)
 
-    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed))
+    def on_closing(run: RunInfo, question: QuestionInfo) -> None:
+        assert isinstance(run, RunRecord) and isinstance(question, InterruptRecord)
+        signals.announce(runtime, run, question)  # before the Slack call that locks the message
+
+    def on_ended(run: RunInfo, result: str, error: str) -> None:
+        assert isinstance(run, RunRecord)
+        signals.ended(runtime, run, result, error)
+
+    runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, on_closed, on_ended, on_closing))
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
@@ -92,12 +101,23 @@ def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
     return rescued
 
 
+def retry_abandoned_deliveries(runtime: Runtime) -> None:
+    """Retry the deliveries (webhooks, Temporal signals) whose worker died mid-attempt, under their `Retry`.
+
+    RQ finds such a job only when its started-registry entry lapses (its timeout plus a minute)
+    and a worker's maintenance looks, every ten minutes; this looks every sweep interval, so a
+    delivery cut off by a killed worker is tried again about a minute and a half later.
+    """
+    runtime.webhook_queue.started_job_registry.cleanup()
+
+
 def _keep_sweep_scheduled(runtime: Runtime, stop: threading.Event) -> None:
     """Re-seed the sweep's schedule, so it survives a lost sweep job, a Redis restart or a dead scheduler."""
     while not stop.wait(runtime.settings.sweep_interval):
         try:
             schedule_next(runtime)
             enqueue_overdue(runtime)
+            retry_abandoned_deliveries(runtime)
         except Exception:  # Redis away for a moment: try again next interval
             log.warning("could not schedule the sweep", exc=True)
 
@@ -113,6 +133,10 @@ def run_worker(
     client = connect_redis(settings)
     runtime = build_runtime(settings, client, InteractorRouter())
     question_config(settings)
+    if settings.parley_temporal_address:
+        from workers.questions import signals
+
+        signals.prepare()  # before any delivery waits for it
     add_worker_hosts(settings, runtime)
     if metrics:
         serve_metrics(runtime.store, *metrics)

@@ -78,6 +78,13 @@ WEBHOOK_DEFERRALS = Counter(
     "Webhook deliveries held back because a token's or a host's in-flight cap was full",
     ["cap"],
 )
+TEMPORAL_SIGNALS = Counter(
+    "parley_temporal_signals",
+    "Attempts at signalling a Temporal workflow with a question's outcome, by outcome "
+    "(refused: the workflow has ended)",
+    ["outcome"],
+)
+TEMPORAL_OUTCOMES = ("delivered", "error", "refused")
 
 for _reason in RefusalReason:
     REFUSALS.labels(reason=_reason.value)
@@ -91,6 +98,8 @@ for _outcome in WEBHOOK_OUTCOMES:
     WEBHOOK_ATTEMPTS.labels(outcome=_outcome)
 for _cap in WEBHOOK_CAPS:
     WEBHOOK_DEFERRALS.labels(cap=_cap)
+for _outcome in TEMPORAL_OUTCOMES:
+    TEMPORAL_SIGNALS.labels(outcome=_outcome)
 
 
 def run_started(agent: str) -> None:
@@ -129,6 +138,10 @@ def webhook_attempt(outcome: str) -> None:
 
 def webhook_deferred(cap: str) -> None:
     WEBHOOK_DEFERRALS.labels(cap=cap).inc()
+
+
+def temporal_signal(outcome: str) -> None:
+    TEMPORAL_SIGNALS.labels(outcome=outcome).inc()
 
 
 class PausedRuns(Collector):

@@ -6,7 +6,8 @@ than a run's thread:
   with no root "run started" message; its own `ts` becomes the thread typed answers go to;
 - the run's result (the answers as JSON) is not posted: the locked question shows them, and
   a failure is told through the API and the run's history;
-- when the question closes (answered, expired, cancelled) its webhook is announced;
+- when the question closes (answered, expired, cancelled) its webhook, or its Temporal workflow's
+  signal, is announced (the signal also when its run ends: a quorum's answers, or a failure);
 - at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
   user groups it names.
 - the message opens with who asked and how ("Asked by *ci-bot* through the API", or MCP), above
@@ -39,12 +40,23 @@ CANNOT_POST = frozenset(
 """Errors no retry would fix: the question fails at once and the API says why."""
 
 OnClosed = Callable[[RunInfo, QuestionInfo], Any]
+OnEnded = Callable[[RunInfo, str, str], Any]
+"""Told as the question's run ends: the run, its result ("" when it failed) and the reason it failed."""
 
 
 class ApiQuestionHost(SlackHost):
-    def __init__(self, client: WebClient | WebClients, store: RunStore, on_closed: OnClosed | None = None) -> None:
+    def __init__(
+        self,
+        client: WebClient | WebClients,
+        store: RunStore,
+        on_closed: OnClosed | None = None,
+        on_ended: OnEnded | None = None,
+        on_closing: OnClosed | None = None,
+    ) -> None:
         super().__init__(client, store)
         self._on_closed = on_closed
+        self._on_ended = on_ended
+        self._on_closing = on_closing  # before the message is locked: a Temporal signal waits on no Slack call
 
     def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
         """At most `MAX_ASSIGNEES` people are DMed about an API question, as many ids as it may name: a user
@@ -120,11 +132,15 @@ class ApiQuestionHost(SlackHost):
 
     def finished(self, run: RunInfo, result: str) -> None:
         """Nothing to post: the locked question already shows the answers."""
+        if self._on_ended is not None:
+            self._on_ended(run, result, "")
 
     def failed(self, run: RunInfo, reason: str) -> None:
         """Nothing to post: the caller learns it from the API (`status`, `error`), admins from the run's history,
         and an expired question's message already says so."""
         log.info("question failed", **run.log_context(), reason=reason)
+        if self._on_ended is not None:
+            self._on_ended(run, "", reason)
 
     def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         if interrupt.assignees:
@@ -133,6 +149,8 @@ class ApiQuestionHost(SlackHost):
             self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
+        if self._on_closing is not None:
+            self._on_closing(run, interrupt)
         self.lock_question(interrupt, run)
         if self._on_closed is not None:
             self._on_closed(run, interrupt)

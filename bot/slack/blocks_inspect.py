@@ -77,6 +77,10 @@ def _run_blocks(detail: RunDetail) -> list[Block]:
         facts.append(f"*Error* {clip(run.error, 500)}")
     if run.result:
         facts.append(f"*Result* {clip(run.result, 500)}")
+    target = run.conversation.get("temporal")
+    if isinstance(target, dict) and target.get("workflow_id"):  # a Temporal workflow waits on this question
+        workflow = f"`{_code(str(target['workflow_id']))}` · namespace `{_code(str(target.get('namespace', '')))}`"
+        facts.append(f"*Temporal workflow* {workflow}")
     header = truncate(f"{run.agent} · {run.status.value}", 150)
     return [HeaderBlock(text=PlainTextObject(text=header)), _section("\n".join(facts))]
 

@@ -1,7 +1,8 @@
 """The built-in `question` agent: the body of every question asked through the API.
 
 It asks the one request stored with the question (bound to its context, if any) and
-returns the answers as JSON. Being a run, the question gets everything an agent's question
+returns the answers as JSON; with a quorum it asks each assignee separately (`run.ask_each`)
+and returns each one's answers by user id. Being a run, the question gets everything an agent's question
 gets: posting once, validation, accepting once, expiry, reminders, the inbox and history.
 It is unlisted: people cannot start it with `/parley`.
 
@@ -33,6 +34,9 @@ def question(run: Any, text: str) -> str:
     record = store.get(run.run_id)
     if record is None:
         raise AgentError(f"run {run.run_id} is not a question asked through the API")
+    if record.quorum is not None:  # each person answers for themselves; the result is their answers by user id
+        by_person = run.ask_each(record.request, record.quorum, key=KEY, context=record.context)
+        return json.dumps(by_person, ensure_ascii=False)
     answers = run.ask(record.request, key=KEY, context=record.context)
     secret = {i.id: answers[i.id] for i in record.request.items if i.is_secret and isinstance(answers.get(i.id), str)}
     box = runtime.store.box

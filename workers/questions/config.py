@@ -6,10 +6,24 @@ webhook job reads it here, as job functions read the runtime from `wiring`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_RETRY_INTERVALS = (60, 300, 600, 1200, 2400)
 """Seconds between webhook attempts: six attempts over 76 minutes."""
+DEFAULT_SIGNAL_RETRY_INTERVALS = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1200, *([1800] * 46))
+"""Seconds between attempts at signalling a Temporal workflow: quick at first, then every half hour for a day."""
+
+
+@dataclass(frozen=True)
+class TemporalConfig:
+    """Where the Temporal frontend is that workflows' outcomes are signalled through (`PARLEY_TEMPORAL_*`)."""
+
+    address: str = ""  # "": no Temporal target may be asked for
+    namespace: str = "default"
+    tls_cert: bytes | None = None
+    tls_key: bytes | None = field(default=None, repr=False)  # never shown
+    retry_intervals: tuple[int, ...] = DEFAULT_SIGNAL_RETRY_INTERVALS
+    attempt_timeout: float = 10.0  # seconds for connecting and signalling, all of it
 
 
 @dataclass(frozen=True)
@@ -25,6 +39,7 @@ class QuestionConfig:
     rate_window: int = 60  # seconds
     auth_failures: int = 20  # bad bearer tokens per client address per window; then 429 for that address
     max_wait: int = 60  # the longest `?wait=` a GET may hold
+    temporal: TemporalConfig = TemporalConfig()
 
 
 _current = QuestionConfig()

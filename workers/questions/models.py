@@ -24,6 +24,7 @@ CHANNEL_PATTERN = r"^(?:[CGD][A-Z0-9]{2,20}|#[a-z0-9][a-z0-9._-]{0,79})$"
 """A channel id, or `#name` (Slack's channel names: lower case, digits, `-`, `_` and `.`, at most 80)."""
 USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"
 TS_PATTERN = r"^\d{1,12}\.\d{1,8}$"
+MAX_EACH = 20  # people a question with a quorum asks separately (`run.ask_each`'s limit)
 
 
 class TokenScope(StrEnum):
@@ -47,6 +48,16 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class TemporalTargetBody(_Body):
+    """A Temporal workflow to signal when the question ends (`workers.integrations.temporal`)."""
+
+    workflow_id: Annotated[str, Field(min_length=1, max_length=1000, description="the waiting workflow's id")]
+    namespace: Annotated[str, Field(min_length=1, max_length=255, description="its namespace")]
+    key: Annotated[
+        str, Field(min_length=1, max_length=255, description="the id the workflow waits on; the signal names it")
+    ]
+
+
 class QuestionCreate(_Body):
     """`POST /api/v1/questions`: the request as `workers.interaction.Request` serialises, and where to ask it."""
 
@@ -57,6 +68,13 @@ class QuestionCreate(_Body):
     callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None
     metadata: dict[str, Any] = Field(default_factory=dict, description="returned as given; at most 4 KB of JSON")
     context: dict[str, Any] | None = Field(default=None, description="the facts the answer is bound to")
+    temporal: TemporalTargetBody | None = Field(
+        default=None, description="a Temporal workflow to signal with the outcome, instead of a webhook"
+    )
+    quorum: Annotated[
+        int | None,
+        Field(ge=1, description="ask each assignee separately; the question is answered when this many answered"),
+    ] = None
 
     @field_validator("callback_url")
     @classmethod
@@ -117,6 +135,18 @@ class QuestionCreate(_Body):
     def _one_place(self) -> QuestionCreate:
         if (self.channel is None) == (self.user is None):
             raise ValueError('give exactly one of "channel" (a channel id) or "user" (a user id, for a DM)')
+        if self.callback_url is not None and self.temporal is not None:
+            raise ValueError('give at most one delivery target: "callback_url" or "temporal"')
+        if self.quorum is not None:
+            count = len(self.request.assignees)
+            if self.channel is None or count == 0:
+                raise ValueError("quorum asks each of the request's assignees in a channel: give both")
+            if self.quorum > min(count, MAX_EACH):
+                raise ValueError(f"quorum {self.quorum} is more than the {min(count, MAX_EACH)} people who can answer")
+            if self.callback_url is not None:
+                raise ValueError("quorum: no webhook is sent for a question asked of each person; use temporal")
+            if any(item.is_secret for item in self.request.items):
+                raise ValueError("quorum: a question asked of each person separately cannot hold a secret item")
         return self
 
 
@@ -135,6 +165,9 @@ class ApprovalCreate(_Body):
     assignees: list[str] = Field(default_factory=list, max_length=MAX_ASSIGNEES)
     expires_in: int | None = None
     callback_url: Annotated[str | None, Field(max_length=2000, description="http(s) URL for signed webhooks")] = None
+    temporal: TemporalTargetBody | None = Field(
+        default=None, description="a Temporal workflow to signal with the decision, instead of a webhook"
+    )
 
     def question(self) -> QuestionCreate:
         """This approval as the question the API asks: its request carries the approval, bound to `args`."""
@@ -149,7 +182,13 @@ class ApprovalCreate(_Body):
             )
         except (FormError, ContextError) as exc:
             raise ValueError(str(exc)) from None
-        return QuestionCreate(request=request, channel=self.channel, callback_url=self.callback_url, context=self.args)
+        return QuestionCreate(
+            request=request,
+            channel=self.channel,
+            callback_url=self.callback_url,
+            temporal=self.temporal,
+            context=self.args,
+        )
 
 
 class WebhookView(_Body):
@@ -168,6 +207,18 @@ class WebhookView(_Body):
     circuit_open_until: Annotated[datetime | None, Field(description="while open, when the next attempt may go")] = None
 
 
+class TemporalView(_Body):
+    """The Temporal workflow a question signals when it ends, and where that signal's delivery is."""
+
+    workflow_id: str
+    namespace: str
+    key: str
+    status: Annotated[str, Field(description="waiting (not ended yet), pending, delivered or failed")] = "waiting"
+    attempts: int = 0
+    last_error: str | None = None
+    delivered_at: datetime | None = None
+
+
 class QuestionView(_Body):
     """`GET /api/v1/questions/{id}` (and the webhook's `data`)."""
 
@@ -177,6 +228,9 @@ class QuestionView(_Body):
     )
     status: QuestionStatus
     answers: dict[str, AnswerValue] | None = None
+    answers_by: dict[str, dict[str, AnswerValue]] | None = Field(
+        default=None, description="with a quorum, once answered: each person's own answers, by user id"
+    )
     decision: Decision | None = Field(default=None, description="an approval's decision, once answered")
     answered_by: str | None = None
     answered_at: datetime | None = None
@@ -192,6 +246,7 @@ class QuestionView(_Body):
     cancelled_by: str | None = None
     error: str | None = None
     webhook: WebhookView | None = None
+    temporal: TemporalView | None = None
 
 
 class QuestionPage(_Body):

@@ -48,7 +48,7 @@ from workers.runtime.execute import execute
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
 from workers.store.questions import Binding, QuestionStore, UnreadableQuestion
-from workers.store.records import LOCAL_OWNER, TOKEN_OWNER, ApiQuestionRecord, ApiTokenRecord
+from workers.store.records import LOCAL_OWNER, TOKEN_OWNER, ApiQuestionRecord, ApiTokenRecord, TemporalTarget
 from workers.store.runs import new_id
 
 AGENT = "question"
@@ -122,6 +122,8 @@ class QuestionService:
                 check_destination(body.callback_url, self.config.webhook_allow)
             except DestinationRefused as exc:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
+        if body.temporal is not None:
+            self._check_temporal(body)
         body = self._channel_by_id(caller, body)
         self._charge_notices(caller, body)
         qid = new_id("r")
@@ -150,6 +152,9 @@ class QuestionService:
             conversation["team"] = team
         if body.thread_ts:
             conversation["thread_ts"] = body.thread_ts
+        temporal = TemporalTarget.model_validate(body.temporal.model_dump()) if body.temporal is not None else None
+        if temporal is not None:  # shown by Inspect and `parley runs show`
+            conversation["temporal"] = {"workflow_id": temporal.workflow_id, "namespace": temporal.namespace}
         if not request.assignees:
             conversation["anyone"] = True  # anyone who can see the question in the channel may answer
         record = ApiQuestionRecord(
@@ -165,6 +170,8 @@ class QuestionService:
             created_at=time.time(),
             team=team,
             owner=caller.owner,
+            temporal=temporal,
+            quorum=body.quorum,
         )
         bound = self.store.create(record, AGENT, caller.name, conversation, binding)
         if bound is not None and binding is not None:  # the key made its question earlier: nothing written
@@ -186,6 +193,18 @@ class QuestionService:
                 detail += f"; {where_to_post(self.channels, team)}"
             raise QuestionInvalid(detail, [_error([], view.error or "")])
         return view, True
+
+    def _check_temporal(self, body: QuestionCreate) -> None:
+        """Refuse a Temporal target this Parley cannot signal: none configured, or another namespace."""
+        cfg = self.config.temporal
+        assert body.temporal is not None
+        if not cfg.address:
+            detail = "this Parley signals no Temporal workflow: PARLEY_TEMPORAL_ADDRESS is not set"
+            raise QuestionInvalid(detail, [_error(["temporal"], detail)])
+        if body.temporal.namespace != cfg.namespace:
+            given = body.temporal.namespace
+            detail = f"this Parley signals workflows of namespace {cfg.namespace!r} only, not {given!r}"
+            raise QuestionInvalid(detail, [_error(["temporal", "namespace"], detail)])
 
     def _channel_by_id(self, caller: Caller, body: QuestionCreate) -> QuestionCreate:
         """`body` with a `#name` channel replaced by its id; 422 listing the channels when there is none such."""
@@ -244,7 +263,11 @@ class QuestionService:
         try:
             run = self.runtime.store.find(record.id)
             interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
-            return build_view(record, run, interrupt), (run.interrupt if run is not None else "")
+            shared = None
+            if record.quorum is not None and interrupt is None and run is not None and run.interrupt:
+                group = self.runtime.store.groups.group(run.interrupt)  # each person's question, one message
+                shared = group.message if group is not None else None
+            return build_view(record, run, interrupt, shared), (run.interrupt if run is not None else "")
         except (ValueError, KeyError, TypeError) as exc:  # its run or question: written by another version
             log.error("a question's run cannot be read", run_id=record.id, error=repr(exc))
             error = str(exc).splitlines()[0]

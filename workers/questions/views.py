@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 from workers.interaction import answers_to_values
 from workers.interaction.approval import decision_of
-from workers.questions.models import QuestionStatus, QuestionView, WebhookView
+from workers.questions.models import QuestionStatus, QuestionView, TemporalView, WebhookView
 from workers.store.questions import UnreadableQuestion
 from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, RunStatus
 
@@ -38,6 +40,10 @@ def status_of(run: RunRecord | None, interrupt: InterruptRecord | None) -> Quest
     before its question was open, e.g. Slack refused to post it, ends the question too)."""
     if interrupt is not None and (run is None or not run.status.is_final or _BY_STATE[interrupt.state] != _WAITING):
         return _BY_STATE[interrupt.state]
+    if run is not None and run.status is RunStatus.SUCCEEDED:  # a quorum's group: the run ends when answered
+        return QuestionStatus.ANSWERED
+    if run is not None and run.status is RunStatus.EXPIRED:
+        return QuestionStatus.EXPIRED
     if run is None or run.status is RunStatus.FAILED:
         return QuestionStatus.FAILED
     if run.status is RunStatus.CANCELLED:
@@ -45,14 +51,24 @@ def status_of(run: RunRecord | None, interrupt: InterruptRecord | None) -> Quest
     return QuestionStatus.WAITING
 
 
-def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: InterruptRecord | None) -> QuestionView:
+def build_view(
+    question: ApiQuestionRecord,
+    run: RunRecord | None,
+    interrupt: InterruptRecord | None,
+    shared: dict[str, Any] | None = None,
+) -> QuestionView:
+    """The question as the API shows it; `shared`: the one message a quorum's people share (no interrupt is
+    the question's own then)."""
     status = status_of(run, interrupt)
     answers = None
     if interrupt is not None and status is QuestionStatus.ANSWERED:
         answers = answers_to_values(interrupt.request, interrupt.answers)
     elif interrupt is not None and status is QuestionStatus.EXPIRED and interrupt.answers:
         answers = answers_to_values(interrupt.request, interrupt.answers)  # on_expiry=use_defaults
-    message = interrupt.message if interrupt is not None else {}
+    answers_by = None
+    if question.quorum is not None and status is QuestionStatus.ANSWERED and run is not None and run.result:
+        answers_by = json.loads(run.result)
+    message = interrupt.message if interrupt is not None else shared or {}
     hook = question.webhook
     approval = question.request.approval is not None
     decision = None
@@ -63,6 +79,7 @@ def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: In
         kind="approval" if approval else "question",
         status=status,
         answers=answers,
+        answers_by=answers_by,
         decision=decision,
         answered_by=(interrupt.answered_by or None) if interrupt is not None else None,
         answered_at=when(interrupt.answered_at) if interrupt is not None else None,
@@ -92,6 +109,22 @@ def build_view(question: ApiQuestionRecord, run: RunRecord | None, interrupt: In
         )
         if hook is not None
         else None,
+        temporal=_temporal_view(question, status),
+    )
+
+
+def _temporal_view(question: ApiQuestionRecord, status: QuestionStatus) -> TemporalView | None:
+    target, signal = question.temporal, question.signal
+    if target is None:
+        return None
+    return TemporalView(
+        workflow_id=target.workflow_id,
+        namespace=target.namespace,
+        key=target.key,
+        status=signal.status if signal is not None else "waiting" if status is QuestionStatus.WAITING else "pending",
+        attempts=signal.attempts if signal is not None else 0,
+        last_error=(signal.last_error or None) if signal is not None else None,
+        delivered_at=when(signal.delivered_at) if signal is not None else None,
     )
 
 

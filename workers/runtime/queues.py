@@ -13,11 +13,12 @@ EXECUTE = "workers.runtime.jobs.execute_run"
 SWEEP = "workers.runtime.jobs.sweep_job"
 SHOW = "workers.runtime.jobs.show_job"
 DELIVER = "workers.questions.webhooks.deliver"
-JOB_FUNCTIONS = frozenset({EXECUTE, SWEEP, SHOW, DELIVER})
+SIGNAL = "workers.questions.signals.deliver"
+JOB_FUNCTIONS = frozenset({EXECUTE, SWEEP, SHOW, DELIVER, SIGNAL})
 """Every function a Parley job may name; `parley worker` refuses any other (`job_guard`)."""
 QUEUE_NAME = "parley"
 WEBHOOK_QUEUE_NAME = "parley-webhooks"
-"""Webhook deliveries' own queue: an agent run never waits behind one (see `webhook_workers`)."""
+"""Webhook deliveries' and Temporal signals' own queue: a run never waits behind one (see `webhook_workers`)."""
 
 
 def queue(redis: Redis, name: str = QUEUE_NAME) -> Queue:

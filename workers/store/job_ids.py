@@ -69,3 +69,8 @@ def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "")
 def webhook(question_id: str, event: str) -> str:
     """The delivery of one webhook event of an API question (retried under the same id)."""
     return f"webhook-{question_id}-{event}"
+
+
+def signal(question_id: str) -> str:
+    """The delivery of an API question's outcome to its Temporal workflow (retried under the same id)."""
+    return f"signal-{question_id}"

@@ -272,6 +272,10 @@ class QuestionStore:
     def set_webhook(self, question_id: str, state: WebhookState) -> None:
         self.redis.hset(keys.api_question(question_id), "webhook", state.model_dump_json())
 
+    def set_signal(self, question_id: str, state: WebhookState) -> None:
+        """The delivery of a Temporal target's signal (see `workers.questions.signals`)."""
+        self.redis.hset(keys.api_question(question_id), "signal", state.model_dump_json())
+
     def webhook(self, question_id: str) -> WebhookState | None:
         raw = reply(self.redis.hget(keys.api_question(question_id), "webhook"))
         return WebhookState.model_validate_json(raw) if raw else None

@@ -279,6 +279,14 @@ class WebhookState(_Record):
     circuit_open_until: float | None = None
 
 
+class TemporalTarget(_Record):
+    """A Temporal workflow waiting on a question: its outcome is signalled to it (`workers.questions.signals`)."""
+
+    workflow_id: str
+    namespace: str
+    key: str  # the id the workflow asked under (its Idempotency-Key): the signal names it
+
+
 class ApiQuestionRecord(_Record):
     """What the API keeps about a question beside its run (whose id it shares)."""
 
@@ -293,6 +301,9 @@ class ApiQuestionRecord(_Record):
     context: dict[str, Any] | None = None
     created_at: float
     webhook: WebhookState | None = None
+    temporal: TemporalTarget | None = None  # a workflow to signal when the question ends, instead of a webhook
+    signal: WebhookState | None = None  # the delivery of that signal, as for a webhook
+    quorum: int | None = None  # asked of each assignee separately (`run.ask_each`); answered when this many did
     team: str = ""  # the asking token's workspace, when it has one
     owner: str = ""  # who the question belongs to (`ApiTokenRecord.owner`, `mcp:<origin>`); "": asked before owners
 
@@ -314,6 +325,10 @@ class ApiQuestionRecord(_Record):
             data["owner"] = self.owner
         if self.context is not None:
             data["context"] = json.dumps(self.context)
+        if self.temporal is not None:
+            data["temporal"] = self.temporal.model_dump_json()
+        if self.quorum is not None:
+            data["quorum"] = str(self.quorum)
         return data
 
     @classmethod
@@ -323,4 +338,7 @@ class ApiQuestionRecord(_Record):
         fields["request"] = _request(data["request"])
         fields["context"] = json.loads(data["context"]) if data.get("context") else None
         fields["webhook"] = WebhookState.model_validate_json(data["webhook"]) if data.get("webhook") else None
+        fields["temporal"] = TemporalTarget.model_validate_json(data["temporal"]) if data.get("temporal") else None
+        fields["signal"] = WebhookState.model_validate_json(data["signal"]) if data.get("signal") else None
+        fields["quorum"] = int(data["quorum"]) if data.get("quorum") else None
         return cls.model_validate(fields)

@@ -1,0 +1,106 @@
+"""The Temporal integration's parts that need no server: the wait helper's bookkeeping, the outcome, the
+API's checks of a `temporal` target and a quorum, the settings, and how admins see the waiting workflow."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bot.slack.blocks_inspect import inspect_view
+from parley.runs_cmd import temporal_workflow
+from parley.settings import load
+from workers.exceptions import ConfigError
+from workers.integrations import temporal as parley_temporal
+from workers.questions import signals
+from workers.questions.config import QuestionConfig, TemporalConfig
+from workers.questions.models import QuestionCreate
+from workers.runtime.admin import RunDetail
+from workers.store.records import RunRecord, RunStatus, TemporalTarget
+
+pytestmark = pytest.mark.unit
+
+TARGET = {"workflow_id": "refund-1", "namespace": "default", "key": "tw-1"}
+REQUEST = {"reason": "Ship?", "items": [{"id": "ship", "text": "Ship", "type": "boolean"}], "assignees": ["U0A", "U0B"]}
+
+
+def test_the_wait_helper_keeps_the_first_outcome_of_a_key_and_ignores_repeats() -> None:
+    waits = parley_temporal._Waits()
+    waits.on_outcome({"key": "tw-1", "question_id": "r1", "status": "answered", "answers": {"ship": True}})
+    waits.on_outcome({"key": "tw-1", "question_id": "r1", "status": "cancelled"})  # a retried delivery
+    waits.on_outcome({"key": "tw-2", "question_id": "r2", "status": "expired"})
+    waits.on_outcome({"question_id": "r3"})  # not one of ours
+    waits.on_outcome("noise")  # type: ignore[arg-type]
+    assert {k: v["status"] for k, v in waits.outcomes.items()} == {"tw-1": "answered", "tw-2": "expired"}
+    assert waits.ignored == 3
+
+
+def test_an_outcome_is_read_from_the_signal_leaving_fields_it_does_not_know() -> None:
+    outcome = parley_temporal.Outcome.of(
+        {"key": "tw-1", "question_id": "r1", "status": "answered", "answers": {"a": 1}, "by": "U0A", "new": 1}
+    )
+    assert (outcome.question_id, outcome.answered, outcome.answers, outcome.by) == ("r1", True, {"a": 1}, "U0A")
+    assert not parley_temporal.Outcome.of({"question_id": "r2", "status": "expired"}).answered
+
+
+def test_the_signal_names_the_key_and_carries_the_outcome() -> None:
+    view = {"id": "r1", "status": "answered", "answers": {"ship": True}, "answered_by": "U0A", "decision": None}
+    payload = signals.outcome_payload(view, TemporalTarget(**TARGET))
+    assert payload["key"] == "tw-1" and payload["question_id"] == "r1" and payload["by"] == "U0A"
+    assert signals.SIGNAL == parley_temporal.SIGNAL
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"temporal": TARGET, "callback_url": "https://example.com/hook"}, "at most one delivery target"),
+        ({"temporal": {**TARGET, "key": ""}}, "at least 1 character"),
+        ({"quorum": 3}, "more than the 2 people"),
+        ({"quorum": 0}, "greater than or equal to 1"),
+        ({"quorum": 2, "callback_url": "https://example.com/hook"}, "no webhook is sent"),
+    ],
+)
+def test_a_bad_target_or_quorum_is_refused_saying_why(fields: dict[str, object], error: str) -> None:
+    with pytest.raises(ValidationError, match=error):
+        QuestionCreate.model_validate({"request": REQUEST, "channel": "C0OPS", **fields})
+
+
+def test_a_quorum_needs_a_channel_and_assignees() -> None:
+    with pytest.raises(ValidationError, match="quorum asks each"):
+        QuestionCreate.model_validate({"request": REQUEST, "user": "U0A", "quorum": 1})
+    body = QuestionCreate.model_validate({"request": REQUEST, "channel": "C0OPS", "quorum": 2, "temporal": TARGET})
+    assert body.quorum == 2 and body.temporal is not None and body.temporal.key == "tw-1"
+
+
+def test_temporal_settings_are_read_and_the_tls_pair_goes_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARLEY_TEMPORAL_ADDRESS", "temporal.internal:7233")
+    monkeypatch.setenv("PARLEY_TEMPORAL_RETRY_INTERVALS", "1, 5,30")
+    settings = load()
+    assert settings.parley_temporal_address == "temporal.internal:7233"
+    assert settings.parley_temporal_namespace == "default"
+    assert settings.parley_temporal_retry_intervals == [1, 5, 30]
+    monkeypatch.setenv("PARLEY_TEMPORAL_TLS_KEY", "/etc/parley/temporal.key")
+    with pytest.raises(ConfigError, match=r"PARLEY_TEMPORAL_TLS_KEY: .*set both or neither"):
+        load()
+
+
+def test_runs_show_and_inspect_name_the_waiting_workflow_and_its_namespace() -> None:
+    target = {"temporal": {"workflow_id": "refund-1", "namespace": "billing"}}
+    assert temporal_workflow(target) == "refund-1 (namespace billing)"
+    assert temporal_workflow({"channel": "C0OPS"}) == ""
+    run = RunRecord(
+        id="rQ1",
+        agent="question",
+        text="",
+        started_by="ci",
+        status=RunStatus.PAUSED,
+        created_at=1.0,
+        updated_at=2.0,
+        conversation=target,
+    )
+    shown = str(inspect_view(RunDetail(run=run, interrupt=None)))
+    assert "*Temporal workflow* `refund-1` · namespace `billing`" in shown
+
+
+def test_the_client_key_is_never_shown() -> None:
+    config = QuestionConfig(temporal=TemporalConfig(address="t:7233", tls_cert=b"CERT", tls_key=b"PRIVATE-KEY"))
+    assert "PRIVATE-KEY" not in repr(config) and "PRIVATE-KEY" not in str(config)

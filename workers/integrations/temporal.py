@@ -1,0 +1,297 @@
+"""Temporal workflows ask people through Parley: `ask`, `approve` and `ask_each`, awaited in a workflow.
+
+    from workers.integrations import temporal as parley_temporal
+
+    @workflow.defn
+    class Refund:
+        @workflow.run
+        async def run(self, amount: int) -> bool:
+            decision = await parley_temporal.approve("Refund", {"amount": amount}, channel="C0BILLING")
+            return decision.approved
+
+Each call is deterministic workflow code. An activity (`ParleyActivities`, registered on the
+worker with a `parley.client.Parley`) posts the question through Parley's HTTP API, naming
+this workflow (id and namespace) as the question's delivery target; the question's key is
+drawn from the workflow's deterministic random and is the activity's Idempotency-Key, so a
+retried activity never posts twice. The workflow then waits on the `parley_outcome` signal,
+which a Parley worker sends when the question ends (answered, expired, cancelled, failed),
+retrying until Temporal accepts it (`workers.questions.signals`). The first outcome for a key
+is kept and any later one ignored, so the workflow sees each outcome once; several asks at
+once (`asyncio.gather`) are independent questions.
+
+Cancelling the workflow, or the task awaiting the call, cancels the question in Parley (its
+Slack message is locked as cancelled) before the cancellation goes on; a question cancelled
+in Slack or with `parley runs cancel` returns an `Outcome` with status `cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Protocol
+
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workers.interaction import Decision, Request
+
+__all__ = [
+    "SIGNAL",
+    "Outcome",
+    "ParleyActivities",
+    "ParleyClient",
+    "approve",
+    "ask",
+    "ask_each",
+]
+
+SIGNAL = "parley_outcome"
+"""The signal Parley sends a waiting workflow (`workers.questions.signals.SIGNAL`)."""
+POST = "parley_post_question"
+POST_APPROVAL = "parley_post_approval"
+CANCEL = "parley_cancel_question"
+ACTIVITY_TIMEOUT = timedelta(seconds=30)
+ACTIVITY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
+REFUSED = "ParleyRefused"
+"""The error type of an activity Parley answered with an error no retry would change (4xx but 408/429)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a question ended: `answered` (with `answers` and who gave them, `by`), `expired` (`answers`
+    holds the items' defaults when the request said `on_expiry="use_defaults"`), `cancelled`, `failed`."""
+
+    question_id: str
+    status: str
+    answers: dict[str, Any] | None = None
+    by: str | None = None
+    answered_at: str | None = None
+    answers_by: dict[str, dict[str, Any]] | None = None
+    """With `ask_each`: each person's own answers, by user id."""
+    cancelled_by: str | None = None
+    error: str | None = None
+    decision: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def answered(self) -> bool:
+        return self.status == "answered"
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> Outcome:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+# ---- inside the workflow -------------------------------------------------------------------------
+class _Waits:
+    """The outcomes this workflow run has been signalled, by key: the first for each key is kept."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.ignored = 0
+
+    def on_outcome(self, payload: dict[str, Any]) -> None:
+        key = payload.get("key") if isinstance(payload, dict) else None
+        if not isinstance(key, str) or key in self.outcomes:
+            self.ignored += 1  # a retried delivery of an outcome already kept, or not one of ours
+            return
+        self.outcomes[key] = payload
+
+
+def _waits() -> _Waits:
+    """This workflow run's outcomes, and the signal handler that fills them (set once, on first use)."""
+    instance = workflow.instance()
+    waits = getattr(instance, "_parley_waits", None)
+    if waits is None:
+        waits = _Waits()
+        setattr(instance, "_parley_waits", waits)  # noqa: B010 - on the user's workflow object, not ours
+        workflow.set_signal_handler(SIGNAL, waits.on_outcome)
+    return waits
+
+
+def _target() -> dict[str, str]:
+    """This workflow as a question's delivery target, under a new key (deterministic: replays draw the same)."""
+    info = workflow.info()
+    return {"workflow_id": info.workflow_id, "namespace": info.namespace, "key": f"tw-{workflow.uuid4()}"}
+
+
+async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
+    return str(
+        await workflow.execute_activity(
+            activity_name,
+            args=[body, key],
+            start_to_close_timeout=ACTIVITY_TIMEOUT,
+            retry_policy=ACTIVITY_RETRY,
+        )
+    )
+
+
+async def _wait(key: str, question_id: str) -> Outcome:
+    """The outcome signalled for `key`; cancelled, the question is cancelled in Parley first."""
+    waits = _waits()
+    try:
+        await workflow.wait_condition(lambda: key in waits.outcomes)
+    except asyncio.CancelledError:
+        await workflow.execute_activity(
+            CANCEL,
+            question_id,
+            start_to_close_timeout=ACTIVITY_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=5),
+            cancellation_type=workflow.ActivityCancellationType.ABANDON,
+        )
+        raise
+    return Outcome.of(waits.outcomes[key])
+
+
+def _request(request: Request | dict[str, Any], **options: Any) -> dict[str, Any]:
+    """The request as the API takes it, with `options` set; Parley validates it (a bad one fails the
+    activity at once, `ParleyRefused`), not the workflow, whose sandbox restricts what validation uses."""
+    given = request.model_dump(mode="json", exclude_defaults=True) if isinstance(request, Request) else dict(request)
+    given.update({k: v for k, v in options.items() if v is not None})
+    return given
+
+
+async def ask(
+    request: Request | dict[str, Any],
+    *,
+    assignees: Sequence[str] | None = None,
+    channel: str | None = None,
+    user: str | None = None,
+    expires_in: int | None = None,
+    thread_ts: str | None = None,
+    context: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Outcome:
+    """Ask `request` in `channel` (or a DM with `user`) and wait, durably, for how it ends."""
+    _waits()
+    target = _target()
+    body = {
+        "request": _request(request, assignees=list(assignees) if assignees else None, expires_in=expires_in),
+        "channel": channel,
+        "user": user,
+        "thread_ts": thread_ts,
+        "context": context,
+        "metadata": metadata,
+        "temporal": target,
+    }
+    question_id = await _post(POST, body, target["key"])
+    return await _wait(target["key"], question_id)
+
+
+async def ask_each(
+    request: Request | dict[str, Any],
+    assignees: Sequence[str],
+    *,
+    quorum: int | None = None,
+    channel: str | None = None,
+    expires_in: int | None = None,
+    context: dict[str, Any] | None = None,
+) -> Outcome:
+    """Put `request` to each of `assignees` separately; one outcome when `quorum` of them (default: all)
+    answered, with each one's own answers in `answers_by`."""
+    _waits()
+    target = _target()
+    body = {
+        "request": _request(request, assignees=list(assignees), expires_in=expires_in),
+        "channel": channel,
+        "quorum": quorum or len(assignees),
+        "context": context,
+        "temporal": target,
+    }
+    question_id = await _post(POST, body, target["key"])
+    return await _wait(target["key"], question_id)
+
+
+async def approve(
+    action: str,
+    args: dict[str, Any],
+    *,
+    channel: str,
+    schema: dict[str, Any] | None = None,
+    editable: bool | list[str] = True,
+    assignees: Sequence[str] | None = None,
+    expires_in: int | None = None,
+) -> Decision:
+    """Ask to approve `action` with `args` (the editable ones may be edited first) and wait for the `Decision`.
+
+    A question that ends unanswered (expired, cancelled, failed) is not an approval: the decision is
+    `approved=False`, with the proposed args and a reason saying how it ended, `by` empty."""
+    _waits()
+    target = _target()
+    body = {
+        "channel": channel,
+        "action": action,
+        "args": args,
+        "schema": schema,
+        "editable": editable,
+        "assignees": list(assignees) if assignees else None,
+        "expires_in": expires_in,
+        "temporal": target,
+    }
+    question_id = await _post(POST_APPROVAL, body, target["key"])
+    outcome = await _wait(target["key"], question_id)
+    if outcome.answered and outcome.decision is not None:
+        return Decision.model_validate(outcome.decision)
+    return Decision(approved=False, args=args, reason=f"not decided: the approval {outcome.status}")
+
+
+# ---- on the worker: the activities ---------------------------------------------------------------
+class ParleyClient(Protocol):
+    """What the activities need of `parley.client.Parley` (which `workers` may not import)."""
+
+    @property
+    def submit(self) -> Callable[..., str]: ...
+
+    @property
+    def submit_approval(self) -> Callable[..., str]: ...
+
+    @property
+    def cancel(self) -> Callable[[str], Any]: ...
+
+
+class ParleyActivities:
+    """The activities `ask`, `approve` and `ask_each` run: register `activities()` on the Temporal worker.
+
+    They call Parley's HTTP API with `parley` (a `parley.client.Parley` holding an `ask` token),
+    on a thread each so the worker's event loop is never blocked. An error answer no retry would
+    change (a 4xx but 408 and 429: a bad request, a channel Parley cannot post in) fails the
+    activity for good, with type `ParleyRefused`; anything else is retried with backoff.
+    """
+
+    def __init__(self, parley: ParleyClient) -> None:
+        self.parley = parley
+
+    def activities(self) -> list[Any]:
+        return [self.post_question, self.post_approval, self.cancel_question]
+
+    @activity.defn(name=POST)
+    async def post_question(self, body: dict[str, Any], key: str) -> str:
+        fields = {k: v for k, v in body.items() if k != "request" and v is not None}
+        return await _call(lambda: self.parley.submit(body["request"], idempotency_key=key, **fields))
+
+    @activity.defn(name=POST_APPROVAL)
+    async def post_approval(self, body: dict[str, Any], key: str) -> str:
+        return await _call(lambda: self.parley.submit_approval(body, idempotency_key=key))
+
+    @activity.defn(name=CANCEL)
+    async def cancel_question(self, question_id: str) -> None:
+        try:
+            await _call(lambda: self.parley.cancel(question_id))
+        except ApplicationError as exc:
+            if exc.type != REFUSED:
+                raise
+            activity.logger.info("question %s had ended already: %s", question_id, exc)  # nothing to cancel
+
+
+async def _call(fn: Any) -> Any:
+    try:
+        return await asyncio.to_thread(fn)
+    except Exception as exc:
+        status = getattr(exc, "status", None)  # parley.client.ParleyAPIError
+        if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+            raise ApplicationError(str(exc), type=REFUSED, non_retryable=True) from None
+        raise
