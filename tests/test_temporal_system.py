@@ -263,6 +263,7 @@ def test_an_approval_with_an_edited_amount_returns_the_edited_decision(
         "changes": [["amount", 120, 80]],
         "reason": None,
         "by": CAROL,
+        "standing": False,
     }
 
 

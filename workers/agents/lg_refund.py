@@ -5,24 +5,22 @@ directory (`{"customer": …, "amount": …, "reason": …}`), asks for an appro
 the amount editable (the graph interrupts with LangChain's human-in-the-loop request shape), and
 appends what was approved to the ledger `refunds/ledger.jsonl`. The graph's checkpoints live in
 `langgraph.sqlite` in the data directory; a replay after the answer runs no node again.
-It needs the `langgraph` extra: `pip install 'parley-slack[langgraph]'`.
+It needs the `langgraph` extra: `pip install 'parley-slack[langgraph]'`, and is offered only where
+that is installed; LangGraph is imported when the agent runs, so loading the agents stays cheap.
 """
 
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import re
 from pathlib import Path
 from typing import Any, TypedDict
 
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workers import AgentRun, agent
-from workers.integrations.langgraph import run_graph
 
 _ORDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -57,6 +55,8 @@ def ledger_path(data_dir: Path) -> Path:
 
 def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
     """Load the request, ask a person to review it, then record the refund (or why not) in the ledger."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
 
     def load(state: Refund) -> Refund:
         path = requests_dir(data_dir) / f"{state['order']}.json"
@@ -110,15 +110,19 @@ def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-@agent(
-    "lg_refund",
-    description="Refund an order after a person approves the amount (a LangGraph graph): `/parley lg_refund A-1001`",
-    usage="<order id>",
-)
 def lg_refund(run: AgentRun, text: str) -> str:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from workers.integrations.langgraph import run_graph
+
     order = text.strip().split()[0] if text.strip() else ""
     if not _ORDER.fullmatch(order):
         return f"{order!r} is not an order id: letters, digits, '.', '_' or '-'."
     with SqliteSaver.from_conn_string(str(run.data_dir / "langgraph.sqlite")) as saver:
         out = run_graph(run, refund_graph(run.data_dir, saver), {"run_id": run.run_id, "order": order})
     return str(out["outcome"])
+
+
+DESCRIPTION = "Refund an order after a person approves the amount (a LangGraph graph): `/parley lg_refund A-1001`"
+if importlib.util.find_spec("langgraph") is not None and importlib.util.find_spec("langgraph.checkpoint.sqlite"):
+    agent("lg_refund", description=DESCRIPTION, usage="<order id>")(lg_refund)

@@ -6,31 +6,22 @@ description, may change the amount, and approves or rejects (the model reads the
 writes the invoice to `invoices/outbox.jsonl` in the data directory, once per tool call. The agent
 runs on `workers.integrations.pydantic_ai`, with the model of `assistant`: PARLEY_LLM_BASE_URL,
 PARLEY_LLM_MODEL and (if the server needs one) PARLEY_LLM_API_KEY, read when the agent runs.
+It is offered only where the `pydantic-ai` extra is installed; the agent itself is built in
+`pai_invoice_agent`, imported when it runs, so loading the agents stays cheap.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import Field
-from pydantic_ai import Agent, DeferredToolRequests, RunContext
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
+from typing import Any
 
 from workers import AgentRun, agent
-from workers.integrations.pydantic_ai import EDITABLE, run_agent
-from workers.llm import LLMConfig, llm_config_from_env
-
-INSTRUCTIONS = """\
-You send invoices for the team. From the person's message, work out the customer, the amount, the \
-currency (an ISO code such as EUR) and a one-line description, then call send_invoice once. A person \
-approves each invoice and may change the amount, so report the amount the tool result states. When \
-the call was rejected, say so and give the reason. Reply in one or two sentences."""
+from workers.llm import llm_config_from_env
 
 
 def outbox_path(data_dir: Path) -> Path:
@@ -61,43 +52,15 @@ def send(data_dir: Path, fields: dict[str, Any], run_id: str, call_id: str) -> d
     return invoice
 
 
-def invoice_agent(config: LLMConfig) -> Agent[AgentRun, str | DeferredToolRequests]:
-    """The Pydantic AI agent, on the OpenAI-compatible model `config` names."""
-    key = config.api_key.get_secret_value() if config.api_key is not None else "none"
-    provider = OpenAIProvider(base_url=config.base_url, api_key=key)
-    model = OpenAIChatModel(config.model, provider=provider)
-    invoices: Agent[AgentRun, str | DeferredToolRequests] = Agent(
-        model, deps_type=AgentRun, output_type=[str, DeferredToolRequests], instructions=INSTRUCTIONS
-    )
-
-    @invoices.tool(requires_approval=True, metadata={EDITABLE: ["amount"]})
-    def send_invoice(
-        ctx: RunContext[AgentRun],
-        customer: str,
-        amount: Annotated[float, Field(gt=0)],
-        currency: str,
-        description: str,
-    ) -> str:
-        """Send an invoice to a customer.
-
-        Args:
-            customer: Who pays.
-            amount: The amount due.
-            currency: The ISO currency code, such as EUR.
-            description: What the invoice is for, in one line.
-        """
-        run = ctx.deps
-        fields = {"customer": customer, "amount": amount, "currency": currency, "description": description}
-        invoice = send(run.data_dir, {**fields, "sent_by": run.started_by}, run.run_id, ctx.tool_call_id or customer)
-        return f"Invoice {invoice['number']} sent to {customer}: {amount:.2f} {currency}."
-
-    return invoices
-
-
-@agent(
-    "pai_invoice", description="Send an invoice with a Pydantic AI agent; a person approves it and may edit the amount"
-)
 def pai_invoice(run: AgentRun, text: str) -> str:
     config = llm_config_from_env()  # raises LLMNotConfigured, an AgentError: the run fails without retrying
+    from workers.agents.pai_invoice_agent import invoice_agent
+    from workers.integrations.pydantic_ai import run_agent
+
     reply = run_agent(run, invoice_agent(config), text.strip() or "Hello", deps=run)
     return str(reply) or "The invoice agent finished without a reply."
+
+
+DESCRIPTION = "Send an invoice with a Pydantic AI agent; a person approves it and may edit the amount"
+if importlib.util.find_spec("pydantic_ai") is not None:
+    agent("pai_invoice", description=DESCRIPTION)(pai_invoice)
