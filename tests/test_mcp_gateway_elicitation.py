@@ -20,6 +20,8 @@ import redis
 from gateway_support import APPROVER, UPSTREAM, Gateway
 from inprocess_bot import CHANNEL, Bot, running_bot
 from mcp_types import CallToolResult
+from slack_forms import button_action, find_element
+from slack_payloads import block_actions_payload
 
 from bot.mcp.rules import RulesConfig, parse_config
 from bot.slack.api_host import ApiQuestionHost
@@ -130,6 +132,46 @@ def test_a_form_answered_in_slack_reaches_the_upstream_as_accept_with_typed_cont
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_form_declined_in_slack_reaches_the_upstream_as_decline(
+    gateway: Gateway, bot: Bot, tmp_path: Path, mode: str
+) -> None:
+    """Decline beside Submit: someone not asked is refused and nothing changes; the assignee's decline
+    closes the question as theirs, locks it saying so, and the upstream gets `decline`."""
+    seen: dict[str, Any] = {}
+
+    def decline() -> None:
+        message = question(bot, "qa")
+        [row] = [b for b in message["blocks"] if b.get("block_id", "").startswith("qa|")]
+        seen["buttons"] = [e["text"]["text"] for e in row["elements"]]
+        iid = row["block_id"].split("|")[1]
+        block, button = find_element(message["blocks"], "parley_decline")
+        stranger = block_actions_payload(
+            user="U0DAVE", message=message, channel=CHANNEL, action=button_action(block, button)
+        )
+        assert bot.interact(stranger).status == 200
+        told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == "U0DAVE")
+        seen["told"] = told["args"]["text"]
+        interrupt = bot.runtime.store.interrupt(iid)
+        assert interrupt is not None and interrupt.state is InterruptState.OPEN  # the refusal changed nothing
+        gateway.click(message, "parley_decline")
+
+        def locked() -> dict[str, Any] | None:
+            now = [m for m in bot.ws.messages(CHANNEL) if m["ts"] == message["ts"]]
+            return now[0] if now and "Declined by" in text_of(now[0]) else None
+
+        seen["locked"] = text_of(bot.wait_for("the question to be locked", locked))
+        seen["closed"] = bot.runtime.store.interrupt(iid)
+
+    result, _ = call_while(gateway, tmp_path, "ask_person", decline, mode)
+    assert got(result) == {"action": "decline", "content": None}
+    assert seen["buttons"] == ["Submit", "Answer in a form", "Decline"]
+    assert APPROVER in seen["told"]  # who may answer it
+    assert f"Declined by <@{APPROVER}>" in seen["locked"] and "parley_decline" not in seen["locked"]
+    closed = seen["closed"]
+    assert closed.state is InterruptState.CANCELLED and closed.closed_by == APPROVER
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_expiry_reaches_the_upstream_as_cancel(gateway: Gateway, bot: Bot, tmp_path: Path, mode: str) -> None:
     def let_it_expire() -> None:
         question(bot, "qa")
@@ -152,6 +194,7 @@ def test_url_mode_is_a_link_with_done_and_decline(gateway: Gateway, bot: Bot, tm
     assert got(accepted) == {"action": "accept", "content": None}
     assert "https://example.com/authorize?session=42" in seen["text"] and '"Done"' in seen["text"]
     assert "Sign in to the tracker" in seen["text"]
+    assert "parley_decline" not in seen["text"]  # its own Decline choice says it
 
     declined, _ = call_while(
         gateway, tmp_path, "open_link", lambda: gateway.click(question(bot, "qc"), "parley_choose_1"), mode
