@@ -18,6 +18,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from inprocess_bot import CHANNEL, Bot
 from mcp import Client
+from mcp.client.client import ConnectMode
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 
@@ -58,14 +59,20 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def open(
-        self, config: RulesConfig, *, session: str = "session-1", flat: bool = False, progress_every: float = 15.0
+        self,
+        config: RulesConfig,
+        *,
+        session: str = "session-1",
+        flat: bool = False,
+        progress_every: float = 15.0,
+        mode: ConnectMode = "auto",
     ) -> AsyncIterator[Client]:
         service = QuestionService(self.bot.runtime)
         closings = Closings(aioredis.Redis.from_url(self.redis_url))
         caller = Caller("gateway-tests", via="mcp")
         await closings.start()
         try:
-            async with Upstreams(config, flat=flat) as upstreams:
+            async with Upstreams(config, flat=flat, mode=mode) as upstreams:
                 server = build_gateway(
                     service, closings, upstreams, lambda ctx: caller, lambda ctx: session, progress_every=progress_every
                 )

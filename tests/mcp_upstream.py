@@ -4,7 +4,8 @@ HTTP at `http://127.0.0.1:PORT/mcp`.
 
 `write_file` really writes under DIR (and appends a line to DIR/.writes, so a test counts how often
 it was called), `read_file` reads back, and `ask_person` sends `elicitation/create` in form mode and
-returns what it got, for forwarding elicitation to people.
+returns what it got, for forwarding elicitation to people; `open_link` does so in URL mode, and
+`ask_nested` with a schema outside the form-mode subset (a nested object).
 """
 
 from __future__ import annotations
@@ -14,12 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult, ToolAnnotations
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 WRITES = ".writes"
 ASKED = "deploy"
 QUESTION = "Where should this be deployed?"
+LINK = "https://example.com/authorize?session=42"
+NESTED = {"type": "object", "properties": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 
 
 class Deploy(BaseModel):
@@ -67,6 +78,30 @@ def build(root: Path) -> MCPServer:
         answer = await ctx.elicit(QUESTION, schema=Deploy)
         data = answer.data.model_dump() if answer.action == "accept" else None
         return {"action": answer.action, "content": data}
+
+    async def elicit(ctx: Context, params: ElicitRequestParams) -> Any:
+        """`params` elicited on either protocol generation, and what came back as {action, content}."""
+        given = (ctx.input_responses or {}).get(ASKED)
+        if isinstance(given, ElicitResult):
+            return {"action": given.action, "content": given.content}
+        if not ctx.request_context.session.can_send_request:
+            return InputRequiredResult(input_requests={ASKED: ElicitRequest(params=params)})
+        session, related = ctx.request_context.session, ctx.request_id
+        if isinstance(params, ElicitRequestURLParams):
+            got = await session.elicit_url(params.message, params.url, params.elicitation_id, related)
+        else:
+            got = await session.elicit_form(params.message, params.requested_schema, related)
+        return {"action": got.action, "content": got.content}
+
+    @server.tool(description="Ask the person to open a link (elicitation/create, URL mode).")
+    async def open_link(ctx: Context) -> Any:
+        return await elicit(
+            ctx, ElicitRequestURLParams(message="Sign in to the tracker", url=LINK, elicitation_id="e1")
+        )
+
+    @server.tool(description="Ask for a nested object, which form-mode elicitation does not allow.")
+    async def ask_nested(ctx: Context) -> Any:
+        return await elicit(ctx, ElicitRequestFormParams(message="Where?", requested_schema=NESTED))
 
     return server
 

@@ -1,7 +1,8 @@
 """`ask_human` with MCP elicitation's `requested_schema`, end to end: a form covering every type of the
 2025-11-25 form-mode subset is asked over MCP (stdio and `/mcp`), filled in Slack's form (a signed
 click and view submission, as Slack sends them), and comes back as `action: accept` with `content`
-typed as the schema says; a schema outside the subset is a tool error naming the property, and
+typed as the schema says; declined in Slack (its "Decline" button, by someone it waits on) it is
+`action: decline`; a schema outside the subset is a tool error naming the property, and
 nothing is posted.
 """
 
@@ -248,3 +249,73 @@ def test_a_schema_outside_the_subset_is_refused_naming_the_property(stack: Slack
     assert "'ok'" not in text
     assert "give questions or requested_schema, not both" in both.content[0].text  # type: ignore[union-attr]
     assert stack.calls("chat.postMessage", since=mark) == []
+
+
+DECIDE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"go": {"type": "boolean", "title": "Go ahead?"}, "note": {"type": "string", "title": "Note"}},
+    "required": ["go"],
+}
+
+
+def call(tool: str, args: dict[str, Any], stack: SlackStack) -> dict[str, Any]:
+    async def run() -> dict[str, Any]:
+        async with stdio(stack) as client:
+            called = await client.call_tool(tool, args)
+            assert not called.is_error, called.content
+            return dict(called.structured_content or {})
+
+    return anyio.run(run)
+
+
+def posted(stack: SlackStack, message_text: str) -> dict[str, Any]:
+    stack.wait_for("the question", lambda: any(message_text in texts(m["blocks"]) for m in stack.ws.messages(CHANNEL)))
+    stack.settle()
+    return next(m for m in stack.ws.messages(CHANNEL) if message_text in texts(m["blocks"]))
+
+
+def click_decline(stack: SlackStack, message: dict[str, Any], user: str) -> None:
+    block, button = find_element(message["blocks"], "parley_decline")
+    click = block_actions_payload(user=user, message=message, channel=CHANNEL, action=button_action(block, button))
+    assert stack.interact(click).status_code == 200
+
+
+def test_a_form_declined_in_slack_is_decline_and_only_its_assignees_may_decline(stack: SlackStack) -> None:
+    message = f"Deploy {uuid.uuid4().hex[:6]}: go ahead?"
+    args = {"channel": CHANNEL, "message": message, "requested_schema": DECIDE, "assignees": [USER], "wait_seconds": 0}
+    asked = call("ask_human", args, stack)
+    assert asked["status"] == "waiting"
+    qid = asked["question_id"]
+    question = posted(stack, message)
+    [row] = [b for b in question["blocks"] if b.get("block_id", "").startswith("qa|")]
+    assert [e["text"]["text"] for e in row["elements"]] == ["Submit", "Answer in a form", "Decline"]
+
+    mark = stack.mark()
+    click_decline(stack, question, "U0DAVE")  # not asked: refused, and the question still waits
+    stack.wait_ephemeral("U0DAVE", lambda text: f"not yours to answer; it is waiting on <@{USER}>" in text, since=mark)
+    assert call("get_answer", {"question_id": qid, "wait_seconds": 0}, stack)["status"] == "waiting"
+
+    click_decline(stack, question, USER)
+    result = call("get_answer", {"question_id": qid, "wait_seconds": 30}, stack)
+    assert result["status"] == "cancelled" and result["action"] == "decline", result
+    assert result["cancelled_by"] == USER and "content" not in result
+    stack.wait_for(
+        "the question to be locked",
+        lambda: any(f"Declined by <@{USER}>" in texts(m["blocks"]) for m in stack.ws.messages(CHANNEL)),
+    )
+
+
+def test_decline_after_submit_changes_nothing(stack: SlackStack) -> None:
+    message = f"Deploy {uuid.uuid4().hex[:6]}: go ahead, then?"
+    args = {"channel": CHANNEL, "message": message, "requested_schema": DECIDE, "wait_seconds": 0}
+    asked = call("ask_human", args, stack)
+    question = posted(stack, message)  # as it was before the answer: a late click carries it
+    fill_the_form(stack, message, {"go": "Yes"})
+    answered = call("get_answer", {"question_id": asked["question_id"], "wait_seconds": 30}, stack)
+    assert answered["action"] == "accept" and answered["content"] == {"go": True}, answered
+
+    mark = stack.mark()
+    click_decline(stack, question, USER)
+    stack.wait_ephemeral(USER, lambda text: f"already answered by <@{USER}>" in text, since=mark)
+    again = call("get_answer", {"question_id": asked["question_id"], "wait_seconds": 0}, stack)
+    assert again == answered

@@ -77,14 +77,15 @@ def test_tools_are_listed_prefixed_with_the_upstreams_schemas(gateway: Gateway, 
 
     prefixed, flat = anyio.run(scenario)
     by_name = {t.name: t for t in prefixed}
-    assert set(by_name) == {"files.write_file", "files.read_file", "files.ask_person"}
+    listed = {"write_file", "read_file", "ask_person", "open_link", "ask_nested"}
+    assert set(by_name) == {f"files.{name}" for name in listed}
     write = by_name["files.write_file"]
     assert write.description == "Write text to a file under the directory."
     assert set(write.input_schema["properties"]) == {"path", "text", "token"}
     assert write.input_schema["required"] == ["path", "text"]
     assert write.annotations is not None and write.annotations.destructive_hint is True
     assert write.output_schema is not None and "result" in write.output_schema["properties"]
-    assert {t.name for t in flat} == {"write_file", "read_file", "ask_person"}
+    assert {t.name for t in flat} == listed
     assert [t.input_schema for t in flat if t.name == "write_file"] == [write.input_schema]
 
 

@@ -135,6 +135,20 @@ def test_what_differs_makes_a_different_template() -> None:
     assert len(templates) == 4
 
 
+@pytest.mark.parametrize(("name", "row"), [("every type", "qa"), ("fast path", "qc")])
+def test_a_declinable_question_has_its_own_template_with_decline_last(name: str, row: str) -> None:
+    """An elicitation's Decline ends the Submit row (or the one-click choices); it carries the interrupt id."""
+    templates, request, iid = QuestionTemplates(), REQUESTS[name], _iid()
+    plain = templates.blocks(request, iid, assignees=ASKED)
+    declinable = templates.blocks(request, iid, assignees=ASKED, declinable=True)
+    assert declinable == blocks_question.question_blocks(request, iid, assignees=ASKED, declinable=True)
+    assert templates.holds(request, iid, assignees=ASKED, declinable=True) and len(templates) == 2
+    [actions] = [b for b in declinable if b.get("block_id", "").startswith(f"{row}|")]
+    last = actions["elements"][-1]
+    assert (last["action_id"], last["value"], last["text"]["text"]) == ("parley_decline", iid, "Decline")
+    assert "parley_decline" not in str(plain)
+
+
 def test_each_call_returns_its_own_blocks() -> None:
     templates, request = QuestionTemplates(), REQUESTS["every type"]
     first = templates.blocks(request, _iid(), assignees=ASKED)

@@ -1,11 +1,12 @@
-"""Clicks on a question: Submit, a one-click choice, and "Answer in a form".
+"""Clicks on a question: Submit, a one-click choice, "Answer in a form", and an elicitation's "Decline".
 
 Submit and a choice do the answer path's bounded work before the ack and nothing else:
 decode, validate against the stored request, accept atomically, enqueue the resume. The
 resumed run shows an accepted answer on the question; a refusal is told to the clicker
 after the ack (`BotDeps.after_ack`). A form that does not open is told to the clicker too,
-and a form Slack refuses is recorded in the run's history. The admins' run controls are
-`bot.listeners.admin_actions`.
+and a form Slack refuses is recorded in the run's history. Decline closes the question after
+the ack (`workers.runtime.decline`: checked as an answer is, accepted once), since closing it
+locks its message and announces its close. The admins' run controls are `bot.listeners.admin_actions`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from workers.interaction import Answer, Request
 from workers.interaction.approval import approval_answers
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
+from workers.runtime.decline import decline
 from workers.store.records import InterruptRecord, RefusalReason
 from workers.store.refusal import Refusal
 
@@ -152,6 +154,39 @@ def on_choose(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) 
     _answered(ack, body, choose_outcome(body, deps), client, deps)
 
 
+def decline_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
+    """Decline: the question closed as cancelled by the clicker, when they may answer it."""
+    action = clicked(body)
+    iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
+    try:
+        interrupt = lookup(deps.runtime.store, iid, user)
+    except redis.RedisError:
+        return unavailable(iid, user, team)
+    if isinstance(interrupt, AnswerOutcome):
+        return interrupt
+    return decline(
+        deps.runtime,
+        interrupt,
+        user,
+        team=team,
+        enterprise=enterprise_of(body),
+        channel=channel_of(body),
+        message_ts=message_of(body),
+    )
+
+
+def _declined(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    outcome = decline_outcome(body, deps)
+    if not outcome.ok:
+        tell_refusal(client, outcome, channel_of(body), thread_of(body))
+
+
+def on_decline(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+    """Ack at once; the decline (a close, the message's lock, the close's announcements) runs after."""
+    ack()
+    deps.after_ack(_declined, body, client, deps)
+
+
 def form_refused_text(request: Request, why: str) -> str:
     """What the clicker reads when the form cannot be opened: why, and where else to answer."""
     text = f":warning: The form could not be opened: {why}."
@@ -237,6 +272,7 @@ def register(app: App, deps: BotDeps) -> None:
     app.action(blocks.SUBMIT_ACTION_ID)(partial(on_submit, deps=deps))
     app.action(CHOOSE_ACTION)(partial(on_choose, deps=deps))
     app.action(blocks.OPEN_FORM_ACTION_ID)(partial(on_open_form, deps=deps))
+    app.action(blocks.DECLINE_ACTION_ID)(partial(on_decline, deps=deps))
     app.action(APPROVE_ACTION_ID)(partial(on_approve, deps=deps))
     app.action(APPROVE_STANDING_ACTION_ID)(partial(on_approve_standing, deps=deps))
     app.action(REJECT_ACTION_ID)(partial(on_reject, deps=deps))

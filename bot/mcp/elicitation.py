@@ -6,8 +6,8 @@ question's metadata (`ELICITATION`), so that `get_answer`, in any process and at
 returns the outcome as MCP's `ElicitResult` does:
 
 - `accept` with `content` (the answers typed as the schema says) when it is answered;
-- `decline` when a person closed it without answering it: cancelled in Slack by a person
-  (`cancelled_by` a Slack user id);
+- `decline` when a person closed it without answering it: declined in Slack (its "Decline"
+  button, `workers.runtime.decline`) or cancelled there by a person (`cancelled_by` a Slack user id);
 - `cancel` when nobody answered: it expired, was cancelled by its asker (or by Parley), or could
   not be posted.
 
@@ -22,10 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from workers.interaction.elicitation import content_from_answers
-from workers.questions.models import QuestionStatus, QuestionView
+from workers.questions.models import ELICITATION, QuestionStatus, QuestionView
 
-ELICITATION = "elicitation"
-"""The metadata key holding the shape (`content_shape`) of the schema a question was asked from."""
+__all__ = ["ELICITATION", "elicit_action", "elicit_result"]
 _PERSON = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 

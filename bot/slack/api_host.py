@@ -11,7 +11,9 @@ than a run's thread:
 - at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
   user groups it names.
 - the message opens with who asked and how ("Asked by *ci-bot* through the API", or MCP), above
-  the caller's text, as there is no root message to say it.
+  the caller's text, as there is no root message to say it;
+- a question asked as an MCP elicitation (its metadata holds `elicitation`, so its conversation
+  is `declinable`) has a "Decline" button beside Submit: the person who may answer it can refuse.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from bot.slack.question_metadata import question_metadata
 from workers.exceptions import AgentError
 from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
-from workers.questions.models import MAX_ASSIGNEES
+from workers.questions.models import DECLINABLE, MAX_ASSIGNEES
 from workers.store.runs import RunStore
 
 log = Log("parley.slack.api")
@@ -71,6 +73,10 @@ class ApiQuestionHost(SlackHost):
         conv = run.conversation
         return blocks.asked_by_line(str(conv.get("origin") or run.started_by), str(conv.get("via") or "api"))
 
+    def declinable(self, run: RunInfo) -> bool:
+        """A question asked as an MCP elicitation (`DECLINABLE` in its conversation) offers "Decline"."""
+        return bool(run.conversation.get(DECLINABLE))
+
     def _conversation(self, run: RunInfo) -> dict[str, Any]:
         if run.conversation.get("thread_ts"):
             return run.conversation
@@ -104,6 +110,7 @@ class ApiQuestionHost(SlackHost):
                 context=run.question_context,
                 changes=run.context_changes,
                 asked_by=self.asked_by(record),
+                declinable=self.declinable(record),
             )
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc

@@ -32,6 +32,7 @@ from bot.slack.blocks_home import (
 from bot.slack.blocks_question import (
     ANSWER_ACTION_ID,
     CHOOSE_ACTION_PREFIX,
+    DECLINE_ACTION_ID,
     EXTERNAL_SELECT_THRESHOLD,
     FORM_CALLBACK_ID,
     OPEN_FORM_ACTION_ID,
@@ -60,6 +61,7 @@ __all__ = [
     "ADMIN_RETRY_ACTION_ID",
     "ANSWER_ACTION_ID",
     "CHOOSE_ACTION_PREFIX",
+    "DECLINE_ACTION_ID",
     "EXTERNAL_SELECT_THRESHOLD",
     "FORM_CALLBACK_ID",
     "HOME_PAGE_SIZE",

@@ -5,9 +5,11 @@ the interrupt's unguessable `token_urlsafe` id and `v` the message version, bump
 re-render because Slack wants fresh block_ids each time a message is updated:
 
     q|{iid}|{v}|{item_id}  input block of one item; its element's action_id is "answer"
-    qa|{iid}|{v}           actions block: "parley_submit" (value iid) and "parley_open_form" (value iid)
+    qa|{iid}|{v}           actions block: "parley_submit" (value iid) and "parley_open_form" (value iid),
+                           and for a declinable question "parley_decline" (value iid)
     qc|{iid}|{v}           fast-path actions block: one button per option, action_id
-                           "parley_choose_{n}" (n = option index), value = the option's value
+                           "parley_choose_{n}" (n = option index), value = the option's value; last,
+                           for a declinable question, "parley_decline" (value iid)
     qh|{iid}|{v}|{n}       reason header/section number n
     qm|{iid}|{v}           "Asked of …" context
     qo|{iid}|{v}           "Asked by … through the API" (or MCP): a question's origin, above its text
@@ -99,6 +101,7 @@ ANSWER_ACTION_ID = "answer"
 SUBMIT_ACTION_ID = "parley_submit"
 OPEN_FORM_ACTION_ID = "parley_open_form"
 CHOOSE_ACTION_PREFIX = "parley_choose_"
+DECLINE_ACTION_ID = "parley_decline"
 REASSIGN_ACTION_ID = "parley_reassign"
 FORM_CALLBACK_ID = "parley_form"
 
@@ -354,13 +357,15 @@ def question_blocks(
     notes: Sequence[str] = (),
     asked_line: str | None = None,
     asked_by: str | None = None,
+    declinable: bool = False,
 ) -> list[dict[str, Any]]:
     """The question message for interrupt `iid`: reason, who is asked, inputs, the Submit row, "Reassign…".
 
     `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
     `asked_line`, when given, stands in the message for the "Asked of …" line made from
     `assignees` (`bot.slack.question_templates` builds with a placeholder there). `asked_by`
-    (`asked_by_line`) opens the message, above the agent's text.
+    (`asked_by_line`) opens the message, above the agent's text. A `declinable` question (one asked
+    as an MCP elicitation) has a "Decline" button after Submit (or after its one-click choices).
 
     With a `context`, the facts the answer is bound to are shown above the inputs, and
     with `changes`, what changed since an earlier answer was voided by other facts.
@@ -379,6 +384,7 @@ def question_blocks(
     )
     head = [*origin, *head, meta, *(news if notes else [])]
     reassign = reassign_block(f"qr|{iid}|{version}")
+    decline = [ButtonElement(text="Decline", action_id=DECLINE_ACTION_ID, value=iid)] if declinable else []
     if request.approval is not None:  # the arguments are the facts: shown as fields, with what changed above
         head += [what_changed(changes, f"qd|{iid}|{version}")] if changes else []
         out = _dicts(approval_blocks(request, iid, version, head, reassign))
@@ -402,7 +408,7 @@ def question_blocks(
                 block_id=f"qt|{iid}|{version}",
                 text=MarkdownTextObject(text=clip(fold_blank_lines(item.text), SECTION_MAX)),
             ),
-            ActionsBlock(block_id=f"qc|{iid}|{version}", elements=buttons),
+            ActionsBlock(block_id=f"qc|{iid}|{version}", elements=[*buttons, *decline]),
             reassign,
         ]
         out = _dicts(blocks)
@@ -420,6 +426,7 @@ def question_blocks(
         elements=[
             ButtonElement(text="Submit", action_id=SUBMIT_ACTION_ID, value=iid, style="primary"),
             ButtonElement(text="Answer in a form", action_id=OPEN_FORM_ACTION_ID, value=iid),
+            *decline,
         ],
     )
 
@@ -526,11 +533,11 @@ def answered_blocks(
 def closed_blocks(request: Request, *, status: str, detail: str = "", by: str | None = None) -> list[dict[str, Any]]:
     """The locked message for a question closed unanswered.
 
-    `status` "cancelled" reads "Cancelled" (by `by`, a user id, when given); "expired" reads
-    "Expired without an answer". `detail` is escaped free text shown under it.
+    `status` "cancelled" reads "Cancelled" and "declined" reads "Declined" (by `by`, a user id, when
+    given); "expired" reads "Expired without an answer". `detail` is escaped free text shown under it.
     """
-    if status == "cancelled":
-        headline = ":no_entry_sign: Cancelled" + (f" by {user_ref(by)}" if by else "")
+    if status in ("cancelled", "declined"):
+        headline = f":no_entry_sign: {status.capitalize()}" + (f" by {user_ref(by)}" if by else "")
     elif status == "expired":
         headline = ":hourglass: Expired without an answer"
     else:

@@ -282,6 +282,10 @@ class SlackHost:
         """The line that opens the run's question messages, saying who asked; None: the run's thread says it."""
         return None
 
+    def declinable(self, run: RunInfo) -> bool:
+        """Whether the run's question offers "Decline" (`bot.listeners.decline`): an agent's run's does not."""
+        return False
+
     def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> None:
         """Post the open question again in place (`chat.update`), saying who is asked now and why.
 
@@ -301,6 +305,7 @@ class SlackHost:
             changes=interrupt.context_changes,
             notes=people.notes(interrupt),
             asked_by=self.asked_by(run),
+            declinable=self.declinable(run),
         )
         self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
@@ -341,8 +346,9 @@ class SlackHost:
             text = blocks.locked_text(req, f"Answered by {user_ref(interrupt.answered_by)}")
         elif interrupt.state is QuestionState.CANCELLED:
             by = interrupt.closed_by if interrupt.closed_by.startswith(("U", "W")) else None
-            body = blocks.closed_blocks(req, status="cancelled", by=by)
-            text = blocks.locked_text(req, "Cancelled")
+            declined = by is not None and self.declinable(run)  # a person closed an elicitation: MCP's `decline`
+            body = blocks.closed_blocks(req, status="declined" if declined else "cancelled", by=by)
+            text = blocks.locked_text(req, f"Declined by {user_ref(by)}" if declined and by else "Cancelled")
         elif interrupt.state is QuestionState.EXPIRED:
             body = blocks.closed_blocks(req, status="expired")
             text = blocks.locked_text(req, "Expired")

@@ -57,11 +57,18 @@ class QuestionTemplates:
             return len(self._json)
 
     def holds(
-        self, request: Request, iid: str, *, assignees: list[str], version: int = 1, asked_by: str | None = None
+        self,
+        request: Request,
+        iid: str,
+        *,
+        assignees: list[str],
+        version: int = 1,
+        asked_by: str | None = None,
+        declinable: bool = False,
     ) -> bool:
         """Whether the next ask of this question would reuse a template."""
         with self._lock:
-            return bool(self._json.get(_key(request, iid, assignee_line(assignees), version, asked_by)))
+            return bool(self._json.get(_key(request, iid, assignee_line(assignees), version, asked_by, declinable)))
 
     def blocks(
         self,
@@ -73,41 +80,51 @@ class QuestionTemplates:
         context: Context | None = None,
         changes: Sequence[ContextChange] = (),
         asked_by: str | None = None,
+        declinable: bool = False,
     ) -> list[dict[str, Any]]:
         """What `question_blocks` returns for these arguments, a fresh copy each call."""
+        shown: dict[str, Any] = {
+            "version": version,
+            "assignees": assignees,
+            "asked_by": asked_by,
+            "declinable": declinable,
+        }
         if context is not None or changes:
-            return question_blocks(
-                request, iid, version=version, assignees=assignees, context=context, changes=changes, asked_by=asked_by
-            )
+            return question_blocks(request, iid, context=context, changes=changes, **shown)
         check_ids(iid, version)  # the builds below see only placeholders
         line = assignee_line(assignees)
-        key = _key(request, iid, line, version, asked_by)
+        key = _key(request, iid, line, version, asked_by, declinable)
         with self._lock:
             template = self._json.get(key)
             if template is not None:
                 self._json.move_to_end(key)
         if template is None:
-            template = _build(request, len(iid), len(line), version, asked_by)
+            template = _build(request, len(iid), len(line), version, asked_by, declinable)
             with self._lock:
                 self._json[key] = template
                 while len(self._json) > self._kept:
                     self._json.popitem(last=False)
         if template == _NOT_REUSABLE:
-            return question_blocks(request, iid, version=version, assignees=assignees, asked_by=asked_by)
+            return question_blocks(request, iid, **shown)
         out: list[dict[str, Any]] = json.loads(_fill(template, _placeholders("A", len(iid), len(line)), iid, line))
         return out
 
 
-def _key(request: Request, iid: str, line: str, version: int, asked_by: str | None) -> tuple[Any, ...]:
+def _key(
+    request: Request, iid: str, line: str, version: int, asked_by: str | None, declinable: bool
+) -> tuple[Any, ...]:
     """What the message is built from: the reason, the items and who asked through the API, not who is
-    asked or when it expires (a run's own, which would make every run's question a template of its own)."""
-    return (request.model_dump_json(include=_SHOWN), version, len(iid), len(line), asked_by)
+    asked or when it expires (a run's own, which would make every run's question a template of its own),
+    and whether it can be declined."""
+    return (request.model_dump_json(include=_SHOWN), version, len(iid), len(line), asked_by, declinable)
 
 
-def _build(request: Request, id_length: int, line_length: int, version: int, asked_by: str | None) -> str:
+def _build(
+    request: Request, id_length: int, line_length: int, version: int, asked_by: str | None, declinable: bool
+) -> str:
     """The blocks' JSON with placeholders A, or `_NOT_REUSABLE`. Raises what `question_blocks` raises."""
     a, b = _placeholders("A", id_length, line_length), _placeholders("B", id_length, line_length)
-    common: dict[str, Any] = {"version": version, "assignees": [], "asked_by": asked_by}
+    common: dict[str, Any] = {"version": version, "assignees": [], "asked_by": asked_by, "declinable": declinable}
     with_a = json.dumps(question_blocks(request, a[0], asked_line=a[1], **common))
     with_b = json.dumps(question_blocks(request, b[0], asked_line=b[1], **common))
     if _fill(with_a, a, b[0], b[1]) != with_b:

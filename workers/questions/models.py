@@ -20,6 +20,10 @@ from workers.interaction.context import DEPTH_MAX, canonical, too_deep
 
 METADATA_MAX = 4096  # bytes of compact JSON
 MAX_ASSIGNEES = 50  # ids in `assignees` (and in `escalate_to`): each person is sent a DM
+ELICITATION = "elicitation"
+"""The metadata key of a question asked as an MCP elicitation (its value: the shape of the form's schema)."""
+DECLINABLE = "declinable"
+"""The conversation key of a question asked as an MCP elicitation: its message offers "Decline"."""
 CHANNEL_PATTERN = r"^(?:[CGD][A-Z0-9]{2,20}|#[a-z0-9][a-z0-9._-]{0,79})$"
 """A channel id, or `#name` (Slack's channel names: lower case, digits, `-`, `_` and `.`, at most 80)."""
 USER_PATTERN = r"^[UW][A-Z0-9]{2,20}$"

@@ -34,6 +34,8 @@ from workers.questions.exceptions import (
     SecretsUnavailable,
 )
 from workers.questions.models import (
+    DECLINABLE,
+    ELICITATION,
     ConfirmResult,
     QuestionCreate,
     QuestionPage,
@@ -155,6 +157,8 @@ class QuestionService:
         temporal = TemporalTarget.model_validate(body.temporal.model_dump()) if body.temporal is not None else None
         if temporal is not None:  # shown by Inspect and `parley runs show`
             conversation["temporal"] = {"workflow_id": temporal.workflow_id, "namespace": temporal.namespace}
+        if ELICITATION in body.metadata:  # an MCP elicitation: people may decline it as well as answer it
+            conversation[DECLINABLE] = True
         if not request.assignees:
             conversation["anyone"] = True  # anyone who can see the question in the channel may answer
         record = ApiQuestionRecord(

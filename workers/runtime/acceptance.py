@@ -186,9 +186,9 @@ def accept(
     host just read by that id (one read per answer). A host with workspaces passes the
     payload's `team` ("" when it had none), `enterprise` and the `channel` the answer was
     given in (None where there is none, as in a modal); `team=None` means the host has no
-    workspaces (the terminal) and skips that check (see `_same_workspace` for the rule).
+    workspaces (the terminal) and skips that check (see `same_workspace` for the rule).
     A click also passes the `message_ts` it was made on: an answer given in another
-    conversation, or on another message, than the question's is refused (`_where_asked`).
+    conversation, or on another message, than the question's is refused (`where_asked`).
     Refusals raise `AcceptRefused` and change nothing; the atomic close re-checks
     everything the record says. `resume_here` is for a caller that executes the run itself
     right after (the terminal): no worker job is enqueued, so no worker can take the run
@@ -205,19 +205,19 @@ def accept(
         "user": user,
         "team": interrupt.team,
     }
-    if team is not None and not _same_workspace(interrupt, team, enterprise, channel):
+    if team is not None and not same_workspace(interrupt, team, enterprise, channel):
         log.warning("answer from another workspace refused", **ctx, payload_team=team, enterprise=enterprise)
         raise AcceptRefused(Refusal(RefusalReason.WRONG_TEAM, team=interrupt.team, payload_team=team))
-    if not _where_asked(interrupt, channel, message_ts):
+    if not where_asked(interrupt, channel, message_ts):
         log.warning("answer from another place refused", **ctx, channel=channel, message_ts=message_ts)
         raise AcceptRefused(Refusal(RefusalReason.WRONG_PLACE, channel=str(interrupt.message.get("channel", ""))))
     # An answered question may be getting its own answer again (the same delivery, or the same
     # person's same answers): the store recognises it, and says so (`Closed.again`).
     maybe_again = bool(token) and interrupt.state is InterruptState.ANSWERED
     if interrupt.state is not InterruptState.OPEN and not maybe_again:
-        state_refusal = _state_refusal(interrupt)
-        if state_refusal:
-            raise AcceptRefused(state_refusal)
+        refusal = state_refusal(interrupt)
+        if refusal:
+            raise AcceptRefused(refusal)
     if interrupt.assignees and user not in interrupt.assignees:  # none: anyone who can reach the question
         raise AcceptRefused(Refusal(RefusalReason.NOT_ALLOWED, assignees=tuple(interrupt.assignees)))
     try:
@@ -285,7 +285,7 @@ def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[
         log.warning("could not enqueue the resume of an unconfirmed answer; the sweep will", **ctx, exc=True)
 
 
-def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None, channel: str | None) -> bool:
+def same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None, channel: str | None) -> bool:
     """Whether an answer sent from `team` (or, for an org-wide install, `enterprise`) may answer.
 
     - A question of a run with no workspace (the terminal's) has no team to match.
@@ -306,7 +306,7 @@ def _same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | Non
     return bool(team) and bool(channel) and channel == interrupt.message.get("channel")
 
 
-def _where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: str | None) -> bool:
+def where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: str | None) -> bool:
     """Whether an answer given in `channel`, on message `message_ts`, was given where the question is.
 
     Either may be None when the surface has none (a typed reply has no message, a terminal
@@ -318,7 +318,7 @@ def _where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: st
     return message_ts is None or not posted.get("ts") or message_ts == posted["ts"]
 
 
-def _state_refusal(interrupt: InterruptRecord) -> Refusal | None:
+def state_refusal(interrupt: InterruptRecord) -> Refusal | None:
     """The refusal a closed question's record already tells, as the store would give it."""
     match interrupt.state:
         case InterruptState.POSTING:

@@ -15,6 +15,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
+from bot.mcp.gateway.elicitations import Asking, Elicitations
 from bot.mcp.gateway.upstreams import GatewayError, Upstreams
 from bot.mcp.rules import Action, RulesConfig
 from bot.mcp.server import CallerOf
@@ -32,9 +33,17 @@ SessionOf = Callable[[ServerRequestContext[Any]], str]
 
 
 class GatewayTools:
-    def __init__(self, upstreams: Upstreams, approvals: Approvals, caller_of: CallerOf, session_of: SessionOf) -> None:
+    def __init__(
+        self,
+        upstreams: Upstreams,
+        approvals: Approvals,
+        elicitations: Elicitations,
+        caller_of: CallerOf,
+        session_of: SessionOf,
+    ) -> None:
         self.upstreams = upstreams
         self.approvals = approvals
+        self.elicitations = elicitations
         self.config: RulesConfig = upstreams.config
         self.caller_of = caller_of
         self.session_of = session_of
@@ -57,15 +66,16 @@ class GatewayTools:
         if rule.action is Action.DENY:
             log.info("tool call denied", tool=target.full_name, origin=caller.name)
             return error(f"{target.full_name} is denied: {rule.reason or 'the gateway rules deny it'}")
+
+        async def report(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)
+
         try:
-            if rule.action is Action.ALLOW:
-                return await self.upstreams.call(target, args)
-            call = Call(target, args, rule, caller, self.session_of(ctx))
-
-            async def report(progress: float, message: str) -> None:
-                await ctx.session.report_progress(progress, None, message)
-
-            return await self.approvals.ask(call, report)
+            async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, report)):
+                if rule.action is Action.ALLOW:
+                    return await self.upstreams.call(target, args)
+                call = Call(target, args, rule, caller, self.session_of(ctx))
+                return await self.approvals.ask(call, report)
         except GatewayError as exc:
             return error(str(exc))
 
@@ -81,5 +91,7 @@ def build_gateway(
 ) -> Server[Any]:
     """The gateway's MCP server over `upstreams` (open); run it over stdio or mount it over HTTP."""
     approvals = Approvals(service, closings, upstreams, upstreams.config, progress_every=progress_every)
-    tools = GatewayTools(upstreams, approvals, caller_of, session_of)
+    elicitations = Elicitations(service, closings, upstreams.config, progress_every=progress_every)
+    upstreams.elicit = elicitations.answer  # an upstream's elicitation is asked in Slack
+    tools = GatewayTools(upstreams, approvals, elicitations, caller_of, session_of)
     return Server(NAME, instructions=INSTRUCTIONS, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)

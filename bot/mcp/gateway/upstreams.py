@@ -10,6 +10,7 @@ description, annotations and output schema unchanged; the rules always see the f
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp import Client
+from mcp.client.client import ConnectMode
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -27,6 +30,8 @@ from workers.logs import Log
 
 log = Log("parley.mcp.gateway")
 CONNECT_TIMEOUT = 30.0
+Elicit = Callable[[str, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+"""Answers upstream `name`'s elicitation (`bot.mcp.gateway.elicitations`)."""
 
 
 class GatewayError(ParleyError):
@@ -45,31 +50,36 @@ class Target:
         return f"{self.upstream}.{self.tool.name}"
 
 
-async def _client(upstream: Upstream, held: contextlib.AsyncExitStack) -> Client:
+async def _client(upstream: Upstream, held: contextlib.AsyncExitStack, on_elicit: Any, mode: ConnectMode) -> Client:
     """The SDK's client for `upstream`, not yet connected; an HTTP client it needs is closed with `held`."""
     if upstream.command is not None:
         command, *args = upstream.command
         params = StdioServerParameters(command=command, args=args, env=dict(upstream.env) or None)
-        return Client(params)
+        return Client(params, elicitation_callback=on_elicit, mode=mode)
     assert upstream.url is not None
     timeout = httpx2.Timeout(30, read=300)
     http = await held.enter_async_context(httpx2.AsyncClient(headers=dict(upstream.headers), timeout=timeout))
-    return Client(streamable_http_client(upstream.url, http_client=http))
+    transport = streamable_http_client(upstream.url, http_client=http)
+    return Client(transport, elicitation_callback=on_elicit, mode=mode)
 
 
 class Upstreams:
     """The upstream sessions of one gateway, open between `__aenter__` and `__aexit__`."""
 
-    def __init__(self, config: RulesConfig, *, flat: bool = False) -> None:
+    def __init__(self, config: RulesConfig, *, flat: bool = False, mode: ConnectMode = "auto") -> None:
+        """`mode` is the SDK's protocol negotiation ("legacy": the initialize handshake only)."""
         if not config.upstreams:
             raise RulesError("the gateway's rules file names no `upstreams`")
         if flat and len(config.upstreams) != 1:
             raise RulesError(f"--flat needs exactly one upstream, and the rules file names {len(config.upstreams)}")
         self.config = config
         self.flat = flat
+        self.mode = mode
         self.clients: dict[str, Client] = {}
         self.tools: dict[str, list[types.Tool]] = {}
         self.errors: dict[str, str] = {}
+        self.elicit: Elicit | None = None
+        """Set by the gateway's server: who answers an upstream's elicitation (none: it is refused)."""
         self._stop = anyio.Event()
         self._stack = contextlib.AsyncExitStack()
 
@@ -90,7 +100,18 @@ class Upstreams:
         """Open `name`'s session, list its tools, and keep it open until the gateway stops."""
         started = False
         try:
-            async with contextlib.AsyncExitStack() as held, await _client(upstream, held) as client:
+
+            async def on_elicit(
+                context: ClientRequestContext, params: types.ElicitRequestParams
+            ) -> types.ElicitResult | types.ErrorData:
+                if self.elicit is None:
+                    return types.ErrorData(code=types.INVALID_REQUEST, message="the gateway answers no elicitation")
+                return await self.elicit(name, params)
+
+            async with (
+                contextlib.AsyncExitStack() as held,
+                await _client(upstream, held, on_elicit, self.mode) as client,
+            ):
                 with anyio.fail_after(CONNECT_TIMEOUT):
                     listed = await client.list_tools()
                 self.clients[name], self.tools[name] = client, list(listed.tools)

@@ -1,0 +1,166 @@
+"""An upstream's elicitation (`elicitation/create`), put to people in Slack as a question.
+
+Whichever way the SDK's client delivers it (a server-initiated request on a handshake-era
+connection, or an `InputRequiredResult` of the tool call on a 2026-07-28 one), it arrives in the
+upstream session's `elicitation_callback` and is asked here, in the rules file's `channel`, of
+its `assignees`, expiring after its `expires_in`, as an ordinary question (a Parley run):
+
+- form mode: the `requestedSchema`'s properties are the items
+  (`workers.interaction.elicitation`); answered, it is `accept` with the content typed as the
+  schema says; closed by a person, `decline`; expired, or cancelled by the gateway, `cancel`
+  (`bot.mcp.elicitation.elicit_result`). A schema outside the subset is not asked: the upstream
+  gets an `invalid params` error naming the property (on a 2026-07-28 connection the gateway's
+  caller gets it as the call's tool error);
+- URL mode: the message and the link, with a "Done" button (`accept`, no content) and a
+  "Decline" one; expired, `cancel`.
+
+The question names the upstream tool and who called it when the elicitation is known to come
+within a gateway call (`Elicitations.calling`): on a 2026-07-28 connection it arrives in the
+call's own context; a handshake-era `elicitation/create` carries no link to its call, so it is
+the call's when that call is the only one waiting on that upstream, else the upstream's alone.
+Nothing of the message or the answers is logged; only the question's run id, the upstream and
+the outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from bot.mcp.elicitation import ELICITATION, elicit_result
+from bot.mcp.rules import RulesConfig
+from workers.interaction import Item, ItemType, Option, Request
+from workers.interaction.elicitation import ElicitationSchemaError, content_shape, items_from_requested_schema
+from workers.interaction.lengths import REASON_MAX
+from workers.logs import Log
+from workers.questions import Caller, QuestionService
+from workers.questions.exceptions import QuestionError
+from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
+from workers.store.closings import Closings
+
+log = Log("parley.mcp.gateway")
+Report = Callable[[float, str], Awaitable[None]]
+URL_ITEM = "done"
+DONE, DECLINE = "done", "decline"
+
+
+@dataclass(frozen=True)
+class Asking:
+    """The gateway call an upstream's elicitation belongs to: the tool, who called it, how to report progress."""
+
+    upstream: str
+    tool: str
+    caller: Caller
+    report: Report | None = None
+
+
+_asking: ContextVar[Asking | None] = ContextVar("parley_gateway_asking", default=None)
+
+
+def refused(message: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_PARAMS, message=message)
+
+
+class Elicitations:
+    def __init__(
+        self, service: QuestionService, closings: Closings, config: RulesConfig, *, progress_every: float
+    ) -> None:
+        self.service = service
+        self.closings = closings
+        self.config = config
+        self.progress_every = progress_every
+        self._calls: dict[str, list[Asking]] = {}
+
+    @contextlib.asynccontextmanager
+    async def calling(self, call: Asking) -> AsyncIterator[None]:
+        """Within this block, `call` waits on its upstream: the elicitations it causes are asked as its own."""
+        token = _asking.set(call)
+        calls = self._calls.setdefault(call.upstream, [])
+        calls.append(call)
+        try:
+            yield
+        finally:
+            calls.remove(call)
+            _asking.reset(token)
+
+    def _call_of(self, upstream: str) -> Asking | None:
+        call = _asking.get()
+        if call is not None and call.upstream == upstream:
+            return call
+        waiting = self._calls.get(upstream, [])
+        return waiting[0] if len(waiting) == 1 else None
+
+    async def answer(self, upstream: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        """`upstream`'s elicitation asked in Slack, and its outcome once people answered or it expired."""
+        call = self._call_of(upstream)
+        caller = call.caller if call is not None else Caller(f"upstream {upstream}", via="mcp")
+        who = f"{call.tool}, called by {call.caller.name}," if call is not None else f"The upstream {upstream}"
+        try:
+            body, schema = self._question(who, params)
+        except ElicitationSchemaError as exc:
+            return refused(f"{upstream}'s elicitation cannot be asked in Slack: " + "; ".join(exc.problems))
+        if self.config.channel is None:
+            return refused("the gateway's rules file names no `channel` to ask in")
+        try:
+            view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+        except QuestionError as exc:
+            return refused(f"{upstream}'s elicitation cannot be asked in Slack: {exc.detail}")
+        except ValueError as exc:
+            return refused(f"{upstream}'s elicitation cannot be asked in Slack: {exc}")
+        log.info("upstream elicitation put to people", run_id=view.id, upstream=upstream, mode=params.mode)
+        try:
+            view = await self._wait(caller, view.id, call)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), contextlib.suppress(QuestionError):
+                await self.service.in_thread(lambda: self.service.cancel(caller, view.id))
+            raise
+        result = self._result(view, schema)
+        log.info("upstream elicitation answered", run_id=view.id, upstream=upstream, action=result.action)
+        return result
+
+    def _question(self, who: str, params: types.ElicitRequestParams) -> tuple[QuestionCreate, dict[str, Any] | None]:
+        """The question that asks `params`, and the form's schema (None in URL mode)."""
+        common: dict[str, Any] = {"assignees": list(self.config.assignees), "expires_in": self.config.expires_in}
+        if isinstance(params, types.ElicitRequestURLParams):
+            reason = f"{who} asks you to open a link: {params.message}\n{params.url}"
+            options = [Option(value=DONE, label="Done"), Option(value=DECLINE, label="Decline")]
+            item = Item(
+                id=URL_ITEM, text="Once you have done what the link asks", type=ItemType.SELECT, options=options
+            )
+            request = Request(reason=_fit(reason), items=[item], **common)
+            return QuestionCreate(request=request, channel=self.config.channel), None
+        schema = dict(params.requested_schema)
+        items = items_from_requested_schema(schema)
+        request = Request(reason=_fit(f"{who} asks: {params.message}"), items=items, **common)
+        metadata = {ELICITATION: content_shape(schema)}
+        return QuestionCreate(request=request, channel=self.config.channel, metadata=metadata), schema
+
+    async def _wait(self, caller: Caller, qid: str, call: Asking | None) -> QuestionView:
+        waited = 0.0
+        while True:
+            view = await self.service.wait(caller, qid, self.progress_every, self.closings)
+            if view.status is not QuestionStatus.WAITING:
+                return view
+            waited += self.progress_every
+            if call is not None and call.report is not None:
+                await call.report(waited, f"waiting for an answer in Slack to {call.tool}'s question")
+
+    @staticmethod
+    def _result(view: QuestionView, schema: dict[str, Any] | None) -> types.ElicitResult:
+        if schema is None:  # URL mode: Done accepts, Decline declines, anything else cancels
+            if view.status is QuestionStatus.ANSWERED:
+                done = (view.answers or {}).get(URL_ITEM) == DONE
+                return types.ElicitResult(action="accept" if done else "decline")
+            return types.ElicitResult(action="cancel")
+        result = elicit_result(view, schema) or {"action": "cancel"}
+        return types.ElicitResult(action=result["action"], content=result.get("content"))
+
+
+def _fit(text: str) -> str:
+    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 1] + "…"
