@@ -73,14 +73,19 @@ def _accept(
     )
 
 
+def _open(deps: BotDeps, iid: str, user: str, team: str) -> InterruptRecord | AnswerOutcome:
+    """The clicked question's record, or the refusal to answer with: gone, not the clicker's, or Redis down."""
+    try:
+        return lookup(deps.runtime.store, iid, user)
+    except redis.RedisError:
+        return unavailable(iid, user, team)
+
+
 def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     """Submit: decode the form's state against the stored request, then accept."""
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
-    try:
-        interrupt = lookup(deps.runtime.store, iid, user)
-    except redis.RedisError:
-        return unavailable(iid, user, team)
+    interrupt = _open(deps, iid, user, team)
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
     try:
@@ -96,10 +101,7 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     ref = parse_block_id(str(action.get("block_id", "")))
     iid = ref[1] if ref and ref[0] == "qc" else ""  # (kind, iid, version, item_id)
     user, team = body["user"]["id"], team_of(body)
-    try:
-        interrupt = lookup(deps.runtime.store, iid, user)
-    except redis.RedisError:
-        return unavailable(iid, user, team)
+    interrupt = _open(deps, iid, user, team)
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
     answers = [Answer(id=interrupt.request.items[0].id, choice=str(action.get("value", "")))]
@@ -110,10 +112,7 @@ def approve_outcome(body: dict[str, Any], deps: BotDeps, *, standing: bool = Fal
     """Approve: the proposed args as they are, approved; `standing`, as a standing approval (when offered)."""
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
-    try:
-        interrupt = lookup(deps.runtime.store, iid, user)
-    except redis.RedisError:
-        return unavailable(iid, user, team)
+    interrupt = _open(deps, iid, user, team)
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
     if interrupt.request.approval is None:
@@ -158,10 +157,7 @@ def decline_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     """Decline: the question closed as cancelled by the clicker, when they may answer it."""
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
-    try:
-        interrupt = lookup(deps.runtime.store, iid, user)
-    except redis.RedisError:
-        return unavailable(iid, user, team)
+    interrupt = _open(deps, iid, user, team)
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
     return decline(
