@@ -202,3 +202,24 @@ def test_a_step_record_rewritten_in_redis_runs_nothing_when_the_run_resumes(stac
     assert refused and all(run.run_id in line for line in refused), stack.logs()
     ledger = stack.data_dir / "refunds" / "ledger.jsonl"
     assert not ledger.exists() or order not in ledger.read_text()
+
+
+@pytest.mark.parametrize(
+    ("answer", "branch"),
+    [
+        ({"Your decision": "Reject"}, "rejected"),
+        ({"Your decision": "Approve"}, "approved"),
+        ({"Or type a reply": "no"}, "rejected"),  # typed, not chosen: a bare "no" is still a no
+        ({"Your decision": "Reject", "Or type a reply": "go ahead"}, "rejected"),  # the choice decides
+    ],
+)
+def test_langgraphs_approve_or_reject_example_takes_the_branch_the_person_chose(
+    stack: SlackStack, answer: dict[str, str], branch: str
+) -> None:
+    run = start(stack, "lg-approval", {})
+    question = stack.question(run, 1)
+    shown = texts(question["blocks"])
+    assert "Approve this action?" in shown and "Transfer $500" in shown
+    resp, _ = stack.submit(run, question, answer)
+    assert resp.status_code == 200 and resp.text == "", resp.text
+    assert final(stack, run) == f":white_check_mark: Done: status: {branch}"
