@@ -86,10 +86,22 @@ def test_a_value_of_no_known_shape_is_answered_by_a_choice_never_by_a_texts_trut
     ]
     assert choice_value({"decision": "approve"}) is True
     assert choice_value({"decision": "reject", "decision__other": "yes"}) is False  # the choice decides
-    for no in ("no", "No.", " NOPE ", "reject", "cancel", "n"):
-        assert choice_value({"decision__other": no}) is False
+    for no in (
+        "no",
+        "No.",
+        " NOPE ",
+        "reject",
+        "cancel",
+        "n",
+        "No, do not transfer",
+        "Don\u2019t",
+        "do not send",
+        "  ",
+    ):
+        assert choice_value({"decision__other": no}) is False, no
     assert choice_value({"decision__other": "yes!"}) is True
-    assert choice_value({"decision__other": "Ada Lovelace"}) == "Ada Lovelace"
+    for text in ("Ada Lovelace", "Nothing to add", "Do it", "noon", "yes, but only 100"):
+        assert choice_value({"decision__other": text}) == text
     assert choice_value({"answer": "no"}) is False  # a free-text pause recorded by an earlier version
 
 

@@ -210,6 +210,7 @@ def test_a_step_record_rewritten_in_redis_runs_nothing_when_the_run_resumes(stac
         ({"Your decision": "Reject"}, "rejected"),
         ({"Your decision": "Approve"}, "approved"),
         ({"Or type a reply": "no"}, "rejected"),  # typed, not chosen: a bare "no" is still a no
+        ({"Or type a reply": "No, don't send it"}, "rejected"),
         ({"Your decision": "Reject", "Or type a reply": "go ahead"}, "rejected"),  # the choice decides
     ],
 )

@@ -14,8 +14,8 @@ Each interrupt's value is read by its shape (`plan`):
 - anything else (LangGraph's own approve-or-reject pattern, say): shown with Approve and Reject,
   resumed with `True` or `False`. Where the value asks a question (a string, or a dict with a text
   `question`, `instruction`, `task`, `prompt` or `message`), a reply may be typed instead of a
-  choice; it resumes as typed, except that a bare yes or no resumes as `True` or `False`. A text's
-  truth never decides for a person who said no.
+  choice; it resumes as typed, except that a reply opening with a no ("No, don't") resumes as
+  `False` and a lone yes as `True`. A text's truth never decides for a person who said no.
 
 A pause is planned when the graph stops and recorded as JSON with the run's step, so a replay
 asks exactly what was asked, without the graph running again.
@@ -24,6 +24,7 @@ asks exactly what was asked, without the graph running again.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -42,8 +43,13 @@ CHOICE_ID, REPLY_ID = "decision", f"decision{OTHER_SUFFIX}"
 """A choice's Approve / Reject select, and the reply that may be typed in its place."""
 ASKING_KEYS = ("question", "instruction", "task", "prompt", "message")
 """A dict's text fields that ask a question, the first one found heading what is shown."""
-NO_WORDS = frozenset({"no", "n", "nope", "nah", "false", "reject", "rejected", "deny", "denied", "cancel", "stop"})
-YES_WORDS = frozenset({"yes", "y", "yep", "yeah", "true", "approve", "approved", "ok", "okay", "proceed"})
+_NO = "no n nope nah not never false reject rejected deny denied decline declined cancel stop abort refuse don't dont"
+NO_WORDS = frozenset([*_NO.split(), "wait", "hold"])
+"""A reply opening with one of these words is a no, whatever follows: "No, don't" is `False`."""
+_YES = "yes y yep yeah true approve approved ok okay proceed"
+YES_WORDS = frozenset(_YES.split())
+"""A reply that is only one of these words is a yes."""
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
 class GraphError(AgentError):
@@ -222,15 +228,22 @@ def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers
 
 
 def choice_value(answers: Answers) -> Any:
-    """A choice's resume value: Approve `True`, Reject `False`, else the reply (a bare yes or no as a bool)."""
+    """A choice's resume value: Approve `True`, Reject `False`, else the reply as `reply_value` reads it."""
     chosen = answers.get(CHOICE_ID)
     if chosen is not None:
         return chosen == "approve"
-    reply = answers.get(REPLY_ID, answers.get(ANSWER_ID))
-    if not isinstance(reply, str):
+    return reply_value(answers.get(REPLY_ID, answers.get(ANSWER_ID)))
+
+
+def reply_value(reply: Any) -> Any:
+    """A typed reply as the graph gets it: opening with a no, `False`; a lone yes, `True`; else the text."""
+    if not isinstance(reply, str) or not reply.strip():
         return False
-    word = reply.strip().strip(".!").strip().casefold()
-    return False if word in NO_WORDS or not word else True if word in YES_WORDS else reply
+    words = _WORD.findall(reply.replace("\u2019", "'").casefold())
+    if words[:1] and (words[0] in NO_WORDS or words[:2] == ["do", "not"]):
+        return False
+    lone = _WORD.fullmatch(reply.strip().strip(".!").casefold())
+    return True if lone is not None and lone.group() in YES_WORDS else reply
 
 
 def hitl_decision(question: Question, answer: Answers | Decision) -> dict[str, Any]:
