@@ -209,9 +209,8 @@ def test_a_step_record_rewritten_in_redis_runs_nothing_when_the_run_resumes(stac
     [
         ({"Your decision": "Reject"}, "rejected"),
         ({"Your decision": "Approve"}, "approved"),
-        ({"Or type a reply": "no"}, "rejected"),  # typed, not chosen: a bare "no" is still a no
-        ({"Or type a reply": "No, don't send it"}, "rejected"),
-        ({"Your decision": "Reject", "Or type a reply": "go ahead"}, "rejected"),  # the choice decides
+        ({"Your decision": "Reject", "Reply (sent with Approve)": "go ahead"}, "rejected"),  # the click decides
+        ({"Your decision": "Approve", "Reply (sent with Approve)": "Please don't"}, "approved"),
     ],
 )
 def test_langgraphs_approve_or_reject_example_takes_the_branch_the_person_chose(

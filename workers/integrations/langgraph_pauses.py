@@ -13,9 +13,9 @@ Each interrupt's value is read by its shape (`plan`):
   allowed in the interrupt's `response_schema`): asked the same way, resumed with the one decision;
 - anything else (LangGraph's own approve-or-reject pattern, say): shown with Approve and Reject,
   resumed with `True` or `False`. Where the value asks a question (a string, or a dict with a text
-  `question`, `instruction`, `task`, `prompt` or `message`), a reply may be typed instead of a
-  choice; it resumes as typed, except that a reply opening with a no ("No, don't") resumes as
-  `False` and a lone yes as `True`. A text's truth never decides for a person who said no.
+  `question`, `instruction`, `task`, `prompt` or `message`), a reply may be typed beside the
+  choice. Approve with a reply resumes with the reply; Reject is always `False`. The click
+  decides, never a text's truth: a typed "no" cannot approve.
 
 A pause is planned when the graph stops and recorded as JSON with the run's step, so a replay
 asks exactly what was asked, without the graph running again.
@@ -34,21 +34,19 @@ from workers.exceptions import AgentError
 from workers.interaction import Context, Decision, Item, ItemType, Option, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.lengths import LABEL_MAX, REASON_MAX, utf16_prefix
-from workers.interaction.models import OTHER_SUFFIX
 
 DECISIONS = ("approve", "edit", "reject", "respond")
 ANSWER_ID = "answer"
 """The item of a free-text question: what the graph resumes with, or the `respond` message."""
-CHOICE_ID, REPLY_ID = "decision", f"decision{OTHER_SUFFIX}"
-"""A choice's Approve / Reject select, and the reply that may be typed in its place."""
+CHOICE_ID, REPLY_ID = "decision", "reply"
+"""A choice's required Approve / Reject select, and the reply sent with Approve."""
 ASKING_KEYS = ("question", "instruction", "task", "prompt", "message")
 """A dict's text fields that ask a question, the first one found heading what is shown."""
 _NO = "no n nope nah not never false reject rejected deny denied decline declined cancel stop abort refuse don't dont"
 NO_WORDS = frozenset([*_NO.split(), "wait", "hold"])
-"""A reply opening with one of these words is a no, whatever follows: "No, don't" is `False`."""
+"""An earlier version's free-text answer opening with one of these is a no."""
 _YES = "yes y yep yeah true approve approved ok okay proceed"
 YES_WORDS = frozenset(_YES.split())
-"""A reply that is only one of these words is a yes."""
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
@@ -195,11 +193,12 @@ def questions(pause: Pause, key: str) -> list[Question]:
 
 
 def _choice_request(pause: Pause) -> Request:
-    """A required Approve / Reject; with a reply, a text that may answer in the choice's place."""
+    """A required Approve / Reject; with a reply, a text that Approve sends."""
     options = [Option(value="approve", label="Approve"), Option(value="reject", label="Reject")]
     items = [Item(id=CHOICE_ID, text="Your decision", type=ItemType.SELECT, options=options)]
     if pause.reply:
-        items.append(Item(id=REPLY_ID, text="Or type a reply", type=ItemType.FREE_TEXT, required=False, multiline=True))
+        label = "Reply (sent with Approve)"
+        items.append(Item(id=REPLY_ID, text=label, type=ItemType.FREE_TEXT, required=False, multiline=True))
     return Request(reason=utf16_prefix(pause.shown, REASON_MAX), items=items)
 
 
@@ -228,15 +227,18 @@ def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers
 
 
 def choice_value(answers: Answers) -> Any:
-    """A choice's resume value: Approve `True`, Reject `False`, else the reply as `reply_value` reads it."""
+    """A choice's resume value: Reject `False`; Approve the typed reply, or `True`."""
     chosen = answers.get(CHOICE_ID)
-    if chosen is not None:
-        return chosen == "approve"
-    return reply_value(answers.get(REPLY_ID, answers.get(ANSWER_ID)))
+    if chosen is None:  # a free-text answer to a pause recorded by an earlier version
+        return reply_value(answers.get(ANSWER_ID))
+    if chosen != "approve":
+        return False
+    reply = answers.get(REPLY_ID)
+    return reply if isinstance(reply, str) and reply.strip() else True
 
 
 def reply_value(reply: Any) -> Any:
-    """A typed reply as the graph gets it: opening with a no, `False`; a lone yes, `True`; else the text."""
+    """An earlier version's free-text answer: a no is `False`, a lone yes `True`, else the text."""
     if not isinstance(reply, str) or not reply.strip():
         return False
     words = _WORD.findall(reply.replace("\u2019", "'").casefold())
