@@ -13,7 +13,7 @@ import json
 import operator
 import time
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, Optional, TypedDict
 
 from effect_counters import bump
 from langchain.agents import create_agent
@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Send, interrupt
+from langgraph.types import Command, Send, interrupt
 from slack_agents import params
 
 from workers import AgentRun, agent
@@ -190,3 +190,51 @@ def hitl(run: AgentRun, text: str) -> str:
     with _saver(run) as saver:
         out = run_graph(run, hitl_agent_graph(run, saver, mode), {"messages": [{"role": "user", "content": text}]})
     return str(out["messages"][-1].content)
+
+
+# ---- LangGraph's own "Approve or reject" example -----------------------------------------------
+# As LangGraph's interrupts guide publishes it (docs.langchain.com/oss/python/langgraph/interrupts,
+# "Approve or reject", full example), built in a function; only the checkpointer is SQLite on a
+# file, since a run's worker may not be the one that resumes it.
+class ApprovalState(TypedDict):
+    action_details: str
+    status: Optional[Literal["pending", "approved", "rejected"]]  # noqa: UP045 (as published)
+
+
+def approval_node(state: ApprovalState) -> Command[Literal["proceed", "cancel"]]:
+    # Expose details so the caller can render them in a UI
+    decision = interrupt(
+        {
+            "question": "Approve this action?",
+            "details": state["action_details"],
+        }
+    )
+
+    # Route to the appropriate node after resume
+    return Command(goto="proceed" if decision else "cancel")
+
+
+def proceed_node(state: ApprovalState):
+    return {"status": "approved"}
+
+
+def cancel_node(state: ApprovalState):
+    return {"status": "rejected"}
+
+
+def approval_graph(checkpointer: Any) -> Any:
+    builder = StateGraph(ApprovalState)
+    builder.add_node("approval", approval_node)
+    builder.add_node("proceed", proceed_node)
+    builder.add_node("cancel", cancel_node)
+    builder.add_edge(START, "approval")
+    builder.add_edge("proceed", END)
+    builder.add_edge("cancel", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+@agent("lg-approval", description="LangGraph's approve-or-reject example, its approval asked in Slack")
+def approve_or_reject(run: AgentRun, text: str) -> str:
+    with _saver(run) as saver:
+        out = run_graph(run, approval_graph(saver), {"action_details": "Transfer $500", "status": "pending"})
+    return f"status: {out['status']}"

@@ -24,7 +24,7 @@ from runtime_helpers import paused, runtime_and_host, start, work
 from workers import registry
 from workers.exceptions import ConfigError
 from workers.integrations.langgraph import CALL_MARK, RUN_MARK, GraphNotDurable, _call, durable_checkpointer
-from workers.integrations.langgraph_pauses import plan, questions
+from workers.integrations.langgraph_pauses import choice_value, plan, questions
 from workers.interaction import Answer, Request
 from workers.interaction.approval import approval_answers
 from workers.logs import Log
@@ -70,7 +70,27 @@ def test_each_interrupt_is_asked_by_its_shape() -> None:
     assert pause.kind == "hitl" and q.request.approval is not None and q.request.approval.editable == []
     other = plan("i4", {"what": "name?"})
     [q] = questions(other, "k")
-    assert other.kind == "text" and '"what": "name?"' in q.request.reason
+    assert other.kind == "choice" and '"what": "name?"' in q.request.reason and len(q.request.items) == 1
+
+
+def test_a_value_of_no_known_shape_is_answered_by_a_choice_never_by_a_texts_truth() -> None:
+    asks = plan("i1", {"question": "Approve this action?", "details": "Transfer $500"})
+    [q] = questions(asks, "k")
+    assert q.request.reason == 'Approve this action?\n{\n  "details": "Transfer $500"\n}'
+    assert [i.id for i in q.request.items] == ["decision", "reply"]  # a reply goes with the choice
+    assert q.request.items[0].required and not q.request.items[1].required  # the click is required
+    [q] = questions(plan("i2", ["a", "b"]), "k")
+    assert [i.id for i in q.request.items] == ["decision"]  # one-click Approve / Reject
+    assert [(o.value, o.label) for o in q.request.items[0].options or []] == [
+        ("approve", "Approve"),
+        ("reject", "Reject"),
+    ]
+    assert choice_value({"decision": "approve"}) is True
+    assert choice_value({"decision": "approve", "reply": "  "}) is True
+    assert choice_value({"decision": "approve", "reply": "Ada Lovelace"}) == "Ada Lovelace"
+    for reply in ("yes", "go ahead", "Please do", "approve it", ""):
+        assert choice_value({"decision": "reject", "reply": reply}) is False, reply  # the click decides
+    assert choice_value({"answer": "no"}) is False  # a free-text pause recorded by an earlier version
 
 
 def _members(rt: Runtime, run_id: str) -> dict[str, Any]:
@@ -203,7 +223,7 @@ def test_a_call_whose_step_was_never_recorded_is_taken_up_not_made_again(tmp_pat
     first = _call(compiled, saver, config(0), {}, said)
     assert _call(compiled, saver, config(0), {}, said) == first and entered == ["ask"]
     [pause] = first["interrupts"]
-    assert pause["kind"] == "text" and pause["shown"] == "Whom should I greet?"
+    assert pause["kind"] == "choice" and pause["shown"] == "Whom should I greet?" and pause["reply"]
     resume = Command(resume={pause["id"]: "Ada"})
     ended = _call(compiled, saver, config(1), resume, said)
     assert (

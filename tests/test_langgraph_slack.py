@@ -8,6 +8,7 @@ read from outside every process, a SIGKILLed one included.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -16,11 +17,14 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
+import ormsgpack
 import pytest
 from effect_counters import count
 from slack_forms import texts
 from slack_stack import RunRef, SlackStack
 from test_slack_approve import USER, click, submit_view
+
+from workers.store import journal_names, keys
 
 pytestmark = pytest.mark.system
 
@@ -169,3 +173,53 @@ def test_a_hitl_middleware_review_round_trips_all_four_decisions(stack: SlackSta
         "ran-close_account": 0,
         "ran-ask_customer": 0,  # answered by a person in its place
     }
+
+
+def test_a_step_record_rewritten_in_redis_runs_nothing_when_the_run_resumes(stack: SlackStack) -> None:
+    """Redis holds nothing executable: a recorded outcome naming `os.system` fails the run, unbuilt."""
+    order = f"X-{secrets.token_hex(3)}"
+    requests = stack.data_dir / "refunds" / "requests"
+    requests.mkdir(parents=True, exist_ok=True)
+    (requests / f"{order}.json").write_text(json.dumps({"customer": "Ann", "amount": 500, "reason": "test"}))
+    run = stack.start_run("lg_refund", order, user=USER)
+    question = stack.question(run, 1)
+    stack.wait_status(run, "paused")
+
+    marker = stack.data_dir / f"ran-{order}"
+    command = ormsgpack.Ext(0, ormsgpack.packb(["os", "system", f"touch {marker}"]))  # LangGraph's constructor ext
+    forged = {"serde": ["msgpack", base64.b64encode(ormsgpack.packb({"outcome": command})).decode()]}
+    field = journal_names.step(f"langgraph:{run.run_id}:0")
+    assert stack.redis is not None and stack.redis.hexists(keys.journal(run.run_id), field)
+    stack.redis.hset(keys.journal(run.run_id), field, json.dumps({"v": forged}))
+
+    click(stack, run, question, "parley_approve")
+    status = stack.wait_status(run, "failed", "succeeded")
+    assert not marker.exists()  # nothing was called by name
+    assert status == "failed"
+    error = stack.redis.hget(f"parley:run:{run.run_id}", "error").decode()
+    assert "names os.system, which is not an allowed type" in error
+    refused = [line for line in stack.logs(tail=10**7).splitlines() if "graph output record refused" in line]
+    assert refused and all(run.run_id in line for line in refused), stack.logs()
+    ledger = stack.data_dir / "refunds" / "ledger.jsonl"
+    assert not ledger.exists() or order not in ledger.read_text()
+
+
+@pytest.mark.parametrize(
+    ("answer", "branch"),
+    [
+        ({"Your decision": "Reject"}, "rejected"),
+        ({"Your decision": "Approve"}, "approved"),
+        ({"Your decision": "Reject", "Reply (sent with Approve)": "go ahead"}, "rejected"),  # the click decides
+        ({"Your decision": "Approve", "Reply (sent with Approve)": "Please don't"}, "approved"),
+    ],
+)
+def test_langgraphs_approve_or_reject_example_takes_the_branch_the_person_chose(
+    stack: SlackStack, answer: dict[str, str], branch: str
+) -> None:
+    run = start(stack, "lg-approval", {})
+    question = stack.question(run, 1)
+    shown = texts(question["blocks"])
+    assert "Approve this action?" in shown and "Transfer $500" in shown
+    resp, _ = stack.submit(run, question, answer)
+    assert resp.status_code == 200 and resp.text == "", resp.text
+    assert final(stack, run) == f":white_check_mark: Done: status: {branch}"

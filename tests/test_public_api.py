@@ -45,7 +45,7 @@ PUBLIC = {
         "reply_item",
         "resolve_choice",
     ],
-    "workers.integrations.langgraph": ["GraphError", "GraphNotDurable", "run_graph"],
+    "workers.integrations.langgraph": ["GraphError", "GraphNotDurable", "RecordRefused", "run_graph"],
     "workers.llm": [
         "ChatClient",
         "Completion",

@@ -15,9 +15,7 @@ a checkpointer that outlives the worker (SQLite or Postgres); an in-memory one i
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import sqlite3
 from typing import Any
 
@@ -29,11 +27,12 @@ from langgraph.types import Command, GraphOutput
 from workers.agent_run import AgentRun, Answers
 from workers.exceptions import AgentError
 from workers.integrations.langgraph_pauses import GraphError, Pause, Question, plan, questions, resume_value
+from workers.integrations.langgraph_records import RecordRefused, decoded, recorded
 from workers.interaction import Decision
 from workers.interaction.approval import decision_of
 from workers.logs import Log
 
-__all__ = ["GraphError", "GraphNotDurable", "run_graph"]
+__all__ = ["GraphError", "GraphNotDurable", "RecordRefused", "run_graph"]
 
 MAX_CALLS = 100
 """Calls into one graph per run: answers that keep leading to more interrupts end here."""
@@ -66,7 +65,11 @@ def run_graph(
         marked = {**config, "metadata": {RUN_MARK: run.run_id, CALL_MARK: n}}
         outcome = run.step(key, lambda: _call(graph, saver, marked, given, said.bind(call=n)))  # noqa: B023 (called at once)
         if "interrupts" not in outcome:
-            return _decoded(saver, outcome)
+            try:
+                return decoded(saver, outcome)
+            except RecordRefused as exc:
+                said.error("graph output record refused", step=key, error=str(exc))
+                raise
         pauses = [Pause.model_validate(p) for p in outcome["interrupts"]]
         asked = {p.id: questions(p, f"{key}:{i}") for i, p in enumerate(pauses)}
         answers = _ask(run, [q for qs in asked.values() for q in qs])
@@ -124,19 +127,7 @@ def _outcome(saver: BaseCheckpointSaver[Any], out: GraphOutput[Any]) -> dict[str
     if out.interrupts:
         planned = [plan(i.id, i.value, getattr(i, "response_schema", None)) for i in out.interrupts]
         return {"interrupts": [p.model_dump(mode="json") for p in planned]}
-    try:
-        json.dumps(out.value)
-        return {"json": out.value}
-    except (TypeError, ValueError):  # messages, models: as the checkpointer stores them
-        kind, data = saver.serde.dumps_typed(out.value)
-        return {"serde": [kind, base64.b64encode(data).decode()]}
-
-
-def _decoded(saver: BaseCheckpointSaver[Any], outcome: dict[str, Any]) -> Any:
-    if "json" in outcome:
-        return outcome["json"]
-    kind, data = outcome["serde"]
-    return saver.serde.loads_typed((kind, base64.b64decode(data)))
+    return recorded(saver, out.value)  # messages, models: as the checkpointer stores them
 
 
 def _ask(run: AgentRun, asked: list[Question]) -> dict[str, Answers | Decision]:

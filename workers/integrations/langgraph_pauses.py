@@ -11,7 +11,11 @@ Each interrupt's value is read by its shape (`plan`):
   message, and a Reject's reason is one too where `respond` is allowed and `reject` is not;
 - its per-call form (`ToolApprovalRequest`: `type` "tool_approval", one tool call, the decisions
   allowed in the interrupt's `response_schema`): asked the same way, resumed with the one decision;
-- anything else: a free-text question showing the value, resumed with the text.
+- anything else (LangGraph's own approve-or-reject pattern, say): shown with Approve and Reject,
+  resumed with `True` or `False`. Where the value asks a question (a string, or a dict with a text
+  `question`, `instruction`, `task`, `prompt` or `message`), a reply may be typed beside the
+  choice. Approve with a reply resumes with the reply; Reject is always `False`. The click
+  decides, never a text's truth: a typed "no" cannot approve.
 
 A pause is planned when the graph stops and recorded as JSON with the run's step, so a replay
 asks exactly what was asked, without the graph running again.
@@ -20,19 +24,30 @@ asks exactly what was asked, without the graph running again.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workers.agent_run import Answers
 from workers.exceptions import AgentError
-from workers.interaction import Context, Decision, Item, ItemType, Request
+from workers.interaction import Context, Decision, Item, ItemType, Option, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.lengths import LABEL_MAX, REASON_MAX, utf16_prefix
 
 DECISIONS = ("approve", "edit", "reject", "respond")
 ANSWER_ID = "answer"
 """The item of a free-text question: what the graph resumes with, or the `respond` message."""
+CHOICE_ID, REPLY_ID = "decision", "reply"
+"""A choice's required Approve / Reject select, and the reply sent with Approve."""
+ASKING_KEYS = ("question", "instruction", "task", "prompt", "message")
+"""A dict's text fields that ask a question, the first one found heading what is shown."""
+_NO = "no n nope nah not never false reject rejected deny denied decline declined cancel stop abort refuse don't dont"
+NO_WORDS = frozenset([*_NO.split(), "wait", "hold"])
+"""An earlier version's free-text answer opening with one of these is a no."""
+_YES = "yes y yep yeah true approve approved ok okay proceed"
+YES_WORDS = frozenset(_YES.split())
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
 class GraphError(AgentError):
@@ -60,10 +75,12 @@ class Pause(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    kind: Literal["request", "hitl", "tool_approval", "text"]
+    kind: Literal["request", "hitl", "tool_approval", "choice", "text"]  # "text": recorded by earlier versions
     request: dict[str, Any] | None = None
     actions: list[Action] = []
     shown: str = ""
+    reply: bool = False
+    """A choice that may be answered with a typed reply instead."""
 
 
 class Question(BaseModel):
@@ -97,7 +114,20 @@ def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
                 pass
             else:
                 return Pause(id=interrupt_id, kind="request", request=request.model_dump(mode="json"))
-    return Pause(id=interrupt_id, kind="text", shown=_shown(value))
+    return _choice(interrupt_id, value)
+
+
+def _choice(interrupt_id: str, value: Any) -> Pause:
+    """Approve or Reject for a value of no known shape; a reply too where it asks a question."""
+    if isinstance(value, str):
+        return Pause(id=interrupt_id, kind="choice", shown=value, reply=True)
+    if isinstance(value, dict):
+        key = next((k for k in ASKING_KEYS if isinstance(value.get(k), str) and value[k].strip()), None)
+        if key is not None:
+            rest = {k: v for k, v in value.items() if k != key}
+            shown = f"{value[key]}\n{_shown(rest)}" if rest else value[key]
+            return Pause(id=interrupt_id, kind="choice", shown=shown, reply=True)
+    return Pause(id=interrupt_id, kind="choice", shown=f"The graph asks you to approve or reject:\n{_shown(value)}")
 
 
 def _hitl_actions(value: dict[str, Any]) -> list[Action] | None:
@@ -154,10 +184,22 @@ def questions(pause: Pause, key: str) -> list[Question]:
     """The questions to ask for `pause`, keyed from `key`: one, or one per HITL action."""
     if pause.kind == "request":
         return [Question(key=key, request=Request.model_validate(pause.request))]
+    if pause.kind == "choice":
+        return [Question(key=key, request=_choice_request(pause))]
     if pause.kind == "text":
         reason = utf16_prefix(f"The graph is waiting for you:\n{pause.shown}", REASON_MAX)
         return [Question(key=key, request=_free_text(reason, "Your answer"))]
     return [_action_question(action, f"{key}.{n}") for n, action in enumerate(pause.actions)]
+
+
+def _choice_request(pause: Pause) -> Request:
+    """A required Approve / Reject; with a reply, a text that Approve sends."""
+    options = [Option(value="approve", label="Approve"), Option(value="reject", label="Reject")]
+    items = [Item(id=CHOICE_ID, text="Your decision", type=ItemType.SELECT, options=options)]
+    if pause.reply:
+        label = "Reply (sent with Approve)"
+        items.append(Item(id=REPLY_ID, text=label, type=ItemType.FREE_TEXT, required=False, multiline=True))
+    return Request(reason=utf16_prefix(pause.shown, REASON_MAX), items=items)
 
 
 def _free_text(reason: str, label: str) -> Request:
@@ -177,11 +219,33 @@ def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers
     """What the interrupt resumes with, from the answers to `asked` (its questions) by key."""
     if pause.kind == "request":
         return answers[asked[0].key]
-    if pause.kind == "text":
+    if pause.kind in ("choice", "text"):
         got = answers[asked[0].key]
-        return got.get(ANSWER_ID) if isinstance(got, dict) else None
+        return choice_value(got) if isinstance(got, dict) else None
     decisions = [hitl_decision(q, answers[q.key]) for q in asked]
     return decisions[0] if pause.kind == "tool_approval" else {"decisions": decisions}
+
+
+def choice_value(answers: Answers) -> Any:
+    """A choice's resume value: Reject `False`; Approve the typed reply, or `True`."""
+    chosen = answers.get(CHOICE_ID)
+    if chosen is None:  # a free-text answer to a pause recorded by an earlier version
+        return reply_value(answers.get(ANSWER_ID))
+    if chosen != "approve":
+        return False
+    reply = answers.get(REPLY_ID)
+    return reply if isinstance(reply, str) and reply.strip() else True
+
+
+def reply_value(reply: Any) -> Any:
+    """An earlier version's free-text answer: a no is `False`, a lone yes `True`, else the text."""
+    if not isinstance(reply, str) or not reply.strip():
+        return False
+    words = _WORD.findall(reply.replace("\u2019", "'").casefold())
+    if words[:1] and (words[0] in NO_WORDS or words[:2] == ["do", "not"]):
+        return False
+    lone = _WORD.fullmatch(reply.strip().strip(".!").casefold())
+    return True if lone is not None and lone.group() in YES_WORDS else reply
 
 
 def hitl_decision(question: Question, answer: Answers | Decision) -> dict[str, Any]:
