@@ -158,7 +158,19 @@ def test_a_killed_workers_run_is_taken_over_without_repeating_its_step(
 def waiting_for_work(r: Redis) -> bool:
     """A worker of this database blocks in RQ's dequeue (BLMOVE): Redis itself hands it the next job."""
     db = str(r.connection_pool.connection_kwargs.get("db", 0))
-    return any(c.get("cmd") == "blmove" and c.get("db") == db for c in r.client_list())
+    return any(c["cmd"] == "blmove" and "b" in c["flags"] and c["db"] == db for c in r.client_list())
+
+
+def freeze_in_dequeue(r: Redis, proc: subprocess.Popen[bytes], workers: Workers) -> None:
+    """SIGSTOP the worker (and its scheduler) while it blocks in its dequeue, trying again if it
+    was between two of its sweep jobs: the next job pushed goes to a worker that never starts it."""
+    for _ in range(50):
+        wait_for("the worker to wait for its next job", lambda: waiting_for_work(r), workers)
+        os.killpg(proc.pid, signal.SIGSTOP)
+        if waiting_for_work(r):
+            return
+        os.killpg(proc.pid, signal.SIGCONT)
+    pytest.fail("the worker never stopped while blocked in its dequeue")
 
 
 @pytest.mark.parametrize("after", [0.0, 0.05], ids=["0ms", "50ms"])
@@ -172,9 +184,7 @@ def test_a_worker_killed_as_it_takes_an_answers_resume_is_replaced_within_a_leas
     first = workers.start()
     run_id = start_run(rt, "t-counter")
     q1 = wait_for("the first question", paused_on(rt, run_id), workers)
-    wait_for("the worker to wait for its next job", lambda: waiting_for_work(r), workers)
-
-    os.killpg(first.pid, signal.SIGSTOP)
+    freeze_in_dequeue(r, first, workers)
     accept(rt, q1, "U1", [Answer(id="colour", choice="green")])
     job_id = resume_job_id(run_id, q1)
     wait_for("the worker to take the resume", lambda: job_id in rt.queue.intermediate_queue.get_job_ids(), workers)
