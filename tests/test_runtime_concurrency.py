@@ -11,7 +11,8 @@ import pytest
 from effect_counters import count
 from prometheus_client import REGISTRY
 from redis import Redis
-from rq.job import Job
+from rq import Queue
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from runtime_helpers import held_at_gate, history_events, make_runtime, parked, runtime_and_host, start, work
 
@@ -185,6 +186,32 @@ def test_a_queued_run_whose_job_vanished_is_enqueued_again_by_the_sweep(r: Redis
     run = rt.store.get(run_id)
     assert run.status is RunStatus.SUCCEEDED and run.result == "colour red"
     assert count(tmp_path, run_id, "executions") == 2
+
+
+def test_a_job_taken_by_a_worker_that_died_before_starting_it_is_enqueued_again_a_lease_later(
+    r: Redis, tmp_path: Path
+) -> None:
+    rt = make_runtime(r, tmp_path, lease_ttl=30.0)
+    run_id, iid = parked(rt, "t-ask")
+    accept(rt, iid, "U1", [Answer(id="colour", choice="red")])
+    job_id = resume_job_id(run_id, iid)
+    # A worker takes the job as RQ's work loop does (LMOVE into the intermediate queue), then dies.
+    taken = Queue.dequeue_any([rt.queue], None, connection=r, serializer=JSONSerializer)
+    assert taken is not None and taken[0].id == job_id
+    assert rt.queue.intermediate_queue.get_job_ids() == [job_id]
+    assert taken[0].get_status() is JobStatus.QUEUED and taken[0].started_at is None
+
+    assert sweep(rt).requeued == []  # just taken: a live worker starts it within milliseconds
+    assert sweep(rt, now=time.time() + 20).requeued == []  # still within a lease of being seen taken
+    assert sweep(rt, now=time.time() + 31).requeued == [run_id]
+    assert sweep(rt, now=time.time() + 32).requeued == []  # its new job is queued: not a second one
+    assert sweep(rt, now=time.time() + 90).requeued == []
+    assert len(rt.queue.job_ids) == 1
+
+    work(rt)
+    run = rt.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "colour red"
+    assert count(tmp_path, run_id, "executions") == 2  # the first execution and the one resume
 
 
 def test_overdue_scheduled_jobs_are_enqueued_once_by_many_workers(r: Redis, tmp_path: Path) -> None:

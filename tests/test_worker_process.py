@@ -1,4 +1,5 @@
-"""Real `parley worker` processes: a run pauses twice and finishes; a killed worker's run is taken over."""
+"""Real `parley worker` processes: a run pauses twice and finishes; a killed worker's run is taken over,
+also when the worker dies between taking the run's job and starting it."""
 
 from __future__ import annotations
 
@@ -15,18 +16,23 @@ from typing import Any
 import pytest
 from effect_counters import count
 from redis import Redis
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 from runtime_helpers import make_runtime
 
 from workers.interaction import Answer
 from workers.runtime.acceptance import accept
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
+from workers.store.job_ids import resume as resume_job_id
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.system
 
 TESTS = Path(__file__).resolve().parent
 PARLEY = Path(sys.executable).with_name("parley")
+TAKEN_OVER_WITHIN = 60.0
+"""Seconds a dropped job may take to run again: a 2 s lease plus sweeps. RQ alone takes 600."""
 
 
 class Workers:
@@ -147,3 +153,53 @@ def test_a_killed_workers_run_is_taken_over_without_repeating_its_step(
     assert run.epoch > killed_epoch + 1  # re-queued (bumped) and claimed again (bumped)
     lapses = [h for h in rt.store.history(run_id) if h.event == "lease lapsed"]
     assert [h.detail["epoch"] for h in lapses] == [killed_epoch]
+
+
+def waiting_for_work(r: Redis) -> bool:
+    """A worker of this database blocks in RQ's dequeue (BLMOVE): Redis itself hands it the next job."""
+    db = str(r.connection_pool.connection_kwargs.get("db", 0))
+    return any(c["cmd"] == "blmove" and "b" in c["flags"] and c["db"] == db for c in r.client_list())
+
+
+def freeze_in_dequeue(r: Redis, proc: subprocess.Popen[bytes], workers: Workers) -> None:
+    """SIGSTOP the worker (and its scheduler) while it blocks in its dequeue, trying again if it
+    was between two of its sweep jobs: the next job pushed goes to a worker that never starts it."""
+    for _ in range(50):
+        wait_for("the worker to wait for its next job", lambda: waiting_for_work(r), workers)
+        os.killpg(proc.pid, signal.SIGSTOP)
+        if waiting_for_work(r):
+            return
+        os.killpg(proc.pid, signal.SIGCONT)
+    pytest.fail("the worker never stopped while blocked in its dequeue")
+
+
+@pytest.mark.parametrize("after", [0.0, 0.05], ids=["0ms", "50ms"])
+def test_a_worker_killed_as_it_takes_an_answers_resume_is_replaced_within_a_lease(
+    r: Redis, tmp_path: Path, workers: Workers, after: float
+) -> None:
+    """The worker is frozen inside its blocking dequeue, so the accepted answer's resume job moves
+    into RQ's intermediate queue for a worker that never starts it; it is killed 0 or 50 ms later."""
+    workers.env["PARLEY_WEBHOOK_WORKERS"] = "0"  # the run queue's dequeue is the only blocking one
+    rt = make_runtime(r, tmp_path)
+    first = workers.start()
+    run_id = start_run(rt, "t-counter")
+    q1 = wait_for("the first question", paused_on(rt, run_id), workers)
+    freeze_in_dequeue(r, first, workers)
+    accept(rt, q1, "U1", [Answer(id="colour", choice="green")])
+    job_id = resume_job_id(run_id, q1)
+    wait_for("the worker to take the resume", lambda: job_id in rt.queue.intermediate_queue.get_job_ids(), workers)
+    time.sleep(after)
+    workers.kill(first)
+    killed = time.monotonic()
+    job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
+    assert job.get_status() is JobStatus.QUEUED and job.started_at is None  # taken, never started
+
+    workers.start()
+    q2 = wait_for("the run to resume", paused_on(rt, run_id, q1), workers, timeout=TAKEN_OVER_WITHIN)
+    assert time.monotonic() - killed < TAKEN_OVER_WITHIN
+    assert count(tmp_path, run_id, "step") == 1
+    accept(rt, q2, "U1", [Answer(id="name", free_text="Ada")])
+    wait_for("the run to succeed", lambda: rt.store.get(run_id).status is RunStatus.SUCCEEDED, workers)
+    assert rt.store.get(run_id).result == "green Ada 1"
+    assert count(tmp_path, run_id, "step") == 1
+    assert [h.event for h in rt.store.history(run_id)] == ["started", "answered", "answered", "succeeded"]

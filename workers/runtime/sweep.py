@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from rq import Queue
 from rq.exceptions import DuplicateJobError, NoSuchJobError
 from rq.job import Job, JobStatus
 
@@ -131,11 +132,12 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
 def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
     """Queued runs whose job is gone get one.
 
-    Gone: never enqueued (a crash between acceptance and enqueue), ended, or abandoned (RQ
-    calls it started, but its worker died before claiming the run; RQ would only notice
-    after the job's timeout, and until then the run would sit queued).
+    Gone: never enqueued (a crash between acceptance and enqueue), ended, or abandoned (a
+    worker took it, then died before claiming the run; RQ would only notice after the job's
+    timeout, or at its ten-minute maintenance, and until then the run would sit queued).
     """
     store = runtime.store
+    taken = _taken_at(runtime.queue)
     for run_id in store.due_queued(now - runtime.settings.requeue_grace):
         run = store.find(run_id)
         if run is None or run.status is not RunStatus.QUEUED:
@@ -148,7 +150,8 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
             status = job.get_status()
         except NoSuchJobError:
             job, status = None, None
-        if status in _LIVE_JOB and not _abandoned(job, status, now, runtime.settings.lease_ttl):
+        abandoned = _abandoned(job, status, taken.get(job_id), now, runtime.settings.lease_ttl)
+        if status in _LIVE_JOB and not abandoned:
             continue
         if status is not None:
             job_id = job_ids.requeue(job_id, now)
@@ -159,7 +162,9 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
             metrics.REQUEUES.labels(cause="no_job").inc()
             report.requeued.append(run_id)
             previous = getattr(status, "value", None)
-            log.warning("queued run had no job; enqueued", run_id=run_id, job=job_id, previous=previous)
+            log.warning(
+                "queued run had no job; enqueued", run_id=run_id, job=job_id, previous=previous, abandoned=abandoned
+            )
 
 
 def _purge(runtime: Runtime, now: float, report: SweepReport) -> None:
@@ -169,13 +174,33 @@ def _purge(runtime: Runtime, now: float, report: SweepReport) -> None:
         report.purged = purge_finished(runtime, retention, now=now, limit=PURGE_PER_SWEEP)
 
 
-def _abandoned(job: Job | None, status: JobStatus | None, now: float, lease_ttl: float) -> bool:
-    """A job started longer than a lease ago whose run is still queued: its worker died before the claim.
+def _abandoned(job: Job | None, status: JobStatus | None, taken_at: float | None, now: float, lease_ttl: float) -> bool:
+    """A job taken more than a lease ago whose run is still queued: its worker died before the claim.
 
-    A live worker claims the run (queued → running) as the first thing the job does.
+    A live worker starts a job within milliseconds of taking it, and claims the run (queued →
+    running) as the first thing the job does. Taken: started (RQ's `started_at`), or not
+    started yet and first seen in RQ's intermediate queue at `taken_at` (see `_taken_at`).
     """
-    started = job.started_at if job is not None and status == JobStatus.STARTED else None
-    return started is not None and now - started.timestamp() > lease_ttl
+    if job is not None and status == JobStatus.STARTED and job.started_at is not None:
+        taken_at = job.started_at.timestamp()
+    return taken_at is not None and now - taken_at > lease_ttl
+
+
+def _taken_at(queue: Queue) -> dict[str, float]:
+    """When a sweep first saw each job a worker took from `queue` and has not started.
+
+    RQ moves a job into the queue's intermediate queue as a worker takes it (LMOVE), and out
+    as the job starts, a round trip or two later in the same process. Nothing names the
+    worker in between, so a job that stays there was dropped: its worker died, or lost Redis
+    and went back to waiting for work. Each sweep sets RQ's own first-seen mark on every such
+    job, so a job's clock starts within a sweep interval of its taking.
+    """
+    intermediate = queue.intermediate_queue
+    seen: dict[str, float] = {}
+    for job_id in intermediate.get_job_ids():
+        first = None if intermediate.set_first_seen(job_id) else intermediate.get_first_seen(job_id)
+        seen[job_id] = time.time() if first is None else first.timestamp()
+    return seen
 
 
 def schedule_next(runtime: Runtime, now: float | None = None) -> None:
