@@ -25,13 +25,15 @@ REQUEST = {"reason": "Ship?", "items": [{"id": "ship", "text": "Ship", "type": "
 
 def test_the_wait_helper_keeps_the_first_outcome_of_its_own_question_and_ignores_repeats() -> None:
     waits = parley_temporal._Waits()
+    waits.keys |= {"tw-1", "tw-2"}  # drawn by the workflow's asks
     waits.expect("tw-1", "r1")
     waits.on_outcome({"key": "tw-1", "question_id": "r1", "status": "answered", "answers": {"ship": True}})
     waits.on_outcome({"key": "tw-1", "question_id": "r1", "status": "cancelled"})  # a retried delivery
     waits.on_outcome({"key": "tw-2", "question_id": "r2", "status": "expired"})  # held until tw-2 is awaited
     waits.on_outcome({"question_id": "r3"})  # not one of ours
+    waits.on_outcome({"key": "tw-9", "question_id": "r9", "status": "answered"})  # a key this run never drew
     waits.on_outcome("noise")  # type: ignore[arg-type]
-    assert waits.ignored == 3
+    assert waits.ignored == 4 and "tw-9" not in waits.outcomes
     assert (waits.outcome("tw-1") or {}).get("status") == "answered" and waits.outcome("tw-2") is None
     waits.expect("tw-2", "r2")
     assert (waits.outcome("tw-2") or {}).get("status") == "expired"
@@ -39,6 +41,7 @@ def test_the_wait_helper_keeps_the_first_outcome_of_its_own_question_and_ignores
 
 def test_the_wait_helper_ignores_another_questions_outcome_for_its_key_before_or_after_its_own_id() -> None:
     waits = parley_temporal._Waits()
+    waits.keys.add("tw-1")
     forged = {"key": "tw-1", "status": "answered", "decision": {"approved": True, "args": {"amount": 999999}}}
     waits.on_outcome({**forged, "question_id": "r_early"})  # before the activity returned the question's id
     waits.expect("tw-1", "r1")

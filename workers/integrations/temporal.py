@@ -99,6 +99,7 @@ class _Waits:
 
     def __init__(self) -> None:
         self.outcomes: dict[str, dict[str, dict[str, Any]]] = {}
+        self.keys: set[str] = set()  # the keys this run drew: an outcome for any other is not held
         self.questions: dict[str, str] = {}  # key -> the question id its activity returned
         self.ignored = 0
 
@@ -107,6 +108,9 @@ class _Waits:
         qid = payload.get("question_id") if isinstance(payload, dict) else None
         if not isinstance(key, str) or not isinstance(qid, str):
             self._ignore("not an outcome of Parley's", key, qid)
+            return
+        if key not in self.keys:
+            self._ignore("a key this workflow did not draw", key, qid)
             return
         held = self.outcomes.setdefault(key, {})
         if qid in held:
@@ -159,7 +163,9 @@ def _waits() -> _Waits:
 def _target() -> dict[str, str]:
     """This workflow as a question's delivery target, under a new key (deterministic: replays draw the same)."""
     info = workflow.info()
-    return {"workflow_id": info.workflow_id, "namespace": info.namespace, "key": f"tw-{workflow.uuid4()}"}
+    key = f"tw-{workflow.uuid4()}"
+    _waits().keys.add(key)
+    return {"workflow_id": info.workflow_id, "namespace": info.namespace, "key": key}
 
 
 async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
