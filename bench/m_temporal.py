@@ -78,7 +78,8 @@ def measure(stack: Stack, cfg: Config) -> Result:
     )
     worker = stack.start_process("parley-worker-temporal", python_argv("-m", "parley.cli", "worker"), **env)
     loop = Loop()
-    token = tokens.create(QuestionStore(stack.client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9)
+    name = f"bench-{secrets.token_hex(3)}"
+    token = tokens.create(QuestionStore(stack.client), name, ["ask"], rate_limit=10**9, temporal=["ask-*"])
     parley = Parley(f"http://127.0.0.1:{serve_port}", token.token)
     api = httpx.Client(base_url=f"http://127.0.0.1:{serve_port}", headers={"Authorization": f"Bearer {token.token}"})
     request = three_item_request()

@@ -25,13 +25,19 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
         if settings.oauth_mode and not args.team:
             print("parley tokens create: with many workspaces (OAuth mode), say which one: --team T…", file=sys.stderr)
             return 2
-        new = tokens.create(store, args.name, args.scope or ["ask"], args.rate_limit, team=args.team or "")
+        scopes = args.scope or ["ask"]
+        new = tokens.create(store, args.name, scopes, args.rate_limit, team=args.team or "", temporal=args.temporal)
         if args.json:
-            shown = {"name": new.record.name, "scopes": new.record.scopes, "team": new.record.team or None}
+            record = new.record
+            shown = {"name": record.name, "scopes": record.scopes, "team": record.team or None}
+            shown["temporal"] = record.temporal
             print(json.dumps({**shown, "token": new.token, "webhook_secret": new.webhook_secret}))
             return 0
-        scopes = ", ".join(new.record.scopes)
-        print(f"token {new.record.name} (scopes: {scopes}); shown once, keep both safe:", file=sys.stderr)
+        granted = f"; Temporal workflows: {', '.join(new.record.temporal)}" if new.record.temporal else ""
+        print(
+            f"token {new.record.name} (scopes: {', '.join(new.record.scopes)}{granted}); shown once, keep both safe:",
+            file=sys.stderr,
+        )
         print(f"PARLEY_TOKEN={new.token}")
         print(f"PARLEY_WEBHOOK_SECRET={new.webhook_secret}")
         return 0
@@ -41,7 +47,8 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
             created = dt.datetime.fromtimestamp(t.created_at).strftime("%Y-%m-%d %H:%M:%S")
             limit = f"  rate limit: {t.rate_limit}/window" if t.rate_limit else ""
             team = f"  workspace: {t.team}" if t.team else ""
-            print(f"{t.name}  scopes: {','.join(t.scopes)}  created {created}{limit}{team}")
+            temporal = f"  temporal: {','.join(t.temporal)}" if t.temporal else ""
+            print(f"{t.name}  scopes: {','.join(t.scopes)}  created {created}{limit}{team}{temporal}")
         if not found:
             print("no tokens")
         return 0
@@ -61,6 +68,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     create.add_argument(
         "--team", default=None, metavar="T…", help="the workspace its questions are asked in (needed with OAuth)"
+    )
+    create.add_argument(
+        "--temporal",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="a workflow-id glob (e.g. 'refund-*') in PARLEY_TEMPORAL_NAMESPACE whose workflows its questions may "
+        "signal; repeat for more. None by default: naming any other workflow is refused (403)",
     )
     create.add_argument("--json", action="store_true", help="print one JSON object (name, scopes, token, secret)")
     tsub.add_parser("list", help="list tokens (names and scopes; never the tokens)")

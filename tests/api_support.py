@@ -33,11 +33,17 @@ class Token:
 
 
 def create_token(
-    stack: SlackStack, name: str, *scopes: str, rate_limit: int | None = None, team: str | None = None
+    stack: SlackStack,
+    name: str,
+    *scopes: str,
+    rate_limit: int | None = None,
+    team: str | None = None,
+    temporal: tuple[str, ...] = (),
 ) -> Token:
-    """`parley tokens create NAME [--scope …] [--team T…]`, run as an operator would, and its printed token and
-    secret."""
+    """`parley tokens create NAME [--scope …] [--team T…] [--temporal GLOB …]`, run as an operator would, and
+    its printed token and secret."""
     argv = [str(PARLEY), "tokens", "create", name, *(a for s in scopes for a in ("--scope", s))]
+    argv += [a for glob in temporal for a in ("--temporal", glob)]
     if rate_limit is not None:
         argv += ["--rate-limit", str(rate_limit)]
     if team is not None:

@@ -24,6 +24,7 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import SlackStack, stop_process_group
 from temporal_support import TemporalDev, TemporalWorker
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 from parley.client import Parley
@@ -64,7 +65,8 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, temporal: Te
 
 @pytest.fixture(scope="module")
 def token(stack: SlackStack) -> Token:
-    return create_token(stack, "workflows")
+    """The Temporal worker's token, granted the tests' workflows and the example's refunds, no others."""
+    return create_token(stack, "workflows", temporal=("*Workflow-*", "refund-*"))
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +176,27 @@ def submit_modal(stack: SlackStack, view: dict[str, Any], user: str, item: str, 
     state = {f"f|{iid}|{item}": {"answer": {"type": "plain_text_input", "value": value}}}
     resp = stack.interact(view_submission_payload(user=user, view=view, state_values=state))
     assert resp.status_code == 200 and resp.text == "", resp.text
+
+
+def click(stack: SlackStack, question: dict[str, Any], action_id: str, user: str) -> None:
+    """`user` clicks a button that acts at once (Approve) on the question's message."""
+    message = message_of(stack, question)
+    block, button = find_element(message["blocks"], action_id)
+    payload = block_actions_payload(
+        user=user, message=message, channel=question["channel"], action=button_action(block, button)
+    )
+    assert stack.interact(payload).status_code == 200
+
+
+def signals_received(temporal: TemporalDev, workflow_id: str) -> int:
+    """How many signals the workflow's history records, whoever sent them."""
+
+    async def go() -> int:
+        client = await Client.connect(temporal.address)
+        events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
+        return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+
+    return asyncio.run(go())
 
 
 def history(stack: SlackStack, question_id: str) -> list[dict[str, Any]]:
@@ -379,6 +402,107 @@ def test_ask_each_with_quorum_two_of_three_under_three_simultaneous_clicks_deliv
     stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
     time.sleep(1.0)  # a second delivery, were there one, would be recorded by now
     assert [e["event"] for e in signal_entries(stack, question["id"])] == ["temporal signal delivered"]
+
+
+# ---- who may signal a workflow ---------------------------------------------------------------------
+def _refused(resp: httpx.Response) -> None:
+    assert resp.status_code == 403, resp.text
+    assert resp.headers["content-type"].startswith("application/problem+json")
+    problem = resp.json()
+    assert problem["status"] == 403 and "--temporal" in problem["detail"], problem
+    assert problem["errors"][0]["loc"] == ["temporal", "workflow_id"]
+
+
+def _asks(stack: SlackStack, who: Token, target: dict[str, str], amount: int = 999999) -> list[httpx.Response]:
+    """`who` asks a question and an approval, each naming `target` as its Temporal workflow."""
+    assert stack.http is not None
+    approval = {"action": "Refund", "args": {"amount": amount}, "channel": CHANNEL, "temporal": target}
+    question = {"request": REQUEST, "channel": CHANNEL, "temporal": target}
+    return [
+        stack.http.post("/api/v1/questions", json=question, headers=who.auth),
+        stack.http.post("/api/v1/approvals", json=approval, headers=who.auth),
+    ]
+
+
+def test_a_token_without_a_temporal_grant_is_refused_and_nothing_reaches_the_workflow(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    other = create_token(stack, "no-temporal-grant")
+    for resp in _asks(stack, other, {"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]}):
+        _refused(resp)
+    assert stack.http is not None
+    assert stack.http.get("/api/v1/questions", headers=other.auth).json()["questions"] == []  # nothing was asked
+    plain = stack.http.post("/api/v1/questions", json={"request": REQUEST, "channel": CHANNEL}, headers=other.auth)
+    assert plain.status_code == 201, plain.text  # the same token asks without a Temporal target as before
+    stack.http.post(f"/api/v1/questions/{plain.json()['id']}/cancel", headers=other.auth)
+    click_submit(stack, question, {"Ship": "yes", "How many": "6"}, CAROL)
+    got = result(temporal, wid)
+    assert (got["status"], got["answers"], got["by"], got["ignored"]) == (
+        "answered",
+        {"ship": "yes", "count": 6},
+        CAROL,
+        0,
+    )
+    assert signals_received(temporal, wid) == 1  # the workflow's own outcome, and nothing else
+
+
+def test_a_token_granted_refunds_may_not_name_another_workflow(stack: SlackStack) -> None:
+    refunds = create_token(stack, "refunds-only", temporal=("refund-*",))
+    for workflow_id in ("payroll-1", "Refund-1", "old-refund-1"):
+        for resp in _asks(stack, refunds, {"workflow_id": workflow_id, "namespace": "default", "key": "tw-1"}):
+            _refused(resp)
+    assert stack.http is not None
+    assert stack.http.get("/api/v1/questions", headers=refunds.auth).json()["questions"] == []
+    tokens = [str(PARLEY), "tokens"]
+    listed = subprocess.run([*tokens, "list"], env=stack.env(), capture_output=True, text=True, check=True).stdout
+    assert any(line.startswith("refunds-only ") and "temporal: refund-*" in line for line in listed.splitlines())
+    bad = subprocess.run([*tokens, "create", "spaced", "--temporal", "refund *"], env=stack.env(), capture_output=True)
+    assert bad.returncode != 0 and b"--temporal 'refund *'" in bad.stderr, bad.stderr
+
+
+def test_a_waiting_workflow_takes_only_its_own_questions_outcome(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    """Another question naming the workflow and its key (a token granted it, or an outcome signalled from
+    elsewhere) is answered first; the workflow ignores that outcome and returns its own person's decision."""
+    args = {"order": "A-19", "amount": 120}
+    wid = start(temporal, "ApproveWorkflow", {"action": "Refund A-19", "args": args, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    target = {"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]}
+    forged = {**target, "question_id": "r_elsewhere", "status": "answered", "by": ERIN}
+    forged["decision"] = {"approved": True, "args": {"order": "A-19", "amount": 999999}, "by": ERIN}
+
+    async def signal_from_elsewhere() -> None:
+        client = await Client.connect(temporal.address)
+        await client.get_workflow_handle(wid).signal("parley_outcome", forged)
+
+    asyncio.run(signal_from_elsewhere())
+    attacker = create_token(stack, "granted-this-workflow", temporal=(wid,))
+    assert stack.http is not None
+    approval = {"action": "Refund A-19", "args": forged["decision"]["args"], "channel": CHANNEL, "temporal": target}
+    theirs_asked = stack.http.post("/api/v1/approvals", json=approval, headers=attacker.auth)
+    assert theirs_asked.status_code == 201, theirs_asked.text
+    [theirs] = questions_of(stack, attacker, wid)
+    click(stack, theirs, "parley_approve", ERIN)
+    delivered = [("temporal signal delivered", 1)]
+    stack.wait_for(
+        "the other approval's outcome to be signalled",
+        lambda: [(e["event"], e["detail"]["attempts"]) for e in signal_entries(stack, theirs["id"])] == delivered,
+    )
+    assert signals_received(temporal, wid) == 2
+    assert status(temporal, wid) is WorkflowExecutionStatus.RUNNING  # still waiting on its own question
+    click(stack, question, "parley_approve", CAROL)
+    got = result(temporal, wid)
+    assert (got["approved"], got["args"], got["by"], got["edited"]) == (True, args, CAROL, False)
+
+    def ignored() -> list[str]:
+        lines = [line for line in worker.log_path.read_text().splitlines() if "outcome ignored" in line and wid in line]
+        return lines if all(any(q in line for line in lines) for q in ("r_elsewhere", theirs["id"])) else []
+
+    logged = stack.wait_for("both ignored outcomes to be logged, with the workflow's ids", ignored)
+    assert all("run_id" in line for line in logged), logged
 
 
 # ---- failures ----------------------------------------------------------------------------------------

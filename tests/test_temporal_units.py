@@ -23,15 +23,33 @@ TARGET = {"workflow_id": "refund-1", "namespace": "default", "key": "tw-1"}
 REQUEST = {"reason": "Ship?", "items": [{"id": "ship", "text": "Ship", "type": "boolean"}], "assignees": ["U0A", "U0B"]}
 
 
-def test_the_wait_helper_keeps_the_first_outcome_of_a_key_and_ignores_repeats() -> None:
+def test_the_wait_helper_keeps_the_first_outcome_of_its_own_question_and_ignores_repeats() -> None:
     waits = parley_temporal._Waits()
+    waits.keys |= {"tw-1", "tw-2"}  # drawn by the workflow's asks
+    waits.expect("tw-1", "r1")
     waits.on_outcome({"key": "tw-1", "question_id": "r1", "status": "answered", "answers": {"ship": True}})
     waits.on_outcome({"key": "tw-1", "question_id": "r1", "status": "cancelled"})  # a retried delivery
-    waits.on_outcome({"key": "tw-2", "question_id": "r2", "status": "expired"})
+    waits.on_outcome({"key": "tw-2", "question_id": "r2", "status": "expired"})  # held until tw-2 is awaited
     waits.on_outcome({"question_id": "r3"})  # not one of ours
+    waits.on_outcome({"key": "tw-9", "question_id": "r9", "status": "answered"})  # a key this run never drew
     waits.on_outcome("noise")  # type: ignore[arg-type]
-    assert {k: v["status"] for k, v in waits.outcomes.items()} == {"tw-1": "answered", "tw-2": "expired"}
-    assert waits.ignored == 3
+    assert waits.ignored == 4 and "tw-9" not in waits.outcomes
+    assert (waits.outcome("tw-1") or {}).get("status") == "answered" and waits.outcome("tw-2") is None
+    waits.expect("tw-2", "r2")
+    assert (waits.outcome("tw-2") or {}).get("status") == "expired"
+
+
+def test_the_wait_helper_ignores_another_questions_outcome_for_its_key_before_or_after_its_own_id() -> None:
+    waits = parley_temporal._Waits()
+    waits.keys.add("tw-1")
+    forged = {"key": "tw-1", "status": "answered", "decision": {"approved": True, "args": {"amount": 999999}}}
+    waits.on_outcome({**forged, "question_id": "r_early"})  # before the activity returned the question's id
+    waits.expect("tw-1", "r1")
+    waits.on_outcome({**forged, "question_id": "r_late"})
+    assert waits.outcome("tw-1") is None and waits.ignored == 2
+    own = {"key": "tw-1", "question_id": "r1", "status": "answered", "decision": {"approved": False}}
+    waits.on_outcome(own)
+    assert waits.outcome("tw-1") == own
 
 
 def test_an_outcome_is_read_from_the_signal_leaving_fields_it_does_not_know() -> None:

@@ -81,7 +81,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _json("QuestionView", "asked: the question is posted"),
                         "200": _json("QuestionView", "the question an earlier request with this Idempotency-Key made"),
-                        "403": _problem("the token lacks the ask scope"),
+                        "403": _problem("the token lacks the ask scope, or the grant of its `temporal` workflow id"),
                         "409": _problem("the Idempotency-Key was used with another body"),
                         "422": _problem("the question is invalid; `errors` lists each problem"),
                         **_COMMON,
@@ -110,7 +110,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _json("QuestionView", 'asked: `kind` "approval", `decision` once answered'),
                         "200": _json("QuestionView", "the approval an earlier request with this Idempotency-Key made"),
-                        "403": _problem("the token lacks the ask scope"),
+                        "403": _problem("the token lacks the ask scope, or the grant of its `temporal` workflow id"),
                         "422": _problem("the approval is invalid; `errors` lists each problem"),
                         **_COMMON,
                     },

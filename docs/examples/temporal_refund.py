@@ -4,7 +4,8 @@ The workflow reads the refund from a local JSON file (`{"order": "A-17", "amount
 asks for approval in Slack with the amount editable, and writes the decision next to it. Its worker
 is in this file too.
 
-    export PARLEY_URL=http://127.0.0.1:3000 PARLEY_TOKEN=pk_... PARLEY_CHANNEL=C0123456789
+    eval "$(parley tokens create refunds --temporal 'refund-*')"   # a token granted the refund workflows
+    export PARLEY_URL=http://127.0.0.1:3000 PARLEY_CHANNEL=C0123456789
     python docs/examples/temporal_refund.py worker &            # the Temporal worker
     python docs/examples/temporal_refund.py start refund.json    # one refund; waits for the decision
 

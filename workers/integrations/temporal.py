@@ -15,8 +15,10 @@ this workflow (id and namespace) as the question's delivery target; the question
 drawn from the workflow's deterministic random and is the activity's Idempotency-Key, so a
 retried activity never posts twice. The workflow then waits on the `parley_outcome` signal,
 which a Parley worker sends when the question ends (answered, expired, cancelled, failed),
-retrying until Temporal accepts it (`workers.questions.signals`). The first outcome for a key
-is kept and any later one ignored, so the workflow sees each outcome once; several asks at
+retrying until Temporal accepts it (`workers.questions.signals`). The activity returns the id
+of the question it created, and the signal names its question: an outcome for the key from any
+other question (another token's, naming this workflow) is ignored and logged, and the first
+outcome of its own question is kept, so the workflow sees each outcome once. Several asks at
 once (`asyncio.gather`) are independent questions.
 
 Cancelling the workflow, or the task awaiting the call, cancels the question in Parley (its
@@ -88,18 +90,63 @@ class Outcome:
 
 # ---- inside the workflow -------------------------------------------------------------------------
 class _Waits:
-    """The outcomes this workflow run has been signalled, by key: the first for each key is kept."""
+    """The outcomes this workflow run has been signalled, by key and question id.
+
+    A key's outcome counts only for the question its own activity created: any token granted
+    this workflow could ask a question naming the key, so another question's outcome is dropped
+    and logged. An outcome may arrive before the activity's result, so it is held until then.
+    """
 
     def __init__(self) -> None:
-        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.outcomes: dict[str, dict[str, dict[str, Any]]] = {}
+        self.keys: set[str] = set()  # the keys this run drew: an outcome for any other is not held
+        self.questions: dict[str, str] = {}  # key -> the question id its activity returned
         self.ignored = 0
 
     def on_outcome(self, payload: dict[str, Any]) -> None:
         key = payload.get("key") if isinstance(payload, dict) else None
-        if not isinstance(key, str) or key in self.outcomes:
-            self.ignored += 1  # a retried delivery of an outcome already kept, or not one of ours
+        qid = payload.get("question_id") if isinstance(payload, dict) else None
+        if not isinstance(key, str) or not isinstance(qid, str):
+            self._ignore("not an outcome of Parley's", key, qid)
             return
-        self.outcomes[key] = payload
+        if key not in self.keys:
+            self._ignore("a key this workflow did not draw", key, qid)
+            return
+        held = self.outcomes.setdefault(key, {})
+        if qid in held:
+            self.ignored += 1  # a retried delivery of an outcome already kept
+            return
+        expected = self.questions.get(key)
+        if expected is not None and qid != expected:
+            self._ignore("another question's outcome", key, qid)
+            return
+        held[qid] = payload
+
+    def expect(self, key: str, question_id: str) -> None:
+        """`key` waits on `question_id`, which its activity created; any other outcome held for it is dropped."""
+        self.questions[key] = question_id
+        for qid in [q for q in self.outcomes.get(key, {}) if q != question_id]:
+            del self.outcomes[key][qid]
+            self._ignore("another question's outcome", key, qid)
+
+    def outcome(self, key: str) -> dict[str, Any] | None:
+        expected = self.questions.get(key)
+        return self.outcomes.get(key, {}).get(expected) if expected is not None else None
+
+    def _ignore(self, why: str, key: object, question_id: object) -> None:
+        self.ignored += 1
+        if not workflow.in_workflow():  # a unit test's helper, outside any workflow: nothing to log under
+            return
+        info = workflow.info()
+        workflow.logger.warning(
+            "parley outcome ignored: %s (key %r, question %r, awaited %r; workflow_id %s, run_id %s)",
+            why,
+            str(key)[:300],
+            str(question_id)[:300],
+            self.questions.get(key) if isinstance(key, str) else None,
+            info.workflow_id,
+            info.run_id,
+        )
 
 
 def _waits() -> _Waits:
@@ -116,7 +163,9 @@ def _waits() -> _Waits:
 def _target() -> dict[str, str]:
     """This workflow as a question's delivery target, under a new key (deterministic: replays draw the same)."""
     info = workflow.info()
-    return {"workflow_id": info.workflow_id, "namespace": info.namespace, "key": f"tw-{workflow.uuid4()}"}
+    key = f"tw-{workflow.uuid4()}"
+    _waits().keys.add(key)
+    return {"workflow_id": info.workflow_id, "namespace": info.namespace, "key": key}
 
 
 async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
@@ -131,10 +180,12 @@ async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
 
 
 async def _wait(key: str, question_id: str) -> Outcome:
-    """The outcome signalled for `key`; cancelled, the question is cancelled in Parley first."""
+    """The outcome signalled for `key` by `question_id`, the question this workflow's activity created
+    (no other question's); cancelled, the question is cancelled in Parley first."""
     waits = _waits()
+    waits.expect(key, question_id)
     try:
-        await workflow.wait_condition(lambda: key in waits.outcomes)
+        await workflow.wait_condition(lambda: waits.outcome(key) is not None)
     except asyncio.CancelledError:
         await workflow.execute_activity(
             CANCEL,
@@ -144,7 +195,9 @@ async def _wait(key: str, question_id: str) -> Outcome:
             cancellation_type=workflow.ActivityCancellationType.ABANDON,
         )
         raise
-    return Outcome.of(waits.outcomes[key])
+    outcome = waits.outcome(key)
+    assert outcome is not None
+    return Outcome.of(outcome)
 
 
 def _request(request: Request | dict[str, Any], **options: Any) -> dict[str, Any]:

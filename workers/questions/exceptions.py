@@ -28,6 +28,13 @@ class QuestionNotFound(QuestionError):
     title = "Not found"
 
 
+class QuestionForbidden(QuestionError):
+    """The caller may not do this: a Temporal workflow its token is not granted."""
+
+    status = 403
+    title = "Forbidden"
+
+
 class QuestionInvalid(QuestionError):
     """The body does not describe a question Parley can ask; `errors` lists each problem."""
 

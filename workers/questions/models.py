@@ -73,7 +73,9 @@ class QuestionCreate(_Body):
     metadata: dict[str, Any] = Field(default_factory=dict, description="returned as given; at most 4 KB of JSON")
     context: dict[str, Any] | None = Field(default=None, description="the facts the answer is bound to")
     temporal: TemporalTargetBody | None = Field(
-        default=None, description="a Temporal workflow to signal with the outcome, instead of a webhook"
+        default=None,
+        description="a Temporal workflow to signal with the outcome, instead of a webhook; "
+        "its id must match one of the token's `--temporal` grants",
     )
     quorum: Annotated[
         int | None,

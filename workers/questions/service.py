@@ -26,6 +26,7 @@ from workers.questions.channels import NO_SUCH_CHANNEL, ChannelNames, where_to_p
 from workers.questions.config import QuestionConfig
 from workers.questions.exceptions import (
     QuestionConflict,
+    QuestionForbidden,
     QuestionGone,
     QuestionInvalid,
     QuestionNotFound,
@@ -43,6 +44,7 @@ from workers.questions.models import (
     QuestionView,
     TokenScope,
 )
+from workers.questions.tokens import temporal_granted
 from workers.questions.views import build_view, unreadable_view
 from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runtime import admin
@@ -72,6 +74,7 @@ class Caller:
     since: float = 0.0  # when the owner came to be: questions asked under its name before owners existed, from then
     rate_limit: int | None = None  # a token's own rate limit (None: the API's); a local origin has none
     via: str = "api"  # how it asks: "api" (HTTP API) or "mcp"; Slack shows it above the question
+    temporal: tuple[str, ...] = ()  # the workflow-id globs it may signal (a token's `--temporal`); none by default
 
     def __post_init__(self) -> None:
         if not self.owner:
@@ -94,6 +97,7 @@ class Caller:
             owner=token.owner,
             since=token.created_at,
             rate_limit=token.rate_limit,
+            temporal=tuple(token.temporal),
         )
 
 
@@ -125,7 +129,7 @@ class QuestionService:
             except DestinationRefused as exc:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
         if body.temporal is not None:
-            self._check_temporal(body)
+            self._check_temporal(caller, body)
         body = self._channel_by_id(caller, body)
         self._charge_notices(caller, body)
         qid = new_id("r")
@@ -198,8 +202,9 @@ class QuestionService:
             raise QuestionInvalid(detail, [_error([], view.error or "")])
         return view, True
 
-    def _check_temporal(self, body: QuestionCreate) -> None:
-        """Refuse a Temporal target this Parley cannot signal: none configured, or another namespace."""
+    def _check_temporal(self, caller: Caller, body: QuestionCreate) -> None:
+        """Refuse a Temporal target this Parley cannot signal (none configured, another namespace), or one
+        the caller is not granted: Parley signals with its own credentials, so only a granted id may be named."""
         cfg = self.config.temporal
         assert body.temporal is not None
         if not cfg.address:
@@ -209,6 +214,15 @@ class QuestionService:
             given = body.temporal.namespace
             detail = f"this Parley signals workflows of namespace {cfg.namespace!r} only, not {given!r}"
             raise QuestionInvalid(detail, [_error(["temporal", "namespace"], detail)])
+        workflow_id = body.temporal.workflow_id
+        if not temporal_granted(caller.temporal, workflow_id):
+            granted = ", ".join(repr(g) for g in caller.temporal) or "none"
+            log.warning("temporal target refused: not granted", origin=caller.name, workflow_id=workflow_id[:200])
+            detail = (
+                f"this token may not signal Temporal workflow {workflow_id[:200]!r} (granted: {granted}); "
+                "an operator grants ids with `parley tokens create NAME --temporal 'GLOB'`"
+            )
+            raise QuestionForbidden(detail, errors=[_error(["temporal", "workflow_id"], detail)])
 
     def _channel_by_id(self, caller: Caller, body: QuestionCreate) -> QuestionCreate:
         """`body` with a `#name` channel replaced by its id; 422 listing the channels when there is none such."""

@@ -14,6 +14,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import TokenScope
@@ -38,6 +39,13 @@ class NewToken:
 
 
 TEAM_PATTERN = re.compile(r"[TE][A-Z0-9]{2,20}")
+GLOB_PATTERN = re.compile(r"[!-~]{1,1000}")
+"""A workflow-id glob: printable ASCII, no spaces, as long as a workflow id may be."""
+
+
+def temporal_granted(globs: tuple[str, ...] | list[str], workflow_id: str) -> bool:
+    """Whether one of a token's `--temporal` globs matches `workflow_id` (case-sensitive, as ids are)."""
+    return any(fnmatchcase(workflow_id, glob) for glob in globs)
 
 
 def token_hash(token: str) -> str:
@@ -45,12 +53,19 @@ def token_hash(token: str) -> str:
 
 
 def create(
-    store: QuestionStore, name: str, scopes: list[str], rate_limit: int | None = None, team: str = ""
+    store: QuestionStore,
+    name: str,
+    scopes: list[str],
+    rate_limit: int | None = None,
+    team: str = "",
+    temporal: list[str] | None = None,
 ) -> NewToken:
     """A new token named `name` with `scopes` (default: ask) and, optionally, its own rate limit.
 
     `team` is the Slack workspace its questions are asked in (and, for an admin token, the only
     one it sees); with many workspaces (OAuth mode) it says which installation posts them.
+    `temporal` lists the workflow-id globs its questions may signal; none by default, so a
+    token reaches no Temporal workflow unless it is granted one.
     """
     if not NAME_PATTERN.fullmatch(name):
         raise TokenError(
@@ -64,6 +79,9 @@ def create(
         raise TokenError(f"--team {team!r}: a Slack workspace id (T…) or organisation id (E…)")
     if rate_limit is not None and rate_limit < 1:
         raise TokenError(f"--rate-limit must be at least 1 request per window, not {rate_limit}")
+    for glob in temporal or []:
+        if not GLOB_PATTERN.fullmatch(glob):
+            raise TokenError(f"--temporal {glob!r}: a workflow-id glob of printable characters, no spaces")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
     record = ApiTokenRecord(
@@ -74,6 +92,7 @@ def create(
         created_at=time.time(),
         rate_limit=rate_limit,
         team=team,
+        temporal=sorted(set(temporal or [])),
     )
     if not store.add_token(record):
         raise TokenError(f"a token named {name!r} exists; revoke it first or pick another name")

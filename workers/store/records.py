@@ -240,6 +240,7 @@ class ApiTokenRecord(_Record):
     created_at: float
     rate_limit: int | None = None  # requests per window; None: PARLEY_API_RATE_LIMIT
     team: str = ""  # the Slack workspace (T…, or E… for an org-wide install) its questions belong to
+    temporal: list[str] = Field(default_factory=list)  # workflow-id globs it may signal; none by default
 
     @property
     def owner(self) -> str:
@@ -256,12 +257,14 @@ class ApiTokenRecord(_Record):
             "created_at": repr(self.created_at),
         }
         data |= {"team": self.team} if self.team else {}
+        data |= {"temporal": json.dumps(self.temporal)} if self.temporal else {}
         return data | ({"rate_limit": str(self.rate_limit)} if self.rate_limit else {})
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> ApiTokenRecord:
         fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
-        return cls.model_validate({**fields, "scopes": json.loads(data.get("scopes") or "[]")})
+        temporal = json.loads(data.get("temporal") or "[]")
+        return cls.model_validate({**fields, "scopes": json.loads(data.get("scopes") or "[]"), "temporal": temporal})
 
 
 class WebhookState(_Record):
