@@ -36,6 +36,7 @@ from workers.interaction.lengths import (
     TEXT_INPUT_MAX,
     fits,
 )
+from workers.interaction.patterns import problem as pattern_problem
 
 ITEM_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_ITEMS = 10
@@ -61,11 +62,6 @@ AnswerValue = str | bool | int | float | list[str] | None
 PATTERN_MAX = 500
 """The longest `pattern` a free-text item may carry."""
 PATTERN_HINT_MAX = 150
-# A group holding a quantifier, itself quantified: "(a+)+", "(\w*x)*", "(a{2,})+". Python's `re` has no
-# time limit, and such a pattern can backtrack for minutes on a person's wrong answer in the bot's
-# request handler, so it is refused when the item is made; a pattern without it stays fast enough for
-# answers of at most `FREE_TEXT_DEFAULT_MAX` characters.
-_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,?\d*\})(?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
 
 
 class _Strict(BaseModel):
@@ -232,16 +228,8 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: min_length {self.min_length} is over max_length {self.text_limit}")
         if self.pattern_hint is not None and self.pattern is None:
             raise ValueError(f"item {self.id!r}: pattern_hint describes a pattern; give the pattern too")
-        if self.pattern is not None:
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise ValueError(f"item {self.id!r}: pattern is not a regular expression: {exc}") from None
-            if _NESTED_REPEAT.search(self.pattern):
-                raise ValueError(
-                    f"item {self.id!r}: pattern repeats a group that itself repeats, like (a+)+, which can take "
-                    "exponential time on a wrong answer; rewrite it without the nested repeat"
-                )
+        if self.pattern is not None and (why := pattern_problem(self.pattern)) is not None:
+            raise ValueError(f"item {self.id!r}: pattern is not a regular expression RE2 accepts: {why}")
 
     def _check_number_rules(self) -> None:
         """`min`, `max` and `integer` belong to numbers; the bounds are finite and in order."""
