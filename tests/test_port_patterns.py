@@ -1,12 +1,12 @@
 """Callers' patterns match in linear time: backtracking shapes finish, RE2-only syntax is refused by name.
 
-Each check runs in a forked child with a generous deadline, so that under a backtracking
-matcher (which holds the GIL for minutes) the test fails instead of hanging.
+Each check runs under a timer with a generous deadline, so that under a backtracking
+matcher the test fails instead of hanging.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -25,27 +25,30 @@ BACKTRACKING = [r"(a|a)*b", r"((a+))+b", r"(a?){28}a{28}", r"(.*a){12}b"]
 DEADLINE = 10.0
 
 
-def _child(conn: Any, fn: Callable[[], Any]) -> None:
-    try:
-        conn.send(("ok", fn()))
-    except Exception as exc:  # the outcome under test may be a refusal
-        conn.send(("raised", f"{type(exc).__name__}: {exc}"))
+class Backtracking(Exception):
+    """Raised in the test's own thread when a match runs past `DEADLINE`."""
+
+
+def _expired(signum: int, frame: Any) -> None:
+    raise Backtracking(f"still matching after {DEADLINE} s")
 
 
 def within_deadline(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """`fn()`'s outcome in a forked child: ("ok", value) or ("raised", message); fails past `DEADLINE`."""
-    ctx = multiprocessing.get_context("fork")
-    ours, theirs = ctx.Pipe()
-    child = ctx.Process(target=_child, args=(theirs, fn), daemon=True)
-    child.start()
+    """`fn()`'s outcome: ("ok", value) or ("raised", message); the test fails past `DEADLINE`.
+
+    Python's `re` checks for signals while it backtracks, so a timer's handler can stop it.
+    """
+    previous = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, DEADLINE)
     try:
-        if not ours.poll(DEADLINE):
-            pytest.fail(f"still matching after {DEADLINE} s: the match backtracks")
-        outcome: tuple[str, Any] = ours.recv()
-        return outcome
+        return ("ok", fn())
+    except Backtracking:
+        pytest.fail(f"still matching after {DEADLINE} s: the match backtracks")
+    except Exception as exc:  # the outcome under test may be a refusal
+        return ("raised", f"{type(exc).__name__}: {exc}")
     finally:
-        child.kill()
-        child.join()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _free_text(pattern: str, default: str | None = None) -> Item:
