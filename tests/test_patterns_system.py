@@ -17,6 +17,7 @@ import httpx
 import httpx2
 import pytest
 from api_support import Token, create_token
+from backtracking import BACKTRACKING, DEADLINE, FORTY
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from slack_forms import button_action, find_element, form_state
@@ -28,9 +29,6 @@ from workers.store import keys
 pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
-BACKTRACKING = [r"(a|a)*b", r"((a+))+b", r"(a?){28}a{28}", r"(.*a){12}b"]
-FORTY = "a" * 40
-DEADLINE = 10.0  # the old matcher takes astronomically longer; RE2 takes well under a millisecond
 
 
 @pytest.fixture(scope="module")

@@ -1,16 +1,13 @@
 """Callers' patterns match in linear time: backtracking shapes finish, RE2-only syntax is refused by name.
 
-Each check runs under a timer with a generous deadline, so that under a backtracking
+Each check runs under a timer (`backtracking.within_deadline`), so that under a backtracking
 matcher the test fails instead of hanging.
 """
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Callable
-from typing import Any
-
 import pytest
+from backtracking import BACKTRACKING, within_deadline
 from pydantic import ValidationError
 
 from workers.interaction.elicitation import ElicitationSchemaError, items_from_requested_schema
@@ -19,36 +16,6 @@ from workers.interaction.validation import check_value
 from workers.json_schemas import linear_validator
 
 pytestmark = pytest.mark.unit
-
-BACKTRACKING = [r"(a|a)*b", r"((a+))+b", r"(a?){28}a{28}", r"(.*a){12}b"]
-"""Patterns Python's `re` takes exponential time on forty a's; none of them has a blocklisted shape."""
-DEADLINE = 10.0
-
-
-class Backtracking(Exception):
-    """Raised in the test's own thread when a match runs past `DEADLINE`."""
-
-
-def _expired(signum: int, frame: Any) -> None:
-    raise Backtracking(f"still matching after {DEADLINE} s")
-
-
-def within_deadline(fn: Callable[[], Any]) -> tuple[str, Any]:
-    """`fn()`'s outcome: ("ok", value) or ("raised", message); the test fails past `DEADLINE`.
-
-    Python's `re` checks for signals while it backtracks, so a timer's handler can stop it.
-    """
-    previous = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, DEADLINE)
-    try:
-        return ("ok", fn())
-    except Backtracking:
-        pytest.fail(f"still matching after {DEADLINE} s: the match backtracks")
-    except Exception as exc:  # the outcome under test may be a refusal
-        return ("raised", f"{type(exc).__name__}: {exc}")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _free_text(pattern: str, default: str | None = None) -> Item:
