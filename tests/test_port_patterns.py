@@ -6,12 +6,14 @@ matcher the test fails instead of hanging.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from backtracking import BACKTRACKING, within_deadline
 from pydantic import ValidationError
 
 from workers.interaction.elicitation import ElicitationSchemaError, items_from_requested_schema
-from workers.interaction.models import Item
+from workers.interaction.models import STORED, Item, Request
 from workers.interaction.validation import check_value
 from workers.json_schemas import linear_validator
 
@@ -82,3 +84,14 @@ def test_a_json_schema_pattern_matches_in_linear_time() -> None:
 def test_a_json_schema_pattern_re2_cannot_compile_is_refused_by_place() -> None:
     with pytest.raises(ValueError, match=r"/properties/name: pattern '\(a\)\\\\1': invalid escape sequence"):
         linear_validator({"type": "object", "properties": {"name": {"type": "string", "pattern": r"(a)\1"}}})
+
+
+def test_a_stored_question_whose_pattern_re2_refuses_stays_readable_and_refuses_answers() -> None:
+    """Kept before patterns were RE2: read back as it was, and an answer is refused saying why."""
+    item = {"id": "code", "text": "Code", "type": "free_text", "pattern": r"(?=A)\w+", "default": "Abc"}
+    raw = json.dumps({"reason": "Code?", "items": [item]})
+    with pytest.raises(ValidationError, match="RE2"):
+        Request.model_validate_json(raw)
+    stored = Request.model_validate_json(raw, context=STORED)
+    problem = check_value(stored.items[0], "Abc")
+    assert problem is not None and problem.startswith(r"the pattern (?=A)\w+ cannot be checked any more")

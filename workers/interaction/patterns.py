@@ -20,8 +20,10 @@ import functools
 
 import re2
 
-CACHED_PATTERNS = 256
-"""Compiled patterns kept; each holds at most RE2's default 8 MiB, most far less."""
+CACHED_PATTERNS = 128
+"""Compiled patterns kept; with `PATTERN_MEMORY` each, at most 256 MiB in all (most take kilobytes)."""
+PATTERN_MEMORY = 2 << 20
+"""RE2's memory budget per pattern (its default is 8 MiB); a bigger program is refused as too large."""
 
 
 class PatternError(ValueError):
@@ -31,6 +33,7 @@ class PatternError(ValueError):
 def _options() -> re2.Options:
     options = re2.Options()
     options.log_errors = False  # a refused pattern is the caller's error, reported to them; not a log line
+    options.max_mem = PATTERN_MEMORY
     return options
 
 
