@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import redis
 
@@ -58,3 +60,25 @@ def test_over_reads_a_full_log_without_counting(r: redis.Redis) -> None:
     store.hit("auth-failed:10.0.0.1", LIMIT, WINDOW, now=START + 1.0)
     assert store.over("auth-failed:10.0.0.1", LIMIT, WINDOW, now=START + 1.5) == pytest.approx(0.5)
     assert store.over("auth-failed:10.0.0.1", LIMIT, WINDOW, now=START + 2.0) == 0
+
+
+def test_concurrent_requests_from_processes_sharing_redis_never_pass_more_than_the_limit(
+    redis_url: str, r: redis.Redis
+) -> None:
+    """Eight clients of their own (as eight `parley serve` processes) spend one token at the same instant."""
+    outcomes: list[float] = []
+    lock = threading.Lock()
+
+    def client() -> None:
+        store = QuestionStore(redis.Redis.from_url(redis_url))
+        for _ in range(LIMIT):
+            wait = store.hit("shared", LIMIT, WINDOW, now=START)
+            with lock:
+                outcomes.append(wait)
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(outcomes) == 8 * LIMIT and outcomes.count(0) == LIMIT

@@ -167,7 +167,7 @@ def api_idempotency(owner: str, key_digest: str) -> str:
 
 
 def api_rate(bucket: str) -> str:
-    """Sorted set with a TTL: one bucket's requests (a token's owner id, `auth-failed:<address>`), by time."""
+    """List with a TTL: when one bucket (a token's owner id, `auth-failed:<address>`) spent, newest first."""
     return f"{PREFIX}api:rates:{bucket}"
 
 
