@@ -4,8 +4,9 @@ HTTP at `http://127.0.0.1:PORT/mcp`.
 
 `write_file` really writes under DIR (and appends a line to DIR/.writes, so a test counts how often
 it was called), `read_file` reads back, and `ask_person` sends `elicitation/create` in form mode and
-returns what it got, for forwarding elicitation to people; `open_link` does so in URL mode, and
-`ask_nested` with a schema outside the form-mode subset (a nested object).
+returns what it got, for forwarding elicitation to people; `open_link` does so in URL mode,
+`ask_nested` with a schema outside the form-mode subset (a nested object), and `ask_code` for text
+matching a pattern the caller gives, with a default.
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ def build(root: Path) -> MCPServer:
     @server.tool(description="Ask for a nested object, which form-mode elicitation does not allow.")
     async def ask_nested(ctx: Context) -> Any:
         return await elicit(ctx, ElicitRequestFormParams(message="Where?", requested_schema=NESTED))
+
+    @server.tool(description="Ask for a code matching `pattern`, offering `default` (elicitation/create, form mode).")
+    async def ask_code(ctx: Context, pattern: str, default: str) -> Any:
+        code = {"type": "string", "title": "Code", "pattern": pattern, "default": default}
+        schema = {"type": "object", "properties": {"code": code}}
+        return await elicit(ctx, ElicitRequestFormParams(message="Which code?", requested_schema=schema))
 
     return server
 

@@ -17,6 +17,7 @@ import anyio
 import anyio.to_thread
 import pytest
 import redis
+from backtracking import BACKTRACKING, FORTY, within_deadline
 from gateway_support import APPROVER, UPSTREAM, Gateway
 from inprocess_bot import CHANNEL, Bot, running_bot
 from mcp_types import CallToolResult
@@ -213,3 +214,34 @@ def test_a_schema_outside_the_subset_is_refused_naming_the_property(gateway: Gat
     said = "elicitation cannot be asked in Slack: property 'address': a nested object"
     assert modern.is_error and said in str(modern.content)  # the call's error, on a 2026-07-28 connection
     assert legacy.is_error and said in str(legacy.content)  # the upstream's tool got the error, and said so
+
+
+def ask_code(gateway: Gateway, tmp_path: Path, mode: str, pattern: str, default: str) -> CallToolResult:
+    """`files.ask_code` through the gateway: the upstream elicits a code matching `pattern`, offering `default`."""
+
+    async def scenario() -> CallToolResult:
+        async with gateway.open(rules(tmp_path), mode=mode) as client:
+            return await client.call_tool("files.ask_code", {"pattern": pattern, "default": default})
+
+    kind, result = within_deadline(lambda: anyio.run(scenario))
+    assert kind == "ok", result
+    return result
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("pattern", BACKTRACKING)
+def test_an_upstreams_backtracking_pattern_is_decided_at_once(
+    gateway: Gateway, bot: Bot, tmp_path: Path, mode: str, pattern: str
+) -> None:
+    """Anchored (so that the whole default must match), each pattern refuses forty a's and a "!" at once."""
+    result = ask_code(gateway, tmp_path, mode, f"^{pattern}$", FORTY + "!")
+    said = "elicitation cannot be asked in Slack: property 'code': "
+    assert result.is_error and said in str(result.content) and "default is not a valid answer" in str(result.content)
+    assert bot.ws.calls("chat.postMessage") == []  # nobody was asked
+
+
+def test_an_upstreams_backreference_is_refused_naming_the_property(gateway: Gateway, bot: Bot, tmp_path: Path) -> None:
+    result = ask_code(gateway, tmp_path, "auto", r"^(a)\1$", "aa")
+    said = "property 'code': item 'code': pattern is not a regular expression RE2 accepts"
+    assert result.is_error and said in str(result.content), result
+    assert bot.ws.calls("chat.postMessage") == []

@@ -2,13 +2,13 @@
 
 Each request whose `Authorization` header names no valid token counts once against its
 client address, in Redis beside the tokens' own rate limits (`QuestionStore.hit`), so every
-`parley serve` process shares the count. Past `PARLEY_API_AUTH_FAILURES` in a window, every
-bearer request from that address is refused with 429 and `Retry-After` until the window
-ends, a valid token's too: otherwise a guess that happens to be right would still be told
-apart from the wrong ones. A request with no `Authorization` header guesses nothing and is
-not counted. The address is the connection's peer as the ASGI server reports it (behind a
-reverse proxy, the server's proxy-headers setting makes it the client's); an IPv6 client
-counts by its /64.
+`parley serve` process shares the count. Once `PARLEY_API_AUTH_FAILURES` failed in any span
+of a window's length, every bearer request from that address is refused with 429 and
+`Retry-After` until the oldest failure leaves the window, a valid token's too: otherwise a
+guess that happens to be right would still be told apart from the wrong ones. A request
+with no `Authorization` header guesses nothing and is not counted. The address is the
+connection's peer as the ASGI server reports it (behind a reverse proxy, the server's
+proxy-headers setting makes it the client's); an IPv6 client counts by its /64.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from workers.interaction.lengths import (
     TEXT_INPUT_MAX,
     fits,
 )
+from workers.interaction.patterns import problem as pattern_problem
 
 ITEM_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_ITEMS = 10
@@ -61,11 +62,6 @@ AnswerValue = str | bool | int | float | list[str] | None
 PATTERN_MAX = 500
 """The longest `pattern` a free-text item may carry."""
 PATTERN_HINT_MAX = 150
-# A group holding a quantifier, itself quantified: "(a+)+", "(\w*x)*", "(a{2,})+". Python's `re` has no
-# time limit, and such a pattern can backtrack for minutes on a person's wrong answer in the bot's
-# request handler, so it is refused when the item is made; a pattern without it stays fast enough for
-# answers of at most `FREE_TEXT_DEFAULT_MAX` characters.
-_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,?\d*\})(?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
 
 
 class _Strict(BaseModel):
@@ -197,7 +193,7 @@ class Item(_Strict):
         return next((o for o in self.options or [] if o.value == value), None)
 
     @model_validator(mode="after")
-    def _check_shape(self) -> Item:
+    def _check_shape(self, info: ValidationInfo) -> Item:
         if self.is_choice:
             if not self.options:
                 raise ValueError(f"item {self.id!r}: a {self.type.value} item needs at least one option")
@@ -211,11 +207,12 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: options are only allowed on select and multi_select items")
         if self.type is not ItemType.FREE_TEXT and (self.multiline or self.max_length is not None):
             raise ValueError(f"item {self.id!r}: multiline and max_length only apply to free_text items")
-        self._check_text_rules()
+        stored = bool((info.context or {}).get("stored"))  # valid when asked: read back as it was
+        self._check_text_rules(stored)
         self._check_number_rules()
         if self.is_secret and self.default is not None:
             raise ValueError(f"item {self.id!r}: a secret item takes no default (it would be stored in the clear)")
-        if self.default is not None:
+        if self.default is not None and not stored:
             from workers.interaction.validation import check_value  # local: validation imports models
 
             problem = check_value(self, self.default)
@@ -223,8 +220,10 @@ class Item(_Strict):
                 raise ValueError(f"item {self.id!r}: default is not a valid answer: {problem}")
         return self
 
-    def _check_text_rules(self) -> None:
-        """`min_length`, `pattern` and `pattern_hint` belong to free text, and must agree with each other."""
+    def _check_text_rules(self, stored: bool = False) -> None:
+        """`min_length`, `pattern` and `pattern_hint` belong to free text, and must agree with each other.
+
+        A stored item's pattern is not compiled again: one kept before patterns were RE2 stays readable."""
         given = [n for n in ("min_length", "pattern", "pattern_hint") if getattr(self, n) is not None]
         if given and self.type is not ItemType.FREE_TEXT:
             raise ValueError(f"item {self.id!r}: {', '.join(given)} only apply to free_text items")
@@ -232,16 +231,8 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: min_length {self.min_length} is over max_length {self.text_limit}")
         if self.pattern_hint is not None and self.pattern is None:
             raise ValueError(f"item {self.id!r}: pattern_hint describes a pattern; give the pattern too")
-        if self.pattern is not None:
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise ValueError(f"item {self.id!r}: pattern is not a regular expression: {exc}") from None
-            if _NESTED_REPEAT.search(self.pattern):
-                raise ValueError(
-                    f"item {self.id!r}: pattern repeats a group that itself repeats, like (a+)+, which can take "
-                    "exponential time on a wrong answer; rewrite it without the nested repeat"
-                )
+        if self.pattern is not None and not stored and (why := pattern_problem(self.pattern)) is not None:
+            raise ValueError(f"item {self.id!r}: pattern is not a regular expression RE2 accepts: {why}")
 
     def _check_number_rules(self) -> None:
         """`min`, `max` and `integer` belong to numbers; the bounds are finite and in order."""

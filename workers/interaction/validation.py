@@ -9,6 +9,7 @@ import re
 from workers.interaction.exceptions import AnswerError
 from workers.interaction.lengths import utf16_len
 from workers.interaction.models import FIELD_FOR_TYPE, Answer, AnswerValue, Item, ItemType, Request
+from workers.interaction.patterns import fullmatch, problem
 
 # Deliberately loose, as Slack's own email input is: one "@", no spaces, a dot in the domain.
 # Whether the address exists is for the mail server to say.
@@ -68,7 +69,9 @@ def _check_free_text(item: Item, value: str) -> str | None:
         return f"text is {size} characters, over the limit of {item.text_limit}"
     if item.min_length is not None and size < item.min_length:
         return f"at least {item.min_length} characters"
-    if item.pattern is not None and re.fullmatch(item.pattern, value) is None:
+    if item.pattern is not None and (why := problem(item.pattern)) is not None:  # stored before patterns were RE2
+        return f"the pattern {item.pattern} cannot be checked any more ({why}); ask again without it"
+    if item.pattern is not None and not fullmatch(item.pattern, value):  # RE2: linear, bounded by text_limit
         return f"not {item.pattern_hint}" if item.pattern_hint else f"does not match the pattern {item.pattern}"
     return None
 

@@ -27,15 +27,12 @@ class ToolError(ParleyError):
 
 
 def _validator(schema: dict[str, Any]) -> Any:
-    """A jsonschema validator for `schema` (draft 2020-12 unless it says otherwise)."""
+    """A jsonschema validator for `schema` (draft 2020-12 unless it says otherwise), patterns in RE2."""
     try:
-        from jsonschema import Draft202012Validator
-        from jsonschema.validators import validator_for
+        from workers.json_schemas import linear_validator
     except ImportError:  # pragma: no cover - depends on the installation
         raise ConfigError("checking tool arguments needs the jsonschema package: pip install jsonschema") from None
-    cls = validator_for(schema, default=Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema)
+    return linear_validator(schema)
 
 
 @dataclass(frozen=True)

@@ -166,9 +166,9 @@ def api_idempotency(owner: str, key_digest: str) -> str:
     return f"{PREFIX}api:idem:{owner}:{key_digest}"
 
 
-def api_rate(bucket: str, window: int) -> str:
-    """String with a TTL: what one bucket (a token's owner id, `auth-failed:<address>`) spent in one window."""
-    return f"{PREFIX}api:rate:{bucket}:{window}"
+def api_rate(bucket: str) -> str:
+    """List with a TTL: when one bucket (a token's owner id, `auth-failed:<address>`) spent, newest first."""
+    return f"{PREFIX}api:rates:{bucket}"
 
 
 # ---- how fast runs are started from Slack (workers/store/starts.py) ------------------------

@@ -2,7 +2,7 @@
 
 An API question is a run of the built-in `question` agent (its id is the run's id); this
 store holds what the run does not: which token asked, where, the callback and metadata,
-the idempotency keys, the rate-limit windows (per token, and of failed bearer tokens per
+the idempotency keys, the rate-limit logs (`rates.py`: per token, and of failed bearer tokens per
 client address), the tokens themselves (by the sha256 of their value only), the state of
 each webhook delivery, and the asker's sealed copy of a question's secret answers until it
 reads them once.
@@ -11,7 +11,6 @@ reads them once.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from redis.exceptions import WatchError
 
 from workers.logs import Log
 from workers.store import journal_names, keys
+from workers.store.rates import RateLog
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.replies import reply
 from workers.store.runs import stage_create
@@ -46,6 +46,7 @@ class QuestionStore:
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
+        self.rates = RateLog(redis)
 
     # ---- tokens ----------------------------------------------------------------
     def add_token(self, record: ApiTokenRecord) -> bool:
@@ -84,27 +85,13 @@ class QuestionStore:
 
     # ---- rate limits -----------------------------------------------------------
     def hit(self, bucket: str, limit: int, window: int, now: float | None = None, *, cost: int = 1) -> float:
-        """Count `cost` requests of `bucket` (a token's owner id, a client address) in the current fixed window.
-
-        Returns 0 when it is within `limit`, else the seconds until the window ends. A fixed
-        window is one INCRBY and one EXPIRE on the request path; that is all a per-token cap
-        needs, so no rate-limit library is brought in for it.
-        """
-        now = time.time() if now is None else now
-        slot = int(now // window)
-        key = keys.api_rate(bucket, slot)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.incrby(key, cost)
-        pipe.expire(key, window + 1)
-        count = int(pipe.execute()[0])
-        return 0.0 if count <= limit else max(0.001, (slot + 1) * window - now)
+        """Count `cost` requests of `bucket` (a token's owner id, a client address) if they fit in
+        `limit` over any `window` seconds: 0 when they do, else the seconds until they would."""
+        return self.rates.hit(bucket, limit, window, now, cost=cost)
 
     def over(self, bucket: str, limit: int, window: int, now: float | None = None) -> float:
-        """Like `hit` without counting: the seconds until the window ends when `bucket` is over `limit`, else 0."""
-        now = time.time() if now is None else now
-        slot = int(now // window)
-        count = int(reply(self.redis.get(keys.api_rate(bucket, slot))) or 0)
-        return 0.0 if count <= limit else max(0.001, (slot + 1) * window - now)
+        """Like `hit` without counting: the seconds until `bucket` has room when it is full, else 0."""
+        return self.rates.over(bucket, limit, window, now)
 
     # ---- idempotency -----------------------------------------------------------
     def release_idempotency(self, owner: str, key_digest: str, question_id: str) -> None:

@@ -1,0 +1,84 @@
+"""jsonschema validators whose `pattern` and `patternProperties` match with RE2, in linear time.
+
+jsonschema matches these keywords with Python's `re`, which backtracks: a schema
+from someone else (a tool's arguments, an upstream's input schema) with `(a|a)*b`
+would stall the process on forty a's. Every pattern here goes through
+`workers.interaction.patterns` instead, and a schema whose patterns RE2 cannot
+compile is refused when the validator is made, naming the pattern's place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend, validator_for
+
+from workers.interaction.patterns import problem, search
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, given: dict[str, Any], instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in given.items():
+        for key, value in instance.items():
+            if search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """jsonschema's own, with the properties a `patternProperties` pattern names found by RE2."""
+    if not validator.is_type(instance, "object"):
+        return
+    named, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = sorted(k for k in instance if k not in named and not any(search(p, k) for p in patterns))
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, extras))} unexpected)")
+
+
+def schema_pattern_problems(schema: Any, where: str = "") -> list[str]:
+    """Each pattern in `schema` RE2 cannot compile, and each use jsonschema would match with `re`, by place."""
+    found: list[str] = []
+    if isinstance(schema, list):
+        for i, sub in enumerate(schema):
+            found += schema_pattern_problems(sub, f"{where}/{i}")
+    if not isinstance(schema, dict):
+        return found
+    if isinstance(schema.get("pattern"), str) and (why := problem(schema["pattern"])):
+        found.append(f"{where or '/'}: pattern {schema['pattern']!r}: {why}")
+    given = schema.get("patternProperties")
+    if isinstance(given, dict):
+        found += [f"{where or '/'}: patternProperties {p!r}: {why}" for p in given if (why := problem(p))]
+    if "unevaluatedProperties" in schema and given:
+        found.append(f"{where or '/'}: unevaluatedProperties beside patternProperties is not supported")
+    for key, sub in schema.items():
+        if key not in ("pattern", "const", "enum", "default", "examples") and isinstance(sub, dict | list):
+            found += schema_pattern_problems(sub, f"{where}/{key}")
+    return found
+
+
+def linear_validator(schema: dict[str, Any]) -> Validator:
+    """A validator for `schema` (draft 2020-12 unless it says otherwise) matching patterns with RE2.
+
+    `ValueError` listing the places whose patterns RE2 cannot compile; jsonschema's
+    `SchemaError` when the schema itself is not valid.
+    """
+    cls = validator_for(schema, default=Draft202012Validator)
+    cls.check_schema(schema)
+    if problems := schema_pattern_problems(schema):
+        raise ValueError("; ".join(problems))
+    linear = extend(
+        cls,
+        {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+    )
+    return linear(schema)
