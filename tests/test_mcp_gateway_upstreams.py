@@ -195,7 +195,8 @@ def test_a_crashed_upstream_is_unlisted_and_reconnected_once_it_can_start(gatewa
     async def scenario() -> tuple[CallToolResult, list[str], CallToolResult, CallToolResult]:
         async with gateway.open(config(files), backoff=(0.2, 0.5)) as client:
             (files / DOWN).touch()  # it cannot start again, for now
-            crashed = await client.call_tool("files.crash", {})
+            with anyio.fail_after(20):
+                crashed = await client.call_tool("files.crash", {})
             await until("its tools to be unlisted", lambda: _none_listed(client))
             unlisted = sorted(await listed(client))
             unreachable = await client.call_tool("files.read_file", {"path": "a.txt"})
@@ -225,7 +226,8 @@ def test_a_tool_redefined_while_its_call_waited_is_not_forwarded_on_the_old_appr
 ) -> None:
     async def scenario() -> tuple[CallToolResult, CallToolResult, int]:
         async with gateway.open(config(files, rules=PAY_ASKED)) as client:
-            too_much = await client.call_tool("files.pay", {"amount": 5000, "account": "outside-1"})
+            with anyio.fail_after(20):  # refused at once: nobody is asked
+                too_much = await client.call_tool("files.pay", {"amount": 5000, "account": "outside-1"})
             asked_before = len(bot.ws.calls("chat.postMessage"))
             got: dict[str, CallToolResult] = {}
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 
-from bot.mcp.gateway.checks import arguments_refused, fields_refused, still_the_same
+from bot.mcp.gateway.checks import arguments_refused_off_loop, fields_refused, still_the_same
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
 from bot.mcp.rules import Rule, RulesConfig, redacted, with_redacted_restored
 from workers.interaction import ContextError, FormError
@@ -191,9 +192,9 @@ class Approvals:
             await self._history(run_id, "not forwarded", by, tool=name, detail=changed)
             log.warning("approved call not forwarded: its tool changed", run_id=run_id, tool=name)
             return changed
-        why = arguments_refused(call.target, arguments)
+        why = await arguments_refused_off_loop(call.target, arguments)
         if why is not None:
-            fields = fields_refused(call.target, arguments)
+            fields = await anyio.to_thread.run_sync(fields_refused, call.target, arguments)
             await self._history(run_id, "not forwarded", by, tool=name, detail="the input schema refused", at=fields)
             log.warning("approved call not forwarded: its arguments", run_id=run_id, tool=name, at=fields)
             return why

@@ -13,6 +13,7 @@ import hashlib
 import json
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 
 from bot.mcp.gateway.upstreams import Target, Upstreams
@@ -36,6 +37,11 @@ def arguments_refused(target: Target, arguments: dict[str, Any]) -> str | None:
     if not found:
         return None
     return f"{target.full_name}: the arguments do not meet the tool's input schema: {said(found)}"
+
+
+async def arguments_refused_off_loop(target: Target, arguments: dict[str, Any]) -> str | None:
+    """`arguments_refused` in a worker thread: a costly schema never stalls the event loop."""
+    return await anyio.to_thread.run_sync(arguments_refused, target, arguments)
 
 
 def fields_refused(target: Target, arguments: dict[str, Any]) -> list[str]:
