@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 from inprocess_bot import CHANNEL, Bot
 from mcp import Client
 from mcp.client.client import ConnectMode
+from slack_bolt import BoltResponse
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 
@@ -65,14 +66,16 @@ class Gateway:
         session: str = "session-1",
         flat: bool = False,
         progress_every: float = 15.0,
-        mode: ConnectMode = "auto",
+        mode: ConnectMode | None = None,
+        backoff: tuple[float, float] = (1.0, 60.0),
     ) -> AsyncIterator[Client]:
+        """`mode` None: each upstream's `protocol` in `config` (the handshake unless it says otherwise)."""
         service = QuestionService(self.bot.runtime)
         closings = Closings(aioredis.Redis.from_url(self.redis_url))
         caller = Caller("gateway-tests", via="mcp")
         await closings.start()
         try:
-            async with Upstreams(config, flat=flat, mode=mode) as upstreams:
+            async with Upstreams(config, flat=flat, mode=mode, backoff=backoff) as upstreams:
                 server = build_gateway(
                     service, closings, upstreams, lambda ctx: caller, lambda ctx: session, progress_every=progress_every
                 )
@@ -115,6 +118,10 @@ class Gateway:
         return self.bot.ws.open_views(APPROVER)[-1]
 
     def submit(self, view: dict[str, Any], fills: dict[str, str]) -> None:
-        state = form_state(view["blocks"], fills)
-        ack = self.bot.interact(view_submission_payload(user=APPROVER, view=view, state_values=state))
+        ack = self.try_submit(view, fills)
         assert (ack.status, ack.body) == (200, ""), ack.body
+
+    def try_submit(self, view: dict[str, Any], fills: dict[str, str]) -> BoltResponse:
+        """Slack's signed view_submission of `view` filled with `fills`, and the app's ack of it."""
+        state = form_state(view["blocks"], fills)
+        return self.bot.interact(view_submission_payload(user=APPROVER, view=view, state_values=state))

@@ -8,6 +8,7 @@ RQ worker; the decision is read back by long-poll, by the Python client and by M
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import redis
 import redis.asyncio as aioredis
 from inprocess_bot import CHANNEL, Bot, running_bot
 from runtime_helpers import work
-from slack_forms import button_action, find_element
+from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -185,3 +186,35 @@ def test_a_question_over_the_api_names_no_model(server: tuple[str, str]) -> None
     )
     assert resp.status_code == 422
     assert "a pydantic model is named only by an agent's run.ask_form" in resp.text
+
+
+def test_an_edit_the_approvals_schema_refuses_is_refused_in_slack_naming_the_field(
+    bot: Bot, server: tuple[str, str]
+) -> None:
+    """Parley's number item reads `exclusiveMinimum` as an inclusive bound; the schema itself is checked too."""
+    url, token = server
+    schema = {"type": "object", "properties": {"amount": {"type": "number", "exclusiveMinimum": 0}}}
+    args = {"amount": 50.0, "to": "acct-7"}
+    body = {"channel": CHANNEL, "action": "Pay", "args": args, "schema": schema, "assignees": [USER]}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as api:
+        created = api.post("/approvals", json=body)
+        assert created.status_code == 201, created.text
+        question = created.json()
+        message = bot.ws.message(CHANNEL, question["message_ts"])
+        assert message is not None
+        form = modal(bot, message, "parley_open_form")
+        zero = bot.interact(
+            view_submission_payload(user=USER, view=form, state_values=form_state(form["blocks"], {"Amount": "0"}))
+        )
+        assert zero.status == 200 and "errors" in zero.body
+        refused = json.loads(zero.body)
+        assert api.get(f"/questions/{question['id']}").json()["status"] == "waiting"  # nothing was decided
+        fixed = bot.interact(
+            view_submission_payload(user=USER, view=form, state_values=form_state(form["blocks"], {"Amount": "20"}))
+        )
+        assert (fixed.status, fixed.body) == (200, "")
+        work(bot.runtime)
+        answered = api.get(f"/questions/{question['id']}", params={"wait": 5}).json()
+    assert refused["response_action"] == "errors"
+    assert [(k.split("|")[-1], v) for k, v in refused["errors"].items()] == [("amount", "must be more than 0")]
+    assert answered["decision"]["args"] == {"amount": 20, "to": "acct-7"}

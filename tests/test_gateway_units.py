@@ -1,11 +1,13 @@
-"""The gateway's pieces that need no Redis: durations in words, the standing approval in the port's
+"""The gateway's pieces that need no Redis: durations in words, deadlines, the standing approval in the port's
 approval model, and rules files the gateway refuses to serve."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from bot.mcp.gateway.approvals import STANDING, human
+from bot.mcp.gateway.deadlines import Clock
 from bot.mcp.gateway.upstreams import Upstreams
 from bot.mcp.rules import RulesError, parse_config
 from workers.interaction import Answer
@@ -49,3 +51,29 @@ def test_the_gateway_refuses_flat_with_several_upstreams_and_a_file_without_upst
     Upstreams(two)  # prefixed, two are fine
     with pytest.raises(RulesError, match="names no `upstreams`"):
         Upstreams(parse_config("rules: []", {}))
+
+
+def test_an_upstreams_deadline_stands_still_while_people_answer_its_elicitation() -> None:
+    clock = Clock(0.3)
+
+    async def scenario() -> tuple[bool, bool]:
+        with clock.deadline() as held_scope:
+            with clock.held():
+                await anyio.sleep(0.5)  # people's time: longer than the deadline, and not counted
+            await anyio.sleep(0.1)
+        with clock.deadline() as plain:
+            await anyio.sleep(1)
+        return held_scope.cancelled_caught, plain.cancelled_caught
+
+    assert anyio.run(scenario) == (False, True)
+
+
+def test_the_rules_file_gives_each_upstream_its_protocol_timeout_and_elicitation_caps() -> None:
+    config = parse_config('upstreams: {a: {command: ["x"]}, b: {url: "https://b.example/mcp", timeout: 2.5}}', {})
+    a, b = config.upstreams["a"], config.upstreams["b"]
+    assert (a.protocol, a.timeout, a.elicitations.per_call, a.elicitations.per_minute) == ("legacy", 300, 3, 10)
+    assert b.timeout == 2.5
+    with pytest.raises(RulesError, match="timeout: Input should be greater than 0"):
+        parse_config('upstreams: {a: {command: ["x"], timeout: 0}}', {})
+    with pytest.raises(RulesError, match="per_call: Input should be greater than or equal to 0"):
+        parse_config('upstreams: {a: {command: ["x"], elicitations: {per_call: -1}}}', {})

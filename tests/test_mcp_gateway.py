@@ -77,7 +77,8 @@ def test_tools_are_listed_prefixed_with_the_upstreams_schemas(gateway: Gateway, 
 
     prefixed, flat = anyio.run(scenario)
     by_name = {t.name: t for t in prefixed}
-    listed = {"write_file", "read_file", "ask_person", "open_link", "ask_nested", "ask_code"}
+    listed = {"write_file", "read_file", "ask_person", "open_link", "ask_nested", "ask_code", "ask_plainly"}
+    listed |= {"ask_many", "hang", "crash", "pay", "redefine"}
     assert set(by_name) == {f"files.{name}" for name in listed}
     write = by_name["files.write_file"]
     assert write.description == "Write text to a file under the directory."

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from workers.exceptions import ParleyError
@@ -58,8 +59,22 @@ class Rule(BaseModel):
 ASK_BY_DEFAULT = Rule(tools="*", action=Action.ASK)
 
 
+class ElicitationLimits(BaseModel):
+    """How many elicitations an upstream may put to people: per tool call, and per minute."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    per_call: int = Field(default=3, ge=0, le=100)
+    per_minute: int = Field(default=10, ge=0, le=1000)
+
+
 class Upstream(BaseModel):
-    """An upstream MCP server: a command run over stdio, or a streamable HTTP URL with headers."""
+    """An upstream MCP server: a command run over stdio, or a streamable HTTP URL with headers.
+
+    `protocol` is how the gateway connects: "legacy" (the initialize handshake, which every
+    SDK's `ctx.elicit` needs), "auto" (discover, else the handshake) or a 2026-07-28 version.
+    `timeout` is how long one call may take, not counting people answering its elicitations.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,6 +82,17 @@ class Upstream(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    protocol: str = "legacy"
+    timeout: float = Field(default=300, gt=0, le=86400)
+    elicitations: ElicitationLimits = Field(default_factory=ElicitationLimits)
+
+    @field_validator("protocol")
+    @classmethod
+    def _protocol(cls, protocol: str) -> str:
+        known = ("legacy", "auto", *MODERN_PROTOCOL_VERSIONS)
+        if protocol not in known:
+            raise ValueError(f"`protocol` {protocol!r} is not one of {', '.join(known)}")
+        return protocol
 
     @model_validator(mode="after")
     def _one_transport(self) -> Upstream:

@@ -89,12 +89,16 @@ def approval_request(
     schema: dict[str, Any] | type[BaseModel] | None = None,
     editable: bool | list[str] = True,
     standing: str | None = None,
+    input_schema: dict[str, Any] | None = None,
     **options: Any,
 ) -> Request:
     """The request asking to approve `action` with `args`; arguments no item fits are shown, not editable.
 
-    `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`), when one may be given."""
+    `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`), when one may be given.
+    `input_schema`: what edited arguments must meet (by default `schema`'s), checked when answered."""
     canonical(args)  # plain JSON of bounded size, or ContextError: the approval is bound to it
+    if input_schema is None and schema is not None:
+        input_schema = schema_of(schema)
     typed = schema_items(schema_of(schema), only=list(args)) if schema is not None else {}
     items: list[Item] = []
     for name in _editable_names(args, editable):
@@ -121,7 +125,9 @@ def approval_request(
         ],
     )
     reason = Item(id=REASON_ID, text="Reason", type=ItemType.FREE_TEXT, required=False)
-    approval = Approval(action=action, args=args, editable=[i.id for i in items], standing=standing)
+    approval = Approval(
+        action=action, args=args, editable=[i.id for i in items], standing=standing, input_schema=input_schema
+    )
     return Request.model_validate(
         {"reason": options.pop("reason", None) or action[:REASON_MAX], **options}
         | {"items": [*items, decision, reason], "approval": approval}

@@ -258,6 +258,8 @@ class Approval(_Strict):
     editable: list[str] = Field(default_factory=list)
     standing: Annotated[str | None, Field(min_length=1, max_length=75)] = None
     """When set, a standing approval may be chosen too (`APPROVE_STANDING`), labelled with this text."""
+    input_schema: dict[str, Any] | None = None
+    """The JSON Schema the action's arguments must meet: an edit that does not is refused, naming the field."""
 
 
 class Request(_Strict):

@@ -12,6 +12,7 @@ from workers import metrics
 from workers.exceptions import ParleyError, SecretKeyMissing
 from workers.interaction import Answer, AnswerError
 from workers.logs import Log
+from workers.runtime.arg_schema import edit_problems
 from workers.runtime.group_close import close_member
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
@@ -225,6 +226,10 @@ def accept(
     except AnswerError as exc:
         labels = {item.id: item.text for item in interrupt.request.items}  # what people read, by item id
         raise AcceptRefused(Refusal(RefusalReason.INVALID, errors=exc.errors, labels=labels)) from None
+    broken = edit_problems(interrupt.request, valid)
+    if broken:  # an edit the action's own schema refuses: the person fixes the field it names
+        labels = {item.id: item.text for item in interrupt.request.items}
+        raise AcceptRefused(Refusal(RefusalReason.INVALID, errors=broken, labels=labels))
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
         closed = close_member(
             runtime,

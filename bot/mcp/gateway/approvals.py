@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 
+from bot.mcp.gateway.checks import arguments_refused_off_loop, fields_refused, still_the_same
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
 from bot.mcp.rules import Rule, RulesConfig, redacted, with_redacted_restored
 from workers.interaction import ContextError, FormError
@@ -132,7 +134,7 @@ class Approvals:
         try:
             request = approval_request(action, shown, schema=dict(tool.input_schema), **options)
         except FormError:  # a schema Parley's items do not cover: the values' types decide
-            request = approval_request(action, shown, **options)
+            request = approval_request(action, shown, input_schema=dict(tool.input_schema), **options)
         return QuestionCreate(request=request, channel=self.config.channel, context=shown)
 
     async def _wait(self, qid: str, call: Call, report: Report) -> QuestionView:
@@ -168,6 +170,9 @@ class Approvals:
         self, call: Call, arguments: dict[str, Any], run_id: str, *, by: str = "", edited: bool = False
     ) -> types.CallToolResult:
         name = call.target.full_name
+        refused = await self._refused(call, arguments, run_id, by)
+        if refused is not None:
+            return error(refused)
         shown = redacted(arguments, call.rule.redact)
         await self._history(run_id, "forwarded", by, tool=name, args=shown, edited=edited)
         try:
@@ -178,6 +183,22 @@ class Approvals:
         await self._history(run_id, "upstream answered", tool=name, is_error=bool(result.is_error))
         log.info("tool call forwarded", run_id=run_id, tool=name, by=by, is_error=bool(result.is_error))
         return result
+
+    async def _refused(self, call: Call, arguments: dict[str, Any], run_id: str, by: str) -> str | None:
+        """Why the approved call may not be forwarded now (its tool changed, or its arguments do not fit)."""
+        name = call.target.full_name
+        changed = still_the_same(self.upstreams, call.target)
+        if changed is not None:
+            await self._history(run_id, "not forwarded", by, tool=name, detail=changed)
+            log.warning("approved call not forwarded: its tool changed", run_id=run_id, tool=name)
+            return changed
+        why = await arguments_refused_off_loop(call.target, arguments)
+        if why is not None:
+            fields = await anyio.to_thread.run_sync(fields_refused, call.target, arguments)
+            await self._history(run_id, "not forwarded", by, tool=name, detail="the input schema refused", at=fields)
+            log.warning("approved call not forwarded: its arguments", run_id=run_id, tool=name, at=fields)
+            return why
+        return None
 
     async def _client_gone(self, call: Call, qid: str) -> None:
         """The call was cancelled, or its session closed, while it waited: it is never forwarded now."""

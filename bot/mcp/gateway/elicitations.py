@@ -19,7 +19,8 @@ within a gateway call (`Elicitations.calling`): on a 2026-07-28 connection it ar
 call's own context; a handshake-era `elicitation/create` carries no link to its call, so it is
 the call's when that call is the only one waiting on that upstream, else the upstream's alone.
 Nothing of the message or the answers is logged; only the question's run id, the upstream and
-the outcome.
+the outcome. An upstream past its `elicitations` caps gets `decline` and nobody is asked
+(`budget`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import anyio
 import mcp_types as types
 
 from bot.mcp.elicitation import ELICITATION, elicit_result
+from bot.mcp.gateway.budget import Budget
 from bot.mcp.rules import RulesConfig
 from workers.interaction import Item, ItemType, Option, Request
 from workers.interaction.elicitation import ElicitationSchemaError, content_shape, items_from_requested_schema
@@ -76,6 +78,7 @@ class Elicitations:
         self.config = config
         self.progress_every = progress_every
         self._calls: dict[str, list[Asking]] = {}
+        self.budget = Budget(config)
 
     @contextlib.asynccontextmanager
     async def calling(self, call: Asking) -> AsyncIterator[None]:
@@ -87,6 +90,7 @@ class Elicitations:
             yield
         finally:
             calls.remove(call)
+            self.budget.done(call)
             _asking.reset(token)
 
     def _call_of(self, upstream: str) -> Asking | None:
@@ -101,6 +105,11 @@ class Elicitations:
         call = self._call_of(upstream)
         caller = call.caller if call is not None else Caller(f"upstream {upstream}", via="mcp")
         who = f"{call.tool}, called by {call.caller.name}," if call is not None else f"The upstream {upstream}"
+        over = self.budget.spend(upstream, call)
+        if over is not None:  # nobody is pinged: the upstream hears decline, and why
+            tool = call.tool if call is not None else ""
+            log.warning("upstream elicitation declined", upstream=upstream, tool=tool, reason=over)
+            return types.ElicitResult(action="decline", _meta={"parley/reason": over})
         try:
             body, schema = self._question(who, params)
         except ElicitationSchemaError as exc:

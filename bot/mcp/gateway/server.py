@@ -15,6 +15,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
+from bot.mcp.gateway.checks import arguments_refused_off_loop
 from bot.mcp.gateway.elicitations import Asking, Elicitations
 from bot.mcp.gateway.upstreams import GatewayError, Upstreams
 from bot.mcp.rules import Action, RulesConfig
@@ -66,6 +67,10 @@ class GatewayTools:
         if rule.action is Action.DENY:
             log.info("tool call denied", tool=target.full_name, origin=caller.name)
             return error(f"{target.full_name} is denied: {rule.reason or 'the gateway rules deny it'}")
+        refused = await arguments_refused_off_loop(target, args) if rule.action is Action.ASK else None
+        if refused is not None:  # nobody is asked to approve a call the tool, as it is now, refuses
+            log.info("tool call refused by its input schema", tool=target.full_name, origin=caller.name)
+            return error(refused)
 
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)

@@ -2,7 +2,11 @@
 
 Each upstream is held open by a task of its own (the SDK's `Client`, over stdio or streamable
 HTTP), so an upstream that fails to start, or dies later, is an error on its own tools' calls
-and never stops the gateway or the other upstreams. A tool is listed as `<upstream>.<tool>`
+and never stops the gateway or the other upstreams. One that goes away is reconnected, after a
+wait that doubles up to a minute; until then its tools are not listed. Its tools are read again
+when it says they changed (`notifications/tools/list_changed`). It is reached over the
+handshake-era protocol unless its `protocol` says otherwise, so an upstream's `ctx.elicit`
+works, and each call has the upstream's `timeout` (`deadlines`). A tool is listed as `<upstream>.<tool>`
 (unprefixed with `flat`, which needs exactly one upstream) with the upstream's input schema,
 description, annotations and output schema unchanged; the rules always see the full name.
 """
@@ -21,15 +25,21 @@ from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.client import ConnectMode
 from mcp.client.session import ClientRequestContext
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from bot.mcp.gateway.deadlines import Clock, human
+from bot.mcp.gateway.watch import watched
 from bot.mcp.rules import RulesConfig, RulesError, Upstream
 from workers.exceptions import ParleyError
 from workers.logs import Log
 
 log = Log("parley.mcp.gateway")
 CONNECT_TIMEOUT = 30.0
+BACKOFF = (1.0, 60.0)
+"""The first and the longest wait, in seconds, before reconnecting to an upstream that went away."""
+STEADY = 60.0
+"""Seconds a session must have lasted for the next reconnection to start again from the first wait."""
 Elicit = Callable[[str, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 """Answers upstream `name`'s elicitation (`bot.mcp.gateway.elicitations`)."""
 
@@ -50,24 +60,49 @@ class Target:
         return f"{self.upstream}.{self.tool.name}"
 
 
-async def _client(upstream: Upstream, held: contextlib.AsyncExitStack, on_elicit: Any, mode: ConnectMode) -> Client:
+async def _client(
+    upstream: Upstream, held: contextlib.AsyncExitStack, on_elicit: Any, mode: ConnectMode, watch: Watch
+) -> Client:
     """The SDK's client for `upstream`, not yet connected; an HTTP client it needs is closed with `held`."""
+    options: dict[str, Any] = {"elicitation_callback": on_elicit, "mode": mode, "message_handler": watch.message}
     if upstream.command is not None:
         command, *args = upstream.command
         params = StdioServerParameters(command=command, args=args, env=dict(upstream.env) or None)
-        return Client(params, elicitation_callback=on_elicit, mode=mode)
+        return Client(watched(stdio_client(params), watch.gone), cache=None, **options)
     assert upstream.url is not None
     timeout = httpx2.Timeout(30, read=300)
     http = await held.enter_async_context(httpx2.AsyncClient(headers=dict(upstream.headers), timeout=timeout))
     transport = streamable_http_client(upstream.url, http_client=http)
-    return Client(transport, elicitation_callback=on_elicit, mode=mode)
+    return Client(watched(transport, watch.gone), cache=None, **options)
+
+
+class Watch:
+    """What one upstream session says about itself: that it went away, or that its tools changed."""
+
+    def __init__(self) -> None:
+        self.gone = anyio.Event()
+        self._changed, self.changes = anyio.create_memory_object_stream[None](1)
+
+    async def message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            with contextlib.suppress(anyio.WouldBlock):
+                self._changed.send_nowait(None)
 
 
 class Upstreams:
     """The upstream sessions of one gateway, open between `__aenter__` and `__aexit__`."""
 
-    def __init__(self, config: RulesConfig, *, flat: bool = False, mode: ConnectMode = "auto") -> None:
-        """`mode` is the SDK's protocol negotiation ("legacy": the initialize handshake only)."""
+    def __init__(
+        self,
+        config: RulesConfig,
+        *,
+        flat: bool = False,
+        mode: ConnectMode | None = None,
+        backoff: tuple[float, float] = BACKOFF,
+    ) -> None:
+        """`mode` overrides each upstream's `protocol` (the SDK's negotiation; "legacy": the handshake).
+
+        `backoff`: the first and the longest wait before reconnecting to an upstream that went away."""
         if not config.upstreams:
             raise RulesError("the gateway's rules file names no `upstreams`")
         if flat and len(config.upstreams) != 1:
@@ -75,9 +110,11 @@ class Upstreams:
         self.config = config
         self.flat = flat
         self.mode = mode
+        self.backoff = backoff
         self.clients: dict[str, Client] = {}
         self.tools: dict[str, list[types.Tool]] = {}
         self.errors: dict[str, str] = {}
+        self.clocks = {name: Clock(upstream.timeout) for name, upstream in config.upstreams.items()}
         self.elicit: Elicit | None = None
         """Set by the gateway's server: who answers an upstream's elicitation (none: it is refused)."""
         self._stop = anyio.Event()
@@ -97,35 +134,79 @@ class Upstreams:
         self._stop.set()
 
     async def _hold(self, name: str, upstream: Upstream, *, task_status: TaskStatus[None]) -> None:
-        """Open `name`'s session, list its tools, and keep it open until the gateway stops."""
+        """Keep `name`'s session open until the gateway stops, reconnecting with backoff when it goes."""
         started = False
-        try:
 
-            async def on_elicit(
-                context: ClientRequestContext, params: types.ElicitRequestParams
-            ) -> types.ElicitResult | types.ErrorData:
-                if self.elicit is None:
-                    return types.ErrorData(code=types.INVALID_REQUEST, message="the gateway answers no elicitation")
+        def ready() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
+        delay = self.backoff[0]
+        while not self._stop.is_set():
+            lasted = await self._session(name, upstream, ready)
+            ready()
+            if self._stop.is_set():
+                return
+            delay = self.backoff[0] if lasted >= STEADY else min(delay * 2, self.backoff[1])
+            log.info("upstream reconnecting", upstream=name, after=delay)
+            with anyio.move_on_after(delay):
+                await self._stop.wait()
+
+    async def _session(self, name: str, upstream: Upstream, ready: Callable[[], None]) -> float:
+        """Open `name`'s session, list its tools, and hold it while it lasts: how long it was up."""
+
+        async def on_elicit(
+            context: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult | types.ErrorData:
+            if self.elicit is None:
+                return types.ErrorData(code=types.INVALID_REQUEST, message="the gateway answers no elicitation")
+            with self.clocks[name].held():  # people's time is not the upstream's
                 return await self.elicit(name, params)
 
+        watch = Watch()
+        mode = self.mode or upstream.protocol
+        since = None
+        try:
             async with (
                 contextlib.AsyncExitStack() as held,
-                await _client(upstream, held, on_elicit, self.mode) as client,
+                await _client(upstream, held, on_elicit, mode, watch) as client,
             ):
                 with anyio.fail_after(CONNECT_TIMEOUT):
                     listed = await client.list_tools()
                 self.clients[name], self.tools[name] = client, list(listed.tools)
+                self.errors.pop(name, None)
                 log.info("upstream connected", upstream=name, tools=len(listed.tools))
-                task_status.started()
-                started = True
-                await self._stop.wait()
+                ready()
+                since = anyio.current_time()
+                await self._watch(name, client, watch)
         except Exception as exc:  # an upstream that cannot start or dies: its tools answer with why
             self.errors[name] = _why(exc)
-            self.clients.pop(name, None)
             log.warning("upstream unreachable", upstream=name, error=self.errors[name])
         finally:
-            if not started:
-                task_status.started()
+            self.clients.pop(name, None)
+            self.tools.pop(name, None)  # listed only while it answers
+        if watch.gone.is_set() and not self._stop.is_set():
+            self.errors[name] = "its connection closed; the gateway is reconnecting"
+            log.warning("upstream went away", upstream=name)
+        return anyio.current_time() - since if since is not None else 0.0
+
+    async def _watch(self, name: str, client: Client, watch: Watch) -> None:
+        """Until the gateway stops or the upstream goes: re-read its tools each time it says they changed."""
+        async with anyio.create_task_group() as tg:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until, self._stop)
+            tg.start_soon(until, watch.gone)
+            async for _ in watch.changes:
+                with anyio.fail_after(CONNECT_TIMEOUT):
+                    listed = await client.list_tools()
+                self.tools[name] = list(listed.tools)
+                log.info("upstream tools changed", upstream=name, tools=len(listed.tools))
 
     # ---- tools ---------------------------------------------------------------------------
     def listed_name(self, target: Target) -> str:
@@ -163,10 +244,23 @@ class Upstreams:
         client = self.clients.get(target.upstream)
         if client is None:
             raise GatewayError(f"upstream {target.upstream!r} is unreachable: {self.errors.get(target.upstream)}")
+        clock = self.clocks[target.upstream]
         try:
-            return await client.call_tool(target.tool.name, arguments)
+            with clock.deadline() as deadline:
+                return await client.call_tool(target.tool.name, arguments)
         except Exception as exc:
             raise GatewayError(f"upstream {target.upstream!r} failed on {target.tool.name}: {_why(exc)}") from exc
+        if deadline.cancelled_caught:
+            log.warning("upstream call timed out", upstream=target.upstream, tool=target.tool.name)
+            raise GatewayError(
+                f"upstream {target.upstream!r} did not answer {target.tool.name} within {human(clock.seconds)}"
+                " (its `timeout`); the call was stopped"
+            )
+        raise GatewayError(f"upstream {target.upstream!r} gave no result for {target.tool.name}")
+
+    def current(self, target: Target) -> types.Tool | None:
+        """The tool `target` names as its upstream lists it now; None when it is gone."""
+        return next((t for t in self.tools.get(target.upstream, []) if t.name == target.tool.name), None)
 
 
 def _why(exc: BaseException) -> str:

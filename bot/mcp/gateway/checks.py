@@ -1,0 +1,62 @@
+"""What the gateway checks of a call before it asks about it, and again before it forwards it.
+
+A call's arguments must meet the tool's current `inputSchema` (`workers.runtime.arg_schema`),
+so nobody is asked to approve a call the tool would refuse, and an edit cannot slip past it.
+A tool is known by a digest of its whole definition when it is asked about; if the upstream
+changed the tool while the call waited, the approval was given for something else, and the
+call is not forwarded: the caller calls again, and people are asked about the tool as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+
+from bot.mcp.gateway.upstreams import Target, Upstreams
+from workers.runtime.arg_schema import SchemaUnusable, problems, said
+
+CHANGED = "the tool changed while it waited for approval; call it again"
+
+
+def digest(tool: types.Tool) -> str:
+    """A digest of everything the upstream says about `tool`: name, description, schemas, annotations."""
+    definition = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
+
+
+def arguments_refused(target: Target, arguments: dict[str, Any]) -> str | None:
+    """Why `arguments` do not meet `target`'s input schema; None when they do."""
+    try:
+        found = problems(dict(target.tool.input_schema), arguments)
+    except SchemaUnusable as exc:
+        return f"{target.full_name}'s input schema cannot be checked ({exc}); nothing was forwarded"
+    if not found:
+        return None
+    return f"{target.full_name}: the arguments do not meet the tool's input schema: {said(found)}"
+
+
+async def arguments_refused_off_loop(target: Target, arguments: dict[str, Any]) -> str | None:
+    """`arguments_refused` in a worker thread: a costly schema never stalls the event loop."""
+    return await anyio.to_thread.run_sync(arguments_refused, target, arguments)
+
+
+def fields_refused(target: Target, arguments: dict[str, Any]) -> list[str]:
+    """The argument paths that do not meet `target`'s schema, without the values: safe to record."""
+    try:
+        return sorted(problems(dict(target.tool.input_schema), arguments))
+    except SchemaUnusable:
+        return ["(the input schema cannot be checked)"]
+
+
+def still_the_same(upstreams: Upstreams, target: Target) -> str | None:
+    """Why `target` may not be forwarded as it was asked about; None when its upstream lists it unchanged."""
+    now = upstreams.current(target)
+    if now is None:
+        return f"{target.full_name} is no longer listed by its upstream; nothing was forwarded"
+    if digest(now) != digest(target.tool):
+        return f"{target.full_name}: {CHANGED}"
+    return None

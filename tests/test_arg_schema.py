@@ -1,0 +1,75 @@
+"""Arguments checked against a tool's JSON Schema: what is refused, in words a person can act on,
+and the schemas that are not used rather than trusted (patterns, self-reference, remote `$ref`s)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from workers.interaction import Answer
+from workers.interaction.approval import approval_answers, approval_request
+from workers.runtime.arg_schema import SchemaUnusable, edit_problems, problems
+
+pytestmark = pytest.mark.unit
+
+PAY = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+        "account": {"type": "string", "maxLength": 12},
+        "pattern": {"type": "string"},
+    },
+    "required": ["amount", "account"],
+}
+
+
+def test_each_broken_rule_is_named_by_its_field_without_echoing_the_value() -> None:
+    assert problems(PAY, {"amount": 50, "account": "internal-7"}) == {}
+    assert problems(PAY, {"amount": 0, "account": "x" * 13}) == {
+        "amount": "must be more than 0",
+        "account": "must be at most 12 characters long",
+    }
+    assert problems(PAY, {"amount": 5000}) == {"": "'account' is a required property", "amount": "must be at most 100"}
+
+
+def test_a_property_named_pattern_is_kept_and_pattern_keywords_are_never_matched() -> None:
+    evil = {"type": "object", "properties": {"name": {"type": "string", "pattern": "(a|a)*b"}}}
+    started = time.monotonic()
+    assert problems(evil, {"name": "a" * 40}) == {}  # not matched at all, so it cannot backtrack
+    assert time.monotonic() - started < 1
+    assert problems(PAY, {"amount": 1, "account": "a", "pattern": 3}) == {"pattern": "3 is not of type 'string'"}
+    by_name = {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False}
+    assert problems(by_name, {"xy": 1}) == {}  # without its patterns, nothing counts as additional
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"$ref": "#"}, "refers to itself without end"),
+        ({"properties": {"x": {"$ref": "https://example.com/s.json"}}}, "cannot be followed"),
+        ({"type": "no-such-type"}, "not valid JSON Schema"),
+    ],
+)
+def test_a_schema_that_cannot_be_used_says_so(schema: dict[str, object], why: str) -> None:
+    with pytest.raises(SchemaUnusable, match=why):
+        problems(schema, {"x": 1})
+
+
+def test_a_schema_nested_too_deep_is_not_walked() -> None:
+    deep: dict[str, object] = {"type": "object"}
+    for _ in range(200):
+        deep = {"type": "object", "properties": {"a": deep}}
+    with pytest.raises(SchemaUnusable, match="nested more than 64 levels"):
+        problems(deep, {})
+
+
+def test_only_an_edit_is_refused_and_approve_stays_exactly_the_proposal() -> None:
+    request = approval_request("Pay", {"amount": 50, "account": "internal-7"}, schema=PAY)
+    assert request.approval is not None and request.approval.input_schema == PAY
+    edited = approval_answers(request, [Answer(id="amount", number=0)], approve=True)
+    assert edit_problems(request, edited) == {"amount": "must be more than 0"}
+    assert edit_problems(request, approval_answers(request, [Answer(id="amount", number=20)], approve=True)) == {}
+    assert edit_problems(request, approval_answers(request, [Answer(id="amount", number=0)], approve=False)) == {}
+    loose = approval_request("Pay", {"amount": 500, "account": "internal-7"}, schema=PAY)
+    assert edit_problems(loose, approval_answers(loose, [], approve=True)) == {}  # not an edit: Approve is exact

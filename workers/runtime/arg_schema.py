@@ -1,0 +1,130 @@
+"""Arguments checked against a tool's JSON Schema (its `inputSchema`), as far as that is safe.
+
+The schema may come from anyone: an upstream MCP server, an API caller. So `pattern` and
+`patternProperties` are left out (no untrusted pattern is matched here; Parley's own items
+check text patterns), remote `$ref`s are never fetched, and a schema too deep to walk, or
+one that is not valid JSON Schema, is `SchemaUnusable` rather than half-used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.validators import validator_for
+from referencing.exceptions import Unresolvable
+
+from workers.interaction import Answer, Request
+from workers.interaction.approval import decision_of
+
+MAX_DEPTH = 64
+MAX_PROBLEMS = 5
+MESSAGE_MAX = 200
+_NAMED = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose keys are names chosen by the schema's author, not keywords."""
+_VALUES = frozenset({"enum", "const", "default", "examples", "required"})
+
+
+class SchemaUnusable(ValueError):
+    """A schema that cannot be checked against: invalid, too deep, or with a `$ref` it cannot follow."""
+
+
+def _safe(node: Any, depth: int = 0) -> Any:
+    """`node` without the keywords that match patterns; `SchemaUnusable` past `MAX_DEPTH`."""
+    if depth > MAX_DEPTH:
+        raise SchemaUnusable(f"the schema is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(node, list):
+        return [_safe(item, depth + 1) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("pattern", "patternProperties"):
+            continue
+        if key in _VALUES:
+            out[key] = value
+        elif key in _NAMED and isinstance(value, dict):
+            out[key] = {name: _safe(sub, depth + 1) for name, sub in value.items()}
+        else:
+            out[key] = _safe(value, depth + 1)
+    if "patternProperties" in node:  # without it, the properties it covered would count as additional
+        out.pop("additionalProperties", None)
+        out.pop("unevaluatedProperties", None)
+    return out
+
+
+_SAID = {
+    "exclusiveMinimum": "must be more than {}",
+    "minimum": "must be at least {}",
+    "exclusiveMaximum": "must be less than {}",
+    "maximum": "must be at most {}",
+    "multipleOf": "must be a multiple of {}",
+    "minLength": "must be at least {} characters long",
+    "maxLength": "must be at most {} characters long",
+}
+
+
+def _said(error: ValidationError) -> str:
+    """What a person reads: the rule broken, without echoing the value; else jsonschema's own words."""
+    bound = error.validator_value
+    if isinstance(error.validator, str) and error.validator in _SAID and isinstance(bound, int | float):
+        return _SAID[error.validator].format(int(bound) if float(bound).is_integer() else bound)
+    message = error.message
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+def _where(path: Any) -> str:
+    return ".".join(str(part) for part in path)
+
+
+def problems(schema: dict[str, Any], arguments: Any) -> dict[str, str]:
+    """Each argument that `schema` refuses, by its dotted path ("" for the whole), with why."""
+    try:
+        safe = _safe(schema)
+        cls = validator_for(safe, default=Draft202012Validator)
+        cls.check_schema(safe)
+        found = sorted(cls(safe).iter_errors(arguments), key=lambda e: (len(e.absolute_path), _where(e.absolute_path)))
+    except SchemaError as exc:
+        raise SchemaUnusable(f"the schema is not valid JSON Schema: {exc.message[:MESSAGE_MAX]}") from None
+    except Unresolvable as exc:
+        raise SchemaUnusable(f"the schema has a $ref that cannot be followed: {exc}") from None
+    except RecursionError:
+        raise SchemaUnusable("the schema refers to itself without end") from None
+    out: dict[str, str] = {}
+    for error in found:
+        where = _where(error.absolute_path)
+        if where not in out and len(out) < MAX_PROBLEMS:
+            out[where] = _said(error)
+    return out
+
+
+def said(found: dict[str, str]) -> str:
+    """`problems`' answer in one line: "amount: 0 is less than or equal to the minimum of 0"."""
+    return "; ".join(f"{where}: {why}" if where else why for where, why in found.items())
+
+
+def edit_problems(request: Request, answers: list[Answer]) -> dict[str, str]:
+    """What an approval's approved arguments break of its `input_schema`, by the editable item to fix.
+
+    Only arguments the person changed are named: they can fix those, and Approve stays exactly
+    the proposal. Anything else (a redacted value, a schema that cannot be used) is left to
+    whoever forwards the arguments, which checks them again.
+    """
+    approval = request.approval
+    if approval is None or approval.input_schema is None:
+        return {}
+    decision = decision_of(request, {answer.id: answer.value for answer in answers})
+    changed = {name for name, _, _ in decision.changes}
+    if not decision.approved or not changed:
+        return {}
+    try:
+        found = problems(approval.input_schema, decision.args)
+    except SchemaUnusable:
+        return {}
+    out: dict[str, str] = {}
+    for where, why in found.items():
+        field = where.split(".", 1)[0]
+        if field in changed and field not in out:
+            out[field] = why
+    return out
