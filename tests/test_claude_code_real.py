@@ -1,0 +1,167 @@
+"""The real Claude Code asks Parley before each tool use, set up as docs/api.md#claude-code shows.
+
+`claude -p --mcp-config parley.json --permission-prompt-tool mcp__parley__approve_tool_use` runs
+as the doc writes it (the binary from npm, `claude_code_real`), with a scripted model that asks
+to write a file in the run's directory. A person decides in Slack with signed clicks: Approve
+writes the file, Edit… writes the edited content, and Reject's reason is what Claude Code tells
+the model next. The rules' allow and deny ask nobody and take effect. Behind the gateway, a tool
+call a rule asks about is written once a person approves, and a reject reaches the model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anthropic_standin import MessagesAPI, Turn, result_text, text, tool_results, tool_use
+from claude_code_real import ClaudeCode, claude_binary, doc_command, offered
+from claude_code_support import approval, click, doc_rules, fenced, submit
+from mcp_upstream import __file__ as UPSTREAM
+from slack_stack import SlackStack
+
+pytestmark = pytest.mark.system
+
+
+@pytest.fixture(scope="module")
+def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
+    claude_binary()  # skip (or, on CI, fail) before starting anything
+    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("claude-code-real"), workers=1)
+
+
+@pytest.fixture
+def api() -> Iterator[MessagesAPI]:
+    with MessagesAPI().serving() as serving:
+        yield serving
+
+
+@pytest.fixture
+def claude(stack: SlackStack, api: MessagesAPI, tmp_path: Path) -> ClaudeCode:
+    return ClaudeCode(stack, api, tmp_path)
+
+
+def doc_rules_text(first: str = "") -> str:
+    """The doc's rules file, with one rule of the test's put first."""
+    [rules] = fenced("yaml")
+    return rules.replace("rules:\n", f"rules:\n  - {first}\n", 1) if first else rules
+
+
+def write(target: Path, content: str) -> list[Turn]:
+    """The model asks to write `content` to `target`, then ends its turn once told the outcome."""
+    return [lambda body: [tool_use("Write", {"file_path": str(target), "content": content})], lambda body: [text("ok")]]
+
+
+def told(api: MessagesAPI) -> str:
+    """What Claude Code told the model about its tool use: the tool_result of the model's next request."""
+    [result] = tool_results(api.conversation()[1])
+    return result_text(result)
+
+
+# ---- a person decides ----------------------------------------------------------------------------
+def test_approve_in_slack_writes_the_file(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    target = claude.workdir / "notes.txt"
+    api.turns += write(target, "approved text\n")
+    claude.doc_setup(doc_rules_text())
+    proc = claude.start(doc_command())
+    click(stack, approval(stack, "Write"), "parley_approve")
+    claude.finish(proc)
+    assert target.read_text() == "approved text\n"
+    assert "invalid result" not in told(api)
+
+
+def test_edit_in_slack_writes_the_edited_content(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    target = claude.workdir / "config.txt"
+    api.turns += write(target, "DEBUG=1\n")
+    claude.doc_setup(doc_rules_text())
+    proc = claude.start(doc_command())
+    form = click(stack, approval(stack, "Write"), "parley_open_form")
+    assert form is not None
+    submit(stack, form, {"Content": "DEBUG=0"})
+    claude.finish(proc)
+    assert target.read_text() == "DEBUG=0"
+
+
+def test_reject_in_slack_tells_the_model_the_reason(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    target = claude.workdir / "prod.env"
+    api.turns += write(target, "DEBUG=1\n")
+    claude.doc_setup(doc_rules_text())
+    proc = claude.start(doc_command())
+    form = click(stack, approval(stack, "Write"), "parley_reject")
+    assert form is not None
+    submit(stack, form, {"Reason": "not on a Friday"})
+    claude.finish(proc)
+    assert not target.exists()
+    assert "not on a Friday" in told(api), told(api)
+
+
+# ---- the rules decide, nobody is asked -----------------------------------------------------------
+def test_a_rule_that_allows_asks_nobody(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    target = claude.workdir / "allowed.txt"
+    api.turns += write(target, "by the rules\n")
+    claude.doc_setup(doc_rules_text('{tools: "Write", action: allow}'))
+    mark = stack.mark()
+    claude.run(doc_command())
+    assert target.read_text() == "by the rules\n"
+    assert stack.calls("chat.postMessage", since=mark) == []
+
+
+def test_a_rule_that_denies_asks_nobody(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    denied = next(rule for rule in doc_rules()["rules"] if rule["action"] == "deny")
+    fetch = {"url": "https://docs.example.test/", "prompt": "Summarise the page"}
+    api.turns += [lambda body: [tool_use(denied["tools"], fetch)], lambda body: [text("ok")]]
+    claude.doc_setup(doc_rules_text())
+    mark = stack.mark()
+    claude.run(doc_command())
+    assert denied["reason"] in told(api), told(api)
+    assert stack.calls("chat.postMessage", since=mark) == []
+
+
+# ---- behind the gateway --------------------------------------------------------------------------
+def gateway_setup(claude: ClaudeCode, files: Path) -> list[str]:
+    """`parley mcp gateway` in front of the test upstream as Claude Code's MCP server; the command line."""
+    files.mkdir()
+    rules = {
+        "upstreams": {"files": {"command": [sys.executable, UPSTREAM, str(files)]}},
+        "channel": doc_rules()["channel"],
+        "assignees": doc_rules()["assignees"],
+        "rules": [{"tools": "files.write_file", "action": "ask"}],
+    }
+    (claude.workdir / "gateway.yml").write_text(json.dumps(rules))
+    claude.server_config("gateway", "parley", ["mcp", "gateway", "--config", "gateway.yml"], {})
+    return ["claude", "-p", "--mcp-config", "gateway.json", "--allowedTools", "mcp__gateway", "--", "Write the report"]
+
+
+def gateway_write(arguments: dict[str, Any]) -> list[Turn]:
+    return [
+        lambda body: [tool_use(offered(body, "write_file"), arguments)],
+        lambda body: [text("ok")],
+    ]
+
+
+def test_a_gateway_call_a_person_approves_is_forwarded(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    files = claude.workdir / "files"
+    argv = gateway_setup(claude, files)
+    api.turns += gateway_write({"path": "report.txt", "text": "quarterly"})
+    proc = claude.start(argv)
+    click(stack, approval(stack, "files.write_file", heading="asks to call"), "parley_approve")
+    claude.finish(proc)
+    assert (files / "report.txt").read_text() == "quarterly"
+    assert "wrote" in told(api), told(api)
+
+
+def test_a_gateway_call_a_person_rejects_tells_the_model_why(
+    stack: SlackStack, api: MessagesAPI, claude: ClaudeCode
+) -> None:
+    files = claude.workdir / "files"
+    argv = gateway_setup(claude, files)
+    api.turns += gateway_write({"path": "report.txt", "text": "quarterly"})
+    proc = claude.start(argv)
+    form = click(stack, approval(stack, "files.write_file", heading="asks to call"), "parley_reject")
+    assert form is not None
+    submit(stack, form, {"Reason": "wait for the audit"})
+    claude.finish(proc)
+    assert not (files / "report.txt").exists()
+    assert "wait for the audit" in told(api), told(api)
