@@ -226,3 +226,37 @@ def test_a_waiting_prompt_reports_progress(stack: SlackStack, setup_dir: Path) -
     result = decide(stack, lambda: claude_code_client(stack, setup_dir), args, approve_later, progress)
     assert as_claude_code_reads(result) == Allow(behavior="allow", updatedInput=proposed)
     assert progress and progress[0] == 15
+
+
+def test_a_repeated_tool_use_id_joins_the_first_approval(stack: SlackStack, setup_dir: Path) -> None:
+    """Claude Code asking twice about one tool use (a retry, a second prompt) posts one approval,
+    and both calls get the one answer given; the same id with another input is denied."""
+    proposed = {"tool_name": "Bash", "input": {"command": "make release"}, "tool_use_id": "toolu_repeat_01"}
+    mark = stack.mark()
+    got: list[CallToolResult] = []
+
+    def posted() -> list[dict[str, Any]]:
+        return [c for c in stack.calls("chat.postMessage", since=mark) if "make release" in json.dumps(c)]
+
+    async def scenario() -> CallToolResult:
+        async with claude_code_client(stack, setup_dir) as client, anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                got.append(await client.call_tool(TOOL, proposed))
+
+            tg.start_soon(call)
+            message = await anyio.to_thread.run_sync(lambda: approval(stack, "Bash"))
+            tg.start_soon(call)
+            await anyio.to_thread.run_sync(stack.settle)
+            assert len(posted()) == 1, "the second call posted an approval of its own"
+            other = {**proposed, "input": {"command": "make clean"}}
+            conflicting = await client.call_tool(TOOL, other)
+            await anyio.to_thread.run_sync(lambda: click(stack, message, "parley_approve"))
+            return conflicting
+
+    conflicting = anyio.run(scenario)
+    assert [as_claude_code_reads(r) for r in got] == [Allow(behavior="allow", updatedInput=proposed["input"])] * 2
+    assert as_claude_code_reads(conflicting) == Deny(
+        behavior="deny", message="tool_use_id 'toolu_repeat_01' was asked about already, with another input"
+    )
+    assert len(posted()) == 1

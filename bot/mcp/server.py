@@ -67,7 +67,7 @@ from bot.mcp.tools import (
 )
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
-from workers.questions.exceptions import QuestionError
+from workers.questions.exceptions import QuestionConflict, QuestionError
 from workers.questions.models import QuestionView
 from workers.store.closings import Closings
 
@@ -169,7 +169,8 @@ class Tools:
 
         While a person is asked, `progress` is called every `PROGRESS_EVERY` seconds (MCP progress
         notifications, sent when the client gave a progress token), so a client that resets its
-        timeout on progress keeps waiting."""
+        timeout on progress keeps waiting. A second call with the same `tool_use_id` (and caller) asks
+        nobody again: it joins the first call's approval and gets the same answer."""
         name, given, use_id = parse_permission(args)
         answer = rules_answer(self.rules, name, given)
         if answer is not None:
@@ -180,12 +181,17 @@ class Tools:
             body = approval_question(self.rules, rule.redact, name, given, use_id)
         except ValueError as exc:  # input too deep or too large to show: never allowed unseen
             return deny(f"{name} cannot be put for approval: {exc}")
+        key = f"{APPROVE_TOOL_USE}:{use_id}" if use_id else None  # a repeated tool use joins its first question
         try:
-            view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+            view, created = await self.service.in_thread(lambda: self.service.create(caller, body, key))
+        except QuestionConflict:
+            log.warning("tool use approval refused: id reused", tool=name, origin=caller.name, tool_use_id=use_id)
+            return deny(f"tool_use_id {use_id!r} was asked about already, with another input")
         except QuestionError as exc:
             log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
             return deny(f"the approval could not be asked: {_question_error(exc)}")
-        log.info("tool use approval asked", run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
+        asked = "tool use approval asked" if created else "tool use approval joined"
+        log.info(asked, run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
         async with anyio.create_task_group() as tg:
             if progress is not None:
                 tg.start_soon(_report, progress, self.rules.expires_in)
