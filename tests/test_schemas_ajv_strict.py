@@ -11,6 +11,7 @@ schema the gateway lists for its upstream, in ajv's default draft and in draft 2
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +51,11 @@ process.stdout.write(JSON.stringify(problems));
 def strict_problems(schemas: dict[str, Any]) -> dict[str, str]:
     """What ajv's strict mode says of each schema that does not compile; empty when all do."""
     modules = NODE_TOOLS / "node_modules"
+    node = node_tool("Node.js", Path(shutil.which("node") or "node"))
     node_tool("ajv", modules / "ajv" / "package.json")
     node_tool("ajv-formats", modules / "ajv-formats" / "package.json")
     done = subprocess.run(
-        ["node", "-e", CHECK, str(modules)], input=json.dumps(schemas), capture_output=True, text=True, timeout=60
+        [str(node), "-e", CHECK, str(modules)], input=json.dumps(schemas), capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
