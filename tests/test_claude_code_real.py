@@ -4,7 +4,8 @@
 as the doc writes it (the binary from npm, `claude_code_real`), with a scripted model that asks
 to write a file in the run's directory. A person decides in Slack with signed clicks: Approve
 writes the file, Edit… writes the edited content, and Reject's reason is what Claude Code tells
-the model next. The rules' allow and deny ask nobody and take effect. Behind the gateway, a tool
+the model next. The rules' allow and deny ask nobody and take effect, and `/mcp` over HTTP is
+asked as the stdio server is. Behind the gateway, a tool
 call a rule asks about is written once a person approves, and a reject reaches the model.
 """
 
@@ -16,12 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from anthropic_standin import MessagesAPI, Turn, result_text, text, tool_results, tool_use
+from api_support import create_token
 from claude_code_real import ClaudeCode, claude_binary, doc_command, offered
 from claude_code_support import approval, click, doc_rules, fenced, submit
 from mcp_upstream import __file__ as UPSTREAM
-from slack_stack import SlackStack
+from slack_stack import SlackStack, free_port, stop_process_group
 
 pytestmark = pytest.mark.system
 
@@ -117,6 +120,40 @@ def test_a_rule_that_denies_asks_nobody(stack: SlackStack, api: MessagesAPI, cla
     claude.run(doc_command())
     assert denied["reason"] in told(api), told(api)
     assert stack.calls("chat.postMessage", since=mark) == []
+
+
+# ---- over HTTP -----------------------------------------------------------------------------------
+def test_over_http_a_person_approves_and_the_file_is_written(
+    stack: SlackStack, api: MessagesAPI, claude: ClaudeCode
+) -> None:
+    """`/mcp` of a `parley serve` with `PARLEY_MCP_CONFIG` as Claude Code's MCP server, by bearer token."""
+    (claude.workdir / "rules.yml").write_text(doc_rules_text())
+    port = free_port()
+    stack.extra_env["PARLEY_MCP_CONFIG"] = str(claude.workdir / "rules.yml")
+    try:
+        serve = stack.spawn_serve(f"serve-claude-{port}", port)
+    finally:
+        del stack.extra_env["PARLEY_MCP_CONFIG"]
+    try:
+        stack.wait_for("the second parley serve", lambda: _answers(port), timeout=30)
+        token = create_token(stack, "claude-code-real-http")
+        server = {"type": "http", "url": f"http://127.0.0.1:{port}/mcp", "headers": token.auth}
+        (claude.workdir / "parley.json").write_text(json.dumps({"mcpServers": {"parley": server}}))
+        target = claude.workdir / "over-http.txt"
+        api.turns += write(target, "by token\n")
+        proc = claude.start(doc_command())
+        click(stack, approval(stack, "Write"), "parley_approve")
+        claude.finish(proc)
+    finally:
+        stop_process_group(serve)
+    assert target.read_text() == "by token\n"
+
+
+def _answers(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 # ---- behind the gateway --------------------------------------------------------------------------
