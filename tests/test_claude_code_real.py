@@ -4,14 +4,16 @@
 as the doc writes it (the binary from npm, `claude_code_real`), with a scripted model that asks
 to write a file in the run's directory. A person decides in Slack with signed clicks: Approve
 writes the file, Edit… writes the edited content, and Reject's reason is what Claude Code tells
-the model next. The rules' allow and deny ask nobody and take effect, and `/mcp` over HTTP is
-asked as the stdio server is. Behind the gateway, a tool
-call a rule asks about is written once a person approves, and a reject reaches the model.
+the model next; a run stopped while a person is asked withdraws its approval. The rules' allow
+and deny ask nobody and take effect, and `/mcp` over HTTP is asked as the stdio server is.
+Behind the gateway, a call a rule asks about is forwarded once a person approves, and a reject
+reaches the model.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,7 @@ from api_support import create_token
 from claude_code_real import ClaudeCode, claude_binary, doc_command, offered
 from claude_code_support import approval, click, doc_rules, fenced, submit
 from mcp_upstream import __file__ as UPSTREAM
+from slack_forms import has_action, texts
 from slack_stack import SlackStack, free_port, stop_process_group
 
 pytestmark = pytest.mark.system
@@ -98,6 +101,24 @@ def test_reject_in_slack_tells_the_model_the_reason(stack: SlackStack, api: Mess
     claude.finish(proc)
     assert not target.exists()
     assert "not on a Friday" in told(api), told(api)
+
+
+def test_a_stopped_run_withdraws_its_approval(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    """Claude Code stopped (SIGTERM) while a person is asked: the approval is cancelled in Slack."""
+    target = claude.workdir / "never.txt"
+    api.turns += write(target, "nobody approved this\n")
+    claude.doc_setup(doc_rules_text())
+    proc = claude.start(doc_command())
+    ts = approval(stack, "Write")["ts"]
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+
+    def withdrawn() -> bool:
+        now = next(m for m in stack.ws.messages(doc_rules()["channel"]) if m.get("ts") == ts)
+        return not has_action(now["blocks"], "parley_approve") and "Cancelled" in texts(now["blocks"])
+
+    stack.wait_for("the approval to be cancelled", withdrawn)
+    assert not target.exists()
 
 
 # ---- the rules decide, nobody is asked -----------------------------------------------------------
