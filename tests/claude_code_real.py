@@ -82,6 +82,7 @@ class ClaudeCode:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "ENABLE_TOOL_SEARCH": "false",  # MCP tools are offered to the model directly
+            "MCP_TIMEOUT": "60000",  # milliseconds an MCP server may take to start, on a busy machine
         }
 
     def start(self, argv: list[str]) -> subprocess.Popen[bytes]:

@@ -81,7 +81,7 @@ def claude_code_client(stack: SlackStack, setup_dir: Path) -> Client:
     return Client(params, read_timeout_seconds=120)
 
 
-def approval(stack: SlackStack, tool: str, heading: str = "Run the tool") -> dict[str, Any]:
+def approval(stack: SlackStack, tool: str, heading: str = "Run the tool", timeout: float = 20) -> dict[str, Any]:
     """The open approval message asking about `tool` (after `heading`), once it is posted."""
     channel = doc_rules()["channel"]
 
@@ -94,7 +94,7 @@ def approval(stack: SlackStack, tool: str, heading: str = "Run the tool") -> dic
         ]
         return open_ones[-1] if open_ones else None
 
-    stack.wait_for(f"the approval of {tool}", find)
+    stack.wait_for(f"the approval of {tool}", find, timeout)
     stack.settle()  # posted and done with: a click on a version being updated would be refused
     return stack.wait_for(f"the approval of {tool}", find)
 

@@ -31,6 +31,9 @@ from slack_stack import SlackStack, free_port, stop_process_group
 
 pytestmark = pytest.mark.system
 
+STARTUP = 90.0
+"""Seconds Claude Code and the MCP server it starts may take to ask, on a busy machine."""
+
 
 @pytest.fixture(scope="module")
 def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
@@ -72,7 +75,7 @@ def test_approve_in_slack_writes_the_file(stack: SlackStack, api: MessagesAPI, c
     api.turns += write(target, "approved text\n")
     claude.doc_setup(doc_rules_text())
     proc = claude.start(doc_command())
-    click(stack, approval(stack, "Write"), "parley_approve")
+    click(stack, approval(stack, "Write", timeout=STARTUP), "parley_approve")
     claude.finish(proc)
     assert target.read_text() == "approved text\n"
     assert "invalid result" not in told(api)
@@ -83,7 +86,7 @@ def test_edit_in_slack_writes_the_edited_content(stack: SlackStack, api: Message
     api.turns += write(target, "DEBUG=1\n")
     claude.doc_setup(doc_rules_text())
     proc = claude.start(doc_command())
-    form = click(stack, approval(stack, "Write"), "parley_open_form")
+    form = click(stack, approval(stack, "Write", timeout=STARTUP), "parley_open_form")
     assert form is not None
     submit(stack, form, {"Content": "DEBUG=0"})
     claude.finish(proc)
@@ -95,7 +98,7 @@ def test_reject_in_slack_tells_the_model_the_reason(stack: SlackStack, api: Mess
     api.turns += write(target, "DEBUG=1\n")
     claude.doc_setup(doc_rules_text())
     proc = claude.start(doc_command())
-    form = click(stack, approval(stack, "Write"), "parley_reject")
+    form = click(stack, approval(stack, "Write", timeout=STARTUP), "parley_reject")
     assert form is not None
     submit(stack, form, {"Reason": "not on a Friday"})
     claude.finish(proc)
@@ -109,7 +112,7 @@ def test_a_stopped_run_withdraws_its_approval(stack: SlackStack, api: MessagesAP
     api.turns += write(target, "nobody approved this\n")
     claude.doc_setup(doc_rules_text())
     proc = claude.start(doc_command())
-    ts = approval(stack, "Write")["ts"]
+    ts = approval(stack, "Write", timeout=STARTUP)["ts"]
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
 
@@ -163,7 +166,7 @@ def test_over_http_a_person_approves_and_the_file_is_written(
         target = claude.workdir / "over-http.txt"
         api.turns += write(target, "by token\n")
         proc = claude.start(doc_command())
-        click(stack, approval(stack, "Write"), "parley_approve")
+        click(stack, approval(stack, "Write", timeout=STARTUP), "parley_approve")
         claude.finish(proc)
     finally:
         stop_process_group(serve)
@@ -204,7 +207,7 @@ def test_a_gateway_call_a_person_approves_is_forwarded(stack: SlackStack, api: M
     argv = gateway_setup(claude, files)
     api.turns += gateway_write({"path": "report.txt", "text": "quarterly"})
     proc = claude.start(argv)
-    click(stack, approval(stack, "files.write_file", heading="asks to call"), "parley_approve")
+    click(stack, approval(stack, "files.write_file", heading="asks to call", timeout=STARTUP), "parley_approve")
     claude.finish(proc)
     assert (files / "report.txt").read_text() == "quarterly"
     assert "wrote" in told(api), told(api)
@@ -217,7 +220,7 @@ def test_a_gateway_call_a_person_rejects_tells_the_model_why(
     argv = gateway_setup(claude, files)
     api.turns += gateway_write({"path": "report.txt", "text": "quarterly"})
     proc = claude.start(argv)
-    form = click(stack, approval(stack, "files.write_file", heading="asks to call"), "parley_reject")
+    form = click(stack, approval(stack, "files.write_file", heading="asks to call", timeout=STARTUP), "parley_reject")
     assert form is not None
     submit(stack, form, {"Reason": "wait for the audit"})
     claude.finish(proc)
