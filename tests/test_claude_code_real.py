@@ -146,6 +146,17 @@ def test_a_rule_that_denies_asks_nobody(stack: SlackStack, api: MessagesAPI, cla
     assert stack.calls("chat.postMessage", since=mark) == []
 
 
+def test_the_other_tools_results_reach_the_model(stack: SlackStack, api: MessagesAPI, claude: ClaudeCode) -> None:
+    """ask_human's structured result (it declares an outputSchema) is what the model reads."""
+    question = {"id": "region", "header": "Region", "question": "Which region?", "type": "free"}
+    asked = {"questions": [question], "channel": doc_rules()["channel"], "wait_seconds": 0}
+    api.turns += [lambda body: [tool_use(offered(body, "__ask_human"), asked)], lambda body: [text("ok")]]
+    claude.doc_setup(doc_rules_text('{tools: "mcp__parley__*", action: allow}'))
+    claude.run(doc_command())
+    result = json.loads(told(api))
+    assert result["status"] == "waiting" and result["question_id"].startswith("r"), result
+
+
 # ---- over HTTP -----------------------------------------------------------------------------------
 def test_over_http_a_person_approves_and_the_file_is_written(
     stack: SlackStack, api: MessagesAPI, claude: ClaudeCode
