@@ -65,13 +65,12 @@ DECISION: TypeAdapter[Allow | Deny] = TypeAdapter(Allow | Deny)
 
 
 def as_claude_code_reads(result: CallToolResult) -> Allow | Deny:
-    """One text content holding the JSON payload, allow or deny, nothing else."""
+    """One text content holding the JSON payload, allow or deny, nothing else (no structured content)."""
     assert not result.is_error, result.content
     [content] = result.content
     assert content.type == "text"
-    decision = DECISION.validate_json(content.text)
-    assert result.structured_content == json.loads(content.text)
-    return decision
+    assert result.structured_content is None  # Claude Code refuses a permission answer that carries it
+    return DECISION.validate_json(content.text)
 
 
 def claude_code_client(stack: SlackStack, setup_dir: Path) -> Client:
@@ -82,20 +81,20 @@ def claude_code_client(stack: SlackStack, setup_dir: Path) -> Client:
     return Client(params, read_timeout_seconds=120)
 
 
-def approval(stack: SlackStack, tool: str) -> dict[str, Any]:
-    """The open approval message asking about `tool`, once it is posted."""
+def approval(stack: SlackStack, tool: str, heading: str = "Run the tool", timeout: float = 20) -> dict[str, Any]:
+    """The open approval message asking about `tool` (after `heading`), once it is posted."""
     channel = doc_rules()["channel"]
 
     def find() -> dict[str, Any] | None:
         open_ones = [
             m
             for m in stack.ws.messages(channel)
-            if f"Run the tool {tool}" in texts(m.get("blocks") or [])
+            if f"{heading} {tool}" in texts(m.get("blocks") or [])
             and has_action(m.get("blocks") or [], "parley_approve")
         ]
         return open_ones[-1] if open_ones else None
 
-    stack.wait_for(f"the approval of {tool}", find)
+    stack.wait_for(f"the approval of {tool}", find, timeout)
     stack.settle()  # posted and done with: a click on a version being updated would be refused
     return stack.wait_for(f"the approval of {tool}", find)
 

@@ -226,3 +226,70 @@ def test_a_waiting_prompt_reports_progress(stack: SlackStack, setup_dir: Path) -
     result = decide(stack, lambda: claude_code_client(stack, setup_dir), args, approve_later, progress)
     assert as_claude_code_reads(result) == Allow(behavior="allow", updatedInput=proposed)
     assert progress and progress[0] == 15
+
+
+def test_a_repeated_tool_use_id_joins_the_first_approval(stack: SlackStack, setup_dir: Path) -> None:
+    """Claude Code asking twice about one tool use (a retry, a second prompt) posts one approval,
+    and both calls get the one answer given; the same id with another input is denied."""
+    proposed = {"tool_name": "Bash", "input": {"command": "make release"}, "tool_use_id": "toolu_repeat_01"}
+    mark = stack.mark()
+    got: list[CallToolResult] = []
+
+    def posted() -> list[dict[str, Any]]:
+        return [c for c in stack.calls("chat.postMessage", since=mark) if "make release" in json.dumps(c)]
+
+    async def scenario() -> CallToolResult:
+        async with claude_code_client(stack, setup_dir) as client, anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                got.append(await client.call_tool(TOOL, proposed))
+
+            tg.start_soon(call)
+            message = await anyio.to_thread.run_sync(lambda: approval(stack, "Bash"))
+            tg.start_soon(call)
+            await anyio.to_thread.run_sync(stack.settle)
+            assert len(posted()) == 1, "the second call posted an approval of its own"
+            other = {**proposed, "input": {"command": "make clean"}}
+            conflicting = await client.call_tool(TOOL, other)
+            await anyio.to_thread.run_sync(lambda: click(stack, message, "parley_approve"))
+            return conflicting
+
+    conflicting = anyio.run(scenario)
+    assert [as_claude_code_reads(r) for r in got] == [Allow(behavior="allow", updatedInput=proposed["input"])] * 2
+    assert as_claude_code_reads(conflicting) == Deny(
+        behavior="deny", message="tool_use_id 'toolu_repeat_01' was asked about already, with another input"
+    )
+    assert len(posted()) == 1
+
+
+def test_another_token_with_the_same_tool_use_id_joins_nothing(stack: SlackStack, setup_dir: Path) -> None:
+    """Over `/mcp`, a tool_use_id joins only its own token's approval: another token reusing it is asked
+    anew and never reads the first token's answer."""
+    port = free_port()
+    stack.extra_env["PARLEY_MCP_CONFIG"] = str(setup_dir / "rules.yml")
+    try:
+        stack.spawn_serve(f"serve-ids-{port}", port)
+    finally:
+        del stack.extra_env["PARLEY_MCP_CONFIG"]
+    first, second = create_token(stack, "claude-code-a"), create_token(stack, "claude-code-b")
+    stack.wait_for("the second parley serve", lambda: _answers(port))
+    proposed = {"tool_name": "Bash", "input": {"command": "make deploy"}, "tool_use_id": "toolu_shared_01"}
+    mark = stack.mark()
+
+    def posted() -> int:
+        return sum("make deploy" in json.dumps(c) for c in stack.calls("chat.postMessage", since=mark))
+
+    async def call(token: Any) -> None:
+        http = httpx2.AsyncClient(headers=token.auth, timeout=httpx2.Timeout(30, read=90))
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
+            await client.call_tool(TOOL, proposed)
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, first)
+            await anyio.to_thread.run_sync(lambda: stack.wait_for("the first approval", lambda: posted() == 1))
+            tg.start_soon(call, second)
+            await anyio.to_thread.run_sync(lambda: stack.wait_for("the second approval", lambda: posted() == 2))
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)

@@ -12,8 +12,8 @@ import pytest
 
 from bot.mcp.elicitation import ELICITATION, elicit_result
 from bot.mcp.permission import (
+    ANSWER_SCHEMA,
     APPROVE_TOOL_USE_SCHEMA,
-    OUTPUT_SCHEMA,
     approval_question,
     outcome,
     parse_permission,
@@ -55,12 +55,12 @@ def test_the_rules_allow_and_deny_without_asking() -> None:
     no_channel = parse_config("rules: []", {})
     assert rules_answer(no_channel, "Bash", {})["message"].endswith("add `channel` to the rules file")  # type: ignore[index]
     for answer in (rules_answer(RULES, "Read", given), rules_answer(RULES, "WebFetch", {})):
-        jsonschema.validate(answer, OUTPUT_SCHEMA)
+        jsonschema.validate(answer, ANSWER_SCHEMA)
 
 
 def test_the_input_is_claude_codes_and_other_properties_are_ignored() -> None:
     jsonschema.Draft202012Validator.check_schema(APPROVE_TOOL_USE_SCHEMA)
-    jsonschema.Draft202012Validator.check_schema(OUTPUT_SCHEMA)
+    jsonschema.Draft202012Validator.check_schema(ANSWER_SCHEMA)
     parsed = parse_permission({"tool_name": "Bash", "input": {"command": "ls"}, "tool_use_id": "t1", "later": 1})
     assert parsed == ("Bash", {"command": "ls"}, "t1")
     with pytest.raises(ToolInputError) as caught:
@@ -103,10 +103,10 @@ def test_each_outcome_as_claude_code_reads_it() -> None:
         {"behavior": "deny", "message": "the approval could not be asked: channel_not_found"},
     ]
     for answer in answers:
-        jsonschema.validate(answer, OUTPUT_SCHEMA)
+        jsonschema.validate(answer, ANSWER_SCHEMA)
     assert outcome(view(QuestionStatus.WAITING), given, patterns, 900) is None
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"behavior": "allow"}, OUTPUT_SCHEMA)  # allow always carries updatedInput
+        jsonschema.validate({"behavior": "allow"}, ANSWER_SCHEMA)  # allow always carries updatedInput
 
 
 SCHEMA = {

@@ -6,10 +6,18 @@ schema would break the call on the client's side. `declare` builds a tool only w
 schema (a JSON Schema object, checked when the module loads), and `OutputCheck` validates each
 result before it is sent: a mismatch is the server's bug, logged and answered as an internal
 error rather than sent on.
+
+Claude Code's permission prompt tool is the one exception (`text_only`). Claude Code reads its
+answer from exactly one text block: given `structuredContent` as well, it passes the model a
+JSON string and refuses the answer ("Expected a single text block param"), and it refuses a
+tool that declares an `outputSchema` but returns no structured content. So that tool declares
+no `outputSchema` and answers with one text block; its JSON is still checked, against a schema
+kept here and never published.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,22 +39,39 @@ class OutputSchemaError(ParleyError, ValueError):
 
 def declare(name: str, description: str, input_schema: dict[str, Any], output_schema: Mapping[str, Any]) -> types.Tool:
     """A tool with its output schema, which must be a valid JSON Schema of an object (MCP requires `type: object`)."""
+    schema = _object_schema(name, output_schema)
+    return types.Tool(name=name, description=description, input_schema=input_schema, output_schema=schema)
+
+
+def _object_schema(name: str, output_schema: Mapping[str, Any]) -> dict[str, Any]:
     schema = dict(output_schema)
     if schema.get("type") != "object":
         raise OutputSchemaError(f"tool {name!r}: its output schema must describe an object ('type': 'object')")
     Draft202012Validator.check_schema(schema)
-    return types.Tool(name=name, description=description, input_schema=input_schema, output_schema=schema)
+    return schema
 
 
 class OutputCheck:
-    """The output schemas of a server's tools, compiled once; `check` validates one result."""
+    """The output schemas of a server's tools, compiled once; `check` validates one result.
 
-    def __init__(self, tools: Iterable[types.Tool]) -> None:
+    `text_only` names the tools answered as one text block alone (Claude Code's permission
+    prompt), with the schema their JSON is checked against; such a tool declares no outputSchema."""
+
+    def __init__(self, tools: Iterable[types.Tool], text_only: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self._validators: dict[str, Draft202012Validator] = {}
+        self._text_only = dict(text_only or {})
         for tool in tools:
-            if tool.output_schema is None:
+            if tool.name in self._text_only:
+                if tool.output_schema is not None:
+                    raise OutputSchemaError(f"tool {tool.name!r} answers as text only: it declares no output schema")
+                schema = _object_schema(tool.name, self._text_only[tool.name])
+            elif tool.output_schema is None:
                 raise OutputSchemaError(f"tool {tool.name!r} declares no output schema; declare it with declare()")
-            self._validators[tool.name] = Draft202012Validator(tool.output_schema)
+            else:
+                schema = tool.output_schema
+            self._validators[tool.name] = Draft202012Validator(schema)
+        if missing := set(self._text_only) - set(self._validators):
+            raise OutputSchemaError(f"text-only tools {sorted(missing)} are not among the server's tools")
 
     def __contains__(self, name: object) -> bool:
         return name in self._validators
@@ -58,3 +83,11 @@ class OutputCheck:
             where = "/".join(map(str, error.absolute_path)) or "result"
             log.error("tool result does not match its output schema", tool=name, at=where, error=error.message)
             raise MCPError(code=INTERNAL_ERROR, message=f"{name}: the result did not match its output schema")
+
+    def result(self, name: str, payload: dict[str, Any]) -> types.CallToolResult:
+        """Tool `name`'s checked result: its JSON as text, and as `structuredContent` unless it is text only."""
+        self.check(name, payload)
+        content: list[types.ContentBlock] = [types.TextContent(text=json.dumps(payload))]
+        if name in self._text_only:
+            return types.CallToolResult(content=content)
+        return types.CallToolResult(content=content, structured_content=payload)

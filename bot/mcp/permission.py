@@ -6,9 +6,11 @@ named by `--permission-prompt-tool` before each tool use it needs permission for
 permission prompt tool") says the tool "must return a JSON-stringified payload":
 `{"behavior": "allow", "updatedInput": {...}}` ("updated input, or just return back the original
 input") or `{"behavior": "deny", "message": "..."}` ("human-readable string explaining why the
-permission was denied"). So the result is one text content holding that JSON (and the same object
-as `structuredContent`, per `OUTPUT_SCHEMA`). `updatedInput` is always given on allow: Claude Code
-runs the tool with it.
+permission was denied"). So the result is exactly one text block holding that JSON, and nothing
+else: no `structuredContent`, and the tool declares no `outputSchema`. Claude Code refuses either
+("Permission prompt tool returned an invalid result"); see `bot.mcp.outputs`. The JSON is still
+checked against `ANSWER_SCHEMA` before it is sent. `updatedInput` is always given on allow:
+Claude Code runs the tool with it.
 
 The rules file (`bot.mcp.rules`; `parley mcp --config`, `PARLEY_MCP_CONFIG` for `/mcp`) decides per
 `tool_name`: `allow` answers at once with the input unchanged, `deny` with the rule's reason, and
@@ -48,19 +50,28 @@ APPROVE_TOOL_USE_SCHEMA: dict[str, Any] = {
     "required": ["tool_name", "input"],
 }
 """Claude Code's permission prompt input; other properties a later Claude Code may send are ignored."""
-OUTPUT_SCHEMA: dict[str, Any] = {
+ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "behavior": {"type": "string", "enum": ["allow", "deny"]},
-        "updatedInput": {"type": "object", "description": "allow: the input to run the tool with (maybe edited)."},
-        "message": {"type": "string", "description": "deny: why, as people read it."},
-    },
-    "required": ["behavior"],
     "oneOf": [
-        {"properties": {"behavior": {"const": "allow"}}, "required": ["updatedInput"]},
-        {"properties": {"behavior": {"const": "deny"}}, "required": ["message"]},
+        {
+            "properties": {
+                "behavior": {"const": "allow"},
+                "updatedInput": {"type": "object", "description": "The input to run the tool with (maybe edited)."},
+            },
+            "required": ["behavior", "updatedInput"],
+            "additionalProperties": False,
+        },
+        {
+            "properties": {
+                "behavior": {"const": "deny"},
+                "message": {"type": "string", "description": "Why, as people read it."},
+            },
+            "required": ["behavior", "message"],
+            "additionalProperties": False,
+        },
     ],
 }
+"""The JSON in `approve_tool_use`'s one text block: checked before sending, never published as outputSchema."""
 APPROVE_TOOL_USE_DESCRIPTION = (
     "Claude Code's permission prompt (--permission-prompt-tool mcp__parley__approve_tool_use): decides whether "
     "tool_name may run with input, by the rules file or by asking a person in Slack, who may edit the input. "

@@ -11,7 +11,8 @@ model can correct its call; nothing is asked. A call to a tool this server does 
 a protocol error (JSON-RPC `-32602`, as the MCP spec lists it), not a tool result.
 
 Every tool is declared with its output schema (`bot.mcp.outputs.declare`), and every result
-is checked against it before it is sent. `serverInfo.version` is the installed distribution's.
+is checked against it before it is sent; `approve_tool_use` alone answers as one text block,
+without one, as Claude Code requires. `serverInfo.version` is the installed distribution's.
 
 
 `approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`), decided by the
@@ -21,7 +22,6 @@ deny; a tool error only for arguments that are not a permission prompt (or a sto
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
@@ -35,11 +35,11 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from bot.mcp.outputs import OutputCheck, declare
 from bot.mcp.permission import (
+    ANSWER_SCHEMA,
     APPROVE_TOOL_USE,
     APPROVE_TOOL_USE_DESCRIPTION,
     APPROVE_TOOL_USE_SCHEMA,
     GRACE,
-    OUTPUT_SCHEMA,
     approval_question,
     deny,
     minutes,
@@ -67,7 +67,7 @@ from bot.mcp.tools import (
 )
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
-from workers.questions.exceptions import QuestionError
+from workers.questions.exceptions import QuestionConflict, QuestionError
 from workers.questions.models import QuestionView
 from workers.store.closings import Closings
 
@@ -88,9 +88,10 @@ TOOLS = [
     declare(ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_SCHEMA, RESULT_SCHEMA),
     declare(GET_ANSWER, GET_ANSWER_DESCRIPTION, GET_ANSWER_SCHEMA, RESULT_SCHEMA),
     declare(REQUEST_APPROVAL, REQUEST_APPROVAL_DESCRIPTION, REQUEST_APPROVAL_SCHEMA, RESULT_SCHEMA),
-    declare(APPROVE_TOOL_USE, APPROVE_TOOL_USE_DESCRIPTION, APPROVE_TOOL_USE_SCHEMA, OUTPUT_SCHEMA),
+    # Claude Code reads a permission answer only as one text block: no outputSchema (bot.mcp.outputs).
+    types.Tool(name=APPROVE_TOOL_USE, description=APPROVE_TOOL_USE_DESCRIPTION, input_schema=APPROVE_TOOL_USE_SCHEMA),
 ]
-OUTPUTS = OutputCheck(TOOLS)  # a tool declared without an output schema fails here, when the module loads
+OUTPUTS = OutputCheck(TOOLS, text_only={APPROVE_TOOL_USE: ANSWER_SCHEMA})  # an undeclared tool fails here, at load
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -143,8 +144,7 @@ class Tools:
         except QuestionError as exc:
             log.info("tool refused", tool=params.name, origin=caller.name, error=exc.detail)
             return _error(_question_error(exc))
-        OUTPUTS.check(params.name, result)
-        return types.CallToolResult(content=[types.TextContent(text=json.dumps(result))], structured_content=result)
+        return OUTPUTS.result(params.name, result)
 
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_ask_human(args, caller.name)
@@ -169,7 +169,8 @@ class Tools:
 
         While a person is asked, `progress` is called every `PROGRESS_EVERY` seconds (MCP progress
         notifications, sent when the client gave a progress token), so a client that resets its
-        timeout on progress keeps waiting."""
+        timeout on progress keeps waiting. A second call with the same `tool_use_id` (and caller) asks
+        nobody again: it joins the first call's approval and gets the same answer."""
         name, given, use_id = parse_permission(args)
         answer = rules_answer(self.rules, name, given)
         if answer is not None:
@@ -180,12 +181,17 @@ class Tools:
             body = approval_question(self.rules, rule.redact, name, given, use_id)
         except ValueError as exc:  # input too deep or too large to show: never allowed unseen
             return deny(f"{name} cannot be put for approval: {exc}")
+        key = f"{APPROVE_TOOL_USE}:{use_id}" if use_id else None  # a repeated tool use joins its first question
         try:
-            view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+            view, created = await self.service.in_thread(lambda: self.service.create(caller, body, key))
+        except QuestionConflict:
+            log.warning("tool use approval refused: id reused", tool=name, origin=caller.name, tool_use_id=use_id)
+            return deny(f"tool_use_id {use_id!r} was asked about already, with another input")
         except QuestionError as exc:
             log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
             return deny(f"the approval could not be asked: {_question_error(exc)}")
-        log.info("tool use approval asked", run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
+        asked = "tool use approval asked" if created else "tool use approval joined"
+        log.info(asked, run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
         async with anyio.create_task_group() as tg:
             if progress is not None:
                 tg.start_soon(_report, progress, self.rules.expires_in)

@@ -161,6 +161,18 @@ GET_ANSWER_DESCRIPTION = (
 
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
+
+def _decision_schema() -> dict[str, Any]:
+    """`Decision`'s schema, each change a 3-item array without `prefixItems`, so every draft reads it.
+
+    ajv's default draft (7) in strict mode refuses `prefixItems`, a 2020-12 keyword."""
+    schema = Decision.model_json_schema(mode="serialization")
+    change = schema["properties"]["changes"]["items"]
+    change.pop("prefixItems", None)
+    change["description"] = "[argument name, proposed value, approved value]"
+    return schema
+
+
 RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A question's outcome: `waiting` with its question_id, or how it closed and its answers.",
@@ -175,7 +187,7 @@ RESULT_SCHEMA: dict[str, Any] = {
         "answered_at": {"type": "string", "format": "date-time"},
         "cancelled_by": {"type": "string"},
         "error": {"type": "string", "description": "Why a `failed` question could not be asked."},
-        "decision": {**Decision.model_json_schema(mode="serialization"), "description": "An approval's decision."},
+        "decision": {**_decision_schema(), "description": "An approval's decision."},
         "action": {
             "type": "string",
             "enum": list(ELICITATION_ACTIONS),
