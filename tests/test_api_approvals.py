@@ -185,3 +185,50 @@ def test_a_question_over_the_api_names_no_model(server: tuple[str, str]) -> None
     )
     assert resp.status_code == 422
     assert "a pydantic model is named only by an agent's run.ask_form" in resp.text
+
+
+FALSY = {"content": "", "count": 0, "force": False, "tags": [], "note": None}
+"""Pydantic AI's own example clears `.env` with `content=''`: every falsy value, as proposed."""
+FALSY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "content": {"type": "string"},
+        "count": {"type": "integer"},
+        "force": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": "kept"},
+    },
+    "required": ["content", "count", "force", "tags", "note"],
+}
+
+
+@pytest.mark.parametrize("schema", [FALSY_SCHEMA, None], ids=["schema", "inferred"])
+def test_approve_approves_empty_and_falsy_arguments_exactly_as_proposed(
+    bot: Bot, server: tuple[str, str], schema: dict[str, Any] | None
+) -> None:
+    url, token = server
+    body = {"channel": CHANNEL, "action": "Write .env", "args": FALSY, "schema": schema, "assignees": [USER]}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as api:
+        created = api.post("/approvals", json=body)
+        assert created.status_code == 201, created.text
+        question = created.json()
+        message = bot.ws.message(CHANNEL, question["message_ts"])
+        assert message is not None
+        block, button = find_element(message["blocks"], "parley_approve")
+        payload = block_actions_payload(
+            user=USER,
+            message=message,
+            channel=CHANNEL,
+            action=button_action(block, button),
+            trigger=bot.ws.issue_trigger(USER),
+        )
+        assert bot.interact(payload).status == 200
+        work(bot.runtime)
+        answered = api.get(f"/questions/{question['id']}", params={"wait": 5}).json()
+    refusals = bot.ws.calls("chat.postEphemeral")
+    assert refusals == [], refusals  # nobody was told "an answer is required"
+    assert answered["status"] == "answered", answered
+    decision = answered["decision"]
+    assert (decision["approved"], decision["edited"], decision["changes"]) == (True, False, [])
+    assert decision["args"] == FALSY
+    assert [type(decision["args"][k]) for k in FALSY] == [type(v) for v in FALSY.values()]
