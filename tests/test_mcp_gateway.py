@@ -17,6 +17,7 @@ import redis
 from gateway_support import APPROVER, SECRET, Gateway, rules
 from inprocess_bot import Bot, running_bot
 from mcp_types import CallToolResult
+from mcp_upstream import LOOKALIKE
 
 from bot.slack.api_host import ApiQuestionHost
 from workers.questions.webhooks import announce
@@ -78,6 +79,7 @@ def test_tools_are_listed_prefixed_with_the_upstreams_schemas(gateway: Gateway, 
     prefixed, flat = anyio.run(scenario)
     by_name = {t.name: t for t in prefixed}
     listed = {"write_file", "read_file", "ask_person", "open_link", "ask_nested"}
+    listed |= {"sign_in", "Delete_file", LOOKALIKE}
     assert set(by_name) == {f"files.{name}" for name in listed}
     write = by_name["files.write_file"]
     assert write.description == "Write text to a file under the directory."

@@ -4,7 +4,8 @@ Each upstream is held open by a task of its own (the SDK's `Client`, over stdio 
 HTTP), so an upstream that fails to start, or dies later, is an error on its own tools' calls
 and never stops the gateway or the other upstreams. A tool is listed as `<upstream>.<tool>`
 (unprefixed with `flat`, which needs exactly one upstream) with the upstream's input schema,
-description, annotations and output schema unchanged; the rules always see the full name.
+description, annotations and output schema unchanged (a name outside ASCII is noted, `names`);
+the rules always see the full name.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from bot.mcp.gateway.names import flagged
 from bot.mcp.rules import RulesConfig, RulesError, Upstream
 from workers.exceptions import ParleyError
 from workers.logs import Log
@@ -136,7 +138,7 @@ class Upstreams:
         out: list[types.Tool] = []
         for name, tools in self.tools.items():
             for tool in tools:
-                out.append(tool.model_copy(update={"name": self.listed_name(Target(name, tool))}))
+                out.append(flagged(name, tool).model_copy(update={"name": self.listed_name(Target(name, tool))}))
         return out
 
     def resolve(self, listed_name: str) -> Target:
