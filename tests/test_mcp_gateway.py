@@ -298,3 +298,14 @@ def test_a_call_whose_client_went_away_is_recorded_and_not_forwarded(gateway: Ga
     assert writes(files) == []
     [late] = [e for e in history(bot, run_id) if e["event"] == "not forwarded"]
     assert late["by"] == APPROVER and late["detail"]["decision"] == "approved"
+
+
+def test_approve_forwards_an_empty_argument_exactly_as_proposed(gateway: Gateway, bot: Bot, files: Path) -> None:
+    def approve(message: dict[str, Any]) -> None:
+        gateway.click(message, "parley_approve")
+        bot.wait_for("the call to be forwarded", lambda: writes(files))
+
+    result, _ = call_and_then(gateway, rules(files), {"path": ".env", "text": ""}, approve)
+    assert not result.is_error, text_of(result)
+    assert (files / ".env").read_text() == "" and writes(files) == [".env\t"]
+    assert bot.ws.calls("chat.postEphemeral") == []  # nobody was told "an answer is required"

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 import mcp_types as types
 import pytest
 
-from bot.mcp.rules import REDACTED
+from bot.mcp.permission import approval_question, outcome
+from bot.mcp.rules import REDACTED, parse_config
 from bot.mcp.scrub import Redaction, Scrubber
+from workers.interaction import Decision
+from workers.questions.models import QuestionStatus, QuestionView
 
 pytestmark = pytest.mark.unit
 
@@ -70,3 +74,24 @@ def test_a_value_shown_elsewhere_is_scrubbed_there_not_editable_and_approved_as_
     assert redaction.editable == ["path"]
     decided = {"token": REDACTED, "text": f"use {REDACTED} here", "path": "b.txt"}
     assert redaction.approved(decided) == {**given, "path": "b.txt"}
+
+
+def test_approve_tool_use_shows_list_tokens_and_echoes_redacted_and_allows_them_as_given() -> None:
+    rules = parse_config("channel: C0OPS\nrules: [{tools: 'Bash', action: ask, redact: ['env.*.value']}]", {})
+    patterns = rules.rule_for("Bash").redact
+    given = {"command": "deploy --key s3cret-value", "env": [{"name": "KEY", "value": "s3cret-value"}], "cwd": "/srv"}
+    body = approval_question(rules, patterns, "Bash", given, "toolu_1")
+    assert body.request.approval is not None
+    assert body.request.approval.args == {
+        "command": f"deploy --key {REDACTED}",
+        "env": [{"name": "KEY", "value": REDACTED}],
+        "cwd": "/srv",
+    }
+    assert body.request.approval.editable == ["cwd"]
+    assert "s3cret-value" not in body.model_dump_json()
+    now = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+    decided = Decision(approved=True, args={**body.request.approval.args, "cwd": "/tmp"}, edited=True, by="U0BOB")
+    answered = QuestionView(
+        id="r1", status=QuestionStatus.ANSWERED, created_at=now, origin="claude-code", reason="r", decision=decided
+    )
+    assert outcome(answered, given, patterns, 900) == {"behavior": "allow", "updatedInput": {**given, "cwd": "/tmp"}}
