@@ -19,7 +19,7 @@ import redis
 import redis.asyncio as aioredis
 from inprocess_bot import CHANNEL, Bot, running_bot
 from runtime_helpers import work
-from slack_forms import button_action, find_element
+from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -202,9 +202,10 @@ FALSY_SCHEMA = {
 }
 
 
+@pytest.mark.parametrize("via", ["approve", "edit-unchanged"])
 @pytest.mark.parametrize("schema", [FALSY_SCHEMA, None], ids=["schema", "inferred"])
 def test_approve_approves_empty_and_falsy_arguments_exactly_as_proposed(
-    bot: Bot, server: tuple[str, str], schema: dict[str, Any] | None
+    bot: Bot, server: tuple[str, str], schema: dict[str, Any] | None, via: str
 ) -> None:
     url, token = server
     body = {"channel": CHANNEL, "action": "Write .env", "args": FALSY, "schema": schema, "assignees": [USER]}
@@ -214,15 +215,21 @@ def test_approve_approves_empty_and_falsy_arguments_exactly_as_proposed(
         question = created.json()
         message = bot.ws.message(CHANNEL, question["message_ts"])
         assert message is not None
-        block, button = find_element(message["blocks"], "parley_approve")
-        payload = block_actions_payload(
-            user=USER,
-            message=message,
-            channel=CHANNEL,
-            action=button_action(block, button),
-            trigger=bot.ws.issue_trigger(USER),
-        )
-        assert bot.interact(payload).status == 200
+        if via == "approve":
+            block, button = find_element(message["blocks"], "parley_approve")
+            payload = block_actions_payload(
+                user=USER,
+                message=message,
+                channel=CHANNEL,
+                action=button_action(block, button),
+                trigger=bot.ws.issue_trigger(USER),
+            )
+            assert bot.interact(payload).status == 200
+        else:  # Edit…, then Submit with every field as it was pre-filled
+            form = modal(bot, message, "parley_open_form")
+            state = form_state(form["blocks"], {})
+            ack = bot.interact(view_submission_payload(user=USER, view=form, state_values=state))
+            assert (ack.status, ack.body) == (200, ""), ack.body
         work(bot.runtime)
         answered = api.get(f"/questions/{question['id']}", params={"wait": 5}).json()
     refusals = bot.ws.calls("chat.postEphemeral")

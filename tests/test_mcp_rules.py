@@ -100,6 +100,13 @@ def test_an_empty_variable_is_refused_naming_it(value: str) -> None:
         parse_config(EXAMPLE, {"TICKETS_TOKEN": value})
 
 
+@pytest.mark.parametrize("written", ["${ TICKETS_TOKEN}", "${TICKETS_TOKEN:-none}", "${TICKETS_TOKEN"])
+def test_a_malformed_variable_is_refused_not_sent_as_written(written: str) -> None:
+    text = EXAMPLE.replace("${TICKETS_TOKEN}", written)
+    with pytest.raises(RulesError, match=r"upstreams\.tickets\.headers\.Authorization: .* is not a variable"):
+        parse_config(text, {"TICKETS_TOKEN": "t0k"})
+
+
 @pytest.mark.parametrize(
     ("tool", "action"),
     [
@@ -107,6 +114,7 @@ def test_an_empty_variable_is_refused_naming_it(value: str) -> None:
         ("files.Delete_file", Action.DENY),
         ("FILES.DELETE_TREE", Action.DENY),
         ("files.\uff24elete_file", Action.DENY),  # a fullwidth D is a D once normalised
+        ("files.dele\u200bte_file", Action.DENY),  # a zero-width space is dropped
         ("Files.Read_Text", Action.ALLOW),
         ("files.undelete_file", Action.ASK),
     ],

@@ -5,7 +5,8 @@ One YAML file names the upstream MCP servers (for the gateway), where approvals 
 `tools` glob matches a tool's name, without regard to case, decides. A tool no rule matches
 is asked about: an approval gate fails closed. `${NAME}` in any string is replaced from the
 environment given to `load_config` (read once, at the entry point); a name that is not set,
-or set to nothing, is an error, so a missing token is not sent upstream as "Bearer ".
+or set to nothing, is an error, so a missing token is not sent upstream as "Bearer ". So is
+anything else written `${...}`: it would otherwise be sent as written.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from workers.questions.models import CHANNEL_PATTERN
 REDACTED = "••••"
 MAX_EXPIRES_IN = 90 * 24 * 3600
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_LOOKS_LIKE_ONE = re.compile(r"\$\{[^}]*\}?")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -61,8 +63,9 @@ ASK_BY_DEFAULT = Rule(tools="*", action=Action.ASK)
 
 
 def folded(name: str) -> str:
-    """`name` as rules compare it: compatibility forms unified (NFKC), then case folded."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """`name` as rules compare it: compatibility forms unified (NFKC), invisible ones dropped, case folded."""
+    visible = "".join(c for c in unicodedata.normalize("NFKC", name) if unicodedata.category(c) != "Cf")
+    return visible.casefold()
 
 
 class Upstream(BaseModel):
@@ -122,6 +125,8 @@ def expand(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
                 raise RulesError(f"{where or 'the file'}: ${{{name}}} is empty in the environment")
             return environ[name]
 
+        for found in _LOOKS_LIKE_ONE.findall(_VARIABLE.sub("", value)):  # `${ TOKEN}`, `${TOKEN:-x}`, `${TOKEN`
+            raise RulesError(f"{where or 'the file'}: {found!r} is not a variable; write ${{NAME}} (A-Z, 0-9, _)")
         return _VARIABLE.sub(one, value)
     if isinstance(value, dict):
         return {key: expand(item, environ, f"{where}.{key}" if where else str(key)) for key, item in value.items()}
