@@ -190,8 +190,7 @@ def test_redact_paths_reach_into_lists_so_slack_and_redis_never_hold_them(
     [got] = [json.loads(line) for line in (files / ".signins").read_text().splitlines()]
     assert got["creds"] == [{"name": "backup", "token": BACKUP}]  # forwarded with the real token
     fields = [f["text"] for b in posted[0]["blocks"] for f in b.get("fields") or []]
-    [creds] = [text.split("\n", 1)[1] for text in fields if text.startswith("*creds*")]
-    assert json.loads(creds) == [{"name": "backup", "token": REDACTED}]  # the list is shown, its token redacted
+    assert f'*creds*\n[{{"name": "backup", "token": "{REDACTED}"}}]' in fields  # shown, its token redacted
     assert_nowhere(bot, logs, [result.model_dump_json()], BACKUP)
 
 
