@@ -217,3 +217,17 @@ def test_a_deny_glob_stops_an_upstreams_tool_whatever_the_case_of_its_name(
     warned = logs.holding("upstream lists a tool named outside ASCII")
     assert warned and all("'upstream': 'files'" in line and "lete_tree" in line for line in warned)
     assert bot.ws.calls("chat.postMessage") == []  # nobody was asked
+
+
+def test_an_approval_of_a_tool_named_outside_ascii_says_so(gateway: Gateway, bot: Bot, files: Path) -> None:
+    rules = '  - {tools: "files.delete_*", action: deny, reason: "never deleted from here"}'
+    posted: list[dict[str, Any]] = []
+
+    def reject() -> None:
+        posted.append(gateway.approval())
+        gateway.submit(gateway.modal(posted[-1], "parley_reject"), {"Reason": "a look-alike"})
+
+    result = call_while(gateway, config(files, rules), f"files.{LOOKALIKE}", {"path": "tree"}, reject)
+    assert result.is_error and text_of(result).endswith("a look-alike")
+    header = json.dumps(posted[0]["blocks"], ensure_ascii=False)
+    assert "has characters outside ASCII; it may imitate another tool's name" in header

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from bot.mcp.gateway.names import note
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
 from bot.mcp.rules import Rule, RulesConfig
 from bot.mcp.scrub import Redaction
@@ -129,6 +130,7 @@ class Approvals:
         editable = call.redaction.editable  # nothing redacted in it
         about = f"{call.caller.name} asks to call {call.target.full_name}"
         reason = f"{about}: {tool.description}" if tool.description else about
+        reason = reason if tool.name.isascii() else f"{note(tool.name)} {reason}"
         options: dict[str, Any] = {
             "editable": editable,
             "standing": STANDING if call.rule.allow_standing else None,
