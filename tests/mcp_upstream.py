@@ -2,6 +2,10 @@
 (or `python tests/mcp_upstream.py DIR`) serves it over stdio; `... DIR --http PORT` over streamable
 HTTP at `http://127.0.0.1:PORT/mcp`.
 
+`sign_in` echoes its arguments back, in a tool error, a protocol error, a result or an
+elicitation, as careless servers do; `Delete_file` and `LOOKALIKE` (`delete_tree` with a Cyrillic
+letter) are named to slip past a `delete_*` rule.
+
 `write_file` really writes under DIR (and appends a line to DIR/.writes, so a test counts how often
 it was called), `read_file` reads back, and `ask_person` sends `elicitation/create` in form mode and
 returns what it got, for forwarding elicitation to people; `open_link` does so in URL mode,
@@ -14,6 +18,7 @@ so with `notifications/tools/list_changed`.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,7 +26,10 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INVALID_PARAMS,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitRequestParams,
@@ -33,6 +41,7 @@ from mcp_types import (
 from pydantic import BaseModel, Field
 
 WRITES = ".writes"
+SIGNINS = ".signins"
 ASKED = "deploy"
 QUESTION = "Where should this be deployed?"
 LINK = "https://example.com/authorize?session=42"
@@ -41,7 +50,17 @@ DOWN = ".down"
 """While this file is in DIR, the server exits as it starts: an upstream that cannot come back."""
 PAY_BEFORE = "Pay at most 100 to an internal account."
 PAY_AFTER = "Pay any amount to any account, inside or outside."
+LOOKALIKE = "d\u0435lete_tree"
+"""`delete_tree` with a Cyrillic e (U+0435): no glob of ASCII letters matches it."""
 NESTED = {"type": "object", "properties": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+
+class Credential(BaseModel):
+    """One of `sign_in`'s credentials."""
+
+    name: str
+    token: str
 
 
 class Deploy(BaseModel):
@@ -62,6 +81,32 @@ def build(root: Path) -> MCPServer:
         return target
 
     destructive = ToolAnnotations(destructive_hint=True)
+
+    @server.tool(description="Sign in, echoing what it was given back in a tool error (or as `echo` says).")
+    async def sign_in(
+        ctx: Context, account: str, token: str = "", creds: list[Credential] | None = None, echo: str = "error"
+    ) -> Any:
+        given = {"account": account, "token": token, "creds": [c.model_dump() for c in creds or []]}
+        with (root / SIGNINS).open("a", encoding="utf-8") as log:
+            log.write(json.dumps(given) + "\n")
+        said = json.dumps(given)
+        if echo == "protocol":
+            raise MCPError(code=INVALID_PARAMS, message=f"no account matches {said}")
+        if echo == "result":
+            return f"signed in with {said}"
+        if echo == "elicit":
+            got = await elicit(ctx, ElicitRequestFormParams(message=f"Confirm {said}", requested_schema=CONFIRM))
+            return got if isinstance(got, InputRequiredResult) else f"asked to confirm {said}: {json.dumps(got)}"
+        raise ToolError(f"token {token!r} refused for {said}")
+
+    @server.tool(name="Delete_file", description="Delete a file under the directory.", annotations=destructive)
+    def delete_file(path: str) -> str:
+        under(path).unlink()
+        return f"deleted {path}"
+
+    @server.tool(name=LOOKALIKE, description="Delete a directory under the directory.", annotations=destructive)
+    def delete_tree(path: str) -> str:
+        raise ToolError(f"{path}: not deleted in tests")
 
     @server.tool(description="Write text to a file under the directory.", annotations=destructive)
     def write_file(path: str, text: str, token: str | None = None) -> str:

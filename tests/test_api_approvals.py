@@ -188,6 +188,60 @@ def test_a_question_over_the_api_names_no_model(server: tuple[str, str]) -> None
     assert "a pydantic model is named only by an agent's run.ask_form" in resp.text
 
 
+FALSY = {"content": "", "count": 0, "force": False, "tags": [], "note": None}
+"""Pydantic AI's own example clears `.env` with `content=''`: every falsy value, as proposed."""
+FALSY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "content": {"type": "string"},
+        "count": {"type": "integer"},
+        "force": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": "kept"},
+    },
+    "required": ["content", "count", "force", "tags", "note"],
+}
+
+
+@pytest.mark.parametrize("via", ["approve", "edit-unchanged"])
+@pytest.mark.parametrize("schema", [FALSY_SCHEMA, None], ids=["schema", "inferred"])
+def test_approve_approves_empty_and_falsy_arguments_exactly_as_proposed(
+    bot: Bot, server: tuple[str, str], schema: dict[str, Any] | None, via: str
+) -> None:
+    url, token = server
+    body = {"channel": CHANNEL, "action": "Write .env", "args": FALSY, "schema": schema, "assignees": [USER]}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as api:
+        created = api.post("/approvals", json=body)
+        assert created.status_code == 201, created.text
+        question = created.json()
+        message = bot.ws.message(CHANNEL, question["message_ts"])
+        assert message is not None
+        if via == "approve":
+            block, button = find_element(message["blocks"], "parley_approve")
+            payload = block_actions_payload(
+                user=USER,
+                message=message,
+                channel=CHANNEL,
+                action=button_action(block, button),
+                trigger=bot.ws.issue_trigger(USER),
+            )
+            assert bot.interact(payload).status == 200
+        else:  # Edit…, then Submit with every field as it was pre-filled
+            form = modal(bot, message, "parley_open_form")
+            state = form_state(form["blocks"], {})
+            ack = bot.interact(view_submission_payload(user=USER, view=form, state_values=state))
+            assert (ack.status, ack.body) == (200, ""), ack.body
+        work(bot.runtime)
+        answered = api.get(f"/questions/{question['id']}", params={"wait": 5}).json()
+    refusals = bot.ws.calls("chat.postEphemeral")
+    assert refusals == [], refusals  # nobody was told "an answer is required"
+    assert answered["status"] == "answered", answered
+    decision = answered["decision"]
+    assert (decision["approved"], decision["edited"], decision["changes"]) == (True, False, [])
+    assert decision["args"] == FALSY
+    assert [type(decision["args"][k]) for k in FALSY] == [type(v) for v in FALSY.values()]
+
+
 def test_an_edit_the_approvals_schema_refuses_is_refused_in_slack_naming_the_field(
     bot: Bot, server: tuple[str, str]
 ) -> None:

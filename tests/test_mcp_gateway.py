@@ -17,6 +17,7 @@ import redis
 from gateway_support import APPROVER, SECRET, Gateway, rules
 from inprocess_bot import Bot, running_bot
 from mcp_types import CallToolResult
+from mcp_upstream import LOOKALIKE
 
 from bot.slack.api_host import ApiQuestionHost
 from workers.questions.webhooks import announce
@@ -78,7 +79,7 @@ def test_tools_are_listed_prefixed_with_the_upstreams_schemas(gateway: Gateway, 
     prefixed, flat = anyio.run(scenario)
     by_name = {t.name: t for t in prefixed}
     listed = {"write_file", "read_file", "ask_person", "open_link", "ask_nested", "ask_code", "ask_plainly"}
-    listed |= {"ask_many", "hang", "crash", "pay", "redefine"}
+    listed |= {"ask_many", "hang", "crash", "pay", "redefine", "sign_in", "Delete_file", LOOKALIKE}
     assert set(by_name) == {f"files.{name}" for name in listed}
     write = by_name["files.write_file"]
     assert write.description == "Write text to a file under the directory."
@@ -297,3 +298,14 @@ def test_a_call_whose_client_went_away_is_recorded_and_not_forwarded(gateway: Ga
     assert writes(files) == []
     [late] = [e for e in history(bot, run_id) if e["event"] == "not forwarded"]
     assert late["by"] == APPROVER and late["detail"]["decision"] == "approved"
+
+
+def test_approve_forwards_an_empty_argument_exactly_as_proposed(gateway: Gateway, bot: Bot, files: Path) -> None:
+    def approve(message: dict[str, Any]) -> None:
+        gateway.click(message, "parley_approve")
+        bot.wait_for("the call to be forwarded", lambda: writes(files))
+
+    result, _ = call_and_then(gateway, rules(files), {"path": ".env", "text": ""}, approve)
+    assert not result.is_error, text_of(result)
+    assert (files / ".env").read_text() == "" and writes(files) == [".env\t"]
+    assert bot.ws.calls("chat.postEphemeral") == []  # nobody was told "an answer is required"

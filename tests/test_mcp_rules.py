@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from bot.mcp.rules import REDACTED, Action, RulesError, load_config, parse_config, redacted, with_redacted_restored
+from bot.mcp.rules import (
+    REDACTED,
+    Action,
+    RulesError,
+    load_config,
+    parse_config,
+    path_matches,
+    redacted,
+    redacted_values,
+    with_redacted_restored,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -82,3 +92,63 @@ def test_redaction_hides_matching_paths_and_edits_never_change_them() -> None:
         "auth": {"user": "bo", "key": "k"},
         "nested": {"token": "changed"},
     }
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_variable_is_refused_naming_it(value: str) -> None:
+    with pytest.raises(RulesError, match=r"upstreams\.tickets\.headers\.Authorization: \$\{TICKETS_TOKEN\} is empty"):
+        parse_config(EXAMPLE, {"TICKETS_TOKEN": value})
+
+
+@pytest.mark.parametrize("written", ["${ TICKETS_TOKEN}", "${TICKETS_TOKEN:-none}", "${TICKETS_TOKEN"])
+def test_a_malformed_variable_is_refused_not_sent_as_written(written: str) -> None:
+    text = EXAMPLE.replace("${TICKETS_TOKEN}", written)
+    with pytest.raises(RulesError, match=r"upstreams\.tickets\.headers\.Authorization: .* is not a variable"):
+        parse_config(text, {"TICKETS_TOKEN": "t0k"})
+
+
+@pytest.mark.parametrize(
+    ("tool", "action"),
+    [
+        ("files.delete_file", Action.DENY),
+        ("files.Delete_file", Action.DENY),
+        ("FILES.DELETE_TREE", Action.DENY),
+        ("files.\uff24elete_file", Action.DENY),  # a fullwidth D is a D once normalised
+        ("files.dele\u200bte_file", Action.DENY),  # a zero-width space is dropped
+        ("Files.Read_Text", Action.ALLOW),
+        ("files.undelete_file", Action.ASK),
+    ],
+)
+def test_rules_match_tool_names_without_regard_to_case(tool: str, action: Action) -> None:
+    assert parse_config(EXAMPLE, {"TICKETS_TOKEN": "t0k"}).rule_for(tool).action is action
+
+
+def test_redact_paths_reach_into_lists_by_any_or_one_index() -> None:
+    args = {
+        "creds": [{"name": "a", "token": "t-a"}, {"name": "b", "token": "t-b"}],
+        "pairs": [["k", "v"]],
+        "token": "top",
+    }
+    assert path_matches(("creds", "1", "token"), ("creds.*.token",))
+    assert path_matches(("creds", "0", "token"), ("creds.0.token",))
+    assert not path_matches(("creds", "1", "token"), ("creds.0.token",))
+    assert not path_matches(("creds", "1"), ("creds.*.token",))
+    every = redacted(args, ("creds.*.token", "pairs.*.1"))
+    assert every == {
+        "creds": [{"name": "a", "token": REDACTED}, {"name": "b", "token": REDACTED}],
+        "pairs": [["k", REDACTED]],
+        "token": "top",
+    }
+    assert redacted(args, ("creds.1.token",))["creds"] == [
+        {"name": "a", "token": "t-a"},
+        {"name": "b", "token": REDACTED},
+    ]
+    assert redacted_values(args, ("creds.*.token",)) == ["t-a", "t-b"]
+
+    forged = {"creds": [{"name": "A", "token": "forged"}, {"name": "b", "token": REDACTED}], "token": "top"}
+    restored = with_redacted_restored(args, forged, ("creds.*.token",))
+    assert restored["creds"] == [{"name": "A", "token": "t-a"}, {"name": "b", "token": "t-b"}]
+    dropped = with_redacted_restored(args, {"creds": [{"name": "c", "token": "x"}]}, ("creds.*.token",))
+    assert dropped["creds"] == args["creds"]  # an item holding a redacted value is never dropped
+    replaced = with_redacted_restored(args, {"creds": "none"}, ("creds.*.token",))
+    assert replaced["creds"] == args["creds"]

@@ -18,7 +18,8 @@ The rules file (`bot.mcp.rules`; `parley mcp --config`, `PARLEY_MCP_CONFIG` for 
 `assignees`, expiring after its `expires_in` (900 s by default), through the edit-and-approve
 path (`ApprovalCreate`): Approve allows the input, Edit… allows the edited input as
 `updatedInput`, Reject denies with the reason given. `redact` paths are shown as `••••`, never
-editable, and the real values go back in `updatedInput`.
+editable, and the real values go back in `updatedInput`; such a value is shown as `••••` wherever
+else in the input it appears too (`bot.mcp.scrub`).
 
 Claude Code waits for the tool's result, and there is no get_answer to come back with, so the
 call waits until the approval closes: at most `expires_in` plus `GRACE` seconds. An expired
@@ -32,7 +33,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.mcp.rules import Action, RulesConfig, redacted, with_redacted_restored
+from bot.mcp.rules import Action, RulesConfig
+from bot.mcp.scrub import Redaction
 from bot.mcp.tools import ToolInputError
 from workers.questions.models import ApprovalCreate, QuestionCreate, QuestionStatus, QuestionView
 
@@ -109,14 +111,13 @@ def approval_question(
     config: RulesConfig, patterns: tuple[str, ...], name: str, given: dict[str, Any], use_id: str
 ) -> QuestionCreate:
     """The approval a person is asked: `given` shown with `patterns` redacted (and those not editable)."""
-    shown = redacted(given, patterns)
-    editable = [key for key in given if shown.get(key) == given[key]]  # a value with anything redacted is not
+    redaction = Redaction(given, patterns)
     body = ApprovalCreate.model_validate(
         {
             "channel": config.channel,
             "action": f"Run the tool {name}",
-            "args": shown,
-            "editable": editable,
+            "args": redaction.shown,
+            "editable": redaction.editable,
             "assignees": list(config.assignees),
             "expires_in": config.expires_in,
         }
@@ -137,7 +138,7 @@ def outcome(
     decision = view.decision
     if view.status is QuestionStatus.ANSWERED and decision is not None:
         if decision.approved:
-            return allow(with_redacted_restored(given, decision.args, patterns) if patterns else dict(decision.args))
+            return allow(Redaction(given, patterns).approved(decision.args) if patterns else dict(decision.args))
         return deny(decision.reason or "Rejected in Slack" + (f" by {decision.by}" if decision.by else ""))
     if view.status is QuestionStatus.EXPIRED:
         return deny(f"not approved within {minutes(expires_in)}")

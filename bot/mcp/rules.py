@@ -2,10 +2,11 @@
 
 One YAML file names the upstream MCP servers (for the gateway), where approvals are asked
 (`channel`, `assignees`, `expires_in`) and an ordered list of rules; the first rule whose
-`tools` glob matches a tool's name decides. A tool no rule matches is asked about: an
-approval gate fails closed. `${NAME}` in any string is replaced from the environment given
-to `load_config` (read once, at the entry point); a name that is not set is an error, never
-an empty string, so a missing token is not sent upstream as "Bearer ".
+`tools` glob matches a tool's name, without regard to case, decides. A tool no rule matches
+is asked about: an approval gate fails closed. `${NAME}` in any string is replaced from the
+environment given to `load_config` (read once, at the entry point); a name that is not set,
+or set to nothing, is an error, so a missing token is not sent upstream as "Bearer ". So is
+anything else written `${...}`: it would otherwise be sent as written.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import re
+import unicodedata
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -28,6 +30,7 @@ from workers.questions.models import CHANNEL_PATTERN
 REDACTED = "••••"
 MAX_EXPIRES_IN = 90 * 24 * 3600
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_LOOKS_LIKE_ONE = re.compile(r"\$\{[^}]*\}?")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -53,7 +56,8 @@ class Rule(BaseModel):
     allow_standing: bool = False
 
     def matches(self, tool_name: str) -> bool:
-        return fnmatch.fnmatchcase(tool_name, self.tools)
+        """Whether the glob matches `tool_name`, so `delete_*` also stops an upstream's `Delete_File`."""
+        return fnmatch.fnmatchcase(folded(tool_name), folded(self.tools))
 
 
 ASK_BY_DEFAULT = Rule(tools="*", action=Action.ASK)
@@ -66,6 +70,12 @@ class ElicitationLimits(BaseModel):
 
     per_call: int = Field(default=3, ge=0, le=100)
     per_minute: int = Field(default=10, ge=0, le=1000)
+
+
+def folded(name: str) -> str:
+    """`name` as rules compare it: compatibility forms unified (NFKC), invisible ones dropped, case folded."""
+    visible = "".join(c for c in unicodedata.normalize("NFKC", name) if unicodedata.category(c) != "Cf")
+    return visible.casefold()
 
 
 class Upstream(BaseModel):
@@ -137,8 +147,12 @@ def expand(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
             name = match.group(1)
             if name not in environ:
                 raise RulesError(f"{where or 'the file'}: ${{{name}}} is not set in the environment")
+            if not environ[name].strip():
+                raise RulesError(f"{where or 'the file'}: ${{{name}}} is empty in the environment")
             return environ[name]
 
+        for found in _LOOKS_LIKE_ONE.findall(_VARIABLE.sub("", value)):  # `${ TOKEN}`, `${TOKEN:-x}`, `${TOKEN`
+            raise RulesError(f"{where or 'the file'}: {found!r} is not a variable; write ${{NAME}} (A-Z, 0-9, _)")
         return _VARIABLE.sub(one, value)
     if isinstance(value, dict):
         return {key: expand(item, environ, f"{where}.{key}" if where else str(key)) for key, item in value.items()}
@@ -176,16 +190,27 @@ def load_config(path: str | Path, environ: Mapping[str, str]) -> RulesConfig:
 
 
 def path_matches(path: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
-    """Whether an argument path (`("auth", "token")`) matches one of `patterns` (`"auth.*"`), segment by segment.
+    """Whether an argument path (`("creds", "0", "token")`) matches one of `patterns`, segment by segment.
 
-    A bare name (`"token"`) matches only a top-level argument, so redacting one field never hides
-    a same-named field deeper down by surprise; `"*.token"` reaches one level down.
+    A list's items are segments named by their index, so `creds.*.token` reaches the token of
+    every item of the list `creds` (or of every value of the object `creds`), `creds.0.token`
+    the first item's only. A bare name (`"token"`) matches only a top-level argument, so
+    redacting one field never hides a same-named field deeper down by surprise.
     """
     for pattern in patterns:
         parts = pattern.split(".")
         if len(parts) == len(path) and all(fnmatch.fnmatchcase(p, q) for p, q in zip(path, parts, strict=True)):
             return True
     return False
+
+
+def _children(value: Any) -> list[tuple[str, Any]]:
+    """The segments under `value` and what each holds: an object's keys, a list's indices."""
+    if isinstance(value, Mapping):
+        return [(str(key), item) for key, item in value.items()]
+    if isinstance(value, list | tuple):
+        return [(str(index), item) for index, item in enumerate(value)]
+    return []
 
 
 def redacted(arguments: Mapping[str, Any], patterns: tuple[str, ...]) -> dict[str, Any]:
@@ -195,10 +220,33 @@ def redacted(arguments: Mapping[str, Any], patterns: tuple[str, ...]) -> dict[st
         if path and path_matches(path, patterns):
             return REDACTED
         if isinstance(value, Mapping):
-            return {str(key): walk(item, (*path, str(key))) for key, item in value.items()}
+            return {key: walk(item, (*path, key)) for key, item in _children(value)}
+        if isinstance(value, list | tuple):
+            return [walk(item, (*path, key)) for key, item in _children(value)]
         return copy.deepcopy(value)
 
     return dict(walk(dict(arguments), ()))
+
+
+def redacted_values(arguments: Mapping[str, Any], patterns: tuple[str, ...]) -> list[Any]:
+    """Every value at a path matching `patterns`, as the arguments hold it."""
+    found: list[Any] = []
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if path and path_matches(path, patterns):
+            found.append(value)
+            return
+        for key, item in _children(value):
+            walk(item, (*path, key))
+
+    walk(dict(arguments), ())
+    return found
+
+
+def _holds_redacted(value: Any, path: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
+    return path_matches(path, patterns) or any(
+        _holds_redacted(item, (*path, key), patterns) for key, item in _children(value)
+    )
 
 
 def with_redacted_restored(
@@ -215,6 +263,12 @@ def with_redacted_restored(
                 if path_matches((*path, str(key)), patterns) and str(key) not in merged:
                     merged[str(key)] = copy.deepcopy(item)
             return merged
+        if isinstance(before, list | tuple) and isinstance(after, list | tuple):
+            if len(before) != len(after) and _holds_redacted(before, path, patterns):
+                return copy.deepcopy(before)  # items holding redacted values are never added or dropped
+            return [walk(before[i] if i < len(before) else None, item, (*path, str(i))) for i, item in enumerate(after)]
+        if _holds_redacted(before, path, patterns):  # an edit that replaced a container holding one
+            return copy.deepcopy(before)
         return copy.deepcopy(after)
 
     return dict(walk(dict(original), dict(edited), ()))

@@ -71,6 +71,15 @@ def _inferred(name: str, value: Any) -> Item | None:
     return None
 
 
+def _prefilled(item: Item, proposed: Any) -> Item:
+    """`item` pre-filled with the proposed value; required unless that value is empty.
+
+    An empty proposal (`""`, `[]`, `None`) reads as no answer, so requiring one would refuse
+    Approve: left empty, the argument is approved exactly as proposed."""
+    empty = proposed is None or proposed == [] or (isinstance(proposed, str) and proposed.strip() == "")
+    return item.model_validate({**item.model_dump(), "default": proposed, "required": not empty})
+
+
 def _editable_names(args: dict[str, Any], editable: bool | list[str]) -> list[str]:
     if editable is True:
         return list(args)
@@ -106,8 +115,8 @@ def approval_request(
             continue
         try:
             item = typed.get(name) if name in typed else _inferred(name, args[name])
-            if item is not None and args[name] is not None:
-                item = item.model_validate({**item.model_dump(), "default": args[name], "required": True})
+            if item is not None:
+                item = _prefilled(item, args[name])
         except ValidationError:
             item = None  # the proposed value is not an answer this item takes: shown, not editable
         if item is not None:

@@ -131,8 +131,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def show_value(value: Any) -> str:
-    """A fact as people read it: text as it is, anything else as compact JSON."""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(", ", ": "))
+    """A fact as people read it: text as it is, anything else as compact JSON (`••••`, never `\\u2022`)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
 
 
 def describe_change(change: ContextChange, arrow: str = "→") -> str:

@@ -4,7 +4,9 @@ The approval is an ordinary approval question (`QuestionService`, `run.approve`'
 it is a Parley run with its history, in `parley runs list`, Inspect and the App Home. It shows
 the tool, its description and the arguments, with the rule's `redact` paths as "••••" and never
 editable: what is forwarded is the approved arguments with the redacted values put back from
-the call, which this process alone holds (they never reach Slack or Redis).
+the call, which this process alone holds (they never reach Slack or Redis). A redacted value is
+also removed by value (`bot.mcp.scrub`) from the other arguments shown, the history, and the
+upstream's result or error, so an upstream that echoes it shows it to nobody.
 
 Forwarding is claimed first (`GatewayStore.claim`), so a call is forwarded at most once; a call
 whose client went away while it waited is claimed as such, and the decision that comes later is
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import anyio
@@ -25,8 +28,10 @@ import anyio.to_thread
 import mcp_types as types
 
 from bot.mcp.gateway.checks import arguments_refused_off_loop, fields_refused, still_the_same
+from bot.mcp.gateway.names import note
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
-from bot.mcp.rules import Rule, RulesConfig, redacted, with_redacted_restored
+from bot.mcp.rules import Rule, RulesConfig
+from bot.mcp.scrub import Redaction
 from workers.interaction import ContextError, FormError
 from workers.interaction.approval import approval_request
 from workers.interaction.lengths import REASON_MAX
@@ -68,9 +73,13 @@ class Call:
     caller: Caller
     session: str
 
+    @cached_property
+    def redaction(self) -> Redaction:
+        return Redaction(self.arguments, self.rule.redact)
+
     @property
     def shown(self) -> dict[str, Any]:
-        return redacted(self.arguments, self.rule.redact)
+        return self.redaction.shown
 
 
 class Approvals:
@@ -120,13 +129,14 @@ class Approvals:
             raise ValueError("the rules file names no `channel` to ask in")
         tool = call.target.tool
         shown = call.shown
-        editable = [k for k in shown if shown[k] == call.arguments.get(k)]  # nothing redacted in it
+        editable = call.redaction.editable  # nothing redacted in it
         about = f"{call.caller.name} asks to call {call.target.full_name}"
         reason = f"{about}: {tool.description}" if tool.description else about
+        reason = reason if tool.name.isascii() else f"{note(tool.name)} {reason}"
         options: dict[str, Any] = {
             "editable": editable,
             "standing": STANDING if call.rule.allow_standing else None,
-            "reason": reason[:REASON_MAX],
+            "reason": call.redaction.scrubber.text(reason)[:REASON_MAX],
             "assignees": list(self.config.assignees),
             "expires_in": self.config.expires_in,
         }
@@ -157,7 +167,7 @@ class Approvals:
         if not decision.approved:
             said = f": {decision.reason}" if decision.reason else ""
             return error(f"{name} was rejected by {decision.by or 'the approver'}{said}")
-        arguments = with_redacted_restored(call.arguments, decision.args, call.rule.redact)
+        arguments = call.redaction.approved(decision.args)
         before = await self.service.in_thread(lambda: self.gateway.claim(view.id, FORWARDED))
         if before is not None:
             return error(f"{name} was approved, and not forwarded again: {before}")
@@ -170,16 +180,17 @@ class Approvals:
         self, call: Call, arguments: dict[str, Any], run_id: str, *, by: str = "", edited: bool = False
     ) -> types.CallToolResult:
         name = call.target.full_name
+        forwarded = Redaction(arguments, call.rule.redact)
         refused = await self._refused(call, arguments, run_id, by)
         if refused is not None:
-            return error(refused)
-        shown = redacted(arguments, call.rule.redact)
-        await self._history(run_id, "forwarded", by, tool=name, args=shown, edited=edited)
+            return error(forwarded.scrubber.text(refused))
+        await self._history(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
         try:
-            result = await self.upstreams.call(call.target, arguments)
+            result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments))
         except GatewayError as exc:
-            await self._history(run_id, "upstream failed", tool=name, error=str(exc))
-            return error(str(exc))
+            why = forwarded.scrubber.text(str(exc))
+            await self._history(run_id, "upstream failed", tool=name, error=why)
+            return error(why)
         await self._history(run_id, "upstream answered", tool=name, is_error=bool(result.is_error))
         log.info("tool call forwarded", run_id=run_id, tool=name, by=by, is_error=bool(result.is_error))
         return result

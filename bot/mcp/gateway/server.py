@@ -2,7 +2,9 @@
 
 `allow` forwards the call, `deny` is a tool error carrying the rule's reason, `ask` waits for an
 approval in Slack (`approvals`). A call the gateway cannot route (an unknown tool or upstream, an
-upstream it cannot reach) is a tool error saying so; nothing is asked or forwarded.
+upstream it cannot reach) is a tool error saying so; nothing is asked or forwarded. A rule's
+redacted values are removed from whatever comes back, and from the upstream's elicitations
+while the call runs (`bot.mcp.scrub`, `echoes`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from mcp.server.lowlevel import Server
 
 from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
 from bot.mcp.gateway.checks import arguments_refused_off_loop
+from bot.mcp.gateway.echoes import InFlight
 from bot.mcp.gateway.elicitations import Asking, Elicitations
 from bot.mcp.gateway.upstreams import GatewayError, Upstreams
 from bot.mcp.rules import Action, RulesConfig
+from bot.mcp.scrub import Scrubber
 from bot.mcp.server import CallerOf
 from workers.logs import Log
 from workers.questions import QuestionService
@@ -41,6 +45,7 @@ class GatewayTools:
         elicitations: Elicitations,
         caller_of: CallerOf,
         session_of: SessionOf,
+        in_flight: InFlight,
     ) -> None:
         self.upstreams = upstreams
         self.approvals = approvals
@@ -48,6 +53,7 @@ class GatewayTools:
         self.config: RulesConfig = upstreams.config
         self.caller_of = caller_of
         self.session_of = session_of
+        self.in_flight = in_flight
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -67,22 +73,24 @@ class GatewayTools:
         if rule.action is Action.DENY:
             log.info("tool call denied", tool=target.full_name, origin=caller.name)
             return error(f"{target.full_name} is denied: {rule.reason or 'the gateway rules deny it'}")
+        scrubber = Scrubber.of(args, rule.redact)
         refused = await arguments_refused_off_loop(target, args) if rule.action is Action.ASK else None
         if refused is not None:  # nobody is asked to approve a call the tool, as it is now, refuses
             log.info("tool call refused by its input schema", tool=target.full_name, origin=caller.name)
-            return error(refused)
+            return error(scrubber.text(refused))
 
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)
 
         try:
-            async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, report)):
-                if rule.action is Action.ALLOW:
-                    return await self.upstreams.call(target, args)
-                call = Call(target, args, rule, caller, self.session_of(ctx))
-                return await self.approvals.ask(call, report)
+            with self.in_flight.calling(target.upstream, scrubber):
+                async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, report)):
+                    if rule.action is Action.ALLOW:
+                        return scrubber.result(await self.upstreams.call(target, args))
+                    call = Call(target, args, rule, caller, self.session_of(ctx))
+                    return scrubber.result(await self.approvals.ask(call, report))
         except GatewayError as exc:
-            return error(str(exc))
+            return error(scrubber.text(str(exc)))
 
 
 def build_gateway(
@@ -97,6 +105,7 @@ def build_gateway(
     """The gateway's MCP server over `upstreams` (open); run it over stdio or mount it over HTTP."""
     approvals = Approvals(service, closings, upstreams, upstreams.config, progress_every=progress_every)
     elicitations = Elicitations(service, closings, upstreams.config, progress_every=progress_every)
-    upstreams.elicit = elicitations.answer  # an upstream's elicitation is asked in Slack
-    tools = GatewayTools(upstreams, approvals, elicitations, caller_of, session_of)
+    in_flight = InFlight()
+    upstreams.elicit = in_flight.guarding(elicitations.answer)  # an upstream's elicitation is asked in Slack
+    tools = GatewayTools(upstreams, approvals, elicitations, caller_of, session_of, in_flight)
     return Server(NAME, instructions=INSTRUCTIONS, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)

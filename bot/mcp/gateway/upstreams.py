@@ -8,7 +8,8 @@ when it says they changed (`notifications/tools/list_changed`). It is reached ov
 handshake-era protocol unless its `protocol` says otherwise, so an upstream's `ctx.elicit`
 works, and each call has the upstream's `timeout` (`deadlines`). A tool is listed as `<upstream>.<tool>`
 (unprefixed with `flat`, which needs exactly one upstream) with the upstream's input schema,
-description, annotations and output schema unchanged; the rules always see the full name.
+description, annotations and output schema unchanged (a name outside ASCII is noted, `names`);
+the rules always see the full name.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot.mcp.gateway.deadlines import Clock, human
+from bot.mcp.gateway.names import flagged
 from bot.mcp.gateway.watch import watched
 from bot.mcp.rules import RulesConfig, RulesError, Upstream
 from workers.exceptions import ParleyError
@@ -217,7 +219,7 @@ class Upstreams:
         out: list[types.Tool] = []
         for name, tools in self.tools.items():
             for tool in tools:
-                out.append(tool.model_copy(update={"name": self.listed_name(Target(name, tool))}))
+                out.append(flagged(name, tool).model_copy(update={"name": self.listed_name(Target(name, tool))}))
         return out
 
     def resolve(self, listed_name: str) -> Target:
