@@ -14,12 +14,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {
-    "node": "node@22.23.3",  # the conformance suite needs Node 22; the machine's Node may be older
-    "conformance": "@modelcontextprotocol/conformance@0.1.16",
-    "mcp-server-filesystem": "@modelcontextprotocol/server-filesystem@2026.8.31",
+PROGRAMS = {
+    # the conformance suite needs Node 22; the machine's Node may be older
+    "node": ("node@22.23.3", "node/bin/node"),
+    "conformance": ("@modelcontextprotocol/conformance@0.1.16", "@modelcontextprotocol/conformance/dist/index.js"),
+    "conformance-2026": (  # its preview, with the 2026-07-28 protocol's scenarios, under a name of its own
+        "mcp-conformance-2026@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12",
+        "mcp-conformance-2026/dist/index.js",
+    ),
+    "mcp-server-filesystem": (
+        "@modelcontextprotocol/server-filesystem@2026.8.31",
+        "@modelcontextprotocol/server-filesystem/dist/index.js",
+    ),
 }
-"""Each program the tests run, and the pinned package that provides it (as `.ci/run` installs it)."""
+"""Each program the tests run: the pinned package `.ci/run` installs, and its file in `node_modules`."""
 
 
 def prefix() -> Path:
@@ -27,23 +35,19 @@ def prefix() -> Path:
     return Path(os.environ.get("PARLEY_TEST_NODE") or ROOT / ".ci-node")
 
 
-def bin_dir() -> Path:
-    return prefix() / "node_modules" / ".bin"
-
-
 def program(name: str) -> Path:
     """The installed program `name`; skipped (failed under CI) when its package is not installed."""
-    found = bin_dir() / name
+    package, file = PROGRAMS[name]
+    found = prefix() / "node_modules" / file
     if found.exists():
         return found
-    install = f"npm install --prefix {prefix()} {' '.join(PACKAGES.values())}"
-    why = f"{name} ({PACKAGES[name]}) is not installed under {prefix()}: run `{install}`"
+    install = f"npm install --prefix {prefix()} --save-exact {' '.join(p for p, _ in PROGRAMS.values())}"
+    why = f"{name} ({package}) is not installed under {prefix()}: run `{install}`"
     if os.environ.get("CI"):
         pytest.fail(f"{why}; CI installs it in .ci/run and never skips this test", pytrace=False)
     pytest.skip(why)
 
 
-def env() -> dict[str, str]:
-    """The environment with the packages' programs (and their Node) first on `PATH`."""
-    program("node")
-    return {**os.environ, "PATH": f"{bin_dir()}{os.pathsep}{os.environ.get('PATH', '')}"}
+def command(name: str) -> list[str]:
+    """How to run the JavaScript program `name`: with the Node installed beside it."""
+    return [str(program("node")), str(program(name))]

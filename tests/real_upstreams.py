@@ -73,10 +73,9 @@ def prepare(base: Path) -> Upstreams:
     (repo / "README.md").write_text("a repository for the gateway's tests\n")
     git(repo, "add", "README.md")
     git(repo, "commit", "-q", "-m", FIRST_COMMIT)
-    node, filesystem = node_tools.program("node"), node_tools.program("mcp-server-filesystem")
     config = {
         "upstreams": {
-            "fs": {"command": [str(node), str(filesystem), str(files)]},
+            "fs": {"command": [*node_tools.command("mcp-server-filesystem"), str(files)]},
             "git": {"command": [str(mcp_server_git()), "--repository", str(repo)]},
         },
         "channel": CHANNEL,
