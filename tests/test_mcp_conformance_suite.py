@@ -59,6 +59,7 @@ DOES_NOT_APPLY = {
     "elicitation-sep1034-defaults": FIXTURE_TOOLS.format("test_elicitation_sep1034_defaults"),
     "elicitation-sep1330-enums": FIXTURE_TOOLS.format("test_elicitation_sep1330_enums"),
     "server-sse-polling": FIXTURE_TOOLS.format("test_reconnection"),
+    "json-schema-2020-12": FIXTURE_TOOLS.format("json_schema_2020_12_tool"),
     **{
         f"resources-{name}": "Parley serves tools only, no resources"
         for name in ("list", "read-text", "read-binary", "templates-read", "subscribe", "unsubscribe")
