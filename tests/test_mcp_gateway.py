@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ import pytest
 import redis
 from gateway_support import APPROVER, SECRET, Gateway, rules
 from inprocess_bot import Bot, running_bot
-from mcp_types import CallToolResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult
 from mcp_upstream import LOOKALIKE
 
 from bot.slack.api_host import ApiQuestionHost
@@ -92,21 +94,29 @@ def test_tools_are_listed_prefixed_with_the_upstreams_schemas(gateway: Gateway, 
 
 
 def test_allow_forwards_and_deny_errors_with_the_reason(gateway: Gateway, bot: Bot, files: Path) -> None:
+    """A name the gateway lists no tool under is JSON-RPC invalid params, as on `/mcp`, never a tool result."""
     (files / "notes.txt").write_text("kept")
 
-    async def scenario() -> tuple[CallToolResult, CallToolResult, CallToolResult, CallToolResult]:
+    async def scenario() -> tuple[CallToolResult, CallToolResult, list[MCPError], str | None]:
         async with gateway.open(rules(files)) as client:
             read = await client.call_tool("files.read_file", {"path": "notes.txt"})
             denied = await client.call_tool("files.ask_person", {})
-            unknown = await client.call_tool("tickets.create", {})
-            bare = await client.call_tool("write_file", {"path": "x", "text": "y"})
-            return read, denied, unknown, bare
+            unknown = []
+            for name in ("tickets.create", "write_file", "files.no_such_tool"):
+                with pytest.raises(MCPError) as caught:
+                    await client.call_tool(name, {"path": "x", "text": "y"})
+                unknown.append(caught.value)
+            served = client.server_info.version if client.server_info else None
+            return read, denied, unknown, served
 
-    read, denied, unknown, bare = anyio.run(scenario)
+    read, denied, unknown, served = anyio.run(scenario)
     assert not read.is_error and read.structured_content == {"result": "kept"}
     assert denied.is_error and text_of(denied) == "files.ask_person is denied: nobody is asked from here"
-    assert unknown.is_error and "unknown upstream 'tickets'" in text_of(unknown) and "files" in text_of(unknown)
-    assert bare.is_error and "'<upstream>.<tool>'" in text_of(bare)
+    assert [e.error.code for e in unknown] == [INVALID_PARAMS] * 3
+    upstream, bare, tool = (e.error.message for e in unknown)
+    assert "unknown upstream 'tickets'" in upstream and "files" in upstream
+    assert "'<upstream>.<tool>'" in bare and "no tool 'no_such_tool'" in tool
+    assert served == version("parley-slack") != ""
     assert bot.ws.calls("chat.postMessage") == []  # nothing was asked
     assert writes(files) == []
 

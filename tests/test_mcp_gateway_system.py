@@ -215,3 +215,35 @@ def test_the_docs_http_configuration_reaches_mcp_gateway_under_parley_serve(
     assert stack.http is not None
     refused = stack.http.post("/mcp/gateway", json={}, headers={"Accept": "application/json, text/event-stream"})
     assert refused.status_code == 401  # no token, no gateway
+
+
+def test_methods_the_streamable_http_transport_does_not_serve_are_405_with_allow(stack: SlackStack) -> None:
+    """A stateless endpoint (`/mcp/gateway`; `/mcp` under `--workers N`) takes POST only: no SSE stream to `GET`,
+    no session to `DELETE`. Such a `GET` was an empty stream held open, and one with `Last-Event-ID` a 500."""
+    token = create_token(stack, "methods")
+    port = free_port()
+    stateless = stack.spawn_serve("serve-stateless", port, "--workers", "2")
+    headers = {**token.auth, "Accept": "application/json, text/event-stream"}
+    try:
+        with httpx2.Client(timeout=10) as http:
+            stack.wait_for("the second parley serve", lambda: _answers(http, f"http://127.0.0.1:{port}/healthz"), 30)
+            for url in (f"http://127.0.0.1:{stack.port}/mcp/gateway", f"http://127.0.0.1:{port}/mcp"):
+                for method, extra in [("GET", {}), ("GET", {"Last-Event-ID": "0-1"}), ("DELETE", {}), ("PUT", {})]:
+                    with http.stream(method, url, headers={**headers, **extra}) as answer:
+                        got = (method, extra, url, answer.status_code, answer.headers.get("allow"))
+                        assert got == (method, extra, url, 405, "POST")
+                        assert answer.headers["content-type"] == "application/problem+json"
+                        answer.read()
+                        assert f"{method} is not served here" in answer.json()["detail"]
+            # `/mcp` of one process keeps sessions: it serves GET and DELETE, and says so.
+            put = http.put(f"http://127.0.0.1:{stack.port}/mcp", headers=headers)
+            assert (put.status_code, put.headers.get("allow")) == (405, "GET, POST, DELETE")
+    finally:
+        stop_process_group(stateless)
+
+
+def _answers(http: httpx2.Client, url: str) -> bool:
+    try:
+        return http.get(url, timeout=1).status_code == 200
+    except httpx2.HTTPError:
+        return False

@@ -170,8 +170,26 @@ def mcp_route(
     return Route(PATH, endpoint=ProblemResponses(behind_tokens(manager, service))), manager
 
 
+class PostOnly:
+    """ASGI middleware for a stateless manager: any method but POST is 405 with `Allow: POST`.
+
+    Without sessions there is no stream to `GET` and no session to `DELETE`; the SDK would
+    otherwise hold an empty stream open, or answer a `Last-Event-ID` with no response (a 500)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] != "POST":
+            detail = f"{scope['method']} is not served here: this endpoint keeps no sessions, so it takes POST only"
+            await problem(405, "Method Not Allowed", detail, {"Allow": "POST"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def behind_tokens(manager: StreamableHTTPSessionManager, service: QuestionService) -> ASGIApp:
     """`manager`'s ASGI app behind Parley's bearer API tokens (scope `ask`) and their rate limits."""
-    guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [TokenScope.ASK.value])
+    app: ASGIApp = StreamableHTTPASGIApp(manager)
+    guarded = RequireAuthMiddleware(PostOnly(app) if manager.stateless else app, [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))
     return AuthenticationMiddleware(limited, backend=BearerAuthBackend(ApiTokenVerifier(service)))

@@ -1,29 +1,32 @@
 """The gateway's MCP server: lists the upstreams' tools and routes each call by its rule.
 
 `allow` forwards the call, `deny` is a tool error carrying the rule's reason, `ask` waits for an
-approval in Slack (`approvals`). A call the gateway cannot route (an unknown tool or upstream, an
-upstream it cannot reach) is a tool error saying so; nothing is asked or forwarded. A rule's
-redacted values are removed from whatever comes back, and from the upstream's elicitations
-while the call runs (`bot.mcp.scrub`, `echoes`).
+approval in Slack (`approvals`). A call to a name it lists no tool under is JSON-RPC invalid
+params (-32602), as the spec and `/mcp` have it; one to an upstream it cannot reach is a tool error
+saying so. Either way nothing is asked or forwarded. A rule's redacted values are removed from
+whatever comes back, and from the upstream's elicitations while the call runs (`bot.mcp.scrub`,
+`echoes`). `serverInfo.version` is Parley's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
 from bot.mcp.gateway.checks import arguments_refused_off_loop
 from bot.mcp.gateway.echoes import InFlight
 from bot.mcp.gateway.elicitations import Asking, Elicitations
-from bot.mcp.gateway.upstreams import GatewayError, Upstreams
+from bot.mcp.gateway.upstreams import GatewayError, UnknownTool, Upstreams
 from bot.mcp.rules import Action, RulesConfig
 from bot.mcp.scrub import Scrubber
-from bot.mcp.server import CallerOf
+from bot.mcp.server import DISTRIBUTION, CallerOf
 from workers.logs import Log
 from workers.questions import QuestionService
 from workers.store.closings import Closings
@@ -66,6 +69,8 @@ class GatewayTools:
         args = dict(params.arguments or {})
         try:
             target = self.upstreams.resolve(params.name)
+        except UnknownTool as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
         except GatewayError as exc:
             return error(str(exc))
         rule = self.config.rule_for(target.full_name)
@@ -108,4 +113,10 @@ def build_gateway(
     in_flight = InFlight()
     upstreams.elicit = in_flight.guarding(elicitations.answer)  # an upstream's elicitation is asked in Slack
     tools = GatewayTools(upstreams, approvals, elicitations, caller_of, session_of, in_flight)
-    return Server(NAME, instructions=INSTRUCTIONS, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)
+    return Server(
+        NAME,
+        version=version(DISTRIBUTION),
+        instructions=INSTRUCTIONS,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )

@@ -50,6 +50,10 @@ class GatewayError(ParleyError):
     """A call the gateway cannot route: an unknown tool or upstream, or an upstream it cannot reach."""
 
 
+class UnknownTool(GatewayError):
+    """A name the gateway lists no tool under: a protocol error (invalid params), not a tool error."""
+
+
 @dataclass(frozen=True)
 class Target:
     """One upstream tool: where it lives, its name there, the name the rules match and the listed tool."""
@@ -229,16 +233,16 @@ class Upstreams:
         else:
             upstream, dot, tool = listed_name.partition(".")
             if not dot:
-                raise GatewayError(f"unknown tool {listed_name!r}: tools are named '<upstream>.<tool>'")
+                raise UnknownTool(f"unknown tool {listed_name!r}: tools are named '<upstream>.<tool>'")
         if upstream not in self.config.upstreams:
             known = ", ".join(sorted(self.config.upstreams))
-            raise GatewayError(f"unknown upstream {upstream!r} in {listed_name!r}; this gateway has {known}")
+            raise UnknownTool(f"unknown upstream {upstream!r} in {listed_name!r}; this gateway has {known}")
         if upstream in self.errors or upstream not in self.clients:
             why = self.errors.get(upstream, "not connected")
             raise GatewayError(f"upstream {upstream!r} is unreachable: {why}")
         found = next((t for t in self.tools[upstream] if t.name == tool), None)
         if found is None:
-            raise GatewayError(f"upstream {upstream!r} has no tool {tool!r}")
+            raise UnknownTool(f"upstream {upstream!r} has no tool {tool!r}")
         return Target(upstream, found)
 
     async def call(self, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
