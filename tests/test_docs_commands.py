@@ -116,6 +116,7 @@ class Reader:
 
     def run(self, command: str) -> str:
         typed = command.replace(DOCS_PORT, f"localhost:{self.dev.port}")
+        assert "$ID" not in command or self.env.get("ID"), f"no command before this one set ID:\n{command}"
         if "wait=" in typed and "ID" in self.env:
             self._look_up_asked()
         answering = self._answer_while_waiting() if "wait=" in typed and self.asked else None
