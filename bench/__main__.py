@@ -5,8 +5,9 @@ runs the selected measurements (each starts and stops the workers it needs), the
 prints the table and writes `latest.{json,md,png}` (and a copy named after the mode,
 `quick.*` or `full.*`) into `--out`, `bench/results/` by default, and nowhere else. A
 measurement whose programs are not installed is skipped with one line saying how to
-install them. Redis: `REDIS_URL` (or 127.0.0.1:6379),
-database 14, which the bench flushes; it refuses database 0. `--peers` runs only
+install them. Redis: the embedded one, in a folder of its own, database 14; or the server
+`--redis-url` or `REDIS_URL` names, on the database `--db` or the URL names (it is flushed, so
+the bench never picks one itself, and refuses database 0). `--peers` runs only
 `bench.m_peers` instead: Parley beside Prefect's pause and suspend (the `peers` extra).
 """
 
@@ -30,7 +31,7 @@ import slack_bolt
 from bench import report
 from bench.measurement import Config, MissingTool, Row, missing_tools
 from bench.processes import ROOT
-from bench.redis_db import BENCH_DB, bench_redis_url, connect, flush
+from bench.redis_db import bench_redis_url, connect, flush
 from bench.stack import Stack
 
 MEASUREMENTS = {
@@ -56,8 +57,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="smaller samples: under 3 minutes on 2 cores")
     p.add_argument("--only", default="", help="comma-separated measurement numbers (1-13); default all")
     p.add_argument("--rounds", type=int, default=None, help="alternating rounds per comparison (3 quick, 5 full)")
-    p.add_argument("--redis-url", default=None, help="Redis server (default REDIS_URL or 127.0.0.1:6379)")
-    p.add_argument("--db", type=int, default=BENCH_DB, help="Redis database the bench owns and flushes")
+    p.add_argument("--redis-url", default=None, help="Redis server (default REDIS_URL, else the embedded Redis)")
+    p.add_argument(
+        "--db", type=int, default=None, help="the Redis database the bench owns and flushes (14 on the embedded Redis)"
+    )
     p.add_argument(
         "--out",
         type=Path,

@@ -10,7 +10,7 @@ load than latency does, so it can compare commits the HTTP bench cannot separate
 Each TREE (a checkout of any commit, default this one) is run in its own process with
 `PYTHONPATH=TREE`, alternating over rounds, so every side imports its own code. Each needs a
 Web API stand-in for bolt's one `auth.test`: this starts `bench.standin` from this checkout.
-Redis: `REDIS_URL` (or 127.0.0.1:6379), database 14 unless `--db`; it is flushed.
+Redis: `REDIS_URL` on the database `--db` or the URL names, else the embedded Redis's 14; it is flushed.
 
 `--bare` also runs each tree's own bare bolt app (`bench.bare`, the HTTP bench's baseline) on
 the same clicks, and prints Parley's cost as a ratio of it: a later tree's question message
@@ -141,7 +141,7 @@ def main() -> int:
     p.add_argument("trees", nargs="*", default=[str(HERE)], help="checkouts to compare (default: this one)")
     p.add_argument("--clicks", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--db", type=int, default=14)
+    p.add_argument("--db", type=int, default=None)
     p.add_argument("--bare", action="store_true", help="also run each tree's bare bolt app, and print the ratio")
     p.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

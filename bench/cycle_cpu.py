@@ -20,8 +20,8 @@ raw job, counted by its client: the same on every run. `--instructions` counts i
 callgrind, collected only around the bursts: the same count on every run, so commits a few
 percent apart can be told apart.
 Each TREE (default: this checkout) runs in its own process with `PYTHONPATH=TREE`. Its Web API
-calls go to a `bench.standin` from this checkout. Redis: `REDIS_URL`, database 14 unless `--db`;
-it is flushed.
+calls go to a `bench.standin` from this checkout. Redis: `REDIS_URL` on the database `--db` or the URL
+names, else the embedded Redis's 14; it is flushed.
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def main() -> int:
     p.add_argument("trees", nargs="*", default=[str(HERE)], help="checkouts to compare (default: this one)")
     p.add_argument("--cycles", type=int, default=200)
     p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--db", type=int, default=14)
+    p.add_argument("--db", type=int, default=None)
     p.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()

@@ -107,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--parley-tree", type=Path, default=None)
-    parser.add_argument("--db", type=int, default=14)
+    parser.add_argument("--db", type=int, default=None)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     url = bench_redis_url(None, args.db)

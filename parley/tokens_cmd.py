@@ -2,8 +2,9 @@
 
 `create` prints the token and its webhook signing secret once; only the token's sha256 is
 stored, so a lost token is revoked and created again, never shown again. Its standard output
-is only the two `NAME=value` lines, so `eval "$(parley tokens create NAME)"` sets both (the
-prose goes to standard error); `--json` prints one JSON object instead.
+is only the two `export NAME=value` lines, so `eval "$(parley tokens create NAME)"` exports both
+to the programs the shell starts (the prose goes to standard error); `--json` prints one JSON
+object instead.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
             f"token {new.record.name} (scopes: {', '.join(new.record.scopes)}{granted}); shown once, keep both safe:",
             file=sys.stderr,
         )
-        print(f"PARLEY_TOKEN={new.token}")
-        print(f"PARLEY_WEBHOOK_SECRET={new.webhook_secret}")
+        print(f"export PARLEY_TOKEN={new.token}")
+        print(f"export PARLEY_WEBHOOK_SECRET={new.webhook_secret}")
         return 0
     if args.tokens_command == "list":
         found = store.tokens()

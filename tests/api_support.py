@@ -49,7 +49,7 @@ def create_token(
     if team is not None:
         argv += ["--team", team]
     out = subprocess.run(argv, env=stack.env(), capture_output=True, text=True, timeout=30, check=True).stdout
-    values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    values = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines() if "=" in line)
     return Token(name, values["PARLEY_TOKEN"], values["PARLEY_WEBHOOK_SECRET"])
 
 

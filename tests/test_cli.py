@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -149,12 +152,12 @@ def test_parley_run_without_the_text_an_agent_needs_says_what_it_needs(parley: P
     assert refusal == "parley: ticket needs its text: parley run ticket <what is wrong>"
 
 
-def test_tokens_create_prints_only_what_eval_can_use_and_json_on_request(parley: Parley) -> None:
+def test_tokens_create_prints_only_what_eval_can_use_and_json_on_request(parley: Parley, r: Redis) -> None:
     code, out, err = parley("tokens", "create", "ci-bot")
     assert code == 0
     token, secret = out.splitlines()
-    assert re.fullmatch(r"PARLEY_TOKEN=pk_[A-Za-z0-9_-]+", token), out
-    assert re.fullmatch(r"PARLEY_WEBHOOK_SECRET=whsec_[A-Za-z0-9+/=_-]+", secret), out
+    assert re.fullmatch(r"export PARLEY_TOKEN=pk_[A-Za-z0-9_-]+", token), out
+    assert re.fullmatch(r"export PARLEY_WEBHOOK_SECRET=whsec_[A-Za-z0-9+/=_-]+", secret), out
     assert "shown once" in err and "ci-bot" in err  # the prose is for the person, on standard error
 
     code, out, err = parley("tokens", "create", "auditor", "--scope", "admin", "--json")
@@ -163,6 +166,26 @@ def test_tokens_create_prints_only_what_eval_can_use_and_json_on_request(parley:
     assert (made["name"], made["scopes"], made["team"]) == ("auditor", ["admin"], None)
     assert made["token"].startswith("pk_") and made["webhook_secret"].startswith("whsec_")
     assert out.count("\n") == 1  # one object, on one line
+
+
+def test_eval_of_tokens_create_exports_both_to_the_programs_the_shell_starts(
+    redis_url: str, r: Redis, tmp_path: Path
+) -> None:
+    """The documented `eval "$(parley tokens create NAME)"`, then a program reading the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLEY_", "SLACK_"))}
+    env.update(REDIS_URL=redis_url, PARLEY_DATA_DIR=str(tmp_path), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
+    child = 'bash -c \'printf "%s %s" "$PARLEY_TOKEN" "$PARLEY_WEBHOOK_SECRET"\''
+    script = f'eval "$(parley tokens create refunds)" && {child}'
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    token, secret = done.stdout.split(" ")
+    assert token.startswith("pk_") and secret.startswith("whsec_"), done.stdout
+
+    again = subprocess.run(
+        ["parley", "tokens", "create", "refunds"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert again.returncode == 2 and again.stdout == "", again
+    assert "`parley tokens revoke refunds` first, or pick another name" in again.stderr, again.stderr
 
 
 def test_runs_list_refuses_page_zero(parley: Parley) -> None:

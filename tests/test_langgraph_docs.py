@@ -74,7 +74,7 @@ def test_the_langgraph_section_runs_as_written(stack: SlackStack) -> None:
     outputs: list[str] = []
     for kind, code in BLOCKS:
         if kind == "bash" and code.startswith("pip install "):
-            extra = re.fullmatch(r"pip install 'parley-slack\[(\w+)\]'\n", code)
+            extra = re.fullmatch(r"pip install -e '\.\[(\w+)\]'\n", code)
             assert extra is not None and extra.group(1) in metadata.metadata("parley-slack").get_all("Provides-Extra")
         elif kind == "bash":
             done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], env=env, capture_output=True, text=True)

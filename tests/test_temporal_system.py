@@ -551,7 +551,7 @@ def test_the_refund_example_asks_with_the_amount_editable_and_writes_the_decisio
 ) -> None:
     env = {
         **os.environ,
-        "TEMPORAL_ADDRESS": temporal.address,
+        "PARLEY_TEMPORAL_ADDRESS": temporal.address,
         "TEMPORAL_TASK_QUEUE": "refunds-example",
         "PARLEY_URL": f"http://127.0.0.1:{stack.port}",
         "PARLEY_TOKEN": token.token,

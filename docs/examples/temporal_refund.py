@@ -6,11 +6,13 @@ is in this file too.
 
     eval "$(parley tokens create refunds --temporal 'refund-*')"   # a token granted the refund workflows
     export PARLEY_URL=http://127.0.0.1:3000 PARLEY_CHANNEL=C0123456789
+    export PARLEY_TEMPORAL_ADDRESS=127.0.0.1:7233                # the Temporal Parley signals, too
     python docs/examples/temporal_refund.py worker &            # the Temporal worker
     python docs/examples/temporal_refund.py start refund.json    # one refund; waits for the decision
 
-`TEMPORAL_ADDRESS` (default `127.0.0.1:7233`, `temporal server start-dev`'s) and `TEMPORAL_TASK_QUEUE`
-(default `refunds`) say where the workflow runs. See docs/integrations.md, "Temporal".
+`PARLEY_TEMPORAL_ADDRESS` (default `127.0.0.1:7233`, `temporal server start-dev`'s; the same
+setting Parley's workers signal the workflow through) and `TEMPORAL_TASK_QUEUE` (default
+`refunds`) say where the workflow runs. See docs/integrations.md, "Temporal".
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
 
     async def go() -> None:
-        client = await Client.connect(os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
+        client = await Client.connect(os.environ.get("PARLEY_TEMPORAL_ADDRESS", "127.0.0.1:7233"))
         task_queue = os.environ.get("TEMPORAL_TASK_QUEUE", "refunds")
         if args.command == "worker":
             await serve(client, task_queue)

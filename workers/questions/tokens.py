@@ -95,7 +95,10 @@ def create(
         temporal=sorted(set(temporal or [])),
     )
     if not store.add_token(record):
-        raise TokenError(f"a token named {name!r} exists; revoke it first or pick another name")
+        raise TokenError(
+            f"a token named {name!r} exists, and a token is shown only once: "
+            f"`parley tokens revoke {name}` first, or pick another name"
+        )
     return NewToken(record=record, token=token, webhook_secret=secret)
 
 
