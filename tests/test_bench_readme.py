@@ -1,8 +1,8 @@
-"""bench/README.md leads with today's figures; its links and anchors all resolve.
+"""bench/README.md leads with today's figures, and its links all resolve.
 
-The README holds today's figures and the method, short enough to read; every earlier
-figure lives in bench/HISTORY.md. Links into either file, from the docs too, must
-reach a file that exists and a heading that exists in it.
+The README holds today's figures and the method, short enough to read.
+Every earlier figure lives in bench/HISTORY.md, with its date and commit.
+Links into either file must reach an existing file and heading.
 """
 
 from __future__ import annotations

@@ -103,9 +103,9 @@ def imports_hmac(path: Path) -> bool:
 
 
 def test_slack_signatures_are_slack_sdks_not_a_copy() -> None:
-    """The playground and the tests sign Slack's requests with slack_sdk's own signer.
+    """The playground and the tests sign with slack_sdk's own signer.
 
-    Parley's own signatures (webhooks, OAuth state) live in ``workers`` and are not Slack's.
+    Parley's own signatures, for webhooks and OAuth state, live in ``workers``.
     """
     modules = [p for folder in ("bot", "parley", "tests") for p in sorted((ROOT / folder).rglob("*.py"))]
     assert len(modules) > 100
