@@ -6,8 +6,8 @@ The builders follow Slack's documented formats, not Parley's code:
 - interactions (`block_actions`, `view_submission`, `block_suggestion`) are form bodies with a
   single `payload=<JSON>` field;
 - Events API deliveries are `event_callback` JSON envelopes;
-- every HTTP request is signed like Slack signs it: `v0=HMAC-SHA256(secret, "v0:<ts>:<body>")`
-  in `X-Slack-Signature`, the timestamp in `X-Slack-Request-Timestamp`.
+- every HTTP request is signed like Slack signs it, by slack_sdk's `SignatureVerifier`:
+  the signature in `X-Slack-Signature`, the timestamp in `X-Slack-Request-Timestamp`.
 
 The constants name the test workspace: its people, channels, admin and secrets, shared by the
 stack that runs Parley (`slack_stack`) and the tests that talk to it.
@@ -15,14 +15,14 @@ stack that runs Parley (`slack_stack`) and the tests that talk to it.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import secrets
 import time
 import uuid
 from typing import Any
 from urllib.parse import urlencode
+
+from slack_sdk.signature import SignatureVerifier
 
 from bot.playground.workspace import APP_ID, BOT_USER_ID, TEAM_ID
 
@@ -51,9 +51,10 @@ CHANNEL_NAMES = {
 
 # ---- signing ---------------------------------------------------------------------------
 def slack_signature(body: str, timestamp: str, secret: str = SIGNING_SECRET) -> str:
-    """`v0=<hex>`: HMAC-SHA256 over `v0:<timestamp>:<raw body>`, as Slack computes it."""
-    base = f"v0:{timestamp}:{body}".encode()
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    """`v0=<hex>` over `timestamp` and the raw body, made by slack_sdk's own signer."""
+    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
+    assert signature is not None, "slack_sdk signs whenever a timestamp is given"
+    return signature
 
 
 def signed_headers(

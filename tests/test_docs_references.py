@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted([*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md"), ROOT / "bench" / "README.md"])
+DOCS = sorted([*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md"), *(ROOT / "bench").glob("*.md")])
 REFERENCE = re.compile(r"`(tests/[\w/]+\.py)(?:::(\w+))?")
 
 

@@ -8,8 +8,10 @@ a real bolt `App` with request verification on: the bot cannot tell them from Sl
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -40,6 +42,7 @@ from workers.runtime.admin import RunSummary
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[1]
 SECRET = "playground-test-secret"
 IID = "qTestInterrupt01"
 ALICE, BOB = "U0ALICE", "U0BOB"
@@ -86,6 +89,35 @@ def test_the_checkers_accept_slacks_own_example_and_reject_broken_ones() -> None
         "slash_command: missing 'trigger_id'"
     ]
     assert check_slash_command({**fields, "command": "weather"}) == ["slash_command.command must start with '/'"]
+
+
+def imports_hmac(path: Path) -> bool:
+    """Whether a module imports ``hmac``, the sign of a signer written by hand."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "hmac" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "hmac":
+            return True
+    return False
+
+
+def test_slack_signatures_are_slack_sdks_not_a_copy() -> None:
+    """The playground and the tests sign with slack_sdk's own signer.
+
+    Parley's own signatures, for webhooks and OAuth state, live in ``workers``.
+    """
+    modules = [p for folder in ("bot", "parley", "tests") for p in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(modules) > 100
+    assert [str(p.relative_to(ROOT)) for p in modules if imports_hmac(p)] == []
+
+
+def test_the_hmac_check_finds_a_signer_written_by_hand(tmp_path: Path) -> None:
+    for source in ("import hmac\n", "import json, hmac\n", "from hmac import new\n", "def f():\n    import hmac\n"):
+        (tmp_path / "signer.py").write_text(source)
+        assert imports_hmac(tmp_path / "signer.py"), source
+    (tmp_path / "signer.py").write_text("import hashlib\nfrom slack_sdk.signature import SignatureVerifier\n")
+    assert not imports_hmac(tmp_path / "signer.py")
 
 
 def test_signature_matches_slacks_worked_example() -> None:
@@ -304,6 +336,10 @@ def test_bolt_accepts_every_kind_of_request(
         assert response.status == 200, (body[:80], response.body)
         tampered = ss.signed_headers("wrong-secret", body, content_type)
         assert app.dispatch(BoltRequest(body=body.decode(), headers=tampered)).status == 401
+        forged = body.replace(ALICE.encode(), BOB.encode())  # signed for Alice, sent as Bob
+        assert forged != body
+        headers = ss.signed_headers(SECRET, body, content_type)
+        assert app.dispatch(BoltRequest(body=forged.decode(), headers=headers)).status == 401
     assert seen == ["command", "action", "view", "options", "message", "home"]
 
 
