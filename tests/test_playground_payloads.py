@@ -107,7 +107,7 @@ def test_slack_signatures_are_slack_sdks_not_a_copy() -> None:
 
     Parley's own signatures, for webhooks and OAuth state, live in ``workers``.
     """
-    modules = [p for folder in ("bot", "parley", "tests") for p in sorted((ROOT / folder).rglob("*.py"))]
+    modules = [p for folder in ("bot", "parley", "bench", "tests") for p in sorted((ROOT / folder).rglob("*.py"))]
     assert len(modules) > 100
     assert [str(p.relative_to(ROOT)) for p in modules if imports_hmac(p)] == []
 
