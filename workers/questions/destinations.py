@@ -59,7 +59,10 @@ def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
     if any(allows(entry, host, port) for entry in allow):
         return None
     if allow:
-        raise DestinationRefused(f"callback_url host {host!r} port {port} is not in PARLEY_WEBHOOK_ALLOW")
+        raise DestinationRefused(
+            f"callback_url host {host!r} port {port} is not in PARLEY_WEBHOOK_ALLOW; "
+            f"add {allow_entry(host, port)} to it and restart Parley"
+        )
     try:
         infos = socket.getaddrinfo(host, port)
     except (socket.gaierror, UnicodeError):
@@ -69,7 +72,7 @@ def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
         if refused_address(address):
             raise DestinationRefused(
                 f"callback_url host {host!r} is a private, loopback or link-local address ({address}); "
-                "allow it with PARLEY_WEBHOOK_ALLOW"
+                f"allow it with PARLEY_WEBHOOK_ALLOW={allow_entry(host, port)} and restart Parley"
             )
     return str(addresses[0])
 
@@ -83,6 +86,12 @@ def _client_agrees(url: str, host: str, port: int) -> bool:
         return False
     theirs = parsed.raw_host.decode("ascii", "replace").lower().strip("[]")
     return theirs == host and (parsed.port or port) == port
+
+
+def allow_entry(host: str, port: int) -> str:
+    """The `PARLEY_WEBHOOK_ALLOW` entry admitting exactly `host` on `port`, as an error suggests it."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port in WEB_PORTS else f"{name}:{port}"
 
 
 def allows(entry: str, host: str, port: int) -> bool:
