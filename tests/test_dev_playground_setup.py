@@ -237,3 +237,7 @@ def test_pai_invoice_and_oa_cleanup_run_offline_on_the_scripted_model(offline: D
         if p.is_file()
     )
     assert left == ["notes.txt"]
+
+    slash(offline, "/parley assistant What is on the release list?")  # no script for it: a failure saying why
+    failed = thread_message(offline, lambda m: "scripted model drives only" in m.get("text", ""), "the refusal")
+    assert failed["text"].startswith(":x: Failed") and "PARLEY_LLM_BASE_URL" in failed["text"], failed["text"]

@@ -44,7 +44,7 @@ from workers.interaction import Item, ItemType, Request
 from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.schema_items import readable, schema_items
 from workers.llm import LLMConfig, llm_config_from_env
-from workers.logs import Log
+from workers.logs import Log, redacted
 
 MAX_RESUMES = 20
 """Times one `run_agent` resumes the agent after answers before it fails the run."""
@@ -215,7 +215,9 @@ def _segment(
         raise AgentError(f"the Pydantic AI agent cannot run: {exc}") from exc
     except ModelHTTPError as exc:
         if exc.status_code < 500 and exc.status_code not in _RETRYABLE:
-            raise AgentError(f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})") from exc
+            why = _said(exc.body)
+            refused = f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})"
+            raise AgentError(f"{refused}: {why}" if why else refused) from exc
         raise
     live.append(result.output)
     deferred = result.output if isinstance(result.output, DeferredToolRequests) else None
@@ -224,6 +226,13 @@ def _segment(
         "deferred": _DEFERRED.dump_python(deferred, mode="json") if deferred is not None else None,
         "output": None if deferred is not None else to_jsonable_python(result.output),
     }
+
+
+def _said(body: object) -> str:
+    """The message of an OpenAI-style error body (`{"error": {"message": …}}`), clipped; empty if none."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    message = error.get("message") if isinstance(error, dict) else error
+    return redacted(str(message))[:300] if isinstance(message, str) else ""
 
 
 def parley_model(config: LLMConfig | None = None) -> OpenAIChatModel:
