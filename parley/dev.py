@@ -23,7 +23,7 @@ import httpx
 from bot.playground.app import ServerThread, bind, create_playground_app
 from bot.playground.workspace import Workspace
 from parley.bootstrap import connect_redis
-from parley.dev_env import playground_secret_key, scripted_model, webhook_allow
+from parley.dev_env import playground_secret_key, scripted_model
 from parley.settings import Settings
 from parley.supervisor import Supervisor
 from workers.exceptions import ConfigError
@@ -76,7 +76,7 @@ class Dev:
             SLACK_API_URL=f"http://{HOST}:{self.port}/api/",
             PARLEY_ADMINS=ADMIN,
             PARLEY_DATA_DIR=str(self.settings.parley_data_dir),
-            PARLEY_WEBHOOK_ALLOW=webhook_allow(self.settings.parley_webhook_allow),
+            PARLEY_WEBHOOK_LOOPBACK="true",  # a receiver on this machine, on any port, gets its webhooks
             PYTHONUNBUFFERED="1",
         )
         if self.settings.parley_secret_key is None:

@@ -16,16 +16,9 @@ from pathlib import Path
 from bot.playground.scripted_model import SCRIPTED_PATH
 from workers.llm.client import ENV_BASE_URL, ENV_MODEL
 
-LOOPBACK_WEBHOOKS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-"""`PARLEY_WEBHOOK_ALLOW` entries admitting this machine on any port."""
 SECRET_KEY_FILE = "playground-secret.key"
 SCRIPTED_MODEL = "scripted"
 """The model name the playground's scripted model answers to."""
-
-
-def webhook_allow(given: list[str]) -> str:
-    """The person's entries (if any) and this machine on any port, comma-separated."""
-    return ",".join(dict.fromkeys([*given, *LOOPBACK_WEBHOOKS]))
 
 
 def playground_secret_key(data_dir: Path) -> str:

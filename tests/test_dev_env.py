@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from parley.dev_env import SECRET_KEY_FILE, playground_secret_key, scripted_model, webhook_allow
-from workers.questions.destinations import check_destination
+from parley.dev_env import SECRET_KEY_FILE, playground_secret_key, scripted_model
+from workers.questions.destinations import DestinationRefused, check_destination
 
 pytestmark = pytest.mark.unit
 
@@ -22,10 +22,13 @@ def test_the_secret_key_is_made_once_private_and_reused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:16545/h", "http://localhost:8080/h", "http://[::1]:9000/h"])
-def test_loopback_on_any_port_is_allowed_besides_the_persons_entries(url: str) -> None:
-    allow = tuple(webhook_allow(["hooks.example.com"]).split(","))
-    assert check_destination(url, allow) is None
-    assert "hooks.example.com" in allow
+def test_loopback_admits_this_machine_on_any_port_and_nothing_more(url: str) -> None:
+    assert check_destination(url, (), loopback=True) is not None
+    assert check_destination(url, ("hooks.example.com",), loopback=True) is not None
+    with pytest.raises(DestinationRefused, match="private"):
+        check_destination("http://10.0.0.7:8080/h", (), loopback=True)
+    with pytest.raises(DestinationRefused, match="not in PARLEY_WEBHOOK_ALLOW"):
+        check_destination("http://10.0.0.7:8080/h", ("hooks.example.com",), loopback=True)
 
 
 def test_the_scripted_model_stands_in_only_where_no_model_is_configured() -> None:
