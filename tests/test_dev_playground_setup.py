@@ -201,8 +201,27 @@ def test_loopback_webhooks_on_any_port_and_secret_answers_need_no_settings(offli
     created = httpx.post(api, json={"request": secret, "channel": CHANNEL}, headers=auth)
     assert created.status_code == 201, created.text
     qid = created.json()["id"]
-    wait_for("the secret question", lambda: httpx.get(f"{api}/{qid}", headers=auth).json().get("message_ts"), offline)
+    ts = wait_for(
+        "the secret question", lambda: httpx.get(f"{api}/{qid}", headers=auth).json().get("message_ts"), offline
+    )
     assert httpx.get(f"{api}/{qid}", headers=auth).json()["status"] == "waiting"
+    asked = thread_message(offline, lambda m: m["ts"] == ts, "the question's message")
+    block_id, element = button(asked, "parley_open_form")
+    surface = {"kind": "message", "channel": CHANNEL, "ts": asked["ts"]}
+    page(
+        offline,
+        "/ui/action",
+        {"surface": surface, "block_id": block_id, "action_id": "parley_open_form", "value": element.get("value")},
+    )
+    form = wait_for("the modal", lambda: state(offline)["modals"], offline)[-1]
+    inputs = {b["block_id"]: {b["element"]["action_id"]: "492817"} for b in form["blocks"] if b["type"] == "input"}
+    page(offline, "/ui/view/submit", {"view_id": form["id"], "inputs": inputs})
+    answered = wait_for(
+        "the answer",
+        lambda: (q := httpx.get(f"{api}/{qid}", headers=auth).json())["status"] == "answered" and q,
+        offline,
+    )
+    assert "492817" not in json.dumps(answered)  # sealed with the playground's key, shown masked
     key = offline.data_dir / "playground-secret.key"
     assert key.stat().st_mode & 0o777 == 0o600
 
