@@ -25,11 +25,14 @@ def playground_secret_key(data_dir: Path) -> str:
     """The playground's Fernet key: made once (mode 0600) in the data folder, then reused."""
     path = data_dir / SECRET_KEY_FILE
     data_dir.mkdir(parents=True, exist_ok=True)
-    key = base64.urlsafe_b64encode(os.urandom(32))  # what Fernet.generate_key() makes
-    with contextlib.suppress(FileExistsError):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    if not path.exists():  # written whole beside it, then linked: never seen half-written
+        draft = data_dir / f".{SECRET_KEY_FILE}.{os.getpid()}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:
-            out.write(key + b"\n")
+            out.write(base64.urlsafe_b64encode(os.urandom(32)) + b"\n")  # what Fernet.generate_key() makes
+        with contextlib.suppress(FileExistsError):  # another start made it first: use theirs
+            os.link(draft, path)
+        draft.unlink()
     return path.read_text().strip()
 
 

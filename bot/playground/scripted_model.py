@@ -66,8 +66,9 @@ def invoice(request: str, called: list[str], results: list[str], turn: int) -> M
 def covered(request: str, path: str) -> bool:
     """Whether the request covers a file: it names it, says "all", or asks for temporary files."""
     asked = request.lower()
-    if path.lower() in asked or path.rsplit("/", 1)[-1].lower() in asked:
-        return True
+    for name in {path.lower(), path.rsplit("/", 1)[-1].lower()}:
+        if re.search(rf"(?<![\w./-]){re.escape(name)}(?!\.?[\w-])", asked):
+            return True
     if re.search(r"\b(all|every|everything)\b", asked):
         return True
     return bool(re.search(r"\b(temp|temporary|tmp)\b", asked)) and bool(_TEMPORARY.search(path))
