@@ -79,6 +79,7 @@ def question_config(settings: Settings) -> QuestionConfig:
     return install_questions(
         QuestionConfig(
             webhook_allow=tuple(settings.parley_webhook_allow),
+            webhook_loopback=settings.parley_webhook_loopback,
             webhook_retry_intervals=tuple(settings.parley_webhook_retry_intervals),
             webhook_timeout=settings.parley_webhook_timeout,
             webhook_per_token=settings.parley_webhook_per_token,

@@ -23,6 +23,7 @@ import httpx
 from bot.playground.app import ServerThread, bind, create_playground_app
 from bot.playground.workspace import Workspace
 from parley.bootstrap import connect_redis
+from parley.dev_env import playground_secret_key, scripted_model
 from parley.settings import Settings
 from parley.supervisor import Supervisor
 from workers.exceptions import ConfigError
@@ -62,6 +63,7 @@ class Dev:
         self.bot_port = port + 1
         self.metrics_port = port + 2
         self.secret = secrets.token_hex(16)
+        self.model = scripted_model(os.environ, f"http://{HOST}:{port}")  # empty: a model is configured
         self.supervisor = Supervisor("dev", self.env())
         self.server: ServerThread | None = None
         self.workspace = Workspace()
@@ -74,8 +76,12 @@ class Dev:
             SLACK_API_URL=f"http://{HOST}:{self.port}/api/",
             PARLEY_ADMINS=ADMIN,
             PARLEY_DATA_DIR=str(self.settings.parley_data_dir),
+            PARLEY_WEBHOOK_LOOPBACK="true",  # a receiver on this machine, on any port, gets its webhooks
             PYTHONUNBUFFERED="1",
         )
+        if self.settings.parley_secret_key is None:
+            env["PARLEY_SECRET_KEY"] = playground_secret_key(self.settings.parley_data_dir)
+        env.update(self.model)
         if self.settings.redis_url:
             env["REDIS_URL"] = self.settings.redis_url
         else:
@@ -155,6 +161,12 @@ class Dev:
             json.dumps(self.mcp_config(self.mcp_token()), indent=2),
             f"Metrics: http://{HOST}:{self.bot_port}/metrics (bot), http://{HOST}:{self.metrics_port}/metrics (worker)",
         ]
+        if self.model:  # before the metrics line, which ends the banner
+            lines.insert(
+                -1,
+                f"Model: a scripted stand-in at {self.model['PARLEY_LLM_BASE_URL']} (no PARLEY_LLM_* configured); "
+                "pai_invoice and oa_cleanup run offline on it",
+            )
         print("\n".join(lines), flush=True)
 
 

@@ -138,6 +138,7 @@ class Settings(BaseSettings):
     parley_notify_assignees: bool = True  # DM the people a question is put to (not the run's starter)
 
     parley_webhook_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)  # host patterns
+    parley_webhook_loopback: bool = False  # also admit this machine on any port; `parley dev` sets it
     parley_webhook_retry_intervals: Annotated[list[int], NoDecode] = Field(
         default_factory=lambda: [60, 300, 600, 1200, 2400]  # seconds between attempts: 6 over 76 minutes
     )

@@ -22,7 +22,7 @@ from redis import Redis
 from runtime_helpers import paused, runtime_and_host, start, work
 
 from workers import registry
-from workers.exceptions import ConfigError
+from workers.exceptions import AgentUnavailable
 from workers.integrations.langgraph import CALL_MARK, RUN_MARK, GraphNotDurable, _call, durable_checkpointer
 from workers.integrations.langgraph_pauses import choice_value, plan, questions
 from workers.interaction import Answer, Request
@@ -122,7 +122,7 @@ def test_two_interrupts_are_one_group_and_the_graph_resumes_once(r: Redis, tmp_p
 
 def test_lg_refund_records_the_approved_amount_in_the_ledger(r: Redis, tmp_path: Path) -> None:
     load_agents()
-    rt, _ = runtime_and_host(r, tmp_path)
+    rt, host = runtime_and_host(r, tmp_path)
     requests = tmp_path / "refunds" / "requests"
     requests.mkdir(parents=True)
     (requests / "A-1001.json").write_text(json.dumps({"customer": "Ann", "amount": 120.5, "reason": "damaged"}))
@@ -140,9 +140,13 @@ def test_lg_refund_records_the_approved_amount_in_the_ledger(r: Redis, tmp_path:
     (requests / "C-3.json").write_text(json.dumps({"customer": "Bo", "amount": -5}))
     bad = start(rt, "lg_refund", "C-3")
     work(rt)
-    assert rt.store.get(missing).result == "No refund request for B-2 (looked for B-2.json)."
-    refused = "The refund request C-3.json cannot be used: amount: Input should be greater than 0."
-    assert rt.store.get(bad).result == refused
+    # A refund that could not be made fails (no success mark in the thread), naming the file's full path.
+    no_file = f"No refund request for B-2: there is no file {requests / 'B-2.json'}."
+    refused = f"The refund request {requests / 'C-3.json'} cannot be used: amount: Input should be greater than 0."
+    for run, reason in ((missing, no_file), (bad, refused)):
+        record = rt.store.get(run)
+        assert (record.status, record.error, record.result) == (RunStatus.FAILED, reason, "")
+        assert (run, reason) in host.failures and run not in dict(host.finals)
     assert len((tmp_path / "refunds" / "ledger.jsonl").read_text().splitlines()) == 1
 
 
@@ -178,7 +182,7 @@ def test_per_call_reviews_are_one_group_each_resumed_with_its_own_decision(r: Re
     assert count(tmp_path, run_id, "model") == 2
 
 
-def test_a_shipped_agent_whose_extra_is_missing_is_skipped_but_a_listed_module_is_not(
+def test_a_shipped_agent_whose_extra_is_missing_is_skipped_and_a_listed_module_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "needs_extra.py").write_text("import parley_no_such_framework\n")
@@ -187,8 +191,8 @@ def test_a_shipped_agent_whose_extra_is_missing_is_skipped_but_a_listed_module_i
     monkeypatch.setattr(registry, "OPTIONAL_FRAMEWORKS", registry.OPTIONAL_FRAMEWORKS | {"parley_no_such_framework"})
     assert "lg_refund" in load_agents().names()  # skipped quietly as a shipped agent
     monkeypatch.setattr(registry, "BUILTIN_MODULES", registry.BUILTIN_MODULES[:-1])
-    with pytest.raises(ConfigError, match="cannot import 'needs_extra'"):
-        load_agents(["needs_extra"])
+    with pytest.raises(AgentUnavailable, match="its module `needs_extra` failed to load"):
+        load_agents(["needs_extra"]).get("needs_extra")
 
 
 def test_a_call_whose_step_was_never_recorded_is_taken_up_not_made_again(tmp_path: Path) -> None:

@@ -6,17 +6,20 @@ shapes: deferred calls asked at once and read back, replay from the journal, ext
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from effect_counters import count
+from llm_standin import ChatStandin, call, calls, final, last_tool_result
 from pai_agents import PROPOSED, payments
 from redis import Redis
 from runtime_helpers import runtime_and_host, start, work
 
 from workers.interaction import Answer
 from workers.interaction.approval import approval_answers
+from workers.registry import load_agents
 from workers.runtime.acceptance import accept
 from workers.runtime.wiring import Runtime
 from workers.store.records import InterruptRecord, RunStatus
@@ -123,3 +126,31 @@ def test_a_model_refusing_the_request_fails_the_run_at_once(r: Redis, tmp_path: 
     assert record.status is RunStatus.FAILED
     assert count(tmp_path, run_id, "exec") == 1  # not retried
     assert "the model refused the request (HTTP 401, model standin-model)" in (record.error or "")
+
+
+def test_the_docs_snippet_loads_without_a_key_and_runs_on_the_parley_llm_model(
+    r: Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/integrations.md's agent, listed in PARLEY_AGENTS with no OPENAI_API_KEY: it loads, and
+    runs on the model PARLEY_LLM_* name, as the shipped `pai_invoice` does."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "integrations.md").read_text()
+    section = text[text.index("## Pydantic AI") : text.index("## OpenAI Agents SDK")]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    (tmp_path / "refunds_from_the_docs.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert "refunds" in load_agents(["refunds_from_the_docs"]).names()
+
+    proposal = calls(call("refund", {"order": "A-7", "amount": 30}, "call-1"))
+    with ChatStandin(proposal, lambda body: final(f"Done: {last_tool_result(body)}")) as model:
+        monkeypatch.setenv("PARLEY_LLM_BASE_URL", model.base_url)
+        monkeypatch.setenv("PARLEY_LLM_MODEL", "the-teams-model")
+        rt, _ = runtime_and_host(r, tmp_path)
+        run_id = start(rt, "refunds", "Refund A-7, 30 EUR")
+        work(rt)
+        [question] = members(rt, run_id).values()
+        decide(rt, question, approve=True)
+        work(rt)
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "Done: refunded 30.0 on A-7"), record.error
+    assert [body["model"] for body in model.requests] == ["the-teams-model"] * 2 and model.problems == []

@@ -6,6 +6,8 @@ network that translates it delivers to that IPv4 address, so the guard judges th
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workers.questions.webhooks import DestinationRefused, check_destination
@@ -79,3 +81,24 @@ def test_a_url_the_http_client_reads_differently_is_refused(url: str) -> None:
     # The check would read `hooks.internal…`, which the pattern admits; httpx would reach evil.example.
     with pytest.raises(DestinationRefused, match="ambiguous"):
         check_destination(url, ("hooks.internal*",))
+
+
+def _suggested(url: str, allow: tuple[str, ...]) -> str:
+    """The entry a refusal suggests: the value after `PARLEY_WEBHOOK_ALLOW=`, or after "add"."""
+    with pytest.raises(DestinationRefused) as refused:
+        check_destination(url, allow)
+    message = str(refused.value)
+    found = re.search(r"PARLEY_WEBHOOK_ALLOW=(\S+)|; add (\S+) to it", message)
+    assert found and message.endswith("and restart Parley"), message
+    return found[1] or found[2]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:16545/hook", "http://localhost:8080/hook", "http://[::1]:9000/h", "https://10.0.0.7/h"],
+)
+def test_the_entry_an_error_suggests_admits_the_callback_when_applied(url: str) -> None:
+    first = _suggested(url, ())  # nothing allowed yet: the loopback or private refusal
+    assert check_destination(url, (first,)) is None
+    other = _suggested(url, ("hooks.example.com",))  # other entries set: "not in PARLEY_WEBHOOK_ALLOW"
+    assert check_destination(url, ("hooks.example.com", other)) is None

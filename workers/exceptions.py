@@ -28,6 +28,14 @@ class UnknownAgent(ParleyError):
         super().__init__(f"unknown agent {name!r}; known agents: {', '.join(known) or 'none'}")
 
 
+class AgentUnavailable(UnknownAgent):
+    """An agent Parley knows of but could not load: an extra missing, or its module broken."""
+
+    def __init__(self, name: str, reason: str, known: list[str]) -> None:
+        self.name, self.known, self.reason = name, known, reason
+        ParleyError.__init__(self, reason)
+
+
 class AgentError(ParleyError):
     """A run that cannot go on for a reason no retry will fix (e.g. too many asks of one key)."""
 

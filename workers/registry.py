@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from workers.agent_run import AgentFn
-from workers.exceptions import ConfigError, UnknownAgent
+from workers.exceptions import AgentUnavailable, ConfigError, UnknownAgent
+from workers.logs import Log, redacted
+
+log = Log("parley.registry")
 
 BUILTIN_MODULES = (
     "workers.agents.ticket",
@@ -21,6 +27,9 @@ BUILTIN_MODULES = (
 )
 OPTIONAL_FRAMEWORKS = frozenset({"pydantic_ai", "agents", "langgraph", "langchain", "temporalio"})
 """The packages optional extras install: a shipped agent needing one that is not installed is left out."""
+EXTRAS = {"pai_invoice": "pydantic-ai", "oa_cleanup": "openai-agents", "lg_refund": "langgraph"}
+"""The extra each optional shipped agent needs, named when someone starts one that is not installed."""
+_AGENT_NAMES = re.compile(r"""\bagent\(\s*["']([A-Za-z0-9_-]+)["']""")
 
 
 @dataclass(frozen=True)
@@ -39,14 +48,23 @@ class AgentRegistry:
 
     def __init__(self) -> None:
         self._agents: dict[str, AgentSpec] = {}
+        self._unavailable: dict[str, str] = {}
 
     def add(self, spec: AgentSpec) -> None:
         self._agents[spec.name] = spec
+        self._unavailable.pop(spec.name, None)
+
+    def unavailable(self, name: str, reason: str) -> None:
+        """Remember why `name` could not be loaded, to say so to whoever starts it."""
+        if name not in self._agents:
+            self._unavailable[name] = reason
 
     def get(self, name: str) -> AgentSpec:
         try:
             return self._agents[name]
         except KeyError:
+            if name in self._unavailable:
+                raise AgentUnavailable(name, self._unavailable[name], self.names()) from None
             raise UnknownAgent(name, self.names()) from None
 
     def startable(self, name: str) -> AgentSpec:
@@ -83,13 +101,53 @@ def agent(name: str, *, description: str = "", listed: bool = True, usage: str =
     return register
 
 
+def missing_extra(name: str, extra: str) -> str:
+    """What to do about a shipped agent whose extra is not installed."""
+    return (
+        f"`{name}` needs the `{extra}` extra, which is not installed here: install `parley-slack[{extra}]` "
+        f"(in a clone: `pip install -e '.[{extra}]'`) and restart `parley dev` (or the worker and the bot)"
+    )
+
+
+def broken_module(name: str, module: str, problem: str) -> str:
+    """What to do about an agent whose module failed to import."""
+    return (
+        f"`{name}` did not load: its module `{module}` failed to load ({problem}); "
+        "fix it and restart `parley dev` (or the worker and the bot)"
+    )
+
+
+def declared_agents(module: str) -> list[str]:
+    """The agent names a module's source registers with `@agent("…")`, read without importing it."""
+    try:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec else None
+        source = Path(origin).read_text(encoding="utf-8") if origin and origin.endswith(".py") else ""
+    except Exception:  # its package fails to import too, or the file cannot be read: guess from its name
+        source = ""
+    return _AGENT_NAMES.findall(source) or [module.rpartition(".")[2]]
+
+
 def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
-    """Import the shipped agents and the modules listed in `PARLEY_AGENTS`."""
-    for module in (*BUILTIN_MODULES, *extra_modules):
+    """Import the shipped agents and the modules listed in `PARLEY_AGENTS`.
+
+    A module that fails to import is logged and its agents are marked unavailable with the
+    reason, so the others keep running and whoever starts a broken one learns why."""
+    for module in BUILTIN_MODULES:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            if module in BUILTIN_MODULES and (exc.name == module or str(exc.name).split(".")[0] in OPTIONAL_FRAMEWORKS):
-                continue
-            raise ConfigError(f"PARLEY_AGENTS: cannot import {module!r}: {exc}") from exc
+            if exc.name != module and str(exc.name).split(".")[0] not in OPTIONAL_FRAMEWORKS:
+                raise ConfigError(f"cannot import the shipped agents' module {module!r}: {exc}") from exc
+    for name, extra in EXTRAS.items():
+        REGISTRY.unavailable(name, missing_extra(name, extra))
+    for module in extra_modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # any error of the user's module: report it, keep the rest
+            problem = redacted(f"{type(exc).__name__}: {exc}")
+            names = declared_agents(module)
+            log.error("agent module failed to load; the other agents run", module=module, agents=names, error=problem)
+            for name in names:
+                REGISTRY.unavailable(name, broken_module(name, module, problem))
     return REGISTRY

@@ -26,6 +26,7 @@ from bot.deps import BotDeps
 from bot.slack import blocks
 from bot.slack.mrkdwn import escape
 from workers import metrics
+from workers.exceptions import AgentUnavailable, UnknownAgent
 from workers.logs import Log
 from workers.runtime import admin
 from workers.runtime.queues import enqueue_run
@@ -100,10 +101,14 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
             blocks=blocks.runs_list_blocks(runs, admin.count_runs(deps.runtime, where)),
         )
         return
-    if name not in deps.runtime.registry.names():
+    try:
+        spec = deps.runtime.registry.startable(name)
+    except AgentUnavailable as exc:
+        ack(response_type="ephemeral", text=f":warning: {escape(exc.reason)}.")
+        return
+    except UnknownAgent:
         ack(response_type="ephemeral", text=help_text(deps, f"There is no agent called `{escape(name)}`."))
         return
-    spec = deps.runtime.registry.get(name)
     if spec.usage and not rest.strip():  # nothing to work on: say what it needs, start nothing
         ack(response_type="ephemeral", text=usage_text(name, spec.usage, spec.description))
         return

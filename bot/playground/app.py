@@ -162,6 +162,7 @@ def create_playground_app(
     """The full playground for the bot at ``bot_url`` (its ``/slack/events`` Request URL).
 
     ``forward_to``: the bot's base URL, to which ``/api/v1`` and ``/mcp`` are forwarded (``parley dev``)."""
+    from bot.playground.scripted_model import scripted_model_routes
     from bot.playground.ui import ui_routes
 
     if ws.permalink_base is None:
@@ -170,6 +171,7 @@ def create_playground_app(
     routes = [
         Mount("/api", app=create_webapi(ws)),
         *ui_routes(),
+        *scripted_model_routes(),
         Mount("/static", app=StaticFiles(directory=STATIC)),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)]

@@ -1,7 +1,8 @@
 """`lg_refund`: a LangGraph refund graph whose approval is asked in Slack, run by `run_graph`.
 
 `/parley lg_refund A-1001` reads the refund request `refunds/requests/A-1001.json` in the data
-directory (`{"customer": …, "amount": …, "reason": …}`), asks for an approval of the refund with
+directory (`{"customer": …, "amount": …, "reason": …}`; without one, or with one that cannot be
+used, the run fails naming the file's full path), asks for an approval of the refund with
 the amount editable (the graph interrupts with LangChain's human-in-the-loop request shape), and
 appends what was approved to the ledger `refunds/ledger.jsonl`. The graph's checkpoints live in
 `langgraph.sqlite` in the data directory; a replay after the answer runs no node again.
@@ -21,6 +22,7 @@ from typing import Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workers import AgentRun, agent
+from workers.exceptions import AgentError
 
 _ORDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -36,13 +38,16 @@ class RefundRequest(BaseModel):
 
 
 class Refund(TypedDict, total=False):
-    """The graph's state: the order, its request as read, the reviewer's decision, the outcome."""
+    """The graph's state: the order, its request as read, the reviewer's decision, the outcome.
+
+    `problem` says why the request could not be used; the run then fails with it."""
 
     run_id: str
     order: str
     request: dict[str, Any]
     decision: dict[str, Any]
     outcome: str
+    problem: str
 
 
 def requests_dir(data_dir: Path) -> Path:
@@ -61,12 +66,12 @@ def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
     def load(state: Refund) -> Refund:
         path = requests_dir(data_dir) / f"{state['order']}.json"
         if not path.is_file():
-            return {"outcome": f"No refund request for {state['order']} (looked for {path.name})."}
+            return {"problem": f"No refund request for {state['order']}: there is no file {path}."}
         try:
             request = RefundRequest.model_validate_json(path.read_text())
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in exc.errors())
-            return {"outcome": f"The refund request {path.name} cannot be used: {problems}."}
+            return {"problem": f"The refund request {path} cannot be used: {problems}."}
         return {"request": request.model_dump()}
 
     def review(state: Refund) -> Refund:
@@ -104,7 +109,7 @@ def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
     graph.add_node("review", review)
     graph.add_node("record", record)
     graph.add_edge(START, "load")
-    graph.add_conditional_edges("load", lambda s: END if "outcome" in s else "review", ["review", END])
+    graph.add_conditional_edges("load", lambda s: END if "problem" in s else "review", ["review", END])
     graph.add_edge("review", "record")
     graph.add_edge("record", END)
     return graph.compile(checkpointer=checkpointer)
@@ -117,9 +122,11 @@ def lg_refund(run: AgentRun, text: str) -> str:
 
     order = text.strip().split()[0] if text.strip() else ""
     if not _ORDER.fullmatch(order):
-        return f"{order!r} is not an order id: letters, digits, '.', '_' or '-'."
+        raise AgentError(f"{order!r} is not an order id: letters, digits, '.', '_' or '-'.")
     with SqliteSaver.from_conn_string(str(run.data_dir / "langgraph.sqlite")) as saver:
         out = run_graph(run, refund_graph(run.data_dir, saver), {"run_id": run.run_id, "order": order})
+    if "problem" in out:  # the refund could not be made: the run fails, saying why
+        raise AgentError(str(out["problem"]))
     return str(out["outcome"])
 
 

@@ -6,12 +6,10 @@ from typing import Annotated
 
 from pydantic import Field
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from workers import AgentRun
 from workers.agents.pai_invoice import send
-from workers.integrations.pydantic_ai import EDITABLE
+from workers.integrations.pydantic_ai import EDITABLE, parley_model
 from workers.llm import LLMConfig
 
 INSTRUCTIONS = """\
@@ -23,9 +21,7 @@ the call was rejected, say so and give the reason. Reply in one or two sentences
 
 def invoice_agent(config: LLMConfig) -> Agent[AgentRun, str | DeferredToolRequests]:
     """The Pydantic AI agent, on the OpenAI-compatible model `config` names."""
-    key = config.api_key.get_secret_value() if config.api_key is not None else "none"
-    provider = OpenAIProvider(base_url=config.base_url, api_key=key)
-    model = OpenAIChatModel(config.model, provider=provider)
+    model = parley_model(config)
     invoices: Agent[AgentRun, str | DeferredToolRequests] = Agent(
         model, deps_type=AgentRun, output_type=[str, DeferredToolRequests], instructions=INSTRUCTIONS
     )

@@ -32,6 +32,8 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolAp
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelHTTPError, UserError
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionToolset
 from pydantic_core import to_jsonable_python
@@ -41,7 +43,8 @@ from workers.exceptions import AgentError, ParleyError
 from workers.interaction import Item, ItemType, Request
 from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.schema_items import readable, schema_items
-from workers.logs import Log
+from workers.llm import LLMConfig, llm_config_from_env
+from workers.logs import Log, redacted
 
 MAX_RESUMES = 20
 """Times one `run_agent` resumes the agent after answers before it fails the run."""
@@ -195,6 +198,7 @@ def _segment(
     results: DeferredToolResults | None,
     output_type: Any,
     deps: Any,
+    model: Any = None,
 ) -> dict[str, Any]:
     """One run of the agent, up to an output or deferred calls, as the step records it; `live` gets the output."""
     try:
@@ -204,13 +208,16 @@ def _segment(
             message_history=history,
             deferred_tool_results=results,
             deps=deps,
+            model=model,
             capabilities=[_Journal(run, prefix)],
         )
     except UserError as exc:  # the agent is set up wrong: a retry cannot help
         raise AgentError(f"the Pydantic AI agent cannot run: {exc}") from exc
     except ModelHTTPError as exc:
         if exc.status_code < 500 and exc.status_code not in _RETRYABLE:
-            raise AgentError(f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})") from exc
+            why = _said(exc.body)
+            refused = f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})"
+            raise AgentError(f"{refused}: {why}" if why else refused) from exc
         raise
     live.append(result.output)
     deferred = result.output if isinstance(result.output, DeferredToolRequests) else None
@@ -221,10 +228,27 @@ def _segment(
     }
 
 
-def run_agent(run: AgentRun, agent: Agent[Any, Any], prompt: str, *, deps: Any = None, key: str = "pydantic_ai") -> Any:
+def _said(body: object) -> str:
+    """The message of an OpenAI-style error body (`{"error": {"message": …}}`), clipped; empty if none."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    message = error.get("message") if isinstance(error, dict) else error
+    return redacted(str(message))[:300] if isinstance(message, str) else ""
+
+
+def parley_model(config: LLMConfig | None = None) -> OpenAIChatModel:
+    """The model `PARLEY_LLM_*` name, read when called (as an agent runs), as the shipped agents use it."""
+    config = config or llm_config_from_env()  # LLMNotConfigured, an AgentError: the run fails, saying what to set
+    key = config.api_key.get_secret_value() if config.api_key is not None else "none"  # the client insists on one
+    return OpenAIChatModel(config.model, provider=OpenAIProvider(base_url=config.base_url, api_key=key))
+
+
+def run_agent(
+    run: AgentRun, agent: Agent[Any, Any], prompt: str, *, deps: Any = None, key: str = "pydantic_ai", model: Any = None
+) -> Any:
     """Run `agent` on `prompt` until it has an output, asking people for its deferred tool calls; return the output.
 
     `key` names the steps and questions: give each `run_agent` call of one agent run its own.
+    `model` is the one to use when the agent names none (`parley_model()`: PARLEY_LLM_*).
     """
     log = Log("parley.pydantic_ai", run_id=run.run_id)
     types, declared = _output_types(agent)
@@ -234,7 +258,7 @@ def run_agent(run: AgentRun, agent: Agent[Any, Any], prompt: str, *, deps: Any =
     results: DeferredToolResults | None = None
     for n in range(1, MAX_RESUMES + 2):
         prefix, live = f"{key}.{n}", list[Any]()
-        step = partial(_segment, run, agent, prefix, live, prompt, history, results, output_type, deps)
+        step = partial(_segment, run, agent, prefix, live, prompt, history, results, output_type, deps, model)
         record = run.step(prefix, step)
         if record["deferred"] is None:
             log.info("agent finished", step=prefix, replayed=not live)

@@ -25,6 +25,7 @@ class ParleyError(Exception):
         │   └── LLMNotConfigured
         ├── RunNotFound
         ├── UnknownAgent
+        │   └── AgentUnavailable              known, not loaded: an extra missing, a module broken
         ├── AgentError                        a run that cannot go on; no retry would fix it
         │   ├── SecretKeyMissing, SecretUnreadable, NotSerializable, NotInstalled
         │   ├── GraphNotDurable, GraphError   a LangGraph graph run_graph cannot run (workers.integrations)

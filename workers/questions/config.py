@@ -29,6 +29,7 @@ class TemporalConfig:
 @dataclass(frozen=True)
 class QuestionConfig:
     webhook_allow: tuple[str, ...] = ()  # host patterns (fnmatch) a callback may reach, private ones included
+    webhook_loopback: bool = False  # also this machine on any port (`parley dev`)
     webhook_retry_intervals: tuple[int, ...] = DEFAULT_RETRY_INTERVALS
     webhook_timeout: float = 10.0  # seconds per attempt, all of it: connecting, sending, the answer
     webhook_connect_timeout: float = 2.0  # seconds to connect, within the attempt's

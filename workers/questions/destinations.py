@@ -36,11 +36,11 @@ class DestinationRefused(QuestionError):
     """A callback URL Parley will not call: not http(s), no host, or a private address not allowed."""
 
 
-def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
+def check_destination(url: str, allow: tuple[str, ...], loopback: bool = False) -> str | None:
     """Refuse a callback that is not http(s), or whose host resolves to a loopback, link-local,
     private or otherwise internal address (an IPv6 address embedding one included), unless the
     host and port match a `PARLEY_WEBHOOK_ALLOW` entry. With entries set, only matching hosts
-    are reached at all.
+    are reached at all. `loopback` (the playground's) also admits this machine on any port.
 
     Returns the address that was checked, which a delivery then connects to (`pinned`); None
     for a host an operator allowed by name, which is connected to by name."""
@@ -58,20 +58,31 @@ def check_destination(url: str, allow: tuple[str, ...]) -> str | None:
         raise DestinationRefused("callback_url is ambiguous: its host or port reads differently to the HTTP client")
     if any(allows(entry, host, port) for entry in allow):
         return None
-    if allow:
-        raise DestinationRefused(f"callback_url host {host!r} port {port} is not in PARLEY_WEBHOOK_ALLOW")
+    if allow and not loopback:
+        raise _not_allowed(host, port)
     try:
         infos = socket.getaddrinfo(host, port)
     except (socket.gaierror, UnicodeError):
         raise DestinationRefused(f"callback_url host {host!r} does not resolve") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    if loopback and all(a.is_loopback for a in addresses):
+        return str(addresses[0])
+    if allow:  # entries set, and not this machine: only they are reached
+        raise _not_allowed(host, port)
     for address in addresses:
         if refused_address(address):
             raise DestinationRefused(
                 f"callback_url host {host!r} is a private, loopback or link-local address ({address}); "
-                "allow it with PARLEY_WEBHOOK_ALLOW"
+                f"allow it with PARLEY_WEBHOOK_ALLOW={allow_entry(host, port)} and restart Parley"
             )
     return str(addresses[0])
+
+
+def _not_allowed(host: str, port: int) -> DestinationRefused:
+    return DestinationRefused(
+        f"callback_url host {host!r} port {port} is not in PARLEY_WEBHOOK_ALLOW; "
+        f"add {allow_entry(host, port)} to it and restart Parley"
+    )
 
 
 def _client_agrees(url: str, host: str, port: int) -> bool:
@@ -83,6 +94,12 @@ def _client_agrees(url: str, host: str, port: int) -> bool:
         return False
     theirs = parsed.raw_host.decode("ascii", "replace").lower().strip("[]")
     return theirs == host and (parsed.port or port) == port
+
+
+def allow_entry(host: str, port: int) -> str:
+    """The `PARLEY_WEBHOOK_ALLOW` entry admitting exactly `host` on `port`, as an error suggests it."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port in WEB_PORTS else f"{name}:{port}"
 
 
 def allows(entry: str, host: str, port: int) -> bool:

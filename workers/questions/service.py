@@ -125,7 +125,7 @@ class QuestionService:
         request with the same Idempotency-Key and body made it). The question is posted before this returns."""
         if body.callback_url:
             try:
-                check_destination(body.callback_url, self.config.webhook_allow)
+                check_destination(body.callback_url, self.config.webhook_allow, self.config.webhook_loopback)
             except DestinationRefused as exc:
                 raise QuestionInvalid(str(exc), [_error(["callback_url"], str(exc))]) from None
         if body.temporal is not None:

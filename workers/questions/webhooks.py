@@ -149,7 +149,7 @@ def deliver(question_id: str) -> str | Retry:
     final = job is None or not job.retries_left
     ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts + 1}
     try:
-        address = check_destination(question.callback_url, cfg.webhook_allow)
+        address = check_destination(question.callback_url, cfg.webhook_allow, cfg.webhook_loopback)
     except DestinationRefused as exc:  # no retry would change this
         state = state.model_copy(update={"attempts": state.attempts + 1, "status": "failed", "last_error": str(exc)})
         runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=str(exc))
