@@ -20,6 +20,7 @@ class ParleyError(Exception):
         │   ├── ChoiceError                   a typed reply that names no single option
         │   ├── ContextError                  a context an answer cannot be bound to
         │   ├── QuestionExpired               nobody answered in time (on_expiry="fail")
+        │   ├── PatternError                  a caller's pattern RE2 cannot compile
         │   └── ToolArgumentError             a model's ask_user arguments that cannot be used
         ├── ConfigError                       a missing or malformed setting
         │   └── LLMNotConfigured
@@ -33,6 +34,7 @@ class ParleyError(Exception):
         ├── AdminError                        an admin operation refused
         ├── AcceptRefused                     an answer not accepted (workers.runtime.acceptance)
         ├── ReassignRefused
+        ├── SchemaUnusable                    a tool's input schema that cannot be checked against
         ├── LLMError                          a model call that failed (workers.llm)
         ├── ToolError                         a tool's message to the model (workers.llm)
         ├── QuestionError                     the HTTP API's questions (workers.questions)

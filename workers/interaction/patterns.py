@@ -20,13 +20,15 @@ import functools
 
 import re2
 
+from workers.interaction.exceptions import InteractionError
+
 CACHED_PATTERNS = 128
 """Compiled patterns kept; with `PATTERN_MEMORY` each, at most 256 MiB in all (most take kilobytes)."""
 PATTERN_MEMORY = 2 << 20
 """RE2's memory budget per pattern (its default is 8 MiB); a bigger program is refused as too large."""
 
 
-class PatternError(ValueError):
+class PatternError(InteractionError, ValueError):
     """A pattern RE2 cannot compile: bad syntax, a backreference or lookaround."""
 
 

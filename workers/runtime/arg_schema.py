@@ -17,6 +17,7 @@ from referencing.exceptions import Unresolvable
 
 from workers.interaction import Answer, Request
 from workers.interaction.approval import decision_of
+from workers.interaction.exceptions import ParleyError
 
 MAX_DEPTH = 64
 MAX_PROBLEMS = 5
@@ -26,7 +27,7 @@ _NAMED = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
 _VALUES = frozenset({"enum", "const", "default", "examples", "required"})
 
 
-class SchemaUnusable(ValueError):
+class SchemaUnusable(ParleyError, ValueError):
     """A schema that cannot be checked against: invalid, too deep, or with a `$ref` it cannot follow."""
 
 
