@@ -10,7 +10,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from workers import AgentRun
-from workers.agents.pai_invoice import send
+from workers.agents.invoice_outbox import send
 from workers.integrations.pydantic_ai import EDITABLE
 from workers.llm import LLMConfig
 
