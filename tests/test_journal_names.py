@@ -1,4 +1,4 @@
-"""Journal entry names: built by `workers.store.journal_names` alone, in the format existing journals hold."""
+"""Journal entry names: built by `workers.journal_names` alone, in the format existing journals hold."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from workers.store import journal_names as names
+from workers import journal_names as names
 
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
-HOME = ROOT / "workers" / "store" / "journal_names.py"
+HOME = ROOT / "workers" / "journal_names.py"
 # A string that begins with one of these (or names one quoted, in Lua) spells a journal name itself.
 SPELLED = re.compile(r"^(step|ask|fx|void|answered|people|lock|supersede|say|llm):")
 QUOTED = re.compile(r"'(step|ask|fx|void|answered):'")

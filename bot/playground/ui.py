@@ -25,7 +25,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from bot.playground import slack_sender as ss
-from bot.playground.app import STATIC, Playground
+from bot.playground.session import STATIC, Playground
 from bot.playground.slack_sender import Delivery, MessageSurface, Surface, ViewSurface
 from bot.playground.webapi import VIEW_BLOCK_LIMIT, validate_blocks
 

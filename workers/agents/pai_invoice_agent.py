@@ -8,7 +8,7 @@ from pydantic import Field
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
 from workers import AgentRun
-from workers.agents.pai_invoice import send
+from workers.agents.invoice_outbox import send
 from workers.integrations.pydantic_ai import EDITABLE, parley_model
 from workers.llm import LLMConfig
 

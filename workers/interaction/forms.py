@@ -8,35 +8,15 @@ process loaded), never imported on a request's word.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from workers.interaction.exceptions import AnswerError
-from workers.interaction.models import MAX_ITEMS, Answer, AnswerValue, Item, Request, answers_to_values
+from workers.interaction.form_check import M, model_instance, model_name
+from workers.interaction.form_check import check_form as check_form
+from workers.interaction.form_check import loaded_model as loaded_model
+from workers.interaction.models import MAX_ITEMS, AnswerValue, Item, Request
 from workers.interaction.schema_items import FormError, schema_items
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def model_name(model: type[BaseModel]) -> str:
-    """How a request names `model`: `module:QualName`."""
-    return f"{model.__module__}:{model.__qualname__}"
-
-
-def loaded_model(name: str) -> type[BaseModel] | None:
-    """The model a request names, among the pydantic models defined in this process; else None."""
-    seen: set[type[BaseModel]] = set()
-    todo: list[type[BaseModel]] = [BaseModel]
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        if model_name(cls) == name:
-            return cls
-        todo.extend(cls.__subclasses__())
-    return None
 
 
 def form_items(model: type[BaseModel]) -> list[Item]:
@@ -59,28 +39,6 @@ def form_items(model: type[BaseModel]) -> list[Item]:
     return [i for i in items.values() if i is not None]
 
 
-def _instance(model: type[M], values: dict[str, AnswerValue]) -> M:
-    return model.model_validate({k: v for k, v in values.items() if v is not None})
-
-
-def check_form(request: Request, answers: list[Answer]) -> None:
-    """Run the model a request names on its answers; `AnswerError` with each error by item id."""
-    model = loaded_model(request.form) if request.form else None
-    if model is None:
-        return
-    try:
-        _instance(model, answers_to_values(request, answers))
-    except ValidationError as exc:
-        errors: dict[str, str] = {}
-        first = request.items[0].id
-        for error in exc.errors():
-            loc = error.get("loc") or ()
-            field = str(loc[0]) if loc and request.item(str(loc[0])) is not None else first
-            message = str(error.get("msg", "not valid")).removeprefix("Value error, ")
-            errors.setdefault(field, message)
-        raise AnswerError(errors) from exc
-
-
 def form_request(model: type[BaseModel], reason: str, **options: Any) -> Request:
     """The request `ask_form` puts: `model`'s fields as items, the model named for validation."""
     return Request.model_validate({"reason": reason, **options, "items": form_items(model), "form": model_name(model)})
@@ -89,6 +47,6 @@ def form_request(model: type[BaseModel], reason: str, **options: Any) -> Request
 def form_result(model: type[M], values: dict[str, AnswerValue]) -> M:
     """The answers as an instance of `model`, or `FormError` when the model refuses them."""
     try:
-        return _instance(model, values)
+        return model_instance(model, values)
     except ValidationError as exc:
         raise FormError(f"{model.__name__} refused the answers: {exc}") from exc

@@ -15,10 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
-    StrictBool,
     StrictFloat,
     StrictInt,
     ValidationInfo,
@@ -26,6 +23,17 @@ from pydantic import (
     model_validator,
 )
 
+# Answers are defined in `answers` so validation need not import this module; re-exported here.
+from workers.interaction.answers import FIELD_FOR_TYPE as FIELD_FOR_TYPE
+from workers.interaction.answers import ITEM_ID_PATTERN as ITEM_ID_PATTERN
+from workers.interaction.answers import SECRET_MASK as SECRET_MASK
+from workers.interaction.answers import Answer as Answer
+from workers.interaction.answers import AnswerValue as AnswerValue
+from workers.interaction.answers import ItemType as ItemType
+from workers.interaction.answers import ItemTypeName as ItemTypeName
+from workers.interaction.answers import _Strict
+from workers.interaction.answers import answers_to_values as answers_to_values
+from workers.interaction.form_check import check_form
 from workers.interaction.lengths import (
     LABEL_MAX,
     OPTION_DESCRIPTION_MAX,
@@ -37,8 +45,8 @@ from workers.interaction.lengths import (
     fits,
 )
 from workers.interaction.patterns import problem as pattern_problem
+from workers.interaction.validation import check_value, normalise, validate_answers
 
-ITEM_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_ITEMS = 10
 MAX_OPTIONS = 100
 OPTION_LABEL_MAX = OPTION_TEXT_MAX
@@ -49,51 +57,14 @@ STORED = {"stored": True}
 """The validation context of a request read back from the store: limits added since it was written do
 not make it unreadable (a question asked with a longer delay before `DELAY_MAX` still closes)."""
 _DELAY = Field(gt=0, description="seconds, at most 90 days", json_schema_extra={"maximum": DELAY_MAX})
-SECRET_MASK = "••••"
 OTHER_SUFFIX = "__other"
 """The id suffix of a free-text item that follows a select and may stand in for its choice ("type your own")."""
-"""What every surface shows, and what the store keeps in a question's answers, for a secret's value."""
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
 """A person's id (Slack `U…`/`W…`, or any host's own), or a Slack user group id (`S…`)."""
 
-AnswerValue = str | bool | int | float | list[str] | None
-"""What `run.ask` returns per item: a choice, a list of choices, text, a date or time, a number, a yes/no
-(True/False), or None."""
 PATTERN_MAX = 500
 """The longest `pattern` a free-text item may carry."""
 PATTERN_HINT_MAX = 150
-
-
-class _Strict(BaseModel):
-    """Base for every port model: unknown fields are refused, values are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ItemType(StrEnum):
-    """The kinds of question a person can be asked.
-
-    `SECRET` is a value that must not be seen again (a one-time code, a token): hosts read it
-    without showing it, only the run gets it back, and everything else shows `SECRET_MASK`.
-    """
-
-    SELECT = "select"
-    MULTI_SELECT = "multi_select"
-    FREE_TEXT = "free_text"
-    DATE = "date"
-    SECRET = "secret"
-    NUMBER = "number"
-    BOOLEAN = "boolean"
-    EMAIL = "email"
-    URL = "url"
-    TIME = "time"
-    DATETIME = "datetime"
-
-
-ItemTypeName = Literal[
-    "select", "multi_select", "free_text", "date", "secret", "number", "boolean", "email", "url", "time", "datetime"
-]
-"""An `ItemType` by its value, as agents may write it: `type="select"`."""
 
 
 class OnExpiry(StrEnum):
@@ -213,8 +184,6 @@ class Item(_Strict):
         if self.is_secret and self.default is not None:
             raise ValueError(f"item {self.id!r}: a secret item takes no default (it would be stored in the clear)")
         if self.default is not None and not stored:
-            from workers.interaction.validation import check_value  # local: validation imports models
-
             problem = check_value(self, self.default)
             if problem:
                 raise ValueError(f"item {self.id!r}: default is not a valid answer: {problem}")
@@ -363,98 +332,14 @@ class Request(_Strict):
 
     def validate_answers(self, answers: list[Answer]) -> list[Answer]:
         """Normalise `answers` against this request, or raise `AnswerError` listing each problem."""
-        from workers.interaction.validation import validate_answers
-
         valid = validate_answers(self, answers)
         if self.form is not None:
-            from workers.interaction.forms import check_form  # local: forms imports models
-
             check_form(self, valid)
         return valid
 
     def defaults(self) -> list[Answer]:
         """The answers a run gets when it expires with `on_expiry="use_defaults"`."""
-        from workers.interaction.validation import normalise
-
         return [Answer.for_item(i, normalise(i, i.default)) for i in self.items if i.default is not None]
-
-
-_ANSWER_FIELDS = (
-    "choice",
-    "choices",
-    "free_text",
-    "date",
-    "secret",
-    "number",
-    "boolean",
-    "email",
-    "url",
-    "time",
-    "datetime",
-)
-
-
-class Answer(_Strict):
-    """A person's answer to one item: the id and exactly the field matching the item's type."""
-
-    id: Annotated[str, Field(pattern=ITEM_ID_PATTERN)]
-    choice: str | None = None
-    choices: list[str] | None = None
-    free_text: str | None = None
-    date: str | None = None
-    secret: str | None = Field(default=None, repr=False)  # never in a repr, so never in a traceback or log
-    number: StrictInt | StrictFloat | None = None
-    boolean: StrictBool | None = None
-    email: str | None = None
-    url: str | None = None
-    time: str | None = None
-    """ "HH:MM", 24-hour."""
-    datetime: str | None = None
-    """ISO 8601 in UTC: "2026-12-04T17:30:00Z"."""
-
-    @model_validator(mode="after")
-    def _one_field(self) -> Answer:
-        given = [f for f in _ANSWER_FIELDS if getattr(self, f) is not None]
-        if len(given) != 1:
-            raise ValueError(f"answer {self.id!r} must set exactly one of {', '.join(_ANSWER_FIELDS)}")
-        return self
-
-    @property
-    def field(self) -> str:
-        return next(f for f in _ANSWER_FIELDS if getattr(self, f) is not None)
-
-    @property
-    def is_secret(self) -> bool:
-        return self.secret is not None
-
-    def masked(self) -> Answer:
-        """This answer as it may be kept and shown: a secret's value replaced by `SECRET_MASK`."""
-        return self.model_copy(update={"secret": SECRET_MASK}) if self.is_secret else self
-
-    @property
-    def value(self) -> AnswerValue:
-        value: AnswerValue = getattr(self, self.field)
-        return value
-
-    @classmethod
-    def for_item(cls, item: Item, value: AnswerValue) -> Answer:
-        """Build the answer to `item` carrying `value` in the field its type calls for."""
-        return cls.model_validate({"id": item.id, FIELD_FOR_TYPE[item.type]: value})
-
-
-FIELD_FOR_TYPE: dict[ItemType, str] = {
-    ItemType.SELECT: "choice",
-    ItemType.MULTI_SELECT: "choices",
-    ItemType.FREE_TEXT: "free_text",
-    ItemType.DATE: "date",
-    ItemType.SECRET: "secret",
-    ItemType.NUMBER: "number",
-    ItemType.BOOLEAN: "boolean",
-    ItemType.EMAIL: "email",
-    ItemType.URL: "url",
-    ItemType.TIME: "time",
-    ItemType.DATETIME: "datetime",
-}
 
 
 class Outcome(_Strict):
@@ -462,9 +347,3 @@ class Outcome(_Strict):
 
     paused: bool
     answers: list[Answer] = Field(default_factory=list)
-
-
-def answers_to_values(request: Request, answers: list[Answer]) -> dict[str, AnswerValue]:
-    """Map each item id to its answer's value, None for an item left unanswered."""
-    by_id = {a.id: a.value for a in answers}
-    return {item.id: by_id.get(item.id) for item in request.items}

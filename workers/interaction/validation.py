@@ -5,11 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from typing import TYPE_CHECKING
 
+from workers.interaction.answers import FIELD_FOR_TYPE, Answer, AnswerValue, ItemType
 from workers.interaction.exceptions import AnswerError
 from workers.interaction.lengths import utf16_len
-from workers.interaction.models import FIELD_FOR_TYPE, Answer, AnswerValue, Item, ItemType, Request
 from workers.interaction.patterns import fullmatch, problem
+
+if TYPE_CHECKING:  # annotations only: the models call these functions to check themselves
+    from workers.interaction.models import Item, Request
 
 # Deliberately loose, as Slack's own email input is: one "@", no spaces, a dot in the domain.
 # Whether the address exists is for the mail server to say.

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from workers import journal_names
 from workers.agent_run import AgentRun
 from workers.exceptions import AgentError
 from workers.interaction import Answer, QuestionExpired, Request
@@ -40,7 +41,6 @@ from workers.interaction.tools import (
 from workers.llm.client import ChatClient, LLMConfig
 from workers.llm.tools import Tool
 from workers.logs import Log
-from workers.store import journal_names
 
 ASK_REASON = "The assistant needs your input"
 PEOPLE_TEXT_IS_DATA = """\

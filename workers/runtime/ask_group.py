@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend
@@ -23,6 +23,7 @@ from workers.interaction import AnswerValue, Context, ContextChange, OnExpiry, Q
 from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
 from workers.runtime.attempts import AttemptWalk, count_call
+from workers.runtime.execution import Execution
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import QuestionProgress
 from workers.store import ids
@@ -30,9 +31,6 @@ from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
 from workers.store.records import GroupState, InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import interrupt_fields
-
-if TYPE_CHECKING:
-    from workers.runtime.run import Run
 
 MAX_AT_ONCE = 20
 """Questions one `ask_all`/`ask_any` may post, and people one `ask_each` may ask."""
@@ -70,7 +68,7 @@ class _Walk:
     voided: list[ContextChange] | None = None
 
 
-def _specs(run: Run, requests: Mapping[str, Request], context: Mapping[str, Context] | None) -> list[_Spec]:
+def _specs(run: Execution, requests: Mapping[str, Request], context: Mapping[str, Context] | None) -> list[_Spec]:
     """Check a call's arguments before anything is recorded; a bad one fails the run with a clear error."""
     if not isinstance(requests, Mapping) or not requests:
         raise AgentError("ask_all/ask_any need a non-empty dict of ask key -> Request")
@@ -93,7 +91,7 @@ def _specs(run: Run, requests: Mapping[str, Request], context: Mapping[str, Cont
     return specs
 
 
-def _with_assignees(run: Run, request: Request) -> Request:
+def _with_assignees(run: Execution, request: Request) -> Request:
     return request if request.assignees else request.model_copy(update={"assignees": [run.started_by]})
 
 
@@ -101,7 +99,7 @@ def _facts(spec: _Spec) -> Context | None:
     return json.loads(spec.shown) if spec.shown else None
 
 
-def _walk(run: Run, spec: _Spec) -> _Walk:
+def _walk(run: Execution, spec: _Spec) -> _Walk:
     """Follow `spec.key`'s attempts as `run.ask` does: a void answer moves on to the next attempt."""
     walk = AttemptWalk(run, spec.key)
     attempts = walk.attempts
@@ -129,7 +127,7 @@ def _walk(run: Run, spec: _Spec) -> _Walk:
 
 
 def ask_all(
-    run: Run, requests: Mapping[str, Request], context: Mapping[str, Context] | None = None
+    run: Execution, requests: Mapping[str, Request], context: Mapping[str, Context] | None = None
 ) -> dict[str, dict[str, AnswerValue]]:
     specs = _specs(run, requests, context)
     walks = {s.key: _walk(run, s) for s in specs}
@@ -149,7 +147,7 @@ def ask_all(
 
 
 def ask_any(
-    run: Run, requests: Mapping[str, Request], context: Mapping[str, Context] | None = None
+    run: Execution, requests: Mapping[str, Request], context: Mapping[str, Context] | None = None
 ) -> tuple[str, dict[str, AnswerValue]]:
     specs = _specs(run, requests, context)
     walks = {s.key: _walk(run, s) for s in specs}
@@ -174,7 +172,7 @@ def _closed_at(interrupt: InterruptRecord) -> float:
 
 
 def _open_and_wait(
-    run: Run, mode: GroupMode, need: int, todo: list[tuple[_Spec, _Walk]]
+    run: Execution, mode: GroupMode, need: int, todo: list[tuple[_Spec, _Walk]]
 ) -> dict[str, dict[str, AnswerValue]]:
     """Open a group of new attempts of `todo`'s keys (a dropped attempt counts as one asked), then wait on it."""
     members: list[NewMember] = []
@@ -195,7 +193,7 @@ def _open_and_wait(
 
 
 def _fields(
-    run: Run, key: str, attempts: list[str], request: Request, shown: str, voided: list[ContextChange] | None
+    run: Execution, key: str, attempts: list[str], request: Request, shown: str, voided: list[ContextChange] | None
 ) -> dict[str, str]:
     record = run.record
     fields = interrupt_fields(
@@ -216,7 +214,7 @@ def _fields(
 
 
 def _wait(
-    run: Run,
+    run: Execution,
     gid: str,
     mode: GroupMode,
     *,
@@ -260,7 +258,7 @@ def _wait(
     raise Suspend(run.run_id, gid)
 
 
-def _keep_message(run: Run, member: InterruptRecord) -> None:
+def _keep_message(run: Execution, member: InterruptRecord) -> None:
     """Record where the host posted `member`. A host may leave that to the park that follows
     (`record_question_message(parked_next=True)`), but a group's park records no member's message:
     without this, a question asked of the run's starter alone would never be locked once answered."""
@@ -269,7 +267,7 @@ def _keep_message(run: Run, member: InterruptRecord) -> None:
         run.durable(partial(run._rt.store.set_message, member.id, posted), "record where the question was posted")
 
 
-def _drop_rest(run: Run, members: list[InterruptRecord], winner: InterruptRecord) -> None:
+def _drop_rest(run: Execution, members: list[InterruptRecord], winner: InterruptRecord) -> None:
     store = run._rt.store
     for m in members:
         if m.id != winner.id and m.state in (InterruptState.POSTING, InterruptState.OPEN):
@@ -283,7 +281,9 @@ class _EachView:
     """What the host sees while `ask_each` puts its question: the run, with the shared message of the
     group as the question's, and how far the group is. A `PausingRun`."""
 
-    def __init__(self, run: Run, group: GroupRecord, members: list[InterruptRecord], opened_earlier: bool) -> None:
+    def __init__(
+        self, run: Execution, group: GroupRecord, members: list[InterruptRecord], opened_earlier: bool
+    ) -> None:
         self._run, self._group, self._members, self._opened_earlier = run, group, members, opened_earlier
         self.answering = ""
 
@@ -325,7 +325,7 @@ class _EachView:
 
 
 def ask_each(
-    run: Run,
+    run: Execution,
     request: Request,
     quorum: int | None = None,
     *,
@@ -403,7 +403,7 @@ def _each_answers(key: str, members: list[InterruptRecord]) -> dict[str, dict[st
 
 
 def _wait_each(
-    run: Run, group: GroupRecord, members: list[InterruptRecord], *, opened_earlier: bool
+    run: Execution, group: GroupRecord, members: list[InterruptRecord], *, opened_earlier: bool
 ) -> dict[str, dict[str, AnswerValue]]:
     """Post the shared message once (a synchronous host asks each person in turn), then park."""
     store = run._rt.store
@@ -434,7 +434,7 @@ def _wait_each(
     raise Suspend(run.run_id, group.id)
 
 
-def show_closed_group(run: Run, record: RunRecord) -> None:
+def show_closed_group(run: Execution, record: RunRecord) -> None:
     """After the resume: lock every member of the group the run was parked on, once each."""
     store = run._rt.store
     gid = record.interrupt
@@ -459,7 +459,7 @@ def _no_secret(request: Request, key: str) -> None:
         raise AgentError(f"question {key!r} has a secret item: ask secrets one at a time with run.ask")
 
 
-def _people(run: Run, key: str, ids: list[str]) -> list[str]:
+def _people(run: Execution, key: str, ids: list[str]) -> list[str]:
     """Each person `ask_each` asks: user groups (`S…`) resolved to their members by the host, once
     per run and journalled, so a replay asks the same people whoever joins or leaves the group."""
     if not any(i.startswith("S") for i in ids):

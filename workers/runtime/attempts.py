@@ -9,18 +9,15 @@ attempt, and once the journal has no attempt left the caller opens a new one.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from workers.exceptions import AgentError
 from workers.interaction import Context, ContextChange
+from workers.runtime.execution import Execution
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord
 
-if TYPE_CHECKING:
-    from workers.runtime.run import Run
 
-
-def count_call(run: Run, key: str) -> int:
+def count_call(run: Execution, key: str) -> int:
     """Count one more call of `key` in this execution; `AgentError` once past the limit."""
     n = run._key_calls[key] = run._key_calls.get(key, 0) + 1
     limit = run._rt.settings.max_asks_per_key
@@ -38,7 +35,7 @@ class AttemptWalk:
     are then what the new attempt is opened with.
     """
 
-    def __init__(self, run: Run, key: str) -> None:
+    def __init__(self, run: Execution, key: str) -> None:
         self.run, self.key = run, key
         self.attempts: list[str] = list(run._recorded(names.ask(key)) or [])
         self.voided: list[ContextChange] | None = (
