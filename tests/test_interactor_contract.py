@@ -316,6 +316,8 @@ def test_closed_is_shown_once_even_when_called_twice(d: Driver) -> None:
     iid = waiting_on(d, run_id)
     before = d.shown()
     admin.cancel(d.rt, run_id, by="U0ALICE")
+    assert d.shown() == before  # the cancel is shown by a worker, not by the process that asked
+    work(d.rt)
     closed = d.rt.store.interrupt(iid)
     assert closed is not None and closed.state is InterruptState.CANCELLED
     new = d.shown()[len(before) :]
