@@ -8,10 +8,9 @@ import json
 import textwrap
 from typing import Any
 
-from parley.bootstrap import build_runtime, connect_redis, question_config
+from parley.bootstrap import build_runtime, connect_redis
 from parley.identity import cli_actor
 from parley.settings import Settings
-from parley.worker import add_worker_hosts
 from workers.exceptions import AdminError
 from workers.runtime import admin
 from workers.runtime.retention import purge_finished
@@ -141,9 +140,7 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
     if cmd == "purge":
         return purge(runtime, args.older_than, args.dry_run)
     if cmd == "cancel":
-        # The hosts lock the question's Slack message as cancelled and tell its webhook or Temporal workflow.
-        question_config(settings)
-        add_worker_hosts(settings, runtime)
+        # Redis alone: a worker locks the question's message and tells its webhook or Temporal workflow.
         run = admin.cancel(runtime, args.run_id, by=cli_actor())
         print(f"run {run.id} is {run.status.value}")
         return 0

@@ -39,6 +39,7 @@ class RecordingHost:
         self.closed: list[tuple[str, str]] = []
         self.reminders: list[tuple[str, str]] = []
         self.escalations: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, people added)
+        self.reassignments: list[tuple[str, str, str, str]] = []  # (run_id, interrupt_id, by, to)
         self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
         self.superseded: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, fields changed)
         self.progress: list[tuple[str, str]] = []  # (run_id, summary) of questions put to each person
@@ -83,6 +84,10 @@ class RecordingHost:
     def escalated(self, run: RunRecord, interrupt: InterruptRecord, added: list[str]) -> None:
         with self.lock:
             self.escalations.append((run.id, interrupt.id, added))
+
+    def reassigned(self, run: RunRecord, interrupt: InterruptRecord, *, by: str, to: str) -> None:
+        with self.lock:
+            self.reassignments.append((run.id, interrupt.id, by, to))
 
     def people(self, run: RunRecord, ids: list[str]) -> list[str]:
         """User groups from `self.groups` (a test's own directory), members in order, once each."""

@@ -197,7 +197,9 @@ def test_cancel_locks_the_message_and_sends_the_cancelled_webhook(
     assert stack.http is not None
     resp = stack.http.post(f"/api/v1/questions/{created['id']}/cancel", headers=ci.auth)
     assert resp.status_code == 200 and resp.json()["status"] == "cancelled"
-    assert "Cancelled" in json.dumps(stack.ws.message(CHANNEL, created["message_ts"]))
+    stack.wait_for(  # a worker locks it (`cancel_effects`), as for every cancel
+        "the message to be locked", lambda: "Cancelled" in json.dumps(stack.ws.message(CHANNEL, created["message_ts"]))
+    )
     again = stack.http.post(f"/api/v1/questions/{created['id']}/cancel", headers=ci.auth)
     assert again.status_code == 409 and again.headers["content-type"] == "application/problem+json"
     stack.wait_for("the cancelled webhook", lambda: hooks.deliveries("cancelled"))
@@ -208,6 +210,30 @@ def test_cancel_locks_the_message_and_sends_the_cancelled_webhook(
     mark = stack.mark()
     assert click_submit(stack, created, "approve", "U0BOB", posted).status_code == 200  # a click from a stale view
     stack.wait_ephemeral("U0BOB", lambda text: "cancel" in text.lower(), since=mark)
+
+
+def test_parley_runs_cancel_with_only_redis_locks_the_message_and_sends_the_webhook(
+    stack: SlackStack, ci: Token, hooks: Receiver
+) -> None:
+    created = ask(stack, ci, "Rebuild the index?", callback_url=hooks.url("cli-cancel"))
+    ts = created["message_ts"]
+    only_redis = {"REDIS_URL": stack.redis_url, "PYTHONPATH": stack.env()["PYTHONPATH"]}  # no Slack token
+    done = subprocess.run(
+        [str(PARLEY), "runs", "cancel", created["id"]], env=only_redis, capture_output=True, text=True, timeout=30
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, f"run {created['id']} is cancelled"), done.stderr
+    update = stack.wait_call("chat.update", lambda c: c["args"].get("ts") == ts and "Cancelled" in str(c["args"]))
+    assert update["args"]["channel"] == CHANNEL
+    locked = stack.ws.message(CHANNEL, ts)
+    assert locked is not None and not [b for b in locked["blocks"] if b["type"] == "actions"]  # no buttons left
+    stack.wait_for("the cancelled webhook", lambda: hooks.deliveries("cli-cancel"))
+    [delivery] = hooks.deliveries("cli-cancel")
+    event = Webhook(ci.secret).verify(delivery["body"], delivery["headers"])
+    assert event["type"] == "question.cancelled" and event["data"]["status"] == "cancelled"
+    assert stack.wait_for(
+        "the webhook recorded delivered",
+        lambda: (get(stack, ci, f"questions/{created['id']}").json().get("webhook") or {}).get("status") == "delivered",
+    )
 
 
 def test_idempotency_key(stack: SlackStack, ci: Token) -> None:

@@ -48,7 +48,7 @@ from workers.runtime import admin
 from workers.runtime.acceptance import accept
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import LogHost
-from workers.runtime.people import escalate_due
+from workers.runtime.people import escalate_due, reassign
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store.records import InterruptState, RunStatus
@@ -316,6 +316,8 @@ def test_closed_is_shown_once_even_when_called_twice(d: Driver) -> None:
     iid = waiting_on(d, run_id)
     before = d.shown()
     admin.cancel(d.rt, run_id, by="U0ALICE")
+    assert d.shown() == before  # the cancel is shown by a worker, not by the process that asked
+    work(d.rt)
     closed = d.rt.store.interrupt(iid)
     assert closed is not None and closed.state is InterruptState.CANCELLED
     new = d.shown()[len(before) :]
@@ -401,6 +403,18 @@ def test_an_escalation_is_shown_once(d: Driver) -> None:
     once = d.shown()
     assert escalate_due(d.rt, now=time.time() + 7200) == []  # a later sweep finds it done
     assert d.shown() == once
+
+
+def test_a_reassignment_is_shown_through_the_runs_own_host(d: Driver) -> None:
+    d.will_answer(KeyboardInterrupt())
+    run_id = run_agent(d, "t-ask", {"assignees": ["U0CAROL"]})
+    question = d.rt.store.interrupt(waiting_on(d, run_id))
+    assert question is not None
+    before = d.shown()
+    moved = reassign(d.rt, question, by="U0CAROL", to="U0ALICE", is_admin=False, to_is_bot=False)
+    assert moved.assignees == ["U0ALICE"]
+    new = d.shown()[len(before) :]
+    assert showing(new, "U0ALICE"), new  # the new person is shown (and, where a host can, told)
 
 
 TYPED_ASKED = "Scale checkout"

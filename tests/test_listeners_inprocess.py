@@ -373,6 +373,7 @@ def test_admin_cancel_from_the_home_tab_and_a_non_admin_refused(bot: Bot) -> Non
 
     assert click(ADMIN).status == 200
     bot.wait_for("the run to be cancelled", lambda: bot.runtime.store.get(paused.run.id).status is RunStatus.CANCELLED)
+    work(bot.runtime)  # a worker locks the question
     bot.wait_call("chat.update", lambda c: c["args"].get("ts") == paused.question["ts"])
     # The admin's home is published again after the cancel (off the ack path, so waited for).
     bot.wait_for(

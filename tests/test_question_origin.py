@@ -14,15 +14,15 @@ import redis
 from blockcheck import assert_valid_message
 from inprocess_bot import Bot, running_bot
 from runtime_helpers import work
-from slack_forms import button_action, find_element
+from slack_forms import button_action, find_element, form_state, texts, users_select_action, users_select_state
 from slack_payloads import block_actions_payload
 
 from bot.slack.api_host import ApiQuestionHost
-from bot.slack.blocks_question import asked_by_line, question_blocks
+from bot.slack.blocks_question import DECLINE_ACTION_ID, REASSIGN_ACTION_ID, asked_by_line, question_blocks
 from bot.slack.mrkdwn import fold_blank_lines
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService
-from workers.questions.models import QuestionCreate
+from workers.questions.models import ELICITATION, QuestionCreate
 from workers.questions.webhooks import announce
 
 pytestmark = pytest.mark.integration
@@ -102,6 +102,30 @@ def test_a_question_asked_again_reuses_its_blocks_only_for_the_same_origin(bot: 
     first, second = ask(bot, Caller("ci-bot")), ask(bot, Caller("deploy-bot"))
     assert context_text(first["blocks"][0]) == "Asked by *ci-bot* through the API"
     assert context_text(second["blocks"][0]) == "Asked by *deploy-bot* through the API"
+
+
+def test_a_reassigned_mcp_question_keeps_its_origin_line_and_its_decline_button(bot: Bot) -> None:
+    request = forged_request().model_copy(update={"assignees": ["U0CAROL"]})
+    create = QuestionCreate(request=request, channel=CHANNEL, metadata={ELICITATION: "form"})
+    view, _ = QuestionService(bot.runtime).create(Caller("desk-assistant", via="mcp"), create)
+    message = bot.ws.message(CHANNEL, str(view.message_ts))
+    assert message is not None and find_element(message["blocks"], DECLINE_ACTION_ID)
+    block, select = find_element(message["blocks"], REASSIGN_ACTION_ID)
+    payload = block_actions_payload(
+        user="U0CAROL",
+        message=message,
+        channel=CHANNEL,
+        action=users_select_action(block, select, "U0BOB"),
+        state_values={**form_state(message["blocks"], {}), **users_select_state(block, select, "U0BOB")},
+    )
+    assert bot.interact(payload).status == 200
+    moved = bot.wait_for(
+        "the question to show the reassignment",
+        lambda: (m := bot.ws.message(CHANNEL, message["ts"])) and "reassigned this to" in texts(m["blocks"]) and m,
+    )
+    assert_valid_message(moved["blocks"], moved["text"])
+    assert context_text(moved["blocks"][0]) == "Asked by *desk-assistant* through MCP"
+    assert find_element(moved["blocks"], DECLINE_ACTION_ID)
 
 
 # ---- the builders on their own -----------------------------------------------------------------

@@ -198,7 +198,8 @@ def test_cancel_closes_every_open_question(r: Redis, tmp_path: Path) -> None:
     work(rt)
     members = _members(rt, run_id)
     admin.cancel(rt, run_id, "UADMIN")
-    assert rt.store.get(run_id).status is RunStatus.CANCELLED
+    assert rt.store.get(run_id).status is RunStatus.CANCELLED and host.closed == []
+    work(rt)  # a worker shows the cancel
     assert {rt.store.interrupt(m.id).state for m in members.values()} == {InterruptState.CANCELLED}
     assert host.closed == [(run_id, "cancelled"), (run_id, "cancelled")]
     assert admin.summarize(rt, rt.store.get(run_id)).questions[0].state == "cancelled"

@@ -66,7 +66,7 @@ def test_a_question_answered_before_its_escalation_is_never_escalated(r: Redis, 
 
 
 def test_reassign_hands_over_the_assignees_place_and_refusals_write_nothing(r: Redis, tmp_path: Path) -> None:
-    rt, _ = runtime_and_host(r, tmp_path)
+    rt, host = runtime_and_host(r, tmp_path)
     run_id, iid = parked(rt, "t-ask", {"assignees": ["U1", "U2"]})
     q = rt.store.interrupt(iid)
     assert q is not None
@@ -79,9 +79,10 @@ def test_reassign_hands_over_the_assignees_place_and_refusals_write_nothing(r: R
     ]:
         with pytest.raises(ReassignRefused, match=words):
             reassign(rt, q, by=by, to=to, is_admin=admin, to_is_bot=bot)
-    assert dump_database(r) == before
+    assert dump_database(r) == before and host.reassignments == []
 
     moved = reassign(rt, q, by="U1", to="U3", is_admin=False, to_is_bot=False)
+    assert host.reassignments == [(run_id, iid, "U1", "U3")]  # the run's own host is told
     assert moved.assignees == ["U2", "U3"] and moved.handoffs[0]["from"] == ["U1"]
     assert rt.store.waiting_on("U1") == [] and rt.store.waiting_on("U3") == [iid]
     with pytest.raises(AcceptRefused):

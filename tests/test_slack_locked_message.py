@@ -42,6 +42,7 @@ def test_an_answered_questions_text_stays_within_4000_characters(bot: Bot) -> No
 def test_a_cancelled_questions_text_stays_within_4000_characters(bot: Bot) -> None:
     paused = bot.paused("s-form", {"reason": HEAVY_REASON})
     admin.cancel(bot.runtime, paused.run.id, by=ADMIN)
+    work(bot.runtime)  # a worker locks the question
     locked = bot.wait_call("chat.update", lambda c: c["args"].get("ts") == paused.question["ts"])
     text = locked["args"]["text"]
     assert text.startswith("Cancelled: &lt;&amp;&gt;") and len(text) <= 4000

@@ -3,8 +3,10 @@
 Acked at once; the work runs in a bolt lazy listener, after the ack, because it calls the Web
 API (`users.info` to refuse a bot, the question's update, the new assignee's DM). Who may
 reassign (an assignee, or an admin) and to whom (not oneself, not a bot, not someone already
-asked) is decided by `workers.runtime.people.reassign`; a refusal writes nothing and is told
-to the clicker alone: beside the message, or in the form.
+asked) is decided by `workers.runtime.people.reassign`, which also tells the run's host (the
+Slack host, or the API host for a question asked through the API or MCP, which keeps its
+"Asked by" line and its Decline button); a refusal writes nothing and is told to the clicker
+alone: beside the message, or in the form.
 """
 
 from __future__ import annotations
@@ -62,7 +64,6 @@ def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     except LookupError:
         _tell(client, body, ":warning: Slack does not know that person; pick someone else.")
         return
-    deps.slack.reassigned(updated, by=by, to=to)
     _tell(client, body, f"Reassigned to {user_ref(to)}; they have been told." + _yours_no_more(by, updated.assignees))
 
 

@@ -271,9 +271,8 @@ class SlackHost:
         for user in added:
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 
-    def reassigned(self, interrupt: QuestionInfo, *, by: str, to: str) -> None:
+    def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
         """Show the reassignment on the question and DM the new assignee a link to it."""
-        run = self.store.get(interrupt.run_id)
         self.refresh_question(interrupt, run)
         web = self._web(run)
         people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")

@@ -210,6 +210,10 @@ class TerminalHost:
         """The terminal asks whoever is at it; an escalation (a Slack feature) is only mentioned."""
         _print([("class:hint", f"Run {run.id}'s question was escalated to {', '.join(added) or 'no one new'}.")])
 
+    def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
+        """The terminal asks whoever is at it; a reassignment (a Slack feature) is only mentioned."""
+        _print([("class:hint", f"Run {run.id}'s question was reassigned to {to} by {by}.")])
+
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         """The terminal has no workspace directory: user groups stay as given (and are asked as one person)."""
         return list(ids)

@@ -1,7 +1,8 @@
 """`Interactor`: the one contract between Parley's runtime and a host (Slack, the terminal, ...).
 
 A host puts questions to people (`solicit`) and tells them how the run goes (`say`, `finished`,
-`failed`, a question `closed`, `superseded`, `remind`, `group_progress`, `escalated`). It sees
+`failed`, a question `closed`, `superseded`, `remind`, `group_progress`, `escalated`,
+`reassigned`). It sees
 runs and questions only through the port's views (`workers.interaction.views`). A new host is
 "implement `Interactor` and pass `tests/test_interactor_contract.py`".
 """
@@ -125,6 +126,10 @@ class Interactor(Protocol):
 
     def escalated(self, run: RunInfo, question: QuestionInfo, added: list[str]) -> None:
         """The question was escalated: `added` may answer it now; tell them and show it."""
+        ...
+
+    def reassigned(self, run: RunInfo, question: QuestionInfo, *, by: str, to: str) -> None:
+        """`by` handed the question to `to`; tell `to` and show the change."""
         ...
 
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:

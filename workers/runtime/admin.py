@@ -1,4 +1,8 @@
-"""Admin operations on runs: list, show, cancel, retry, remind. Used by the CLI and Slack."""
+"""Admin operations on runs: list, show, cancel, retry, remind. Used by the CLI and Slack.
+
+A cancel writes the cancel here and leaves what follows it to a worker (`cancel_effects`):
+the process that asks (the CLI, the bot, the API) needs no Slack token for it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from dataclasses import dataclass, field
 from workers import metrics
 from workers.exceptions import AdminError
 from workers.logs import Log
+from workers.runtime import cancel_effects
 from workers.runtime.group_close import cancel_group, forget_expired_in_group, remind_group
 from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
@@ -192,21 +197,24 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
 
 
 def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
-    """Cancel a live run; a paused run's question is closed so nobody can answer it."""
+    """Cancel a live run; a paused run's question is closed so nobody can answer it.
+
+    The cancel is one atomic write; showing it on the run's messages and telling its webhook
+    or workflow is a job for a worker, queued here (`cancel_effects`).
+    """
     store = runtime.store
     run = store.get(run_id)
     if run.status is RunStatus.PAUSED and (in_group := cancel_group(runtime, run, by)) is not None:
         log.info("cancelled", **run.log_context(), user=by)
+        cancel_effects.enqueue(runtime, in_group)
         return in_group
     if run.status is RunStatus.PAUSED and run.interrupt:
         interrupt = store.interrupt(run.interrupt)
         if interrupt is not None and isinstance(store.close(interrupt, CloseMode.CANCEL, by), Closed):
-            closed = store.interrupt(run.interrupt)
             cancelled = store.get(run_id)
-            if closed is not None:
-                runtime.hosts.for_run(cancelled).question_closed(cancelled, closed)
             metrics.run_ended(run.agent, RunStatus.CANCELLED.value)
             log.info("cancelled", **run.log_context(), user=by)
+            cancel_effects.enqueue(runtime, cancelled)
             return cancelled
         run = store.get(run_id)
     ok, reason, old = store.transition(
@@ -222,19 +230,8 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
     metrics.run_ended(run.agent, RunStatus.CANCELLED.value)
     log.info("cancelled", **run.log_context(), user=by)
     cancelled = store.get(run_id)
-    _show_unlocked_answer(runtime, cancelled)
+    cancel_effects.enqueue(runtime, cancelled)  # an answer accepted before the cancel is shown
     return cancelled
-
-
-def _show_unlocked_answer(runtime: Runtime, run: RunRecord) -> None:
-    """A run cancelled after its answer was accepted never resumes, so nothing else would
-    replace the answered question's controls with its answer: do it here."""
-    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
-    if interrupt is None or not interrupt.message or interrupt.state is InterruptState.OPEN:
-        return
-    if runtime.store.journal_get(run.id, names.effect(names.lock(interrupt.id))) == "done":
-        return
-    runtime.hosts.for_run(run).question_closed(run, interrupt)
 
 
 def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:

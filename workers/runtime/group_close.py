@@ -141,24 +141,14 @@ def _open_group(runtime: Runtime, run: RunRecord) -> tuple[GroupRecord, list[Int
 
 
 def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
-    """Cancel a run paused on several questions: every open one closes, and each shows it.
-    None when the run is not paused on an open group (or another close got there first)."""
+    """Cancel a run paused on several questions: every open one closes (a worker shows it, see
+    `cancel_effects`). None when the run is not paused on an open group (or another close got
+    there first)."""
     found = _open_group(runtime, run)
     member = next((m for m in found[1] if m.state is InterruptState.OPEN), None) if found else None
     if found is None or member is None or isinstance(close_member(runtime, member, CloseMode.CANCEL, by), Refusal):
         return None
-    group = runtime.store.groups.group(found[0].id) or found[0]
-    members = runtime.store.groups.members(group)
-    cancelled = runtime.store.get(run.id)
-    host = runtime.hosts.for_run(cancelled)
-    if group.mode is GroupMode.EACH:
-        if group.message:
-            host.group_progress(cancelled, group, progress_of(group, members))
-    else:
-        for m in members:
-            if m.message:
-                host.question_closed(cancelled, m)
-    return cancelled
+    return runtime.store.get(run.id)
 
 
 def remind_group(runtime: Runtime, run: RunRecord, by: str) -> list[InterruptRecord]:

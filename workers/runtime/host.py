@@ -77,6 +77,9 @@ class LogHost:
     def escalated(self, run: RunInfo, question: QuestionInfo, added: list[str]) -> None:
         log.info("escalated", **_about(run, question.id), added=added)
 
+    def reassigned(self, run: RunInfo, question: QuestionInfo, *, by: str, to: str) -> None:
+        log.info("reassigned", **_about(run, question.id), by=by, to=to)
+
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         return list(ids)  # no directory to resolve user groups in
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workers.runtime import wiring
+from workers.runtime.cancel_effects import show_cancelled
 from workers.runtime.execute import execute
 from workers.runtime.group_close import show
 from workers.runtime.sweep import schedule_next, sweep
@@ -25,3 +26,8 @@ def sweep_job() -> dict[str, list[str]]:
 def show_job(run_id: str, interrupt_id: str) -> None:
     """Show one answered question of several asked at once on its message, before the run resumes."""
     show(wiring.current(), run_id, interrupt_id)
+
+
+def cancelled_job(run_id: str) -> None:
+    """Show an admin's cancel on the run's messages; tell its webhook or workflow."""
+    show_cancelled(wiring.current(), run_id)

@@ -2,7 +2,8 @@
 
 Both act on one question (an interrupt), so they apply to each question a run has open. The
 store makes each change atomically, with its history entry; this module decides who may ask
-for it and tells the run's host, which notifies the people added and shows the change.
+for it and tells the run's host (`Interactor.escalated`, `Interactor.reassigned`), which
+notifies the people added and shows the change on the question as that host renders it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def reassign(
     An assignee hands over their own place; an admin who is not an assignee hands over the
     whole question (every assignee's place). Nobody hands a question to themselves or to a
     bot (`to_is_bot`, as the host's directory says), nor to someone already asked.
+    The run's host, whichever it is, then tells `to` and shows the change.
     """
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": by, "team": interrupt.team}
     if to == by:
@@ -88,4 +90,6 @@ def reassign(
     now = runtime.store.interrupt(interrupt.id)
     if now is None:
         raise ReassignRefused(_CLOSED["unknown"])
+    if (run := runtime.store.find(interrupt.run_id)) is not None:
+        runtime.hosts.for_run(run).reassigned(run, now, by=by, to=to)
     return now

@@ -22,6 +22,11 @@ def show(interrupt_id: str) -> str:
     return f"show-{interrupt_id}"
 
 
+def cancelled(run_id: str) -> str:
+    """Showing an admin's cancel of `run_id` on its messages, and telling its webhook or workflow."""
+    return f"cancelled-{run_id}"
+
+
 def retry(run_id: str, epoch: int) -> str:
     """The retry after an execution at `epoch` raised; no other execution shares an epoch."""
     return f"retry-{run_id}-{epoch}"
@@ -55,10 +60,11 @@ def sweep(slot: int) -> str:
 def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "") -> list[str]:
     """Every job id run `run_id` could have had, for deleting its job records with the run.
 
-    Its first execution, a resume per question, a retry, a lapse, a hand-back and an admin's
-    retry per epoch it reached, and its current job (which may be a `requeue` of one of those).
+    Its first execution, a resume per question, the effects of a cancel, a retry, a lapse, a
+    hand-back and an admin's retry per epoch it reached, and its current job (which may be a
+    `requeue` of one of those).
     """
-    ids = [first(run_id), *(resume(run_id, iid) for iid in interrupt_ids)]
+    ids = [first(run_id), *(resume(run_id, iid) for iid in interrupt_ids), cancelled(run_id)]
     for e in range(epoch + 1):
         ids += [retry(run_id, e), lapse(run_id, e), hand_back(run_id, e), admin_retry(run_id, e)]
     if current and current not in ids:
