@@ -5,7 +5,6 @@ Only I/O differs between the two clients, so everything else lives here once.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -98,11 +97,8 @@ def deadline_of(timeout: float | None) -> float | None:
 
 
 def poll_params(deadline: float | None, reveal_secrets: bool) -> dict[str, Any]:
-    """The next long-poll's query: at most `MAX_POLL` seconds, to the second after `deadline`.
-
-    Rounded up, not down: a last second rounded to 0 polled in a tight loop until the deadline.
-    """
-    left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, math.ceil(deadline - time.monotonic())))
+    """The next long-poll's query: at most `MAX_POLL` seconds, never past `deadline`."""
+    left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, int(deadline - time.monotonic())))
     return {"wait": left, **reveal(reveal_secrets)}
 
 

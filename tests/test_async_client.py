@@ -7,11 +7,10 @@ Many waits share one event loop and no thread each; a cancelled wait frees its c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload
 from starlette.applications import Starlette
 from starlette.routing import Mount
+from starlette.types import Receive, Scope, Send
 
 import parley
 from bot.api.app import create_api
@@ -42,6 +42,7 @@ from parley.client import (
 from workers.interaction import Decision
 from workers.questions import QuestionService, tokens
 from workers.questions.webhooks import announce
+from workers.runtime.sweep import sweep
 from workers.store.closings import Closings
 
 pytestmark = pytest.mark.integration
@@ -63,16 +64,16 @@ def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str]]:
     service = QuestionService(bot.runtime)
     token = tokens.create(service.store, "async-client", ["ask"], rate_limit=100_000).token
     closings = Closings(aioredis.Redis.from_url(redis_url))
+    api = create_api(service, closings)
+    starting: list[asyncio.Future[None]] = []
 
-    @contextlib.asynccontextmanager
-    async def subscribed(app: Starlette) -> AsyncIterator[None]:
-        await closings.start()  # a long-poll wakes on the close, as under `parley serve`
-        try:
-            yield
-        finally:
-            await closings.stop()
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        """`/api/v1`, its close subscription started on the server's loop (it runs no lifespan)."""
+        if not starting:
+            starting.append(asyncio.ensure_future(closings.start()))
+        await starting[0]
+        await Starlette(routes=[Mount("/api/v1", api)])(scope, receive, send)
 
-    app = Starlette(routes=[Mount("/api/v1", create_api(service, closings))], lifespan=subscribed)
     running = LoopbackServer(app).start()
     try:
         yield running.url, token
@@ -168,7 +169,8 @@ def test_an_expired_question_raises_question_expired(bot: Bot, server: tuple[str
             qid = await client.submit(approval("Expire soon?", expires_in=1), channel=CHANNEL)
             waiting = asyncio.create_task(client.wait(qid, timeout=20))
             await asyncio.sleep(1.5)
-            work(bot.runtime)  # the expiry job runs on an RQ worker
+            assert sweep(bot.runtime).expired  # the sweep's periodic job, run here
+            work(bot.runtime)
             with pytest.raises(QuestionExpiredError) as expired:
                 await waiting
             assert expired.value.status == 410
