@@ -28,6 +28,10 @@ from workers.interaction import AnswerValue, Decision, Request
 
 __all__ = ["AsyncParley"]
 
+# One connection per open wait, as many as are open: httpx's default pool of 100 would make the
+# 101st wait queue for a connection and fail with `httpx.PoolTimeout` after ten seconds.
+LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
+
 
 class AsyncParley:
     """`Parley` on asyncio: the same methods, arguments and errors, each a coroutine.
@@ -37,7 +41,7 @@ class AsyncParley:
     """
 
     def __init__(self, base_url: str, token: str, *, http: httpx.AsyncClient | None = None) -> None:
-        self._http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=TIMEOUT)
+        self._http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=TIMEOUT, limits=LIMITS)
         self._http.headers["Authorization"] = f"Bearer {token}"
 
     async def aclose(self) -> None:

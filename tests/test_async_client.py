@@ -205,9 +205,7 @@ def test_two_hundred_waits_share_one_loop_and_no_thread_each(bot: Bot, server: t
     waits, questions = 200, 4
 
     async def scenario() -> list[dict[str, Any]]:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=waits)
-        http = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(10.0, read=75), limits=limits)
-        async with AsyncParley(url, token, http=http) as client:
+        async with AsyncParley(url, token) as client:  # its own pool: more waits than httpx's default 100
             ids = [await client.submit(approval(f"Wave {i}?"), channel=CHANNEL) for i in range(questions)]
             before = threading.active_count()
             tasks = [asyncio.create_task(client.wait(ids[i % questions], timeout=60)) for i in range(waits)]
