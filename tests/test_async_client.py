@@ -59,8 +59,8 @@ def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
 
 
 @pytest.fixture
-def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str]]:
-    """The server's base URL (`/api/v1` under it) and an `ask` token."""
+def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str, Closings]]:
+    """The server's base URL (`/api/v1` under it), an `ask` token, and its long-polls' waiters."""
     service = QuestionService(bot.runtime)
     token = tokens.create(service.store, "async-client", ["ask"], rate_limit=100_000).token
     closings = Closings(aioredis.Redis.from_url(redis_url))
@@ -76,7 +76,7 @@ def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str]]:
 
     running = LoopbackServer(app).start()
     try:
-        yield running.url, token
+        yield running.url, token, closings
     finally:
         running.stop()
 
@@ -125,8 +125,8 @@ def test_the_two_clients_have_one_surface() -> None:
     assert parley.AsyncParley is AsyncParley and parley.Parley is Parley
 
 
-def test_every_method_answers_and_raises_as_the_sync_client(bot: Bot, server: tuple[str, str]) -> None:
-    url, token = server
+def test_every_method_answers_and_raises_as_the_sync_client(bot: Bot, server: tuple[str, str, Closings]) -> None:
+    url, token, _ = server
 
     async def scenario() -> None:
         async with AsyncParley(url, token) as client:
@@ -161,8 +161,8 @@ def test_every_method_answers_and_raises_as_the_sync_client(bot: Bot, server: tu
     asyncio.run(scenario())
 
 
-def test_an_expired_question_raises_question_expired(bot: Bot, server: tuple[str, str]) -> None:
-    url, token = server
+def test_an_expired_question_raises_question_expired(bot: Bot, server: tuple[str, str, Closings]) -> None:
+    url, token, _ = server
 
     async def scenario() -> None:
         async with AsyncParley(url, token) as client:
@@ -178,8 +178,8 @@ def test_an_expired_question_raises_question_expired(bot: Bot, server: tuple[str
     asyncio.run(scenario())
 
 
-def test_approve_and_submit_approval_return_the_decision(bot: Bot, server: tuple[str, str]) -> None:
-    url, token = server
+def test_approve_and_submit_approval_return_the_decision(bot: Bot, server: tuple[str, str, Closings]) -> None:
+    url, token, _ = server
     args = {"service": "api", "replicas": 3}
 
     async def scenario() -> Decision:
@@ -200,8 +200,8 @@ def test_approve_and_submit_approval_return_the_decision(bot: Bot, server: tuple
     assert (decision.approved, decision.args, decision.by) == (True, args, USER)
 
 
-def test_two_hundred_waits_share_one_loop_and_no_thread_each(bot: Bot, server: tuple[str, str]) -> None:
-    url, token = server
+def test_two_hundred_waits_share_one_loop_and_no_thread_each(bot: Bot, server: tuple[str, str, Closings]) -> None:
+    url, token, closings = server
     waits, questions = 200, 4
 
     async def scenario() -> list[dict[str, Any]]:
@@ -209,7 +209,7 @@ def test_two_hundred_waits_share_one_loop_and_no_thread_each(bot: Bot, server: t
             ids = [await client.submit(approval(f"Wave {i}?"), channel=CHANNEL) for i in range(questions)]
             before = threading.active_count()
             tasks = [asyncio.create_task(client.wait(ids[i % questions], timeout=60)) for i in range(waits)]
-            await asyncio.sleep(1.0)  # every long-poll is open
+            await asyncio.to_thread(bot.wait_for, "every long-poll open", lambda: closings.waiting == waits)
             assert not any(t.done() for t in tasks)
             grew = threading.active_count() - before
             assert grew < waits // 4, f"{grew} threads for {waits} waits"
@@ -221,9 +221,9 @@ def test_two_hundred_waits_share_one_loop_and_no_thread_each(bot: Bot, server: t
     assert got == [{"decision": "reject", "note": None}] * waits
 
 
-def test_a_cancelled_wait_frees_its_connection(bot: Bot, server: tuple[str, str]) -> None:
+def test_a_cancelled_wait_frees_its_connection(bot: Bot, server: tuple[str, str, Closings]) -> None:
     """With a pool of two, two cancelled waits must leave room for the next request."""
-    url, token = server
+    url, token, _ = server
 
     async def scenario() -> None:
         limits = httpx.Limits(max_connections=2)
