@@ -58,8 +58,10 @@ PUBLIC = {
         "llm_config_from_env",
         "run_loop",
     ],
+    "parley": ["AsyncParley", "Parley"],
     "parley.client": [
         "MAX_POLL",
+        "AsyncParley",
         "Parley",
         "ParleyAPIError",
         "QuestionCancelledError",

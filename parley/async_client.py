@@ -1,0 +1,173 @@
+"""`parley.AsyncParley`: the HTTP API from asyncio, on `httpx.AsyncClient`.
+
+    async with AsyncParley("https://parley.example.com", token=os.environ["PARLEY_TOKEN"]) as parley:
+        answers = await parley.ask({"reason": "Deploy v1.4.2?", "items": [...]}, channel="C0GENERAL")
+
+The twin of `parley.client.Parley`: requests, answers, errors and polls come from one shared module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from parley._client_common import (
+    TIMEOUT,
+    Call,
+    answers_of,
+    approval_call,
+    approve_call,
+    deadline_of,
+    poll_params,
+    result,
+    reveal,
+    submit_call,
+)
+from workers.interaction import AnswerValue, Decision, Request
+
+__all__ = ["AsyncParley"]
+
+# One connection per open wait, as many as are open: httpx's default pool of 100 would make the
+# 101st wait queue for a connection and fail with `httpx.PoolTimeout` after ten seconds.
+LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
+
+
+class AsyncParley:
+    """`Parley` on asyncio: the same methods, arguments and errors, each a coroutine.
+
+    A wait is an open long-poll on the event loop, never a thread; cancelling its task
+    closes that request's connection, so none is left half-read in the pool.
+    """
+
+    def __init__(self, base_url: str, token: str, *, http: httpx.AsyncClient | None = None) -> None:
+        self._http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=TIMEOUT, limits=LIMITS)
+        self._http.headers["Authorization"] = f"Bearer {token}"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncParley:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        return result(await self._http.request(method, f"/api/v1{path}", **kwargs))
+
+    async def _send(self, call: Call) -> dict[str, Any]:
+        method, path, kwargs = call
+        return await self._call(method, path, **kwargs)
+
+    async def submit(
+        self,
+        request: Request | dict[str, Any],
+        *,
+        channel: str | None = None,
+        user: str | None = None,
+        thread_ts: str | None = None,
+        callback_url: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        temporal: dict[str, str] | None = None,
+        quorum: int | None = None,
+    ) -> str:
+        """Post the question (in `channel`, or a DM with `user`) and return its id without waiting.
+
+        `temporal`: a workflow to signal when it ends (`workflow_id`, `namespace`, `key`), instead of a webhook.
+        `quorum`: ask each of the request's assignees separately; answered when this many answered."""
+        call = submit_call(
+            request,
+            idempotency_key,
+            channel=channel,
+            user=user,
+            thread_ts=thread_ts,
+            callback_url=callback_url,
+            metadata=metadata,
+            context=context,
+            temporal=temporal,
+            quorum=quorum,
+        )
+        return str((await self._send(call))["id"])
+
+    async def get(self, question_id: str, *, reveal_secrets: bool = False) -> dict[str, Any]:
+        """The question. `reveal_secrets`: with its secret answers in the clear, which only the token that
+        asked may read, and only once (`?reveal=secrets`); a second read raises `ParleyAPIError` 410."""
+        return await self._call("GET", f"/questions/{question_id}", params=reveal(reveal_secrets))
+
+    async def wait(
+        self, question_id: str, timeout: float | None = None, *, reveal_secrets: bool = False
+    ) -> dict[str, AnswerValue]:
+        """The answers once the question is answered (or expired with its defaults).
+
+        Raises `QuestionExpiredError`, `QuestionCancelledError`, or `QuestionTimeoutError` after `timeout`
+        seconds (None: wait as long as it takes). `reveal_secrets`: secret answers in the clear
+        (see `get`), else they read `••••`.
+        """
+        deadline = deadline_of(timeout)
+        while True:
+            params = poll_params(deadline, reveal_secrets)
+            answers = answers_of(await self._call("GET", f"/questions/{question_id}", params=params), deadline)
+            if answers is not None:
+                return answers
+
+    async def ask(
+        self,
+        request: Request | dict[str, Any],
+        *,
+        channel: str | None = None,
+        user: str | None = None,
+        timeout: float | None = None,
+        reveal_secrets: bool = False,
+        **fields: Any,
+    ) -> dict[str, AnswerValue]:
+        """Post the question and wait for its answers (see `submit` and `wait`)."""
+        qid = await self.submit(request, channel=channel, user=user, **fields)
+        return await self.wait(qid, timeout, reveal_secrets=reveal_secrets)
+
+    async def approve(
+        self,
+        action: str,
+        args: dict[str, Any],
+        *,
+        channel: str,
+        schema: dict[str, Any] | None = None,
+        editable: bool | list[str] = True,
+        assignees: list[str] | None = None,
+        expires_in: int | None = None,
+        callback_url: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> Decision:
+        """Ask to approve `action` with `args` (`POST /api/v1/approvals`) and wait for the decision.
+
+        The approver may edit the editable args first: `Decision.args` is what was approved, and
+        `changes` lists each edit. Raises as `wait` does.
+        """
+        call = approve_call(
+            action,
+            args,
+            channel=channel,
+            schema=schema,
+            editable=editable,
+            assignees=assignees,
+            expires_in=expires_in,
+            callback_url=callback_url,
+            idempotency_key=idempotency_key,
+        )
+        qid = str((await self._send(call))["id"])
+        await self.wait(qid, timeout)
+        return Decision.model_validate((await self.get(qid))["decision"])
+
+    async def submit_approval(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> str:
+        """Post an approval (`POST /api/v1/approvals`, `body` as that takes it) and return its id without waiting."""
+        return str((await self._send(approval_call(body, idempotency_key)))["id"])
+
+    async def cancel(self, question_id: str) -> dict[str, Any]:
+        return await self._call("POST", f"/questions/{question_id}/cancel")
+
+    async def confirm(self, question_id: str, context: dict[str, Any] | None) -> dict[str, Any]:
+        """200 when `context` is still the facts the question was asked on; `ParleyAPIError` 409 listing changes."""
+        return await self._call("POST", f"/questions/{question_id}/confirm", json={"context": context})
