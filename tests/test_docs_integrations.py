@@ -244,7 +244,7 @@ def run_temporal_block(block: str, clone: Path, tmp_path: Path) -> str:
 
 def test_every_command_of_the_integrations_doc_runs_verbatim(clone: Path, tmp_path: Path) -> None:
     blocks = doc_blocks()
-    installs = [c.strip() for k, c in blocks if k == "bash" and re.fullmatch(r"pip install -e '\.\[[\w-]+\]'\n", c)]
+    installs = [c.strip() for k, c in blocks if k == "bash" and c.startswith("pip install ") and c.count("\n") == 1]
     [temporal] = [c for k, c in blocks if k == "bash" and "temporal server start-dev" in c]
     assert len(installs) >= 2 and len(blocks) >= 10, blocks
     data = tmp_path / "data"
