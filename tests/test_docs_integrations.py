@@ -201,6 +201,11 @@ def act(page: Playground, command: str, data: Path) -> None:
         pytest.fail(f"the doc starts {agent!r}, which this test does not know how to answer")
 
 
+def limit(command: str) -> float:
+    """Seconds a command may take: an install fetches packages, anything else returns soon."""
+    return INSTALL_TIMEOUT if command.startswith("pip install") else 180.0
+
+
 def backgrounded(command: str) -> bool:
     return re.search(r"&\s*(#.*)?$", command) is not None
 
@@ -225,7 +230,7 @@ def run_temporal_block(block: str, clone: Path, tmp_path: Path) -> str:
         term.run(". .venv/bin/activate")
         for command in commands(typed):
             waiting = "start refund.json" in command
-            out = term.run(command, page.approve_when_asked("A-17") if waiting else lambda: None, INSTALL_TIMEOUT)
+            out = term.run(command, page.approve_when_asked("A-17") if waiting else lambda: None, limit(command))
             if backgrounded(command) and "temporal server" in command:
                 deadline = time.monotonic() + 60
                 while not listening(temporal):
@@ -246,7 +251,7 @@ def test_every_command_of_the_integrations_doc_runs_verbatim(clone: Path, tmp_pa
     blocks = doc_blocks()
     installs = [c.strip() for k, c in blocks if k == "bash" and c.startswith("pip install ") and c.count("\n") == 1]
     [temporal] = [c for k, c in blocks if k == "bash" and "temporal server start-dev" in c]
-    assert len(installs) >= 2 and len(blocks) >= 10, blocks
+    assert installs, blocks
     data = tmp_path / "data"
     shell = Shell(clone, {**clean_env(), "PARLEY_DATA_DIR": str(data)}, tmp_path / "shell.log")
     dev: FreshDev | None = None
@@ -271,7 +276,7 @@ def test_every_command_of_the_integrations_doc_runs_verbatim(clone: Path, tmp_pa
             elif code.strip() not in installs and code != temporal:
                 for command in commands(code):
                     if not command.startswith("export PARLEY_LLM_"):  # the scripted model instead, as the doc says
-                        outputs.append(shell.run(command))
+                        outputs.append(shell.run(command, timeout=limit(command)))
     finally:
         shell.close()
         if dev is not None:
