@@ -93,16 +93,23 @@ class Shell:
             time.sleep(0.3)
 
     def close(self) -> None:
-        """Ctrl-C to everything it started, then an end to what is left."""
-        for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 10)):
+        """Ctrl-C, then a stop, then a kill, until nothing it started is left.
+
+        A non-interactive bash starts its `&` jobs deaf to Ctrl-C, so SIGINT alone may leave them.
+        """
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(self.proc.pid, sig)
-                self.proc.wait(wait)
-                return
             except ProcessLookupError:
                 return
-            except subprocess.TimeoutExpired:
-                continue
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                self.proc.poll()  # reaps the shell itself
+                try:
+                    os.killpg(self.proc.pid, 0)
+                except ProcessLookupError:
+                    return
+                time.sleep(0.2)
 
 
 class Playground:
