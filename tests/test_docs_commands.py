@@ -11,9 +11,8 @@ here). `$PARLEY_TOKEN` and `$ID` are what the docs' own commands set and export.
 answers the question in the playground by replying in its thread, as the docs say.
 
 Not run here: `parley slack setup` and `parley up` need a Slack workspace's tokens, and `parley
-run` a terminal (tests/test_cli.py). docs/integrations.md's blocks run in
-tests/test_langgraph_docs.py (LangGraph); the Temporal example's program runs in
-tests/test_temporal_system.py.
+run` a terminal (tests/test_cli.py). docs/integrations.md's commands, the Temporal example's
+among them, run the same way in tests/test_docs_integrations.py.
 The same `parley dev` also shows that the banner's MCP configuration works over stdio and HTTP,
 and that its console is JSON lines marked with their process when it is not a terminal.
 """

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -109,6 +110,10 @@ def main() -> None:
             await start(client, task_queue, args.path)
 
     asyncio.run(go())
+    # A client-only process may crash in Temporal's runtime threads as Python shuts down
+    # (temporalio/sdk-python#300): the decision is printed, so end without that shutdown.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
