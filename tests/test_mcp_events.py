@@ -74,6 +74,9 @@ def test_ids_this_session_did_not_give_replay_nothing(r: redis.Redis, redis_url:
         mine = store.for_session("s2")
         their_priming = await theirs.store_event("1", None)
         await theirs.store_event("1", response(1, "theirs"))
+        # Redis numbers each stream's entries by the millisecond, so two streams written in the same
+        # one share ids: then theirs would name an entry this session gave too. A new millisecond.
+        await anyio.sleep(0.005)
         await mine.store_event("1", None)
         sent: list[EventMessage] = []
 
