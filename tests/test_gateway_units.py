@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from bot.mcp.gateway.approvals import STANDING, human
-from bot.mcp.gateway.deadlines import Clock
+from bot.mcp.gateway.approvals import STANDING
+from bot.mcp.gateway.deadlines import Clock, human
 from bot.mcp.gateway.upstreams import Upstreams
 from bot.mcp.rules import RulesError, parse_config
 from workers.interaction import Answer

@@ -28,6 +28,7 @@ import anyio.to_thread
 import mcp_types as types
 
 from bot.mcp.gateway.checks import arguments_refused_off_loop, fields_refused, still_the_same
+from bot.mcp.gateway.deadlines import human
 from bot.mcp.gateway.names import note
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
 from bot.mcp.rules import Rule, RulesConfig
@@ -52,15 +53,6 @@ Report = Callable[[float, str], Awaitable[None]]
 
 def error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-
-
-def human(seconds: int) -> str:
-    """`seconds` as people say it: 900 → "15 minutes", 3600 → "1 hour"."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'' if count == 1 else 's'}"
-    return f"{seconds} seconds"
 
 
 @dataclass(frozen=True)
