@@ -70,6 +70,9 @@ class QuestionInfo(Protocol):
     def asked_at(self) -> float: ...
 
     @property
+    def expires_at(self) -> float | None: ...
+
+    @property
     def state(self) -> QuestionState: ...
 
     @property

@@ -171,6 +171,7 @@ class InterruptRecord(_Record):
     asked_at: float
     expires_at: float | None = None
     remind_at: float | None = None
+    last_call_at: float | None = None  # the last reminder, a lead before `expires_at` (`Request.last_call`)
     state: InterruptState
     answers: list[Answer] = Field(default_factory=list)
     answered_by: str = ""
