@@ -39,6 +39,7 @@ class RecordingHost:
         self.closed: list[tuple[str, str]] = []
         self.reminders: list[tuple[str, str]] = []
         self.last_calls: list[tuple[str, str]] = []
+        self.claims: list[tuple[str, str, bool]] = []
         self.escalations: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, people added)
         self.reassignments: list[tuple[str, str, str, str]] = []  # (run_id, interrupt_id, by, to)
         self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
@@ -79,6 +80,10 @@ class RecordingHost:
             self.reminders.append((run.id, interrupt.id))
             if last_call:
                 self.last_calls.append((run.id, interrupt.id))
+
+    def claimed(self, run: RunRecord, interrupt: InterruptRecord, *, by: str, released: bool) -> None:
+        with self.lock:
+            self.claims.append((interrupt.id, by, released))
 
     def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
         with self.lock:

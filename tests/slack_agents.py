@@ -37,6 +37,7 @@ def _request(p: dict[str, Any], items: list[Item], reason: str) -> Request:
         expires_in=p.get("expires_in"),
         escalate_after=p.get("escalate_after"),
         escalate_to=p.get("escalate_to", []),
+        claim=p.get("claim", False),
     )
 
 

@@ -275,6 +275,10 @@ class SlackHost:
         for user in added:
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 
+    def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
+        """Show who holds the question now: "Claimed by …" and Release, or Claim again."""
+        self.refresh_question(interrupt, run)
+
     def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
         """Show the reassignment on the question and DM the new assignee a link to it."""
         self.refresh_question(interrupt, run)
@@ -309,6 +313,7 @@ class SlackHost:
             notes=people.notes(interrupt),
             asked_by=self.asked_by(run),
             declinable=self.declinable(run),
+            claimed_by=interrupt.claimed_by,
         )
         self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body

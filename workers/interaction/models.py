@@ -248,6 +248,8 @@ class Request(_Strict):
     escalate_to: list[str] = Field(default_factory=list)
     last_call: Annotated[int | None, Field(ge=0, description="seconds before expiry; 0: none")] = None
     """Seconds before expiry of a last reminder; None: 15 minutes when `expires_in` is over an hour."""
+    claim: bool = False
+    """A Claim button: the first person to click it is the only one who may answer, until released."""
     approval: Approval | None = None
     """Set when the request asks to approve an action (`run.approve`): hosts show its arguments."""
     form: Annotated[str | None, Field(max_length=300)] = None
@@ -267,6 +269,7 @@ class Request(_Strict):
             escalate_after: int | None = None,
             escalate_to: Sequence[str] = (),
             last_call: int | None = None,
+            claim: bool = False,
             approval: Approval | None = None,
             form: str | None = None,
         ) -> None: ...
@@ -314,6 +317,15 @@ class Request(_Strict):
             raise ValueError("last_call needs expires_in: it is a reminder that many seconds before expiry")
         if self.last_call and self.expires_in is not None and self.last_call >= self.expires_in:
             raise ValueError(f"last_call ({self.last_call}s) must be shorter than expires_in ({self.expires_in}s)")
+        return self
+
+    @model_validator(mode="after")
+    def _claim_needs_several(self, info: ValidationInfo) -> Request:
+        """Claim picks one among several who may answer; one person asked has nobody to race."""
+        if (info.context or {}).get("stored"):
+            return self
+        if self.claim and len(self.assignees) == 1 and not self.assignees[0].startswith("S"):
+            raise ValueError("claim is for a question put to a channel, a user group or several people")
         return self
 
     def last_call_lead(self) -> int | None:

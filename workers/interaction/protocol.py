@@ -122,6 +122,10 @@ class Interactor(Protocol):
         """Remind the people asked; `last_call`: the question expires soon, say when."""
         ...
 
+    def claimed(self, run: RunInfo, question: QuestionInfo, *, by: str, released: bool) -> None:
+        """Show that `by` claimed the question (`Request.claim`), or released it (`released`)."""
+        ...
+
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         """Show how far an `ask_each` question is on the message its people share (`progress.closed`: locked)."""
         ...

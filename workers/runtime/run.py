@@ -323,7 +323,8 @@ class Run:
             if interrupt.state is InterruptState.CANCELLED:
                 raise StaleEpoch(self.run_id, self._epoch)
             return self._solicit(interrupt, opened_earlier=True)
-        if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
+        anyone = self.conversation.get("anyone") or request.claim  # open to the whole channel; a claim picks one
+        if not request.assignees and not anyone:
             request = request.model_copy(update={"assignees": [self.started_by]})
         attempts, voided = [*walk.attempts, ids.new_question_id()], walk.voided
         assignees = list(request.assignees)

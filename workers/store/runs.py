@@ -16,6 +16,7 @@ from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.logs import Log
 from workers.store import ids, job_ids, journal_names, keys, scripts
+from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
@@ -91,6 +92,7 @@ class RunStore:
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
+        self.claims = ClaimStore(redis)  # one person takes a question put to many (`Request.claim`)
         self.starts = StartStore(redis)  # how fast runs may be started from Slack
 
     # ---- creation and reads -------------------------------------------------
