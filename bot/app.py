@@ -31,6 +31,7 @@ from bot.listeners import (
     installs,
     options,
     reassign,
+    reply_proposals,
     views,
 )
 from bot.slack import payload_shape
@@ -91,6 +92,7 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     installs.register(app, deps)
     reassign.register(app, deps)
     claims.register(app, deps)
+    reply_proposals.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

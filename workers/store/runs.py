@@ -20,6 +20,7 @@ from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
+from workers.store.proposals import ProposalStore
 from workers.store.records import (
     CloseMode,
     HistoryEntry,
@@ -93,6 +94,7 @@ class RunStore:
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
         self.claims = ClaimStore(redis)  # one person takes a question put to many (`Request.claim`)
+        self.proposals = ProposalStore(redis)  # answers a model read from a reply, until the replier confirms
         self.starts = StartStore(redis)  # how fast runs may be started from Slack
 
     # ---- creation and reads -------------------------------------------------
