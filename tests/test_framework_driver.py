@@ -95,7 +95,8 @@ def test_a_framework_that_keeps_pausing_stops_at_the_one_bound_with_stable_keys(
 def test_too_many_rounds_is_an_agent_error_so_the_run_fails_without_a_retry() -> None:
     assert issubclass(driver.TooManyRounds, AgentError)
     assert driver.MAX_ROUNDS == 100  # the documented bound (docs/integrations.md)
-    assert (driver.step_key("oa", 2), driver.ask_key("oa:2", "call_1")) == ("oa:2", "oa:2:call_1")
+    keys = driver.Keys("oa")
+    assert (keys.step(2), keys.ask(keys.step(2), "call_1")) == ("oa:2", "oa:2:call_1")
 
 
 def test_a_single_approval_is_asked_as_run_approve_would_build_it() -> None:
@@ -108,3 +109,51 @@ def test_a_single_approval_is_asked_as_run_approve_would_build_it() -> None:
     ]
     for request in made:
         assert approval_request(**driver.approval_arguments(request)) == request
+
+
+EARLIER = {
+    "pydantic_ai": driver.Keys("pydantic_ai", sep="."),  # `pydantic_ai.1`, asks `pydantic_ai.1.approve.1`
+    "langgraph": None,  # `langgraph:<thread>:0`, asks `langgraph:<thread>:0:0`: built per run below
+}
+
+
+@pytest.mark.parametrize("framework", sorted(EARLIER))
+def test_a_run_paused_under_the_earlier_keys_goes_on_under_them(
+    r: Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, framework: str
+) -> None:
+    """A run an earlier version parked (its first call and questions under that version's keys)
+    resumes under the same keys: no call runs again, no question is asked again."""
+    real = driver.Keys
+    rt, _ = runtime_and_host(r, tmp_path, retry_delays=(0.0, 0.0))
+    if framework == "pydantic_ai":
+        run_id = start(rt, "t-pai-pay", {})
+        earlier = EARLIER["pydantic_ai"]
+    else:
+        run_id = start(rt, driver_agents.LG, "")
+        earlier = real(f"langgraph:{run_id}", first=0)
+    assert earlier is not None
+    monkeypatch.setattr(driver, "Keys", lambda name: earlier)  # this execution writes as the earlier version did
+    work(rt)
+    monkeypatch.undo()
+    first = earlier.step(1)
+    if framework == "pydantic_ai":
+        assert sorted(answer_round(rt, run_id)) == [f"{first}.approve.1", f"{first}.approve.2"]
+        work(rt)
+        record = rt.store.get(run_id)
+        assert record.status is RunStatus.SUCCEEDED, record.error
+        assert record.result == "pay-alice: paid 5 to alice; pay-bob: paid 7 to bob"
+        assert count(tmp_path, run_id, "model") == 2 and count(tmp_path, run_id, "pay.alice") == 1
+        expected = [earlier.step(1), earlier.step(2)]
+    else:
+        monkeypatch.setattr(driver, "MAX_ROUNDS", 2)
+        assert answer_round(rt, run_id) == [f"{first}:0"]
+        work(rt)
+        assert answer_round(rt, run_id) == [f"langgraph:{run_id}:1:0"]
+        work(rt)
+        record = rt.store.get(run_id)
+        assert record.status is RunStatus.FAILED and "MAX_ROUNDS" in (record.error or "")
+        assert count(tmp_path, run_id, "acted") == 2
+        expected = [earlier.step(n) for n in (1, 2, 3)]
+    recorded = journal_names.steps(rt.store.journal(run_id))
+    calls = sorted(k for k in recorded if k.startswith(earlier.name) and ":model:" not in k and ":tool:" not in k)
+    assert calls == expected  # every call under the earlier keys, none under the new ones

@@ -1,16 +1,17 @@
 """One driver for the framework adapters: a round of pauses goes out, its answers come back.
 
 It is modelled on Pydantic AI's `DeferredToolRequests` and `DeferredToolResults`. Whatever a
-framework waits for after one call (interrupts, tool approvals, external calls) is one `Round`.
-The people's answers to it are one `Replies`. The driver owns what every adapter shares:
+framework waits for after one call (interrupts, tool approvals, external calls) is one round,
+a list of `Pending`. The people's answers to it are one `Replies`. The driver owns the rest:
 
 - the loop: each call into the framework is one `run.step`, so a replay repeats no call;
-- the keys: call `n` (from 1) is step `{name}:{n}`, a pause in it asks under `{name}:{n}:{id}`;
+- the keys (`Keys`): call `n` (from 1) is step `{name}:{n}`, its pauses ask under `{name}:{n}:{id}`;
 - the bound: at most `MAX_ROUNDS` rounds of answers, then `TooManyRounds` fails the run;
 - the ask: one pause is `run.ask` (`run.approve` for an approval), several are one `run.ask_all`.
 
 An adapter keeps two translations: its framework's pauses into pending questions, and the
 replies into the framework's resume input. The first call gets no resume input (None).
+A run paused under the keys an earlier version wrote goes on under them (`drive`'s `earlier`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from workers.agent_run import AgentRun, Answers
+from workers.agent_run import ABSENT, AgentRun, Answers
 from workers.exceptions import AgentError
 from workers.interaction import Context, Decision, Request
 from workers.interaction.approval import decision_of
@@ -73,23 +74,40 @@ class Framework(Protocol[R]):
         ...
 
 
-def step_key(name: str, n: int) -> str:
-    """The step of call `n` (from 1) of the driven framework `name`."""
-    return f"{name}:{n}"
+@dataclass(frozen=True)
+class Keys:
+    """How a driven framework's calls and pauses are keyed: step `<name>:<n>`, asks `<step>:<id>`.
+
+    `first` and `sep` differ from the defaults only for the keys earlier versions wrote."""
+
+    name: str
+    first: int = 1
+    sep: str = ":"
+
+    def step(self, n: int) -> str:
+        """The step of call `n` (counted from 1)."""
+        return f"{self.name}{self.sep}{n - 1 + self.first}"
+
+    def ask(self, step: str, pause_id: str) -> str:
+        """The ask key of pause `pause_id` of the round that `step` stopped at."""
+        return f"{step}{self.sep}{pause_id}"
 
 
-def ask_key(step: str, pause_id: str) -> str:
-    """The ask key of pause `pause_id` of the round that `step` stopped at."""
-    return f"{step}:{pause_id}"
+def drive(
+    run: AgentRun, name: str, framework: Framework[R], *, what: str = "the agent", earlier: Keys | None = None
+) -> Any:
+    """Call `framework` until it ends, asking people each round of its pauses; return its output.
 
-
-def drive(run: AgentRun, name: str, framework: Framework[R], *, what: str = "the agent") -> Any:
-    """Call `framework` until it ends, asking people each round of its pauses; return its output."""
+    `earlier`: the keys an earlier version gave this adapter's calls. A run whose first call was
+    recorded under them (paused across an upgrade) goes on under them, so nothing runs twice."""
+    keys = Keys(name)
+    if earlier is not None and run.recorded(earlier.step(1)) is not ABSENT:
+        keys = earlier
     resume: R | None = None
     n = 0
     while True:
         n += 1
-        step = step_key(name, n)
+        step = keys.step(n)
         call: Callable[[], dict[str, Any]] = partial(framework.call, step, resume)
         outcome = run.step(step, call)
         pending = framework.pauses(step, outcome)
@@ -100,21 +118,21 @@ def drive(run: AgentRun, name: str, framework: Framework[R], *, what: str = "the
                 f"{what} was still pausing after {MAX_ROUNDS} rounds of answers "
                 f"(the bound MAX_ROUNDS of workers.integrations.driver); giving up at step {step}"
             )
-        resume = framework.resume(outcome, pending, ask(run, step, pending))
+        resume = framework.resume(outcome, pending, ask(run, keys, step, pending))
 
 
-def ask(run: AgentRun, step: str, pending: list[Pending]) -> Replies:
+def ask(run: AgentRun, keys: Keys, step: str, pending: list[Pending]) -> Replies:
     """Ask for a round at once, so the run parks once and resumes once; replies by pause id.
 
     One pause is one question (`run.approve` for an approval, with its history of edits).
     Several are one `run.ask_all`, the approvals among them read back as `Decision`s."""
     if len(pending) == 1:
         [only] = pending
-        return {only.id: _ask_one(run, ask_key(step, only.id), only)}
-    keys = {ask_key(step, p.id): p for p in pending}
-    context = {k: p.context for k, p in keys.items() if p.context is not None}
-    got = run.ask_all({k: p.request for k, p in keys.items()}, context)
-    return {p.id: decision_of(p.request, got[k]) if p.request.approval else got[k] for k, p in keys.items()}
+        return {only.id: _ask_one(run, keys.ask(step, only.id), only)}
+    by_key = {keys.ask(step, p.id): p for p in pending}
+    context = {k: p.context for k, p in by_key.items() if p.context is not None}
+    got = run.ask_all({k: p.request for k, p in by_key.items()}, context)
+    return {p.id: decision_of(p.request, got[k]) if p.request.approval else got[k] for k, p in by_key.items()}
 
 
 def _ask_one(run: AgentRun, key: str, pause: Pending) -> Reply:

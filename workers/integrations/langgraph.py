@@ -27,7 +27,7 @@ from langgraph.types import Command, GraphOutput
 
 from workers.agent_run import AgentRun
 from workers.exceptions import AgentError
-from workers.integrations.driver import Pending, Replies, drive
+from workers.integrations.driver import Keys, Pending, Replies, drive
 from workers.integrations.langgraph_pauses import GraphError, Pause, Question, plan, questions, resume_value
 from workers.integrations.langgraph_records import RecordRefused, decoded, recorded
 from workers.logs import Log
@@ -56,7 +56,8 @@ def run_graph(
     saver = durable_checkpointer(graph, allow_memory=allow_memory)
     thread = thread_id or run.run_id
     driven = _Graph(run, graph, saver, input, thread)
-    return drive(run, f"langgraph:{_short(thread)}", driven, what="the graph")
+    name = f"langgraph:{_short(thread)}"
+    return drive(run, name, driven, what="the graph", earlier=Keys(name, first=0))  # calls counted from 0
 
 
 class _Graph:

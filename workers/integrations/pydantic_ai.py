@@ -42,7 +42,7 @@ from pydantic_core import to_jsonable_python
 
 from workers.agent_run import ABSENT, AgentRun
 from workers.exceptions import AgentError
-from workers.integrations.driver import Pending, Replies, drive
+from workers.integrations.driver import Keys, Pending, Replies, drive
 from workers.interaction import Decision, Item, ItemType, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.schema_items import readable, schema_items
@@ -255,4 +255,5 @@ def run_agent(
     `model` is the one to use when the agent names none (`parley_model()`: PARLEY_LLM_*).
     Raises `TooManyRounds` when the agent still defers calls after `MAX_ROUNDS` rounds of answers.
     """
-    return drive(run, key, _Agent(run, agent, prompt, deps, model), what="the Pydantic AI agent")
+    driven = _Agent(run, agent, prompt, deps, model)
+    return drive(run, key, driven, what="the Pydantic AI agent", earlier=Keys(key, sep="."))  # `pydantic_ai.1`
