@@ -9,7 +9,7 @@ import pytest
 
 from bot.playground.scripted_model import LABEL, covered, decide
 from workers.interaction import Item, ItemType, Request
-from workers.llm.replies import SYSTEM, ReplyUnreadable, question_of, proposal_of
+from workers.llm.replies import SYSTEM, ReplyUnreadable, proposal_of, question_of
 
 pytestmark = pytest.mark.unit
 
