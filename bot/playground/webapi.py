@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from bot.playground import app_methods, conversations
+from bot.playground import agent_methods, app_methods, conversations
 from bot.playground.slack_error import SlackError
 from bot.playground.workspace import Workspace
 from bot.slack import limits
@@ -190,6 +190,9 @@ class _Api:
             "apps.connections.open": functools.partial(app_methods.connections_open, ws),
             "apps.manifest.create": functools.partial(app_methods.manifest_create, ws),
             "oauth.v2.access": self.oauth_access,
+            "agents.sessions.setStatus": functools.partial(agent_methods.set_status, ws),
+            "agents.sessions.rename": functools.partial(agent_methods.rename, ws),
+            "assistant.threads.setStatus": functools.partial(agent_methods.assistant_status, ws),
         }
 
     def oauth_access(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from typing import Any
 
+from bot.playground.agent_methods import AgentState
 from bot.playground.directory import (
     APP_ID,
     BOT_ID,
@@ -79,6 +80,8 @@ class Workspace(ViewsMixin):
         self._apps: dict[str, dict[str, Any]] = {}
         #: Installs through OAuth into simulated workspaces (`oauth.v2.access` and their tokens).
         self.installs = Installs(self.app_id)
+        #: Agent sessions and assistant statuses (`bot.playground.agent_methods`).
+        self.agents = AgentState()
         self._lock = threading.RLock()
         self.changed = threading.Condition(self._lock)
         self._events = 0

@@ -8,7 +8,7 @@ port's own names, kept here for the runtime's imports.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from workers.interaction import (
     ContextChange,
@@ -25,9 +25,20 @@ from workers.logs import Log
 
 Host = Interactor
 
-__all__ = ["Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgress"]
+__all__ = ["EndsSession", "Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgress"]
 
 log = Log("parley.host")
+
+
+@runtime_checkable
+class EndsSession(Protocol):
+    """A host that shows a run as a live session (Slack's agent sessions) and ends it on a cancel.
+
+    Optional beside `Interactor`: a cancel of a running run closes no question, so the
+    session would otherwise be left "processing".
+    """
+
+    def run_cancelled(self, run: RunInfo) -> None: ...
 
 
 def _about(run: RunInfo, question_id: str | None) -> dict[str, Any]:

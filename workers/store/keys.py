@@ -221,3 +221,13 @@ def gateway_forward(question_id: str) -> str:
 def gateway_standing(session_digest: str, tool_digest: str) -> str:
     """String with a TTL: the run that granted a standing approval of one tool to one MCP session."""
     return f"{PREFIX}gateway:standing:{session_digest}:{tool_digest}"
+
+
+def surface_off(team: str, method: str) -> str:
+    """String: Slack's refusal of an agent surface `method` in workspace `team`; expires in a day."""
+    return f"{PREFIX}slack-surface-off:{team or '-'}:{method}"
+
+
+def session_status(run_id: str) -> str:
+    """String: the last status of the run's Slack agent session; expires with the longest question."""
+    return f"{PREFIX}run:{run_id}:session"

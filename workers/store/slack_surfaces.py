@@ -1,0 +1,32 @@
+"""What Parley remembers of Slack's agent surfaces: workspaces that lack one, each run's session status."""
+
+from __future__ import annotations
+
+from redis import Redis
+
+from workers.store import keys
+from workers.store.replies import reply
+
+LACKING_FOR = 86400
+"""How long a workspace is known to lack a surface: a day, so an app that gained it is seen again."""
+STATUS_KEPT_FOR = 90 * 86400
+"""How long a run's last session status is kept: a question's longest life."""
+
+
+class SurfaceStore:
+    """Two small string keys: a workspace's missing surface, and a run's last session status."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+
+    def lacks(self, team: str, method: str) -> bool:
+        return bool(self.redis.exists(keys.surface_off(team, method)))
+
+    def mark_lacking(self, team: str, method: str, error: str) -> bool:
+        """Remember that `team` refused `method` with `error`; True the first time (within a day)."""
+        return bool(self.redis.set(keys.surface_off(team, method), error, nx=True, ex=LACKING_FOR))
+
+    def swap_status(self, run_id: str, status: str) -> str | None:
+        """Record `status` as the run's session status; returns the one it replaced."""
+        old = reply(self.redis.set(keys.session_status(run_id), status, ex=STATUS_KEPT_FOR, get=True))
+        return old.decode() if isinstance(old, bytes) else old
