@@ -22,3 +22,28 @@ def _pick(run: Any, text: str) -> str:
 def ask_fail_agent(run: Any, text: str) -> str:
     target = _pick(run, text)
     raise AgentError(f"{target} is unreachable")
+
+
+@agent("as-plan", description="Names three steps, fetches, asks for approval, then pays")
+def plan_agent(run: Any, text: str) -> str:
+    run.plan(["Fetch the invoice", "Approve it", "Pay it"])
+    amount = run.step("fetch", lambda: 120)
+    target = _pick(run, text)
+    run.step("pay", lambda: f"paid {amount} to {target}")
+    return f"paid {amount}"
+
+
+@agent("as-steps", description="Records fifty steps, unnamed, then finishes")
+def steps_agent(run: Any, text: str) -> str:
+    total = sum(run.step(f"part-{n}", lambda n=n: n) for n in range(50))
+    return f"sum {total}"
+
+
+@agent("as-step-fails", description="Records a step, then one that raises")
+def step_fails_agent(run: Any, text: str) -> str:
+    run.step("read", lambda: 1)
+
+    def broken() -> int:
+        raise AgentError("the ledger is locked")
+
+    return str(run.step("write", broken))

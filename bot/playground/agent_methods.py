@@ -6,8 +6,9 @@ creation. `agents.sessions.rename` sets the title (1 to 200 characters).
 `assistant.threads.setStatus` sets a thread's status line, an empty one clearing it
 (https://docs.slack.dev/ai/agent-sessions/, the methods' reference pages).
 
-A workspace made `without_agents` answers each of them `unknown_method`, as a Slack without
-these surfaces does. Each session keeps every status it was given, for tests to read.
+A workspace made `without_agents` answers each of them `unknown_method`, and refuses a message
+with a `plan` or `task_card` block (`invalid_blocks`), as a Slack without these surfaces does.
+Each session keeps every status it was given, for tests to read.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ STATUSES = frozenset({"active", "processing", "suspended", "closed"})
 TITLE_MAX = 200
 LOADING_MESSAGES_MAX = 10
 METHODS = ("agents.sessions.setStatus", "agents.sessions.rename", "assistant.threads.setStatus")
+AGENT_BLOCKS = frozenset({"plan", "task_card"})
 
 
 @dataclass
@@ -113,3 +115,16 @@ def assistant_status(ws: Workspace, args: dict[str, Any], token: str, request: R
         raise SlackError("invalid_arguments")
     state(ws).assistant.setdefault((channel, thread_ts), []).append(status)
     return {}
+
+
+def refuse_agent_blocks(ws: Workspace, blocks: Any) -> None:
+    """A workspace `without_agents` refuses a message with agent blocks, as a Slack that lacks them would."""
+    if not ws.agents.without_agents or not isinstance(blocks, list):
+        return
+    errors = [
+        f"unsupported block type {b['type']!r} [json-pointer:/blocks/{n}/type]"
+        for n, b in enumerate(blocks)
+        if isinstance(b, dict) and b.get("type") in AGENT_BLOCKS
+    ]
+    if errors:
+        raise SlackError("invalid_blocks", errors=errors)

@@ -228,6 +228,7 @@ class _Api:
             raise SlackError("no_text")
         if "blocks" in args:
             _check_blocks(args["blocks"])
+            agent_methods.refuse_agent_blocks(self.ws, args["blocks"])
         extra = {k: args.get(k) for k in ("metadata", "reply_broadcast", "attachments")}
         msg = self.ws.post_message(
             channel, str(args.get("text") or ""), args.get("blocks"), thread_ts=args.get("thread_ts"), **extra
@@ -244,6 +245,7 @@ class _Api:
             raise SlackError("cant_update_message")
         if "blocks" in args:
             _check_blocks(args["blocks"])
+            agent_methods.refuse_agent_blocks(self.ws, args["blocks"])
         if "text" not in args and "blocks" not in args:
             raise SlackError("no_text")
         msg = self.ws.update_message(channel, ts, args.get("text"), args.get("blocks"))

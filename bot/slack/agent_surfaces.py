@@ -23,6 +23,8 @@ from workers.store.slack_surfaces import SurfaceStore
 log = Log("parley.slack.agents")
 UNAVAILABLE = frozenset({"unknown_method", "not_allowed_token_type", "missing_scope", "feature_not_enabled"})
 """Refusals meaning the workspace lacks the surface, not that this one call went wrong."""
+BLOCK_SURFACES = frozenset({"plan"})
+"""Surfaces that are blocks: a workspace without them refuses the message (`invalid_blocks`)."""
 SURFACE_UNAVAILABLE = Counter(
     "parley_slack_surface_unavailable",
     "Workspaces found without one of Slack's agent surfaces, by method and Slack's error",
@@ -36,27 +38,31 @@ class AgentSurfaces:
     def __init__(self, store: SurfaceStore) -> None:
         self.store = store
 
-    def available(self, run: RunInfo, method: str) -> bool:
-        """False once the run's workspace refused `method` as unavailable (for a day)."""
-        return not self.store.lacks(str(run.conversation.get("team") or ""), method)
+    def available(self, run: RunInfo, surface: str) -> bool:
+        """False once the run's workspace refused `surface` (a method, or `plan`) as unavailable (for a day)."""
+        return not self.store.lacks(str(run.conversation.get("team") or ""), surface)
 
-    def call(self, web: WebClient, run: RunInfo, method: str, **args: Any) -> dict[str, Any] | None:
+    def call(
+        self, web: WebClient, run: RunInfo, method: str, *, surface: str = "", **args: Any
+    ) -> dict[str, Any] | None:
         """slack_sdk's method for `method` (`agents.sessions.setStatus`: `agents_sessions_setStatus`) with `args`.
 
+        `surface`: what a workspace may lack when it refuses (for blocks, `plan`; else the method).
         Slack's reply, or None when the call was not made or was refused."""
-        if not self.available(run, method):
+        surface = surface or method
+        if not self.available(run, surface):
             return None
         try:
             reply = getattr(web, method.replace(".", "_"))(**args)
             return dict(reply.data) if isinstance(reply.data, dict) else {}
         except SlackApiError as exc:
-            self._refused(run, method, str(exc.response.get("error") or "unknown"))
+            self._refused(run, surface, str(exc.response.get("error") or "unknown"))
         except (SlackClientError, OSError) as exc:
             log.warning("agent surface call failed", **run.log_context(), method=method, error=str(exc))
         return None
 
     def _refused(self, run: RunInfo, method: str, error: str) -> None:
-        if error not in UNAVAILABLE:
+        if error not in UNAVAILABLE and not (method in BLOCK_SURFACES and error == "invalid_blocks"):
             log.warning("agent surface call refused", **run.log_context(), method=method, error=error)
             return
         team = str(run.conversation.get("team") or "")

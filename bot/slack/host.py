@@ -21,16 +21,15 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
 from bot.slack import blocks, limits, people
-from bot.slack.agent_surfaces import AgentSurfaces
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.clients import WebClients
+from bot.slack.host_agents import AgentSurfacesHost
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import escape, user_ref, with_mentions
 from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
-from bot.slack.session_status import SessionStatus
 from workers.exceptions import AgentError, NotInstalled
 from workers.interaction import (
     ContextChange,
@@ -44,9 +43,7 @@ from workers.interaction import (
     RunInfo,
 )
 from workers.logs import Log
-from workers.store.records import RunStatus
 from workers.store.runs import RunStore
-from workers.store.slack_surfaces import SurfaceStore
 
 
 def slack_refusal(response: Any) -> str:
@@ -62,7 +59,7 @@ CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 NOT_NEEDED_DETAIL = "The run went on without this question (another one was answered first)."
 
 
-class SlackHost:
+class SlackHost(AgentSurfacesHost):
     """Talks in the run's thread through the Web API; needs `chat:write`.
 
     `client` is the one `WebClient` (single-workspace mode) or the `WebClients` that pick each
@@ -77,7 +74,6 @@ class SlackHost:
         self._threads = StartedThreads()
         self._templates = QuestionTemplates()  # a question asked again is not built again
         self.notify_assignees = notify_assignees  # PARLEY_NOTIFY_ASSIGNEES: DM the people asked
-        self.sessions = SessionStatus(AgentSurfaces(SurfaceStore(store.redis)))  # the run as Slack's agent session
 
     def _web(self, run: RunInfo) -> WebClient:
         """The client with the bot token of the installation that owns `run`."""
@@ -148,7 +144,7 @@ class SlackHost:
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
         if run.question_message.get("ts"):
             self._tell_asked(run)  # posted before this replay; people not told yet are told now
-            self._parked(run)
+            self._parked(run, request)
             return Outcome(paused=True)
         record = run.record
         iid = run.interrupt_id or ""
@@ -156,7 +152,7 @@ class SlackHost:
             run.record_question_message({**found, "version": 1})
             log.info("question found posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=found["ts"])
             self._tell_asked(run)
-            self._parked(run)
+            self._parked(run, request)
             return Outcome(paused=True)
         self._resolve_groups(run)
         asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
@@ -183,14 +179,8 @@ class SlackHost:
         run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run))
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         self._tell_asked(run)
-        self._parked(run)
+        self._parked(run, request)
         return Outcome(paused=True)
-
-    def _parked(self, run: PausingRun) -> None:
-        """The run's session is suspended on this question, its title naming who must answer."""
-        asked = [run.interrupt] if run.interrupt is not None else list(run.asked_separately)
-        who = list(dict.fromkeys(u for q in asked for u in people.shown_assignees(q))) or [run.started_by]
-        self.sessions.waiting(self._web(run.record), run.record, self._thread(run.record), who)
 
     def _resolve_groups(self, run: PausingRun) -> None:
         """Replace the user groups among the question's assignees (and escalation people) by their members."""
@@ -233,22 +223,15 @@ class SlackHost:
         """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`)."""
         involved = {run.started_by, *(h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)}
         self._post(run, with_mentions(blocks.final_text(result), involved))
-        self.sessions.ended(self._web(run), run, self._thread(run), "succeeded")
+        self._run_ended(run, "succeeded")
 
     def failed(self, run: RunInfo, reason: str) -> None:
         self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
-        self.sessions.ended(self._web(run), run, self._thread(run), "failed")
+        self._run_ended(run, "failed")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         self.lock_question(interrupt, run)
-        now = self.store.find(run.id) if interrupt.state is QuestionState.ANSWERED else None
-        if now is not None and now.status is RunStatus.RUNNING:  # the answer resumed the run
-            self.sessions.resumed(self._web(run), run, self._thread(run))
-
-    def run_cancelled(self, run: RunInfo) -> None:
-        """The run was cancelled (Cancel, or Slack's stop button): its session leaves processing."""
-        if run.conversation.get("thread_ts"):
-            self.sessions.ended(self._web(run), run, run.conversation, "cancelled")
+        self._question_done(run, interrupt)
 
     def question_superseded(self, run: RunInfo, interrupt: QuestionInfo, changes: list[ContextChange]) -> None:
         """Replace the answered question with "Superseded: the facts changed" and what changed."""

@@ -25,7 +25,7 @@ from workers.logs import Log
 
 Host = Interactor
 
-__all__ = ["EndsSession", "Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgress"]
+__all__ = ["EndsSession", "Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgress", "ShowsPlan"]
 
 log = Log("parley.host")
 
@@ -39,6 +39,19 @@ class EndsSession(Protocol):
     """
 
     def run_cancelled(self, run: RunInfo) -> None: ...
+
+
+@runtime_checkable
+class ShowsPlan(Protocol):
+    """A host that draws a live plan of the run (Slack's `plan` block); optional beside `Interactor`.
+
+    `plan_named` gives the steps an agent named ahead (`run.plan`). `plan_step` tells that step
+    `key` is `in_progress`, `complete` or raised (`error`); a replayed step is not told again.
+    """
+
+    def plan_named(self, run: RunInfo, steps: list[str]) -> None: ...
+
+    def plan_step(self, run: RunInfo, key: str, status: str) -> None: ...
 
 
 def _about(run: RunInfo, question_id: str | None) -> dict[str, Any]:

@@ -231,3 +231,8 @@ def surface_off(team: str, method: str) -> str:
 def session_status(run_id: str) -> str:
     """String: the last status of the run's Slack agent session; expires with the longest question."""
     return f"{PREFIX}run:{run_id}:session"
+
+
+def plan(run_id: str) -> str:
+    """String: JSON of the run's live plan in Slack (its tasks, its message); expires like the session's."""
+    return f"{PREFIX}run:{run_id}:plan"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from redis import Redis
 
 from workers.store import keys
@@ -30,3 +33,11 @@ class SurfaceStore:
         """Record `status` as the run's session status; returns the one it replaced."""
         old = reply(self.redis.set(keys.session_status(run_id), status, ex=STATUS_KEPT_FOR, get=True))
         return old.decode() if isinstance(old, bytes) else old
+
+    def plan(self, run_id: str) -> dict[str, Any] | None:
+        """The run's live plan as last saved (its tasks and its message), or None."""
+        raw = reply(self.redis.get(keys.plan(run_id)))
+        return json.loads(raw) if raw else None
+
+    def save_plan(self, run_id: str, plan: dict[str, Any]) -> None:
+        self.redis.set(keys.plan(run_id), json.dumps(plan, separators=(",", ":")), ex=STATUS_KEPT_FOR)
