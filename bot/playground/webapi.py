@@ -335,6 +335,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
     async def endpoint(request: Request) -> JSONResponse:
         method = request.path_params.get("method", "")
         headers = {"x-slack-req-id": uuid.uuid4().hex}
+        if workspace.oauth_scopes is not None:  # as Slack sends the token's scopes with each reply
+            headers["x-oauth-scopes"] = workspace.oauth_scopes
         token: str | None = None
         args: dict[str, Any] = {}
         status = 200

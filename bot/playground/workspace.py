@@ -80,6 +80,8 @@ class Workspace(ViewsMixin):
         self._apps: dict[str, dict[str, Any]] = {}
         #: Installs through OAuth into simulated workspaces (`oauth.v2.access` and their tokens).
         self.installs = Installs(self.app_id)
+        #: The `X-OAuth-Scopes` header of each reply (comma-separated); ``None`` sends none.
+        self.oauth_scopes: str | None = None
         #: Agent sessions and assistant statuses (`bot.playground.agent_methods`).
         self.agents = AgentState()
         self._lock = threading.RLock()
