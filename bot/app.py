@@ -27,6 +27,7 @@ from bot.listeners import (
     agent_session,
     commands,
     events,
+    feedback,
     inspect,
     installs,
     options,
@@ -91,6 +92,7 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     installs.register(app, deps)
     reassign.register(app, deps)
     agent_session.register(app, deps)
+    feedback.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

@@ -47,3 +47,11 @@ def step_fails_agent(run: Any, text: str) -> str:
         raise AgentError("the ledger is locked")
 
     return str(run.step("write", broken))
+
+
+ANSWER = "Here is what I found. " + "The invoice was paid on time, and nothing else is due. " * 20
+
+
+@agent("as-answer", description="Answers in prose, long enough to stream in several parts", streams=True)
+def answer_agent(run: Any, text: str) -> str:
+    return ANSWER

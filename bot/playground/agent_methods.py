@@ -13,6 +13,7 @@ Each session keeps every status it was given, for tests to read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ STATUSES = frozenset({"active", "processing", "suspended", "closed"})
 TITLE_MAX = 200
 LOADING_MESSAGES_MAX = 10
 METHODS = ("agents.sessions.setStatus", "agents.sessions.rename", "assistant.threads.setStatus")
-AGENT_BLOCKS = frozenset({"plan", "task_card"})
+AGENT_BLOCKS = frozenset({"plan", "task_card", "context_actions"})
 
 
 @dataclass
@@ -53,6 +54,10 @@ class AgentState:
 
     without_agents: bool = False
     sessions: dict[tuple[str, str], AgentSession] = field(default_factory=dict)
+    streams: dict[str, list[str]] = field(default_factory=dict)
+    """Each streamed message's `markdown_text`s by ts, in the order they came."""
+    live: set[str] = field(default_factory=set)
+    """The streamed messages not stopped yet."""
     assistant: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
 
@@ -128,3 +133,74 @@ def refuse_agent_blocks(ws: Workspace, blocks: Any) -> None:
     ]
     if errors:
         raise SlackError("invalid_blocks", errors=errors)
+
+
+# ---- streaming (https://docs.slack.dev/reference/methods/chat.startStream) ----------------------
+STREAM_TEXT_MAX = 12_000
+STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
+
+
+def _markdown(args: dict[str, Any]) -> str:
+    """The text a stream call adds: its `markdown_text`, then its `markdown_text` chunks (slack_sdk sends these)."""
+    text = args.get("markdown_text") or ""
+    chunks = args.get("chunks") or []
+    if not isinstance(text, str) or not isinstance(chunks, list) or not all(isinstance(c, dict) for c in chunks):
+        raise SlackError("invalid_arguments")
+    text += "".join(str(c.get("text") or "") for c in chunks if c.get("type") == "markdown_text")
+    if utf16_len(text) > STREAM_TEXT_MAX:
+        raise SlackError("invalid_arguments")
+    return text
+
+
+def _streaming(ws: Workspace, args: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    if ws.agents.without_agents:
+        raise SlackError("unknown_method")
+    channel = ws.resolve_channel(str(args.get("channel") or ""))
+    if channel is None:
+        raise SlackError("channel_not_found")
+    ts = str(args.get("ts") or "")
+    msg = ws.message(channel, ts)
+    if msg is None or ts not in ws.agents.streams:
+        raise SlackError("message_not_found")
+    if ts not in ws.agents.live:
+        raise SlackError("message_not_in_streaming_state")
+    return channel, ts, msg
+
+
+def start_stream(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+    """A message that grows: posted in the thread `thread_ts`, text appended until it is stopped."""
+    if ws.agents.without_agents:
+        raise SlackError("unknown_method")
+    channel = ws.resolve_channel(str(args.get("channel") or ""))
+    if channel is None:
+        raise SlackError("channel_not_found")
+    thread_ts = str(args.get("thread_ts") or "")
+    if not thread_ts or ws.message(channel, thread_ts) is None:
+        raise SlackError("invalid_thread_ts")
+    if not channel.startswith("D") and not (args.get("recipient_user_id") and args.get("recipient_team_id")):
+        raise SlackError("invalid_arguments")  # required when streaming to channels
+    msg = ws.post_message(channel, _markdown(args), thread_ts=thread_ts)
+    ws.agents.streams[msg["ts"]] = [_markdown(args)]
+    ws.agents.live.add(msg["ts"])
+    return {"channel": channel, "ts": msg["ts"]}
+
+
+def append_stream(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
+    channel, ts, msg = _streaming(ws, args)
+    ws.agents.streams[ts].append(_markdown(args))
+    ws.update_message(channel, ts, msg["text"] + _markdown(args))
+    return {"channel": channel, "ts": ts}
+
+
+def stop_stream(
+    ws: Workspace, args: dict[str, Any], token: str, request: Request, check: Callable[[Any], None] | None = None
+) -> dict[str, Any]:
+    """The stream ends, with its last text and the `blocks` shown under it (`check`ed as a message's)."""
+    channel, ts, msg = _streaming(ws, args)
+    blocks = args.get("blocks")
+    if blocks is not None and check is not None:
+        check(blocks)
+    ws.agents.streams[ts].append(_markdown(args))
+    ws.agents.live.discard(ts)
+    ws.update_message(channel, ts, msg["text"] + _markdown(args), blocks)
+    return {"channel": channel, "ts": ts, "message": ws.message(channel, ts)}

@@ -193,7 +193,14 @@ class _Api:
             "agents.sessions.setStatus": functools.partial(agent_methods.set_status, ws),
             "agents.sessions.rename": functools.partial(agent_methods.rename, ws),
             "assistant.threads.setStatus": functools.partial(agent_methods.assistant_status, ws),
+            "chat.startStream": functools.partial(agent_methods.start_stream, ws),
+            "chat.appendStream": functools.partial(agent_methods.append_stream, ws),
+            "chat.stopStream": functools.partial(agent_methods.stop_stream, ws, check=self._check_agent_blocks),
         }
+
+    def _check_agent_blocks(self, blocks: Any) -> None:
+        _check_blocks(blocks)
+        agent_methods.refuse_agent_blocks(self.ws, blocks)
 
     def oauth_access(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
         return self.ws.installs.access(args, request.headers.get("authorization", ""))

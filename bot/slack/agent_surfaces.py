@@ -23,7 +23,7 @@ from workers.store.slack_surfaces import SurfaceStore
 log = Log("parley.slack.agents")
 UNAVAILABLE = frozenset({"unknown_method", "not_allowed_token_type", "missing_scope", "feature_not_enabled"})
 """Refusals meaning the workspace lacks the surface, not that this one call went wrong."""
-BLOCK_SURFACES = frozenset({"plan"})
+BLOCK_SURFACES = frozenset({"plan", "feedback"})
 """Surfaces that are blocks: a workspace without them refuses the message (`invalid_blocks`)."""
 SURFACE_UNAVAILABLE = Counter(
     "parley_slack_surface_unavailable",
@@ -56,12 +56,13 @@ class AgentSurfaces:
             reply = getattr(web, method.replace(".", "_"))(**args)
             return dict(reply.data) if isinstance(reply.data, dict) else {}
         except SlackApiError as exc:
-            self._refused(run, surface, str(exc.response.get("error") or "unknown"))
+            self.refused(run, surface, str(exc.response.get("error") or "unknown"))
         except (SlackClientError, OSError) as exc:
             log.warning("agent surface call failed", **run.log_context(), method=method, error=str(exc))
         return None
 
-    def _refused(self, run: RunInfo, method: str, error: str) -> None:
+    def refused(self, run: RunInfo, method: str, error: str) -> None:
+        """Slack refused `method` with `error`: remembered and logged once if the workspace lacks it."""
         if error not in UNAVAILABLE and not (method in BLOCK_SURFACES and error == "invalid_blocks"):
             log.warning("agent surface call refused", **run.log_context(), method=method, error=error)
             return

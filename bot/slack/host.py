@@ -222,7 +222,8 @@ class SlackHost(AgentSurfacesHost):
     def finished(self, run: RunInfo, result: str) -> None:
         """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`)."""
         involved = {run.started_by, *(h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)}
-        self._post(run, with_mentions(blocks.final_text(result), involved))
+        if not self._streamed(run, result):  # an answer in prose is streamed (`host_agents`)
+            self._post(run, with_mentions(blocks.final_text(result), involved))
         self._run_ended(run, "succeeded")
 
     def failed(self, run: RunInfo, reason: str) -> None:

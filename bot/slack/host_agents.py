@@ -18,7 +18,10 @@ from bot.slack import people
 from bot.slack.agent_surfaces import AgentSurfaces
 from bot.slack.live_plan import LivePlan
 from bot.slack.session_status import SessionStatus
+from bot.slack.streamed_answer import stream_answer
+from workers.exceptions import ParleyError
 from workers.interaction import PausingRun, QuestionInfo, QuestionState, Request, RunInfo
+from workers.registry import REGISTRY
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore
 from workers.store.slack_surfaces import SurfaceStore
@@ -76,6 +79,15 @@ class AgentSurfacesHost:
         now = self.store.find(run.id) if interrupt.state is QuestionState.ANSWERED else None
         if now is not None and now.status is RunStatus.RUNNING:
             self.sessions.resumed(web, run, where)
+
+    def _streamed(self, run: RunInfo, result: str) -> bool:
+        """Stream the final answer of an agent that answers in prose; False: post it as before."""
+        try:
+            if not REGISTRY.get(run.agent).streams:
+                return False
+        except ParleyError:  # an agent this process does not know (or cannot run) is not streamed
+            return False
+        return stream_answer(self._surfaces, self._web(run), run, self._thread(run), result)
 
     def _run_ended(self, run: RunInfo, how: str) -> None:
         """The run ended `how` (a `RunStatus` value): its plan finished, its session out of processing."""
