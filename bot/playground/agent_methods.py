@@ -99,6 +99,7 @@ def set_status(ws: Workspace, args: dict[str, Any], token: str, request: Request
         session.titles.append(title)
         sessions[(channel, thread_ts)] = session
     session.statuses.append(status)
+    ws.touch()
     return {}
 
 
@@ -108,6 +109,7 @@ def rename(ws: Workspace, args: dict[str, Any], token: str, request: Request) ->
     session = state(ws).sessions.setdefault((channel, thread_ts), AgentSession(channel, thread_ts))
     session.title = title
     session.titles.append(title)
+    ws.touch()
     return {}
 
 
@@ -204,3 +206,25 @@ def stop_stream(
     ws.agents.live.discard(ts)
     ws.update_message(channel, ts, msg["text"] + _markdown(args), blocks)
     return {"channel": channel, "ts": ts, "message": ws.message(channel, ts)}
+
+
+def sessions_shown(ws: Workspace) -> list[dict[str, str]]:
+    """Each thread's session as the playground page draws it: where, its status and its title."""
+    return [
+        {"channel": s.channel, "thread_ts": s.thread_ts, "status": s.status, "title": s.title}
+        for s in ws.agents.sessions.values()
+    ]
+
+
+def stopped_event(ws: Workspace, user: str, channel: str, thread_ts: str, now: float) -> dict[str, Any]:
+    """The `agent_session_stopped` event of a click on the session's stop button (its documented fields)."""
+    return {
+        "type": "agent_session_stopped",
+        "channel": channel,
+        "thread_ts": thread_ts,
+        "user": user,
+        "streaming_message_ts": sorted(
+            ts for ts in ws.agents.live if (ws.message(channel, ts) or {}).get("thread_ts") == thread_ts
+        ),
+        "event_ts": f"{now:.6f}",
+    }

@@ -131,6 +131,11 @@ class Workspace(ViewsMixin):
         self._events += 1
         self.changed.notify_all()
 
+    def touch(self) -> None:
+        """Something the page shows changed outside the messages (an agent session): pollers look again."""
+        with self._lock:
+            self._bump()
+
     def next_ts(self) -> str:
         """Return a unique, strictly increasing Slack ``ts`` ("seconds.micros")."""
         with self._lock:
