@@ -84,3 +84,14 @@ def test_a_workspace_without_agent_surfaces_gets_the_same_run_and_one_log_line(
     assert [c["error"] for c in bot.calls("agents.sessions.setStatus")] == ["unknown_method"]  # then never again
     lacks = [r for r in caplog.records if "lacks an agent surface" in r.getMessage()]
     assert len(lacks) == 2  # once per method (setStatus, rename), not once per call
+
+
+def test_a_thread_without_a_session_gets_none_when_its_run_ends(bot: Bot) -> None:
+    """An API question's thread, or one started before sessions were kept: ending its run creates none."""
+    root = bot.ws.post_message(CHANNEL, "A question asked through the API")
+    conversation = {"host": "slack", "team": bot.ws.team_id, "channel": CHANNEL, "thread_ts": root["ts"]}
+    run = bot.runtime.store.create("s-pick", "deploy", "U0BOB", conversation)
+    bot.deps.slack.run_cancelled(run)
+    bot.deps.slack.failed(run, "it broke")
+    assert bot.calls("agents.sessions.setStatus") == []
+    assert bot.ws.agents.sessions == {}

@@ -42,13 +42,15 @@ class SessionStatus:
         self.surfaces = surfaces
         self._names: dict[str, str] = {}
 
-    def _changed(self, run: RunInfo, status: str) -> bool:
-        """Record `status` as the run's; False when it already was (a replay)."""
-        return self.surfaces.store.swap_status(run.id, status) != status
+    def _changed(self, run: RunInfo, status: str, *, start: bool = False) -> bool:
+        """Record `status` as the run's; False when it already was (a replay), or (unless `start`)
+        when the run has no session: one is started with its thread only, never on a later step."""
+        old = self.surfaces.store.swap_status(run.id, status, create=start)
+        return old != status and (start or old is not None)
 
     def started(self, web: WebClient, run: RunInfo, conversation: dict[str, str]) -> None:
         """The run's thread exists: its session starts, processing, started by the run's starter."""
-        if not self._changed(run, PROCESSING):
+        if not self._changed(run, PROCESSING, start=True):
             return
         where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
         self.surfaces.call(

@@ -29,9 +29,13 @@ class SurfaceStore:
         """Remember that `team` refused `method` with `error`; True the first time (within a day)."""
         return bool(self.redis.set(keys.surface_off(team, method), error, nx=True, ex=LACKING_FOR))
 
-    def swap_status(self, run_id: str, status: str) -> str | None:
-        """Record `status` as the run's session status; returns the one it replaced."""
-        old = reply(self.redis.set(keys.session_status(run_id), status, ex=STATUS_KEPT_FOR, get=True))
+    def swap_status(self, run_id: str, status: str, *, create: bool = False) -> str | None:
+        """Record `status` as the run's session status; returns the one it replaced.
+
+        Without `create`, a run with no session (its thread started before Parley kept them, or an
+        API question's) is left without one: nothing is recorded and None is returned."""
+        key = keys.session_status(run_id)
+        old = reply(self.redis.set(key, status, ex=STATUS_KEPT_FOR, get=True, xx=not create))
         return old.decode() if isinstance(old, bytes) else old
 
     def plan(self, run_id: str) -> dict[str, Any] | None:
