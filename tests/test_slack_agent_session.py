@@ -38,7 +38,7 @@ def _session(bot: Bot, paused: PausedRun) -> AgentSession:
 def _pick(bot: Bot, paused: PausedRun, user: str = "U0BOB") -> None:
     block, button = find_element(paused.question["blocks"], lambda a: a.startswith("parley_choose_"))
     payload = block_actions_payload(
-        user=user, message=paused.question, channel=CHANNEL, action=button_action(block, button)
+        user=user, message=paused.question, channel=paused.channel, action=button_action(block, button)
     )
     assert bot.interact(payload).status == 200
 
@@ -95,3 +95,12 @@ def test_a_thread_without_a_session_gets_none_when_its_run_ends(bot: Bot) -> Non
     bot.deps.slack.failed(run, "it broke")
     assert bot.calls("agents.sessions.setStatus") == []
     assert bot.ws.agents.sessions == {}
+
+
+def test_in_a_dm_thread_the_assistant_status_says_the_same(bot: Bot) -> None:
+    dm = "D0BOB"  # /parley typed in Parley's DM: the run's thread is there, where assistant threads live
+    paused = bot.paused("s-pick", {"assignees": ["U0CAROL"]}, channel=dm)
+    assert bot.ws.agents.assistant[(dm, paused.root_ts)] == ["is working on it…", "is waiting for @carol"]
+    _pick(bot, paused, user="U0CAROL")
+    work(bot.runtime)
+    assert bot.ws.agents.assistant[(dm, paused.root_ts)][2:] == ["is working on it…", ""]  # cleared at the end
