@@ -23,6 +23,7 @@ from slack_payloads import block_actions_payload
 
 from bot.slack.live_plan import INTERVAL
 from workers.registry import load_agents
+from workers.runtime.retention import purge_finished
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
@@ -77,6 +78,10 @@ def test_the_plan_follows_named_steps_and_the_question_card_links_to_its_message
     [plan] = plan_messages(bot, paused.root_ts)  # still the one message, updated
     assert cards(plan) == [("Fetch the invoice", "complete"), ("Approve it", "complete"), ("Pay it", "complete")]
     assert plan["text"] == "Plan of as-plan: 3 of 3 steps done."
+
+    # Retention purges the run with what its session and plan kept.
+    assert purge_finished(bot.runtime, 0, now=time.time() + 1) == [paused.run.id]
+    assert [k for k in bot.runtime.redis.scan_iter(match=f"*{paused.run.id}*")] == []
 
 
 def test_fifty_steps_update_the_plan_no_faster_than_once_per_interval(bot: Bot, tmp_path: Path) -> None:
