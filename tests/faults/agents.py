@@ -33,6 +33,7 @@ from slack_agents import params
 
 from workers import agent
 from workers.interaction import Item, ItemType, Request
+from workers.runtime.run import execution_of
 
 CRASH_POINTS = ("before_claim", "before_ask", "after_post", "after_answer", "mid_step", "after_effect")
 COLOURS = ["Red", "Green", "Blue"]
@@ -45,7 +46,7 @@ def marker_path(data_dir: Path, run_id: str, point: str) -> Path:
 
 def crashpoint(run: Any, point: str) -> None:
     """Hang here (to be SIGKILLed) if `point` is armed for this run and no execution reached it before."""
-    if point not in params(run.record.text).get("crash", []):
+    if point not in params(execution_of(run).record.text).get("crash", []):
         return
     marker = marker_path(run.data_dir, run.run_id, point)
     if marker.exists():

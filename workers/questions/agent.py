@@ -21,6 +21,7 @@ from workers.exceptions import AgentError
 from workers.interaction import SECRET_MASK
 from workers.registry import agent
 from workers.runtime import wiring
+from workers.runtime.run import execution_of
 from workers.store.questions import QuestionStore
 
 NAME = "question"
@@ -42,5 +43,7 @@ def question(run: Any, text: str) -> str:
     box = runtime.store.box
     if secret and box is not None:  # run.ask refuses a secret item where there is no key
         retention = runtime.settings.retention
-        run.durable(lambda: store.keep_secrets(run.run_id, secret, box, retention), "keep the secret answers")
+        execution_of(run).durable(
+            lambda: store.keep_secrets(run.run_id, secret, box, retention), "keep the secret answers"
+        )
     return json.dumps({k: SECRET_MASK if k in secret else v for k, v in answers.items()}, ensure_ascii=False)

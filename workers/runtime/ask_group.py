@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
-from typing import Any
 
 from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend
@@ -25,7 +24,7 @@ from workers.interaction.context import as_given, canonical
 from workers.runtime.attempts import AttemptWalk, count_call
 from workers.runtime.execution import Execution
 from workers.runtime.group_close import progress_of
-from workers.runtime.host import QuestionProgress
+from workers.runtime.host_view import EachView, QuestionView
 from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
@@ -183,12 +182,10 @@ def _open_and_wait(
         attempts = [*w.attempts, ids.new_question_id()]
         fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
         members.append(NewMember(fields, names.ask(spec.key), attempts))
-    store = run._rt.store
+    store = run.store
     opened = run.durable(lambda: store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
     metrics.QUESTIONS_ASKED.inc(len(opened[1]))
-    if run._journal is not None:
-        for m in members:
-            run._journal[m.journal_field] = m.attempts
+    run.noted({m.journal_field: m.attempts for m in members})
     return _wait(run, gid, mode, opened_earlier=False, opened=opened)
 
 
@@ -224,7 +221,7 @@ def _wait(
     """Put every open member of group `gid` to people; return the answers a synchronous host gave
     when they complete the group, else park the run on the group. `opened`: the group and members
     this execution just opened, so they need not be read back."""
-    store = run._rt.store
+    store = run.store
     if opened is not None:
         members = opened[1]
     else:
@@ -236,10 +233,10 @@ def _wait(
     for m in members:
         if m.state not in (InterruptState.POSTING, InterruptState.OPEN):
             continue
-        run._interrupt, run._opened_earlier = m, opened_earlier
-        outcome = run.host.solicit(m.request, run)
+        view = QuestionView(run, m, opened_earlier=opened_earlier)
+        outcome = run.host.solicit(m.request, view)
         if outcome.paused:
-            _keep_message(run, m)
+            _keep_message(run, m, view)
             continue
         answers = m.request.validate_answers(outcome.answers)
         run.durable(
@@ -258,17 +255,20 @@ def _wait(
     raise Suspend(run.run_id, gid)
 
 
-def _keep_message(run: Execution, member: InterruptRecord) -> None:
-    """Record where the host posted `member`. A host may leave that to the park that follows
-    (`record_question_message(parked_next=True)`), but a group's park records no member's message:
-    without this, a question asked of the run's starter alone would never be locked once answered."""
-    posted = run.interrupt.message if run.interrupt is not None else {}
+def _keep_message(run: Execution, member: InterruptRecord, view: QuestionView) -> None:
+    """Record where the host posted `member`, as `view` kept it.
+
+    A host may leave that to the park that follows (`record_question_message(parked_next=True)`),
+    but a group's park records no member's message. Without this, a question asked of the run's
+    starter alone would never be locked once answered.
+    """
+    posted = view.interrupt.message
     if posted.get("ts") and posted != member.message:
-        run.durable(partial(run._rt.store.set_message, member.id, posted), "record where the question was posted")
+        run.durable(partial(run.store.set_message, member.id, posted), "record where the question was posted")
 
 
 def _drop_rest(run: Execution, members: list[InterruptRecord], winner: InterruptRecord) -> None:
-    store = run._rt.store
+    store = run.store
     for m in members:
         if m.id != winner.id and m.state in (InterruptState.POSTING, InterruptState.OPEN):
             run.durable(partial(store.groups.drop_synchronously, m), "close a question no longer needed")
@@ -277,53 +277,6 @@ def _drop_rest(run: Execution, members: list[InterruptRecord], winner: Interrupt
 
 
 # ---- ask_each ------------------------------------------------------------------------------------
-class _EachView:
-    """What the host sees while `ask_each` puts its question: the run, with the shared message of the
-    group as the question's, and how far the group is. A `PausingRun`."""
-
-    def __init__(
-        self, run: Execution, group: GroupRecord, members: list[InterruptRecord], opened_earlier: bool
-    ) -> None:
-        self._run, self._group, self._members, self._opened_earlier = run, group, members, opened_earlier
-        self.answering = ""
-
-    run_id = property(lambda self: self._run.run_id)
-    started_by = property(lambda self: self._run.started_by)
-    conversation = property(lambda self: self._run.conversation)
-    record = property(lambda self: self._run.record)
-    interrupt_id = property(lambda self: self._group.id)
-    question_context = property(lambda self: self._members[0].context if self._members else None)
-    context_changes = property(lambda self: list(self._members[0].context_changes) if self._members else [])
-    question_message = property(lambda self: self._group.message)
-    # The shared message stands for several questions, one per person (`asked_separately`): no single
-    # question; user groups were resolved before the group opened (`_people`).
-    interrupt = property(lambda self: None)
-
-    @property
-    def question_may_be_posted(self) -> bool:
-        return self._opened_earlier and not self._group.message.get("ts")
-
-    @property
-    def question_progress(self) -> QuestionProgress:
-        return progress_of(self._group, self._members, answering=self.answering)
-
-    @property
-    def asked_separately(self) -> list[InterruptRecord]:
-        return list(self._members)
-
-    def record_assignees(
-        self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
-    ) -> None:
-        """Never called: with no single `interrupt`, a host has no user groups left to resolve here."""
-        raise TypeError("ask_each resolves user groups before its questions open")
-
-    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
-        # Written at once whatever `parked_next` says: the group's park does not record the message.
-        gid = self._group.id
-        self._run.durable(lambda: self._run._rt.store.groups.set_message(gid, message), "record where it was posted")
-        self._group = self._group.model_copy(update={"message": message})
-
-
 def ask_each(
     run: Execution,
     request: Request,
@@ -336,8 +289,7 @@ def ask_each(
         raise AgentError(f"ask_each needs a Request, not a {type(request).__name__}")
     _no_secret(request, key or "ask_each")
     request = _with_assignees(run, request)
-    run._asks += 1
-    key = key or f"#{run._asks}"
+    key = run.keys.key(key)
     people = _people(run, key, list(request.assignees))
     request = request.model_copy(update={"assignees": people})
     if len(people) > MAX_AT_ONCE:
@@ -347,7 +299,7 @@ def ask_each(
         raise AgentError(f"quorum must be a whole number from 1 to {len(people)} (the people asked), got {quorum!r}")
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
-    store = run._rt.store
+    store = run.store
     walk = AttemptWalk(run, key)
     for n, gid in walk:
         group = run.read(partial(store.groups.group, gid), "read questions")
@@ -385,8 +337,7 @@ def ask_each(
         ),
         "open questions",
     )
-    if run._journal is not None:
-        run._journal[names.ask(key)] = attempts
+    run.noted(journal)
     return _wait_each(run, group, members, opened_earlier=False)
 
 
@@ -406,8 +357,8 @@ def _wait_each(
     run: Execution, group: GroupRecord, members: list[InterruptRecord], *, opened_earlier: bool
 ) -> dict[str, dict[str, AnswerValue]]:
     """Post the shared message once (a synchronous host asks each person in turn), then park."""
-    store = run._rt.store
-    view = _EachView(run, group, members, opened_earlier)
+    store = run.store
+    view = EachView(run, group, members, opened_earlier=opened_earlier)
     request = members[0].request.model_copy(update={"assignees": list(group.people)})
     answered = sum(1 for m in members if m.state is InterruptState.ANSWERED)
     for i, m in enumerate(members):
@@ -424,7 +375,7 @@ def _wait_each(
             "record the answers",
         )
         members[i] = m.model_copy(update={"state": InterruptState.ANSWERED, "answers": answers, "answered_by": person})
-        view._members = members
+        view.members = members
         answered += 1
         if answered >= group.need:
             _drop_rest(run, members, m)
@@ -436,7 +387,7 @@ def _wait_each(
 
 def show_closed_group(run: Execution, record: RunRecord) -> None:
     """After the resume: lock every member of the group the run was parked on, once each."""
-    store = run._rt.store
+    store = run.store
     gid = record.interrupt
     group = run.read(lambda: store.groups.group(gid), "read questions") if ids.is_group(gid) else None
     if group is None or group.state is GroupState.OPEN:
