@@ -24,7 +24,7 @@ from workers.interaction.context import as_given, canonical
 from workers.runtime.attempts import AttemptWalk, count_call
 from workers.runtime.execution import Execution
 from workers.runtime.group_close import progress_of
-from workers.runtime.host_view import EachView, QuestionView
+from workers.runtime.host_view import EachView, HostView
 from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
@@ -233,7 +233,7 @@ def _wait(
     for m in members:
         if m.state not in (InterruptState.POSTING, InterruptState.OPEN):
             continue
-        view = QuestionView(run, m, opened_earlier=opened_earlier)
+        view = HostView(run, m, opened_earlier=opened_earlier)
         outcome = run.host.solicit(m.request, view)
         if outcome.paused:
             _keep_message(run, m, view)
@@ -255,7 +255,7 @@ def _wait(
     raise Suspend(run.run_id, gid)
 
 
-def _keep_message(run: Execution, member: InterruptRecord, view: QuestionView) -> None:
+def _keep_message(run: Execution, member: InterruptRecord, view: HostView) -> None:
     """Record where the host posted `member`, as `view` kept it.
 
     A host may leave that to the park that follows (`record_question_message(parked_next=True)`),

@@ -17,7 +17,7 @@ from workers.interaction import AnswerValue, Context, OnExpiry, QuestionExpired,
 from workers.interaction.context import as_given, canonical
 from workers.runtime.attempts import AttemptWalk
 from workers.runtime.execution import Execution
-from workers.runtime.host_view import QuestionView
+from workers.runtime.host_view import HostView
 from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord, InterruptState
@@ -90,7 +90,7 @@ def _secrets(run: Execution, interrupt: InterruptRecord) -> dict[str, str] | Non
 def _solicit(run: Execution, interrupt: InterruptRecord, *, opened_earlier: bool) -> Asked:
     """Put the open question to people: answered now by a synchronous host, else the run parks."""
     run.log = run.log.bind(interrupt_id=interrupt.id)
-    view = QuestionView(run, interrupt, opened_earlier=opened_earlier)
+    view = HostView(run, interrupt, opened_earlier=opened_earlier)
     outcome = run.host.solicit(interrupt.request, view)
     if not outcome.paused:
         answers = interrupt.request.validate_answers(outcome.answers)

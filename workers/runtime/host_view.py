@@ -2,7 +2,7 @@
 
 A host reads who asks, where the run talks and the current question, and records where
 it posted the question and who may answer it. It sees nothing else of the execution:
-no journal, no store, no agent API. `QuestionView` stands for one question (`run.ask`,
+no journal, no store, no agent API. `HostView` stands for one question (`run.ask`,
 each of `ask_all`/`ask_any`); `EachView` for the message `ask_each`'s people share.
 """
 
@@ -18,7 +18,7 @@ from workers.store.groups import GroupRecord
 from workers.store.records import InterruptRecord, RunRecord
 
 
-class QuestionView:
+class HostView:
     """The run as a host sees it while one question is put: a `PausingRun`.
 
     It keeps the question as the host records it (message, assignees), so the park that
