@@ -186,7 +186,7 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     assert import_circles(ROOT) == []
 
 
-@pytest.mark.parametrize("name", ["ask_group", "attempts"])
+@pytest.mark.parametrize("name", ["ask_group", "ask_each", "ask_one", "attempts"])
 def test_the_asks_work_on_an_execution_not_on_run(name: str) -> None:
     """`run.py` calls these, so they type the run as `Execution`, even in annotations."""
     assert "workers.runtime.run" not in imports(ROOT / "workers" / "runtime" / f"{name}.py")

@@ -24,7 +24,7 @@ from workers.interaction.context import as_given, canonical
 from workers.runtime.attempts import AttemptWalk, count_call
 from workers.runtime.execution import Execution
 from workers.runtime.group_close import progress_of
-from workers.runtime.host_view import EachView, HostView
+from workers.runtime.host_view import HostView
 from workers.store import ids
 from workers.store import journal_names as names
 from workers.store.groups import GroupMode, GroupRecord, NewMember
@@ -83,14 +83,15 @@ def _specs(run: Execution, requests: Mapping[str, Request], context: Mapping[str
             raise AgentError(f"ask key {key!r} must be a non-empty string of at most 200 characters")
         if not isinstance(request, Request):
             raise AgentError(f"request {key!r} is a {type(request).__name__}, not a Request")
-        _no_secret(request, key)
+        no_secret(request, key)
         facts = context.get(key)
         bound = canonical(facts) if facts is not None else ""  # ContextError here, before anything is recorded
-        specs.append(_Spec(key, _with_assignees(run, request), bound, as_given(facts) if facts is not None else ""))
+        specs.append(_Spec(key, with_assignees(run, request), bound, as_given(facts) if facts is not None else ""))
     return specs
 
 
-def _with_assignees(run: Execution, request: Request) -> Request:
+def with_assignees(run: Execution, request: Request) -> Request:
+    """The request as put: asked of the run's starter when it names nobody."""
     return request if request.assignees else request.model_copy(update={"assignees": [run.started_by]})
 
 
@@ -180,7 +181,7 @@ def _open_and_wait(
         if w.state is WalkState.DROPPED:
             count_call(run, spec.key)
         attempts = [*w.attempts, ids.new_question_id()]
-        fields = _fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
+        fields = member_fields(run, spec.key, attempts, spec.request, spec.shown, w.voided)
         members.append(NewMember(fields, names.ask(spec.key), attempts))
     store = run.store
     opened = run.durable(lambda: store.groups.open(run.record, run.epoch, gid, mode, need, members), "open questions")
@@ -189,9 +190,10 @@ def _open_and_wait(
     return _wait(run, gid, mode, opened_earlier=False, opened=opened)
 
 
-def _fields(
+def member_fields(
     run: Execution, key: str, attempts: list[str], request: Request, shown: str, voided: list[ContextChange] | None
 ) -> dict[str, str]:
+    """The stored fields of a group's new question: attempt `attempts[-1]` of ask key `key`."""
     record = run.record
     fields = interrupt_fields(
         attempts[-1],
@@ -245,7 +247,7 @@ def _wait(
         )
         got[m.key] = values_of(m.request, answers)
         if mode is GroupMode.ANY:  # a synchronous host's first answer wins; the rest were never put to anyone
-            _drop_rest(run, members, m)
+            drop_rest(run, members, m)
             return got
     open_now = [m for m in members if m.state in (InterruptState.POSTING, InterruptState.OPEN) and m.key not in got]
     if not open_now:
@@ -267,122 +269,14 @@ def _keep_message(run: Execution, member: InterruptRecord, view: HostView) -> No
         run.durable(partial(run.store.set_message, member.id, posted), "record where the question was posted")
 
 
-def _drop_rest(run: Execution, members: list[InterruptRecord], winner: InterruptRecord) -> None:
+def drop_rest(run: Execution, members: list[InterruptRecord], winner: InterruptRecord) -> None:
+    """Close every open member but `winner` as no longer needed, with a history entry each."""
     store = run.store
     for m in members:
         if m.id != winner.id and m.state in (InterruptState.POSTING, InterruptState.OPEN):
             run.durable(partial(store.groups.drop_synchronously, m), "close a question no longer needed")
             detail = {"interrupt_id": m.id, "key": m.key, "attempt": m.attempt}
             run.durable(partial(store.add_history, run.run_id, "no longer needed", "parley", **detail), "history")
-
-
-# ---- ask_each ------------------------------------------------------------------------------------
-def ask_each(
-    run: Execution,
-    request: Request,
-    quorum: int | None = None,
-    *,
-    key: str | None = None,
-    context: Context | None = None,
-) -> dict[str, dict[str, AnswerValue]]:
-    if not isinstance(request, Request):
-        raise AgentError(f"ask_each needs a Request, not a {type(request).__name__}")
-    _no_secret(request, key or "ask_each")
-    request = _with_assignees(run, request)
-    key = run.keys.key(key)
-    people = _people(run, key, list(request.assignees))
-    request = request.model_copy(update={"assignees": people})
-    if len(people) > MAX_AT_ONCE:
-        raise AgentError(f"ask_each asks at most {MAX_AT_ONCE} people, got {len(people)}")
-    need = len(people) if quorum is None else quorum
-    if isinstance(need, bool) or not isinstance(need, int) or not 1 <= need <= len(people):
-        raise AgentError(f"quorum must be a whole number from 1 to {len(people)} (the people asked), got {quorum!r}")
-    bound = canonical(context) if context is not None else ""
-    shown = as_given(context) if context is not None else ""
-    store = run.store
-    walk = AttemptWalk(run, key)
-    for n, gid in walk:
-        group = run.read(partial(store.groups.group, gid), "read questions")
-        if group is None:
-            raise walk.missing(n)
-        if group.state is GroupState.CANCELLED:
-            raise StaleEpoch(run.run_id, run.epoch)
-        members = run.read(partial(store.groups.members, group), "read questions")
-        if group.state is GroupState.OPEN:
-            return _wait_each(run, group, members, opened_earlier=True)
-        first = next((m for m in members if m.state is InterruptState.ANSWERED), None)
-        if first is not None and walk.void(first, bound, json.loads(shown) if shown else None):
-            continue
-        return _each_answers(key, members)
-    gid, voided = ids.new_group_id(), walk.voided
-    attempts = [*walk.attempts, gid]
-    news, owners = [], {}
-    for person in people:
-        iid = ids.new_question_id()
-        mine = request.model_copy(update={"assignees": [person]})
-        news.append(NewMember(_fields(run, key, [*attempts[:-1], iid], mine, shown, voided), "", []))  # found by group
-        owners[person] = iid
-    journal = {names.ask(key): attempts}
-    group, members = run.durable(
-        lambda: store.groups.open(
-            run.record,
-            run.epoch,
-            gid,
-            GroupMode.EACH,
-            need,
-            news,
-            key=key,
-            people=owners,
-            journal=journal,
-        ),
-        "open questions",
-    )
-    run.noted(journal)
-    return _wait_each(run, group, members, opened_earlier=False)
-
-
-def _each_answers(key: str, members: list[InterruptRecord]) -> dict[str, dict[str, AnswerValue]]:
-    got: dict[str, dict[str, AnswerValue]] = {}
-    for m in members:
-        if m.state is InterruptState.ANSWERED:
-            got[m.answered_by] = values_of(m.request, m.answers)
-        elif m.state is InterruptState.EXPIRED:
-            if m.request.on_expiry is not OnExpiry.USE_DEFAULTS:
-                raise QuestionExpired(key, m.expires_at)
-            got[m.assignees[0]] = values_of(m.request, m.answers)
-    return got
-
-
-def _wait_each(
-    run: Execution, group: GroupRecord, members: list[InterruptRecord], *, opened_earlier: bool
-) -> dict[str, dict[str, AnswerValue]]:
-    """Post the shared message once (a synchronous host asks each person in turn), then park."""
-    store = run.store
-    view = EachView(run, group, members, opened_earlier=opened_earlier)
-    request = members[0].request.model_copy(update={"assignees": list(group.people)})
-    answered = sum(1 for m in members if m.state is InterruptState.ANSWERED)
-    for i, m in enumerate(members):
-        if m.state not in (InterruptState.POSTING, InterruptState.OPEN):
-            continue
-        view.answering = m.assignees[0]
-        outcome = run.host.solicit(request, view)
-        if outcome.paused:
-            break
-        answers = m.request.validate_answers(outcome.answers)
-        person = m.assignees[0]
-        run.durable(
-            partial(store.close_synchronously, m, answers, by=person, epoch=run.epoch),
-            "record the answers",
-        )
-        members[i] = m.model_copy(update={"state": InterruptState.ANSWERED, "answers": answers, "answered_by": person})
-        view.members = members
-        answered += 1
-        if answered >= group.need:
-            _drop_rest(run, members, m)
-            return _each_answers(group.key, [x for x in members if x.state is InterruptState.ANSWERED])
-    run.durable(lambda: store.groups.park(run.run_id, run.epoch, group.id), "park")
-    run.log.info("paused on a question to each", group=group.id, people=list(group.people), need=group.need)
-    raise Suspend(run.run_id, group.id)
 
 
 def show_closed_group(run: Execution, record: RunRecord) -> None:
@@ -403,16 +297,8 @@ def show_closed_group(run: Execution, record: RunRecord) -> None:
             run.once(names.lock(m.id), partial(run.host.question_closed, record, m))
 
 
-def _no_secret(request: Request, key: str) -> None:
+def no_secret(request: Request, key: str) -> None:
     """Secret items are sealed by `run.ask`'s acceptance path only; several questions at once
     would keep their answers in the clear, so they are refused before anything is recorded."""
     if request.has_secret:
         raise AgentError(f"question {key!r} has a secret item: ask secrets one at a time with run.ask")
-
-
-def _people(run: Execution, key: str, ids: list[str]) -> list[str]:
-    """Each person `ask_each` asks: user groups (`S…`) resolved to their members by the host, once
-    per run and journalled, so a replay asks the same people whoever joins or leaves the group."""
-    if not any(i.startswith("S") for i in ids):
-        return ids
-    return list(run.step(names.people(key), lambda: run.host.people(run.record, ids)))

@@ -21,7 +21,7 @@ from workers.exceptions import AgentError
 from workers.interaction import AnswerValue, Context, Decision, Request
 from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.forms import form_request, form_result
-from workers.runtime import ask_group, ask_one
+from workers.runtime import ask_each, ask_group, ask_one
 from workers.runtime.execution import Execution
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord
@@ -179,7 +179,7 @@ class Run:
         `request.show_answers`); each person answers once, for themselves. The run resumes when
         `quorum` people answered (default: everyone), and the others' answers are no longer needed.
         """
-        return ask_group.ask_each(self._execution, request, quorum, key=key, context=context)
+        return ask_each.ask_each(self._execution, request, quorum, key=key, context=context)
 
     def secret(self, item_id: str) -> str:
         """The value of the secret item `item_id` as last answered in this execution (see `ask`).
