@@ -328,17 +328,16 @@ def _run_part_owners() -> dict[str, set[Path]]:
     return owners
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for package in ("workers", "bot", "parley", "tests", "bench") for p in files(package)],
-    ids=lambda p: str(p.relative_to(ROOT)),
-)
-def test_no_module_reads_the_run_parts_private_state(path: Path) -> None:
+def test_no_module_reads_the_run_parts_private_state() -> None:
     """`ask_group`, `attempts`, hosts and agents use the execution's public names only."""
     owners = _run_part_owners()
-    foreign = {name for name, homes in owners.items() if path not in homes}
-    bad = reaches_into(path, foreign)
-    assert not bad, f"{path.relative_to(ROOT)} reads another part's private state: {bad}"
+    bad = {
+        str(path.relative_to(ROOT)): found
+        for package in ("workers", "bot", "parley", "tests", "bench")
+        for path in files(package)
+        if (found := reaches_into(path, {name for name, homes in owners.items() if path not in homes}))
+    }
+    assert not bad, f"modules read another part's private state: {bad}"
 
 
 def test_the_private_state_check_can_fail(tmp_path: Path) -> None:
