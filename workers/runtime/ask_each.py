@@ -39,12 +39,16 @@ def ask_each(
     request = with_assignees(run, request)
     key = run.keys.key(key)
     people = _people(run, key, list(request.assignees))
-    request = request.model_copy(update={"assignees": people})
     if len(people) > MAX_AT_ONCE:
         raise AgentError(f"ask_each asks at most {MAX_AT_ONCE} people, got {len(people)}")
     need = len(people) if quorum is None else quorum
     if isinstance(need, bool) or not isinstance(need, int) or not 1 <= need <= len(people):
         raise AgentError(f"quorum must be a whole number from 1 to {len(people)} (the people asked), got {quorum!r}")
+    # Someone away is asked through their delegate, once: a delegate asked anyway answers once,
+    # so the quorum counts them once and can need no more people than are asked.
+    people = _present(run, key, people)
+    need = min(need, len(people))
+    request = request.model_copy(update={"assignees": people})
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
     store = run.store
@@ -132,6 +136,12 @@ def _wait_each(
     run.durable(lambda: store.groups.park(run.run_id, run.epoch, group.id), "park")
     run.log.info("paused on a question to each", group=group.id, people=list(group.people), need=group.need)
     raise Suspend(run.run_id, group.id)
+
+
+def _present(run: Execution, key: str, people: list[str]) -> list[str]:
+    """`people` with each one away replaced by their delegate, each once; journalled for replays."""
+    team = str(run.record.conversation.get("team", ""))
+    return list(run.step(names.people(key) + ":away", lambda: run.store.away.stand_ins(team, people).people))
 
 
 def _people(run: Execution, key: str, ids: list[str]) -> list[str]:

@@ -195,17 +195,20 @@ def member_fields(
 ) -> dict[str, str]:
     """The stored fields of a group's new question: attempt `attempts[-1]` of ask key `key`."""
     record = run.record
+    team, now = str(record.conversation.get("team", "")), time.time()
+    asked = run.store.away.stand_ins(team, list(request.assignees), now)  # delegates of people away
     fields = interrupt_fields(
         attempts[-1],
         record.id,
-        str(record.conversation.get("team", "")),
+        team,
         key,
         len(attempts),
         request,
-        list(request.assignees),
-        time.time(),
+        asked.people,
+        now,
         context=shown,
         changes=voided,
+        standing_in=asked.standing_in,
     )
     if record.conversation.get("enterprise"):
         fields["enterprise"] = str(record.conversation["enterprise"])

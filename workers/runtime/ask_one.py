@@ -61,7 +61,8 @@ def ask(run: Execution, request: Request, key: str | None, context: Context | No
         if interrupt.state is InterruptState.CANCELLED:
             raise StaleEpoch(run.run_id, run.epoch)
         return _solicit(run, interrupt, opened_earlier=True)
-    if not request.assignees and not run.conversation.get("anyone"):  # "anyone": open to the whole channel
+    anyone = run.conversation.get("anyone") or request.claim  # open to the whole channel; a claim picks one
+    if not request.assignees and not anyone:
         request = request.model_copy(update={"assignees": [run.started_by]})
     attempts, voided = [*walk.attempts, ids.new_question_id()], walk.voided
     assignees = list(request.assignees)

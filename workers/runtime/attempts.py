@@ -73,7 +73,7 @@ class AttemptWalk:
 
     def __init__(self, run: Execution, key: str) -> None:
         self.run, self.key = run, key
-        self.attempts: list[str] = list(run.recorded(names.ask(key)) or [])
+        self.attempts: list[str] = list(run.journal_entry(names.ask(key)) or [])
         self.voided: list[ContextChange] | None = None  # what changed since the attempt before, when it was void
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
@@ -102,7 +102,7 @@ def void_if_changed(
     the old question superseded, once.
     """
     field = names.void(interrupt.id)
-    recorded = run.recorded(field)
+    recorded = run.journal_entry(field)
     if recorded is None:
         if interrupt.context_digest == digest(bound) or _bound_to_edits(interrupt, bound):
             return None

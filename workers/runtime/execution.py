@@ -85,7 +85,7 @@ class Execution:
         return self._rt.settings
 
     # ---- the journal -------------------------------------------------------------------
-    def recorded(self, field: str) -> Any:
+    def journal_entry(self, field: str) -> Any:
         """A journal entry. The journal is read once per execution.
 
         Only this execution, fenced by its epoch, writes to it while it runs.
@@ -114,7 +114,7 @@ class Execution:
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record."""
         field = names.step(key)
-        recorded = self.recorded(field)
+        recorded = self.journal_entry(field)
         if recorded is not None:
             return cast(T, recorded["v"])
         result = fn()
@@ -178,7 +178,7 @@ class Execution:
         what that one showed.
         """
         field = names.effect(name)
-        if self.recorded(field) == "done" or field in self._ending or field in self._pending:
+        if self.journal_entry(field) == "done" or field in self._ending or field in self._pending:
             return
         if not repeatable:
             self.write(field, "intent")

@@ -100,9 +100,10 @@ class HostView:
         self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
     ) -> None:
         """Record who may answer the question (user groups resolved), before it is posted."""
-        iid, people = self._interrupt.id, self._execution.store.people
-        self._execution.durable(lambda: people.resolve(iid, assignees, groups, escalate_to), "record who is asked")
-        update: dict[str, Any] = {"assignees": assignees, "groups": groups}
+        ex, iid, team = self._execution, self._interrupt.id, str(self.conversation.get("team", ""))
+        asked = ex.read(lambda: ex.store.away.stand_ins(team, assignees).people, "read who is away")
+        ex.durable(lambda: ex.store.people.resolve(iid, asked, groups, escalate_to), "record who is asked")
+        update: dict[str, Any] = {"assignees": asked, "groups": groups}
         if escalate_to is not None:
             update["escalate_to"] = escalate_to
         self._interrupt = self._interrupt.model_copy(update=update)

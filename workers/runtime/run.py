@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from workers.agent_run import ABSENT
 from workers.exceptions import AgentError
 from workers.interaction import AnswerValue, Context, Decision, Request
 from workers.interaction.approval import approval_request, decision_of
@@ -57,6 +58,11 @@ class Run:
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record."""
         return self._execution.step(key, fn)
+
+    def recorded(self, key: str) -> Any:
+        """What step `key` recorded, or `ABSENT` before it has run: a read that runs and records nothing."""
+        entry = self._execution.journal_entry(names.step(key))
+        return ABSENT if entry is None else entry["v"]
 
     def history(self, event: str, **detail: Any) -> None:
         """Add an entry to the run's history (e.g. token usage), shown by `parley runs show`."""
