@@ -29,6 +29,7 @@ STDLIB_OK = {
     "math",
     "string",
     "abc",
+    "warnings",
 }
 PORT_THIRD_PARTY = {"pydantic", "re2"}
 """Besides the standard library, the port imports pydantic and RE2 (`google-re2`, a required dependency):
