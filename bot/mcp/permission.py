@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.mcp.rules import Action, RulesConfig
+from bot.mcp.rules import RuleAction, RulesConfig
 from bot.mcp.scrub import Redaction
 from bot.mcp.tools import ToolInputError
 from workers.questions.models import ApprovalCreate, QuestionCreate, QuestionStatus, QuestionView
@@ -150,9 +150,9 @@ def outcome(
 def rules_answer(config: RulesConfig, name: str, given: dict[str, Any]) -> dict[str, Any] | None:
     """The rules file's answer without asking (allow or deny), or None when a person is to be asked."""
     rule = config.rule_for(name)
-    if rule.action is Action.ALLOW:
+    if rule.action is RuleAction.ALLOW:
         return allow(given)
-    if rule.action is Action.DENY:
+    if rule.action is RuleAction.DENY:
         return deny(rule.reason or f"the rules file denies {name}")
     if config.channel is None:
         return deny(f"{name} needs approval, and no channel to ask in is set: add `channel` to the rules file")

@@ -24,7 +24,7 @@ from bot.mcp.gateway.checks import arguments_refused_off_loop
 from bot.mcp.gateway.echoes import InFlight
 from bot.mcp.gateway.elicitations import Asking, Elicitations
 from bot.mcp.gateway.upstreams import GatewayError, UnknownTool, Upstreams
-from bot.mcp.rules import Action, RulesConfig
+from bot.mcp.rules import RuleAction, RulesConfig
 from bot.mcp.scrub import Scrubber
 from bot.mcp.server import DISTRIBUTION, CallerOf
 from workers.logs import Log
@@ -75,11 +75,11 @@ class GatewayTools:
             return error(str(exc))
         rule = self.config.rule_for(target.full_name)
         caller = self.caller_of(ctx)
-        if rule.action is Action.DENY:
+        if rule.action is RuleAction.DENY:
             log.info("tool call denied", tool=target.full_name, origin=caller.name)
             return error(f"{target.full_name} is denied: {rule.reason or 'the gateway rules deny it'}")
         scrubber = Scrubber.of(args, rule.redact)
-        refused = await arguments_refused_off_loop(target, args) if rule.action is Action.ASK else None
+        refused = await arguments_refused_off_loop(target, args) if rule.action is RuleAction.ASK else None
         if refused is not None:  # nobody is asked to approve a call the tool, as it is now, refuses
             log.info("tool call refused by its input schema", tool=target.full_name, origin=caller.name)
             return error(scrubber.text(refused))
@@ -90,7 +90,7 @@ class GatewayTools:
         try:
             with self.in_flight.calling(target.upstream, scrubber):
                 async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, report)):
-                    if rule.action is Action.ALLOW:
+                    if rule.action is RuleAction.ALLOW:
                         return scrubber.result(await self.upstreams.call(target, args))
                     call = Call(target, args, rule, caller, self.session_of(ctx))
                     return scrubber.result(await self.approvals.ask(call, report))
