@@ -53,9 +53,9 @@ def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
 @pytest.fixture
 def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str]]:
     """`/api/v1` on a loopback HTTP server, and an `ask` token."""
-    service = QuestionService(bot.runtime)
+    service = QuestionService(bot.runtime, closings=Closings(aioredis.Redis.from_url(redis_url)))
     token = tokens.create(service.store, "approvals", ["ask"]).token
-    app = Starlette(routes=[Mount("/api/v1", create_api(service, Closings(aioredis.Redis.from_url(redis_url))))])
+    app = Starlette(routes=[Mount("/api/v1", create_api(service))])
     running = LoopbackServer(app).start()
     try:
         yield running.url + "/api/v1", token
@@ -155,9 +155,9 @@ def _approval_message(bot: Bot) -> dict[str, Any] | None:
 
 
 def test_mcp_request_approval_takes_action_args_and_schema(bot: Bot, redis_url: str) -> None:
-    service = QuestionService(bot.runtime)
+    service = QuestionService(bot.runtime, closings=Closings(aioredis.Redis.from_url(redis_url)))
     caller = Caller("assistant", via="mcp")
-    tools = Tools(service, Closings(aioredis.Redis.from_url(redis_url)), lambda ctx: caller)
+    tools = Tools(service, lambda ctx: caller)
     schema = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 40}}}
     proposed = {"service": "api", "note": "nightly"}
     args = {"channel": CHANNEL, "action": "Deploy api", "args": proposed, "schema": schema, "wait_seconds": 0}

@@ -69,7 +69,6 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionConflict, QuestionError
 from workers.questions.models import QuestionView
-from workers.store.closings import Closings
 
 log = Log("parley.mcp")
 NAME = "parley"
@@ -105,13 +104,10 @@ def _question_error(exc: QuestionError) -> str:
 
 
 class Tools:
-    """The tool handlers, bound to one process's question service, close notifications and rules file."""
+    """The tool handlers, bound to one process's question service and rules file."""
 
-    def __init__(
-        self, service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
-    ) -> None:
+    def __init__(self, service: QuestionService, caller_of: CallerOf, rules: RulesConfig | None = None) -> None:
         self.service = service
-        self.closings = closings
         self.caller_of = caller_of
         self.rules = rules or RulesConfig()
 
@@ -151,7 +147,7 @@ class Tools:
         view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
         log.info("asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
         if wait > 0:
-            view = await self.service.wait(caller, view.id, wait, self.closings)
+            view = await self.service.wait(caller, view.id, wait)
         return tool_result(view)
 
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +155,7 @@ class Tools:
         view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
         log.info("approval asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
         if wait > 0:
-            view = await self.service.wait(caller, view.id, wait, self.closings)
+            view = await self.service.wait(caller, view.id, wait)
         return tool_result(view)
 
     async def approve_tool_use(
@@ -211,7 +207,7 @@ class Tools:
                 left = deadline - anyio.current_time()
                 if left <= 0:
                     break
-                view = await self.service.wait(caller, view.id, left, self.closings)
+                view = await self.service.wait(caller, view.id, left)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):  # the client gave up: nobody is to approve it now
                 await self._withdraw(caller, view.id)
@@ -230,7 +226,7 @@ class Tools:
 
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
-        return tool_result(await self.service.wait(caller, qid, wait, self.closings))
+        return tool_result(await self.service.wait(caller, qid, wait))
 
 
 async def _report(progress: Progress, total: float) -> None:
@@ -245,13 +241,11 @@ async def _report(progress: Progress, total: float) -> None:
             return
 
 
-def build_server(
-    service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
-) -> Server[Any]:
+def build_server(service: QuestionService, caller_of: CallerOf, rules: RulesConfig | None = None) -> Server[Any]:
     """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`).
 
     `rules`: the rules file `approve_tool_use` follows; None asks about every tool use (in no channel: denied)."""
-    tools = Tools(service, closings, caller_of, rules)
+    tools = Tools(service, caller_of, rules)
     return Server(
         NAME,
         version=version(DISTRIBUTION),

@@ -40,7 +40,6 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
-from workers.store.closings import Closings
 from workers.store.gateway import CLIENT_GONE, FORWARDED, GatewayStore
 
 log = Log("parley.mcp.gateway")
@@ -78,14 +77,12 @@ class Approvals:
     def __init__(
         self,
         service: QuestionService,
-        closings: Closings,
         upstreams: Upstreams,
         config: RulesConfig,
         *,
         progress_every: float = PROGRESS_EVERY,
     ) -> None:
         self.service = service
-        self.closings = closings
         self.upstreams = upstreams
         self.config = config
         self.progress_every = progress_every
@@ -142,7 +139,7 @@ class Approvals:
     async def _wait(self, qid: str, call: Call, report: Report) -> QuestionView:
         waited = 0.0
         while True:
-            view = await self.service.wait(call.caller, qid, self.progress_every, self.closings)
+            view = await self.service.wait(call.caller, qid, self.progress_every)
             if view.status is not QuestionStatus.WAITING:
                 return view
             waited += self.progress_every
@@ -219,9 +216,9 @@ class Approvals:
         """Wait for the decision on a call whose client went away, and record it as not forwarded."""
         deadline = anyio.current_time() + self.config.expires_in + 120
         try:
-            view = await self.service.wait(call.caller, qid, 0, self.closings)
+            view = await self.service.wait(call.caller, qid, 0)
             while view.status is QuestionStatus.WAITING and anyio.current_time() < deadline:
-                view = await self.service.wait(call.caller, qid, 60, self.closings)
+                view = await self.service.wait(call.caller, qid, 60)
             if view.decision is not None:
                 verdict = "approved" if view.decision.approved else "rejected"
                 await self._history(

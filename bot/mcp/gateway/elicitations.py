@@ -44,7 +44,6 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
-from workers.store.closings import Closings
 
 log = Log("parley.mcp.gateway")
 Report = Callable[[float, str], Awaitable[None]]
@@ -70,11 +69,8 @@ def refused(message: str) -> types.ErrorData:
 
 
 class Elicitations:
-    def __init__(
-        self, service: QuestionService, closings: Closings, config: RulesConfig, *, progress_every: float
-    ) -> None:
+    def __init__(self, service: QuestionService, config: RulesConfig, *, progress_every: float) -> None:
         self.service = service
-        self.closings = closings
         self.config = config
         self.progress_every = progress_every
         self._calls: dict[str, list[Asking]] = {}
@@ -153,7 +149,7 @@ class Elicitations:
     async def _wait(self, caller: Caller, qid: str, call: Asking | None) -> QuestionView:
         waited = 0.0
         while True:
-            view = await self.service.wait(caller, qid, self.progress_every, self.closings)
+            view = await self.service.wait(caller, qid, self.progress_every)
             if view.status is not QuestionStatus.WAITING:
                 return view
             waited += self.progress_every

@@ -29,7 +29,6 @@ from bot.mcp.scrub import Scrubber
 from bot.mcp.server import DISTRIBUTION, CallerOf
 from workers.logs import Log
 from workers.questions import QuestionService
-from workers.store.closings import Closings
 
 log = Log("parley.mcp.gateway")
 NAME = "parley-gateway"
@@ -100,7 +99,6 @@ class GatewayTools:
 
 def build_gateway(
     service: QuestionService,
-    closings: Closings,
     upstreams: Upstreams,
     caller_of: CallerOf,
     session_of: SessionOf,
@@ -108,8 +106,8 @@ def build_gateway(
     progress_every: float = PROGRESS_EVERY,
 ) -> Server[Any]:
     """The gateway's MCP server over `upstreams` (open); run it over stdio or mount it over HTTP."""
-    approvals = Approvals(service, closings, upstreams, upstreams.config, progress_every=progress_every)
-    elicitations = Elicitations(service, closings, upstreams.config, progress_every=progress_every)
+    approvals = Approvals(service, upstreams, upstreams.config, progress_every=progress_every)
+    elicitations = Elicitations(service, upstreams.config, progress_every=progress_every)
     in_flight = InFlight()
     upstreams.elicit = in_flight.guarding(elicitations.answer)  # an upstream's elicitation is asked in Slack
     tools = GatewayTools(upstreams, approvals, elicitations, caller_of, session_of, in_flight)
