@@ -29,6 +29,7 @@ from slack_payloads import block_actions_payload
 from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService
+from workers.questions.exceptions import QuestionNotFound
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
 from workers.questions.waiting import Patience, listening
 from workers.questions.webhooks import announce
@@ -202,3 +203,15 @@ def test_a_wait_is_woken_when_people_answer(service: QuestionService, bot: Bot) 
 
     view = anyio.run(both)
     assert view.status is QuestionStatus.ANSWERED and view.answers == {"d": "approve"}
+
+
+def test_an_error_while_waiting_is_raised_as_it_is(service: QuestionService) -> None:
+    async def ignore(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async def scenario() -> None:
+        async with listening(service):
+            await service.waiting.until(CALLER, "r-no-such-question", Patience(seconds=1, progress=ignore))
+
+    with pytest.raises(QuestionNotFound, match="no question 'r-no-such-question'"):  # never an ExceptionGroup
+        anyio.run(scenario)

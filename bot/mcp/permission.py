@@ -22,25 +22,24 @@ editable, and the real values go back in `updatedInput`; such a value is shown a
 else in the input it appears too (`bot.mcp.scrub`).
 
 Claude Code waits for the tool's result, and there is no get_answer to come back with, so the
-call waits until the approval closes: at most `expires_in` plus `GRACE` seconds. An expired
-approval (or one still open at that bound, which is then cancelled) is a deny saying "not
-approved within N minutes". Meanwhile the server sends progress notifications every 15 s to a
-client that gave a progress token. A call the client cancels cancels its approval in Slack, so
-nobody approves what nobody waits for.
+call waits until the approval closes, as every MCP wait does (`workers.questions.waiting`): at
+most `expires_in` plus `GRACE` seconds. An expired approval is a deny saying "not approved within
+15 minutes" (`deadlines.human`); one still open at that bound is cancelled. Meanwhile the server
+sends progress notifications every 15 s to a client that gave a progress token. A call the
+client cancels cancels its approval in Slack, so nobody approves what nobody waits for.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bot.mcp.gateway.deadlines import human
 from bot.mcp.rules import Action, RulesConfig
 from bot.mcp.scrub import Redaction
 from bot.mcp.tools import ToolInputError
 from workers.questions.models import ApprovalCreate, QuestionCreate, QuestionStatus, QuestionView
 
 APPROVE_TOOL_USE = "approve_tool_use"
-GRACE = 60
-"""Seconds past the approval's expiry the call still waits for the expiry to be recorded."""
 TOOL_NAME_MAX = 200
 APPROVE_TOOL_USE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -125,10 +124,6 @@ def approval_question(
     return body.model_copy(update={"metadata": {"tool_name": name, "tool_use_id": use_id}})
 
 
-def minutes(seconds: int) -> str:
-    return f"{seconds // 60} minutes" if seconds % 60 == 0 and seconds >= 120 else f"{seconds} seconds"
-
-
 def outcome(
     view: QuestionView, given: dict[str, Any], patterns: tuple[str, ...], expires_in: int
 ) -> dict[str, Any] | None:
@@ -141,7 +136,7 @@ def outcome(
             return allow(Redaction(given, patterns).approved(decision.args) if patterns else dict(decision.args))
         return deny(decision.reason or "Rejected in Slack" + (f" by {decision.by}" if decision.by else ""))
     if view.status is QuestionStatus.EXPIRED:
-        return deny(f"not approved within {minutes(expires_in)}")
+        return deny(f"not approved within {human(expires_in)}")
     if view.status is QuestionStatus.CANCELLED:
         return deny("the approval was cancelled" + (f" by {view.cancelled_by}" if view.cancelled_by else ""))
     return deny(f"the approval could not be asked: {view.error or view.status.value}")

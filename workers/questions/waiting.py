@@ -90,17 +90,16 @@ class Waiting:
         `key`: an idempotency key; a second call with it joins the first call's question."""
         service = self.service
         view, created = await service.in_thread(lambda: service.create(caller, body, key))
-        log.info("asked, waiting", run_id=view.id, origin=caller.name, seconds=patience.seconds, created=created)
+        asked = "question asked" if created else "question joined"
+        log.info(asked, run_id=view.id, origin=caller.name, channel=view.channel or "", wait=patience.seconds)
+        if patience.seconds <= 0:
+            return view, created
         return await self.until(caller, view.id, patience), created
 
     async def until(self, caller: Caller, question_id: str, patience: Patience) -> QuestionView:
         """Wait on the question as `patience` says: the question once closed, or as it stands at the bound."""
         try:
-            async with anyio.create_task_group() as tasks:
-                if patience.progress is not None:
-                    tasks.start_soon(self._report, patience)
-                view = await self._bounded(caller, question_id, patience.seconds)
-                tasks.cancel_scope.cancel()
+            view = await self._reporting(caller, question_id, patience)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):  # the client went away: nobody is to answer for it now
                 await self._gone(caller, question_id, patience)
@@ -117,6 +116,22 @@ class Waiting:
             return await service.in_thread(lambda: service.cancel(caller, question_id))
         except QuestionError:
             return await service.in_thread(lambda: service.get(caller, question_id))
+
+    async def _reporting(self, caller: Caller, question_id: str, patience: Patience) -> QuestionView:
+        """`_bounded`, progress reported meanwhile; its errors raised as they are, never grouped."""
+        if patience.progress is None:
+            return await self._bounded(caller, question_id, patience.seconds)
+        failed: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._report, patience)
+            try:
+                view = await self._bounded(caller, question_id, patience.seconds)
+            except Exception as exc:  # a task group would wrap it in an ExceptionGroup
+                failed = exc
+            tasks.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        return view
 
     async def _bounded(self, caller: Caller, question_id: str, seconds: float) -> QuestionView:
         deadline = anyio.current_time() + seconds
