@@ -63,16 +63,20 @@ class Patience:
         *,
         total: bool = False,
         grace: float = GRACE,
+        every: float = PROGRESS_EVERY,
+        when_gone: Gone | None = None,
     ) -> Patience:
         """Wait until people decide: at most the expiry and `grace`, withdrawn past that or when the client goes.
 
-        `total`: report the expiry as the progress total."""
+        `total`: report the expiry as the progress total. `when_gone`: instead of the withdrawal."""
         return cls(
             seconds=expires_in + grace,
             progress=progress,
             saying=saying,
             total=float(expires_in) if total else None,
+            every=every,
             withdraw=True,
+            when_gone=when_gone,
         )
 
 
