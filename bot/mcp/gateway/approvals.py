@@ -8,7 +8,7 @@ the call, which this process alone holds (they never reach Slack or Redis). A re
 also removed by value (`bot.mcp.scrub`) from the other arguments shown, the history, and the
 upstream's result or error, so an upstream that echoes it shows it to nobody.
 
-Forwarding is claimed first (`GatewayStore.claim`), so a call is forwarded at most once; a call
+Forwarding is claimed first (`workers.questions.forwarding`), so a call is forwarded at most once; a call
 whose client went away while it waited is claimed as such, and the decision that comes later is
 recorded in the run's history as not forwarded. A standing approval (`allow_standing`) lets later
 calls of the same tool from the same MCP session go without asking, each recorded in the history
@@ -18,7 +18,6 @@ of the run that granted it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -39,15 +38,13 @@ from workers.interaction.lengths import REASON_MAX
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
+from workers.questions.forwarding import CLIENT_GONE, FORWARDED, Forwarding
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
-from workers.store.gateway import CLIENT_GONE, FORWARDED, GatewayStore
+from workers.questions.waiting import PROGRESS_EVERY, Patience, Progress
 
 log = Log("parley.mcp.gateway")
-PROGRESS_EVERY = 15.0
-"""Seconds between progress notifications while a call waits for its approval."""
 STANDING_FOR = 3600
-STANDING = "Approve this tool for this session for 1 hour"
-Report = Callable[[float, str], Awaitable[None]]
+STANDING = f"Approve this tool for this session for {human(STANDING_FOR)}"
 
 
 def error(text: str) -> types.CallToolResult:
@@ -86,31 +83,36 @@ class Approvals:
         self.upstreams = upstreams
         self.config = config
         self.progress_every = progress_every
-        self.gateway = GatewayStore(service.runtime.redis)
+        self.forwarding = Forwarding(service)
         self._watchers: set[asyncio.Task[None]] = set()
 
-    async def ask(self, call: Call, report: Report) -> types.CallToolResult:
-        """The upstream's result once the call is approved; a tool error when it is not, saying why."""
+    async def ask(self, call: Call, progress: Progress | None) -> types.CallToolResult:
+        """The upstream's result once the call is approved; a tool error when it is not, saying why.
+
+        It waits as every MCP wait does (`workers.questions.waiting`); a client that goes away
+        leaves the question open, and its decision is recorded as not forwarded."""
         name = call.target.full_name
         if call.rule.allow_standing:
-            granted = await self.service.in_thread(lambda: self.gateway.standing(call.session, name))
+            granted = await self.forwarding.standing(call.session, name)
             if granted:
-                await self._history(granted, "approved by the standing rule", tool=name, args=call.shown)
+                await self.forwarding.note(granted, "approved by the standing rule", tool=name, args=call.shown)
                 return await self._forward(call, call.arguments, granted)
         try:
             body = self._question(call)
-            view, _ = await self.service.in_thread(lambda: self.service.create(call.caller, body))
         except (FormError, ContextError, ValueError) as exc:
             return error(f"{name} cannot be put to approval: {exc}")
+        saying = f"waiting for approval of {name} in Slack"
+        patience = Patience.decision(
+            self.config.expires_in,
+            progress,
+            saying,
+            every=self.progress_every,
+            when_gone=lambda qid: self._client_gone(call, qid),
+        )
+        try:
+            view, _ = await self.service.waiting.ask(call.caller, body, patience)
         except QuestionError as exc:
             return error(f"{name} cannot be put to approval: {exc.detail}")
-        log.info("tool call put to approval", run_id=view.id, tool=name, origin=call.caller.name)
-        try:
-            view = await self._wait(view.id, call, report)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._client_gone(call, view.id)
-            raise
         return await self._decided(call, view)
 
     def _question(self, call: Call) -> QuestionCreate:
@@ -136,15 +138,6 @@ class Approvals:
             request = approval_request(action, shown, input_schema=dict(tool.input_schema), **options)
         return QuestionCreate(request=request, channel=self.config.channel, context=shown)
 
-    async def _wait(self, qid: str, call: Call, report: Report) -> QuestionView:
-        waited = 0.0
-        while True:
-            view = await self.service.wait(call.caller, qid, self.progress_every)
-            if view.status is not QuestionStatus.WAITING:
-                return view
-            waited += self.progress_every
-            await report(waited, f"waiting for approval of {call.target.full_name} in Slack")
-
     async def _decided(self, call: Call, view: QuestionView) -> types.CallToolResult:
         name = call.target.full_name
         decision = view.decision
@@ -157,12 +150,14 @@ class Approvals:
             said = f": {decision.reason}" if decision.reason else ""
             return error(f"{name} was rejected by {decision.by or 'the approver'}{said}")
         arguments = call.redaction.approved(decision.args)
-        before = await self.service.in_thread(lambda: self.gateway.claim(view.id, FORWARDED))
+        before = await self.forwarding.claim(view.id, FORWARDED)
         if before is not None:
             return error(f"{name} was approved, and not forwarded again: {before}")
         if decision.standing and call.rule.allow_standing:
-            await self.service.in_thread(lambda: self.gateway.grant_standing(call.session, name, view.id, STANDING_FOR))
-            await self._history(view.id, "standing approval granted", decision.by, tool=name, seconds=STANDING_FOR)
+            await self.forwarding.grant_standing(call.session, name, view.id, STANDING_FOR)
+            await self.forwarding.note(
+                view.id, "standing approval granted", decision.by, tool=name, seconds=STANDING_FOR
+            )
         return await self._forward(call, arguments, view.id, by=decision.by, edited=decision.edited)
 
     async def _forward(
@@ -173,14 +168,14 @@ class Approvals:
         refused = await self._refused(call, arguments, run_id, by)
         if refused is not None:
             return error(forwarded.scrubber.text(refused))
-        await self._history(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
+        await self.forwarding.note(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
         try:
             result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments))
         except GatewayError as exc:
             why = forwarded.scrubber.text(str(exc))
-            await self._history(run_id, "upstream failed", tool=name, error=why)
+            await self.forwarding.note(run_id, "upstream failed", tool=name, error=why)
             return error(why)
-        await self._history(run_id, "upstream answered", tool=name, is_error=bool(result.is_error))
+        await self.forwarding.note(run_id, "upstream answered", tool=name, is_error=bool(result.is_error))
         log.info("tool call forwarded", run_id=run_id, tool=name, by=by, is_error=bool(result.is_error))
         return result
 
@@ -189,24 +184,26 @@ class Approvals:
         name = call.target.full_name
         changed = still_the_same(self.upstreams, call.target)
         if changed is not None:
-            await self._history(run_id, "not forwarded", by, tool=name, detail=changed)
+            await self.forwarding.note(run_id, "not forwarded", by, tool=name, detail=changed)
             log.warning("approved call not forwarded: its tool changed", run_id=run_id, tool=name)
             return changed
         why = await arguments_refused_off_loop(call.target, arguments)
         if why is not None:
             fields = await anyio.to_thread.run_sync(fields_refused, call.target, arguments)
-            await self._history(run_id, "not forwarded", by, tool=name, detail="the input schema refused", at=fields)
+            await self.forwarding.note(
+                run_id, "not forwarded", by, tool=name, detail="the input schema refused", at=fields
+            )
             log.warning("approved call not forwarded: its arguments", run_id=run_id, tool=name, at=fields)
             return why
         return None
 
     async def _client_gone(self, call: Call, qid: str) -> None:
         """The call was cancelled, or its session closed, while it waited: it is never forwarded now."""
-        before = await self.service.in_thread(lambda: self.gateway.claim(qid, CLIENT_GONE))
+        before = await self.forwarding.claim(qid, CLIENT_GONE)
         if before is not None:
             return
         name = call.target.full_name
-        await self._history(qid, "client went away", tool=name, detail="the call will not be forwarded")
+        await self.forwarding.note(qid, "client went away", tool=name, detail="the call will not be forwarded")
         log.info("client went away while its call waited for approval", run_id=qid, tool=name)
         task = asyncio.get_running_loop().create_task(self._record_late_decision(call, qid))
         self._watchers.add(task)
@@ -214,14 +211,11 @@ class Approvals:
 
     async def _record_late_decision(self, call: Call, qid: str) -> None:
         """Wait for the decision on a call whose client went away, and record it as not forwarded."""
-        deadline = anyio.current_time() + self.config.expires_in + 120
         try:
-            view = await self.service.wait(call.caller, qid, 0)
-            while view.status is QuestionStatus.WAITING and anyio.current_time() < deadline:
-                view = await self.service.wait(call.caller, qid, 60)
+            view = await self.service.waiting.until(call.caller, qid, Patience.within(self.config.expires_in + 120))
             if view.decision is not None:
                 verdict = "approved" if view.decision.approved else "rejected"
-                await self._history(
+                await self.forwarding.note(
                     qid,
                     "not forwarded",
                     view.decision.by,
@@ -231,7 +225,3 @@ class Approvals:
                 )
         except Exception as exc:  # a watcher of history only: its failure changes nothing else
             log.warning("could not record the late decision", run_id=qid, error=repr(exc))
-
-    async def _history(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:
-        store = self.service.runtime.store
-        await self.service.in_thread(lambda: store.add_history(run_id, event, by, **detail))

@@ -19,13 +19,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
 from bot.api.errors import ProblemResponses
-from bot.mcp.gateway.approvals import PROGRESS_EVERY
 from bot.mcp.gateway.server import build_gateway
 from bot.mcp.gateway.upstreams import Upstreams
 from bot.mcp.http import behind_tokens, token_caller
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.rules import RulesConfig
 from workers.questions import QuestionService
+from workers.questions.waiting import PROGRESS_EVERY
 
 PATH = "/mcp/gateway"
 

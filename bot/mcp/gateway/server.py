@@ -19,7 +19,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
+from bot.mcp.gateway.approvals import Approvals, Call, error
 from bot.mcp.gateway.checks import arguments_refused_off_loop
 from bot.mcp.gateway.echoes import InFlight
 from bot.mcp.gateway.elicitations import Asking, Elicitations
@@ -29,6 +29,7 @@ from bot.mcp.scrub import Scrubber
 from bot.mcp.server import DISTRIBUTION, CallerOf
 from workers.logs import Log
 from workers.questions import QuestionService
+from workers.questions.waiting import PROGRESS_EVERY
 
 log = Log("parley.mcp.gateway")
 NAME = "parley-gateway"
@@ -82,17 +83,14 @@ class GatewayTools:
         if refused is not None:  # nobody is asked to approve a call the tool, as it is now, refuses
             log.info("tool call refused by its input schema", tool=target.full_name, origin=caller.name)
             return error(scrubber.text(refused))
-
-        async def report(progress: float, message: str) -> None:
-            await ctx.session.report_progress(progress, None, message)
-
+        progress = ctx.session.report_progress
         try:
             with self.in_flight.calling(target.upstream, scrubber):
-                async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, report)):
+                async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, progress)):
                     if rule.action is Action.ALLOW:
                         return scrubber.result(await self.upstreams.call(target, args))
                     call = Call(target, args, rule, caller, self.session_of(ctx))
-                    return scrubber.result(await self.approvals.ask(call, report))
+                    return scrubber.result(await self.approvals.ask(call, progress))
         except GatewayError as exc:
             return error(scrubber.text(str(exc)))
 
