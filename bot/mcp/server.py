@@ -41,11 +41,12 @@ from bot.mcp.permission import (
     APPROVE_TOOL_USE_SCHEMA,
     approval_question,
     deny,
-    outcome,
     parse_permission,
+    reply,
     rules_answer,
 )
 from bot.mcp.rules import RulesConfig
+from bot.mcp.tool_approval import ToolApproval
 from bot.mcp.tools import (
     ASK_HUMAN,
     ASK_HUMAN_DESCRIPTION,
@@ -161,9 +162,9 @@ class Tools:
         if answer is not None:
             log.info("tool use decided by the rules", tool=name, behavior=answer["behavior"], origin=caller.name)
             return answer
-        rule = self.rules.rule_for(name)
+        approval = ToolApproval(given, self.rules.rule_for(name).redact, self.rules)
         try:
-            body = approval_question(self.rules, rule.redact, name, given, use_id)
+            body = approval_question(approval, name, use_id)
         except ValueError as exc:  # input too deep or too large to show: never allowed unseen
             return deny(f"{name} cannot be put for approval: {exc}")
         key = f"{APPROVE_TOOL_USE}:{use_id}" if use_id else None  # a repeated tool use joins its first question
@@ -177,7 +178,7 @@ class Tools:
         except QuestionError as exc:
             log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
             return deny(f"the approval could not be asked: {_question_error(exc)}")
-        decided = outcome(view, given, rule.redact, expires_in) or deny(f"not approved within {human(expires_in)}")
+        decided = reply(approval.verdict(view)) or deny(f"not approved within {human(expires_in)}")
         log.info("tool use decided", run_id=view.id, tool=name, behavior=decided["behavior"], origin=caller.name)
         return decided
 

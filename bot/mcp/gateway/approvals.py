@@ -32,14 +32,13 @@ from bot.mcp.gateway.names import note
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
 from bot.mcp.rules import Rule, RulesConfig
 from bot.mcp.scrub import Redaction
-from workers.interaction import ContextError, FormError
-from workers.interaction.approval import approval_request
+from bot.mcp.tool_approval import ToolApproval, Verdict
 from workers.interaction.lengths import REASON_MAX
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
 from workers.questions.forwarding import CLIENT_GONE, FORWARDED, Forwarding
-from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
+from workers.questions.models import QuestionCreate, QuestionStatus
 from workers.questions.waiting import PROGRESS_EVERY, Patience, Progress
 
 log = Log("parley.mcp.gateway")
@@ -97,9 +96,10 @@ class Approvals:
             if granted:
                 await self.forwarding.note(granted, "approved by the standing rule", tool=name, args=call.shown)
                 return await self._forward(call, call.arguments, granted)
+        approval = ToolApproval(call.arguments, call.rule.redact, self.config)
         try:
-            body = self._question(call)
-        except (FormError, ContextError, ValueError) as exc:
+            body = self._question(call, approval)
+        except ValueError as exc:
             return error(f"{name} cannot be put to approval: {exc}")
         saying = f"waiting for approval of {name} in Slack"
         patience = Patience.decision(
@@ -113,52 +113,40 @@ class Approvals:
             view, _ = await self.service.waiting.ask(call.caller, body, patience)
         except QuestionError as exc:
             return error(f"{name} cannot be put to approval: {exc.detail}")
-        return await self._decided(call, view)
+        return await self._decided(call, view.id, approval.verdict(view))
 
-    def _question(self, call: Call) -> QuestionCreate:
-        if self.config.channel is None:
-            raise ValueError("the rules file names no `channel` to ask in")
+    @staticmethod
+    def _question(call: Call, approval: ToolApproval) -> QuestionCreate:
         tool = call.target.tool
-        shown = call.shown
-        editable = call.redaction.editable  # nothing redacted in it
         about = f"{call.caller.name} asks to call {call.target.full_name}"
         reason = f"{about}: {tool.description}" if tool.description else about
         reason = reason if tool.name.isascii() else f"{note(tool.name)} {reason}"
-        options: dict[str, Any] = {
-            "editable": editable,
-            "standing": STANDING if call.rule.allow_standing else None,
-            "reason": call.redaction.scrubber.text(reason)[:REASON_MAX],
-            "assignees": list(self.config.assignees),
-            "expires_in": self.config.expires_in,
-        }
-        action = f"Call {call.target.full_name}"
-        try:
-            request = approval_request(action, shown, schema=dict(tool.input_schema), **options)
-        except FormError:  # a schema Parley's items do not cover: the values' types decide
-            request = approval_request(action, shown, input_schema=dict(tool.input_schema), **options)
-        return QuestionCreate(request=request, channel=self.config.channel, context=shown)
+        return approval.question(
+            f"Call {call.target.full_name}",
+            reason=approval.redaction.scrubber.text(reason)[:REASON_MAX],
+            schema=dict(tool.input_schema),
+            standing=STANDING if call.rule.allow_standing else None,
+        )
 
-    async def _decided(self, call: Call, view: QuestionView) -> types.CallToolResult:
+    async def _decided(self, call: Call, run_id: str, verdict: Verdict | None) -> types.CallToolResult:
         name = call.target.full_name
-        decision = view.decision
-        if view.status is QuestionStatus.EXPIRED:
+        if verdict is None:  # still waiting past the grace period, and not withdrawn
             return error(f"{name} was not approved within {human(self.config.expires_in)}")
-        if view.status is not QuestionStatus.ANSWERED or decision is None:
-            why = view.error or f"the approval was {view.status.value}"
-            return error(f"{name} was not approved: {why}")
-        if not decision.approved:
-            said = f": {decision.reason}" if decision.reason else ""
-            return error(f"{name} was rejected by {decision.by or 'the approver'}{said}")
-        arguments = call.redaction.approved(decision.args)
-        before = await self.forwarding.claim(view.id, FORWARDED)
+        if verdict.rejected:
+            said = f": {verdict.why}" if verdict.why else ""
+            return error(f"{name} was rejected by {verdict.by or 'the approver'}{said}")
+        if verdict.arguments is None and verdict.status is QuestionStatus.EXPIRED:
+            return error(f"{name} was {verdict.why}")  # "not approved within 15 minutes"
+        if verdict.arguments is None:
+            return error(f"{name} was not approved: {verdict.why}")
+        before = await self.forwarding.claim(run_id, FORWARDED)
         if before is not None:
             return error(f"{name} was approved, and not forwarded again: {before}")
-        if decision.standing and call.rule.allow_standing:
-            await self.forwarding.grant_standing(call.session, name, view.id, STANDING_FOR)
-            await self.forwarding.note(
-                view.id, "standing approval granted", decision.by, tool=name, seconds=STANDING_FOR
-            )
-        return await self._forward(call, arguments, view.id, by=decision.by, edited=decision.edited)
+        if verdict.standing and call.rule.allow_standing:
+            await self.forwarding.grant_standing(call.session, name, run_id, STANDING_FOR)
+            granted = "standing approval granted"
+            await self.forwarding.note(run_id, granted, verdict.by, tool=name, seconds=STANDING_FOR)
+        return await self._forward(call, verdict.arguments, run_id, by=verdict.by, edited=verdict.edited)
 
     async def _forward(
         self, call: Call, arguments: dict[str, Any], run_id: str, *, by: str = "", edited: bool = False
