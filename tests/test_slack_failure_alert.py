@@ -6,6 +6,9 @@ stand-in, which checks every payload with slack_sdk's models and Slack's limits.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from workers.registry import load_agents
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
+VALIDATOR = Path("/work/shared/slack/scripts/validate_blocks.py")
 
 
 @pytest.fixture
@@ -52,7 +56,7 @@ def _failure(bot: Bot, root_ts: str) -> dict[str, Any]:
     return failure
 
 
-def test_a_failed_run_says_so_in_an_error_alert_with_its_retry_button(bot: Bot) -> None:
+def test_a_failed_run_says_so_in_an_error_alert_with_its_retry_button(bot: Bot, tmp_path: Path) -> None:
     paused = _fail(bot)
     failure = _failure(bot, paused.root_ts)
     alert, actions = failure["blocks"]
@@ -62,6 +66,11 @@ def test_a_failed_run_says_so_in_an_error_alert_with_its_retry_button(bot: Bot) 
     assert actions["elements"][0]["action_id"] == ADMIN_RETRY_ACTION_ID
     assert actions["elements"][0]["value"] == paused.run.id
     assert_valid_message(failure["blocks"], failure["text"])
+    if VALIDATOR.exists():  # the shared checker of Slack's documented limits, where this machine has it
+        payload = tmp_path / "failure.json"
+        payload.write_text(json.dumps({"text": failure["text"], "blocks": failure["blocks"]}))
+        checked = subprocess.run([sys.executable, str(VALIDATOR), str(payload)], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_a_workspace_without_alerts_gets_the_plain_failure_and_one_log_line(
