@@ -7,7 +7,8 @@ creation. `agents.sessions.rename` sets the title (1 to 200 characters).
 (https://docs.slack.dev/ai/agent-sessions/, the methods' reference pages).
 
 A workspace made `without_agents` answers each of them `unknown_method`, and refuses a message
-with a `plan` or `task_card` block (`invalid_blocks`), as a Slack without these surfaces does.
+with a `plan`, `task_card`, `context_actions`, `alert` or `card` block
+(`invalid_blocks`), as a Slack without these surfaces does.
 Each session keeps every status it was given, for tests to read.
 """
 
@@ -29,7 +30,7 @@ STATUSES = frozenset({"active", "processing", "suspended", "closed"})
 TITLE_MAX = 200
 LOADING_MESSAGES_MAX = 10
 METHODS = ("agents.sessions.setStatus", "agents.sessions.rename", "assistant.threads.setStatus")
-AGENT_BLOCKS = frozenset({"plan", "task_card", "context_actions"})
+AGENT_BLOCKS = frozenset({"plan", "task_card", "context_actions", "alert", "card"})
 
 
 @dataclass

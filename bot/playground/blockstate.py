@@ -61,6 +61,8 @@ def _elements(block: dict[str, Any]) -> list[dict[str, Any]]:
     found = [block[k] for k in ("element", "accessory") if isinstance(block.get(k), dict)]
     if block.get("type") in ("actions", "context_actions"):
         found += [e for e in block.get("elements") or [] if isinstance(e, dict)]
+    if block.get("type") == "card":  # a card's buttons are its `actions`
+        found += [e for e in block.get("actions") or [] if isinstance(e, dict)]
     return found
 
 

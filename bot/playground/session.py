@@ -97,6 +97,7 @@ class Playground:
             "deliveries": deliveries,
             "permalink_base": ws.permalink_base,
             "sessions": agent_methods.sessions_shown(ws),
+            "streamed": sorted(ws.agents.streams),
         }
 
     def apply_response(self, ctx: dict[str, Any], body: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ from workers.store.slack_surfaces import SurfaceStore
 log = Log("parley.slack.agents")
 UNAVAILABLE = frozenset({"unknown_method", "not_allowed_token_type", "missing_scope", "feature_not_enabled"})
 """Refusals meaning the workspace lacks the surface, not that this one call went wrong."""
-BLOCK_SURFACES = frozenset({"plan", "feedback"})
+BLOCK_SURFACES = frozenset({"plan", "feedback", "alert"})
 """Surfaces that are blocks: a workspace without them refuses the message (`invalid_blocks`)."""
 SURFACE_UNAVAILABLE = Counter(
     "parley_slack_surface_unavailable",

@@ -239,7 +239,9 @@ class SlackHost(AgentSurfacesHost):
         self._run_ended(run, "succeeded")
 
     def failed(self, run: RunInfo, reason: str) -> None:
-        self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
+        """The failure (or expiry) in the thread: an alert where Slack has it (`host_agents`), else plain."""
+        if not self._failure_alerted(run, reason):
+            self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
         self._run_ended(run, "failed")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:

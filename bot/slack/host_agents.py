@@ -1,4 +1,4 @@
-"""What `SlackHost` shows on Slack's agent surfaces: the run's session status and its live plan.
+"""What `SlackHost` shows on Slack's agent surfaces: session status, live plan, failure alerts.
 
 A mixin, so the host's own module only calls it at the moments that matter: the thread
 started, a question parked the run, a question closed, the run ended or was cancelled.
@@ -16,6 +16,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.slack import people
 from bot.slack.agent_surfaces import AgentSurfaces
+from bot.slack.blocks import failed_text
+from bot.slack.blocks_alert import failed_alert_blocks
 from bot.slack.live_plan import LivePlan
 from bot.slack.session_status import SessionStatus
 from bot.slack.streamed_answer import stream_answer
@@ -44,6 +46,9 @@ class AgentSurfacesHost:
         raise NotImplementedError
 
     def _thread(self, run: RunInfo) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _post(self, run: RunInfo, text: str, **kwargs: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     @cached_property
@@ -88,6 +93,22 @@ class AgentSurfacesHost:
         except ParleyError:  # an agent this process does not know (or cannot run) is not streamed
             return False
         return stream_answer(self._surfaces, self._web(run), run, self._thread(run), result)
+
+    def _failure_alerted(self, run: RunInfo, reason: str) -> bool:
+        """Post the failure as an `alert` where the workspace has the block; False: post it plain.
+
+        A workspace without it refuses the message (`invalid_blocks`): remembered, then plain."""
+        if not self._surfaces.available(run, "alert"):
+            return False
+        try:
+            self._post(run, failed_text(reason), blocks=failed_alert_blocks(reason, run.id, show_retry=True))
+        except SlackApiError as exc:
+            error = str(exc.response.get("error") or "")
+            if error != "invalid_blocks":
+                raise
+            self._surfaces.refused(run, "alert", error)
+            return False
+        return True
 
     def _run_ended(self, run: RunInfo, how: str) -> None:
         """The run ended `how` (a `RunStatus` value): its plan finished, its session out of processing."""

@@ -110,6 +110,7 @@ async function act(surface, store, block, element, raw) {
 const ui = {
   user: (id) => (S.data ? S.data.users.find((u) => u.id === id) : null),
   botUserId: () => S.data.bot_user_id,
+  streamed: (ts) => (S.data.streamed || []).includes(ts),
   mctx: () => ({
     me: S.me,
     users: Object.fromEntries(S.data.users.map((u) => [u.id, u])),

@@ -261,6 +261,47 @@ function renderFeedback(block, element, ctx) {
   return group;
 }
 
+const ALERT_MARKS = { default: "ℹ", info: "ℹ", warning: "⚠", error: "⛔", success: "✓" };
+
+// An alert as Slack draws one: a coloured notice with a mark for its level ("default" when none).
+function renderAlert(node, block, ctx) {
+  const level = ALERT_MARKS[block.level] ? block.level : "default";
+  node.classList.add(`alert-${level}`);
+  node.dataset.level = level;
+  node.append(el("span", "alert-mark", ALERT_MARKS[level]));
+  const text = el("div", "alert-text");
+  if (block.text) text.append(renderText(block.text, ctx.m));
+  node.append(text);
+}
+
+// A card: its hero image and icon as their alt text, title, subtitle, body, subtext, then its buttons.
+function renderCard(node, block, ctx) {
+  const image = (img, cls) => el("span", `image-alt ${cls}`, `[image: ${(img && img.alt_text) || ""}]`);
+  if (block.hero_image) node.append(image(block.hero_image, "card-hero"));
+  const head = el("div", "card-head");
+  if (block.icon) head.append(image(block.icon, "card-icon"));
+  const titles = el("div", "card-titles");
+  for (const part of ["title", "subtitle"]) {
+    if (!block[part]) continue;
+    const text = testid(el("div", `card-${part}`), `card-${part}`);
+    text.append(renderText(block[part], ctx.m));
+    titles.append(text);
+  }
+  head.append(titles);
+  node.append(head);
+  for (const part of ["body", "subtext"]) {
+    if (!block[part]) continue;
+    const text = testid(el("div", `card-${part}`), `card-${part}`);
+    text.append(renderText(block[part], ctx.m));
+    node.append(text);
+  }
+  if (block.actions && block.actions.length) {
+    const row = el("div", "card-actions");
+    for (const element of block.actions) row.append(renderElement(block, element, ctx, true));
+    node.append(row);
+  }
+}
+
 function renderBlock(block, ctx) {
   const node = el("div", `block block-${block.type}`);
   node.dataset.blockId = block.block_id || "";
@@ -326,6 +367,12 @@ function renderBlock(block, ctx) {
       break;
     case "task_card":
       node.append(renderTaskCard(block));
+      break;
+    case "alert":
+      renderAlert(node, block, ctx);
+      break;
+    case "card":
+      renderCard(node, block, ctx);
       break;
     case "context_actions":
       for (const element of block.elements || []) {

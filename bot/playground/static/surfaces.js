@@ -85,8 +85,11 @@ export function messageNode(ui, item) {
   }
   const surface = { kind: "message", channel, ts: msg.ts, ephemeral: Boolean(ephemeral) };
   const body = el("div", "body");
+  // A streamed message shows its text with the blocks its stream ended with under it (chat.stopStream).
+  const streamed = ui.streamed(msg.ts);
+  if (streamed) body.append(testid(renderMrkdwn(msg.text, ui.mctx()), "streamed-text"));
   if (msg.blocks && msg.blocks.length) body.append(renderBlocks(msg.blocks, ui.surfaceCtx(surface)));
-  else body.append(renderMrkdwn(msg.text, ui.mctx()));
+  else if (!streamed) body.append(renderMrkdwn(msg.text, ui.mctx()));
   content.append(body);
   if (!inThread && !ephemeral && msg.reply_count) {
     const replies = testid(el("a", "replies", `${msg.reply_count} ${msg.reply_count === 1 ? "reply" : "replies"}`),
