@@ -1,0 +1,48 @@
+"""Runs as hosts see them: the inbound door (`RunService`) and the words it speaks.
+
+`workers.interaction` is the port the runtime uses to reach a host (`Interactor`). This
+package is the other direction: Slack, the terminal and the command line start, answer,
+decline, reassign, wait on and administer runs through `RunService`, never the store.
+The records, outcomes and refusals it returns are exported here, so a host needs
+nothing from `workers.store` or `workers.runtime`.
+"""
+
+from workers.runs.records import HostRecords
+from workers.runs.service import RunService, Where
+from workers.runs.start import StartRefused
+from workers.runtime.acceptance import AcceptRefused, AnswerOutcome, plain_text
+from workers.runtime.admin import UNREADABLE, QuestionState, RunDetail, RunFilter, RunPage, RunSummary
+from workers.runtime.people import ReassignRefused
+from workers.store.closings import Closings
+from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
+from workers.store.refusal import Refusal
+from workers.store.starts import Admission, Rate, StartLimit, StartLimits
+
+__all__ = [
+    "UNREADABLE",
+    "AcceptRefused",
+    "Admission",
+    "AnswerOutcome",
+    "Closings",
+    "HistoryEntry",
+    "HostRecords",
+    "InterruptRecord",
+    "InterruptState",
+    "QuestionState",
+    "Rate",
+    "ReassignRefused",
+    "Refusal",
+    "RefusalReason",
+    "RunDetail",
+    "RunFilter",
+    "RunPage",
+    "RunRecord",
+    "RunService",
+    "RunStatus",
+    "RunSummary",
+    "StartLimit",
+    "StartLimits",
+    "StartRefused",
+    "Where",
+    "plain_text",
+]

@@ -1,0 +1,28 @@
+"""Finding the question a click or a form answers, by the id its controls carry.
+
+A question's controls carry its interrupt id. The one message of a question put to each
+person separately (`run.ask_each`) carries its group's id instead: the clicker's own
+question is the member of that group asked of them, so nobody answers for another, and a
+person who was not asked is refused with who was.
+"""
+
+from __future__ import annotations
+
+from workers.runtime.acceptance import AnswerOutcome
+from workers.store.records import InterruptRecord, RefusalReason
+from workers.store.refusal import Refusal
+from workers.store.runs import RunStore
+
+
+def lookup(store: RunStore, qid: str, user: str) -> InterruptRecord | AnswerOutcome:
+    """The question `qid` (or `user`'s own in the `ask_each` group `qid`), or the refusal saying why there is none."""
+    interrupt = store.interrupt(qid) if qid else None
+    if interrupt is not None:
+        return interrupt
+    group = store.groups.group(qid) if qid else None
+    if group is None:
+        return AnswerOutcome.refused(qid, user, Refusal(RefusalReason.UNKNOWN))
+    mine = store.groups.member_for(qid, user)
+    if mine is None:
+        return AnswerOutcome.refused(qid, user, Refusal(RefusalReason.NOT_ALLOWED, assignees=tuple(group.people)))
+    return mine
