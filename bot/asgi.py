@@ -28,7 +28,7 @@ from bot.api.app import create_api
 from bot.api.errors import no_such_path
 from bot.body_limits import BodyLimits
 from workers.questions import QuestionService
-from workers.store.closings import Closings
+from workers.runs import Closings
 
 SLACK_THREADS = 32
 """Threads that run bolt's listeners (and so ack Slack): as many as gunicorn gthread had before."""

@@ -43,6 +43,7 @@ from parley.worker import add_api_host
 from workers.exceptions import ConfigError
 from workers.logs import Log
 from workers.questions import QuestionService
+from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.store import connection
 from workers.store.closings import Closings
@@ -86,7 +87,7 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
     admins = settings.parley_admins
     team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}
     deps = BotDeps(
-        runtime=runtime,
+        runs=RunService(runtime),
         client=web,
         slack=slack,
         admins=frozenset(admins.get("", ())),
@@ -121,7 +122,7 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, m
     logs.configure(settings.parley_log_level, settings.parley_log_format)
     app, client, deps = build_bot_deps(settings)
     channels = SlackChannelNames(web_clients(settings, client))
-    service = QuestionService(deps.runtime, question_config(settings), channels=channels)
+    service = QuestionService(deps.runs.runtime, question_config(settings), channels=channels)
     aio = async_redis(settings, client)
     closings = Closings(aio)
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS

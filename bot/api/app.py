@@ -26,7 +26,7 @@ from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.exceptions import QuestionInvalid
 from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate, QuestionStatus, TokenScope
-from workers.store.closings import Closings
+from workers.runs import Closings
 
 __all__ = ["ApiError", "create_api", "problem"]
 log = Log("parley.api")

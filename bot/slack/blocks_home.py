@@ -40,7 +40,7 @@ from slack_sdk.models.views import View
 from bot.slack import limits
 from bot.slack.blocks_inspect import INSPECT_ACTION_ID
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
-from workers.runtime.admin import QuestionState, RunSummary
+from workers.runs import QuestionState, RunSummary
 
 HOME_PAGE_SIZE = 20
 """Runs shown per admin page; callers page their query by this."""

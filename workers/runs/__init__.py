@@ -7,7 +7,7 @@ The records, outcomes and refusals it returns are exported here, so a host needs
 nothing from `workers.store` or `workers.runtime`.
 """
 
-from workers.runs.records import HostRecords
+from workers.runs.records import HostRecords, Notices
 from workers.runs.service import RunService, Where
 from workers.runs.start import StartRefused
 from workers.runtime.acceptance import AcceptRefused, AnswerOutcome, plain_text
@@ -28,6 +28,7 @@ __all__ = [
     "HostRecords",
     "InterruptRecord",
     "InterruptState",
+    "Notices",
     "QuestionState",
     "Rate",
     "ReassignRefused",
