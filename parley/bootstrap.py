@@ -21,6 +21,7 @@ from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store import connection, embedded
 from workers.store.drafts import Drafts
+from workers.store.questions import QuestionStore
 
 
 # The bot answers Slack within three seconds, so a command on its request path gives up fast:
@@ -87,6 +88,11 @@ def terminal_runs(settings: Settings, host: TerminalHost) -> RunService:
     client = connect_redis(settings)
     host.drafts = host.drafts or Drafts(client)
     return build_runs(settings, client, InteractorRouter({"terminal": host}))
+
+
+def token_store(client: redis.Redis) -> QuestionStore:
+    """Where the API's tokens are kept, for the commands that create and revoke them."""
+    return QuestionStore(client)
 
 
 def question_config(settings: Settings) -> QuestionConfig:

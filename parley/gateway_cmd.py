@@ -22,7 +22,7 @@ from parley.mcp_cmd import build_service
 from parley.settings import Settings
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
-from workers.store.closings import Closings
+from workers.runs import Closings
 
 log = Log("parley.mcp.gateway")
 
