@@ -21,7 +21,19 @@ from slack_bolt.middleware import Middleware
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 
 from bot.deps import BotDeps
-from bot.listeners import actions, admin_actions, commands, events, inspect, installs, options, reassign, views
+from bot.listeners import (
+    actions,
+    admin_actions,
+    claims,
+    commands,
+    events,
+    inspect,
+    installs,
+    options,
+    reassign,
+    reply_proposals,
+    views,
+)
 from bot.slack import payload_shape
 from workers.logs import Log
 
@@ -79,6 +91,8 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     inspect.register(app, deps)
     installs.register(app, deps)
     reassign.register(app, deps)
+    claims.register(app, deps)
+    reply_proposals.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

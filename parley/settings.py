@@ -136,6 +136,7 @@ class Settings(BaseSettings):
     parley_secret_key: SecretStr | None = None  # Fernet key sealing secret answers; never shown
     parley_redis_min_replicas: int = Field(default=0, ge=0)  # replicas holding an answer before its ack
     parley_notify_assignees: bool = True  # DM the people a question is put to (not the run's starter)
+    parley_llm_answers: bool = False  # read plain-words replies with the PARLEY_LLM_* model, for people to confirm
 
     parley_webhook_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)  # host patterns
     parley_webhook_loopback: bool = False  # also admit this machine on any port; `parley dev` sets it

@@ -289,7 +289,7 @@ HOST_ALLOWED = (
     "workers.logs",
     "workers.metrics",
     "workers.registry",
-    "workers.llm.client",  # the names of the LLM's environment variables, which `parley dev` sets
+    "workers.llm",  # the model client: Slack reads plain-words replies with it, `parley dev` sets its names
 )
 """What a host (`bot/`, `parley/`) may import from `workers`: the port, the two services, and helpers."""
 COMPOSITION_ROOTS = (

@@ -24,6 +24,7 @@ from bot.slack import blocks, limits, people
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.clients import WebClients
+from bot.slack.last_call import last_call_text
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import escape, user_ref, with_mentions
 from bot.slack.question_metadata import find_question, question_metadata
@@ -235,7 +236,10 @@ class SlackHost:
             channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
         )
 
-    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
+    def remind(self, run: RunInfo, interrupt: QuestionInfo, *, last_call: bool = False) -> None:
+        if last_call:
+            self._post(run, last_call_text(self._web(run), interrupt))
+            return
         who = ", ".join(user_ref(u) for u in interrupt.assignees)
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
@@ -271,6 +275,10 @@ class SlackHost:
         for user in added:
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 
+    def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
+        """Show who holds the question now: "Claimed by …" and Release, or Claim again."""
+        self.refresh_question(interrupt, run)
+
     def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
         """Show the reassignment on the question and DM the new assignee a link to it."""
         self.refresh_question(interrupt, run)
@@ -305,6 +313,7 @@ class SlackHost:
             notes=people.notes(interrupt),
             asked_by=self.asked_by(run),
             declinable=self.declinable(run),
+            claimed_by=interrupt.claimed_by,
         )
         self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body

@@ -70,6 +70,19 @@ class QuestionInfo(Protocol):
     def asked_at(self) -> float: ...
 
     @property
+    def expires_at(self) -> float | None: ...
+
+    @property
+    def claimed_by(self) -> str:
+        """Who claimed the question (`Request.claim`); empty when nobody has."""
+        ...
+
+    @property
+    def claimed_from(self) -> list[str]:
+        """Who was asked before the claim: they may answer again once it is released."""
+        ...
+
+    @property
     def state(self) -> QuestionState: ...
 
     @property

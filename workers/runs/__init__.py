@@ -7,13 +7,15 @@ The records, outcomes and refusals it returns are exported here, so a host needs
 nothing from `workers.store` or `workers.runtime`.
 """
 
-from workers.runs.records import HostRecords, Notices
+from workers.runs.records import HostRecords, Notices, Proposals
 from workers.runs.service import RunService, Where
 from workers.runs.start import StartRefused
 from workers.runtime.acceptance import AcceptRefused, AnswerOutcome, plain_text
 from workers.runtime.admin import UNREADABLE, QuestionState, RunDetail, RunFilter, RunPage, RunSummary
+from workers.runtime.claims import ClaimRefused
 from workers.runtime.people import ReassignRefused
 from workers.store.closings import Closings
+from workers.store.proposals import Proposal
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
 from workers.store.refusal import Refusal
 from workers.store.starts import Admission, Rate, StartLimit, StartLimits
@@ -23,12 +25,15 @@ __all__ = [
     "AcceptRefused",
     "Admission",
     "AnswerOutcome",
+    "ClaimRefused",
     "Closings",
     "HistoryEntry",
     "HostRecords",
     "InterruptRecord",
     "InterruptState",
     "Notices",
+    "Proposal",
+    "Proposals",
     "QuestionState",
     "Rate",
     "ReassignRefused",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from workers.interaction import GroupInfo
+from workers.interaction import Answer, GroupInfo
 from workers.store.records import HistoryEntry, InterruptRecord, RunRecord
 
 
@@ -23,6 +23,12 @@ class GroupMembers(Protocol):
     """The questions of a group asked at once (`ask_all`, `ask_any`, `ask_each`)."""
 
     def members(self, group: GroupInfo) -> list[InterruptRecord]: ...
+
+
+class Proposals(Protocol):
+    """Where answers read from a plain-words reply wait for the replier's Confirm."""
+
+    def put(self, interrupt_id: str, user: str, answers: list[Answer], ttl: int = ...) -> str: ...
 
 
 class HostRecords(Protocol):

@@ -21,13 +21,14 @@ from workers.registry import AgentRegistry
 from workers.runs import inline
 from workers.runs.lookup import lookup
 from workers.runs.start import StartRefused, begin, create_run, start_run
-from workers.runtime import admin
+from workers.runtime import admin, claims
 from workers.runtime.acceptance import AnswerOutcome, accept, try_accept, unavailable
 from workers.runtime.decline import decline
 from workers.runtime.people import reassign
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
+from workers.store.proposals import Proposal
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
 from workers.store.starts import StartLimits
 
@@ -165,6 +166,22 @@ class RunService:
         A refusal raises `ReassignRefused` and writes nothing.
         """
         return reassign(self.runtime, interrupt, by=by, to=to, is_admin=is_admin, to_is_bot=to_is_bot)
+
+    def claim(self, interrupt: InterruptRecord, *, by: str) -> InterruptRecord:
+        """`by` takes a question asked with `claim`; the run's host shows it. Refused: `ClaimRefused`."""
+        return claims.claim(self.runtime, interrupt, by=by)
+
+    def release(self, interrupt: InterruptRecord, *, by: str, is_admin: bool) -> InterruptRecord:
+        """Give a claimed question back to everyone asked (its claimer, or an admin)."""
+        return claims.release(self.runtime, interrupt, by=by, is_admin=is_admin)
+
+    def proposal(self, proposal_id: str) -> Proposal | None:
+        """The answers read from a plain-words reply, waiting for the replier's Confirm."""
+        return self.runtime.store.proposals.get(proposal_id)
+
+    def take_proposal(self, proposal_id: str, user: str) -> Proposal | None:
+        """The proposal, taken once, if `user` made it; None otherwise, and nothing changes."""
+        return self.runtime.store.proposals.take(proposal_id, user)
 
     async def wait(self, interrupt_id: str, timeout: float) -> InterruptRecord | None:
         """The question once it is no longer open, or as it is after `timeout` seconds.

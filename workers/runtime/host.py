@@ -68,8 +68,11 @@ class LogHost:
             fields=fields,
         )
 
-    def remind(self, run: RunInfo, question: QuestionInfo) -> None:
-        log.info("reminder", **_about(run, question.id), assignees=question.assignees)
+    def remind(self, run: RunInfo, question: QuestionInfo, *, last_call: bool = False) -> None:
+        log.info("reminder", **_about(run, question.id), assignees=question.assignees, last_call=last_call)
+
+    def claimed(self, run: RunInfo, question: QuestionInfo, *, by: str, released: bool) -> None:
+        log.info("released" if released else "claimed", **_about(run, question.id), by=by)
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         log.info("question progress", **run.log_context(), group=group.id, progress=progress.summary)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from workers import metrics
+from workers.agent_run import ABSENT
 from workers.exceptions import AgentError, NotSerializable, SecretKeyMissing, StaleEpoch, Suspend
 from workers.interaction import (
     AnswerValue,
@@ -323,7 +324,8 @@ class Run:
             if interrupt.state is InterruptState.CANCELLED:
                 raise StaleEpoch(self.run_id, self._epoch)
             return self._solicit(interrupt, opened_earlier=True)
-        if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
+        anyone = self.conversation.get("anyone") or request.claim  # open to the whole channel; a claim picks one
+        if not request.assignees and not anyone:
             request = request.model_copy(update={"assignees": [self.started_by]})
         attempts, voided = [*walk.attempts, ids.new_question_id()], walk.voided
         assignees = list(request.assignees)
@@ -535,3 +537,8 @@ class Run:
         self.durable(lambda: self._rt.store.park(self.run_id, self._epoch, parked), "park")
         self.log.info("paused", key=interrupt.key, attempt=interrupt.attempt, assignees=interrupt.assignees)
         raise Suspend(self.run_id, interrupt.id)
+
+    def recorded(self, key: str) -> Any:
+        """What step `key` recorded, or `ABSENT` before it has run: a read that runs and records nothing."""
+        entry = self._recorded(names.step(key))
+        return ABSENT if entry is None else entry["v"]

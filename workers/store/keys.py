@@ -221,3 +221,8 @@ def gateway_forward(question_id: str) -> str:
 def gateway_standing(session_digest: str, tool_digest: str) -> str:
     """String with a TTL: the run that granted a standing approval of one tool to one MCP session."""
     return f"{PREFIX}gateway:standing:{session_digest}:{tool_digest}"
+
+
+def reply_proposal(proposal_id: str) -> str:
+    """Hash: answers a model read from a thread reply, until the replier confirms them (with a TTL)."""
+    return f"{PREFIX}proposal:{proposal_id}"

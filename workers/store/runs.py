@@ -16,9 +16,11 @@ from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.logs import Log
 from workers.store import ids, job_ids, journal_names, keys, scripts
+from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
+from workers.store.proposals import ProposalStore
 from workers.store.records import (
     CloseMode,
     HistoryEntry,
@@ -91,6 +93,8 @@ class RunStore:
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
+        self.claims = ClaimStore(redis)  # one person takes a question put to many (`Request.claim`)
+        self.proposals = ProposalStore(redis)  # answers a model read from a reply, until the replier confirms
         self.starts = StartStore(redis)  # how fast runs may be started from Slack
 
     # ---- creation and reads -------------------------------------------------
@@ -449,6 +453,10 @@ class RunStore:
         """Claim a due reminder; False when another sweep took it."""
         return bool(self.redis.zrem(keys.remind_index(), interrupt_id))
 
+    def schedule_reminder(self, interrupt_id: str, at: float) -> None:
+        """Remind again at `at`; a question closed by then is skipped by the sweep."""
+        self.redis.zadd(keys.remind_index(), {interrupt_id: at})
+
     def unwatch_queued(self, run_id: str) -> None:
         """Stop watching a run that is no longer queued for a missing job."""
         self.redis.zrem(keys.accepted_index(), run_id)
@@ -509,11 +517,25 @@ def interrupt_fields(
         "assignees": json.dumps(assignees),
         "asked_at": repr(now),
         "expires_at": repr(now + expires_in) if expires_in else "",
-        "remind_at": repr(now + expires_in / 2) if expires_in else "",
+        **_reminders(request, now),
         **_escalation(request, now),
         "state": InterruptState.POSTING.value,
         "team": team,
     }
+
+
+def _reminders(request: Request, now: float) -> dict[str, str]:
+    """When the reminders are due: at half-life, then the last call a lead before expiry.
+
+    A last call due before half-life is the only reminder: two close together say nothing more.
+    """
+    if not request.expires_in:
+        return {"remind_at": ""}
+    half, lead = now + request.expires_in / 2, request.last_call_lead()
+    if lead is None:
+        return {"remind_at": repr(half)}
+    last = now + request.expires_in - lead
+    return {"remind_at": repr(min(half, last)), "last_call_at": repr(last)}
 
 
 def _escalation(request: Request, now: float) -> dict[str, str]:
