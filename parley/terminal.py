@@ -92,6 +92,7 @@ def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
     host = TerminalHost()
     runs = terminal_runs(settings, host)
     record = runs.create(spec.name, text, os_user(), {"host": "terminal"})
-    assert not isinstance(record, StartRefused)  # no limits: nothing refuses a terminal's start
+    if isinstance(record, StartRefused):  # no limits are given, so none refuses; said plainly all the same
+        raise CannotRun(f"a start limit refused the run ({record.admission.refused})")
     host.notice(f"Run {record.id}: {spec.name} {text}".rstrip())
     return drive(runs, host, record.id)
