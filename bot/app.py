@@ -24,6 +24,7 @@ from bot.deps import BotDeps
 from bot.listeners import (
     actions,
     admin_actions,
+    away,
     claims,
     commands,
     events,
@@ -92,6 +93,7 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     installs.register(app, deps)
     reassign.register(app, deps)
     claims.register(app, deps)
+    away.register(app, deps)
     reply_proposals.register(app, deps)
 
     @app.error

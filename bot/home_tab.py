@@ -16,7 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.deps import BotDeps
 from bot.slack import blocks
 from workers.logs import Log
-from workers.runs import UNREADABLE, RunStatus
+from workers.runs import UNREADABLE, Away, RunStatus
 
 WAITING_SHOWN = 20
 log = Log("parley.home")
@@ -75,5 +75,12 @@ def publish_home(
     view = blocks.home_view(
         waiting=waiting_entries(deps, client, user, context),
         admin=admin_section(deps, page, context) if deps.is_admin(user, context) else None,
+        away=_away(deps, user, context),
     )
     client.views_publish(user_id=user, view=view)
+
+
+def _away(deps: BotDeps, user: str, context: BoltContext | None) -> Away | None:
+    """`user`'s absence in the tab's workspace (its team, from the request), or set for every workspace."""
+    team = str(context.get("team_id") or "") if context is not None else ""
+    return deps.runs.away(team, user)

@@ -20,6 +20,7 @@ from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store import connection, embedded
+from workers.store.away import AwayStore
 from workers.store.drafts import Drafts
 from workers.store.questions import QuestionStore
 
@@ -88,6 +89,11 @@ def terminal_runs(settings: Settings, host: TerminalHost) -> RunService:
     client = connect_redis(settings)
     host.drafts = host.drafts or Drafts(client)
     return build_runs(settings, client, InteractorRouter({"terminal": host}))
+
+
+def away_store(client: redis.Redis) -> AwayStore:
+    """Who is away and who answers for them, for `parley people`."""
+    return AwayStore(client)
 
 
 def token_store(client: redis.Redis) -> QuestionStore:

@@ -153,14 +153,25 @@ class SlackHost:
             return Outcome(paused=True)
         self._resolve_groups(run)
         asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
+        notes = people.notes(run.interrupt) if run.interrupt else []  # e.g. a delegate for someone away
         try:
-            question = self._templates.blocks(
-                request,
-                iid,
-                assignees=asked or [run.started_by],
-                context=run.question_context,
-                changes=run.context_changes,
-            )
+            if notes:
+                question = blocks.question_blocks(
+                    request,
+                    iid,
+                    assignees=asked or [run.started_by],
+                    context=run.question_context,
+                    changes=run.context_changes,
+                    notes=notes,
+                )
+            else:
+                question = self._templates.blocks(
+                    request,
+                    iid,
+                    assignees=asked or [run.started_by],
+                    context=run.question_context,
+                    changes=run.context_changes,
+                )
             if (progress := run.question_progress) is not None:  # put to each person separately
                 question += progress_blocks(request, progress, iid, 1)
                 limits.check_message_blocks(question)

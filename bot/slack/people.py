@@ -66,6 +66,10 @@ def notes(interrupt: QuestionInfo) -> list[str]:
     if interrupt.escalated_at:
         who = ", ".join(user_ref(u) for u in interrupt.escalate_to)
         lines.append(f":arrow_double_up: Escalated to {who}: unanswered after {waited(interrupt)}")
+    for delegate, absent in interrupt.standing_in.items():
+        for a in absent:
+            until, absent_ref = date_token(float(a.get("until") or 0)), user_ref(str(a.get("user")))
+            lines.append(f":palm_tree: {user_ref(delegate)} answers for {absent_ref}, who is away until {until}")
     if interrupt.claimed_by:
         lines.append(f":raising_hand: Claimed by {user_ref(interrupt.claimed_by)}: only they can answer it now")
     for h in interrupt.handoffs:

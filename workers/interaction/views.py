@@ -78,6 +78,11 @@ class QuestionInfo(Protocol):
         ...
 
     @property
+    def standing_in(self) -> dict[str, list[dict[str, Any]]]:
+        """Delegates asked for people away: `{delegate: [{"user": …, "until": …}]}`."""
+        ...
+
+    @property
     def claimed_from(self) -> list[str]:
         """Who was asked before the claim: they may answer again once it is released."""
         ...

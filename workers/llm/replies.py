@@ -44,7 +44,7 @@ def plainly_approves(text: str) -> bool:
     return bool(AFFIRMATIONS.search(text)) and not NEGATIONS.search(text)
 
 
-def _question(request: Request) -> dict[str, Any]:
+def question_of(request: Request) -> dict[str, Any]:
     items = []
     for item in request.items:
         shown: dict[str, Any] = {"id": item.id, "text": item.text, "type": item.type.value}
@@ -94,6 +94,6 @@ def read_reply(client: ChatClient, request: Request, text: str) -> list[Answer]:
     """Ask the model what `text` answers of `request`: a proposal only, for a person to confirm."""
     if request.has_secret:
         raise ReplyUnreadable("a question with a secret is answered only in its form")
-    document = json.dumps({"question": _question(request), "reply": text[:REPLY_MAX]}, ensure_ascii=False)
+    document = json.dumps({"question": question_of(request), "reply": text[:REPLY_MAX]}, ensure_ascii=False)
     completion = client.complete([{"role": "system", "content": SYSTEM}, {"role": "user", "content": document}])
     return proposal_of(request, text, str(completion.message.get("content") or ""))

@@ -14,6 +14,7 @@ from workers.runtime.acceptance import AcceptRefused, AnswerOutcome, plain_text
 from workers.runtime.admin import UNREADABLE, QuestionState, RunDetail, RunFilter, RunPage, RunSummary
 from workers.runtime.claims import ClaimRefused
 from workers.runtime.people import ReassignRefused
+from workers.store.away import Away
 from workers.store.closings import Closings
 from workers.store.proposals import Proposal
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
@@ -25,6 +26,7 @@ __all__ = [
     "AcceptRefused",
     "Admission",
     "AnswerOutcome",
+    "Away",
     "ClaimRefused",
     "Closings",
     "HistoryEntry",

@@ -27,6 +27,7 @@ from workers.runtime.decline import decline
 from workers.runtime.people import reassign
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
+from workers.store.away import Away
 from workers.store.closings import Closings
 from workers.store.proposals import Proposal
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
@@ -182,6 +183,18 @@ class RunService:
     def take_proposal(self, proposal_id: str, user: str) -> Proposal | None:
         """The proposal, taken once, if `user` made it; None otherwise, and nothing changes."""
         return self.runtime.store.proposals.take(proposal_id, user)
+
+    def away(self, team: str, user: str) -> Away | None:
+        """`user`'s absence in `team`, while it lasts: until when, and who answers meanwhile."""
+        return self.runtime.store.away.get(team, user)
+
+    def set_away(self, team: str, user: str, until: float, delegate: str, *, by: str) -> Away:
+        """Send `user`'s new questions to `delegate` until `until`."""
+        return self.runtime.store.away.set(team, user, until, delegate, by=by)
+
+    def back(self, team: str, user: str) -> bool:
+        """End `user`'s absence now; False when they were not away."""
+        return self.runtime.store.away.clear(team, user)
 
     async def wait(self, interrupt_id: str, timeout: float) -> InterruptRecord | None:
         """The question once it is no longer open, or as it is after `timeout` seconds.

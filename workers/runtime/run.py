@@ -194,6 +194,8 @@ class Run:
         """Record who may answer the current question (user groups resolved), before it is posted."""
         if self._interrupt is not None:
             iid = self._interrupt.id
+            team = str(self.conversation.get("team", ""))
+            assignees = self.read(lambda: self._rt.store.away.stand_ins(team, assignees).people, "read who is away")
             self.durable(
                 lambda: self._rt.store.people.resolve(iid, assignees, groups, escalate_to), "record who is asked"
             )

@@ -226,3 +226,13 @@ def gateway_standing(session_digest: str, tool_digest: str) -> str:
 def reply_proposal(proposal_id: str) -> str:
     """Hash: answers a model read from a thread reply, until the replier confirms them (with a TTL)."""
     return f"{PREFIX}proposal:{proposal_id}"
+
+
+def away(team: str, user: str) -> str:
+    """Hash: a person away until a time, and whom their questions go to meanwhile (expires then)."""
+    return f"{PREFIX}away:{team}:{user}"
+
+
+def away_index(team: str) -> str:
+    """Sorted set: the people of a workspace who are away, scored by when they are back."""
+    return f"{PREFIX}idx:away:{team}"

@@ -195,6 +195,7 @@ class InterruptRecord(_Record):
     claimed_by: str = ""  # who claimed it (`Request.claim`): the only one who may answer until released
     claimed_at: float | None = None
     claimed_from: list[str] = Field(default_factory=list)  # the assignees before the claim, put back on release
+    standing_in: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)  # delegate -> [{user, until}] away
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
@@ -217,6 +218,7 @@ _JSON_FIELDS: dict[str, Any] = {
     "escalate_to": [],
     "handoffs": [],
     "claimed_from": [],
+    "standing_in": {},
 }
 
 

@@ -16,6 +16,7 @@ from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.logs import Log
 from workers.store import ids, job_ids, journal_names, keys, scripts
+from workers.store.away import AwayStore
 from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
@@ -94,6 +95,7 @@ class RunStore:
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
         self.claims = ClaimStore(redis)  # one person takes a question put to many (`Request.claim`)
+        self.away = AwayStore(redis)  # who is away, and whose questions go to whom meanwhile
         self.proposals = ProposalStore(redis)  # answers a model read from a reply, until the replier confirms
         self.starts = StartStore(redis)  # how fast runs may be started from Slack
 
@@ -228,8 +230,20 @@ class RunStore:
         """
         iid = attempts[-1]
         team = str(run.conversation.get("team", ""))
+        now = time.time()
+        asked = self.away.stand_ins(team, assignees, now)  # people away: their delegates are asked
         fields = interrupt_fields(
-            iid, run.id, team, key, len(attempts), request, assignees, time.time(), context=context, changes=changes
+            iid,
+            run.id,
+            team,
+            key,
+            len(attempts),
+            request,
+            asked.people,
+            now,
+            context=context,
+            changes=changes,
+            standing_in=asked.standing_in,
         )
         if run.conversation.get("enterprise"):
             fields["enterprise"] = str(run.conversation["enterprise"])
@@ -501,12 +515,15 @@ def interrupt_fields(
     *,
     context: str = "",
     changes: list[ContextChange] | None = None,
+    standing_in: dict[str, list[dict[str, float | str]]] | None = None,
 ) -> dict[str, str]:
     """The hash of a question about to be posted (state `posting`), with the facts it is bound to."""
     expires_in = request.expires_in
     bound = {"context": context, "context_digest": digest(canonical(json.loads(context)))} if context else {}
     if changes:
         bound["context_changes"] = json.dumps([c.model_dump(mode="json") for c in changes])
+    if standing_in:
+        bound["standing_in"] = json.dumps(standing_in)
     return {
         **bound,
         "id": iid,
