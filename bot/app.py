@@ -24,10 +24,12 @@ from bot.deps import BotDeps
 from bot.listeners import (
     actions,
     admin_actions,
+    agent_session,
     away,
     claims,
     commands,
     events,
+    feedback,
     inspect,
     installs,
     options,
@@ -95,6 +97,8 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     claims.register(app, deps)
     away.register(app, deps)
     reply_proposals.register(app, deps)
+    agent_session.register(app, deps)
+    feedback.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

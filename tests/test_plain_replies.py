@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,9 +156,15 @@ def test_yes_on_a_question_that_is_not_yes_or_no_is_only_a_proposal(bot: Bot, mo
     assert state(bot, paused) is InterruptState.OPEN
 
 
-def test_a_model_that_fails_or_times_out_changes_nothing(bot: Bot, model: ChatStandin) -> None:
+def slow(body: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(3)  # past the reader's timeout of 2 s
+    return reads({"colour": "Green"})
+
+
+@pytest.mark.parametrize("failure", [HTTPReply(503, {"error": {"message": "overloaded"}}), slow], ids=["503", "slow"])
+def test_a_model_that_fails_or_times_out_changes_nothing(bot: Bot, model: ChatStandin, failure: Any) -> None:
     paused = bot.paused("s-form", {"assignees": [USER]})
-    model.add(HTTPReply(503, {"error": {"message": "overloaded"}}))
+    model.add(failure)
     reply(bot, paused, "green please")
     said = bot.wait_for(
         "the answer", lambda: next((m for m in thread(bot, paused) if "model could not" in m["text"]), None)

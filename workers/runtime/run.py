@@ -35,6 +35,7 @@ from workers.runtime import ask_group
 from workers.runtime.attempts import AttemptWalk
 from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
+from workers.runtime.plan import PlanSteps
 from workers.runtime.wiring import Runtime
 from workers.store import ids
 from workers.store import journal_names as names
@@ -46,7 +47,7 @@ M = TypeVar("M", bound=BaseModel)
 log = Log("parley.run")
 
 
-class Run:
+class Run(PlanSteps):
     """One execution of one run, bound to the epoch its worker claimed."""
 
     def __init__(
@@ -229,7 +230,7 @@ class Run:
         recorded = self._recorded(field)
         if recorded is not None:
             return recorded["v"]
-        result = fn()
+        result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
         try:
             json.dumps(result)
         except (TypeError, ValueError) as exc:

@@ -236,3 +236,18 @@ def away(team: str, user: str) -> str:
 def away_index(team: str) -> str:
     """Sorted set: the people of a workspace who are away, scored by when they are back."""
     return f"{PREFIX}idx:away:{team}"
+
+
+def surface_off(team: str, method: str) -> str:
+    """String: Slack's refusal of an agent surface `method` in workspace `team`; expires in a day."""
+    return f"{PREFIX}slack-surface-off:{team or '-'}:{method}"
+
+
+def session_status(run_id: str) -> str:
+    """String: the last status of the run's Slack agent session; expires with the longest question."""
+    return f"{PREFIX}run:{run_id}:session"
+
+
+def plan(run_id: str) -> str:
+    """String: JSON of the run's live plan in Slack (its tasks, its message); expires like the session's."""
+    return f"{PREFIX}run:{run_id}:plan"
