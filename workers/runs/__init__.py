@@ -19,6 +19,7 @@ from workers.store.closings import Closings
 from workers.store.proposals import Proposal
 from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
 from workers.store.refusal import Refusal
+from workers.store.slack_surfaces import SurfaceStore
 from workers.store.starts import Admission, Rate, StartLimit, StartLimits
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "StartLimit",
     "StartLimits",
     "StartRefused",
+    "SurfaceStore",
     "Where",
     "plain_text",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from redis import Redis
+
 from workers.interaction import Answer, GroupInfo
 from workers.store.records import HistoryEntry, InterruptRecord, RunRecord
 
@@ -39,6 +41,13 @@ class HostRecords(Protocol):
 
     @property
     def groups(self) -> GroupMembers: ...
+
+    @property
+    def redis(self) -> Redis:
+        """The connection the host's own small stores share (its agent surfaces)."""
+        ...
+
+    def find(self, run_id: str) -> RunRecord | None: ...
 
     def get(self, run_id: str) -> RunRecord: ...
 
