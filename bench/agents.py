@@ -18,6 +18,7 @@ import redis
 
 from workers import agent
 from workers.interaction import Item, ItemType, Option, Request
+from workers.runtime.run import execution_of
 
 AGENT = "bench-cycle"
 
@@ -61,7 +62,7 @@ def _redis() -> redis.Redis:
 
 @agent(AGENT, description="Bench agent: asks one 3-item question, then finishes")
 def bench_cycle(run: Any, text: str) -> str:
-    if run.epoch == 1:
+    if execution_of(run).epoch == 1:
         _redis().set(f"bench:asked:{run.run_id}", repr(time.time()))
     answers = run.ask(three_item_request())
     _redis().rpush(f"bench:resumed:{run.run_id}", repr(time.time()))

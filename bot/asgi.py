@@ -28,7 +28,7 @@ from bot.api.app import create_api
 from bot.api.errors import no_such_path
 from bot.body_limits import BodyLimits
 from workers.questions import QuestionService
-from workers.runs import Closings
+from workers.questions.waiting import listening
 
 SLACK_THREADS = 32
 """Threads that run bolt's listeners (and so ack Slack): as many as gunicorn gthread had before."""
@@ -37,7 +37,6 @@ SLACK_THREADS = 32
 def make_asgi(
     wsgi: Callable[..., Iterable[bytes]],
     service: QuestionService,
-    closings: Closings,
     *,
     mounts: Iterable[BaseRoute] = (),
     lifespans: Iterable[Callable[[], AbstractAsyncContextManager[Any]]] = (),
@@ -45,24 +44,22 @@ def make_asgi(
 ) -> Starlette:
     """`/api/v1` → the API; `mounts` (ASGI apps) next; anything else → `wsgi` on its own threads.
 
-    `closings` is subscribed when the server starts (its lifespan) and closed when it stops;
-    each of `lifespans` is entered after it, and left before it.
+    The service's close notifications are subscribed when the server starts (its lifespan) and
+    closed when it stops; each of `lifespans` is entered after them, and left before them.
     """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        await closings.start()
         try:
-            async with contextlib.AsyncExitStack() as stack:
+            async with listening(service), contextlib.AsyncExitStack() as stack:
                 for entered in lifespans:
                     await stack.enter_async_context(entered())
                 yield
         finally:
-            await closings.stop()
             if on_stop is not None:
                 on_stop()
 
-    api = create_api(service, closings)
+    api = create_api(service)
     # a2wsgi types its ASGI callable with its own Scope/Receive/Send, which starlette's Mount does not accept.
     slack = cast(ASGIApp, WSGIMiddleware(wsgi, workers=SLACK_THREADS))
     # `/api/v1` itself and any path under `/mcp` but `/mcp` answer 404 problem+json, never bolt's text/plain.
@@ -70,5 +67,4 @@ def make_asgi(
     routes = [Mount("/api/v1", app=api), *mounts, *nothing, Mount("/", app=slack)]
     app = Starlette(routes=routes, middleware=[Middleware(BodyLimits)], lifespan=lifespan)
     app.state.questions = service  # for other ASGI surfaces on the same process (an MCP server's, say)
-    app.state.closings = closings
     return app

@@ -22,31 +22,27 @@ from parley.mcp_cmd import build_service
 from parley.settings import Settings
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
-from workers.runs import Closings
+from workers.questions.waiting import listening
 
 log = Log("parley.mcp.gateway")
 
 
 async def serve_gateway_stdio(
-    service: QuestionService, closings: Closings, config: RulesConfig, origin: str, *, flat: bool = False
+    service: QuestionService, config: RulesConfig, origin: str, *, flat: bool = False
 ) -> None:
     caller = Caller(origin, via="mcp")
     session = f"stdio:{uuid.uuid4().hex}"
     upstreams = Upstreams(config, flat=flat)  # refuses --flat with several upstreams before anything starts
-    await closings.start()
-    try:
-        async with upstreams:
-            server = build_gateway(service, closings, upstreams, lambda ctx: caller, lambda ctx: session)
-            async with stdio_server() as (read_stream, write_stream):
-                log.info("serving the MCP gateway over stdio", origin=origin, upstreams=len(config.upstreams))
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        await closings.stop()
+    async with listening(service), upstreams:
+        server = build_gateway(service, upstreams, lambda ctx: caller, lambda ctx: session)
+        async with stdio_server() as (read_stream, write_stream):
+            log.info("serving the MCP gateway over stdio", origin=origin, upstreams=len(config.upstreams))
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def run_gateway(settings: Settings, config_path: str, *, flat: bool = False) -> int:
     config = load_config(config_path, os.environ)  # the environment, read here at the entry point
     Upstreams(config, flat=flat)  # a rules file the gateway cannot serve is refused before connecting
-    service, closings = build_service(settings)
-    anyio.run(partial(serve_gateway_stdio, service, closings, config, settings.parley_mcp_origin, flat=flat))
+    service = build_service(settings)
+    anyio.run(partial(serve_gateway_stdio, service, config, settings.parley_mcp_origin, flat=flat))
     return 0

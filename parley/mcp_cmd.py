@@ -35,41 +35,35 @@ from parley.settings import Settings
 from parley.worker import add_api_host
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
+from workers.questions.waiting import listening
 from workers.runs import Closings
 
 log = Log("parley.mcp")
 
 
-def build_service(settings: Settings) -> tuple[QuestionService, Closings]:
-    """The question service and close notifications of a `parley mcp` process."""
+def build_service(settings: Settings) -> QuestionService:
+    """The question service of a `parley mcp` process, with its own close notifications."""
     if not settings.oauth_mode:
         settings.require("slack_bot_token")
     client = connect_redis(settings)
     runtime = build_runtime(settings, client)
     clients = web_clients(settings, client)
     add_api_host(runtime, clients)  # as `parley serve` and the workers post
-    service = QuestionService(runtime, question_config(settings), channels=SlackChannelNames(clients))
-    return service, Closings(async_redis(settings, client))
+    closings = Closings(async_redis(settings, client))
+    return QuestionService(runtime, question_config(settings), channels=SlackChannelNames(clients), closings=closings)
 
 
-async def serve_stdio(
-    service: QuestionService, closings: Closings, origin: str, rules: RulesConfig | None = None
-) -> None:
+async def serve_stdio(service: QuestionService, origin: str, rules: RulesConfig | None = None) -> None:
     caller = Caller(origin, via="mcp")
-    server = build_server(service, closings, lambda ctx: caller, rules)
-    await closings.start()
-    try:
-        async with stdio_server() as (read_stream, write_stream):
-            log.info("serving MCP over stdio", origin=origin)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        await closings.stop()
+    server = build_server(service, lambda ctx: caller, rules)
+    async with listening(service), stdio_server() as (read_stream, write_stream):
+        log.info("serving MCP over stdio", origin=origin)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def run_mcp(settings: Settings, config: str | None = None) -> int:
     rules = load_config(config, os.environ) if config else None  # before anything connects: a bad file says so
-    service, closings = build_service(settings)
-    anyio.run(serve_stdio, service, closings, settings.parley_mcp_origin, rules)
+    anyio.run(serve_stdio, build_service(settings), settings.parley_mcp_origin, rules)
     return 0
 
 

@@ -131,22 +131,21 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, m
     logs.configure(settings.parley_log_level, settings.parley_log_format)
     app, client, deps = build_bot_deps(settings)
     channels = SlackChannelNames(web_clients(settings, client))
-    service = QuestionService(deps.runs.runtime, question_config(settings), channels=channels)
     aio = async_redis(settings, client)
-    closings = Closings(aio)
+    service = QuestionService(deps.runs.runtime, question_config(settings), channels=channels, closings=Closings(aio))
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
     security = transport_security(hosts, settings.parley_mcp_allowed_origins)
     events = RedisEventStore(EventLogs(aio)) if mcp_sessions else None
-    mcp, manager = mcp_route(service, closings, security, events, mcp_rules(settings))
+    mcp, manager = mcp_route(service, security, events, mcp_rules(settings))
     mounts: list[BaseRoute] = [mcp]
     lifespans: list[Callable[[], AbstractAsyncContextManager[Any]]] = [manager.run]
     gateway = gateway_config(settings)
     if gateway is not None:
-        route, gateway_lifespan = gateway_route(service, closings, gateway, security)
+        route, gateway_lifespan = gateway_route(service, gateway, security)
         mounts.append(route)
         lifespans.append(gateway_lifespan)
     wsgi = make_wsgi(app, client, public_metrics=public_metrics)
-    return make_asgi(wsgi, service, closings, mounts=mounts, lifespans=lifespans, on_stop=_metrics_stop)
+    return make_asgi(wsgi, service, mounts=mounts, lifespans=lifespans, on_stop=_metrics_stop)
 
 
 def bot_asgi_workers() -> Any:

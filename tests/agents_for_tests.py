@@ -17,6 +17,7 @@ from effect_counters import bump, count, counter_path
 
 from workers import agent
 from workers.interaction import Item, ItemType, QuestionExpired, Request
+from workers.runtime.run import execution_of
 
 # In-process tests park executions here: run id -> event the agent waits on.
 GATES: dict[str, threading.Event] = {}
@@ -93,7 +94,7 @@ def gate_agent(run: Any, text: str) -> str:
     if gate is not None:
         REACHED.setdefault(run.run_id, threading.Event()).set()
         gate.wait(10)
-    after = run.step("after", lambda: f"epoch {run.epoch}")
+    after = run.step("after", lambda: f"epoch {execution_of(run).epoch}")
     return f"{made} {after}"
 
 

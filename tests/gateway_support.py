@@ -27,6 +27,7 @@ from bot.mcp.gateway.server import build_gateway
 from bot.mcp.gateway.upstreams import Upstreams
 from bot.mcp.rules import RulesConfig, parse_config
 from workers.questions import Caller, QuestionService
+from workers.questions.waiting import listening
 from workers.store.closings import Closings
 from workers.store.records import InterruptState
 
@@ -70,19 +71,14 @@ class Gateway:
         backoff: tuple[float, float] = (1.0, 60.0),
     ) -> AsyncIterator[Client]:
         """`mode` None: each upstream's `protocol` in `config` (the handshake unless it says otherwise)."""
-        service = QuestionService(self.bot.runtime)
-        closings = Closings(aioredis.Redis.from_url(self.redis_url))
+        service = QuestionService(self.bot.runtime, closings=Closings(aioredis.Redis.from_url(self.redis_url)))
         caller = Caller("gateway-tests", via="mcp")
-        await closings.start()
-        try:
-            async with Upstreams(config, flat=flat, mode=mode, backoff=backoff) as upstreams:
-                server = build_gateway(
-                    service, closings, upstreams, lambda ctx: caller, lambda ctx: session, progress_every=progress_every
-                )
-                async with Client(server) as client:
-                    yield client
-        finally:
-            await closings.stop()
+        async with listening(service), Upstreams(config, flat=flat, mode=mode, backoff=backoff) as upstreams:
+            server = build_gateway(
+                service, upstreams, lambda ctx: caller, lambda ctx: session, progress_every=progress_every
+            )
+            async with Client(server) as client:
+                yield client
 
     # ---- the approver, in Slack ----------------------------------------------------------
     def approval(self) -> dict[str, Any]:

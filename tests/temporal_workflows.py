@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from workers.integrations import temporal as parley_temporal
 
 
-def _outcome(outcome: parley_temporal.Outcome) -> dict[str, Any]:
+def _outcome(outcome: parley_temporal.QuestionOutcome) -> dict[str, Any]:
     """What the tests read back, with when the code after the `await` ran (the workflow task's time)."""
     return {
         "question_id": outcome.question_id,

@@ -8,10 +8,9 @@ RQ worker; the decision is read back by long-poll, by the Python client and by M
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from bot.slack.api_host import ApiQuestionHost
 from parley.client import Parley
 from workers.interaction import Decision
 from workers.questions import Caller, QuestionService, tokens
+from workers.questions.waiting import listening
 from workers.questions.webhooks import announce
 from workers.store.closings import Closings
 from workers.store.records import InterruptState
@@ -54,17 +54,9 @@ def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
 @pytest.fixture
 def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str]]:
     """`/api/v1` on a loopback HTTP server, and an `ask` token."""
-    service = QuestionService(bot.runtime)
+    service = QuestionService(bot.runtime, closings=Closings(aioredis.Redis.from_url(redis_url)))
     token = tokens.create(service.store, "approvals", ["ask"]).token
-    closings = Closings(aioredis.Redis.from_url(redis_url))
-
-    @contextlib.asynccontextmanager
-    async def subscribed(_app: Starlette) -> AsyncIterator[None]:
-        await closings.start()  # a long-poll returns when its question closes, as under `parley serve`
-        yield
-        await closings.stop()
-
-    app = Starlette(routes=[Mount("/api/v1", create_api(service, closings))], lifespan=subscribed)
+    app = Starlette(routes=[Mount("/api/v1", create_api(service))], lifespan=lambda _app: listening(service))
     running = LoopbackServer(app, lifespan=True).start()
     try:
         yield running.url + "/api/v1", token
@@ -164,9 +156,9 @@ def _approval_message(bot: Bot) -> dict[str, Any] | None:
 
 
 def test_mcp_request_approval_takes_action_args_and_schema(bot: Bot, redis_url: str) -> None:
-    service = QuestionService(bot.runtime)
+    service = QuestionService(bot.runtime, closings=Closings(aioredis.Redis.from_url(redis_url)))
     caller = Caller("assistant", via="mcp")
-    tools = Tools(service, Closings(aioredis.Redis.from_url(redis_url)), lambda ctx: caller)
+    tools = Tools(service, lambda ctx: caller)
     schema = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 40}}}
     proposed = {"service": "api", "note": "nightly"}
     args = {"channel": CHANNEL, "action": "Deploy api", "args": proposed, "schema": schema, "wait_seconds": 0}

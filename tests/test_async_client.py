@@ -61,10 +61,10 @@ def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
 @pytest.fixture
 def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str, Closings]]:
     """The server's base URL (`/api/v1` under it), an `ask` token, and its long-polls' waiters."""
-    service = QuestionService(bot.runtime)
-    token = tokens.create(service.store, "async-client", ["ask"], rate_limit=100_000).token
     closings = Closings(aioredis.Redis.from_url(redis_url))
-    api = create_api(service, closings)
+    service = QuestionService(bot.runtime, closings=closings)
+    token = tokens.create(service.store, "async-client", ["ask"], rate_limit=100_000).token
+    api = create_api(service)
     starting: list[asyncio.Future[None]] = []
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:

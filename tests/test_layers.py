@@ -29,6 +29,7 @@ STDLIB_OK = {
     "math",
     "string",
     "abc",
+    "warnings",
 }
 PORT_THIRD_PARTY = {"pydantic", "re2"}
 """Besides the standard library, the port imports pydantic and RE2 (`google-re2`, a required dependency):
@@ -186,7 +187,7 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     assert import_circles(ROOT) == []
 
 
-@pytest.mark.parametrize("name", ["ask_group", "attempts"])
+@pytest.mark.parametrize("name", ["ask_group", "ask_each", "ask_one", "attempts"])
 def test_the_asks_work_on_an_execution_not_on_run(name: str) -> None:
     """`run.py` calls these, so they type the run as `Execution`, even in annotations."""
     assert "workers.runtime.run" not in imports(ROOT / "workers" / "runtime" / f"{name}.py")
@@ -304,7 +305,6 @@ COMPOSITION_ROOTS = (
 """Where a process is wired together: they build the runtime, the store and the services, so they
 may import more. `parley/bootstrap.py` builds the services for the commands; `parley/serve.py` the bot's
 `BotDeps`; `parley/installs.py` the OAuth installation stores; `parley/metrics_setup.py` `/metrics`."""
-HOSTS_EXEMPT = ("bot/mcp/",)  # bot/mcp: see the MCP wait
 
 
 def workers_imports(path: Path) -> set[str]:
@@ -331,7 +331,7 @@ def host_reaches_inside(path: Path) -> list[str]:
 def host_files() -> list[Path]:
     found = [*files("bot"), *files("parley")]
     rel = [(p, p.relative_to(ROOT).as_posix()) for p in found]
-    return [p for p, r in rel if r not in COMPOSITION_ROOTS and not r.startswith(HOSTS_EXEMPT)]
+    return [p for p, r in rel if r not in COMPOSITION_ROOTS]
 
 
 @pytest.mark.parametrize("path", host_files(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -356,3 +356,82 @@ def test_host_import_checker_can_fail(tmp_path: Path) -> None:
 def test_the_composition_roots_exist() -> None:
     """A root renamed away would leave its exemption to cover nothing, or a new file."""
     assert [r for r in COMPOSITION_ROOTS if not (ROOT / r).is_file()] == []
+
+
+# ---- the run's parts keep their own state ---------------------------------------------
+RUN_PARTS = ("run.py", "execution.py", "host_view.py", "attempts.py", "ask_one.py")
+"""The modules of the run's parts: the author's `Run`, the `Execution`, the host's views, the walk."""
+
+
+def private_names(path: Path) -> set[str]:
+    """The underscore names the classes of `path` give their instances: `self._x` and `def _x`."""
+    found: set[str] = set()
+    for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, ast.FunctionDef) and _private(node.name):
+                found.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _on_self(node):
+                found.add(node.attr)
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _on_self(node: ast.Attribute) -> bool:
+    return _private(node.attr) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def reaches_into(path: Path, names: set[str]) -> list[str]:
+    """Where `path` reads one of `names` on anything but `self`, as `line: .name`."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        f"{node.lineno}: .{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in names
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+
+
+def _run_part_owners() -> dict[str, set[Path]]:
+    """Each private name of the run's parts, with the modules whose classes own it."""
+    owners: dict[str, set[Path]] = {}
+    for name in RUN_PARTS:
+        path = ROOT / "workers" / "runtime" / name
+        for private in private_names(path):
+            owners.setdefault(private, set()).add(path)
+    return owners
+
+
+def test_no_module_reads_the_run_parts_private_state() -> None:
+    """`ask_group`, `attempts`, hosts and agents use the execution's public names only."""
+    owners = _run_part_owners()
+    bad = {
+        str(path.relative_to(ROOT)): found
+        for package in ("workers", "bot", "parley", "tests", "bench")
+        for path in files(package)
+        if (found := reaches_into(path, {name for name, homes in owners.items() if path not in homes}))
+    }
+    assert not bad, f"modules read another part's private state: {bad}"
+
+
+def test_the_private_state_check_can_fail(tmp_path: Path) -> None:
+    home = tmp_path / "execution.py"
+    home.write_text(
+        "class Execution:\n"
+        "    def __init__(self):\n"
+        "        self._journal = {}\n"
+        "        self.log = None\n"
+        "    def _write(self, f):\n"
+        "        return self._journal\n"
+        "def of(ex):\n"
+        "    return ex._journal\n"  # the class's own module may
+    )
+    other = tmp_path / "ask_group.py"
+    other.write_text("def f(run):\n    run._write('x')\n    run.log.info(run._journal)\n    return run.log\n")
+    names = private_names(home)
+    assert names == {"_journal", "_write"}
+    assert reaches_into(other, names) == ["2: ._write", "3: ._journal"]
+    assert {"_journal", "_interrupt", "_asks"} & set(_run_part_owners())  # the real parts are read

@@ -34,7 +34,7 @@ def view(status: QuestionStatus, **fields: Any) -> QuestionView:
 
 
 def listed() -> list[types.Tool]:
-    tools = Tools(service=None, closings=None, caller_of=lambda ctx: None)  # type: ignore[arg-type]
+    tools = Tools(service=None, caller_of=lambda ctx: None)  # type: ignore[arg-type]
     return anyio.run(lambda: tools.list_tools(None, None)).tools  # type: ignore[arg-type]
 
 

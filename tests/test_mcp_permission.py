@@ -15,11 +15,12 @@ from bot.mcp.permission import (
     ANSWER_SCHEMA,
     APPROVE_TOOL_USE_SCHEMA,
     approval_question,
-    outcome,
     parse_permission,
+    reply,
     rules_answer,
 )
 from bot.mcp.rules import REDACTED, parse_config
+from bot.mcp.tool_approval import ToolApproval
 from bot.mcp.tools import ToolInputError, parse_ask_human, tool_result
 from workers.interaction import Decision
 from workers.questions.models import QuestionStatus, QuestionView
@@ -58,6 +59,12 @@ def test_the_rules_allow_and_deny_without_asking() -> None:
         jsonschema.validate(answer, ANSWER_SCHEMA)
 
 
+def outcome(view: QuestionView, given: dict[str, Any], patterns: tuple[str, ...], expires_in: int) -> Any:
+    """What Claude Code is answered for `view`, asked under `RULES` expiring after `expires_in`."""
+    config = RULES.model_copy(update={"expires_in": expires_in})
+    return reply(ToolApproval(given, patterns, config).verdict(view))
+
+
 def test_the_input_is_claude_codes_and_other_properties_are_ignored() -> None:
     jsonschema.Draft202012Validator.check_schema(APPROVE_TOOL_USE_SCHEMA)
     jsonschema.Draft202012Validator.check_schema(ANSWER_SCHEMA)
@@ -70,7 +77,7 @@ def test_the_input_is_claude_codes_and_other_properties_are_ignored() -> None:
 
 def test_the_approval_shows_redacted_values_and_cannot_edit_them() -> None:
     given = {"service": "api", "token": "s3cret", "auth": {"key": "k"}, "replicas": 2}
-    body = approval_question(RULES, ("token", "auth.*"), "mcp__deploy__release", given, "toolu_9")
+    body = approval_question(ToolApproval(given, ("token", "auth.*"), RULES), "mcp__deploy__release", "toolu_9")
     request = body.request
     assert request.approval is not None
     assert request.approval.args == {"service": "api", "token": REDACTED, "auth": {"key": REDACTED}, "replicas": 2}

@@ -6,7 +6,7 @@ import pytest
 
 from bot.mcp.rules import (
     REDACTED,
-    Action,
+    RuleAction,
     RulesError,
     load_config,
     parse_config,
@@ -37,17 +37,17 @@ def test_the_issue_example_parses_and_the_first_matching_rule_decides() -> None:
     config = parse_config(EXAMPLE, {"TICKETS_TOKEN": "t0k"})
     assert config.upstreams["tickets"].headers == {"Authorization": "Bearer t0k"}
     assert config.upstreams["files"].command == ("python", "-m", "my_files_server")
-    assert config.rule_for("files.read_text").action is Action.ALLOW
+    assert config.rule_for("files.read_text").action is RuleAction.ALLOW
     deny = config.rule_for("files.delete_tree")
-    assert (deny.action, deny.reason) == (Action.DENY, "deleting is never allowed here")
+    assert (deny.action, deny.reason) == (RuleAction.DENY, "deleting is never allowed here")
     ask = config.rule_for("tickets.create")
-    assert ask.action is Action.ASK and ask.allow_standing and ask.redact == ("token", "auth.*")
-    assert config.rule_for("files.write_text").action is Action.ASK
+    assert ask.action is RuleAction.ASK and ask.allow_standing and ask.redact == ("token", "auth.*")
+    assert config.rule_for("files.write_text").action is RuleAction.ASK
 
 
 def test_no_rule_means_ask() -> None:
-    assert parse_config("rules: []", {}).rule_for("anything").action is Action.ASK
-    assert parse_config("", {}).rule_for("anything").action is Action.ASK
+    assert parse_config("rules: []", {}).rule_for("anything").action is RuleAction.ASK
+    assert parse_config("", {}).rule_for("anything").action is RuleAction.ASK
 
 
 @pytest.mark.parametrize(
@@ -110,16 +110,16 @@ def test_a_malformed_variable_is_refused_not_sent_as_written(written: str) -> No
 @pytest.mark.parametrize(
     ("tool", "action"),
     [
-        ("files.delete_file", Action.DENY),
-        ("files.Delete_file", Action.DENY),
-        ("FILES.DELETE_TREE", Action.DENY),
-        ("files.\uff24elete_file", Action.DENY),  # a fullwidth D is a D once normalised
-        ("files.dele\u200bte_file", Action.DENY),  # a zero-width space is dropped
-        ("Files.Read_Text", Action.ALLOW),
-        ("files.undelete_file", Action.ASK),
+        ("files.delete_file", RuleAction.DENY),
+        ("files.Delete_file", RuleAction.DENY),
+        ("FILES.DELETE_TREE", RuleAction.DENY),
+        ("files.\uff24elete_file", RuleAction.DENY),  # a fullwidth D is a D once normalised
+        ("files.dele\u200bte_file", RuleAction.DENY),  # a zero-width space is dropped
+        ("Files.Read_Text", RuleAction.ALLOW),
+        ("files.undelete_file", RuleAction.ASK),
     ],
 )
-def test_rules_match_tool_names_without_regard_to_case(tool: str, action: Action) -> None:
+def test_rules_match_tool_names_without_regard_to_case(tool: str, action: RuleAction) -> None:
     assert parse_config(EXAMPLE, {"TICKETS_TOKEN": "t0k"}).rule_for(tool).action is action
 
 

@@ -9,9 +9,10 @@ from urllib.parse import quote
 import mcp_types as types
 import pytest
 
-from bot.mcp.permission import approval_question, outcome
+from bot.mcp.permission import approval_question, reply
 from bot.mcp.rules import REDACTED, parse_config
 from bot.mcp.scrub import Redaction, Scrubber
+from bot.mcp.tool_approval import ToolApproval
 from workers.interaction import Decision
 from workers.questions.models import QuestionStatus, QuestionView
 
@@ -80,7 +81,8 @@ def test_approve_tool_use_shows_list_tokens_and_echoes_redacted_and_allows_them_
     rules = parse_config("channel: C0OPS\nrules: [{tools: 'Bash', action: ask, redact: ['env.*.value']}]", {})
     patterns = rules.rule_for("Bash").redact
     given = {"command": "deploy --key s3cret-value", "env": [{"name": "KEY", "value": "s3cret-value"}], "cwd": "/srv"}
-    body = approval_question(rules, patterns, "Bash", given, "toolu_1")
+    approval = ToolApproval(given, patterns, rules)
+    body = approval_question(approval, "Bash", "toolu_1")
     assert body.request.approval is not None
     assert body.request.approval.args == {
         "command": f"deploy --key {REDACTED}",
@@ -94,4 +96,4 @@ def test_approve_tool_use_shows_list_tokens_and_echoes_redacted_and_allows_them_
     answered = QuestionView(
         id="r1", status=QuestionStatus.ANSWERED, created_at=now, origin="claude-code", reason="r", decision=decided
     )
-    assert outcome(answered, given, patterns, 900) == {"behavior": "allow", "updatedInput": {**given, "cwd": "/tmp"}}
+    assert reply(approval.verdict(answered)) == {"behavior": "allow", "updatedInput": {**given, "cwd": "/tmp"}}

@@ -39,7 +39,7 @@ PUBLIC = {
         "QuestionState",
         "Request",
         "RunInfo",
-        "RunView",
+        "AskingRun",
         "answers_to_values",
         "reply_answers",
         "reply_item",

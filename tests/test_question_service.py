@@ -33,6 +33,7 @@ from workers.questions.exceptions import (
     QuestionRateLimited,
 )
 from workers.questions.models import MAX_ASSIGNEES, QuestionCreate, QuestionStatus
+from workers.questions.waiting import listening
 from workers.questions.webhooks import announce
 from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
@@ -82,17 +83,14 @@ def test_create_posts_then_wait_is_woken_by_the_answer(bot: Bot, redis_url: str)
         statuses.append(click(bot, "C0GENERAL", str(view.message_ts), "approve", "U0CAROL"))
 
     async def scenario() -> tuple[float, object]:
-        closings = Closings(aioredis.Redis.from_url(redis_url))
-        await closings.start()
-        try:
+        service.closings = Closings(aioredis.Redis.from_url(redis_url))
+        async with listening(service):
             clicker = threading.Thread(target=answer)
             clicker.start()
-            got = await service.wait(MCP, view.id, 30, closings)
+            got = await service.wait(MCP, view.id, 30)
             woken = time.monotonic()
             clicker.join(10)
             return woken - clicked_at[0], got
-        finally:
-            await closings.stop()
 
     lag, got = asyncio.run(scenario())
     assert statuses == [200]
@@ -108,12 +106,9 @@ def test_wait_times_out_waiting(bot: Bot, redis_url: str) -> None:
     view, _ = service.create(MCP, QuestionCreate(request=request("Wait for me?"), channel="C0GENERAL"))
 
     async def scenario() -> object:
-        closings = Closings(aioredis.Redis.from_url(redis_url))
-        await closings.start()
-        try:
-            return await service.wait(MCP, view.id, 0.5, closings)
-        finally:
-            await closings.stop()
+        service.closings = Closings(aioredis.Redis.from_url(redis_url))
+        async with listening(service):
+            return await service.wait(MCP, view.id, 0.5)
 
     assert asyncio.run(scenario()).status is QuestionStatus.WAITING  # type: ignore[attr-defined]
 

@@ -25,6 +25,7 @@ from workers.runtime import admin
 from workers.runtime.acceptance import AcceptRefused, accept, try_accept
 from workers.runtime.host import PausingRun
 from workers.runtime.queues import EXECUTE
+from workers.runtime.run import execution_of
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
@@ -46,7 +47,7 @@ def _all(run: Any, text: str) -> str:
     got = run.ask_all(
         # the deadline only on the first execution, so a retried run's new attempt has none
         {
-            "a": _yes_no("A?", ["UA"], expires_in=p.get("expires_in") if run.epoch == 1 else None),
+            "a": _yes_no("A?", ["UA"], expires_in=p.get("expires_in") if execution_of(run).epoch == 1 else None),
             "b": _yes_no("B?", ["UB"]),
         },
         context=p.get("context"),

@@ -50,9 +50,9 @@ def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
 @pytest.fixture
 def api(bot: Bot, redis_url: str) -> Iterator[httpx.Client]:
     """`/api/v1` on a loopback HTTP server, and a client holding an `ask` token."""
-    service = QuestionService(bot.runtime)
+    service = QuestionService(bot.runtime, closings=Closings(aioredis.Redis.from_url(redis_url)))
     token = tokens.create(service.store, "forms", ["ask"]).token
-    server = LoopbackServer(create_api(service, Closings(aioredis.Redis.from_url(redis_url)))).start()
+    server = LoopbackServer(create_api(service)).start()
     try:
         with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
             yield client

@@ -63,6 +63,7 @@ def test_the_answer_is_streamed_and_each_person_rates_it_once(bot: Bot) -> None:
 
     good = REGISTRY.get_sample_value("parley_answer_feedback_total", {"agent": "as-answer", "rating": "good"}) or 0
     rate(bot, answer, "U0BOB", "good")
+    bot.wait_for("the first rating", lambda: len(ratings(bot, run.id)) == 1)  # each click is handled after its ack
     rate(bot, answer, "U0BOB", "bad")  # a second click of the same person changes nothing
     rate(bot, answer, "U0CAROL", "bad")
     bot.wait_for("two ratings", lambda: len(ratings(bot, run.id)) == 2)

@@ -53,11 +53,11 @@ def test_the_wait_helper_ignores_another_questions_outcome_for_its_key_before_or
 
 
 def test_an_outcome_is_read_from_the_signal_leaving_fields_it_does_not_know() -> None:
-    outcome = parley_temporal.Outcome.of(
+    outcome = parley_temporal.QuestionOutcome.of(
         {"key": "tw-1", "question_id": "r1", "status": "answered", "answers": {"a": 1}, "by": "U0A", "new": 1}
     )
     assert (outcome.question_id, outcome.answered, outcome.answers, outcome.by) == ("r1", True, {"a": 1}, "U0A")
-    assert not parley_temporal.Outcome.of({"question_id": "r2", "status": "expired"}).answered
+    assert not parley_temporal.QuestionOutcome.of({"question_id": "r2", "status": "expired"}).answered
 
 
 def test_the_signal_names_the_key_and_carries_the_outcome() -> None:

@@ -26,7 +26,6 @@ from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.exceptions import QuestionInvalid
 from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate, QuestionStatus, TokenScope
-from workers.runs import Closings
 
 __all__ = ["ApiError", "create_api", "problem"]
 log = Log("parley.api")
@@ -44,9 +43,8 @@ def _errors(exc: ValidationError) -> list[dict[str, Any]]:
 class Api:
     """The endpoints, bound to one process's question service and close notifications."""
 
-    def __init__(self, service: QuestionService, closings: Closings) -> None:
+    def __init__(self, service: QuestionService) -> None:
         self.service = service
-        self.closings = closings
 
     async def caller(self, request: Request, need: TokenScope | None = None) -> Caller:
         header = request.headers.get("authorization", "").strip()
@@ -140,7 +138,7 @@ class Api:
             view = await self.service.in_thread(lambda: self.service.get(caller, qid))
         else:
             wait = query.whole_number(request.query_params, "wait", default=0, most=self.service.config.max_wait)
-            view = await self.service.wait(caller, qid, float(wait), self.closings)
+            view = await self.service.wait(caller, qid, float(wait))
         if reveal:
             view = await self.service.in_thread(lambda: self.service.reveal(caller, qid))
         return _json(view)
@@ -163,9 +161,9 @@ class Api:
         return JSONResponse(openapi_document())
 
 
-def create_api(service: QuestionService, closings: Closings) -> Starlette:
+def create_api(service: QuestionService) -> Starlette:
     """The `/api/v1` app (mounted by `bot.asgi`)."""
-    api = Api(service, closings)
+    api = Api(service)
     return Starlette(
         routes=[
             Route("/questions", api.create, methods=["POST"]),

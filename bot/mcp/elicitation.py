@@ -7,7 +7,7 @@ returns the outcome as MCP's `ElicitResult` does:
 
 - `accept` with `content` (the answers typed as the schema says) when it is answered;
 - `decline` when a person closed it without answering it: declined in Slack (its "Decline"
-  button, `workers.runtime.decline`) or cancelled there by a person (`cancelled_by` a Slack user id);
+  button) or cancelled there by a person (`cancelled_by` a Slack user id);
 - `cancel` when nobody answered: it expired, was cancelled by its asker (or by Parley), or could
   not be posted.
 

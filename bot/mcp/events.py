@@ -1,4 +1,4 @@
-"""The SDK's `EventStore` over `workers.store.event_logs`: an MCP session's SSE events, kept for resuming.
+"""The SDK's `EventStore` over an event log in Redis: an MCP session's SSE events, kept for resuming.
 
 Over streamable HTTP a tool call's response is an SSE stream that may stay open for up to
 `MAX_WAIT` seconds while `ask_human` waits. The SDK's transport stores each event it sends
@@ -9,20 +9,20 @@ rest as it comes (the answer included).
 The SDK names a stream by its request's id, which every session numbers from the start, so
 the store is scoped to a session (`for_session`), and an event id names only a stream of
 that session. Events are the messages' JSON (never pickled), read back through the SDK's
-JSON-RPC model; the logs are bounded in length and time (`EventLogs`).
+JSON-RPC model; the logs are bounded in length and time (`Logs`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from typing import Protocol
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp_types import JSONRPCMessage, jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from workers.logs import Log
-from workers.store.event_logs import EventLogs
 
 log = Log("parley.mcp")
 
@@ -35,10 +35,18 @@ def _decode(text: str) -> StreamId:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
 
 
+class Logs(Protocol):
+    """Streams of events kept in order and bounded, by session: the store's event logs, given by `parley serve`."""
+
+    async def append(self, session: str, stream: str, data: str) -> str: ...
+
+    async def after(self, session: str, stream: str, entry: str) -> list[tuple[str, str]] | None: ...
+
+
 class RedisEventStore:
     """The events of every MCP session of one server; `for_session` is the `EventStore` of one session."""
 
-    def __init__(self, logs: EventLogs) -> None:
+    def __init__(self, logs: Logs) -> None:
         self.logs = logs
 
     def for_session(self, session_id: str) -> SessionEvents:
@@ -49,7 +57,7 @@ class SessionEvents(EventStore):
     """One MCP session's streams. An event id is `<entry id>.<stream id, base64url>`: safe in an SSE `id:`
     line, and naming a stream of this session only (the session is the transport's, never the client's)."""
 
-    def __init__(self, logs: EventLogs, session_id: str) -> None:
+    def __init__(self, logs: Logs, session_id: str) -> None:
         self.logs = logs
         self.session_id = session_id
 

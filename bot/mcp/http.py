@@ -50,7 +50,6 @@ from bot.mcp.server import build_server
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.models import TokenScope
-from workers.store.closings import Closings
 
 PATH = "/mcp"
 RETRY_MS = 2000  # the priming event's `retry`: how soon a client reconnects to a dropped stream
@@ -150,7 +149,6 @@ class ResumableSessions(StreamableHTTPSessionManager):
 
 def mcp_route(
     service: QuestionService,
-    closings: Closings,
     security: TransportSecuritySettings | None = None,
     events: RedisEventStore | None = None,
     rules: RulesConfig | None = None,
@@ -161,7 +159,7 @@ def mcp_route(
     `events`: keep sessions and make their streams resumable, with the events in Redis; else stateless.
     `rules`: the rules file `approve_tool_use` follows (`PARLEY_MCP_CONFIG`)."""
     security = security or transport_security(LOOPBACK_HOSTS, ())
-    server = build_server(service, closings, token_caller, rules)
+    server = build_server(service, token_caller, rules)
     manager: StreamableHTTPSessionManager
     if events is not None:
         manager = ResumableSessions(server, events, security)

@@ -15,32 +15,30 @@ Claude Code runs the tool with it.
 The rules file (`bot.mcp.rules`; `parley mcp --config`, `PARLEY_MCP_CONFIG` for `/mcp`) decides per
 `tool_name`: `allow` answers at once with the input unchanged, `deny` with the rule's reason, and
 `ask` (also with no file, or no matching rule) asks an approval in the file's `channel`, of its
-`assignees`, expiring after its `expires_in` (900 s by default), through the edit-and-approve
-path (`ApprovalCreate`): Approve allows the input, Edit… allows the edited input as
+`assignees`, expiring after its `expires_in` (900 s by default), as the gateway does
+(`bot.mcp.tool_approval`): Approve allows the input, Edit… allows the edited input as
 `updatedInput`, Reject denies with the reason given. `redact` paths are shown as `••••`, never
 editable, and the real values go back in `updatedInput`; such a value is shown as `••••` wherever
 else in the input it appears too (`bot.mcp.scrub`).
 
 Claude Code waits for the tool's result, and there is no get_answer to come back with, so the
-call waits until the approval closes: at most `expires_in` plus `GRACE` seconds. An expired
-approval (or one still open at that bound, which is then cancelled) is a deny saying "not
-approved within N minutes". Meanwhile the server sends progress notifications every 15 s to a
-client that gave a progress token. A call the client cancels cancels its approval in Slack, so
-nobody approves what nobody waits for.
+call waits until the approval closes, as every MCP wait does (`workers.questions.waiting`): at
+most `expires_in` plus `GRACE` seconds. An expired approval is a deny saying "not approved within
+15 minutes" (`deadlines.human`); one still open at that bound is cancelled. Meanwhile the server
+sends progress notifications every 15 s to a client that gave a progress token. A call the
+client cancels cancels its approval in Slack, so nobody approves what nobody waits for.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.mcp.rules import Action, RulesConfig
-from bot.mcp.scrub import Redaction
+from bot.mcp.rules import RuleAction, RulesConfig
+from bot.mcp.tool_approval import ToolApproval, Verdict
 from bot.mcp.tools import ToolInputError
-from workers.questions.models import ApprovalCreate, QuestionCreate, QuestionStatus, QuestionView
+from workers.questions.models import QuestionCreate, QuestionStatus
 
 APPROVE_TOOL_USE = "approve_tool_use"
-GRACE = 60
-"""Seconds past the approval's expiry the call still waits for the expiry to be recorded."""
 TOOL_NAME_MAX = 200
 APPROVE_TOOL_USE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -107,52 +105,30 @@ def deny(message: str) -> dict[str, Any]:
     return {"behavior": "deny", "message": message}
 
 
-def approval_question(
-    config: RulesConfig, patterns: tuple[str, ...], name: str, given: dict[str, Any], use_id: str
-) -> QuestionCreate:
-    """The approval a person is asked: `given` shown with `patterns` redacted (and those not editable)."""
-    redaction = Redaction(given, patterns)
-    body = ApprovalCreate.model_validate(
-        {
-            "channel": config.channel,
-            "action": f"Run the tool {name}",
-            "args": redaction.shown,
-            "editable": redaction.editable,
-            "assignees": list(config.assignees),
-            "expires_in": config.expires_in,
-        }
-    ).question()
-    return body.model_copy(update={"metadata": {"tool_name": name, "tool_use_id": use_id}})
+def approval_question(approval: ToolApproval, name: str, use_id: str) -> QuestionCreate:
+    """The approval a person is asked: the input shown with the rule's paths redacted (and those not editable)."""
+    return approval.question(f"Run the tool {name}", metadata={"tool_name": name, "tool_use_id": use_id})
 
 
-def minutes(seconds: int) -> str:
-    return f"{seconds // 60} minutes" if seconds % 60 == 0 and seconds >= 120 else f"{seconds} seconds"
-
-
-def outcome(
-    view: QuestionView, given: dict[str, Any], patterns: tuple[str, ...], expires_in: int
-) -> dict[str, Any] | None:
+def reply(verdict: Verdict | None) -> dict[str, Any] | None:
     """What Claude Code is answered once the approval closed; None while it waits."""
-    if view.status is QuestionStatus.WAITING:
+    if verdict is None:
         return None
-    decision = view.decision
-    if view.status is QuestionStatus.ANSWERED and decision is not None:
-        if decision.approved:
-            return allow(Redaction(given, patterns).approved(decision.args) if patterns else dict(decision.args))
-        return deny(decision.reason or "Rejected in Slack" + (f" by {decision.by}" if decision.by else ""))
-    if view.status is QuestionStatus.EXPIRED:
-        return deny(f"not approved within {minutes(expires_in)}")
-    if view.status is QuestionStatus.CANCELLED:
-        return deny("the approval was cancelled" + (f" by {view.cancelled_by}" if view.cancelled_by else ""))
-    return deny(f"the approval could not be asked: {view.error or view.status.value}")
+    if verdict.arguments is not None:
+        return allow(verdict.arguments)
+    if verdict.rejected:
+        return deny(verdict.why or "Rejected in Slack" + (f" by {verdict.by}" if verdict.by else ""))
+    if verdict.status in (QuestionStatus.EXPIRED, QuestionStatus.CANCELLED):
+        return deny(verdict.why)
+    return deny(f"the approval could not be asked: {verdict.why}")
 
 
 def rules_answer(config: RulesConfig, name: str, given: dict[str, Any]) -> dict[str, Any] | None:
     """The rules file's answer without asking (allow or deny), or None when a person is to be asked."""
     rule = config.rule_for(name)
-    if rule.action is Action.ALLOW:
+    if rule.action is RuleAction.ALLOW:
         return allow(given)
-    if rule.action is Action.DENY:
+    if rule.action is RuleAction.DENY:
         return deny(rule.reason or f"the rules file denies {name}")
     if config.channel is None:
         return deny(f"{name} needs approval, and no channel to ask in is set: add `channel` to the rules file")

@@ -38,7 +38,7 @@ class RulesError(ParleyError, ValueError):
     """The rules file cannot be read or says something that cannot be done; nothing is served."""
 
 
-class Action(StrEnum):
+class RuleAction(StrEnum):
     ALLOW = "allow"
     DENY = "deny"
     ASK = "ask"
@@ -50,7 +50,7 @@ class Rule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tools: str = Field(min_length=1)
-    action: Action
+    action: RuleAction
     reason: str | None = Field(default=None, max_length=500)
     redact: tuple[str, ...] = ()
     allow_standing: bool = False
@@ -60,7 +60,7 @@ class Rule(BaseModel):
         return fnmatch.fnmatchcase(folded(tool_name), folded(self.tools))
 
 
-ASK_BY_DEFAULT = Rule(tools="*", action=Action.ASK)
+ASK_BY_DEFAULT = Rule(tools="*", action=RuleAction.ASK)
 
 
 class ElicitationLimits(BaseModel):

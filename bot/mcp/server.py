@@ -22,32 +22,31 @@ deny; a tool error only for arguments that are not a permission prompt (or a sto
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
+from bot.mcp.gateway.deadlines import human
 from bot.mcp.outputs import OutputCheck, declare
 from bot.mcp.permission import (
     ANSWER_SCHEMA,
     APPROVE_TOOL_USE,
     APPROVE_TOOL_USE_DESCRIPTION,
     APPROVE_TOOL_USE_SCHEMA,
-    GRACE,
     approval_question,
     deny,
-    minutes,
-    outcome,
     parse_permission,
+    reply,
     rules_answer,
 )
 from bot.mcp.rules import RulesConfig
+from bot.mcp.tool_approval import ToolApproval
 from bot.mcp.tools import (
     ASK_HUMAN,
     ASK_HUMAN_DESCRIPTION,
@@ -68,8 +67,7 @@ from bot.mcp.tools import (
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionConflict, QuestionError
-from workers.questions.models import QuestionView
-from workers.store.closings import Closings
+from workers.questions.waiting import Patience, Progress
 
 log = Log("parley.mcp")
 NAME = "parley"
@@ -80,9 +78,6 @@ INSTRUCTIONS = (
     "approve_tool_use is Claude Code's permission prompt."
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
-Progress = Callable[[float, float | None, str | None], Awaitable[None]]
-PROGRESS_EVERY = 15.0
-"""Seconds between progress notifications while approve_tool_use waits for a person."""
 
 TOOLS = [
     declare(ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_SCHEMA, RESULT_SCHEMA),
@@ -105,13 +100,10 @@ def _question_error(exc: QuestionError) -> str:
 
 
 class Tools:
-    """The tool handlers, bound to one process's question service, close notifications and rules file."""
+    """The tool handlers, bound to one process's question service and rules file."""
 
-    def __init__(
-        self, service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
-    ) -> None:
+    def __init__(self, service: QuestionService, caller_of: CallerOf, rules: RulesConfig | None = None) -> None:
         self.service = service
-        self.closings = closings
         self.caller_of = caller_of
         self.rules = rules or RulesConfig()
 
@@ -148,18 +140,12 @@ class Tools:
 
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_ask_human(args, caller.name)
-        view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
-        log.info("asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
-        if wait > 0:
-            view = await self.service.wait(caller, view.id, wait, self.closings)
+        view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
         return tool_result(view)
 
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_request_approval(args)
-        view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
-        log.info("approval asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
-        if wait > 0:
-            view = await self.service.wait(caller, view.id, wait, self.closings)
+        view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
         return tool_result(view)
 
     async def approve_tool_use(
@@ -167,91 +153,45 @@ class Tools:
     ) -> dict[str, Any]:
         """Claude Code's permission prompt: the rules file's answer, or a person's in Slack once they decide.
 
-        While a person is asked, `progress` is called every `PROGRESS_EVERY` seconds (MCP progress
-        notifications, sent when the client gave a progress token), so a client that resets its
-        timeout on progress keeps waiting. A second call with the same `tool_use_id` (and caller) asks
-        nobody again: it joins the first call's approval and gets the same answer."""
+        The call waits as every MCP wait does (`workers.questions.waiting`): progress every 15 s, so a
+        client that resets its timeout on progress keeps waiting, at most the expiry and its grace, and
+        a client that gives up withdraws the approval. A second call with the same `tool_use_id` (and
+        caller) asks nobody again: it joins the first call's approval and gets the same answer."""
         name, given, use_id = parse_permission(args)
         answer = rules_answer(self.rules, name, given)
         if answer is not None:
             log.info("tool use decided by the rules", tool=name, behavior=answer["behavior"], origin=caller.name)
             return answer
-        rule = self.rules.rule_for(name)
+        approval = ToolApproval(given, self.rules.rule_for(name).redact, self.rules)
         try:
-            body = approval_question(self.rules, rule.redact, name, given, use_id)
+            body = approval_question(approval, name, use_id)
         except ValueError as exc:  # input too deep or too large to show: never allowed unseen
             return deny(f"{name} cannot be put for approval: {exc}")
         key = f"{APPROVE_TOOL_USE}:{use_id}" if use_id else None  # a repeated tool use joins its first question
+        expires_in = self.rules.expires_in
+        patience = Patience.decision(expires_in, progress, "waiting for a person to approve in Slack", total=True)
         try:
-            view, created = await self.service.in_thread(lambda: self.service.create(caller, body, key))
+            view, _ = await self.service.waiting.ask(caller, body, patience, key)
         except QuestionConflict:
             log.warning("tool use approval refused: id reused", tool=name, origin=caller.name, tool_use_id=use_id)
             return deny(f"tool_use_id {use_id!r} was asked about already, with another input")
         except QuestionError as exc:
             log.warning("tool use approval not asked", tool=name, origin=caller.name, error=exc.detail)
             return deny(f"the approval could not be asked: {_question_error(exc)}")
-        asked = "tool use approval asked" if created else "tool use approval joined"
-        log.info(asked, run_id=view.id, tool=name, origin=caller.name, channel=view.channel or "")
-        async with anyio.create_task_group() as tg:
-            if progress is not None:
-                tg.start_soon(_report, progress, self.rules.expires_in)
-            decided = await self._decided(caller, view, given, rule.redact)
-            tg.cancel_scope.cancel()
+        decided = reply(approval.verdict(view)) or deny(f"not approved within {human(expires_in)}")
         log.info("tool use decided", run_id=view.id, tool=name, behavior=decided["behavior"], origin=caller.name)
         return decided
 
-    async def _decided(
-        self, caller: Caller, view: QuestionView, given: dict[str, Any], redact: tuple[str, ...]
-    ) -> dict[str, Any]:
-        """Wait for the approval until it closes, at most its expiry and `GRACE`; past that it is withdrawn."""
-        expires_in = self.rules.expires_in
-        deadline = anyio.current_time() + expires_in + GRACE
-        try:
-            while (answer := outcome(view, given, redact, expires_in)) is None:
-                left = deadline - anyio.current_time()
-                if left <= 0:
-                    break
-                view = await self.service.wait(caller, view.id, left, self.closings)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):  # the client gave up: nobody is to approve it now
-                await self._withdraw(caller, view.id)
-            raise
-        if answer is None:
-            view = await self._withdraw(caller, view.id)
-            answer = outcome(view, given, redact, expires_in) or deny(f"not approved within {minutes(expires_in)}")
-        return answer
-
-    async def _withdraw(self, caller: Caller, question_id: str) -> QuestionView:
-        """Cancel a waiting approval (one that closed meanwhile stays as it closed); the question as it is now."""
-        try:
-            return await self.service.in_thread(lambda: self.service.cancel(caller, question_id))
-        except QuestionError:
-            return await self.service.in_thread(lambda: self.service.get(caller, question_id))
-
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
-        return tool_result(await self.service.wait(caller, qid, wait, self.closings))
+        return tool_result(await self.service.waiting.until(caller, qid, Patience.within(wait)))
 
 
-async def _report(progress: Progress, total: float) -> None:
-    """Report the seconds waited so far every `PROGRESS_EVERY` seconds, until cancelled or the client is gone."""
-    waited = 0.0
-    while True:
-        await anyio.sleep(PROGRESS_EVERY)
-        waited += PROGRESS_EVERY
-        try:
-            await progress(waited, total, "waiting for a person to approve in Slack")
-        except Exception:  # the client went away: the wait itself notices
-            return
-
-
-def build_server(
-    service: QuestionService, closings: Closings, caller_of: CallerOf, rules: RulesConfig | None = None
-) -> Server[Any]:
+def build_server(service: QuestionService, caller_of: CallerOf, rules: RulesConfig | None = None) -> Server[Any]:
     """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`).
 
     `rules`: the rules file `approve_tool_use` follows; None asks about every tool use (in no channel: denied)."""
-    tools = Tools(service, closings, caller_of, rules)
+    tools = Tools(service, caller_of, rules)
     return Server(
         NAME,
         version=version(DISTRIBUTION),

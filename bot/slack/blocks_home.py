@@ -41,7 +41,7 @@ from bot.slack import limits
 from bot.slack.blocks_away import away_blocks
 from bot.slack.blocks_inspect import INSPECT_ACTION_ID
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
-from workers.runs import Away, QuestionState, RunSummary
+from workers.runs import Away, QuestionSummary, RunSummary
 
 HOME_PAGE_SIZE = 20
 """Runs shown per admin page; callers page their query by this."""
@@ -118,7 +118,7 @@ def _run_text(run: RunSummary, *, text_max: int) -> str:
     return line + ("\n" + " · ".join(facts) if facts else "") + "".join(f"\n{p}" for p in progress)
 
 
-def _question_line(q: QuestionState) -> str:
+def _question_line(q: QuestionSummary) -> str:
     """One question of several a run waits on: "• `deploy`: answered by @A" or "• `db`: waiting on @B"."""
     key = clip(_one_line(q.key), 60).replace("`", "'")
     if q.state == "answered":

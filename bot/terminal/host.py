@@ -25,6 +25,7 @@ from workers.interaction import (
     Answer,
     AnswerError,
     AnswerValue,
+    AskingRun,
     Context,
     ContextChange,
     GroupInfo,
@@ -34,7 +35,6 @@ from workers.interaction import (
     QuestionProgress,
     Request,
     RunInfo,
-    RunView,
 )
 from workers.interaction.context import describe_change, show_value
 
@@ -87,7 +87,7 @@ class TerminalHost:
         in place, so a second call for the same thing (a replay) prints nothing."""
 
     # ---- Interactor ------------------------------------------------------------
-    def solicit(self, request: Request, run: RunView) -> Outcome:
+    def solicit(self, request: Request, run: AskingRun) -> Outcome:
         """Ask every item, re-ask the refused ones, and return the answers; pause when the person quits.
 
         Several questions at once (`ask_all`, `ask_any`) come here one after another; a question

@@ -43,11 +43,14 @@ def marker_path(data_dir: Path, run_id: str, point: str) -> Path:
     return data_dir / "crash" / f"{run_id}.{point}"
 
 
-def crashpoint(run: Any, point: str) -> None:
-    """Hang here (to be SIGKILLed) if `point` is armed for this run and no execution reached it before."""
-    if point not in params(run.record.text).get("crash", []):
+def crashpoint(point: str, text: str, run_id: str, data_dir: Path) -> None:
+    """Hang here (to be SIGKILLed) if `point` is armed for this run and no execution reached it before.
+
+    `text` is the run's: its parameters name the armed points.
+    """
+    if point not in params(text).get("crash", []):
         return
-    marker = marker_path(run.data_dir, run.run_id, point)
+    marker = marker_path(data_dir, run_id, point)
     if marker.exists():
         return
     marker.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +87,7 @@ def flow_agent(run: Any, text: str) -> str:
         if name == "prepare" and p.get("gate"):
             wait_for_gate(run.data_dir / "gates" / str(p["gate"]))
         if name == "apply":
-            crashpoint(run, "mid_step")
+            crashpoint("mid_step", text, run.run_id, run.data_dir)
             if p.get("apply_gate"):  # say the step is under way, then wait for the test
                 inside = run.data_dir / "gates" / f"{p['apply_gate']}.inside"
                 inside.parent.mkdir(parents=True, exist_ok=True)
@@ -93,13 +96,13 @@ def flow_agent(run: Any, text: str) -> str:
         time.sleep(work)
         made = bump(run.data_dir, run.run_id, f"step.{name}")
         if name == "apply":
-            crashpoint(run, "after_effect")
+            crashpoint("after_effect", text, run.run_id, run.data_dir)
         return made
 
     run.step("prepare", lambda: effect("prepare"))
-    crashpoint(run, "before_ask")
+    crashpoint("before_ask", text, run.run_id, run.data_dir)
     answers = run.ask(question(p))
-    crashpoint(run, "after_answer")
+    crashpoint("after_answer", text, run.run_id, run.data_dir)
     run.step("apply", lambda: effect("apply"))
     if p.get("say"):
         run.say(str(p["say"]))
@@ -109,6 +112,8 @@ def flow_agent(run: Any, text: str) -> str:
 def _install_after_post() -> None:
     """Wrap the Slack host's `solicit` so `after_post` can stop a worker right after a question is posted."""
     from bot.slack.host import SlackHost
+    from workers.runtime import wiring
+    from workers.runtime.host_view import HostView
 
     if getattr(SlackHost.solicit, "_fault_point", False):
         return
@@ -116,8 +121,8 @@ def _install_after_post() -> None:
 
     def solicit(self: SlackHost, request: Request, run: Any) -> Any:
         outcome = original(self, request, run)
-        if hasattr(run, "data_dir"):
-            crashpoint(run, "after_post")
+        if isinstance(run, HostView):  # one question (an `ask_each` message is not a crash point)
+            crashpoint("after_post", run.record.text, run.run_id, wiring.current().settings.data_dir)
         return outcome
 
     solicit._fault_point = True  # type: ignore[attr-defined]
@@ -126,8 +131,6 @@ def _install_after_post() -> None:
 
 def _install_before_claim() -> None:
     """Wrap the RQ job function so `before_claim` can stop a worker that dequeued a run's job but did not claim it."""
-    from types import SimpleNamespace
-
     from workers.runtime import jobs
 
     if getattr(jobs.execute, "_fault_point", False):
@@ -137,9 +140,7 @@ def _install_before_claim() -> None:
     def execute(runtime: Any, run_id: str) -> str:
         record = runtime.store.find(run_id)
         if record is not None:
-            crashpoint(
-                SimpleNamespace(record=record, run_id=run_id, data_dir=runtime.settings.data_dir), "before_claim"
-            )
+            crashpoint("before_claim", record.text, run_id, runtime.settings.data_dir)
         return original(runtime, run_id)
 
     execute._fault_point = True  # type: ignore[attr-defined]

@@ -54,7 +54,7 @@ class Expect:
 
 
 @dataclass
-class RunView:
+class RunSnapshot:
     """Everything the checker reads about one run, decoded."""
 
     run_id: str
@@ -80,11 +80,11 @@ def _s(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def read_run(r: redis.Redis, run_id: str) -> RunView:
+def read_run(r: redis.Redis, run_id: str) -> RunSnapshot:
     run = {_s(k): _s(v) for k, v in r.hgetall(f"parley:run:{run_id}").items()}
     journal = {_s(k): json.loads(v) for k, v in r.hgetall(f"parley:run:{run_id}:journal").items()}
     history = [json.loads(x) for x in r.lrange(f"parley:run:{run_id}:history", 0, -1)]
-    view = RunView(run_id, run, journal, history)
+    view = RunSnapshot(run_id, run, journal, history)
     iids = [iid for k, v in journal.items() if k.startswith("ask:") for iid in v]
     if run.get("interrupt"):
         iids.append(run["interrupt"])
@@ -174,13 +174,13 @@ class Checker:
             posts.update(iids)
         return posts
 
-    def thread(self, view: RunView) -> list[dict[str, Any]]:
+    def thread(self, view: RunSnapshot) -> list[dict[str, Any]]:
         conv = view.conversation
         if not conv.get("thread_ts"):
             return []
         return self.stack.ws.thread(conv["channel"], conv["thread_ts"])[1:]
 
-    def live_question(self, view: RunView) -> bool:
+    def live_question(self, view: RunSnapshot) -> bool:
         """Paused on an open question whose message, with its controls, is in the thread."""
         q = view.interrupts.get(view.run.get("interrupt", ""))
         if view.status != "paused" or not q or q.get("state") != "open":
@@ -189,7 +189,7 @@ class Checker:
         found = self.stack.ws.message(msg.get("channel", ""), msg.get("ts", "")) if msg.get("ts") else None
         return found is not None and is_question(found)
 
-    def locked(self, view: RunView) -> bool:
+    def locked(self, view: RunSnapshot) -> bool:
         for q in view.interrupts.values():
             msg = q.get("message") or {}
             if q.get("state") in ("answered", "cancelled", "expired") and msg.get("ts"):
@@ -199,11 +199,11 @@ class Checker:
         return True
 
     # -- settling --
-    def settled(self, view: RunView, expect: Expect) -> bool:
+    def settled(self, view: RunSnapshot, expect: Expect) -> bool:
         done = view.status in TERMINAL or self.live_question(view)
         return done and (expect.unlocked_ok or self.locked(view))
 
-    def settle(self, run_ids: list[str], expects: dict[str, Expect], timeout: float) -> dict[str, RunView]:
+    def settle(self, run_ids: list[str], expects: dict[str, Expect], timeout: float) -> dict[str, RunSnapshot]:
         deadline = time.monotonic() + timeout
         while True:
             views = {run_id: read_run(self.r, run_id) for run_id in run_ids}
@@ -213,7 +213,7 @@ class Checker:
             time.sleep(0.1)
 
     # -- the invariants --
-    def violations(self, view: RunView, expect: Expect, posts: Counter[str]) -> list[str]:
+    def violations(self, view: RunSnapshot, expect: Expect, posts: Counter[str]) -> list[str]:
         out: list[str] = []
         rid = view.run_id
         if not view.run:

@@ -23,7 +23,7 @@ once (`asyncio.gather`) are independent questions.
 
 Cancelling the workflow, or the task awaiting the call, cancels the question in Parley (its
 Slack message is locked as cancelled) before the cancellation goes on; a question cancelled
-in Slack or with `parley runs cancel` returns an `Outcome` with status `cancelled`.
+in Slack or with `parley runs cancel` returns a `QuestionOutcome` with status `cancelled`.
 """
 
 from __future__ import annotations
@@ -38,14 +38,16 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
+from workers.interaction.renamed import renamed
+
 with workflow.unsafe.imports_passed_through():
     from workers.interaction import Decision, Request
 
 __all__ = [
     "SIGNAL",
-    "Outcome",
     "ParleyActivities",
     "ParleyClient",
+    "QuestionOutcome",
     "approve",
     "ask",
     "ask_each",
@@ -63,7 +65,7 @@ REFUSED = "ParleyRefused"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class QuestionOutcome:
     """How a question ended: `answered` (with `answers` and who gave them, `by`), `expired` (`answers`
     holds the items' defaults when the request said `on_expiry="use_defaults"`), `cancelled`, `failed`."""
 
@@ -83,7 +85,7 @@ class Outcome:
         return self.status == "answered"
 
     @classmethod
-    def of(cls, payload: dict[str, Any]) -> Outcome:
+    def of(cls, payload: dict[str, Any]) -> QuestionOutcome:
         names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in payload.items() if k in names})
 
@@ -179,7 +181,7 @@ async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
     )
 
 
-async def _wait(key: str, question_id: str) -> Outcome:
+async def _wait(key: str, question_id: str) -> QuestionOutcome:
     """The outcome signalled for `key` by `question_id`, the question this workflow's activity created
     (no other question's); cancelled, the question is cancelled in Parley first."""
     waits = _waits()
@@ -197,7 +199,7 @@ async def _wait(key: str, question_id: str) -> Outcome:
         raise
     outcome = waits.outcome(key)
     assert outcome is not None
-    return Outcome.of(outcome)
+    return QuestionOutcome.of(outcome)
 
 
 def _request(request: Request | dict[str, Any], **options: Any) -> dict[str, Any]:
@@ -218,7 +220,7 @@ async def ask(
     thread_ts: str | None = None,
     context: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
-) -> Outcome:
+) -> QuestionOutcome:
     """Ask `request` in `channel` (or a DM with `user`) and wait, durably, for how it ends."""
     _waits()
     target = _target()
@@ -243,7 +245,7 @@ async def ask_each(
     channel: str | None = None,
     expires_in: int | None = None,
     context: dict[str, Any] | None = None,
-) -> Outcome:
+) -> QuestionOutcome:
     """Put `request` to each of `assignees` separately; one outcome when `quorum` of them (default: all)
     answered, with each one's own answers in `answers_by`."""
     _waits()
@@ -348,3 +350,11 @@ async def _call(fn: Any) -> Any:
         if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
             raise ApplicationError(str(exc), type=REFUSED, non_retryable=True) from None
         raise
+
+
+_RENAMED = {"Outcome": "QuestionOutcome"}  # deprecated name -> its new name
+
+
+def __getattr__(name: str) -> Any:
+    """An old name, importable for a while with a DeprecationWarning."""
+    return renamed(__name__, name, _RENAMED, globals())

@@ -4,6 +4,8 @@ Agents depend on this package and nothing else of Parley's hosts. It imports onl
 the standard library and pydantic.
 """
 
+from typing import Any
+
 from workers.interaction.approval import Decision
 from workers.interaction.choice import reply_answers, reply_item, resolve_choice
 from workers.interaction.context import CONTEXT_MAX, ChangeKind, Context, ContextChange
@@ -27,7 +29,8 @@ from workers.interaction.models import (
     Request,
     answers_to_values,
 )
-from workers.interaction.protocol import Interactor, PausingRun, RunView
+from workers.interaction.protocol import AskingRun, Interactor, PausingRun
+from workers.interaction.renamed import renamed
 from workers.interaction.schema_items import FormError
 from workers.interaction.views import GroupInfo, QuestionInfo, QuestionProgress, QuestionState, RunInfo
 
@@ -38,6 +41,7 @@ __all__ = [
     "AnswerError",
     "AnswerValue",
     "Approval",
+    "AskingRun",
     "ChangeKind",
     "ChoiceError",
     "Context",
@@ -60,9 +64,16 @@ __all__ = [
     "QuestionState",
     "Request",
     "RunInfo",
-    "RunView",
     "answers_to_values",
     "reply_answers",
     "reply_item",
     "resolve_choice",
 ]
+
+
+_RENAMED = {"RunView": "AskingRun"}  # deprecated name -> its new name
+
+
+def __getattr__(name: str) -> Any:
+    """An old name, importable for a while with a DeprecationWarning."""
+    return renamed(__name__, name, _RENAMED, globals())

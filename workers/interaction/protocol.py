@@ -14,11 +14,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from workers.interaction.context import Context, ContextChange
 from workers.interaction.models import Outcome, Request
+from workers.interaction.renamed import renamed
 from workers.interaction.views import GroupInfo, QuestionInfo, QuestionProgress, RunInfo
 
 
 @runtime_checkable
-class RunView(Protocol):
+class AskingRun(Protocol):
     """What a host may know about the run that asks: identity and where it talks."""
 
     @property
@@ -44,7 +45,7 @@ class RunView(Protocol):
         ...
 
 
-class PausingRun(RunView, Protocol):
+class PausingRun(AskingRun, Protocol):
     """What a host that pauses may read and record about the run that asks.
 
     A pause/resume host posts a question once and must find it on replay: it reads where the
@@ -142,3 +143,11 @@ class Interactor(Protocol):
         """The people `ids` name, each user group (`S…`) replaced by its members, for `ask_each`,
         which asks each person separately and so must know them before it posts."""
         ...
+
+
+_RENAMED = {"RunView": "AskingRun"}  # deprecated name -> its new name
+
+
+def __getattr__(name: str) -> Any:
+    """An old name, importable for a while with a DeprecationWarning."""
+    return renamed(__name__, name, _RENAMED, globals())

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from workers.exceptions import AdminError, RunNotFound, SecretUnreadable
+from workers.exceptions import AdminError, ConfigError, RunNotFound, SecretUnreadable
 from workers.interaction.context import canonical, changes, digest
 from workers.logs import Log
 from workers.questions.channels import NO_SUCH_CHANNEL, ChannelNames, where_to_post
@@ -46,6 +46,7 @@ from workers.questions.models import (
 )
 from workers.questions.tokens import temporal_granted
 from workers.questions.views import build_view, unreadable_view
+from workers.questions.waiting import Waiting
 from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runs.start import begin
 from workers.runtime import admin
@@ -109,8 +110,11 @@ class QuestionService:
         *,
         team: str = "",
         channels: ChannelNames | None = None,
+        closings: Closings | None = None,
     ) -> None:
         self.runtime = runtime
+        self.closings = closings  # wakes `wait`; the process's composition root starts and stops it
+        self.waiting = Waiting(self)  # how an MCP call asks and waits
         self.store = QuestionStore(runtime.redis)
         self.config = config or QuestionConfig()
         self.team = team  # the Slack workspace questions are asked in, when known
@@ -368,12 +372,15 @@ class QuestionService:
         return QuestionPage(questions=found, next_cursor=next_cursor)
 
     # ---- wait ------------------------------------------------------------------
-    async def wait(self, caller: Caller, question_id: str, timeout: float, closings: Closings) -> QuestionView:
+    async def wait(self, caller: Caller, question_id: str, timeout: float) -> QuestionView:
         """The question once it leaves `waiting`, or after `timeout` seconds still waiting.
 
-        Woken by the store's close notification (`Closings`), never by polling; no thread is
-        held while it waits, only for each short read.
+        Woken by the service's close notifications (`Closings`), never by polling; no thread is
+        held while it waits, only for each short read. An MCP call waits through `waiting`.
         """
+        closings = self.closings
+        if closings is None:
+            raise ConfigError("this question service was built without close notifications (`closings`)")
         timeout = max(0.0, min(timeout, float(self.config.max_wait)))
         record = await self.in_thread(lambda: self._record(caller, question_id))
         view, iid = await self.in_thread(lambda: self._view(record))

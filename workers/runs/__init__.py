@@ -11,7 +11,7 @@ from workers.runs.records import HostRecords, Notices, Proposals
 from workers.runs.service import RunService, Where
 from workers.runs.start import StartRefused
 from workers.runtime.acceptance import AcceptRefused, AnswerOutcome, plain_text
-from workers.runtime.admin import UNREADABLE, QuestionState, RunDetail, RunFilter, RunPage, RunSummary
+from workers.runtime.admin import UNREADABLE, QuestionSummary, RunDetail, RunFilter, RunPage, RunSummary
 from workers.runtime.claims import ClaimRefused
 from workers.runtime.people import ReassignRefused
 from workers.store.away import Away
@@ -37,7 +37,7 @@ __all__ = [
     "Notices",
     "Proposal",
     "Proposals",
-    "QuestionState",
+    "QuestionSummary",
     "Rate",
     "ReassignRefused",
     "Refusal",

@@ -48,7 +48,7 @@ class RunSummary:
     started_by: str
     updated_at: float
     assignees: tuple[str, ...] = ()
-    questions: tuple[QuestionState, ...] = ()
+    questions: tuple[QuestionSummary, ...] = ()
     """For a run paused on several questions at once: each one's progress (one per person for `ask_each`)."""
 
     @classmethod
@@ -67,12 +67,12 @@ class RunSummary:
             started_by=run.started_by,
             updated_at=run.updated_at,
             assignees=tuple(interrupt.assignees) if interrupt else tuple(dict.fromkeys(waiting)),
-            questions=tuple(QuestionState.of(m) for m in members),
+            questions=tuple(QuestionSummary.of(m) for m in members),
         )
 
 
 @dataclass(frozen=True)
-class QuestionState:
+class QuestionSummary:
     """One question of several a run waits on: its ask key, state, who it waits on and who answered."""
 
     key: str
@@ -81,7 +81,7 @@ class QuestionState:
     answered_by: str = ""
 
     @classmethod
-    def of(cls, interrupt: InterruptRecord) -> QuestionState:
+    def of(cls, interrupt: InterruptRecord) -> QuestionSummary:
         return cls(interrupt.key, interrupt.state.value, tuple(interrupt.assignees), interrupt.answered_by)
 
 

@@ -9,21 +9,57 @@ attempt, and once the journal has no attempt left the caller opens a new one.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from workers.exceptions import AgentError
-from workers.interaction import Context, ContextChange
-from workers.runtime.execution import Execution
+from workers.interaction import Context, ContextChange, answers_to_values
+from workers.interaction.approval import decision_of
+from workers.interaction.context import canonical, changes, digest
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord
+from workers.store.runs import history_entry
+
+if TYPE_CHECKING:  # the execution holds a `KeyCalls`; the walk reads the execution
+    from workers.runtime.execution import Execution
+
+
+class KeyCalls:
+    """The ask keys of one execution: the calls of each, and whether its facts changed."""
+
+    def __init__(self) -> None:
+        self._asks = 0  # calls that may name no key: "#1", "#2", ...
+        self._key_calls: dict[str, int] = {}
+        self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
+
+    def key(self, key: str | None) -> str:
+        """Count one more ask; its key is `key`, or the ask's number when it names none."""
+        self._asks += 1
+        return key or f"#{self._asks}"
+
+    def next_key(self) -> str:
+        """The key the next ask that names none will be given."""
+        return f"#{self._asks + 1}"
+
+    def changed(self, key: str) -> bool:
+        """Whether the last attempt of `key` was asked because the answer before it was void."""
+        return self._changed.get(key, False)
+
+    def count(self, key: str, limit: int, *, changed: bool | None = None) -> int:
+        """Count one more call of `key`; `AgentError` once past `limit`.
+
+        `changed`: whether this call is asked again because the answer before it was void.
+        """
+        n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
+        if n > limit:
+            raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
+        if changed is not None:
+            self._changed[key] = changed
+        return n
 
 
 def count_call(run: Execution, key: str) -> int:
     """Count one more call of `key` in this execution; `AgentError` once past the limit."""
-    n = run._key_calls[key] = run._key_calls.get(key, 0) + 1
-    limit = run._rt.settings.max_asks_per_key
-    if n > limit:
-        raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
-    return n
+    return run.keys.count(key, run.settings.max_asks_per_key)
 
 
 class AttemptWalk:
@@ -37,23 +73,70 @@ class AttemptWalk:
 
     def __init__(self, run: Execution, key: str) -> None:
         self.run, self.key = run, key
-        self.attempts: list[str] = list(run._recorded(names.ask(key)) or [])
-        self.voided: list[ContextChange] | None = (
-            None  # what changed since the attempt before, when its answer was void
-        )
+        self.attempts: list[str] = list(run.journal_entry(names.ask(key)) or [])
+        self.voided: list[ContextChange] | None = None  # what changed since the attempt before, when it was void
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         while True:
-            n = count_call(self.run, self.key)
-            self.run._changed[self.key] = self.voided is not None  # attempt n is asked again because the facts changed
+            n = self.run.keys.count(self.key, self.run.settings.max_asks_per_key, changed=self.voided is not None)
             if len(self.attempts) < n:
                 return
             yield n, self.attempts[n - 1]
 
     def void(self, answered: InterruptRecord, bound: str, facts: Context | None) -> bool:
         """Whether `answered`'s answer is void because its facts changed (recorded once); the walk then goes on."""
-        self.voided = self.run._void_if_changed(answered, bound, facts)
+        self.voided = void_if_changed(self.run, answered, bound, facts)
         return self.voided is not None
 
     def missing(self, n: int) -> AgentError:
         return AgentError(f"question {self.key!r} attempt {n} is missing from the store")
+
+
+def void_if_changed(
+    run: Execution, interrupt: InterruptRecord, bound: str, facts: Context | None
+) -> list[ContextChange] | None:
+    """The changes that void `interrupt`'s answer (None when it stands), recorded once.
+
+    An answer voided once stays void for this run, whatever the facts later become.
+    The void is journalled with its history entry in one step. The host then marks
+    the old question superseded, once.
+    """
+    field = names.void(interrupt.id)
+    recorded = run.journal_entry(field)
+    if recorded is None:
+        if interrupt.context_digest == digest(bound) or _bound_to_edits(interrupt, bound):
+            return None
+        found = changes(interrupt.context, facts)
+        recorded = {"changes": [c.model_dump(mode="json") for c in found], "digest": digest(bound)}
+        entry = history_entry(
+            "context changed",
+            interrupt_id=interrupt.id,
+            key=interrupt.key,
+            attempt=interrupt.attempt,
+            fields=[c.field for c in found],
+            old_digest=interrupt.context_digest,
+            new_digest=digest(bound),
+        )
+        void: dict[str, Any] = recorded
+        run.durable(
+            lambda: run.store.record(run.run_id, run.epoch, field, void, only_if_absent=True, history=entry),
+            "record that an answer is void",
+        )
+        run.noted({field: recorded})
+        run.log.info("answer void: the facts changed", key=interrupt.key, fields=[c.field for c in found])
+    voided = [ContextChange.model_validate(c) for c in recorded["changes"]]
+    record = run.record
+    run.once(names.supersede(interrupt.id), lambda: run.host.question_superseded(record, interrupt, voided))
+    return voided
+
+
+def _bound_to_edits(interrupt: InterruptRecord, bound: str) -> bool:
+    """Whether `bound` is the args an approval was given with its edits applied.
+
+    An agent proposing what was approved does not change the facts.
+    """
+    if interrupt.request.approval is None or not bound:
+        return False
+    values = answers_to_values(interrupt.request, interrupt.answers)
+    approved = decision_of(interrupt.request, values)
+    return approved.edited and canonical(approved.args) == bound

@@ -16,6 +16,7 @@ from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import ContextError, FormError, QuestionExpired
 from workers.logs import Log
 from workers.runtime.ask_group import show_closed_group
+from workers.runtime.execution import Execution
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.queues import enqueue_run
 from workers.runtime.run import Run
@@ -40,7 +41,7 @@ def execute(runtime: Runtime, run_id: str) -> str:
     with keeper:
         host = runtime.hosts.for_run(record)
         parked_on = {record.interrupt: claim.interrupt} if record.interrupt else {}
-        run = Run(runtime, record, epoch, host, keeper, journal=claim.journal, interrupts=parked_on)
+        run = Execution(runtime, record, epoch, host, keeper, journal=claim.journal, interrupts=parked_on)
         run.log.info("executing", epoch=epoch, failures=record.failures)
         try:
             return _replay(runtime, run)
@@ -48,14 +49,14 @@ def execute(runtime: Runtime, run_id: str) -> str:
             return "stale"
 
 
-def _replay(runtime: Runtime, run: Run) -> str:
+def _replay(runtime: Runtime, run: Execution) -> str:
     """Replay the agent from the start and record how this execution ended."""
     record, host = run.record, run.host
     try:
         _lock_closed_question(runtime, run)
         show_closed_group(run, record)
         spec = runtime.registry.get(record.agent)
-        result = spec.fn(run, record.text)
+        result = spec.fn(Run(run), record.text)
         run.once(names.FINAL, lambda: host.finished(record, str(result)), ends_run=True)
         return _end(runtime, run, RunStatus.SUCCEEDED, result=str(result))
     except Suspend:
@@ -73,7 +74,7 @@ def _replay(runtime: Runtime, run: Run) -> str:
         return _retry_or_fail(runtime, run, exc)
 
 
-def _lock_closed_question(runtime: Runtime, run: Run) -> None:
+def _lock_closed_question(runtime: Runtime, run: Execution) -> None:
     """Show the answer (or the expiry) on the question that resumed this run, once.
 
     The worker does it rather than the bot: the ack path stays free of Web API calls,
@@ -99,7 +100,7 @@ def _lock_closed_question(runtime: Runtime, run: Run) -> None:
     run.once(names.lock(iid), lock, repeatable=True)
 
 
-def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
+def _end(runtime: Runtime, run: Execution, status: RunStatus, **fields: str) -> str:
     def end() -> tuple[bool, str, str]:
         return runtime.store.transition(
             run.run_id,
@@ -121,13 +122,13 @@ def _end(runtime: Runtime, run: Run, status: RunStatus, **fields: str) -> str:
     return status.value if ok else reason
 
 
-def _fail(runtime: Runtime, run: Run, reason: str) -> str:
+def _fail(runtime: Runtime, run: Execution, reason: str) -> str:
     run.log.error("run failed", reason=reason)
     run.once(names.FINAL, lambda: run.host.failed(run.record, reason), ends_run=True)
     return _end(runtime, run, RunStatus.FAILED, error=reason)
 
 
-def _retry_or_fail(runtime: Runtime, run: Run, exc: Exception) -> str:
+def _retry_or_fail(runtime: Runtime, run: Execution, exc: Exception) -> str:
     reason = f"{type(exc).__name__}: {exc}"
     # Failures are counted while no progress is made: a step recorded by this execution
     # (or an answer accepted since the last one) started the count afresh.

@@ -1,61 +1,200 @@
-"""The execution that `ask_group` and `attempts` work on, typed without importing `run`.
+"""One execution of one run: its journal, its fenced writes and its effects done once.
 
-`Run` satisfies it. The names with an underscore are the execution's own state: the
-agent never sees them, only the modules that carry out its asks.
+The agent never sees this class: it holds an author's `Run` (`run.py`), and a host holds
+a view of the question (`host_view.py`). The modules that carry out the asks (`run.py`,
+`ask_group.py`, `attempts.py`) work on it through its public names alone.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar, cast
 
-from workers.interaction import Context, ContextChange, PausingRun
+from workers.exceptions import NotSerializable
 from workers.logs import Log
+from workers.runtime.attempts import KeyCalls
 from workers.runtime.host import Host
-from workers.runtime.wiring import Runtime
+from workers.runtime.lease import LeaseKeeper
+from workers.runtime.plan import PlanSteps
+from workers.runtime.wiring import Runtime, RuntimeSettings
+from workers.store import journal_names as names
 from workers.store.records import InterruptRecord, RunRecord
+from workers.store.runs import RunStore
 
 T = TypeVar("T")
+log = Log("parley.run")
 
 
-class Execution(PausingRun, Protocol):
-    """One execution of one run, as the modules that carry out its asks use it."""
+class Execution(PlanSteps):
+    """One execution of one run, bound to the epoch its worker claimed."""
 
-    log: Log
-    _rt: Runtime
-    _journal: dict[str, Any] | None
-    _key_calls: dict[str, int]
-    _changed: dict[str, bool]
-    _interrupt: InterruptRecord | None
-    _opened_earlier: bool
-    _asks: int
+    def __init__(
+        self,
+        runtime: Runtime,
+        record: RunRecord,
+        epoch: int,
+        host: Host,
+        keeper: LeaseKeeper,
+        journal: dict[str, Any] | None = None,
+        interrupts: dict[str, InterruptRecord | None] | None = None,
+    ) -> None:
+        self._rt = runtime
+        self._record = record
+        self._epoch = epoch
+        self._host = host
+        self._keeper = keeper
+        self.retried_writes = 0  # store calls that met a Redis outage and were tried again
+        self.progressed = False  # this execution recorded a step
+        self.keys = KeyCalls()  # how often each ask key was called, walked by `attempts`
+        self._journal: dict[str, Any] | None = journal  # read with the claim, or on first use
+        self._interrupts: dict[str, InterruptRecord | None] = dict(interrupts or {})  # read with the claim
+        self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
+        self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
+        self.log = log.bind(**record.log_context())
 
     @property
-    def record(self) -> RunRecord: ...
+    def run_id(self) -> str:
+        return self._record.id
 
     @property
-    def epoch(self) -> int: ...
+    def started_by(self) -> str:
+        return self._record.started_by
 
     @property
-    def host(self) -> Host: ...
+    def conversation(self) -> dict[str, Any]:
+        return self._record.conversation
 
     @property
-    def interrupt(self) -> InterruptRecord | None: ...
+    def record(self) -> RunRecord:
+        return self._record
 
-    def durable(self, call: Callable[[], T], what: str, *, carries_pending: bool = False) -> T: ...
+    @property
+    def epoch(self) -> int:
+        return self._epoch
 
-    def read(self, call: Callable[[], T], what: str) -> T: ...
+    @property
+    def host(self) -> Host:
+        return self._host
 
-    def once(
-        self, name: str, effect: Callable[[], Any], *, ends_run: bool = False, repeatable: bool = False
-    ) -> None: ...
+    @property
+    def store(self) -> RunStore:
+        return self._rt.store
 
-    def step(self, key: str, fn: Callable[[], T]) -> T: ...
+    @property
+    def settings(self) -> RuntimeSettings:
+        return self._rt.settings
 
-    def read_interrupt(self, iid: str) -> InterruptRecord | None: ...
+    # ---- the journal -------------------------------------------------------------------
+    def journal_entry(self, field: str) -> Any:
+        """A journal entry. The journal is read once per execution.
 
-    def _recorded(self, field: str) -> Any: ...
+        Only this execution, fenced by its epoch, writes to it while it runs.
+        """
+        if self._journal is None:
+            self._journal = self.read(lambda: self.store.journal(self.run_id), "read the journal")
+        return self._journal.get(field)
 
-    def _void_if_changed(
-        self, interrupt: InterruptRecord, bound: str, facts: Context | None
-    ) -> list[ContextChange] | None: ...
+    def noted(self, entries: dict[str, Any]) -> None:
+        """Keep entries a store call just journalled, so later reads see them."""
+        for name in entries:
+            self._pending.pop(name, None)
+        if self._journal is not None:
+            self._journal.update(entries)
+
+    def write(self, field: str, value: Any) -> None:
+        """Journal `value` under `field`, and with it the entries left for the next write."""
+        also = dict(self._pending)
+        self.durable(
+            lambda: self.store.record(self.run_id, self._epoch, field, value, also=also),
+            f"record {field}",
+            carries_pending=True,
+        )
+        self.noted({**also, field: value})
+
+    def step(self, key: str, fn: Callable[[], T]) -> T:
+        """Run `fn` once per run and record its JSON result; a replay returns the record."""
+        field = names.step(key)
+        recorded = self.journal_entry(field)
+        if recorded is not None:
+            return cast(T, recorded["v"])
+        result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
+        try:
+            json.dumps(result)
+        except (TypeError, ValueError) as exc:
+            raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
+        self.write(field, {"v": result})
+        self.progressed = True
+        self.log.info("step recorded", step=key)
+        return result
+
+    def read_interrupt(self, iid: str) -> InterruptRecord | None:
+        """An interrupt, read once per execution: nothing else changes it while this execution owns the run."""
+        if iid not in self._interrupts:
+            self._interrupts[iid] = self.read(lambda: self.store.interrupt(iid), "read a question")
+        return self._interrupts[iid]
+
+    # ---- writes that ride out an outage --------------------------------------------------
+    def durable(self, call: Callable[[], T], what: str, *, carries_pending: bool = False) -> T:
+        """Write through the store, riding out a Redis outage while this worker's lease holds.
+
+        Entries left for the next write (`once(..., repeatable=True)`) are written first.
+        A `call` that records them itself says so with `carries_pending` (see `ending_journal`).
+        Every later write of this execution then lands after them.
+        """
+        if self._pending and not carries_pending:
+            self.write(*next(iter(self._pending.items())))  # `write` carries the rest with it
+        return self.read(call, what)
+
+    def read(self, call: Callable[[], T], what: str) -> T:
+        """Read through the store, riding out a Redis outage as `durable` does.
+
+        A read needs none of the entries left for the next write written before it.
+        """
+        first = True
+
+        def attempt() -> T:
+            nonlocal first
+            if not first:
+                self.retried_writes += 1
+            first = False
+            return call()
+
+        return self._keeper.durable(attempt, what)
+
+    # ---- effects done once ----------------------------------------------------------------
+    def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False, repeatable: bool = False) -> None:
+        """Perform a host side effect at most once per run (at least once across a crash mid-call).
+
+        The fenced "intent" write before the effect stops a worker that lost the run from
+        performing it. With `ends_run`, the effect is the last thing before the transition that
+        ends this execution, and that transition records its "done" (`ending_journal`): a crash
+        in between repeats the effect, exactly as a crash before a separate "done" write would.
+
+        `repeatable` is for an effect whose repetition shows nothing new (a message replaced by
+        the same content): its "done" goes with this execution's next write instead of a write
+        of its own, so a crash before that write repeats the effect and nothing else. It writes
+        no intent: a replay repeats such an effect whether or not one was recorded, and a worker
+        that lost the run, performing it after the worker that took the run over, shows again
+        what that one showed.
+        """
+        field = names.effect(name)
+        if self.journal_entry(field) == "done" or field in self._ending or field in self._pending:
+            return
+        if not repeatable:
+            self.write(field, "intent")
+        effect()
+        if ends_run:
+            self._ending[field] = "done"
+        elif repeatable:
+            self._pending[field] = "done"
+        else:
+            self.write(field, "done")
+
+    def ending_journal(self) -> dict[str, Any]:
+        """What the transition that ends this execution records in the journal with it.
+
+        That is the ending effects' "done" and the entries left for the next write (see `once`).
+        Pass the transition to `durable` with `carries_pending=True`.
+        """
+        return {**self._pending, **self._ending}

@@ -8,7 +8,7 @@ the call, which this process alone holds (they never reach Slack or Redis). A re
 also removed by value (`bot.mcp.scrub`) from the other arguments shown, the history, and the
 upstream's result or error, so an upstream that echoes it shows it to nobody.
 
-Forwarding is claimed first (`GatewayStore.claim`), so a call is forwarded at most once; a call
+Forwarding is claimed first (`workers.questions.forwarding`), so a call is forwarded at most once; a call
 whose client went away while it waited is claimed as such, and the decision that comes later is
 recorded in the run's history as not forwarded. A standing approval (`allow_standing`) lets later
 calls of the same tool from the same MCP session go without asking, each recorded in the history
@@ -18,7 +18,6 @@ of the run that granted it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -33,22 +32,18 @@ from bot.mcp.gateway.names import note
 from bot.mcp.gateway.upstreams import GatewayError, Target, Upstreams
 from bot.mcp.rules import Rule, RulesConfig
 from bot.mcp.scrub import Redaction
-from workers.interaction import ContextError, FormError
-from workers.interaction.approval import approval_request
+from bot.mcp.tool_approval import ToolApproval, Verdict
 from workers.interaction.lengths import REASON_MAX
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
-from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
-from workers.store.closings import Closings
-from workers.store.gateway import CLIENT_GONE, FORWARDED, GatewayStore
+from workers.questions.forwarding import CLIENT_GONE, FORWARDED, Forwarding
+from workers.questions.models import QuestionCreate, QuestionStatus
+from workers.questions.waiting import PROGRESS_EVERY, Patience, Progress
 
 log = Log("parley.mcp.gateway")
-PROGRESS_EVERY = 15.0
-"""Seconds between progress notifications while a call waits for its approval."""
 STANDING_FOR = 3600
-STANDING = "Approve this tool for this session for 1 hour"
-Report = Callable[[float, str], Awaitable[None]]
+STANDING = f"Approve this tool for this session for {human(STANDING_FOR)}"
 
 
 def error(text: str) -> types.CallToolResult:
@@ -78,95 +73,80 @@ class Approvals:
     def __init__(
         self,
         service: QuestionService,
-        closings: Closings,
         upstreams: Upstreams,
         config: RulesConfig,
         *,
         progress_every: float = PROGRESS_EVERY,
     ) -> None:
         self.service = service
-        self.closings = closings
         self.upstreams = upstreams
         self.config = config
         self.progress_every = progress_every
-        self.gateway = GatewayStore(service.runtime.redis)
+        self.forwarding = Forwarding(service)
         self._watchers: set[asyncio.Task[None]] = set()
 
-    async def ask(self, call: Call, report: Report) -> types.CallToolResult:
-        """The upstream's result once the call is approved; a tool error when it is not, saying why."""
+    async def ask(self, call: Call, progress: Progress | None) -> types.CallToolResult:
+        """The upstream's result once the call is approved; a tool error when it is not, saying why.
+
+        It waits as every MCP wait does (`workers.questions.waiting`); a client that goes away
+        leaves the question open, and its decision is recorded as not forwarded."""
         name = call.target.full_name
         if call.rule.allow_standing:
-            granted = await self.service.in_thread(lambda: self.gateway.standing(call.session, name))
+            granted = await self.forwarding.standing(call.session, name)
             if granted:
-                await self._history(granted, "approved by the standing rule", tool=name, args=call.shown)
+                await self.forwarding.note(granted, "approved by the standing rule", tool=name, args=call.shown)
                 return await self._forward(call, call.arguments, granted)
+        approval = ToolApproval(call.arguments, call.rule.redact, self.config)
         try:
-            body = self._question(call)
-            view, _ = await self.service.in_thread(lambda: self.service.create(call.caller, body))
-        except (FormError, ContextError, ValueError) as exc:
+            body = self._question(call, approval)
+        except ValueError as exc:
             return error(f"{name} cannot be put to approval: {exc}")
+        saying = f"waiting for approval of {name} in Slack"
+        patience = Patience.decision(
+            self.config.expires_in,
+            progress,
+            saying,
+            every=self.progress_every,
+            when_gone=lambda qid: self._client_gone(call, qid),
+        )
+        try:
+            view, _ = await self.service.waiting.ask(call.caller, body, patience)
         except QuestionError as exc:
             return error(f"{name} cannot be put to approval: {exc.detail}")
-        log.info("tool call put to approval", run_id=view.id, tool=name, origin=call.caller.name)
-        try:
-            view = await self._wait(view.id, call, report)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self._client_gone(call, view.id)
-            raise
-        return await self._decided(call, view)
+        return await self._decided(call, view.id, approval.verdict(view))
 
-    def _question(self, call: Call) -> QuestionCreate:
-        if self.config.channel is None:
-            raise ValueError("the rules file names no `channel` to ask in")
+    @staticmethod
+    def _question(call: Call, approval: ToolApproval) -> QuestionCreate:
         tool = call.target.tool
-        shown = call.shown
-        editable = call.redaction.editable  # nothing redacted in it
         about = f"{call.caller.name} asks to call {call.target.full_name}"
         reason = f"{about}: {tool.description}" if tool.description else about
         reason = reason if tool.name.isascii() else f"{note(tool.name)} {reason}"
-        options: dict[str, Any] = {
-            "editable": editable,
-            "standing": STANDING if call.rule.allow_standing else None,
-            "reason": call.redaction.scrubber.text(reason)[:REASON_MAX],
-            "assignees": list(self.config.assignees),
-            "expires_in": self.config.expires_in,
-        }
-        action = f"Call {call.target.full_name}"
-        try:
-            request = approval_request(action, shown, schema=dict(tool.input_schema), **options)
-        except FormError:  # a schema Parley's items do not cover: the values' types decide
-            request = approval_request(action, shown, input_schema=dict(tool.input_schema), **options)
-        return QuestionCreate(request=request, channel=self.config.channel, context=shown)
+        return approval.question(
+            f"Call {call.target.full_name}",
+            reason=approval.redaction.scrubber.text(reason)[:REASON_MAX],
+            schema=dict(tool.input_schema),
+            standing=STANDING if call.rule.allow_standing else None,
+        )
 
-    async def _wait(self, qid: str, call: Call, report: Report) -> QuestionView:
-        waited = 0.0
-        while True:
-            view = await self.service.wait(call.caller, qid, self.progress_every, self.closings)
-            if view.status is not QuestionStatus.WAITING:
-                return view
-            waited += self.progress_every
-            await report(waited, f"waiting for approval of {call.target.full_name} in Slack")
-
-    async def _decided(self, call: Call, view: QuestionView) -> types.CallToolResult:
+    async def _decided(self, call: Call, run_id: str, verdict: Verdict | None) -> types.CallToolResult:
         name = call.target.full_name
-        decision = view.decision
-        if view.status is QuestionStatus.EXPIRED:
+        if verdict is None:  # still waiting past the grace period, and not withdrawn
             return error(f"{name} was not approved within {human(self.config.expires_in)}")
-        if view.status is not QuestionStatus.ANSWERED or decision is None:
-            why = view.error or f"the approval was {view.status.value}"
-            return error(f"{name} was not approved: {why}")
-        if not decision.approved:
-            said = f": {decision.reason}" if decision.reason else ""
-            return error(f"{name} was rejected by {decision.by or 'the approver'}{said}")
-        arguments = call.redaction.approved(decision.args)
-        before = await self.service.in_thread(lambda: self.gateway.claim(view.id, FORWARDED))
+        if verdict.rejected:
+            said = f": {verdict.why}" if verdict.why else ""
+            return error(f"{name} was rejected by {verdict.by or 'the approver'}{said}")
+        if verdict.arguments is None and verdict.status is QuestionStatus.EXPIRED:
+            return error(f"{name} was {verdict.why}")  # "not approved within 15 minutes"
+        if verdict.arguments is None:
+            return error(f"{name} was not approved: {verdict.why}")
+        before = await self.forwarding.claim(run_id, FORWARDED)
         if before is not None:
             return error(f"{name} was approved, and not forwarded again: {before}")
-        if decision.standing and call.rule.allow_standing:
-            await self.service.in_thread(lambda: self.gateway.grant_standing(call.session, name, view.id, STANDING_FOR))
-            await self._history(view.id, "standing approval granted", decision.by, tool=name, seconds=STANDING_FOR)
-        return await self._forward(call, arguments, view.id, by=decision.by, edited=decision.edited)
+        if verdict.standing and call.rule.allow_standing:
+            await self.forwarding.grant_standing(call.session, name, run_id, STANDING_FOR)
+            granted = "standing approval granted"
+            await self.forwarding.note(run_id, granted, verdict.by, tool=name, seconds=STANDING_FOR)
+        return await self._forward(call, verdict.arguments, run_id, by=verdict.by, edited=verdict.edited)
 
     async def _forward(
         self, call: Call, arguments: dict[str, Any], run_id: str, *, by: str = "", edited: bool = False
@@ -176,14 +156,14 @@ class Approvals:
         refused = await self._refused(call, arguments, run_id, by)
         if refused is not None:
             return error(forwarded.scrubber.text(refused))
-        await self._history(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
+        await self.forwarding.note(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
         try:
             result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments))
         except GatewayError as exc:
             why = forwarded.scrubber.text(str(exc))
-            await self._history(run_id, "upstream failed", tool=name, error=why)
+            await self.forwarding.note(run_id, "upstream failed", tool=name, error=why)
             return error(why)
-        await self._history(run_id, "upstream answered", tool=name, is_error=bool(result.is_error))
+        await self.forwarding.note(run_id, "upstream answered", tool=name, is_error=bool(result.is_error))
         log.info("tool call forwarded", run_id=run_id, tool=name, by=by, is_error=bool(result.is_error))
         return result
 
@@ -192,24 +172,26 @@ class Approvals:
         name = call.target.full_name
         changed = still_the_same(self.upstreams, call.target)
         if changed is not None:
-            await self._history(run_id, "not forwarded", by, tool=name, detail=changed)
+            await self.forwarding.note(run_id, "not forwarded", by, tool=name, detail=changed)
             log.warning("approved call not forwarded: its tool changed", run_id=run_id, tool=name)
             return changed
         why = await arguments_refused_off_loop(call.target, arguments)
         if why is not None:
             fields = await anyio.to_thread.run_sync(fields_refused, call.target, arguments)
-            await self._history(run_id, "not forwarded", by, tool=name, detail="the input schema refused", at=fields)
+            await self.forwarding.note(
+                run_id, "not forwarded", by, tool=name, detail="the input schema refused", at=fields
+            )
             log.warning("approved call not forwarded: its arguments", run_id=run_id, tool=name, at=fields)
             return why
         return None
 
     async def _client_gone(self, call: Call, qid: str) -> None:
         """The call was cancelled, or its session closed, while it waited: it is never forwarded now."""
-        before = await self.service.in_thread(lambda: self.gateway.claim(qid, CLIENT_GONE))
+        before = await self.forwarding.claim(qid, CLIENT_GONE)
         if before is not None:
             return
         name = call.target.full_name
-        await self._history(qid, "client went away", tool=name, detail="the call will not be forwarded")
+        await self.forwarding.note(qid, "client went away", tool=name, detail="the call will not be forwarded")
         log.info("client went away while its call waited for approval", run_id=qid, tool=name)
         task = asyncio.get_running_loop().create_task(self._record_late_decision(call, qid))
         self._watchers.add(task)
@@ -217,14 +199,11 @@ class Approvals:
 
     async def _record_late_decision(self, call: Call, qid: str) -> None:
         """Wait for the decision on a call whose client went away, and record it as not forwarded."""
-        deadline = anyio.current_time() + self.config.expires_in + 120
         try:
-            view = await self.service.wait(call.caller, qid, 0, self.closings)
-            while view.status is QuestionStatus.WAITING and anyio.current_time() < deadline:
-                view = await self.service.wait(call.caller, qid, 60, self.closings)
+            view = await self.service.waiting.until(call.caller, qid, Patience.within(self.config.expires_in + 120))
             if view.decision is not None:
                 verdict = "approved" if view.decision.approved else "rejected"
-                await self._history(
+                await self.forwarding.note(
                     qid,
                     "not forwarded",
                     view.decision.by,
@@ -234,7 +213,3 @@ class Approvals:
                 )
         except Exception as exc:  # a watcher of history only: its failure changes nothing else
             log.warning("could not record the late decision", run_id=qid, error=repr(exc))
-
-    async def _history(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:
-        store = self.service.runtime.store
-        await self.service.in_thread(lambda: store.add_history(run_id, event, by, **detail))

@@ -1,6 +1,6 @@
 """What the gateway checks of a call before it asks about it, and again before it forwards it.
 
-A call's arguments must meet the tool's current `inputSchema` (`workers.runtime.arg_schema`),
+A call's arguments must meet the tool's current `inputSchema` (`workers.questions.tool_calls`),
 so nobody is asked to approve a call the tool would refuse, and an edit cannot slip past it.
 A tool is known by a digest of its whole definition when it is asked about; if the upstream
 changed the tool while the call waited, the approval was given for something else, and the
@@ -17,7 +17,7 @@ import anyio.to_thread
 import mcp_types as types
 
 from bot.mcp.gateway.upstreams import Target, Upstreams
-from workers.runtime.arg_schema import SchemaUnusable, problems, said
+from workers.questions import tool_calls
 
 CHANGED = "the tool changed while it waited for approval; call it again"
 
@@ -30,13 +30,7 @@ def digest(tool: types.Tool) -> str:
 
 def arguments_refused(target: Target, arguments: dict[str, Any]) -> str | None:
     """Why `arguments` do not meet `target`'s input schema; None when they do."""
-    try:
-        found = problems(dict(target.tool.input_schema), arguments)
-    except SchemaUnusable as exc:
-        return f"{target.full_name}'s input schema cannot be checked ({exc}); nothing was forwarded"
-    if not found:
-        return None
-    return f"{target.full_name}: the arguments do not meet the tool's input schema: {said(found)}"
+    return tool_calls.arguments_refused(target.full_name, dict(target.tool.input_schema), arguments)
 
 
 async def arguments_refused_off_loop(target: Target, arguments: dict[str, Any]) -> str | None:
@@ -46,10 +40,7 @@ async def arguments_refused_off_loop(target: Target, arguments: dict[str, Any]) 
 
 def fields_refused(target: Target, arguments: dict[str, Any]) -> list[str]:
     """The argument paths that do not meet `target`'s schema, without the values: safe to record."""
-    try:
-        return sorted(problems(dict(target.tool.input_schema), arguments))
-    except SchemaUnusable:
-        return ["(the input schema cannot be checked)"]
+    return tool_calls.fields_refused(dict(target.tool.input_schema), arguments)
 
 
 def still_the_same(upstreams: Upstreams, target: Target) -> str | None:

@@ -26,12 +26,11 @@ the outcome. An upstream past its `elicitations` caps gets `decline` and nobody 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import mcp_types as types
 
 from bot.mcp.elicitation import ELICITATION, elicit_result
@@ -44,10 +43,9 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
-from workers.store.closings import Closings
+from workers.questions.waiting import Patience, Progress
 
 log = Log("parley.mcp.gateway")
-Report = Callable[[float, str], Awaitable[None]]
 URL_ITEM = "done"
 DONE, DECLINE = "done", "decline"
 
@@ -59,7 +57,7 @@ class Asking:
     upstream: str
     tool: str
     caller: Caller
-    report: Report | None = None
+    report: Progress | None = None
 
 
 _asking: ContextVar[Asking | None] = ContextVar("parley_gateway_asking", default=None)
@@ -70,11 +68,8 @@ def refused(message: str) -> types.ErrorData:
 
 
 class Elicitations:
-    def __init__(
-        self, service: QuestionService, closings: Closings, config: RulesConfig, *, progress_every: float
-    ) -> None:
+    def __init__(self, service: QuestionService, config: RulesConfig, *, progress_every: float) -> None:
         self.service = service
-        self.closings = closings
         self.config = config
         self.progress_every = progress_every
         self._calls: dict[str, list[Asking]] = {}
@@ -116,19 +111,15 @@ class Elicitations:
             return refused(f"{upstream}'s elicitation cannot be asked in Slack: " + "; ".join(exc.problems))
         if self.config.channel is None:
             return refused("the gateway's rules file names no `channel` to ask in")
+        saying = f"waiting for an answer in Slack to {call.tool}'s question" if call is not None else None
+        progress = call.report if call is not None else None
+        patience = Patience.decision(self.config.expires_in, progress, saying, every=self.progress_every)
         try:
-            view, _ = await self.service.in_thread(lambda: self.service.create(caller, body))
+            view, _ = await self.service.waiting.ask(caller, body, patience)
         except QuestionError as exc:
             return refused(f"{upstream}'s elicitation cannot be asked in Slack: {exc.detail}")
         except ValueError as exc:
             return refused(f"{upstream}'s elicitation cannot be asked in Slack: {exc}")
-        log.info("upstream elicitation put to people", run_id=view.id, upstream=upstream, mode=params.mode)
-        try:
-            view = await self._wait(caller, view.id, call)
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), contextlib.suppress(QuestionError):
-                await self.service.in_thread(lambda: self.service.cancel(caller, view.id))
-            raise
         result = self._result(view, schema)
         log.info("upstream elicitation answered", run_id=view.id, upstream=upstream, action=result.action)
         return result
@@ -149,16 +140,6 @@ class Elicitations:
         request = Request(reason=_fit(f"{who} asks: {params.message}"), items=items, **common)
         metadata = {ELICITATION: content_shape(schema)}
         return QuestionCreate(request=request, channel=self.config.channel, metadata=metadata), schema
-
-    async def _wait(self, caller: Caller, qid: str, call: Asking | None) -> QuestionView:
-        waited = 0.0
-        while True:
-            view = await self.service.wait(caller, qid, self.progress_every, self.closings)
-            if view.status is not QuestionStatus.WAITING:
-                return view
-            waited += self.progress_every
-            if call is not None and call.report is not None:
-                await call.report(waited, f"waiting for an answer in Slack to {call.tool}'s question")
 
     @staticmethod
     def _result(view: QuestionView, schema: dict[str, Any] | None) -> types.ElicitResult:

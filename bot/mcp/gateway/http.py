@@ -19,14 +19,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
 from bot.api.errors import ProblemResponses
-from bot.mcp.gateway.approvals import PROGRESS_EVERY
 from bot.mcp.gateway.server import build_gateway
 from bot.mcp.gateway.upstreams import Upstreams
 from bot.mcp.http import behind_tokens, token_caller
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.rules import RulesConfig
 from workers.questions import QuestionService
-from workers.store.closings import Closings
+from workers.questions.waiting import PROGRESS_EVERY
 
 PATH = "/mcp/gateway"
 
@@ -40,7 +39,6 @@ def token_session(ctx: ServerRequestContext[Any]) -> str:
 
 def gateway_route(
     service: QuestionService,
-    closings: Closings,
     config: RulesConfig,
     security: TransportSecuritySettings | None = None,
     *,
@@ -48,7 +46,7 @@ def gateway_route(
 ) -> tuple[Route, Callable[[], AbstractAsyncContextManager[None]]]:
     """The `/mcp/gateway` route, and the lifespan that opens the upstreams and runs its session manager."""
     upstreams = Upstreams(config)
-    server = build_gateway(service, closings, upstreams, token_caller, token_session, progress_every=progress_every)
+    server = build_gateway(service, upstreams, token_caller, token_session, progress_every=progress_every)
     security = security or transport_security(LOOPBACK_HOSTS, ())
     manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
 

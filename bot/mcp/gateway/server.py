@@ -19,17 +19,17 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from bot.mcp.gateway.approvals import PROGRESS_EVERY, Approvals, Call, error
+from bot.mcp.gateway.approvals import Approvals, Call, error
 from bot.mcp.gateway.checks import arguments_refused_off_loop
 from bot.mcp.gateway.echoes import InFlight
 from bot.mcp.gateway.elicitations import Asking, Elicitations
 from bot.mcp.gateway.upstreams import GatewayError, UnknownTool, Upstreams
-from bot.mcp.rules import Action, RulesConfig
+from bot.mcp.rules import RuleAction, RulesConfig
 from bot.mcp.scrub import Scrubber
 from bot.mcp.server import DISTRIBUTION, CallerOf
 from workers.logs import Log
 from workers.questions import QuestionService
-from workers.store.closings import Closings
+from workers.questions.waiting import PROGRESS_EVERY
 
 log = Log("parley.mcp.gateway")
 NAME = "parley-gateway"
@@ -75,32 +75,28 @@ class GatewayTools:
             return error(str(exc))
         rule = self.config.rule_for(target.full_name)
         caller = self.caller_of(ctx)
-        if rule.action is Action.DENY:
+        if rule.action is RuleAction.DENY:
             log.info("tool call denied", tool=target.full_name, origin=caller.name)
             return error(f"{target.full_name} is denied: {rule.reason or 'the gateway rules deny it'}")
         scrubber = Scrubber.of(args, rule.redact)
-        refused = await arguments_refused_off_loop(target, args) if rule.action is Action.ASK else None
+        refused = await arguments_refused_off_loop(target, args) if rule.action is RuleAction.ASK else None
         if refused is not None:  # nobody is asked to approve a call the tool, as it is now, refuses
             log.info("tool call refused by its input schema", tool=target.full_name, origin=caller.name)
             return error(scrubber.text(refused))
-
-        async def report(progress: float, message: str) -> None:
-            await ctx.session.report_progress(progress, None, message)
-
+        progress = ctx.session.report_progress
         try:
             with self.in_flight.calling(target.upstream, scrubber):
-                async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, report)):
-                    if rule.action is Action.ALLOW:
+                async with self.elicitations.calling(Asking(target.upstream, target.full_name, caller, progress)):
+                    if rule.action is RuleAction.ALLOW:
                         return scrubber.result(await self.upstreams.call(target, args))
                     call = Call(target, args, rule, caller, self.session_of(ctx))
-                    return scrubber.result(await self.approvals.ask(call, report))
+                    return scrubber.result(await self.approvals.ask(call, progress))
         except GatewayError as exc:
             return error(scrubber.text(str(exc)))
 
 
 def build_gateway(
     service: QuestionService,
-    closings: Closings,
     upstreams: Upstreams,
     caller_of: CallerOf,
     session_of: SessionOf,
@@ -108,8 +104,8 @@ def build_gateway(
     progress_every: float = PROGRESS_EVERY,
 ) -> Server[Any]:
     """The gateway's MCP server over `upstreams` (open); run it over stdio or mount it over HTTP."""
-    approvals = Approvals(service, closings, upstreams, upstreams.config, progress_every=progress_every)
-    elicitations = Elicitations(service, closings, upstreams.config, progress_every=progress_every)
+    approvals = Approvals(service, upstreams, upstreams.config, progress_every=progress_every)
+    elicitations = Elicitations(service, upstreams.config, progress_every=progress_every)
     in_flight = InFlight()
     upstreams.elicit = in_flight.guarding(elicitations.answer)  # an upstream's elicitation is asked in Slack
     tools = GatewayTools(upstreams, approvals, elicitations, caller_of, session_of, in_flight)
