@@ -14,9 +14,7 @@ from bot.slack.host import SlackHost
 from bot.slack.reply_reading import ReplyReader
 from bot.slack.tenant import Tenant
 from workers.logs import Log
-from workers.runtime.wiring import Runtime
-from workers.store.records import RunRecord
-from workers.store.starts import StartLimits
+from workers.runs import RunRecord, RunService, StartLimits
 
 log = Log("parley.bot")
 
@@ -27,7 +25,8 @@ def _after_ack_pool() -> ThreadPoolExecutor:
 
 @dataclass
 class BotDeps:
-    runtime: Runtime
+    runs: RunService
+    """The door to the runs: start, answer, decline, reassign and the admins' actions."""
     client: WebClient
     slack: SlackHost
     admins: frozenset[str] = field(default_factory=frozenset)

@@ -16,9 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.deps import BotDeps
 from bot.slack import blocks
 from workers.logs import Log
-from workers.runtime import admin
-from workers.store.away import Away
-from workers.store.records import RunStatus
+from workers.runs import UNREADABLE, Away, RunStatus
 
 WAITING_SHOWN = 20
 log = Log("parley.home")
@@ -28,14 +26,14 @@ def waiting_entries(
     deps: BotDeps, client: WebClient, user: str, context: BoltContext | None = None
 ) -> list[dict[str, Any]]:
     """The questions waiting on `user`; with many workspaces, those of the workspace the tab is in."""
-    store, now = deps.runtime.store, time.time()
+    runs, now = deps.runs, time.time()
     tenant = deps.tenant(context) if context is not None else None
     entries = []
-    for iid in store.waiting_on(user, limit=WAITING_SHOWN):
+    for iid in runs.waiting_on(user, limit=WAITING_SHOWN):
         try:
-            q = store.interrupt(iid)
-            run = store.find(q.run_id) if q is not None else None
-        except admin.UNREADABLE as exc:  # written by another version: the others are still shown
+            q = runs.interrupt(iid)
+            run = runs.find(q.run_id) if q is not None else None
+        except UNREADABLE as exc:  # written by another version: the others are still shown
             log.error("a question waiting on the user cannot be read", interrupt_id=iid, user=user, error=repr(exc))
             continue
         if q is None:
@@ -64,9 +62,9 @@ def waiting_entries(
 
 def admin_section(deps: BotDeps, page: int, context: BoltContext | None = None) -> dict[str, Any]:
     where = deps.run_filter(context) if context is not None else None
-    listing = admin.list_runs(deps.runtime, RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE, where=where)
-    runs = [admin.summarize(deps.runtime, r) for r in listing.runs]
-    counts = admin.count_runs(deps.runtime, where)
+    listing = deps.runs.list_runs(RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE, where=where)
+    runs = [deps.runs.summarize(r) for r in listing.runs]
+    counts = deps.runs.counts(where)
     return {"counts": counts, "runs": runs, "page": page, "has_next": listing.has_next}
 
 
@@ -85,4 +83,4 @@ def publish_home(
 def _away(deps: BotDeps, user: str, context: BoltContext | None) -> Away | None:
     """`user`'s absence in the tab's workspace (its team, from the request), or set for every workspace."""
     team = str(context.get("team_id") or "") if context is not None else ""
-    return deps.runtime.store.away.get(team, user)
+    return deps.runs.away(team, user)

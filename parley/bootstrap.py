@@ -9,15 +9,20 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from bot.terminal import TerminalHost
 from parley.settings import Settings
 from workers.exceptions import ConfigError
 from workers.logs import redacted
 from workers.questions.config import QuestionConfig, TemporalConfig
 from workers.questions.config import install as install_questions
 from workers.registry import load_agents
+from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
 from workers.store import connection, embedded
+from workers.store.away import AwayStore
+from workers.store.drafts import Drafts
+from workers.store.questions import QuestionStore
 
 
 # The bot answers Slack within three seconds, so a command on its request path gives up fast:
@@ -72,6 +77,28 @@ def build_runtime(settings: Settings, client: redis.Redis, hosts: InteractorRout
     """Load the agents, build the runtime, and install it for this process's job functions."""
     registry = load_agents(settings.parley_agents)
     return install(Runtime.build(client, hosts=hosts, settings=runtime_settings(settings), registry=registry))
+
+
+def build_runs(settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None) -> RunService:
+    """The door to the runs of a process that needs no Slack: the command line and the terminal."""
+    return RunService(build_runtime(settings, client, hosts))
+
+
+def terminal_runs(settings: Settings, host: TerminalHost) -> RunService:
+    """The runs of a `parley run` process; its host keeps drafts of half-answered questions in Redis."""
+    client = connect_redis(settings)
+    host.drafts = host.drafts or Drafts(client)
+    return build_runs(settings, client, InteractorRouter({"terminal": host}))
+
+
+def away_store(client: redis.Redis) -> AwayStore:
+    """Who is away and who answers for them, for `parley people`."""
+    return AwayStore(client)
+
+
+def token_store(client: redis.Redis) -> QuestionStore:
+    """Where the API's tokens are kept, for the commands that create and revoke them."""
+    return QuestionStore(client)
 
 
 def question_config(settings: Settings) -> QuestionConfig:

@@ -22,7 +22,7 @@ import httpx
 
 from bot.playground.app import ServerThread, bind, create_playground_app
 from bot.playground.workspace import Workspace
-from parley.bootstrap import connect_redis
+from parley.bootstrap import connect_redis, token_store
 from parley.dev_env import playground_secret_key, scripted_model
 from parley.settings import Settings
 from parley.supervisor import Supervisor
@@ -30,7 +30,6 @@ from workers.exceptions import ConfigError
 from workers.logs import redacted
 from workers.questions import tokens
 from workers.questions.tokens import TokenError
-from workers.store.questions import QuestionStore
 
 HOST = "127.0.0.1"
 BOT_TOKEN = "xoxb-playground"
@@ -128,7 +127,7 @@ class Dev:
 
     def mcp_token(self) -> str:
         """A fresh `ask` token for the MCP host configuration the banner prints; the last start's is revoked."""
-        store = QuestionStore(connect_redis(self.settings))
+        store = token_store(connect_redis(self.settings))
         with contextlib.suppress(TokenError):
             tokens.revoke(store, MCP_TOKEN_NAME)
         return tokens.create(store, MCP_TOKEN_NAME, ["ask"]).token

@@ -36,8 +36,7 @@ from parley.worker import add_api_host
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.waiting import listening
-from workers.runtime.host import InteractorRouter
-from workers.store.closings import Closings
+from workers.runs import Closings
 
 log = Log("parley.mcp")
 
@@ -47,7 +46,7 @@ def build_service(settings: Settings) -> QuestionService:
     if not settings.oauth_mode:
         settings.require("slack_bot_token")
     client = connect_redis(settings)
-    runtime = build_runtime(settings, client, InteractorRouter())
+    runtime = build_runtime(settings, client)
     clients = web_clients(settings, client)
     add_api_host(runtime, clients)  # as `parley serve` and the workers post
     closings = Closings(async_redis(settings, client))

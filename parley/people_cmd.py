@@ -12,9 +12,8 @@ import re
 import sys
 import time
 
-from parley.bootstrap import connect_redis
+from parley.bootstrap import away_store, connect_redis
 from parley.settings import Settings
-from workers.store.away import AwayStore
 
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
@@ -34,7 +33,7 @@ def until_of(text: str, now: float | None = None) -> float:
 
 
 def people_command(settings: Settings, args: argparse.Namespace) -> int:
-    store = AwayStore(connect_redis(settings))
+    store = away_store(connect_redis(settings))
     team = args.team or ""
     if args.people_command == "list":
         found = store.listed(team)

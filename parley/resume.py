@@ -10,18 +10,17 @@ at once. Every refusal comes before anything is written, as one line.
 from __future__ import annotations
 
 from bot.terminal import TerminalHost
+from parley.bootstrap import terminal_runs
 from parley.identity import os_user
 from parley.settings import Settings
-from parley.terminal import CannotRun, drive, drop_job, require_terminal, stopped, terminal_runtime
+from parley.terminal import CannotRun, drive, require_terminal, stopped
 from workers.interaction import Answer, AnswerError
-from workers.runtime.acceptance import AcceptRefused, accept
-from workers.runtime.wiring import Runtime
-from workers.store.records import InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
+from workers.runs import AcceptRefused, InterruptRecord, InterruptState, RefusalReason, RunRecord, RunService, RunStatus
 
 
-def _open_question(runtime: Runtime, run: RunRecord, user: str) -> InterruptRecord:
+def _open_question(runs: RunService, run: RunRecord, user: str) -> InterruptRecord:
     """The question a paused run waits on, when `user` may answer it."""
-    interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
+    interrupt = runs.interrupt(run.interrupt)
     if interrupt is None or interrupt.state is not InterruptState.OPEN:
         raise CannotRun(f"run {run.id} has no open question to answer; see it with: parley runs show {run.id}")
     if user not in interrupt.assignees:
@@ -29,25 +28,25 @@ def _open_question(runtime: Runtime, run: RunRecord, user: str) -> InterruptReco
     return interrupt
 
 
-def resumable(runtime: Runtime, run_id: str, user: str) -> RunRecord:
+def resumable(runs: RunService, run_id: str, user: str) -> RunRecord:
     """The run, when `user` started it with `parley run` and it is paused or queued; else `CannotRun`."""
-    run = runtime.store.get(run_id)
+    run = runs.run(run_id)
     if run.conversation.get("host") != "terminal":
         raise CannotRun(f"run {run_id} was not started with parley run; answer it where it was started")
     if run.started_by != user:
         raise CannotRun(f"run {run_id} was started by {run.started_by}; only they can resume it")
     if run.status not in (RunStatus.PAUSED, RunStatus.QUEUED):
         raise CannotRun(f"run {run_id} is {run.status.value}; only a paused or queued run can be resumed")
-    runtime.registry.get(run.agent)  # an agent this process cannot run is refused now, not as a failed run
+    runs.registry.get(run.agent)  # an agent this process cannot run is refused now, not as a failed run
     return run
 
 
-def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord, user: str) -> None:
+def answer_here(runs: RunService, host: TerminalHost, interrupt: InterruptRecord, user: str) -> None:
     """Ask the open question again until an answer is accepted; quitting raises KeyboardInterrupt or EOFError."""
 
     def check(answers: list[Answer]) -> list[Answer]:
         try:  # no worker job: this process executes the run next, so no worker can take it first
-            return accept(runtime, interrupt, user, answers, resume_here=True).answers
+            return runs.answer_here(interrupt, user, answers)
         except AcceptRefused as exc:
             if exc.reason is RefusalReason.INVALID:
                 raise AnswerError(dict(exc.refusal.errors)) from None
@@ -65,15 +64,15 @@ def answer_here(runtime: Runtime, host: TerminalHost, interrupt: InterruptRecord
 def resume_in_terminal(settings: Settings, run_id: str) -> int:
     """Carry on `run_id` here; exit status as for `parley run`, 2 when refused."""
     host = TerminalHost()
-    runtime = terminal_runtime(settings, host)
+    runs = terminal_runs(settings, host)
     user = os_user()
-    run = resumable(runtime, run_id, user)
-    interrupt = _open_question(runtime, run, user) if run.status is RunStatus.PAUSED else None
+    run = resumable(runs, run_id, user)
+    interrupt = _open_question(runs, run, user) if run.status is RunStatus.PAUSED else None
     require_terminal()
-    return carry_on(runtime, host, run, interrupt, user)
+    return carry_on(runs, host, run, interrupt, user)
 
 
-def carry_on(runtime: Runtime, host: TerminalHost, run: RunRecord, interrupt: InterruptRecord | None, user: str) -> int:
+def carry_on(runs: RunService, host: TerminalHost, run: RunRecord, interrupt: InterruptRecord | None, user: str) -> int:
     """Answer the open question here (if any), then execute the run here to its end or its next stop.
 
     The run stays this process's until then: the answer enqueues no worker job (`resume_here`).
@@ -81,10 +80,10 @@ def carry_on(runtime: Runtime, host: TerminalHost, run: RunRecord, interrupt: In
     host.notice(f"Run {run.id}: {run.agent} {run.text}".rstrip() + " (resumed)")
     if interrupt is None:
         if run.job:
-            drop_job(runtime, run.job)
+            runs.drop_job(run.job)
     else:
         try:
-            answer_here(runtime, host, interrupt, user)
+            answer_here(runs, host, interrupt, user)
         except (KeyboardInterrupt, EOFError):
-            return stopped(runtime, host, run.id)
-    return drive(runtime, host, run.id)
+            return stopped(runs, host, run.id)
+    return drive(runs, host, run.id)

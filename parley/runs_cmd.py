@@ -1,4 +1,4 @@
-"""`parley runs list|show|cancel|retry|purge`: the admin CLI over the runtime's admin operations."""
+"""`parley runs list|show|cancel|retry|purge`: the admin CLI, through `RunService`."""
 
 from __future__ import annotations
 
@@ -8,14 +8,11 @@ import json
 import textwrap
 from typing import Any
 
-from parley.bootstrap import build_runtime, connect_redis
+from parley.bootstrap import build_runs, connect_redis
 from parley.identity import cli_actor
 from parley.settings import Settings
 from workers.exceptions import AdminError
-from workers.runtime import admin
-from workers.runtime.retention import purge_finished
-from workers.runtime.wiring import Runtime
-from workers.store.records import RunStatus
+from workers.runs import RunService, RunStatus
 
 PER_PAGE = 20
 
@@ -79,9 +76,9 @@ def _span(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def purge(runtime: Runtime, older_than: float, dry_run: bool) -> int:
+def purge(runs: RunService, older_than: float, dry_run: bool) -> int:
     """Delete finished runs last updated more than `older_than` seconds ago; list them and count them."""
-    ids = purge_finished(runtime, older_than, dry_run=dry_run)
+    ids = runs.purge(older_than, dry_run=dry_run)
     for run_id in ids:
         print(run_id)
     what = "would purge" if dry_run else "purged"
@@ -91,7 +88,7 @@ def purge(runtime: Runtime, older_than: float, dry_run: bool) -> int:
 
 
 def runs_command(settings: Settings, args: argparse.Namespace) -> int:
-    runtime = build_runtime(settings, connect_redis(settings))
+    runs = build_runs(settings, connect_redis(settings))
     cmd = args.runs_command
     if cmd == "list":
         try:
@@ -100,16 +97,16 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
             raise AdminError(f"--status must be one of: {', '.join(s.value for s in RunStatus)}") from None
         if args.page < 1:
             raise AdminError(f"--page {args.page}: pages are numbered from 1")
-        page = admin.list_runs(runtime, status, page=args.page - 1, per_page=PER_PAGE)
+        page = runs.list_runs(status, page=args.page - 1, per_page=PER_PAGE)
         rows = [[r.id, r.agent, r.status.value, r.started_by, _when(r.updated_at), _short(r.text)] for r in page.runs]
         print(_table(rows, ["RUN", "AGENT", "STATUS", "STARTED BY", "UPDATED", "TEXT"]) if rows else "no runs")
-        counts = runtime.store.counts()
+        counts = runs.counts()
         print("\n" + "  ".join(f"{k}: {v}" for k, v in counts.items() if v))
         if page.has_next:
             print(f"more: parley runs list --page {args.page + 1}" + (f" --status {args.status}" if status else ""))
         return 0
     if cmd == "show":
-        detail = admin.show(runtime, args.run_id)
+        detail = runs.show(args.run_id)
         run = detail.run
         print(f"run {run.id}  agent {run.agent}  status {run.status.value}  started by {run.started_by}")
         print(f"text: {run.text}")
@@ -138,12 +135,12 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
         print("\n" + _table(rows, ["WHEN", "EVENT", "BY", "DETAIL"]))
         return 0
     if cmd == "purge":
-        return purge(runtime, args.older_than, args.dry_run)
+        return purge(runs, args.older_than, args.dry_run)
     if cmd == "cancel":
         # Redis alone: a worker locks the question's message and tells its webhook or Temporal workflow.
-        run = admin.cancel(runtime, args.run_id, by=cli_actor())
+        run = runs.cancel(args.run_id, by=cli_actor())
         print(f"run {run.id} is {run.status.value}")
         return 0
-    run = admin.retry(runtime, args.run_id, by=cli_actor())
+    run = runs.retry(args.run_id, by=cli_actor())
     print(f"run {run.id} is {run.status.value}")
     return 0

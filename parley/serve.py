@@ -45,6 +45,7 @@ from workers.exceptions import ConfigError
 from workers.llm import llm_config_from_env
 from workers.logs import Log
 from workers.questions import QuestionService
+from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime
 from workers.store import connection
@@ -94,7 +95,7 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
     admins = settings.parley_admins
     team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}
     deps = BotDeps(
-        runtime=runtime,
+        runs=RunService(runtime),
         client=web,
         slack=slack,
         admins=frozenset(admins.get("", ())),
@@ -131,7 +132,7 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, m
     app, client, deps = build_bot_deps(settings)
     channels = SlackChannelNames(web_clients(settings, client))
     aio = async_redis(settings, client)
-    service = QuestionService(deps.runtime, question_config(settings), channels=channels, closings=Closings(aio))
+    service = QuestionService(deps.runs.runtime, question_config(settings), channels=channels, closings=Closings(aio))
     hosts = settings.parley_allowed_hosts or LOOPBACK_HOSTS
     security = transport_security(hosts, settings.parley_mcp_allowed_origins)
     events = RedisEventStore(EventLogs(aio)) if mcp_sessions else None

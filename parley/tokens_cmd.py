@@ -14,14 +14,13 @@ import datetime as dt
 import json
 import sys
 
-from parley.bootstrap import connect_redis
+from parley.bootstrap import connect_redis, token_store
 from parley.settings import Settings
 from workers.questions import tokens
-from workers.store.questions import QuestionStore
 
 
 def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
-    store = QuestionStore(connect_redis(settings))
+    store = token_store(connect_redis(settings))
     if args.tokens_command == "create":
         if settings.oauth_mode and not args.team:
             print("parley tokens create: with many workspaces (OAuth mode), say which one: --team T…", file=sys.stderr)

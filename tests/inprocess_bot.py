@@ -47,6 +47,7 @@ from bot.playground.workspace import TEAM_ID
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
 from workers.registry import load_agents
+from workers.runs import RunService
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import InterruptRecord, InterruptState, RunRecord, RunStatus
@@ -76,7 +77,7 @@ class Bot:
 
     @property
     def runtime(self) -> Runtime:
-        return self.deps.runtime
+        return self.deps.runs.runtime
 
     # ---- sending -------------------------------------------------------------------------
     def send(self, body: str, content_type: str) -> BoltResponse:
@@ -214,7 +215,11 @@ def running_bot(
     slack = SlackHost(web, runtime.store)
     runtime.hosts.register("slack", slack)
     deps = BotDeps(
-        runtime=runtime, client=web, slack=slack, admins=frozenset({ADMIN}), start_limits=start_limits or StartLimits()
+        runs=RunService(runtime),
+        client=web,
+        slack=slack,
+        admins=frozenset({ADMIN}),
+        start_limits=start_limits or StartLimits(),
     )
     try:
         yield Bot(create_app(deps, signing_secret=SIGNING_SECRET), deps, ws)

@@ -282,6 +282,82 @@ def test_store_bypass_checker_can_fail(tmp_path: Path) -> None:
     ]
 
 
+HOST_ALLOWED = (
+    "workers.interaction",
+    "workers.questions",
+    "workers.runs",
+    "workers.exceptions",
+    "workers.logs",
+    "workers.metrics",
+    "workers.registry",
+    "workers.llm",  # the model client: Slack reads plain-words replies with it, `parley dev` sets its names
+)
+"""What a host (`bot/`, `parley/`) may import from `workers`: the port, the two services, and helpers."""
+COMPOSITION_ROOTS = (
+    "bot/wsgi.py",
+    "parley/bootstrap.py",
+    "parley/installs.py",
+    "parley/metrics_setup.py",
+    "parley/serve.py",
+    "parley/settings.py",
+    "parley/worker.py",
+)
+"""Where a process is wired together: they build the runtime, the store and the services, so they
+may import more. `parley/bootstrap.py` builds the services for the commands; `parley/serve.py` the bot's
+`BotDeps`; `parley/installs.py` the OAuth installation stores; `parley/metrics_setup.py` `/metrics`."""
+
+
+def workers_imports(path: Path) -> set[str]:
+    """Every `workers` module `path` imports; `from workers import x` counts as `workers.x`."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "workers")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "workers":
+                names.update(f"workers.{a.name}" for a in node.names)
+            elif node.module.startswith("workers."):
+                names.add(node.module)
+    return names
+
+
+def host_reaches_inside(path: Path) -> list[str]:
+    """The `workers` modules a host imports beyond the port, the services and the helpers."""
+    allowed = tuple(p for m in HOST_ALLOWED for p in (m, m + "."))
+    return sorted(m for m in workers_imports(path) if not m.startswith(allowed) and m not in HOST_ALLOWED)
+
+
+def host_files() -> list[Path]:
+    found = [*files("bot"), *files("parley")]
+    rel = [(p, p.relative_to(ROOT).as_posix()) for p in found]
+    return [p for p, r in rel if r not in COMPOSITION_ROOTS]
+
+
+@pytest.mark.parametrize("path", host_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_hosts_come_in_through_the_port_and_the_services(path: Path) -> None:
+    bad = host_reaches_inside(path)
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}: go through workers.runs or workers.questions"
+
+
+def test_host_import_checker_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "m.py"
+    bad.write_text(
+        "from workers import metrics, store\n"
+        "import workers.runtime.admin\n"
+        "from workers.runs import RunService\n"
+        "from workers.store.records import RunStatus\n"
+        "from workers.questions.models import QuestionCreate\n"
+        "from workers.interaction import Answer\n"
+    )
+    assert host_reaches_inside(bad) == ["workers.runtime.admin", "workers.store", "workers.store.records"]
+
+
+def test_the_composition_roots_exist() -> None:
+    """A root renamed away would leave its exemption to cover nothing, or a new file."""
+    assert [r for r in COMPOSITION_ROOTS if not (ROOT / r).is_file()] == []
+
+
 # ---- the run's parts keep their own state ---------------------------------------------
 RUN_PARTS = ("run.py", "execution.py", "host_view.py", "attempts.py", "ask_one.py")
 """The modules of the run's parts: the author's `Run`, the `Execution`, the host's views, the walk."""

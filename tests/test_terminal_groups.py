@@ -18,6 +18,7 @@ from bot.terminal import TerminalHost
 from parley.terminal import execute_inline
 from workers.interaction import Item, ItemType, Request
 from workers.registry import AgentFn, AgentRegistry, AgentSpec
+from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import InterruptState, RunStatus
@@ -53,7 +54,7 @@ def test_ask_all_asks_each_question_in_turn(r: redis.Redis, tmp_path: Path) -> N
 
     runtime, host, prompter = inline(r, tmp_path, agent, {"x": ["one"], "y": ["two"]})
     run_id = runtime.store.create("probe", "", "tester", {"host": "terminal"}).id
-    final = execute_inline(runtime, host, run_id)
+    final = execute_inline(RunService(runtime), host, run_id)
     assert (final.status, final.result, final.error) == (RunStatus.SUCCEEDED, "one two", "")
     assert prompter.asked == ["x", "y"]
 
@@ -65,7 +66,7 @@ def test_ask_any_takes_the_first_and_drops_the_rest(r: redis.Redis, tmp_path: Pa
 
     runtime, host, prompter = inline(r, tmp_path, agent, {"x": ["one"], "y": []})
     run_id = runtime.store.create("probe", "", "tester", {"host": "terminal"}).id
-    final = execute_inline(runtime, host, run_id)
+    final = execute_inline(RunService(runtime), host, run_id)
     assert (final.status, final.result) == (RunStatus.SUCCEEDED, "a {'x': 'one'}")
     assert prompter.asked == ["x"]
     dropped = runtime.store.journal(run_id)["ask:b"][0]
@@ -79,7 +80,7 @@ def test_ask_each_asks_each_person_in_turn_until_the_quorum(r: redis.Redis, tmp_
 
     runtime, host, prompter = inline(r, tmp_path, agent, {"x": ["first", "second"]})
     run_id = runtime.store.create("probe", "", "tester", {"host": "terminal"}).id
-    final = execute_inline(runtime, host, run_id)
+    final = execute_inline(RunService(runtime), host, run_id)
     assert final.result == "[('UA', {'x': 'first'}), ('UB', {'x': 'second'})]"
     assert prompter.asked == ["x", "x"]
 
@@ -91,7 +92,7 @@ def test_quitting_midway_parks_the_run_on_the_questions_still_open(r: redis.Redi
 
     runtime, host, _ = inline(r, tmp_path, agent, {"x": ["one"], "y": [KeyboardInterrupt()]})
     run_id = runtime.store.create("probe", "", "tester", {"host": "terminal"}).id
-    final = execute_inline(runtime, host, run_id)
+    final = execute_inline(RunService(runtime), host, run_id)
     assert final.status is RunStatus.PAUSED
     group = runtime.store.groups.group(final.interrupt)
     assert group is not None

@@ -19,6 +19,7 @@ from bot.terminal import TerminalHost
 from parley.terminal import conclude, execute_inline
 from workers.exceptions import AgentError
 from workers.registry import AgentFn, AgentRegistry, AgentSpec
+from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import RunStatus
@@ -47,12 +48,12 @@ def test_a_retryable_failure_is_retried_inline(r: redis.Redis, tmp_path: Path) -
 
     runtime, host = inline_runtime(r, tmp_path, flaky)
     run_id = runtime.store.create("probe", "x", "tester", {"host": "terminal"}).id
-    final = execute_inline(runtime, host, run_id)
+    final = execute_inline(RunService(runtime), host, run_id)
     assert (final.status, final.result, final.failures) == (RunStatus.SUCCEEDED, "done: x", 1)
     assert calls == ["x", "x"]
     assert not Job.exists(f"retry-{run_id}-1", connection=r)  # no worker races this process for the retry
     assert f"retry-{run_id}-1" not in ScheduledJobRegistry(queue=runtime.queue).get_job_ids()
-    assert conclude(runtime, host, final) == 0
+    assert conclude(host, final) == 0
 
 
 def test_a_failed_run_ends_the_command_with_status_1(r: redis.Redis, tmp_path: Path) -> None:
@@ -61,7 +62,7 @@ def test_a_failed_run_ends_the_command_with_status_1(r: redis.Redis, tmp_path: P
 
     runtime, host = inline_runtime(r, tmp_path, refuses)
     run_id = runtime.store.create("probe", "x", "tester", {"host": "terminal"}).id
-    final = execute_inline(runtime, host, run_id)
+    final = execute_inline(RunService(runtime), host, run_id)
     assert (final.status, final.error) == (RunStatus.FAILED, "nothing to do")
     assert run_id in host.reported  # the host printed the failure as it happened
-    assert conclude(runtime, host, final) == 1
+    assert conclude(host, final) == 1

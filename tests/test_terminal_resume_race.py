@@ -24,6 +24,7 @@ from bot.terminal import TerminalHost
 from parley.resume import carry_on, resumable
 from parley.terminal import drive
 from workers.registry import load_agents
+from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.queues import queue
 from workers.runtime.wiring import Runtime, RuntimeSettings
@@ -73,13 +74,13 @@ def test_twenty_resumes_with_a_worker_running_all_end_in_the_terminal(
     for _ in range(TRIES):
         runtime, first = terminal(r, tmp_path, ScriptedPrompter({"colour": [KeyboardInterrupt()]}))
         run_id = runtime.store.create("t-ask", "{}", USER, {"host": "terminal"}).id
-        assert drive(runtime, first, run_id) == 130  # stopped at the question: paused on it
+        assert drive(RunService(runtime), first, run_id) == 130  # stopped at the question: paused on it
 
         runtime, host = terminal(r, tmp_path, ScriptedPrompter({"colour": ["green"]}))
-        run = resumable(runtime, run_id, USER)
+        run = resumable(RunService(runtime), run_id, USER)
         interrupt = runtime.store.interrupt(run.interrupt)
         assert run.status is RunStatus.PAUSED and interrupt is not None
-        assert carry_on(runtime, host, run, interrupt, USER) == 0, runtime.store.get(run_id)
+        assert carry_on(RunService(runtime), host, run, interrupt, USER) == 0, runtime.store.get(run_id)
         assert run_id in host.reported  # this terminal printed "Done", not "running elsewhere"
         final = runtime.store.get(run_id)
         assert (final.status, final.result) == (RunStatus.SUCCEEDED, "colour green")

@@ -71,7 +71,7 @@ def context(team: str | None, enterprise: str | None = None, org: bool = False) 
 def deps(*, many: bool, admins: frozenset[str] = frozenset(), team_admins: dict | None = None) -> BotDeps:
     clients = WebClients(installations=object(), base_url="http://x/") if many else WebClients(single=object())  # type: ignore[arg-type]
     return BotDeps(
-        runtime=None,  # type: ignore[arg-type]
+        runs=None,  # type: ignore[arg-type]
         client=None,  # type: ignore[arg-type]
         slack=SlackHost(clients, None),  # type: ignore[arg-type]
         admins=admins,

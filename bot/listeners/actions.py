@@ -5,7 +5,7 @@ decode, validate against the stored request, accept atomically, enqueue the resu
 resumed run shows an accepted answer on the question; a refusal is told to the clicker
 after the ack (`BotDeps.after_ack`). A form that does not open is told to the clicker too,
 and a form Slack refuses is recorded in the run's history. Decline closes the question after
-the ack (`workers.runtime.decline`: checked as an answer is, accepted once), since closing it
+the ack (`RunService.decline`: checked as an answer is, accepted once), since closing it
 locks its message and announces its close. The admins' run controls are `bot.listeners.admin_actions`.
 """
 
@@ -34,15 +34,11 @@ from bot.slack.blocks_approval import (
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from bot.slack.limits import BlockLimitError
 from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
-from bot.slack.question_lookup import lookup
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer, Request
 from workers.interaction.approval import approval_answers
 from workers.logs import Log
-from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
-from workers.runtime.decline import decline
-from workers.store.records import InterruptRecord, RefusalReason
-from workers.store.refusal import Refusal
+from workers.runs import AnswerOutcome, InterruptRecord, Refusal, RefusalReason, Where
 
 log = Log("parley.actions")
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
@@ -60,25 +56,22 @@ def _accept(
     body: dict[str, Any], action: dict[str, Any], interrupt: InterruptRecord, answers: list[Answer], deps: BotDeps
 ) -> AnswerOutcome:
     """Accept a click's answers, saying where the click came from: workspace, organisation, channel, message."""
-    return try_accept(
-        deps.runtime,
-        interrupt,
-        body["user"]["id"],
-        answers,
-        team=team_of(body),
-        enterprise=enterprise_of(body),
-        channel=channel_of(body),
-        message_ts=message_of(body),
-        token=_token(body, action),
+    return deps.runs.answer(interrupt, body["user"]["id"], answers, token=_token(body, action), where=_where(body))
+
+
+def _where(body: dict[str, Any]) -> Where:
+    """Where a click came from: workspace, organisation, channel and message."""
+    return Where(
+        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
     )
 
 
 def _open(deps: BotDeps, iid: str, user: str, team: str) -> InterruptRecord | AnswerOutcome:
     """The clicked question's record, or the refusal to answer with: gone, not the clicker's, or Redis down."""
     try:
-        return lookup(deps.runtime.store, iid, user)
+        return deps.runs.question(iid, user)
     except redis.RedisError:
-        return unavailable(iid, user, team)
+        return deps.runs.unavailable(iid, user, team)
 
 
 def submit_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
@@ -160,15 +153,7 @@ def decline_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     interrupt = _open(deps, iid, user, team)
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
-    return decline(
-        deps.runtime,
-        interrupt,
-        user,
-        team=team,
-        enterprise=enterprise_of(body),
-        channel=channel_of(body),
-        message_ts=message_of(body),
-    )
+    return deps.runs.decline(interrupt, user, where=_where(body))
 
 
 def _declined(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
@@ -232,14 +217,14 @@ def _open_modal(
     ack()
     action = clicked(body)
     iid, trigger_id, user = str(action.get("value", "")), body.get("trigger_id"), body["user"]["id"]
-    interrupt = lookup(deps.runtime.store, iid, user)
+    interrupt = deps.runs.question(iid, user)
     if isinstance(interrupt, AnswerOutcome):  # not theirs (or gone): Submit tells them why
         deps.after_ack(tell_refusal, client, interrupt, channel_of(body), thread_of(body))
         return
     if not trigger_id:  # without a trigger Slack opens no modal
         return
     flog = log.bind(run_id=interrupt.run_id, interrupt_id=iid, team=team_of(body), channel=channel_of(body), user=user)
-    history = deps.runtime.store.add_history
+    history = deps.runs.note
     try:
         view = build(interrupt.request, iid, channel=channel_of(body))
     except (BlockLimitError, SlackObjectFormationError) as exc:

@@ -19,7 +19,6 @@ from bot.slack import blocks
 from bot.slack.payload_fields import channel_of, clicked, thread_of
 from workers.exceptions import AdminError, ParleyError
 from workers.logs import Log
-from workers.runtime import admin
 
 log = Log("parley.actions")
 ADMIN_ACTION_IDS = (
@@ -47,11 +46,11 @@ def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContex
     page = 0
     try:
         if action_id == blocks.ADMIN_CANCEL_ACTION_ID:
-            admin.cancel(deps.runtime, run_id, by=user)
+            deps.runs.cancel(run_id, by=user)
         elif action_id == blocks.ADMIN_RETRY_ACTION_ID:
-            admin.retry(deps.runtime, run_id, by=user)
+            deps.runs.retry(run_id, by=user)
         elif action_id == blocks.ADMIN_REMIND_ACTION_ID:
-            admin.remind(deps.runtime, run_id, by=user)
+            deps.runs.remind(run_id, by=user)
         elif action_id == blocks.ADMIN_PAGE_ACTION_ID:
             page = max(int(run_id or 0), 0)
         if action_id != blocks.ADMIN_PAGE_ACTION_ID:
@@ -69,7 +68,7 @@ def _in_workspace(deps: BotDeps, context: BoltContext, run_id: str, action_id: s
     tenant = deps.tenant(context)
     if tenant is None or action_id == blocks.ADMIN_PAGE_ACTION_ID:
         return True
-    run = deps.runtime.store.find(run_id)
+    run = deps.runs.find(run_id)
     return run is None or tenant.owns(run.conversation)
 
 

@@ -3,7 +3,7 @@
 Slack shows the button while the session is processing and sends the event when someone
 clicks it (https://docs.slack.dev/reference/events/agent_session_stopped/). The session's
 status does not change by itself: Parley cancels the run through the admins' Cancel
-(`workers.runtime.admin.cancel`), so its open questions are locked as cancelled and its
+(`RunService.cancel`), so its open questions are locked as cancelled and its
 webhook or Temporal workflow is told by the cancel-effects job, whose worker then takes the
 session out of processing. Only someone who may press Cancel (a Parley admin of the run's
 workspace) may stop a run; anyone else is told so privately, and the run and its session go on.
@@ -24,8 +24,7 @@ from bot.deps import BotDeps
 from bot.slack.mrkdwn import user_ref
 from workers.exceptions import AdminError
 from workers.logs import Log
-from workers.runtime import admin
-from workers.store.records import RunRecord
+from workers.runs import RunRecord
 
 log = Log("parley.agent_session")
 SEEN_TTL = 3600
@@ -41,13 +40,12 @@ def on_stopped(
 ) -> None:
     """After the ack: cancel the run of the stopped thread, if the person who clicked may."""
     channel, thread_ts, user = (str(event.get(k) or "") for k in ("channel", "thread_ts", "user"))
-    store = deps.runtime.store
-    run_id = store.thread_run(channel, thread_ts) if channel and thread_ts else None
-    run = store.find(run_id) if run_id else None
+    runs = deps.runs
+    run = runs.thread_run(channel, thread_ts) if channel and thread_ts else None
     if run is None or not user:
         log.info("stop of a thread with no run", channel=channel, user=user)
         return
-    if body.get("event_id") and not store.first_delivery(f"event:{body['event_id']}", SEEN_TTL):
+    if body.get("event_id") and not runs.first_delivery(f"event:{body['event_id']}", SEEN_TTL):
         return
     fields = {**run.log_context(), "user": user}
     if not _may_cancel(deps, context, run, user):
@@ -55,11 +53,11 @@ def on_stopped(
         _tell(client, channel, thread_ts, user, REFUSED)
         return
     try:
-        admin.cancel(deps.runtime, run.id, by=user)
+        runs.cancel(run.id, by=user)
     except AdminError as exc:
         log.info("stop of a run that is not live", **fields, reason=str(exc))
         return
-    store.add_history(run.id, "stopped", user, via="slack stop button")
+    runs.note(run.id, "stopped", user, via="slack stop button")
     log.info("run stopped from Slack's stop button", **fields)
     try:
         client.chat_postMessage(

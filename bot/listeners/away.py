@@ -1,6 +1,6 @@
 """Away, set by the person from App Home: "Set away…", the form's Save, and "I'm back".
 
-Questions asked while someone is away go to their delegate (`workers.store.away`); open
+Questions asked while someone is away go to their delegate (`RunService.set_away`); open
 questions stay where they are. A form that names oneself, a bot or a past time is refused
 in the form itself, naming the field, and nothing is saved.
 """
@@ -40,7 +40,7 @@ def on_open(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
 def on_back(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
     ack()
     user, team = body["user"]["id"], _team(body)
-    deps.runtime.store.away.clear(team, user)
+    deps.runs.back(team, user)
     log.info("back", user=user, team=team)
     publish_home(deps, client, user, context=context)
 
@@ -61,7 +61,7 @@ def on_save(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltCont
         return
     assert until is not None
     ack()
-    deps.runtime.store.away.set(team, user, until, delegate, by=user)
+    deps.runs.set_away(team, user, until, delegate, by=user)
     log.info("away", user=user, team=team, until=until, delegate=delegate)
     publish_home(deps, client, user, context=context)
 

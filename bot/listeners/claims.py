@@ -2,7 +2,7 @@
 
 Acked at once; the work runs in a bolt lazy listener, after the ack, because it updates the
 question's message through the Web API. Who wins a race of clicks is decided by the store's
-script (`workers.runtime.claims`); a refusal writes nothing and is told to the clicker alone.
+script (`RunService.claim`); a refusal writes nothing and is told to the clicker alone.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bot.deps import BotDeps
 from bot.slack.blocks_question import CLAIM_ACTION_ID, RELEASE_ACTION_ID
 from bot.slack.payload_fields import channel_of, clicked, thread_of
 from workers.logs import Log
-from workers.runtime.claims import ClaimRefused, claim, release
+from workers.runs import ClaimRefused
 
 log = Log("parley.actions")
 
@@ -29,7 +29,7 @@ def ack_claim(ack: Ack) -> None:
 def do_claim(body: dict[str, Any], client: WebClient, deps: BotDeps, *, releasing: bool) -> None:
     """After the ack: claim or release the question the button belongs to, or tell the clicker why not."""
     by, iid = body["user"]["id"], str(clicked(body).get("value") or "")
-    interrupt = deps.runtime.store.interrupt(iid) if iid else None
+    interrupt = deps.runs.interrupt(iid)
     if interrupt is None:
         _tell(client, body, "This question no longer exists.")
         return
@@ -39,9 +39,9 @@ def do_claim(body: dict[str, Any], client: WebClient, deps: BotDeps, *, releasin
         return
     try:
         if releasing:
-            release(deps.runtime, interrupt, by=by, is_admin=deps.is_admin(by))
+            deps.runs.release(interrupt, by=by, is_admin=deps.is_admin(by))
         else:
-            claim(deps.runtime, interrupt, by=by)
+            deps.runs.claim(interrupt, by=by)
     except ClaimRefused as exc:
         log.info("claim refused", **ctx, channel=channel_of(body), why=str(exc), releasing=releasing)
         _tell(client, body, f":warning: {exc}")

@@ -28,12 +28,7 @@ from bot.slack.mrkdwn import escape
 from workers import metrics
 from workers.exceptions import AgentUnavailable, UnknownAgent
 from workers.logs import Log
-from workers.runtime import admin
-from workers.runtime.queues import enqueue_run
-from workers.store import job_ids
-from workers.store.records import RunStatus
-from workers.store.runs import new_id
-from workers.store.starts import Admission, StartLimit, StartLimits
+from workers.runs import Admission, RunStatus, RunSummary, StartLimit, StartLimits, StartRefused
 
 log = Log("parley.commands")
 MAX_TEXT = 3000
@@ -48,7 +43,7 @@ SIGNATURE_WINDOW = 300
 def help_text(deps: BotDeps, problem: str | None = None) -> str:
     lines = [f":warning: {problem}", ""] if problem else []
     lines.append("*Parley agents* (start one with `/parley AGENT text`):")
-    for spec in deps.runtime.registry.all():
+    for spec in deps.runs.registry.all():
         lines.append(f"• *{escape(spec.name)}*: {escape(spec.description)}")
     lines.append("Admins: `/parley runs` lists paused runs.")
     return "\n".join(lines)
@@ -93,16 +88,16 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
             ack(response_type="ephemeral", text="Only Parley admins can list runs.")
             return
         where = deps.run_filter(context)
-        page = admin.list_runs(deps.runtime, RunStatus.PAUSED, per_page=20, where=where)
-        runs = [admin.RunSummary.of(r) for r in page.runs]
+        page = deps.runs.list_runs(RunStatus.PAUSED, per_page=20, where=where)
+        runs = [RunSummary.of(r) for r in page.runs]
         ack(
             response_type="ephemeral",
             text="Paused runs",
-            blocks=blocks.runs_list_blocks(runs, admin.count_runs(deps.runtime, where)),
+            blocks=blocks.runs_list_blocks(runs, deps.runs.counts(where)),
         )
         return
     try:
-        spec = deps.runtime.registry.startable(name)
+        spec = deps.runs.registry.startable(name)
     except AgentUnavailable as exc:
         ack(response_type="ephemeral", text=f":warning: {escape(exc.reason)}.")
         return
@@ -118,7 +113,7 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         return
     trigger_id = body.get("trigger_id")
     try:
-        if trigger_id and not deps.runtime.store.first_delivery(f"command:{trigger_id}", SIGNATURE_WINDOW):
+        if trigger_id and not deps.runs.first_delivery(f"command:{trigger_id}", SIGNATURE_WINDOW):
             log.warning("slash command received again; nothing started", team=team, channel=channel, user=user)
             ack(response_type="ephemeral", text=ALREADY_RECEIVED)
             return
@@ -127,16 +122,13 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
             conversation["enterprise"] = body["enterprise_id"]
         if context.is_enterprise_install:  # its bot token is the organisation's installation's
             conversation["enterprise_install"] = True
-        run_id = new_id("r")
-        admission = deps.runtime.store.starts.admit(
-            deps.start_limits, team=team, channel=channel, user=user, run_id=run_id
-        )
-        run = None if admission.refused else deps.runtime.store.create(name, rest.strip(), user, conversation, run_id)
+        run = deps.runs.create(name, rest.strip(), user, conversation, limits=deps.start_limits)
     except redis.RedisError:
         log.error("Redis unavailable; run not created", exc=True, team=team, channel=channel, user=user)
         ack(response_type="ephemeral", text=UNAVAILABLE)
         return
-    if run is None:  # a start limit refused it
+    if isinstance(run, StartRefused):
+        admission = run.admission
         limit, wait = str(admission.refused), round(admission.retry_after, 1)
         metrics.start_refused(limit)
         log.warning("run start refused", limit=limit, retry_after=wait, team=team, channel=channel, user=user)
@@ -153,12 +145,12 @@ def start_run(context: BoltContext, deps: BotDeps) -> None:
     run_id = context.get(RUN_ID)
     if not run_id:
         return
-    run = deps.runtime.store.get(run_id)
+    run = deps.runs.run(run_id)
     try:
         deps.slack.start_thread(run)
     except Exception:
         log.error("could not post the root message; the worker will", exc=True, **run.log_context())
-    enqueue_run(deps.runtime.queue, run_id, run.job or job_ids.first(run_id))
+    deps.runs.begin(run_id)
 
 
 def register(app: App, deps: BotDeps) -> None:

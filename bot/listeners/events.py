@@ -10,14 +10,11 @@ from slack_sdk import WebClient
 
 from bot.deps import BotDeps
 from bot.home_tab import publish_home
-from bot.slack.question_lookup import lookup
 from bot.slack.refusals import ONE_FIELD_DETAIL, tell_refusal
 from bot.slack.reply_reading import Reply
 from workers.interaction import ChoiceError, reply_answers, reply_item
 from workers.logs import Log
-from workers.runtime.acceptance import AnswerOutcome, try_accept
-from workers.store.records import InterruptRecord, RefusalReason, RunRecord, RunStatus
-from workers.store.refusal import Refusal
+from workers.runs import AnswerOutcome, InterruptRecord, Refusal, RefusalReason, RunRecord, RunStatus, Where
 
 log = Log("parley.events")
 SEEN_TTL = 3600
@@ -33,7 +30,7 @@ def _first_delivery(deps: BotDeps, body: dict[str, Any]) -> bool:
     event_id = body.get("event_id")
     if not event_id:
         return True
-    return deps.runtime.store.first_delivery(f"event:{event_id}", SEEN_TTL)
+    return deps.runs.first_delivery(f"event:{event_id}", SEEN_TTL)
 
 
 def ack_home_opened(ack: Ack) -> None:
@@ -56,21 +53,20 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     by channel and thread alone: in a shared channel the envelope's `team_id` may be another
     organisation's. The answer is accepted with the replier's own team (`user_team`).
     """
-    store = deps.runtime.store
+    runs = deps.runs
     addressed = all(event.get(k) for k in ("thread_ts", "user", "channel"))
     spoken = event.get("subtype") in (None, *PEOPLE_SUBTYPES) and not event.get("bot_id")
     if not spoken or not addressed:
         ack()
         return
     team = event.get("user_team") or event.get("team") or body.get("team_id") or ""
-    run_id = store.thread_run(event["channel"], event["thread_ts"])
-    run = store.find(run_id) if run_id else None
+    run = runs.thread_run(event["channel"], event["thread_ts"])
     if run is None or run.status is not RunStatus.PAUSED or not _first_delivery(deps, body):
         ack()
         return
     # A question put to each person separately is answered by the replier's own; with several
     # questions at once (ask_all, ask_any) a reply names none of them, so it is left alone.
-    found = lookup(store, run.interrupt, str(event["user"]))
+    found = runs.question(run.interrupt, str(event["user"]))
     interrupt = found if isinstance(found, InterruptRecord) else None
     if interrupt is not None and interrupt.request.has_secret:
         # Never read: the text may be the secret. The person is pointed to the form instead.
@@ -90,7 +86,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     if item is None:
         # Told once per person and question: a conversation in the thread is not nagged.
         ack()
-        if store.first_delivery(f"reply-hint:{interrupt.id}:{user}", HINT_TTL):
+        if runs.first_delivery(f"reply-hint:{interrupt.id}:{user}", HINT_TTL):
             one = len(interrupt.request.items) == 1  # e.g. an optional yes/no, which a reply would only guess at
             refusal = Refusal(RefusalReason.SEVERAL_FIELDS, message=ONE_FIELD_DETAIL if one else "")
             refused = AnswerOutcome.refused(interrupt.id, user, refusal)
@@ -107,16 +103,8 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     else:
         enterprise = body.get("enterprise_id") or None
         token = f"{user}:{event.get('ts')}"
-        outcome = try_accept(
-            deps.runtime,
-            interrupt,
-            user,
-            answers,
-            team=team,
-            enterprise=enterprise,
-            channel=event["channel"],
-            token=token,
-        )
+        where = Where(team=team, enterprise=enterprise, channel=event["channel"])
+        outcome = runs.answer(interrupt, user, answers, token=token, where=where)
     ack()
     if not outcome.ok:
         deps.after_ack(tell_refusal, client, outcome, event["channel"], event.get("thread_ts"))

@@ -36,14 +36,14 @@ def on_feedback(body: dict[str, Any], deps: BotDeps) -> None:
     """After the ack: record the person's rating of the run's answer, the first time only."""
     rating, _, run_id = str(clicked(body).get("value") or "").partition(":")
     user = str((body.get("user") or {}).get("id") or "")
-    store = deps.runtime.store
-    run = store.find(run_id) if rating in (GOOD, BAD) and run_id else None
+    runs = deps.runs
+    run = runs.find(run_id) if rating in (GOOD, BAD) and run_id else None
     if run is None or not user:
         log.info("feedback on no known answer", user=user, run_id=run_id)
         return
-    if not store.first_delivery(f"feedback:{run.id}:{user}", KEPT_FOR):
+    if not runs.first_delivery(f"feedback:{run.id}:{user}", KEPT_FOR):
         return
-    store.add_history(run.id, "feedback", user, rating=rating)
+    runs.note(run.id, "feedback", user, rating=rating)
     FEEDBACK.labels(agent=run.agent, rating=rating).inc()
     log.info("answer rated", **{**run.log_context(), "user": user}, rating=rating)
 

@@ -20,8 +20,7 @@ from bot.slack.blocks_inspect import INSPECT_ACTION_ID, INSPECT_PAGE_ACTION_ID, 
 from bot.slack.payload_fields import clicked
 from workers.exceptions import RunNotFound
 from workers.logs import Log
-from workers.runtime import admin
-from workers.runtime.admin import RunDetail
+from workers.runs import RunDetail
 
 log = Log("parley.inspect")
 NOT_YOURS = "Only Parley admins and the people this run asks can inspect it."
@@ -41,7 +40,7 @@ def may_inspect(deps: BotDeps, user: str, detail: RunDetail, context: BoltContex
 def view_for(deps: BotDeps, user: str, run_id: str, page: int, context: BoltContext | None = None) -> dict[str, Any]:
     """The modal `user` gets for run `run_id`: the run, or why not."""
     try:
-        detail = admin.show(deps.runtime, run_id)
+        detail = deps.runs.show(run_id)
     except RunNotFound:
         return notice_view(GONE)
     except Exception:  # a record this version cannot read: say so, never a 5xx

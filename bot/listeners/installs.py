@@ -3,7 +3,7 @@
 When a workspace removes Parley (or revokes its bot token), Slack sends one of these events;
 Parley can no longer talk there. The workspace's installation is deleted from the
 installation store (OAuth mode) and every open run of that workspace is cancelled through
-the ordinary cancel path (`workers.runtime.admin`), so each gets its `cancelled` history
+the ordinary cancel path (`RunService.cancel_where`), so each gets its `cancelled` history
 entry and nobody waits on its question. Acked first; the work runs after the ack, in a bolt
 lazy listener, because a workspace may have many runs. Bolt does not call `auth.test` for
 these events (the token is already gone), and routes them without an installation.
@@ -21,7 +21,6 @@ from slack_bolt import Ack, App, BoltContext
 from bot.deps import BotDeps
 from bot.slack.tenant import Tenant
 from workers.logs import Log
-from workers.runtime import admin
 
 log = Log("parley.installs")
 
@@ -39,7 +38,7 @@ def forget_workspace(deps: BotDeps, tenant: Tenant, why: str) -> int:
     if not (tenant.team or (tenant.enterprise_install and tenant.enterprise)):
         log.warning("uninstall with no workspace; nothing to cancel", event=why)
         return 0
-    cancelled = admin.cancel_where(deps.runtime, lambda run: tenant.owns(run.conversation), by=f"slack:{why}")
+    cancelled = deps.runs.cancel_where(lambda run: tenant.owns(run.conversation), by=f"slack:{why}")
     log.info(
         "workspace uninstalled; its runs cancelled",
         team=tenant.team,

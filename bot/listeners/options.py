@@ -21,7 +21,7 @@ MAX_OPTIONS = 100
 def load_options(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
     """The stored item's options whose label or value contains what was typed (any case)."""
     ref = parse_block_id(str(body.get("block_id", "")))
-    interrupt = deps.runtime.store.interrupt(ref[1]) if ref and ref[3] else None
+    interrupt = deps.runs.interrupt(ref[1]) if ref and ref[3] else None
     item = interrupt.request.item(ref[3]) if interrupt and ref and ref[3] else None
     if item is None or not item.options:
         ack(options=[])

@@ -3,7 +3,7 @@
 Acked at once; the work runs in a bolt lazy listener, after the ack, because it calls the Web
 API (`users.info` to refuse a bot, the question's update, the new assignee's DM). Who may
 reassign (an assignee, or an admin) and to whom (not oneself, not a bot, not someone already
-asked) is decided by `workers.runtime.people.reassign`, which also tells the run's host (the
+asked) is decided by `RunService.reassign`, which also tells the run's host (the
 Slack host, or the API host for a question asked through the API or MCP, which keeps its
 "Asked by" line and its Decline button); a refusal writes nothing and is told to the clicker
 alone: beside the message, or in the form.
@@ -26,7 +26,7 @@ from bot.slack.form_state import parse_block_id
 from bot.slack.mrkdwn import user_ref
 from bot.slack.payload_fields import channel_of, clicked, thread_of
 from workers.logs import Log
-from workers.runtime.people import ReassignRefused, reassign
+from workers.runs import ReassignRefused
 
 log = Log("parley.actions")
 
@@ -41,15 +41,14 @@ def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     by, to = body["user"]["id"], str(action.get("selected_user") or "")
     ref = parse_block_id(str(action.get("block_id", "")))
     iid = ref[1] if ref and ref[0] in ("qr", "fr") else ""
-    interrupt = deps.runtime.store.interrupt(iid) if iid else None
+    interrupt = deps.runs.interrupt(iid)
     if interrupt is None:
         _tell(client, body, "This question no longer exists.")
         return
     if not to:
         return  # the selection was cleared
     try:
-        updated = reassign(
-            deps.runtime,
+        updated = deps.runs.reassign(
             interrupt,
             by=by,
             to=to,

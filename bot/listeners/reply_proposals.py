@@ -23,7 +23,7 @@ from bot.slack.refusals import refusal_text
 from bot.slack.reply_reading import CONFIRM_ACTION_ID, EDIT_ACTION_ID
 from workers.interaction import Answer, Request
 from workers.logs import Log
-from workers.runtime.acceptance import try_accept
+from workers.runs import Where
 
 log = Log("parley.replies")
 NOT_YOURS = "Only the person who replied can confirm what was read from it, and only once."
@@ -32,26 +32,18 @@ NOT_YOURS = "Only the person who replied can confirm what was read from it, and 
 def on_confirm(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
     """Accept the proposal's answers for the replier; the proposal message says what happened."""
     action, user = clicked(body), body["user"]["id"]
-    proposal = deps.runtime.store.proposals.take(str(action.get("value") or ""), user)
+    proposal = deps.runs.take_proposal(str(action.get("value") or ""), user)
     if proposal is None:
         ack()
         deps.after_ack(_tell, client, body, NOT_YOURS)
         return
-    interrupt = deps.runtime.store.interrupt(proposal.interrupt_id)
+    interrupt = deps.runs.interrupt(proposal.interrupt_id)
     if interrupt is None:
         ack()
         deps.after_ack(_tell, client, body, "This question no longer exists.")
         return
-    outcome = try_accept(
-        deps.runtime,
-        interrupt,
-        user,
-        proposal.answers,
-        team=team_of(body),
-        enterprise=enterprise_of(body),
-        channel=channel_of(body),
-        token=f"proposal:{proposal.id}",
-    )
+    where = Where(team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body))
+    outcome = deps.runs.answer(interrupt, user, proposal.answers, token=f"proposal:{proposal.id}", where=where)
     ack()
     said = f"Confirmed by {user_ref(user)}." if outcome.ok else f"Not answered: {refusal_text(outcome)}"
     log.info(
@@ -68,8 +60,8 @@ def on_edit(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) ->
     """Open the question's form, filled in with what was read from the reply."""
     ack()
     action, user = clicked(body), body["user"]["id"]
-    proposal = deps.runtime.store.proposals.get(str(action.get("value") or ""))
-    interrupt = deps.runtime.store.interrupt(proposal.interrupt_id) if proposal and proposal.user == user else None
+    proposal = deps.runs.proposal(str(action.get("value") or ""))
+    interrupt = deps.runs.interrupt(proposal.interrupt_id) if proposal and proposal.user == user else None
     if proposal is None or interrupt is None or not body.get("trigger_id"):
         deps.after_ack(_tell, client, body, NOT_YOURS)
         return

@@ -22,11 +22,9 @@ from bot.slack.form_state import StateError, parse_state_values
 from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import cut_escaped, truncate
 from bot.slack.payload_fields import enterprise_of, team_of
-from bot.slack.question_lookup import lookup
 from bot.slack.refusals import refusal_text
 from workers.interaction.approval import REASON_ID, approval_answers
-from workers.runtime.acceptance import AnswerOutcome, try_accept, unavailable
-from workers.store.records import RefusalReason
+from workers.runs import AnswerOutcome, RefusalReason, Where
 
 ERROR_MAX = 150
 """Slack shows at most this many characters of an inline field error."""
@@ -54,10 +52,10 @@ def _submitted(ack: Ack, body: dict[str, Any], deps: BotDeps, *, rejecting: bool
     inputs = [b.get("block_id") for b in view.get("blocks") or [] if b.get("type") == "input"]
     first_block = next((b for b in inputs if isinstance(b, str)), None)
     try:
-        found = lookup(deps.runtime.store, iid, user)
+        found = deps.runs.question(iid, user)
     except redis.RedisError:
         # Keep the form and what was typed in it; the person submits again.
-        text = refusal_text(unavailable(iid, user, team)).removeprefix(":warning: ")
+        text = refusal_text(deps.runs.unavailable(iid, user, team)).removeprefix(":warning: ")
         ack(response_action="errors", errors={first_block or "form": truncate(text, ERROR_MAX)})
         return
     if isinstance(found, AnswerOutcome) and found.reason is RefusalReason.UNKNOWN:
@@ -76,16 +74,8 @@ def _submitted(ack: Ack, body: dict[str, Any], deps: BotDeps, *, rejecting: bool
         reason = next((a.free_text for a in answers if a.id == REASON_ID), None)
         answers = approval_answers(interrupt.request, answers, approve=not rejecting, reason=reason)
     token = f"{user}:{view.get('id')}:{view.get('hash')}"
-    outcome = try_accept(
-        deps.runtime,
-        interrupt,
-        user,
-        answers,
-        team=team,
-        enterprise=enterprise_of(body),
-        channel=channel or None,
-        token=token,
-    )
+    where = Where(team=team, enterprise=enterprise_of(body), channel=channel or None)
+    outcome = deps.runs.answer(interrupt, user, answers, token=token, where=where)
     if outcome.ok:
         ack()  # the resumed run locks the question message
         return

@@ -18,7 +18,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from workers.interaction import RunInfo
 from workers.logs import Log
-from workers.store.slack_surfaces import SurfaceStore
+from workers.runs import SurfaceStore
 
 log = Log("parley.slack.agents")
 UNAVAILABLE = frozenset({"unknown_method", "not_allowed_token_type", "missing_scope", "feature_not_enabled"})

@@ -33,7 +33,7 @@ from workers.exceptions import AgentError
 from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
 from workers.questions.models import DECLINABLE, MAX_ASSIGNEES
-from workers.store.runs import RunStore
+from workers.runs import HostRecords
 
 log = Log("parley.slack.api")
 CANNOT_POST = frozenset(
@@ -50,7 +50,7 @@ class ApiQuestionHost(SlackHost):
     def __init__(
         self,
         client: WebClient | WebClients,
-        store: RunStore,
+        store: HostRecords,
         on_closed: OnClosed | None = None,
         on_ended: OnEnded | None = None,
         on_closing: OnClosed | None = None,

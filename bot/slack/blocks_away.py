@@ -23,7 +23,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack.mrkdwn import date_token, user_ref
-from workers.store.away import Away
+from workers.runs import Away
 
 AWAY_OPEN_ACTION_ID = "parley_away_open"
 AWAY_BACK_ACTION_ID = "parley_away_back"

@@ -16,8 +16,7 @@ from bot.slack import limits
 from bot.slack.blocks_question import _answer_text, _locked_reason
 from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, user_ref
-from workers.interaction import Request
-from workers.runtime.host import QuestionProgress
+from workers.interaction import QuestionProgress, Request
 
 MAX_PEOPLE_SHOWN = 20
 

@@ -41,8 +41,7 @@ from bot.slack import limits
 from bot.slack.blocks_away import away_blocks
 from bot.slack.blocks_inspect import INSPECT_ACTION_ID
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
-from workers.runtime.admin import QuestionSummary, RunSummary
-from workers.store.away import Away
+from workers.runs import Away, QuestionSummary, RunSummary
 
 HOME_PAGE_SIZE = 20
 """Runs shown per admin page; callers page their query by this."""

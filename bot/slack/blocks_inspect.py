@@ -31,8 +31,7 @@ from slack_sdk.models.views import View
 from bot.slack import limits
 from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, truncate, user_ref
-from workers.runtime.admin import RunDetail
-from workers.store.records import HistoryEntry, InterruptState, RunStatus
+from workers.runs import HistoryEntry, InterruptState, RunDetail, RunStatus
 
 INSPECT_ACTION_ID = "parley_inspect"
 INSPECT_PAGE_ACTION_ID = "parley_inspect_page"

@@ -44,7 +44,7 @@ from workers.interaction import (
     RunInfo,
 )
 from workers.logs import Log
-from workers.store.runs import RunStore
+from workers.runs import HostRecords
 
 
 def slack_refusal(response: Any) -> str:
@@ -67,7 +67,7 @@ class SlackHost(AgentSurfacesHost):
     run's workspace's client from the installation store (OAuth mode).
     """
 
-    def __init__(self, client: WebClient | WebClients, store: RunStore, *, notify_assignees: bool = True) -> None:
+    def __init__(self, client: WebClient | WebClients, store: HostRecords, *, notify_assignees: bool = True) -> None:
         self.clients = client if isinstance(client, WebClients) else WebClients(single=client)
         self.client = self.clients.single
         self.store = store

@@ -24,9 +24,7 @@ from bot.slack.streamed_answer import stream_answer
 from workers.exceptions import ParleyError
 from workers.interaction import PausingRun, QuestionInfo, QuestionState, Request, RunInfo
 from workers.registry import REGISTRY
-from workers.store.records import RunStatus
-from workers.store.runs import RunStore
-from workers.store.slack_surfaces import SurfaceStore
+from workers.runs import HostRecords, RunStatus, SurfaceStore
 
 CLOSED_CARD = {
     QuestionState.ANSWERED: "complete",
@@ -40,7 +38,7 @@ CLOSED_CARD = {
 class AgentSurfacesHost:
     """Session status and live plan for `SlackHost` (which provides `_web`, `_thread` and `store`)."""
 
-    store: RunStore
+    store: HostRecords
 
     def _web(self, run: RunInfo) -> WebClient:
         raise NotImplementedError

@@ -20,7 +20,7 @@ from bot.slack.mrkdwn import date_token, is_group_id, user_ref
 from workers.exceptions import AgentError
 from workers.interaction import QuestionInfo
 from workers.logs import Log
-from workers.store.people import PeopleStore
+from workers.runs import Notices
 
 log = Log("parley.slack")
 
@@ -100,7 +100,7 @@ def _duration(seconds: int) -> str:
 
 def notify(
     client: WebClient,
-    store: PeopleStore,
+    store: Notices,
     interrupt: QuestionInfo,
     user: str,
     text: str,

@@ -12,9 +12,7 @@ import re
 from slack_sdk import WebClient
 
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, user_ref
-from workers.runtime.acceptance import AnswerOutcome
-from workers.store.records import RefusalReason
-from workers.store.refusal import Refusal
+from workers.runs import AnswerOutcome, Refusal, RefusalReason
 
 WRONG_WORKSPACE = "This question was asked in another Slack workspace, so it can't be answered from here."
 NO_LONGER_NEEDED = "This question is no longer needed: the run went on without it, so your answer was not recorded."

@@ -22,7 +22,7 @@ from workers.interaction import Answer, QuestionInfo
 from workers.llm import ChatClient, LLMConfig, LLMError
 from workers.llm.replies import ReplyUnreadable, read_reply
 from workers.logs import Log
-from workers.store.proposals import ProposalStore
+from workers.runs import Proposals
 
 log = Log("parley.replies")
 CONFIRM_ACTION_ID = "parley_reply_confirm"
@@ -48,7 +48,7 @@ class ReplyReader:
     """Reads replies with the model on threads of its own and posts what it read for the replier."""
 
     config: LLMConfig
-    proposals: ProposalStore
+    proposals: Proposals
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(2, thread_name_prefix="parley-read"))
     _busy: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)

@@ -55,7 +55,7 @@ def _as_prompted(request: Request, item: Item) -> Item:
 
 
 class DraftKeeper(Protocol):
-    """Where the items answered before quitting are kept, per question (`workers.store.drafts.Drafts`)."""
+    """Where the items answered before quitting are kept, per question (a `Drafts` of the store)."""
 
     def keep(self, interrupt_id: str, values: Mapping[str, AnswerValue], expires_at: float | None) -> None: ...
 

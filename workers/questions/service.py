@@ -48,8 +48,8 @@ from workers.questions.tokens import temporal_granted
 from workers.questions.views import build_view, unreadable_view
 from workers.questions.waiting import Waiting
 from workers.questions.webhooks import DestinationRefused, check_destination
+from workers.runs.start import begin
 from workers.runtime import admin
-from workers.runtime.execute import execute
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
 from workers.store.questions import Binding, QuestionStore, UnreadableQuestion
@@ -192,7 +192,7 @@ class QuestionService:
             return self.get(caller, bound["question_id"]), False
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
         try:
-            execute(self.runtime, qid)  # posts and parks; a failure to post is retried by a worker
+            begin(self.runtime, qid, inline=True)  # posts and parks; a failure to post is retried by a worker
         except Exception as exc:  # Redis down, full or refusing mid-way
             self._not_posted(record, binding, exc)
             raise

@@ -1,4 +1,4 @@
-"""Admin operations on runs: list, show, cancel, retry, remind. Used by the CLI and Slack.
+"""Admin operations on runs: list, show, cancel, retry, remind. Hosts reach them through `RunService`.
 
 A cancel writes the cancel here and leaves what follows it to a worker (`cancel_effects`):
 the process that asks (the CLI, the bot, the API) needs no Slack token for it.
