@@ -81,6 +81,7 @@ AGENT_RUN = [
     "context_changed",
     "data_dir",
     "history",
+    "plan",
     "recorded",
     "run_id",
     "say",

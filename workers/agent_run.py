@@ -105,6 +105,10 @@ class AgentRun(Protocol):
         """What step `key` recorded, or `ABSENT` before it has run; nothing runs or is recorded."""
         ...
 
+    def plan(self, steps: list[str]) -> None:
+        """Name the run's steps ahead, in order, for a host that draws a live plan."""
+        ...
+
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing."""
         ...

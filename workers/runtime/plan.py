@@ -39,7 +39,7 @@ class PlanSteps:
     def record(self) -> RunRecord:
         """The run's record; the execution has it."""
 
-    def plan(self, steps: list[str]) -> None:
+    def name_steps(self, steps: list[str]) -> None:
         """Name the run's steps ahead, in the order the run reaches them (steps and questions alike)."""
         names = [str(s).strip() for s in steps if str(s).strip()]
         if len(names) > PLAN_MAX:

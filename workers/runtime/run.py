@@ -61,7 +61,7 @@ class Run:
 
     def plan(self, steps: list[str]) -> None:
         """Name the run's steps ahead, in the order it reaches them, for a host that draws a plan."""
-        self._execution.plan(steps)
+        self._execution.name_steps(steps)
 
     def recorded(self, key: str) -> Any:
         """What step `key` recorded, or `ABSENT` before it has run: a read that runs and records nothing."""
