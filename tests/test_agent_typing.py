@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration  # it runs mypy in a child process
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).parent / "typing_cases"

@@ -3,7 +3,6 @@ and a channel may be named `#name`: resolved with `conversations.list`, or refus
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,18 +12,12 @@ from slack_stack import SlackStack
 
 from bot.playground.directory import Channel
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=0, extra_env={"PARLEY_API_RATE_LIMIT": "100000"})]
 
 PROBLEM = "application/problem+json"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
         "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}  # fmt: skip
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    env = {"PARLEY_API_RATE_LIMIT": "100000"}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("titles"), workers=0, extra_env=env)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import redis
 from api_support import Token, approval, create_token
 from redis_servers import Server, data_server, have_redis_server
 from slack_stack import SlackStack, stop_process_group
+from stacks import Stacks
 
 from workers.store import keys
 
@@ -49,10 +50,10 @@ def add_user(server: Server) -> Server:
 
 
 @pytest.fixture(scope="module")
-def stack(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
+def stack(server: Server, tmp_path_factory: pytest.TempPathFactory, stacks: Stacks) -> Iterator[SlackStack]:
     url = f"redis://{USER}:{PASSWORD}@127.0.0.1:{server.port}/0"
     env = {"PARLEY_API_RATE_LIMIT": "100000", "PARLEY_REQUEUE_GRACE": "1"}
-    yield from SlackStack.running(url, tmp_path_factory.mktemp("api-trouble"), workers=0, extra_env=env)
+    yield stacks(redis_url=url, workers=0, extra_env=env)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from secret_support import bodies_holding, keys_holding, redis_values
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import ADMIN, block_actions_payload, home_actions_payload, view_submission_payload
 from slack_stack import SlackStack
+from stacks import Stacks
 
 from parley.client import Parley, ParleyAPIError
 from workers.exceptions import SecretUnreadable
@@ -59,12 +60,14 @@ def hooks() -> Iterator[Receiver]:
 
 
 @pytest.fixture(scope="module")
-def stack(aof_dir: Path, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver) -> Iterator[SlackStack]:
+def stack(
+    aof_dir: Path, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver, stacks: Stacks
+) -> Iterator[SlackStack]:
     server = data_server("aof", aof_dir, "--appendonly", "yes", "--appendfsync", "always").start()
     env = {"PARLEY_SECRET_KEY": KEY, "PARLEY_WEBHOOK_ALLOW": "127.0.0.1:*", "PARLEY_API_RATE_LIMIT": "100000"}
     try:
         url = f"redis://127.0.0.1:{server.port}/1"
-        yield from SlackStack.running(url, tmp_path_factory.mktemp("api-secrets"), workers=1, extra_env=env)
+        yield stacks(redis_url=url, workers=1, extra_env=env)
     finally:
         server.stop()
 

@@ -21,6 +21,7 @@ from api_support import PARLEY, Receiver, Token, approval, create_token, from_ad
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, thread_reply_event, view_submission_payload
 from slack_stack import SlackStack
+from stacks import Stacks
 from standardwebhooks.webhooks import Webhook
 
 from parley.client import Parley, ParleyAPIError, QuestionCancelledError, QuestionExpiredError, QuestionTimeoutError
@@ -42,13 +43,15 @@ def hooks() -> Iterator[Receiver]:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver) -> Iterator[SlackStack]:
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, hooks: Receiver, stacks: Stacks
+) -> Iterator[SlackStack]:
     env = {
         "PARLEY_WEBHOOK_ALLOW": f"127.0.0.1:{urlsplit(hooks.url('x')).port}",  # the receiver's port only
         "PARLEY_WEBHOOK_RETRY_INTERVALS": "1,1",  # three attempts a second apart (the default spans an hour)
         "PARLEY_API_RATE_LIMIT": "100000",
     }
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("api-stack"), extra_env=env)
+    yield stacks(redis_url=redis_url, extra_env=env)
 
 
 @pytest.fixture(scope="module")

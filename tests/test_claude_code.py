@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +41,10 @@ from mcp_types import CallToolResult
 from slack_forms import has_action, texts
 from slack_stack import SlackStack, free_port
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
 
 
 # ---- the setup -------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("claude-code"), workers=1)
-
-
 @pytest.fixture(scope="module")
 def setup_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the reader saved `rules.yml` and `parley.json`, as the doc says."""

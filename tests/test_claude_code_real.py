@@ -28,6 +28,7 @@ from claude_code_support import approval, click, doc_rules, fenced, submit
 from mcp_upstream import __file__ as UPSTREAM
 from slack_forms import has_action, texts
 from slack_stack import SlackStack, free_port, stop_process_group
+from stacks import Stacks
 
 pytestmark = pytest.mark.system
 
@@ -36,9 +37,9 @@ STARTUP = 90.0
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
+def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, stacks: Stacks) -> Iterator[SlackStack]:
     claude_binary()  # skip (or, on CI, fail) before starting anything
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("claude-code-real"), workers=1)
+    yield stacks(redis_url=redis_url, workers=1)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from source_trees import walked
 
 pytestmark = pytest.mark.unit
 
@@ -17,7 +18,7 @@ def defined(paths: list[Path], name: str) -> list[str]:
     return [
         f"{p.name}:{node.lineno}"
         for p in paths
-        for node in ast.walk(ast.parse(p.read_text(), filename=str(p)))
+        for node in walked(p)
         if isinstance(node, ast.ClassDef) and node.name == name
     ]
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from source_trees import parsed
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +25,7 @@ def references() -> list[tuple[str, str, str | None]]:
 
 
 def defined(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from source_trees import walked
 
 import parley.client
 import workers.exceptions
@@ -23,7 +24,7 @@ def classes(paths: list[Path]) -> list[tuple[str, list[str], str]]:
     """(class name, its bases' names, where) for every class defined in `paths`."""
     found = []
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in walked(path):
             if isinstance(node, ast.ClassDef):
                 bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases]
                 found.append((node.name, bases, f"{path}:{node.lineno}"))

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from source_trees import walked
 
 from workers import journal_names as names
 
@@ -49,7 +50,7 @@ def test_a_journal_reads_back_its_steps_and_asks() -> None:
 def spelled_names(path: Path) -> list[str]:
     """String literals in `path` that spell a journal name rather than build it with `journal_names`."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in walked(path):
         if isinstance(node, ast.JoinedStr):
             parts = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from slack_forms import texts
 from slack_stack import TESTS, RunRef, SlackStack
+from stacks import Stacks
 from test_langgraph_slack import final
 from test_slack_approve import USER, click, submit_view
 
@@ -40,7 +41,7 @@ MODULES = {m.group(1): code for kind, code in BLOCKS if kind == "python" and (m 
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
+def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, stacks: Stacks) -> Iterator[SlackStack]:
     modules = tmp_path_factory.mktemp("doc-modules")
     for name, code in MODULES.items():
         (modules / f"{name}.py").write_text(code)
@@ -48,7 +49,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "PARLEY_AGENTS": ",".join(["slack_agents", *MODULES]),
         "PYTHONPATH": os.pathsep.join([str(modules), str(TESTS)]),
     }
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("langgraph-docs"), workers=1, extra_env=env)
+    yield stacks(redis_url=redis_url, workers=1, extra_env=env)
 
 
 def act(stack: SlackStack, run: RunRef, agent: str) -> None:

@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import signal
-from collections.abc import Iterator
 from typing import Any
 
 import ormsgpack
@@ -26,14 +25,9 @@ from test_slack_approve import USER, click, submit_view
 
 from workers.store import journal_names, keys
 
-pytestmark = pytest.mark.system
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    lease = {"PARLEY_LEASE_TTL": "2", "PARLEY_REQUEUE_GRACE": "1", "PARLEY_RETRY_DELAYS": "0"}
-    env = {"PARLEY_AGENTS": "slack_agents,langgraph_agents", **lease}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("langgraph"), workers=1, extra_env=env)
+LEASE = {"PARLEY_LEASE_TTL": "2", "PARLEY_REQUEUE_GRACE": "1", "PARLEY_RETRY_DELAYS": "0"}
+LANGGRAPH_ENV = {"PARLEY_AGENTS": "slack_agents,langgraph_agents", **LEASE}
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1, extra_env=LANGGRAPH_ENV)]
 
 
 def start(stack: SlackStack, agent: str, params: dict[str, Any]) -> RunRef:

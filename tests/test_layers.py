@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from source_trees import parsed
 
 pytestmark = pytest.mark.unit
 
@@ -36,7 +37,7 @@ RE2 matches a caller's pattern in linear time and reaches no host (workers/inter
 
 
 def imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -140,7 +141,7 @@ def _for_annotations_only(tree: ast.AST) -> set[int]:
 
 def _imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The modules of `modules` that module `name` imports, at its top or inside a function."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     skipped = _for_annotations_only(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
@@ -234,7 +235,7 @@ def _receiver_name(node: ast.expr) -> str:
 def store_bypasses(path: Path) -> list[str]:
     """Where `path` builds Parley's keys or sends Redis commands itself, as `line: what`."""
     found: list[str] = []
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0:
             if node.module == "workers.store.keys" or (

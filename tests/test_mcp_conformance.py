@@ -35,14 +35,9 @@ from test_mcp_system import CHANNEL, TRANSPORTS, click_submit, over_http, posted
 
 from parley.client import Parley
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 PROTOCOL = "2025-11-25"  # the first version with priming events
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("mcp-conformance"))
 
 
 @pytest.fixture(scope="module")

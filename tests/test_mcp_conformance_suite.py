@@ -27,6 +27,7 @@ import pytest
 from api_support import create_token
 from real_upstreams import Upstreams, prepare
 from slack_stack import SlackStack
+from stacks import Stacks
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.api.errors import problem
@@ -111,10 +112,12 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Upstreams:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, upstreams: Upstreams) -> Iterator[SlackStack]:
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, upstreams: Upstreams, stacks: Stacks
+) -> Iterator[SlackStack]:
     loopback = "http://127.0.0.1:*,http://localhost:*,http://[::1]:*"
     env = {"PARLEY_MCP_CONFIG": str(upstreams.config), "PARLEY_MCP_ALLOWED_ORIGINS": loopback}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("conformance-stack"), workers=1, extra_env=env)
+    yield stacks(redis_url=redis_url, workers=1, extra_env=env)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +26,7 @@ from slack_forms import button_action, find_element, form_state, texts
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import PARLEY, SlackStack
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
 
 CHANNEL = "C0GENERAL"
 USER = "U0CAROL"
@@ -67,11 +66,6 @@ CHOICES: dict[str, Any] = {
     },
     "required": ["regions"],
 }
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("mcp-elicitation"), workers=1)
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ from mcp_types import CallToolResult
 from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload
 from slack_stack import PARLEY, SlackStack, free_port, stop_process_group
+from stacks import Stacks
 
 from workers.store.records import InterruptState
 from workers.store.runs import RunStore
@@ -95,9 +96,9 @@ def gateway_yml(dirs: dict[str, Path], tickets: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, dirs: dict[str, Path], gateway_yml: Path) -> Iterator[SlackStack]:
+def stack(redis_url: str, dirs: dict[str, Path], gateway_yml: Path, stacks: Stacks) -> Iterator[SlackStack]:
     env = {"PARLEY_MCP_CONFIG": str(gateway_yml), "TICKETS_TOKEN": "tickets-token"}
-    yield from SlackStack.running(redis_url, dirs["stack"], workers=1, extra_env=env)
+    yield stacks(redis_url=redis_url, workers=1, extra_env=env)
 
 
 def host_config(n: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 from real_upstreams import FIRST_COMMIT, Upstreams, approve, git, prepare, reject
 from slack_stack import PARLEY, SlackStack
+from stacks import Stacks
 
 from workers.store.runs import RunStore
 
@@ -35,9 +36,11 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Upstreams:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, upstreams: Upstreams) -> Iterator[SlackStack]:
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, upstreams: Upstreams, stacks: Stacks
+) -> Iterator[SlackStack]:
     env = {"PARLEY_MCP_CONFIG": str(upstreams.config)}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("real-stack"), workers=1, extra_env=env)
+    yield stacks(redis_url=redis_url, workers=1, extra_env=env)
 
 
 def over_stdio(stack: SlackStack, upstreams: Upstreams) -> Client:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -27,18 +27,13 @@ from slack_stack import PARLEY, SlackStack
 
 from parley.client import Parley, ParleyAPIError
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 CHANNEL = "C0GENERAL"
 ORIGIN = "desk-assistant"
 AUTH_FAILURES = 20  # PARLEY_API_AUTH_FAILURES's default
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
         "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("mcp-stack"))
 
 
 @pytest.fixture(scope="module")

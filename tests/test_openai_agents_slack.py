@@ -27,6 +27,7 @@ from oa_agents import model_inputs
 from slack_forms import blocks_of, button_action, find_element, has_action, texts
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import RunRef, SlackStack
+from stacks import Stacks
 
 pytestmark = pytest.mark.system
 
@@ -42,7 +43,9 @@ def standin() -> Iterator[ChatStandin]:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, standin: ChatStandin) -> Iterator[SlackStack]:
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, standin: ChatStandin, stacks: Stacks
+) -> Iterator[SlackStack]:
     env = {
         "PARLEY_AGENTS": "oa_agents",
         "PARLEY_LLM_BASE_URL": standin.base_url,
@@ -51,7 +54,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, standin: Cha
         "PARLEY_REQUEUE_GRACE": "1",
         "PARLEY_RETRY_DELAYS": "0",
     }
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("oa-slack"), workers=1, extra_env=env)
+    yield stacks(redis_url=redis_url, workers=1, extra_env=env)
 
 
 # ---- answering approvals as Slack sends them -------------------------------------------------------

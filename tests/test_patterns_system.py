@@ -9,7 +9,7 @@ answer) and over `/mcp` (`ask_human`'s `requested_schema`), each is decided at o
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -26,14 +26,9 @@ from slack_stack import SlackStack
 
 from workers.store import keys
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 CHANNEL = "C0GENERAL"
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("patterns-stack"))
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from llm_standin import ChatStandin, call, calls, final, last_tool_result
 from pai_agents import payments
 from slack_forms import texts
 from slack_stack import RunRef, SlackStack
+from stacks import Stacks
 from test_slack_approve import click, submit_view
 
 from workers.agents.pai_invoice import read_outbox
@@ -41,7 +42,9 @@ def standin() -> Iterator[ChatStandin]:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, standin: ChatStandin, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
+def stack(
+    redis_url: str, standin: ChatStandin, tmp_path_factory: pytest.TempPathFactory, stacks: Stacks
+) -> Iterator[SlackStack]:
     env = {
         "PARLEY_AGENTS": "pai_agents",
         "PARLEY_LLM_BASE_URL": standin.base_url,
@@ -50,7 +53,7 @@ def stack(redis_url: str, standin: ChatStandin, tmp_path_factory: pytest.TempPat
         "PARLEY_REQUEUE_GRACE": "1",
         "PARLEY_RETRY_DELAYS": "0",
     }
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-pai"), workers=1, extra_env=env)
+    yield stacks(redis_url=redis_url, workers=1, extra_env=env)
 
 
 def start(stack: SlackStack, params: dict[str, Any]) -> RunRef:

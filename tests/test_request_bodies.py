@@ -24,17 +24,11 @@ from slack_stack import SlackStack
 
 from bot.body_limits import API_BODY_MAX, BODY_DEADLINE, MCP_BODY_MAX, SLACK_BODY_MAX
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1, extra_env={"PARLEY_API_RATE_LIMIT": "100000"})]
 
 CHANNEL = "C0GENERAL"
 DRIPPERS = 100
 SLACK_ACK_LIMIT = 3.0  # Slack shows the person an error past this
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    env = {"PARLEY_API_RATE_LIMIT": "100000"}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("bodies-stack"), workers=1, extra_env=env)
 
 
 @pytest.fixture(scope="module")

@@ -3,24 +3,18 @@ own with `--metrics-port`, and `/mcp` only for the `Host` names and browser orig
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 from api_support import Token, create_token
 from slack_stack import SlackStack, free_port
 
-pytestmark = pytest.mark.system
-
 DESK = "https://desk.example.com"
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.stack(workers=0, extra_env={"PARLEY_MCP_ALLOWED_ORIGINS": DESK, "PARLEY_API_RATE_LIMIT": "100000"}),
+]
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
         "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    env = {"PARLEY_MCP_ALLOWED_ORIGINS": DESK, "PARLEY_API_RATE_LIMIT": "100000"}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("listeners"), workers=0, extra_env=env)
 
 
 @pytest.fixture(scope="module")

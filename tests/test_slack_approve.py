@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,14 +17,9 @@ from slack_forms import blocks_of, button_action, find_element, is_question, tex
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import RunRef, SlackStack
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
 
 USER = "U0BOB"
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-approve"), workers=1)
 
 
 def service() -> str:

@@ -9,7 +9,6 @@ accepted; a right answer comes back to the agent as a `Window`.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,14 +16,9 @@ from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import SlackStack
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
 
 USER = "U0BOB"
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-ask-form"), workers=1)
 
 
 def test_ask_form_returns_the_model_and_its_validator_errors_are_the_forms(stack: SlackStack) -> None:

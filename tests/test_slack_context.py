@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,9 @@ from effect_counters import count
 from slack_forms import blocks_of, is_question, texts
 from slack_stack import RunRef, SlackStack
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
 
 FACTS = {"service": "api", "version": "v1.4.2", "target": "production"}
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-context"), workers=1)
 
 
 def facts_file(stack: SlackStack, name: str, facts: dict[str, str]) -> Path:

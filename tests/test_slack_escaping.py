@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,16 +20,11 @@ from slack_stack import SlackStack
 
 from bot.playground import validate_blocks
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
 
 RAW = ("<!channel>", "<@U123>", "<https://evil.example|click>", "Tom & Jerry")
 ESCAPED = mrkdwn_escape(NASTY)
 SURFACES = ("chat.postMessage", "chat.update", "chat.postEphemeral", "views.publish", "views.open")
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-escaping"), workers=1)
 
 
 def mrkdwn_texts(node: Any) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,14 +19,9 @@ from slack_stack import RunRef, SlackStack
 
 from bot.slack.refusals import NO_LONGER_NEEDED
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-groups"), workers=2)
 
 
 def start(stack: SlackStack, agent: str, params: dict[str, Any]) -> RunRef:

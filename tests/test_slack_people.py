@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,12 +16,7 @@ from slack_forms import find_element, form_state, texts, users_select_action, us
 from slack_payloads import block_actions_payload
 from slack_stack import RunRef, SlackStack
 
-pytestmark = pytest.mark.system
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-people"))
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 
 def start(stack: SlackStack, agent: str, params: dict[str, Any], *, user: str = "U0BOB") -> RunRef:

@@ -7,18 +7,11 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 
 import pytest
 from slack_stack import SlackStack
 
-pytestmark = pytest.mark.system
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    quiet = {"PARLEY_NOTIFY_ASSIGNEES": "0"}
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-quiet"), workers=1, extra_env=quiet)
+pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1, extra_env={"PARLEY_NOTIFY_ASSIGNEES": "0"})]
 
 
 def test_no_dm_to_the_people_asked_when_switched_off(stack: SlackStack) -> None:

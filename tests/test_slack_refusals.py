@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,12 +31,7 @@ from slack_payloads import (
 )
 from slack_stack import RunRef, SlackStack, snapshot
 
-pytestmark = pytest.mark.system
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-refusals"))
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 
 def tag() -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,14 +29,9 @@ from slack_stack import SlackStack, snapshot
 
 from workers.agents.tracker import read_tickets
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 ACK_DEADLINE = 3.0  # seconds Slack waits for an ack
-
-
-@pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackStack]:
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("slack-scenarios"))
 
 
 def tag() -> str:

@@ -23,6 +23,7 @@ from api_support import PARLEY, Token, create_token
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import SlackStack, stop_process_group
+from stacks import Stacks
 from temporal_support import TemporalDev, TemporalWorker
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
@@ -54,13 +55,15 @@ def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporalDev]:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory, temporal: TemporalDev) -> Iterator[SlackStack]:
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, temporal: TemporalDev, stacks: Stacks
+) -> Iterator[SlackStack]:
     env = {
         "PARLEY_TEMPORAL_ADDRESS": temporal.address,
         "PARLEY_TEMPORAL_RETRY_INTERVALS": ",".join(["1"] * 60),  # a second apart (the default backs off to 30 min)
         "PARLEY_API_RATE_LIMIT": "100000",
     }
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("temporal-stack"), extra_env=env)
+    yield stacks(redis_url=redis_url, extra_env=env)
 
 
 @pytest.fixture(scope="module")

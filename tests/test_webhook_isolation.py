@@ -20,6 +20,7 @@ from api_support import Receiver, Token, approval, create_token
 from http_servers import BlackHole, black_hole
 from rq import Queue, Worker
 from slack_stack import SlackStack, stop_process_group
+from stacks import Stacks
 
 from workers.runtime.queues import QUEUE_NAME, WEBHOOK_QUEUE_NAME
 
@@ -44,14 +45,14 @@ def hooks() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def stack(
-    redis_url: str, tmp_path_factory: pytest.TempPathFactory, hole: BlackHole, hooks: Receiver
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, hole: BlackHole, hooks: Receiver, stacks: Stacks
 ) -> Iterator[SlackStack]:
     env = {
         "PARLEY_WEBHOOK_ALLOW": f"127.0.0.1:{hole.port},127.0.0.1:{urlsplit(hooks.url('x')).port}",
         "PARLEY_WEBHOOK_RETRY_INTERVALS": "1",  # two attempts each
         "PARLEY_API_RATE_LIMIT": "100000",
     }
-    yield from SlackStack.running(redis_url, tmp_path_factory.mktemp("webhook-isolation"), extra_env=env)
+    yield stacks(redis_url=redis_url, extra_env=env)
 
 
 def ask_and_cancel(stack: SlackStack, token: Token, callback_url: str, n: int) -> str:
