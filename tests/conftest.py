@@ -8,7 +8,7 @@ in no group, and for a `unit` test that asks for Redis.
 Under `pytest -n N` (pytest-xdist, on by default in pyproject.toml) worker `gw<i>` flushes
 database 20+i, never 0 and never the database REDIS_URL names. Where REDIS_URL's server has
 too few databases (Redis's default is 16), the session starts a private `redis-server` with
-enough of them and every worker uses that one (see `worker_redis`).
+enough of them and every worker uses that one (tests/parallel.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TESTS = ROOT / "tests"
 SURFACES = [d for d in sorted(TESTS.iterdir()) if d.is_dir() and any(d.glob("test_*.py")) and d.name != "faults"]
 sys.path[:0] = [str(TESTS), *(str(d) for d in SURFACES)]
 
-pytest_plugins = ["worker_redis", "stacks"]
+pytest_plugins = ["parallel", "stacks"]
 
 
 GROUPS = ("unit", "integration", "system", "faults")

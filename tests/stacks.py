@@ -1,21 +1,20 @@
-"""One running `SlackStack` per settings, shared by the test modules that ask for the same ones.
+"""The running `SlackStack`s of the system tests: one factory instead of a fixture per module.
 
 A module names the stack it needs with a mark, `pytest.mark.stack(workers=1, extra_env={...})`,
 and its tests take the `stack` fixture. A module whose stack depends on other fixtures (a
-receiver's port, a stand-in's URL) asks the `stacks` factory for one in its own fixture.
-Starting a stack costs seconds (a `parley serve` and its workers), so modules marked alike
-share one: under `--dist loadgroup` they form one `xdist_group` and run one after another on
-one worker, and the stack stays up from the first of them to the last.
+receiver's port, a stand-in's URL) asks the `stacks` factory for one in its own fixture. The
+factory keeps the stack it started for given settings and hands it to every test that asks
+for the same settings, until the tests of that module are done.
 
-One stack is up at a time in a process: every stack uses the test database and flushes it as
-it starts. The stack is stopped as soon as the next test belongs to a module that does not
-want the same one, before that module's fixtures are torn down, so it never outlives what it
-depends on or sees another module's flushes.
+Modules do not share a stack. Tried, that broke tests that read the whole call log or compare
+a snapshot of all of Redis: the runs a module leaves behind keep writing, and the next module
+reads them. Each module's stack starts on a database it flushes and is stopped as soon as the
+module's last test is done, before the module's other fixtures go, so a stack never outlives
+what it depends on. One stack is up at a time in a process, as all use the test database.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -56,11 +55,6 @@ class Stacks:
         self.key = key
         return self.stack
 
-    def wanted_by(self, item: pytest.Item) -> str | None:
-        """The key of the stack `item`'s module marks itself as wanting (None without the mark)."""
-        mark = item.get_closest_marker(MARK)
-        return None if mark is None else _key(self.redis_url, dict(mark.kwargs))
-
     def stop(self) -> None:
         if self.stack is not None:
             self.stack.stop()
@@ -91,34 +85,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stack(**settings): the SlackStack the module's tests share (tests/stacks.py)")
 
 
-def _group(item: pytest.Item) -> str | None:
-    """The xdist_group of `item`: its stack's settings, or its module unless it is a unit test."""
-    mark = item.get_closest_marker(MARK)
-    if mark is not None:
-        digest = hashlib.sha1(json.dumps({**DEFAULTS, **mark.kwargs}, sort_keys=True).encode()).hexdigest()[:10]
-        return f"stack-{digest}"
-    if item.get_closest_marker("unit") is not None:
-        module = vars(getattr(item, "module", None) or object)
-        if any(getattr(v, "__module__", "") == "source_trees" for v in module.values()):
-            return "source-trees"  # one worker parses Parley's modules once for all the code-rule tests
-        return None  # in-process and fixture-free across tests: spread one by one
-    return item.nodeid.split("::")[0]  # a module's fixtures (its servers, its stack) start once
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group in its id
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep what shares a stack, or a module's fixtures, on one xdist worker (`--dist loadgroup`)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None and (group := _group(item)) is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """Stop the stack before this module's fixtures go, unless the next test's module wants the same one."""
+    """Stop the stack after a module's last test, before the module's fixtures go."""
     factory = item.config.stash.get(_live, None)
-    if factory is not None and factory.stack is not None:
-        same_module = nextitem is not None and getattr(nextitem, "module", None) is getattr(item, "module", None)
-        if not same_module and (nextitem is None or factory.wanted_by(nextitem) != factory.key):
-            factory.stop()
+    last_of_module = nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None)
+    if factory is not None and factory.stack is not None and last_of_module:
+        factory.stop()
     return (yield)

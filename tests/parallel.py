@@ -1,10 +1,15 @@
-"""The Redis database each pytest-xdist worker flushes: database 20+i for worker `gw<i>`.
+"""How the suite runs in parallel under pytest-xdist: how many workers, what runs together, which Redis.
+
+`-n auto` gives a worker per core for `-m unit` alone, whose tests compute, and two per core
+(at most 8) otherwise, since those tests mostly wait on processes, servers and timers. With
+`--dist loadgroup` a module's tests stay on one worker, so its module-scoped fixtures (servers,
+a stack) start once; unit tests spread one by one.
 
 The tests flush their database, so two workers must never share one, and none may touch
-database 0 or the one REDIS_URL names (CI's, or a colleague's on a shared server). Workers
-therefore use databases from 20 up. A server with fewer databases (Redis's default is 16)
-cannot hold them: then this plugin starts a private Debian `redis-server` for the session,
-on a loopback port, with just enough databases, and stops it when the session ends.
+database 0 or the one REDIS_URL names (CI's, or a colleague's on a shared server). Worker
+`gw<i>` therefore flushes database 20+i. A server with fewer databases (Redis's default is
+16) cannot hold them: then the session starts a private Debian `redis-server` on a loopback
+port, with just enough databases, and stops it when the session ends.
 """
 
 from __future__ import annotations
@@ -154,6 +159,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_base] = (
         url if not taken and _has_databases(url, workers) else start_private_server(FIRST_DB + workers)
     )
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist_group of `item`: its module (whose fixtures start once), unless it is a unit test."""
+    if item.get_closest_marker("unit") is not None:
+        module = vars(getattr(item, "module", None) or object)
+        if any(getattr(v, "__module__", "") == "source_trees" for v in module.values()):
+            return "source-trees"  # one worker parses Parley's modules once for all the code-rule tests
+        return None  # in-process and fixture-free across tests: spread one by one
+    return item.nodeid.split("::")[0]  # a module's fixtures (its servers, its stack) start once
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group in its id
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep a module's tests, which share its fixtures, on one xdist worker (`--dist loadgroup`)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and (group := _group(item)) is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(optionalhook=True)
