@@ -145,8 +145,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     """In the xdist controller: pick the server whose databases 20.. the workers use."""
     workers = getattr(config.option, "numprocesses", None)
-    if hasattr(config, "workerinput") or not isinstance(workers, int) or workers <= 0:
-        return
+    if hasattr(config, "workerinput") or not isinstance(workers, int) or workers <= 0 or config.option.collectonly:
+        return  # a worker, a run in one process, or `--collect-only` (which xdist runs in one process)
     url = os.environ.get("REDIS_URL")
     if not url:
         return  # each worker starts an embedded server of its own (tests/conftest.py)
