@@ -28,7 +28,7 @@ MIB = 1 << 20
 SLACK_BODY_MAX = MIB
 """`/slack/events` and every other path of bolt's: Slack's own requests are a few kilobytes."""
 API_BODY_MAX = MIB
-"""`/api/v1`: above the largest question `QuestionCreate` accepts (tests/test_body_limits.py computes it)."""
+"""`/api/v1`: above the largest question `QuestionCreate` accepts (tests/api/test_body_limits.py computes it)."""
 MCP_BODY_MAX = MIB
 """`/mcp`: above the largest `ask_human` call its tool schema accepts."""
 BODY_DEADLINE = 5.0

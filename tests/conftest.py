@@ -4,21 +4,31 @@ Every test belongs to one group, marked on its module (`pytestmark`): `unit` (in
 `integration` (real Redis, in-process bolt/RQ, loopback servers), `system` (real `parley`
 processes or a browser) or `faults` (the fault-injection suite). Collection fails for a test
 in no group, and for a `unit` test that asks for Redis.
+
+Under `pytest -n N` (pytest-xdist, on by default in pyproject.toml) worker `gw<i>` flushes
+database 20+i, never 0 and never the database REDIS_URL names. Where REDIS_URL's server has
+too few databases (Redis's default is 16), the session starts a private `redis-server` with
+enough of them and every worker uses that one (tests/parallel.py).
 """
 
 from __future__ import annotations
 
-import os
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+TESTS = ROOT / "tests"
+# The helpers (tests/*.py) and every surface folder's modules import by bare name from any folder:
+# a module may import another's helpers (`from test_slack_approve import click`) whatever runs first.
+SURFACES = [d for d in sorted(TESTS.iterdir()) if d.is_dir() and any(d.glob("test_*.py")) and d.name != "faults"]
+sys.path[:0] = [str(TESTS), *(str(d) for d in SURFACES)]
+
+pytest_plugins = ["parallel", "stacks"]
 
 
 GROUPS = ("unit", "integration", "system", "faults")
@@ -34,6 +44,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             problems.setdefault(item.nodeid.split("::")[0], set()).add("is in no group")
         elif groups == ["unit"] and REDIS_FIXTURES & set(getattr(item, "fixturenames", ())):
             problems.setdefault(item.nodeid.split("::")[0], set()).add("is marked unit but uses Redis")
+        elif "unit" in groups and not _mentions_unit(item.path):
+            why = f"is marked unit without `{UNIT_MARK}` in its text (`-m unit` reads only such modules)"
+            problems.setdefault(item.nodeid.split("::")[0], set()).add(why)
     if problems:
         listed = "\n".join(f"  {name}: a test {', '.join(sorted(why))}" for name, why in sorted(problems.items()))
         raise pytest.UsageError(
@@ -43,46 +56,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
 
+UNIT_MARK = "mark.unit"  # how a module's text says it holds unit tests: `pytestmark = pytest.mark.unit`
+
+
+@functools.cache
+def _mentions_unit(path: Path) -> bool:
+    try:
+        return UNIT_MARK in path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m unit`, leave unread the modules with no unit test: importing them is most of the wait.
+
+    Their frameworks (the agent SDKs, Temporal, LangGraph) take seconds to import, for tests the
+    mark deselects anyway. `pytest_collection_modifyitems` keeps the rule honest in every other run.
+    """
+    if (config.option.markexpr or "").strip() != "unit":
+        return None
+    if collection_path.is_dir():
+        return None if any(_mentions_unit(p) for p in collection_path.rglob("test_*.py")) else True
+    if collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return None if _mentions_unit(collection_path) else True
+    return None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--seed", type=int, default=None, help="seed of the fault-injection suite")
     parser.addoption("--rounds", type=int, default=None, help="rounds of the fault-injection suite")
-
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a Redis database the tests may flush: never database 0 of a shared server."""
-    url = os.environ.get("REDIS_URL")
-    worker = _xdist_worker()
-    if url:
-        client = redis.Redis.from_url(url)
-        db = int(client.connection_pool.connection_kwargs.get("db", 0))
-        client.close()
-        if db == 0:
-            pytest.exit("REDIS_URL points at database 0; the tests flush their database, so give them their own")
-        yield _with_db(url, db + worker) if worker else url
-        return
-    from workers.store import embedded
-
-    data_dir = tmp_path_factory.mktemp("embedded-redis")
-    sock = embedded.ensure_server(data_dir)
-    holder = embedded.Holder(sock)
-    yield f"unix://{sock}?db={worker}"
-    holder.release()
-
-
-def _xdist_worker() -> int:
-    """This process's number under `pytest -n N` (0 without it): each worker flushes a database of its own."""
-    name = os.environ.get("PYTEST_XDIST_WORKER", "")
-    return int(name[2:]) if name.startswith("gw") else 0
-
-
-def _with_db(url: str, db: int) -> str:
-    """`url` naming database `db` instead of its own (the path, or `?db=` for a socket)."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        query = "&".join([q for q in parts.query.split("&") if q and not q.startswith("db=")] + [f"db={db}"])
-        return urlunsplit(parts._replace(query=query))
-    return urlunsplit(parts._replace(path=f"/{db}"))
 
 
 @pytest.fixture

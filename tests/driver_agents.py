@@ -1,4 +1,4 @@
-"""Three agents that never stop pausing, one per framework adapter, for tests/test_framework_driver.py.
+"""Three agents that never stop pausing, one per framework adapter, for tests/integrations/test_framework_driver.py.
 
 Each runs its framework's real code on a test model: a Pydantic AI `FunctionModel`, the OpenAI
 Agents SDK on `oa_agents.ScriptedModel`, and a LangGraph graph on SQLite. Every round asks to

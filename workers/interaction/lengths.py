@@ -32,7 +32,10 @@ TEXT_INPUT_MAX = 3000
 
 def utf16_len(text: str) -> int:
     """The length of `text` in UTF-16 code units: each character outside the BMP counts 2."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    # The codec counts in C; "surrogatepass" counts a lone surrogate as the one unit it is.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf16_prefix(text: str, units: int) -> str:

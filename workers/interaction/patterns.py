@@ -11,7 +11,7 @@ at most `TEXT_INPUT_MAX`, so one match is a bounded, sub-millisecond step.
 RE2 has no backreferences and no lookaround; such a pattern does not compile and is
 refused where it is given, naming its item. Its `\\w`, `\\d` and `\\b` are ASCII, as
 in JSON Schema's regular expressions (ECMA-262). `re2` is a required dependency
-whose matching reaches no host, so the port may import it (tests/test_layers.py).
+whose matching reaches no host, so the port may import it (tests/codebase/test_layers.py).
 """
 
 from __future__ import annotations

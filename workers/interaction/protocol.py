@@ -4,7 +4,7 @@ A host puts questions to people (`solicit`) and tells them how the run goes (`sa
 `failed`, a question `closed`, `superseded`, `remind`, `group_progress`, `escalated`,
 `reassigned`). It sees
 runs and questions only through the port's views (`workers.interaction.views`). A new host is
-"implement `Interactor` and pass `tests/test_interactor_contract.py`".
+"implement `Interactor` and pass `tests/runtime/test_interactor_contract.py`".
 """
 
 from __future__ import annotations

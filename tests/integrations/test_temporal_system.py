@@ -1,0 +1,629 @@
+"""Temporal workflows ask through Parley, end to end: a real `temporal server start-dev`, a Temporal
+worker process running `temporal_workflows` with Parley's activities, a live `parley serve`, real
+`parley worker`s and the Slack Web API stand-in. People answer with Slack's own signed payloads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from api_support import PARLEY, Token, create_token
+from slack_forms import button_action, find_element, form_state
+from slack_payloads import block_actions_payload, view_submission_payload
+from slack_stack import SlackStack, stop_process_group
+from stacks import Stacks
+from temporal_support import TemporalDev, TemporalWorker
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+
+from parley.client import Parley
+
+pytestmark = pytest.mark.system
+
+CHANNEL = "C0GENERAL"
+TASK_QUEUE = "parley-tests"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "temporal_refund.py"
+CAROL, DAVE, ERIN = "U0CAROL", "U0DAVE", "U0ERIN"
+REQUEST = {
+    "reason": "Ship the batch?",
+    "items": [
+        {"id": "ship", "text": "Ship", "type": "select", "options": ["yes", "no"]},
+        {"id": "count", "text": "How many", "type": "number", "integer": True},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporalDev]:
+    server = TemporalDev(tmp_path_factory.mktemp("temporal")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    redis_url: str, tmp_path_factory: pytest.TempPathFactory, temporal: TemporalDev, stacks: Stacks
+) -> Iterator[SlackStack]:
+    env = {
+        "PARLEY_TEMPORAL_ADDRESS": temporal.address,
+        "PARLEY_TEMPORAL_RETRY_INTERVALS": ",".join(["1"] * 60),  # a second apart (the default backs off to 30 min)
+        "PARLEY_API_RATE_LIMIT": "100000",
+    }
+    yield stacks(redis_url=redis_url, extra_env=env)
+
+
+@pytest.fixture(scope="module")
+def token(stack: SlackStack) -> Token:
+    """The Temporal worker's token, granted the tests' workflows and the example's refunds, no others."""
+    return create_token(stack, "workflows", temporal=("*Workflow-*", "refund-*"))
+
+
+@pytest.fixture(scope="module")
+def worker(stack: SlackStack, temporal: TemporalDev, token: Token) -> Iterator[TemporalWorker]:
+    running = TemporalWorker(
+        temporal.address, TASK_QUEUE, f"http://127.0.0.1:{stack.port}", token.token, stack.data_dir / "tworker.log"
+    ).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+def start(temporal: TemporalDev, workflow: str, arg: Any = None) -> str:
+    workflow_id = f"{workflow}-{uuid.uuid4().hex[:8]}"
+
+    async def go() -> None:
+        client = await Client.connect(temporal.address)
+        args = [] if arg is None else [arg]
+        await client.start_workflow(workflow, args=args, id=workflow_id, task_queue=TASK_QUEUE)
+
+    asyncio.run(go())
+    return workflow_id
+
+
+def result(temporal: TemporalDev, workflow_id: str, timeout: float = 30.0) -> Any:
+    async def go() -> Any:
+        client = await Client.connect(temporal.address)
+        return await asyncio.wait_for(client.get_workflow_handle(workflow_id).result(), timeout)
+
+    return asyncio.run(go())
+
+
+def status(temporal: TemporalDev, workflow_id: str) -> WorkflowExecutionStatus | None:
+    async def go() -> WorkflowExecutionStatus | None:
+        client = await Client.connect(temporal.address)
+        return (await client.get_workflow_handle(workflow_id).describe()).status
+
+    return asyncio.run(go())
+
+
+def questions_of(stack: SlackStack, token: Token, workflow_id: str, count: int = 1) -> list[dict[str, Any]]:
+    """The workflow's questions, once posted and open for answers."""
+
+    def find() -> list[dict[str, Any]] | None:
+        assert stack.http is not None
+        page = stack.http.get("/api/v1/questions", params={"limit": 100}, headers=token.auth).json()
+        found = [
+            q
+            for q in page["questions"]
+            if (q.get("temporal") or {}).get("workflow_id") == workflow_id and q["message_ts"]
+        ]
+        open_ = [q for q in found if _open(stack, q)]
+        return open_ if len(open_) >= count else None
+
+    return stack.wait_for(f"{count} question(s) of {workflow_id}", find)
+
+
+def _open(stack: SlackStack, question: dict[str, Any]) -> bool:
+    """The question's run is parked on it (it is posted just before): an answer now is taken."""
+    return stack.status(question["id"]) == "paused"
+
+
+def message_of(stack: SlackStack, question: dict[str, Any]) -> dict[str, Any]:
+    message = stack.ws.message(question["channel"], question["message_ts"])
+    assert message is not None
+    return message
+
+
+def submit_payload(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> dict[str, Any]:
+    """`user` filling the question by label and clicking Submit, as Slack sends it."""
+    message = message_of(stack, question)
+    block, button = find_element(message["blocks"], "parley_submit")
+    return block_actions_payload(
+        user=user,
+        message=message,
+        channel=question["channel"],
+        action=button_action(block, button),
+        state_values=form_state(message["blocks"], fills),
+    )
+
+
+def click_submit(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> httpx.Response:
+    return stack.interact(submit_payload(stack, question, fills, user))
+
+
+def modal(stack: SlackStack, question: dict[str, Any], action_id: str, user: str) -> dict[str, Any]:
+    """`user` clicks `action_id` (Edit…, Reject) on the approval; the modal it opened, as Slack holds it."""
+    message = message_of(stack, question)
+    before = len(stack.ws.open_views(user))
+    block, button = find_element(message["blocks"], action_id)
+    payload = block_actions_payload(
+        user=user,
+        message=message,
+        channel=question["channel"],
+        action=button_action(block, button),
+        trigger=stack.ws.issue_trigger(user),
+    )
+    assert stack.interact(payload).status_code == 200
+    stack.wait_for("the modal to open", lambda: len(stack.ws.open_views(user)) > before)
+    return stack.ws.open_views(user)[-1]
+
+
+def submit_modal(stack: SlackStack, view: dict[str, Any], user: str, item: str, value: str) -> None:
+    iid = view["private_metadata"].split("|")[0]
+    state = {f"f|{iid}|{item}": {"answer": {"type": "plain_text_input", "value": value}}}
+    resp = stack.interact(view_submission_payload(user=user, view=view, state_values=state))
+    assert resp.status_code == 200 and resp.text == "", resp.text
+
+
+def click(stack: SlackStack, question: dict[str, Any], action_id: str, user: str) -> None:
+    """`user` clicks a button that acts at once (Approve) on the question's message."""
+    message = message_of(stack, question)
+    block, button = find_element(message["blocks"], action_id)
+    payload = block_actions_payload(
+        user=user, message=message, channel=question["channel"], action=button_action(block, button)
+    )
+    assert stack.interact(payload).status_code == 200
+
+
+def signals_received(temporal: TemporalDev, workflow_id: str) -> int:
+    """How many signals the workflow's history records, whoever sent them."""
+
+    async def go() -> int:
+        client = await Client.connect(temporal.address)
+        events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
+        return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+
+    return asyncio.run(go())
+
+
+def history(stack: SlackStack, question_id: str) -> list[dict[str, Any]]:
+    assert stack.redis is not None
+    raw = stack.redis.lrange(f"parley:run:{question_id}:history", 0, -1)
+    return [json.loads(entry) for entry in raw]
+
+
+def signal_entries(stack: SlackStack, question_id: str) -> list[dict[str, Any]]:
+    return [h for h in history(stack, question_id) if str(h.get("event", "")).startswith("temporal signal")]
+
+
+# ---- a whole ask -----------------------------------------------------------------------------------
+def test_a_workflow_asks_a_person_answers_in_slack_and_it_resumes_with_typed_answers(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL, "assignees": [CAROL]})
+    [question] = questions_of(stack, token, wid)
+    assert question["temporal"] == {
+        "workflow_id": wid,
+        "namespace": "default",
+        "key": question["temporal"]["key"],
+        "status": "waiting",
+        "attempts": 0,
+        "last_error": None,
+        "delivered_at": None,
+    }
+    # the activity's post, retried with its key (the question's key), gets the same question: nothing posted twice
+    with Parley(f"http://127.0.0.1:{stack.port}", token.token) as parley:
+        again = parley.submit(
+            {**REQUEST, "assignees": [CAROL]},
+            channel=CHANNEL,
+            temporal={"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]},
+            idempotency_key=question["temporal"]["key"],
+        )
+    assert again == question["id"]
+    clicked = time.time()
+    resp = click_submit(stack, question, {"Ship": "yes", "How many": "12"}, CAROL)
+    assert resp.status_code == 200, resp.text
+    got = result(temporal, wid)
+    assert got["status"] == "answered" and got["question_id"] == question["id"]
+    assert got["answers"] == {"ship": "yes", "count": 12} and got["by"] == CAROL  # typed: 12 is a number
+    assert got["resumed_at"] - clicked < 1.0, got["resumed_at"] - clicked
+    stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    [entry] = signal_entries(stack, question["id"])
+    assert entry["event"] == "temporal signal delivered"
+    assert entry["detail"]["workflow_id"] == wid and entry["detail"]["attempts"] == 1
+    # `parley runs show` names the workflow the question signals
+    show = subprocess.run(
+        [str(PARLEY), "runs", "show", question["id"]], env=stack.env(), capture_output=True, text=True, check=True
+    ).stdout
+    assert f"temporal workflow: {wid} (namespace default)" in show
+    assert "temporal signal delivered" in show
+
+
+def test_two_asks_at_once_are_two_questions_each_delivered_to_its_own_await(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    first = {**REQUEST, "reason": "First of two?"}
+    second = {**REQUEST, "reason": "Second of two?"}
+    wid = start(temporal, "GatherWorkflow", {"requests": [first, second], "channel": CHANNEL})
+    questions = questions_of(stack, token, wid, count=2)
+    by_reason = {q["reason"]: q for q in questions}
+    click_submit(stack, by_reason["Second of two?"], {"Ship": "no", "How many": "2"}, DAVE)
+    click_submit(stack, by_reason["First of two?"], {"Ship": "yes", "How many": "1"}, CAROL)
+    got = result(temporal, wid)
+    assert [(o["question_id"], o["answers"], o["by"]) for o in got] == [
+        (by_reason["First of two?"]["id"], {"ship": "yes", "count": 1}, CAROL),
+        (by_reason["Second of two?"]["id"], {"ship": "no", "count": 2}, DAVE),
+    ]
+
+
+# ---- edit and reject -------------------------------------------------------------------------------
+def test_an_approval_with_an_edited_amount_returns_the_edited_decision(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    args = {"order": "A-17", "amount": 120}
+    wid = start(temporal, "ApproveWorkflow", {"action": "Refund A-17", "args": args, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    view = modal(stack, question, "parley_open_form", CAROL)
+    submit_modal(stack, view, CAROL, "amount", "80")
+    got = result(temporal, wid)
+    assert got == {
+        "approved": True,
+        "args": {"order": "A-17", "amount": 80},
+        "edited": True,
+        "changes": [["amount", 120, 80]],
+        "reason": None,
+        "by": CAROL,
+        "standing": False,
+    }
+
+
+def test_a_rejection_returns_its_reason(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    args = {"order": "A-18", "amount": 300}
+    wid = start(temporal, "ApproveWorkflow", {"action": "Refund A-18", "args": args, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    submit_modal(stack, modal(stack, question, "parley_reject", DAVE), DAVE, "_reason", "over the limit")
+    got = result(temporal, wid)
+    assert (got["approved"], got["reason"], got["args"], got["by"]) == (False, "over the limit", args, DAVE)
+
+
+# ---- expiry and cancellation -----------------------------------------------------------------------
+def test_expiry_delivers_expired_or_the_items_defaults(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    plain = {**REQUEST, "reason": "Expires plainly?"}
+    with_defaults = {
+        "reason": "Expires to defaults?",
+        "on_expiry": "use_defaults",
+        "items": [{"id": "ship", "text": "Ship", "type": "select", "options": ["yes", "no"], "default": "no"}],
+    }
+    plain_id = start(temporal, "AskWorkflow", {"request": plain, "channel": CHANNEL, "expires_in": 1})
+    defaults_id = start(temporal, "AskWorkflow", {"request": with_defaults, "channel": CHANNEL, "expires_in": 1})
+    got = result(temporal, plain_id)
+    assert (got["status"], got["answers"], got["by"]) == ("expired", None, None)
+    got = result(temporal, defaults_id)
+    assert (got["status"], got["answers"]) == ("expired", {"ship": "no"})
+
+
+def test_cancelling_the_workflow_locks_the_slack_message_as_cancelled(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+
+    async def cancel() -> None:
+        client = await Client.connect(temporal.address)
+        await client.get_workflow_handle(wid).cancel()
+
+    asyncio.run(cancel())
+    cancelled = time.monotonic()
+    stack.wait_for(
+        "the question's message to be locked as cancelled",
+        lambda: "Cancelled" in json.dumps(message_of(stack, question)),
+        timeout=2.0,
+    )
+    locked_in = time.monotonic() - cancelled
+    assert locked_in < 2.0, locked_in
+    assert "parley_submit" not in json.dumps(message_of(stack, question))
+    with pytest.raises(WorkflowFailureError):
+        result(temporal, wid)
+    assert status(temporal, wid) is WorkflowExecutionStatus.CANCELED
+    assert stack.wait_for("the question to be cancelled", lambda: _status(stack, token, question["id"]) == "cancelled")
+
+
+def test_cancelling_the_awaiting_scope_cancels_the_question_and_the_workflow_goes_on(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "ScopeWorkflow", {"request": REQUEST, "channel": CHANNEL, "after": 3})
+    [question] = questions_of(stack, token, wid)
+    assert result(temporal, wid) == "went on after cancelling the ask"
+    stack.wait_for("the question to be cancelled", lambda: _status(stack, token, question["id"]) == "cancelled")
+    stack.wait_for("the message locked", lambda: "parley_submit" not in json.dumps(message_of(stack, question)))
+
+
+def test_parley_runs_cancel_delivers_cancelled(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    subprocess.run(
+        [str(PARLEY), "runs", "cancel", question["id"]], env=stack.env(), capture_output=True, text=True, check=True
+    )
+    got = result(temporal, wid)
+    assert (got["status"], got["question_id"], got["answers"]) == ("cancelled", question["id"], None)
+
+
+def _status(stack: SlackStack, token: Token, question_id: str) -> str:
+    assert stack.http is not None
+    return str(stack.http.get(f"/api/v1/questions/{question_id}", headers=token.auth).json()["status"])
+
+
+# ---- quorum ----------------------------------------------------------------------------------------
+def test_ask_each_with_quorum_two_of_three_under_three_simultaneous_clicks_delivers_one_signal(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    request = {**REQUEST, "reason": "Sign off the release?"}
+    people = [CAROL, DAVE, ERIN]
+    wid = start(temporal, "AskEachWorkflow", {"request": request, "assignees": people, "quorum": 2, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    payloads = {user: submit_payload(stack, question, {"Ship": "yes", "How many": "3"}, user) for user in people}
+    gate = threading.Barrier(3)
+    answers: dict[str, int] = {}
+
+    def click(user: str) -> None:
+        gate.wait()
+        answers[user] = stack.interact(payloads[user]).status_code
+
+    clickers = [threading.Thread(target=click, args=(user,)) for user in people]
+    for t in clickers:
+        t.start()
+    for t in clickers:
+        t.join(30)
+    assert sorted(answers.values()) == [200, 200, 200]
+    got = result(temporal, wid)
+    assert got["status"] == "answered" and got["question_id"] == question["id"]
+    assert len(got["answers_by"]) == 2 and set(got["answers_by"]) < set(people)
+    assert all(a == {"ship": "yes", "count": 3} for a in got["answers_by"].values())
+    assert got["ignored"] == 0  # the workflow was signalled once
+    stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    time.sleep(1.0)  # a second delivery, were there one, would be recorded by now
+    assert [e["event"] for e in signal_entries(stack, question["id"])] == ["temporal signal delivered"]
+
+
+# ---- who may signal a workflow ---------------------------------------------------------------------
+def _refused(resp: httpx.Response) -> None:
+    assert resp.status_code == 403, resp.text
+    assert resp.headers["content-type"].startswith("application/problem+json")
+    problem = resp.json()
+    assert problem["status"] == 403 and "--temporal" in problem["detail"], problem
+    assert problem["errors"][0]["loc"] == ["temporal", "workflow_id"]
+
+
+def _asks(stack: SlackStack, who: Token, target: dict[str, str], amount: int = 999999) -> list[httpx.Response]:
+    """`who` asks a question and an approval, each naming `target` as its Temporal workflow."""
+    assert stack.http is not None
+    approval = {"action": "Refund", "args": {"amount": amount}, "channel": CHANNEL, "temporal": target}
+    question = {"request": REQUEST, "channel": CHANNEL, "temporal": target}
+    return [
+        stack.http.post("/api/v1/questions", json=question, headers=who.auth),
+        stack.http.post("/api/v1/approvals", json=approval, headers=who.auth),
+    ]
+
+
+def test_a_token_without_a_temporal_grant_is_refused_and_nothing_reaches_the_workflow(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    other = create_token(stack, "no-temporal-grant")
+    for resp in _asks(stack, other, {"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]}):
+        _refused(resp)
+    assert stack.http is not None
+    assert stack.http.get("/api/v1/questions", headers=other.auth).json()["questions"] == []  # nothing was asked
+    plain = stack.http.post("/api/v1/questions", json={"request": REQUEST, "channel": CHANNEL}, headers=other.auth)
+    assert plain.status_code == 201, plain.text  # the same token asks without a Temporal target as before
+    stack.http.post(f"/api/v1/questions/{plain.json()['id']}/cancel", headers=other.auth)
+    click_submit(stack, question, {"Ship": "yes", "How many": "6"}, CAROL)
+    got = result(temporal, wid)
+    assert (got["status"], got["answers"], got["by"], got["ignored"]) == (
+        "answered",
+        {"ship": "yes", "count": 6},
+        CAROL,
+        0,
+    )
+    assert signals_received(temporal, wid) == 1  # the workflow's own outcome, and nothing else
+
+
+def test_a_token_granted_refunds_may_not_name_another_workflow(stack: SlackStack) -> None:
+    refunds = create_token(stack, "refunds-only", temporal=("refund-*",))
+    for workflow_id in ("payroll-1", "Refund-1", "old-refund-1"):
+        for resp in _asks(stack, refunds, {"workflow_id": workflow_id, "namespace": "default", "key": "tw-1"}):
+            _refused(resp)
+    assert stack.http is not None
+    assert stack.http.get("/api/v1/questions", headers=refunds.auth).json()["questions"] == []
+    tokens = [str(PARLEY), "tokens"]
+    listed = subprocess.run([*tokens, "list"], env=stack.env(), capture_output=True, text=True, check=True).stdout
+    assert any(line.startswith("refunds-only ") and "temporal: refund-*" in line for line in listed.splitlines())
+    bad = subprocess.run([*tokens, "create", "spaced", "--temporal", "refund *"], env=stack.env(), capture_output=True)
+    assert bad.returncode != 0 and b"--temporal 'refund *'" in bad.stderr, bad.stderr
+
+
+def test_a_waiting_workflow_takes_only_its_own_questions_outcome(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    """Another question naming the workflow and its key (a token granted it, or an outcome signalled from
+    elsewhere) is answered first; the workflow ignores that outcome and returns its own person's decision."""
+    args = {"order": "A-19", "amount": 120}
+    wid = start(temporal, "ApproveWorkflow", {"action": "Refund A-19", "args": args, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    target = {"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]}
+    forged = {**target, "question_id": "r_elsewhere", "status": "answered", "by": ERIN}
+    forged["decision"] = {"approved": True, "args": {"order": "A-19", "amount": 999999}, "by": ERIN}
+
+    async def signal_from_elsewhere() -> None:
+        client = await Client.connect(temporal.address)
+        await client.get_workflow_handle(wid).signal("parley_outcome", forged)
+
+    asyncio.run(signal_from_elsewhere())
+    attacker = create_token(stack, "granted-this-workflow", temporal=(wid,))
+    assert stack.http is not None
+    approval = {"action": "Refund A-19", "args": forged["decision"]["args"], "channel": CHANNEL, "temporal": target}
+    theirs_asked = stack.http.post("/api/v1/approvals", json=approval, headers=attacker.auth)
+    assert theirs_asked.status_code == 201, theirs_asked.text
+    [theirs] = questions_of(stack, attacker, wid)
+    click(stack, theirs, "parley_approve", ERIN)
+    delivered = [("temporal signal delivered", 1)]
+    stack.wait_for(
+        "the other approval's outcome to be signalled",
+        lambda: [(e["event"], e["detail"]["attempts"]) for e in signal_entries(stack, theirs["id"])] == delivered,
+    )
+    assert signals_received(temporal, wid) == 2
+    assert status(temporal, wid) is WorkflowExecutionStatus.RUNNING  # still waiting on its own question
+    click(stack, question, "parley_approve", CAROL)
+    got = result(temporal, wid)
+    assert (got["approved"], got["args"], got["by"], got["edited"]) == (True, args, CAROL, False)
+
+    def ignored() -> list[str]:
+        lines = [line for line in worker.log_path.read_text().splitlines() if "outcome ignored" in line and wid in line]
+        return lines if all(any(q in line for line in lines) for q in ("r_elsewhere", theirs["id"])) else []
+
+    logged = stack.wait_for("both ignored outcomes to be logged, with the workflow's ids", ignored)
+    assert all("run_id" in line for line in logged), logged
+
+
+# ---- failures ----------------------------------------------------------------------------------------
+def test_a_temporal_worker_killed_while_the_workflow_waits_and_started_again_completes_it_once(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    worker.kill()  # kill -9 while the workflow waits on the signal
+    worker.start()
+    click_submit(stack, question, {"Ship": "no", "How many": "4"}, ERIN)
+    got = result(temporal, wid, timeout=60)
+    assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "no", "count": 4}, ERIN)
+    stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    assert [e["event"] for e in signal_entries(stack, question["id"])] == ["temporal signal delivered"]
+    assert status(temporal, wid) is WorkflowExecutionStatus.COMPLETED
+
+
+def test_temporal_unreachable_when_the_answer_arrives_the_delivery_retries_until_it_is_back(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    [question] = questions_of(stack, token, wid)
+    temporal.stop()
+    try:
+        click_submit(stack, question, {"Ship": "yes", "How many": "9"}, CAROL)
+
+        def retried() -> dict[str, Any] | None:
+            assert stack.http is not None
+            view = stack.http.get(f"/api/v1/questions/{question['id']}", headers=token.auth).json()["temporal"]
+            return view if view["attempts"] >= 3 and view["status"] == "pending" else None
+
+        waiting = stack.wait_for("the delivery to be retried", retried, timeout=30)
+        assert waiting["last_error"] and waiting["delivered_at"] is None
+    finally:
+        temporal.start()
+    got = result(temporal, wid, timeout=60)
+    assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "yes", "count": 9}, CAROL)
+    [entry] = signal_entries(stack, question["id"])
+    assert entry["event"] == "temporal signal delivered" and entry["detail"]["attempts"] >= 3
+
+
+# ---- the example -------------------------------------------------------------------------------------
+def test_the_refund_example_asks_with_the_amount_editable_and_writes_the_decision(
+    stack: SlackStack, temporal: TemporalDev, token: Token, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "PARLEY_TEMPORAL_ADDRESS": temporal.address,
+        "TEMPORAL_TASK_QUEUE": "refunds-example",
+        "PARLEY_URL": f"http://127.0.0.1:{stack.port}",
+        "PARLEY_TOKEN": token.token,
+        "PARLEY_CHANNEL": CHANNEL,
+    }
+    refund = tmp_path / "refund.json"
+    refund.write_text(json.dumps({"order": "B-42", "amount": 250, "reason": "damaged in transit"}))
+    with (tmp_path / "worker.log").open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-u", str(EXAMPLE), "worker"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == b"worker ready"
+        starter = subprocess.Popen(
+            [sys.executable, str(EXAMPLE), "start", str(refund)], env=env, stdout=subprocess.PIPE, text=True
+        )
+
+        def asked() -> dict[str, Any] | None:
+            assert stack.http is not None
+            page = stack.http.get("/api/v1/questions", params={"status": "waiting"}, headers=token.auth).json()
+            found = [q for q in page["questions"] if "B-42" in q["reason"] and q["message_ts"] and _open(stack, q)]
+            return found[0] if found else None
+
+        question = stack.wait_for("the refund's approval", asked)
+        assert question["temporal"]["workflow_id"].startswith("refund-")
+        view = modal(stack, question, "parley_open_form", DAVE)
+        assert [b["block_id"].split("|")[-1] for b in view["blocks"] if b["type"] == "input"] == ["amount"]
+        submit_modal(stack, view, DAVE, "amount", "200")
+        out, _ = starter.communicate(timeout=60)
+    finally:
+        stop_process_group(worker)
+    expected = {"order": "B-42", "approved": True, "amount": 200, "edited": True, "by": DAVE, "reason": None}
+    assert json.loads(out) == expected
+    assert json.loads((tmp_path / "refund.decision.json").read_text()) == expected
+
+
+def test_a_parley_worker_killed_while_it_signals_the_workflow_sees_the_outcome_once(
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+) -> None:
+    """Temporal is frozen (SIGSTOP), so the delivery's first attempt hangs; every `parley worker` is
+    killed -9 in it. A new worker retries the abandoned delivery once its RQ entry lapses."""
+    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL, "linger": 5})
+    [question] = questions_of(stack, token, wid)
+    assert temporal.proc is not None
+    os.killpg(temporal.proc.pid, signal.SIGSTOP)
+    try:
+        click_submit(stack, question, {"Ship": "yes", "How many": "5"}, DAVE)
+
+        def attempting() -> bool:
+            assert stack.http is not None
+            view = stack.http.get(f"/api/v1/questions/{question['id']}", headers=token.auth).json()["temporal"]
+            return bool(view["attempts"] == 1 and view["status"] == "pending")
+
+        stack.wait_for("the first attempt to start", attempting)
+        time.sleep(0.5)  # inside the attempt: connecting to, or signalling, the frozen server
+        workers = [p for p in stack.procs if "worker" in " ".join(map(str, p.args))]
+        for proc in workers:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            stack.procs.remove(proc)
+    finally:
+        os.killpg(temporal.proc.pid, signal.SIGCONT)
+    stack.spawn_worker("worker-after-kill")
+    got = result(temporal, wid, timeout=240)
+    assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "yes", "count": 5}, DAVE)
+    assert got["ignored"] in (0, 1)  # the cut-off attempt's signal may have reached Temporal; kept once either way
+    entries = stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
+    assert [(e["event"], e["detail"]["attempts"]) for e in entries] == [("temporal signal delivered", 2)]
