@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from parley import receipts_cmd, tokens_cmd
 from parley import settings as settings_mod
-from parley import tokens_cmd
 from workers import logs
 from workers.exceptions import ParleyError
 from workers.logs import redacted
@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("--dry-run", action="store_true", help="list the runs it would delete, and delete nothing")
     runs.set_defaults(runs_commands=list(rsub.choices))  # to name them when none is given
     tokens_cmd.add_parser(sub)
+    receipts_cmd.add_parsers(sub)
     return p
 
 
@@ -129,6 +130,8 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return f"parley tokens: name a command: {', '.join(args.tokens_commands)} (see parley tokens --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
+    if (found := receipts_cmd.refusal(args)) is not None:
+        return found
     if args.command == "run" and (args.agent is None) == (args.resume is None):
         return "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
     return None
@@ -212,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "tokens":
             return tokens_cmd.tokens_command(settings, args)
+        if args.command in ("receipts", "audit"):
+            return receipts_cmd.receipts_command(settings, args)
         from parley.runs_cmd import runs_command
 
         return runs_command(settings, args)

@@ -221,3 +221,34 @@ def gateway_forward(question_id: str) -> str:
 def gateway_standing(session_digest: str, tool_digest: str) -> str:
     """String with a TTL: the run that granted a standing approval of one tool to one MCP session."""
     return f"{PREFIX}gateway:standing:{session_digest}:{tool_digest}"
+
+
+# ---- signed decision receipts (workers/receipts/) ------------------------------------------
+def receipts_pending() -> str:
+    """Sorted set: closed question ids whose receipt is not written yet, scored by when they closed."""
+    return f"{PREFIX}receipts:pending"
+
+
+def receipt(interrupt_id: str) -> str:
+    """Hash: a closed question's signed receipt (envelope, digest, workspace, sequence); outlives its run."""
+    return f"{PREFIX}receipt:{interrupt_id}"
+
+
+def receipt_chain(workspace: str) -> str:
+    """Sorted set: a workspace's receipts (question ids) scored by their place in its chain."""
+    return f"{PREFIX}receipts:chain:{workspace}"
+
+
+def receipt_head(workspace: str) -> str:
+    """Hash: the last receipt of a workspace's chain (digest, sequence, question id)."""
+    return f"{PREFIX}receipts:head:{workspace}"
+
+
+def receipt_workspaces() -> str:
+    """Set: every workspace with a chain of receipts."""
+    return f"{PREFIX}receipts:workspaces"
+
+
+def receipt_keys() -> str:
+    """Hash: key id -> PEM public key of every key that signed a receipt here."""
+    return f"{PREFIX}receipts:keys"

@@ -179,11 +179,12 @@ def close_argv(
     ]
 
 
-# KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets
+# KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets, receipts pending
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json (secrets masked), token, history json, job id of the resume,
 #       sealed secret values or '', pub/sub channel
-# The closed question's id is published on the channel, in the same step, to wake its waiters.
+# The closed question's id is published on the channel, in the same step, to wake its waiters,
+# and marked for its signed receipt (`workers.receipts`), which a worker writes from that mark.
 CLOSE = (
     _LIB
     + _REASONS
@@ -238,6 +239,7 @@ else
 end
 redis.call('RPUSH', KEYS[7], ARGV[10])
 redis.call('PUBLISH', ARGV[13], ARGV[4])
+if KEYS[9] then redis.call('ZADD', KEYS[9], ARGV[5], ARGV[4]) end
 return {1}
 """
 )
