@@ -18,7 +18,9 @@ from parley.settings import Settings, parse_duration
 from workers.exceptions import ConfigError
 from workers.receipts import KeyRing, ReceiptError, Signer
 from workers.receipts.keys import public_pem
-from workers.receipts.verify import verify_log, verify_text
+from workers.receipts.verify import statement_of, verify_log, verify_text
+from workers.store.receipts import ReceiptBook
+from workers.store.records import HistoryEntry
 
 DEFAULT_KEY_FILE = "receipt-key.pem"
 
@@ -152,3 +154,18 @@ def receipts_command(settings: Settings, args: argparse.Namespace) -> int:
     except ReceiptError as exc:
         print(f"bad: {exc}")
         return 1
+
+
+def receipt_lines(book: ReceiptBook, history: list[HistoryEntry]) -> list[str]:
+    """`parley runs show`'s lines about the receipts of the run's closed questions, by digest."""
+    ids = list(dict.fromkeys(str(h.detail.get("interrupt_id")) for h in history if h.detail.get("interrupt_id")))
+    lines = []
+    for iid in ids:
+        receipt = book.get(iid)
+        if receipt is not None:
+            outcome = statement_of(receipt.envelope).get("predicate", {}).get("outcome", "?")
+            where = f"{receipt.workspace} #{receipt.sequence}"
+            lines.append(f"  question {iid}: {outcome}  sha256:{receipt.digest}  ({where})")
+        elif book.pending(iid):
+            lines.append(f"  question {iid}: receipt not written yet (a worker writes it)")
+    return ["\nreceipts:", *lines] if lines else []

@@ -185,6 +185,11 @@ class Settings(BaseSettings):
     _duration = field_validator("parley_retention", "parley_receipt_retention", mode="before")(parse_duration)
     _rates = field_validator("parley_starts_per_user", "parley_starts_per_channel", mode="before")(parse_rate)
 
+    @field_validator("parley_receipt_key", "parley_receipt_keys", mode="before")
+    @classmethod
+    def _receipt_paths(cls, v: object) -> object:
+        return None if v == "" else v  # set but empty reads as unset
+
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, v: str | None) -> str | None:

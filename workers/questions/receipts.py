@@ -1,4 +1,4 @@
-"""A question's signed receipt(s) as the API serves them, to the callers who may see the question."""
+"""The API's receipt endpoints: a question's signed receipt(s), and the keys that verify them."""
 
 from __future__ import annotations
 
@@ -6,17 +6,11 @@ from typing import Any
 
 from workers.questions.exceptions import QuestionConflict, QuestionNotFound
 from workers.questions.models import QuestionStatus
+from workers.questions.receipt_views import receipt_body
 from workers.questions.service import Caller, QuestionService
-from workers.store.receipts import Receipt, ReceiptBook
+from workers.store.receipts import ReceiptBook
 
 NO_KEY = "this question has no receipt: receipts are signed where PARLEY_RECEIPT_KEY is set"
-
-
-def body_of(found: list[Receipt], question_id: str, group: bool) -> dict[str, Any]:
-    """One receipt as its own line; the receipts of each person's answer (`ask_each`) as a list."""
-    if len(found) == 1 and not group:
-        return found[0].line()
-    return {"question_id": question_id, "receipts": [r.line() for r in found]}
 
 
 def question_receipt(service: QuestionService, caller: Caller, question_id: str) -> dict[str, Any]:
@@ -28,10 +22,9 @@ def question_receipt(service: QuestionService, caller: Caller, question_id: str)
     if view.status is QuestionStatus.WAITING:
         raise QuestionConflict("no receipt yet: the question is still waiting for an answer")
     book: ReceiptBook = service.runtime.receipts
-    found = book.of_run(question_id)
-    if found:
-        group = len(book.questions_of(question_id)) > 1 or view.answers_by is not None
-        return body_of(found, question_id, group)
+    body = receipt_body(book, question_id)
+    if body is not None:
+        return body
     if any(book.pending(iid) for iid in book.questions_of(question_id)):
         conflict = QuestionConflict("the receipt is being written by a worker; ask again in a moment")
         conflict.headers["Retry-After"] = "1"
