@@ -48,10 +48,7 @@ def outcome_of(question: InterruptRecord, values: dict[str, Any]) -> str:
         case InterruptState.EXPIRED:
             return "expired"
         case InterruptState.CANCELLED:
-            # A person who may answer and closes the question unanswered declined it (`workers.runtime.decline`).
-            who = question.closed_by
-            may = who and who != PARLEY and (not question.assignees or who in question.assignees)
-            return "declined" if may and not question.group else "cancelled"
+            return "declined" if question.declined else "cancelled"
     if question.request.approval is not None and DECISION_ID in values:
         decision = decision_of(question.request, values)
         if not decision.approved:
@@ -99,11 +96,11 @@ def _who(question: InterruptRecord, origin: str, conversation: dict[str, Any], o
         return {"user": PARLEY, "attests": ATTESTS[PARLEY]}
     if origin == "terminal":
         return {"user": person, "attests": ATTESTS["terminal"]}
+    if origin != "slack" and outcome == "cancelled" and person == conversation.get("origin"):
+        return {"user": person, "token": True, "attests": ATTESTS["api"]}  # cancelled by the asker's own token
     who: dict[str, Any] = {"user": person, "team": question.team or None, "attests": ATTESTS["slack"]}
     if question.enterprise:
         who["enterprise"] = question.enterprise
-    if person.startswith("token:") or person.startswith("mcp:"):
-        who["attests"] = ATTESTS["api"]
     return who
 
 

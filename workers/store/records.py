@@ -191,6 +191,7 @@ class InterruptRecord(_Record):
     escalate_to: list[str] = Field(default_factory=list)  # people added at `escalate_at`
     escalated_at: float | None = None
     handoffs: list[dict[str, Any]] = Field(default_factory=list)  # reassignments: by, from, to, at
+    declined: bool = False  # cancelled by a person asked, who declined to answer (`workers.runtime.decline`)
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:

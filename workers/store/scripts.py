@@ -154,6 +154,10 @@ return 1
 )
 
 
+DECLINE_TOKEN = "decline"
+"""The token a cancel passes when the person asked closes the question unanswered (`workers.runtime.decline`)."""
+
+
 # Close an open question and queue its run: an accepted answer, an expiry, or a
 # cancel. Returns {1} or {0, reason, detail...}; a refusal writes nothing.
 # An answer's secret values arrive sealed and are kept only when it is accepted; a
@@ -189,6 +193,7 @@ CLOSE = (
     _LIB
     + _REASONS
     + _MODES
+    + f"local DECLINED = '{DECLINE_TOKEN}'\n"
     + """
 local h = redis.call('HGETALL', KEYS[2])
 if #h == 0 then return {0, R_UNKNOWN} end
@@ -225,6 +230,7 @@ elseif ARGV[6] == M_EXPIRE then
   redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
 else
   redis.call('HSET', KEYS[2], 'state', 'cancelled', 'closed_by', ARGV[7])
+  if ARGV[9] == DECLINED then redis.call('HSET', KEYS[2], 'declined', '1') end  -- said by its receipt
 end
 redis.call('ZREM', KEYS[3], ARGV[4]); redis.call('ZREM', KEYS[4], ARGV[4])
 for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u, ARGV[4]) end
