@@ -89,6 +89,10 @@ class ReceiptBook:
         data = reply(self.redis.hgetall(keys.receipt(interrupt_id)))
         return Receipt.from_hash(interrupt_id, {_s(k): _s(v) for k, v in data.items()}) if data else None
 
+    def signing(self) -> bool:
+        """Whether receipts are signed here: this process holds the key, or a worker has signed with one."""
+        return self.signer is not None or bool(self.redis.exists(keys.receipt_keys()))
+
     def pending(self, interrupt_id: str) -> bool:
         return self.redis.zscore(keys.receipts_pending(), interrupt_id) is not None
 
