@@ -69,6 +69,7 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionConflict, QuestionError
 from workers.questions.models import QuestionView
+from workers.questions.receipts import with_view_receipt
 from workers.store.closings import Closings
 
 log = Log("parley.mcp")
@@ -160,7 +161,7 @@ class Tools:
         log.info("approval asked over MCP", run_id=view.id, origin=caller.name, channel=view.channel or "")
         if wait > 0:
             view = await self.service.wait(caller, view.id, wait, self.closings)
-        return tool_result(view)
+        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
     async def approve_tool_use(
         self, caller: Caller, args: dict[str, Any], progress: Progress | None = None
@@ -230,7 +231,8 @@ class Tools:
 
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
-        return tool_result(await self.service.wait(caller, qid, wait, self.closings))
+        view = await self.service.wait(caller, qid, wait, self.closings)
+        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
 
 async def _report(progress: Progress, total: float) -> None:

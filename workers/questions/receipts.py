@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workers.questions.exceptions import QuestionConflict, QuestionNotFound
-from workers.questions.models import QuestionStatus
+from workers.questions.models import QuestionStatus, QuestionView
 from workers.questions.receipt_views import receipt_body
 from workers.questions.service import Caller, QuestionService
 from workers.store.receipts import ReceiptBook
@@ -37,3 +37,11 @@ def published_keys(service: QuestionService) -> dict[str, Any]:
     book: ReceiptBook = service.runtime.receipts
     current = book.signer.keyid if book.signer is not None else None
     return {"current": current, "keys": book.keyring().listing()}
+
+
+def with_view_receipt(service: QuestionService, view: QuestionView) -> QuestionView:
+    """A closed question's view with its receipt, for MCP's structured results; a waiting one as it is."""
+    if view.status is QuestionStatus.WAITING or view.receipt is not None:
+        return view
+    body = receipt_body(service.runtime.receipts, view.id)
+    return view if body is None else view.model_copy(update={"receipt": body})

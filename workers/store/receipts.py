@@ -137,25 +137,35 @@ class ReceiptBook:
                 continue
 
     def _write_once(self, interrupt_id: str) -> Receipt | None:
+        """One attempt, in four round trips: read the closed question, WATCH, read the head, MULTI/EXEC.
+
+        The question is read before the WATCH: once closed, nothing it says changes.
+        """
+        if self.signer is None:
+            return self.get(interrupt_id)
+        reads = self.redis.pipeline(transaction=False)
+        reads.hgetall(keys.interrupt(interrupt_id))
+        reads.zscore(keys.receipts_pending(), interrupt_id)
+        raw, closed_at = reads.execute()
+        if not raw:
+            self.redis.zrem(keys.receipts_pending(), interrupt_id)
+            return self.get(interrupt_id)
+        question = InterruptRecord.from_hash({_s(k): _s(v) for k, v in raw.items()})
+        if question.state not in CLOSED:
+            return None
+        closed = float(closed_at) if closed_at is not None else (question.answered_at or time.time())
+        workspace = question.team or question.enterprise or NO_WORKSPACE
         with self.redis.pipeline(transaction=True) as pipe:
-            pipe.watch(keys.receipt(interrupt_id))
-            found = self.get(interrupt_id)
-            if found is not None or self.signer is None:
-                return found
-            raw = reply(pipe.hgetall(keys.interrupt(interrupt_id)))
-            if not raw:
-                pipe.zrem(keys.receipts_pending(), interrupt_id)
-                return None
-            question = InterruptRecord.from_hash({_s(k): _s(v) for k, v in raw.items()})
-            if question.state not in CLOSED:
-                return None
-            run_raw = reply(pipe.hget(keys.run(question.run_id), "conversation"))
+            pipe.watch(keys.receipt(interrupt_id), keys.receipt_head(workspace))
+            reads = self.redis.pipeline(transaction=False)  # read after the WATCH, in one round trip
+            reads.exists(keys.receipt(interrupt_id))
+            reads.hgetall(keys.receipt_head(workspace))
+            reads.hget(keys.run(question.run_id), "conversation")
+            exists, head_raw, run_raw = reads.execute()
+            if exists:
+                return self.get(interrupt_id)
+            head = {_s(k): _s(v) for k, v in head_raw.items()}
             conversation = json.loads(run_raw) if run_raw else {}
-            closed_at = reply(pipe.zscore(keys.receipts_pending(), interrupt_id))
-            closed = float(closed_at) if closed_at is not None else (question.answered_at or time.time())
-            workspace = question.team or question.enterprise or NO_WORKSPACE
-            pipe.watch(keys.receipt_head(workspace))
-            head = {_s(k): _s(v) for k, v in reply(pipe.hgetall(keys.receipt_head(workspace))).items()}
             sequence = int(head.get("sequence", "0")) + 1
             body = statement(
                 question, conversation, sequence=sequence, previous=head.get("digest") or None, closed_at=closed
