@@ -170,3 +170,19 @@ def test_rotation_old_and_new_receipts_both_verify(r: Redis, tmp_path: Path) -> 
         verify_envelope(receipt.envelope, published, receipt.digest)
     chain = [json.loads(json.dumps(r_.line())) for r_ in second.receipts.chain("T1")]
     assert [c["sequence"] for c in chain] == [1, 2]
+
+
+def test_a_temporal_signal_carries_the_receipt_into_the_workflows_outcome(rt: Runtime, signer: Signer) -> None:
+    from workers.integrations.temporal import Outcome
+    from workers.questions.receipt_views import with_signal_receipt
+    from workers.store.records import WebhookState
+
+    run_id, iid = parked(rt, "t-ask", {})
+    accept(rt, iid, "U1", RED)
+    sent = {"question_id": run_id, "status": "answered", "answers": {"colour": "red"}, "by": "U1"}
+    state = WebhookState(id=f"sig_{run_id}", event="answered", payload=json.dumps(sent))
+    signed = with_signal_receipt(rt.receipts, run_id, state)  # the signal's worker, before its first attempt
+    outcome = Outcome.of(json.loads(signed.payload))
+    assert outcome.receipt is not None and outcome.answers == {"colour": "red"}
+    assert predicate(outcome.receipt, ring(signer))["question"]["id"] == iid
+    assert with_signal_receipt(rt.receipts, run_id, signed) == signed  # sent once as it was first signed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from workers.receipts.upstream import call_meta
 from workers.store.questions import QuestionStore
 from workers.store.receipts import Receipt, ReceiptBook
 from workers.store.records import WebhookState
@@ -43,3 +44,23 @@ def with_receipt(book: ReceiptBook, store: QuestionStore, question_id: str, stat
     updated = state.model_copy(update={"payload": json.dumps(payload, separators=(",", ":"))})
     store.set_webhook(question_id, updated)
     return updated
+
+
+def receipt_meta(book: ReceiptBook, question_id: str) -> dict[str, Any] | None:
+    """The `_meta` the gateway forwards an approved call with: its receipt and digest (None without one)."""
+    found = book.of_run(question_id)
+    return call_meta(found[0].line()) if len(found) == 1 else None
+
+
+def with_signal_receipt(book: ReceiptBook, question_id: str, state: WebhookState) -> WebhookState:
+    """A Temporal signal's payload with the question's receipt (`Outcome.receipt`), before its first attempt."""
+    try:
+        payload = json.loads(state.payload)
+    except ValueError:
+        return state
+    if not isinstance(payload, dict) or payload.get("receipt") is not None or payload.get("status") == "failed":
+        return state
+    body = receipt_body(book, question_id)
+    if body is None:
+        return state
+    return state.model_copy(update={"payload": json.dumps({**payload, "receipt": body}, ensure_ascii=False)})

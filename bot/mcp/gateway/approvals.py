@@ -40,6 +40,7 @@ from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
+from workers.questions.receipt_views import receipt_meta
 from workers.store.closings import Closings
 from workers.store.gateway import CLIENT_GONE, FORWARDED, GatewayStore
 
@@ -166,10 +167,18 @@ class Approvals:
         if decision.standing and call.rule.allow_standing:
             await self.service.in_thread(lambda: self.gateway.grant_standing(call.session, name, view.id, STANDING_FOR))
             await self._history(view.id, "standing approval granted", decision.by, tool=name, seconds=STANDING_FOR)
-        return await self._forward(call, arguments, view.id, by=decision.by, edited=decision.edited)
+        meta = await self.service.in_thread(lambda: receipt_meta(self.service.runtime.receipts, view.id))
+        return await self._forward(call, arguments, view.id, by=decision.by, edited=decision.edited, meta=meta)
 
     async def _forward(
-        self, call: Call, arguments: dict[str, Any], run_id: str, *, by: str = "", edited: bool = False
+        self,
+        call: Call,
+        arguments: dict[str, Any],
+        run_id: str,
+        *,
+        by: str = "",
+        edited: bool = False,
+        meta: dict[str, Any] | None = None,
     ) -> types.CallToolResult:
         name = call.target.full_name
         forwarded = Redaction(arguments, call.rule.redact)
@@ -178,7 +187,7 @@ class Approvals:
             return error(forwarded.scrubber.text(refused))
         await self._history(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
         try:
-            result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments))
+            result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments, meta))
         except GatewayError as exc:
             why = forwarded.scrubber.text(str(exc))
             await self._history(run_id, "upstream failed", tool=name, error=why)
