@@ -186,3 +186,21 @@ def test_a_temporal_signal_carries_the_receipt_into_the_workflows_outcome(rt: Ru
     assert outcome.receipt is not None and outcome.answers == {"colour": "red"}
     assert predicate(outcome.receipt, ring(signer))["question"]["id"] == iid
     assert with_signal_receipt(rt.receipts, run_id, signed) == signed  # sent once as it was first signed
+
+
+def test_inspect_and_parley_runs_show_name_each_receipts_digest(rt: Runtime, redis_url: str) -> None:
+    from receipt_support import cli
+
+    from bot.slack.blocks_inspect import inspect_view
+
+    run_id, iid = parked(rt, "t-ask", {})
+    accept(rt, iid, "U1", RED)
+    work(rt)
+    receipt = rt.receipts.get(iid)
+    assert receipt is not None
+    detail = admin.show(rt, run_id)
+    assert detail.receipts == {iid: receipt.digest}
+    assert f"sha256:{receipt.digest[:16]}" in json.dumps(inspect_view(detail))
+    shown = cli("runs", "show", run_id, env={"REDIS_URL": redis_url})
+    assert shown.returncode == 0, shown.stderr
+    assert f"question {iid}: answered  sha256:{receipt.digest}  (T1 #1)" in shown.stdout

@@ -89,6 +89,14 @@ class ReceiptBook:
         data = reply(self.redis.hgetall(keys.receipt(interrupt_id)))
         return Receipt.from_hash(interrupt_id, {_s(k): _s(v) for k, v in data.items()}) if data else None
 
+    def digests(self, interrupt_ids: list[str]) -> dict[str, str]:
+        """The digest of each of these questions' receipts that exists, in one round trip."""
+        ids = list(dict.fromkeys(interrupt_ids))
+        pipe = self.redis.pipeline(transaction=False)
+        for iid in ids:
+            pipe.hget(keys.receipt(iid), "digest")
+        return {iid: _s(d) for iid, d in zip(ids, pipe.execute(), strict=True) if d is not None}
+
     def signing(self) -> bool:
         """Whether receipts are signed here: this process holds the key, or a worker has signed with one."""
         return self.signer is not None or bool(self.redis.exists(keys.receipt_keys()))
