@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workers.interaction import Request
-from workers.interaction.approval import APPROVE, APPROVE_STANDING, DECISION_ID, decision_of
+from workers.interaction.approval import APPROVE, APPROVE_STANDING, DECISION_ID, REJECT, decision_of
 from workers.interaction.exceptions import ParleyError
 from workers.receipts.canonical import digest
 from workers.store.records import InterruptRecord, InterruptState
@@ -71,7 +71,8 @@ def _answers(request: Request, question: InterruptRecord) -> tuple[list[dict[str
     return stated, values
 
 
-def _approval(request: Request, values: dict[str, Any], question: InterruptRecord) -> dict[str, Any] | None:
+def _approval(request: Request, values: dict[str, Any]) -> dict[str, Any] | None:
+    """What an approval approved: the action, and digests of the arguments as approved and as proposed."""
     approval = request.approval
     if approval is None:
         return None
@@ -86,7 +87,7 @@ def _approval(request: Request, values: dict[str, Any], question: InterruptRecor
         "action": approval.action,
         "arguments_digest": digest(args),
         "proposed_digest": digest(approval.args),
-        "decision": decided if decided in (APPROVE, APPROVE_STANDING, "reject") else None,
+        "decision": decided if decided in (APPROVE, APPROVE_STANDING, REJECT) else None,
     }
 
 
@@ -133,7 +134,7 @@ def statement(
             "shown_digest": {"sha256": shown} if shown else None,
         },
         "context_digest": {"sha256": question.context_digest} if question.context_digest else None,
-        "approval": _approval(request, values, question),
+        "approval": _approval(request, values),
         "answers": stated if question.state is not InterruptState.CANCELLED else [],
         "who": _who(question, origin, conversation, outcome),
         "when": {"asked": iso(question.asked_at), "closed": iso(closed_at or question.answered_at)},
