@@ -21,7 +21,22 @@ from slack_bolt.middleware import Middleware
 from slack_bolt.oauth.oauth_settings import OAuthSettings
 
 from bot.deps import BotDeps
-from bot.listeners import actions, admin_actions, commands, events, inspect, installs, options, reassign, views
+from bot.listeners import (
+    actions,
+    admin_actions,
+    agent_session,
+    away,
+    claims,
+    commands,
+    events,
+    feedback,
+    inspect,
+    installs,
+    options,
+    reassign,
+    reply_proposals,
+    views,
+)
 from bot.slack import payload_shape
 from workers.logs import Log
 
@@ -79,6 +94,11 @@ def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAu
     inspect.register(app, deps)
     installs.register(app, deps)
     reassign.register(app, deps)
+    claims.register(app, deps)
+    away.register(app, deps)
+    reply_proposals.register(app, deps)
+    agent_session.register(app, deps)
+    feedback.register(app, deps)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

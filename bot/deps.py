@@ -11,6 +11,7 @@ from slack_bolt import BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.host import SlackHost
+from bot.slack.reply_reading import ReplyReader
 from bot.slack.tenant import Tenant
 from workers.logs import Log
 from workers.runtime.wiring import Runtime
@@ -37,6 +38,8 @@ class BotDeps:
     start_limits: StartLimits = field(default_factory=StartLimits)
     """How fast runs may be started from Slack (`PARLEY_STARTS_PER_USER`, `PARLEY_STARTS_PER_CHANNEL`,
     `PARLEY_OPEN_RUNS_PER_USER`)."""
+    reader: ReplyReader | None = None
+    """Reads plain-words replies with the model for the replier to confirm (`PARLEY_LLM_ANSWERS=on`)."""
 
     @property
     def many_workspaces(self) -> bool:

@@ -17,6 +17,7 @@ from bot.deps import BotDeps
 from bot.slack import blocks
 from workers.logs import Log
 from workers.runtime import admin
+from workers.store.away import Away
 from workers.store.records import RunStatus
 
 WAITING_SHOWN = 20
@@ -76,5 +77,12 @@ def publish_home(
     view = blocks.home_view(
         waiting=waiting_entries(deps, client, user, context),
         admin=admin_section(deps, page, context) if deps.is_admin(user, context) else None,
+        away=_away(deps, user, context),
     )
     client.views_publish(user_id=user, view=view)
+
+
+def _away(deps: BotDeps, user: str, context: BoltContext | None) -> Away | None:
+    """`user`'s absence in the tab's workspace (its team, from the request), or set for every workspace."""
+    team = str(context.get("team_id") or "") if context is not None else ""
+    return deps.runtime.store.away.get(team, user)

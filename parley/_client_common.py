@@ -5,6 +5,7 @@ Only I/O differs between the two clients, so everything else lives here once.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -97,8 +98,12 @@ def deadline_of(timeout: float | None) -> float | None:
 
 
 def poll_params(deadline: float | None, reveal_secrets: bool) -> dict[str, Any]:
-    """The next long-poll's query: at most `MAX_POLL` seconds, never past `deadline`."""
-    left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, int(deadline - time.monotonic())))
+    """The next long-poll's query: at most `MAX_POLL` seconds, ending at `deadline`.
+
+    The API takes whole seconds, so the time left is rounded up: rounding down would
+    send `?wait=0` again and again in the last second, a busy loop against the server.
+    """
+    left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, math.ceil(deadline - time.monotonic())))
     return {"wait": left, **reveal(reveal_secrets)}
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from parley import receipts_cmd, tokens_cmd
+from parley import people_cmd, receipts_cmd, tokens_cmd
 from parley import settings as settings_mod
 from workers import logs
 from workers.exceptions import ParleyError
@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     purge.add_argument("--dry-run", action="store_true", help="list the runs it would delete, and delete nothing")
     runs.set_defaults(runs_commands=list(rsub.choices))  # to name them when none is given
     tokens_cmd.add_parser(sub)
+    people_cmd.add_parser(sub)
     receipts_cmd.add_parsers(sub)
     return p
 
@@ -128,6 +129,8 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return f"parley slack: name a command: {', '.join(args.slack_commands)} (see parley slack --help)"
     if args.command == "tokens" and args.tokens_command is None:
         return f"parley tokens: name a command: {', '.join(args.tokens_commands)} (see parley tokens --help)"
+    if args.command == "people" and args.people_command is None:
+        return f"parley people: name a command: {', '.join(args.people_commands)} (see parley people --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
     if (found := receipts_cmd.refusal(args)) is not None:
@@ -215,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "tokens":
             return tokens_cmd.tokens_command(settings, args)
+        if args.command == "people":
+            return people_cmd.people_command(settings, args)
         if args.command in ("receipts", "audit"):
             return receipts_cmd.receipts_command(settings, args)
         from parley.runs_cmd import runs_command

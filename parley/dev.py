@@ -85,6 +85,8 @@ class Dev:
         if self.settings.parley_receipt_key is None:  # every question's receipt is signed in the playground
             env["PARLEY_RECEIPT_KEY"] = str(playground_receipt_key(self.settings.parley_data_dir))
         env.update(self.model)
+        if self.model or (env.get("PARLEY_LLM_BASE_URL") and env.get("PARLEY_LLM_MODEL")):
+            env.setdefault("PARLEY_LLM_ANSWERS", "on")  # replies in plain words, confirmed in the thread
         if self.settings.redis_url:
             env["REDIS_URL"] = self.settings.redis_url
         else:

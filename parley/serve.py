@@ -34,6 +34,7 @@ from bot.mcp.rules import RulesConfig, load_config
 from bot.slack.channel_names import SlackChannelNames
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
+from bot.slack.reply_reading import ReplyReader
 from bot.wsgi import make_wsgi
 from parley import settings as settings_mod
 from parley.bootstrap import build_runtime, connect_redis, question_config
@@ -41,9 +42,11 @@ from parley.installs import oauth_settings, web_clients
 from parley.settings import Settings
 from parley.worker import add_api_host
 from workers.exceptions import ConfigError
+from workers.llm import llm_config_from_env
 from workers.logs import Log
 from workers.questions import QuestionService
 from workers.runtime.host import InteractorRouter
+from workers.runtime.wiring import Runtime
 from workers.store import connection
 from workers.store.closings import Closings
 from workers.store.event_logs import EventLogs
@@ -62,6 +65,11 @@ def check_settings(settings: Settings, *, socket_mode: bool = False) -> None:
         settings.require("slack_app_token")
     else:
         settings.require("slack_signing_secret")
+
+
+def reply_reader(runtime: Runtime) -> ReplyReader:
+    """The model reading of replies (`PARLEY_LLM_ANSWERS=on`); its `PARLEY_LLM_*` settings must be set."""
+    return ReplyReader(llm_config_from_env(os.environ), runtime.store.proposals)
 
 
 def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any]:
@@ -92,6 +100,7 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
         admins=frozenset(admins.get("", ())),
         team_admins=team_admins,
         start_limits=settings.start_limits,
+        reader=reply_reader(runtime) if settings.parley_llm_answers else None,
     )
     signing_secret = None if socket_mode else settings.slack_signing_secret
     app = create_app(deps, signing_secret=signing_secret, oauth_settings=oauth_settings(settings, clients, client))

@@ -141,6 +141,7 @@ class Settings(BaseSettings):
     parley_receipt_keys: Path | None = None  # PEM file of more public keys trusted to verify (rotated ones)
     parley_receipt_retention: float = RECEIPT_RETENTION  # seconds receipts are kept; 0 keeps them forever
     parley_notify_assignees: bool = True  # DM the people a question is put to (not the run's starter)
+    parley_llm_answers: bool = False  # read plain-words replies with the PARLEY_LLM_* model, for people to confirm
 
     parley_webhook_allow: Annotated[list[str], NoDecode] = Field(default_factory=list)  # host patterns
     parley_webhook_loopback: bool = False  # also admit this machine on any port; `parley dev` sets it

@@ -75,6 +75,8 @@ class BotIdentity:
     team: str
     team_id: str
     bot: str
+    scopes: frozenset[str] | None = None
+    """The token's scopes, from the `X-OAuth-Scopes` header Slack sends with each reply; None: not sent."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,11 @@ class SlackApiCalls:
         if not token.startswith("xoxb-"):
             raise TokenRefused("this is not a bot token: a bot token starts with xoxb-")
         found = self._call(lambda c: c.auth_test(), token)
-        return BotIdentity(team=str(found.get("team", "")), team_id=str(found.get("team_id", "")), bot=found["user"])
+        header = next((str(v) for k, v in (found.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
+        scopes = None if header is None else frozenset(s.strip() for s in header.split(",") if s.strip())
+        return BotIdentity(
+            team=str(found.get("team", "")), team_id=str(found.get("team_id", "")), bot=found["user"], scopes=scopes
+        )
 
     def check_app_token(self, token: str) -> None:
         """Check an app-level token the way Socket Mode uses it: `apps.connections.open`."""

@@ -43,6 +43,15 @@ CREDENTIALS = {
 }
 
 
+AGENT_SCOPE = "assistant:write"
+AGENT_APP_LACKS = (
+    "its app is no Slack agent yet: add the scope assistant:write and the event agent_session_stopped,"
+    " declare it an agent (features.agent_view) and reinstall it, for runs to show as agent sessions"
+    " (docs/slack-agents.md)"
+)
+"""Said of an app made from an older manifest: what it adds for Slack's agent surfaces."""
+
+
 class SetupRefused(ParleyError):
     """`parley slack setup` cannot go on; the message says why, in one line."""
 
@@ -203,7 +212,10 @@ class Setup:
     # ---- the tokens ---------------------------------------------------------------------
     def check_bot(self, token: str) -> str:
         identity = self.api.bot_identity(token)
-        return f"workspace {identity.team}, bot @{identity.bot} ({mask(token)})"
+        shown = f"workspace {identity.team}, bot @{identity.bot} ({mask(token)})"
+        if identity.scopes is not None and AGENT_SCOPE not in identity.scopes:
+            shown += f"; {AGENT_APP_LACKS}"
+        return shown
 
     def check_app(self, token: str) -> str:
         self.api.check_app_token(token)

@@ -55,7 +55,7 @@ def crash_agent(run: Any, text: str) -> str:
 
 @agent("t-ask")
 def ask_agent(run: Any, text: str) -> str:
-    """One question; text sets assignees, expires_in, on_expiry, a default and whether to catch expiry."""
+    """One question; text sets assignees, expiry and last call, a default and whether to catch expiry."""
     p = _params(text)
     request = _colour(
         p.get("default"),
@@ -64,6 +64,7 @@ def ask_agent(run: Any, text: str) -> str:
         on_expiry=p.get("on_expiry", "fail"),
         escalate_after=p.get("escalate_after"),
         escalate_to=p.get("escalate_to", []),
+        last_call=p.get("last_call"),
     )
     bump(run.data_dir, run.run_id, "executions")
     try:

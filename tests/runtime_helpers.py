@@ -38,6 +38,8 @@ class RecordingHost:
         self.failures: list[tuple[str, str]] = []
         self.closed: list[tuple[str, str]] = []
         self.reminders: list[tuple[str, str]] = []
+        self.last_calls: list[tuple[str, str]] = []
+        self.claims: list[tuple[str, str, bool]] = []
         self.escalations: list[tuple[str, str, list[str]]] = []  # (run_id, interrupt_id, people added)
         self.reassignments: list[tuple[str, str, str, str]] = []  # (run_id, interrupt_id, by, to)
         self.facts: dict[str, tuple[dict[str, Any] | None, list[ContextChange]]] = {}  # interrupt id -> shown
@@ -73,9 +75,15 @@ class RecordingHost:
         with self.lock:
             self.superseded.append((run.id, interrupt.id, [c.field for c in changes]))
 
-    def remind(self, run: RunRecord, interrupt: InterruptRecord) -> None:
+    def remind(self, run: RunRecord, interrupt: InterruptRecord, *, last_call: bool = False) -> None:
         with self.lock:
             self.reminders.append((run.id, interrupt.id))
+            if last_call:
+                self.last_calls.append((run.id, interrupt.id))
+
+    def claimed(self, run: RunRecord, interrupt: InterruptRecord, *, by: str, released: bool) -> None:
+        with self.lock:
+            self.claims.append((interrupt.id, by, released))
 
     def group_progress(self, run: RunRecord, group: GroupRecord, progress: QuestionProgress) -> None:
         with self.lock:

@@ -37,6 +37,7 @@ def _request(p: dict[str, Any], items: list[Item], reason: str) -> Request:
         expires_in=p.get("expires_in"),
         escalate_after=p.get("escalate_after"),
         escalate_to=p.get("escalate_to", []),
+        claim=p.get("claim", False),
     )
 
 
@@ -241,3 +242,12 @@ def s_window(run: Any, text: str) -> str:
     window = run.ask_form(Window, reason="Plan the maintenance window", assignees=params(text).get("assignees", []))
     assert isinstance(window, Window)
     return f"window for {window.team}: {window.starts}-{window.ends} ({window.note})"
+
+
+@agent("s-approve", description="Asks to approve scaling a service, then reports the decision")
+def approve_agent(run: Any, text: str) -> str:
+    p = params(text)
+    decision = run.approve(
+        "Scale api", {"service": "api", "replicas": 3}, editable=False, assignees=p.get("assignees", [])
+    )
+    return f"approved: {decision.approved}"

@@ -346,6 +346,7 @@ class SlackStack:
 
         def find() -> dict[str, Any] | None:
             asked = [m for m in self.thread(run) if is_question(m) or (m.get("edited") and m.get("blocks"))]
+            asked = [m for m in asked if not any(b.get("type") == "plan" for b in m["blocks"])]  # the run's plan
             return asked[n - 1] if len(asked) >= n else None
 
         message = self.wait_for(f"question {n} of run {run.run_id}", find, timeout)

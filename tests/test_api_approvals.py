@@ -8,9 +8,10 @@ RQ worker; the decision is read back by long-poll, by the Python client and by M
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,16 @@ def server(bot: Bot, redis_url: str) -> Iterator[tuple[str, str]]:
     """`/api/v1` on a loopback HTTP server, and an `ask` token."""
     service = QuestionService(bot.runtime)
     token = tokens.create(service.store, "approvals", ["ask"]).token
-    app = Starlette(routes=[Mount("/api/v1", create_api(service, Closings(aioredis.Redis.from_url(redis_url))))])
-    running = LoopbackServer(app).start()
+    closings = Closings(aioredis.Redis.from_url(redis_url))
+
+    @contextlib.asynccontextmanager
+    async def subscribed(_app: Starlette) -> AsyncIterator[None]:
+        await closings.start()  # a long-poll returns when its question closes, as under `parley serve`
+        yield
+        await closings.stop()
+
+    app = Starlette(routes=[Mount("/api/v1", create_api(service, closings))], lifespan=subscribed)
+    running = LoopbackServer(app, lifespan=True).start()
     try:
         yield running.url + "/api/v1", token
     finally:

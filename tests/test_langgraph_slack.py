@@ -188,7 +188,7 @@ def test_a_step_record_rewritten_in_redis_runs_nothing_when_the_run_resumes(stac
     marker = stack.data_dir / f"ran-{order}"
     command = ormsgpack.Ext(0, ormsgpack.packb(["os", "system", f"touch {marker}"]))  # LangGraph's constructor ext
     forged = {"serde": ["msgpack", base64.b64encode(ormsgpack.packb({"outcome": command})).decode()]}
-    field = journal_names.step(f"langgraph:{run.run_id}:0")
+    field = journal_names.step(f"langgraph:{run.run_id}:1")
     assert stack.redis is not None and stack.redis.hexists(keys.journal(run.run_id), field)
     stack.redis.hset(keys.journal(run.run_id), field, json.dumps({"v": forged}))
 

@@ -26,6 +26,7 @@ EXPECTED_SCOPES = {
     "usergroups:read",
     "users:read",
     "im:write",
+    "assistant:write",
 }
 EXPECTED_EVENTS = {
     "app_home_opened",
@@ -34,6 +35,7 @@ EXPECTED_EVENTS = {
     "message.im",
     "message.mpim",
     "app_uninstalled",
+    "agent_session_stopped",
     "tokens_revoked",
 }
 

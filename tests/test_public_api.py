@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 PUBLIC = {
-    "workers": ["AgentFn", "AgentRun", "agent"],
+    "workers": ["ABSENT", "AgentFn", "AgentRun", "agent"],
     "workers.interaction": [
         "CONTEXT_MAX",
         "SECRET_MASK",
@@ -83,6 +83,7 @@ AGENT_RUN = [
     "context_changed",
     "data_dir",
     "history",
+    "recorded",
     "run_id",
     "say",
     "secret",

@@ -137,7 +137,7 @@ def test_pai_invoice_runs_as_docs_integrations_shows_it(stack: SlackStack, stand
 
     standin.add(propose, lambda body: final(f"Done. {last_tool_result(body)}"))
     run = stack.start_run("pai_invoice", text)
-    question = stack.question(run, 1, wait_open=False)  # one deferred call: a group of one
+    question = stack.question(run, 1, wait_open=False)  # one deferred call: one approval
     stack.wait_status(run, "paused")
     shown = texts(question["blocks"])
     assert "*customer*\nACME Corp" in shown and "*amount*\n1200" in shown

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 from effect_counters import count
+from pydantic import ValidationError
 from redis import Redis
 from rq.job import Job
 from runtime_helpers import dump_database, held_at_gate, make_runtime, parked, paused, runtime_and_host, start, work
 
-from workers.interaction import Answer
+from workers.interaction import Answer, Item, ItemType, Request
 from workers.runtime import admin
 from workers.runtime.acceptance import Accepted, AcceptRefused, accept
 from workers.runtime.execute import execute
@@ -117,6 +118,59 @@ def test_assignees_are_reminded_once_halfway_to_expiry(r: Redis, tmp_path: Path)
     assert [h.event for h in rt.store.history(run_id)].count("reminded") == 1
     assert rt.store.get(run_id).status is RunStatus.PAUSED  # a reminder is not an expiry
     assert accept(rt, iid, "U1", RED).answered_by == "U1"
+
+
+def test_a_question_of_two_hours_gets_a_last_call_fifteen_minutes_before_expiry(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"expires_in": 7200})
+    asked = rt.store.interrupt(iid).asked_at  # type: ignore[union-attr]
+
+    assert sweep(rt, now=asked + 3601).reminded == [iid]  # half-life
+    assert host.last_calls == []
+    assert sweep(rt, now=asked + 6290).reminded == []
+    assert sweep(rt, now=asked + 6301).reminded == [iid]  # 900 s before expiry
+    assert sweep(rt, now=asked + 7000).reminded == []  # once
+    assert host.reminders == [(run_id, iid), (run_id, iid)] and host.last_calls == [(run_id, iid)]
+    entries = [h.detail for h in rt.store.history(run_id) if h.event == "reminded"]
+    assert [e.get("last_call", False) for e in entries] == [False, True]
+    assert accept(rt, iid, "U1", RED).answered_by == "U1"
+    assert r.zcard(keys.remind_index()) == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "due"),
+    [
+        ({"expires_in": 3600}, [(1801, False)]),  # an hour or less: no last call unless asked
+        ({"expires_in": 3000, "last_call": 2000}, [(1001, True)]),  # before half-life: the only reminder
+        ({"expires_in": 7200, "last_call": 0}, [(3601, False)]),  # 0: none
+        ({"expires_in": 600, "last_call": 60}, [(301, False), (541, True)]),
+    ],
+)
+def test_last_calls_follow_the_request(
+    r: Redis, tmp_path: Path, fields: dict[str, int], due: list[tuple[int, bool]]
+) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", fields)
+    asked = rt.store.interrupt(iid).asked_at  # type: ignore[union-attr]
+    for after, last_call in due:
+        assert sweep(rt, now=asked + after).reminded == [iid]
+        assert ((run_id, iid) in host.last_calls) is last_call
+        host.last_calls.clear()
+    assert sweep(rt, now=asked + fields["expires_in"] - 1).reminded == []
+    assert len(host.reminders) == len(due)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"last_call": 60}, "last_call needs expires_in"),
+        ({"expires_in": 600, "last_call": 600}, "must be shorter than expires_in"),
+        ({"expires_in": 600, "last_call": -1}, "greater than or equal to 0"),
+    ],
+)
+def test_a_last_call_that_cannot_come_is_refused(fields: dict[str, int], said: str) -> None:
+    with pytest.raises(ValidationError, match=said):
+        Request(reason="Pick", items=[Item(id="x", text="X", type=ItemType.FREE_TEXT)], **fields)
 
 
 def test_cancelling_a_paused_run_closes_its_question(r: Redis, tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from bot.playground.scripted_model import LABEL, covered, decide
+from workers.interaction import Item, ItemType, Request
+from workers.llm.replies import SYSTEM, ReplyUnreadable, proposal_of, question_of
 
 pytestmark = pytest.mark.unit
 
@@ -49,3 +51,28 @@ def test_a_file_is_deleted_only_when_the_request_covers_it(request_text: str, pa
 
 def test_an_agent_it_has_no_script_for_is_refused() -> None:
     assert decide({"messages": [{"role": "user", "content": "hi"}], "tools": tools("ask_user")}) is None
+
+
+def _read(request: Request, reply: str) -> dict[str, Any]:
+    """What the scripted model reads of `reply`, through the same prompt `PARLEY_LLM_ANSWERS` sends."""
+    document = json.dumps({"question": question_of(request), "reply": reply})
+    message = decide({"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": document}]})
+    assert message is not None
+    said: dict[str, Any] = json.loads(message["content"])
+    return said
+
+
+def test_a_reply_is_read_by_its_words_and_an_unclear_one_is_not() -> None:
+    colour = Item(id="colour", text="Colour", type=ItemType.SELECT, options=["Red", "Green", "Blue"])
+    count = Item(id="count", text="How many", type=ItemType.NUMBER, integer=True)
+    request = Request(reason="Pick", items=[colour, count])
+    assert _read(request, "green, and 3 of them") == {"answers": {"colour": "Green", "count": 3}}
+    assert "unreadable" in _read(request, "whatever you think")
+    approval = Request(
+        reason="Scale?",
+        items=[Item(id="_decision", text="Decision", type=ItemType.SELECT, options=["approve", "reject"])],
+        approval={"action": "Scale api", "args": {}},
+    )
+    read = _read(approval, "no, don't approve")  # read as "approve" by its words: Parley's own check refuses it
+    with pytest.raises(ReplyUnreadable, match="plainly"):
+        proposal_of(approval, "no, don't approve", json.dumps(read))

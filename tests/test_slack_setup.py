@@ -36,7 +36,7 @@ OTHER_BOT = "xoxb-9999-8888-otherBotToken0004"
 WRONG_BOT = "xoxb-1111-2222-wrongBotToken0005"
 WRONG_APP = "xapp-1-A0PARLEY-3333-wrongAppToken6"
 TIMEOUT = 30
-LINK = r"(https://api\.slack\.com/apps\?new_app=1&manifest_json=\S+)"
+LINK = r"(https://api\.slack\.com/apps\?new_app=1&manifest_json=\S+)\s"  # whole: the link may come in two reads
 
 
 @pytest.fixture

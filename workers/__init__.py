@@ -3,7 +3,7 @@
 An agent is a function `fn(run: AgentRun, text: str) -> str` registered with `@agent`.
 """
 
-from workers.agent_run import AgentFn, AgentRun
+from workers.agent_run import ABSENT, AgentFn, AgentRun
 from workers.registry import agent
 
-__all__ = ["AgentFn", "AgentRun", "agent"]
+__all__ = ["ABSENT", "AgentFn", "AgentRun", "agent"]

@@ -7,6 +7,7 @@ this protocol, so the surface the README documents is the surface a type checker
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -19,6 +20,16 @@ M = TypeVar("M", bound=BaseModel)
 
 Answers = dict[str, AnswerValue]
 """One question's answers, by item id."""
+
+
+class Absent(Enum):
+    """The type of `ABSENT`: a step that has not run recorded nothing."""
+
+    ABSENT = "absent"
+
+
+ABSENT = Absent.ABSENT
+"""What `run.recorded(key)` returns for a step not yet run; a recorded None stays None."""
 
 
 class AgentRun(Protocol):
@@ -88,6 +99,10 @@ class AgentRun(Protocol):
 
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record."""
+        ...
+
+    def recorded(self, key: str) -> Any:
+        """What step `key` recorded, or `ABSENT` before it has run; nothing runs or is recorded."""
         ...
 
     def say(self, text: str) -> None:

@@ -41,6 +41,8 @@ class AgentSpec:
     usage: str = ""
     """The text the agent needs, as `<service> [version]`; one started with no text is shown this
     instead and nothing starts. Empty: the agent starts without text too."""
+    streams: bool = False
+    """Its result is an answer in prose: a host that can (Slack) streams it and asks for feedback."""
 
 
 class AgentRegistry:
@@ -85,17 +87,20 @@ class AgentRegistry:
 REGISTRY = AgentRegistry()
 
 
-def agent(name: str, *, description: str = "", listed: bool = True, usage: str = "") -> Callable[[AgentFn], AgentFn]:
+def agent(
+    name: str, *, description: str = "", listed: bool = True, usage: str = "", streams: bool = False
+) -> Callable[[AgentFn], AgentFn]:
     """Register `fn(run, text) -> str` as the agent `name` (`listed=False`: not startable by people).
 
     `usage` names the text the agent needs (`<service> [version]`): without it, it is not started.
+    `streams`: the result is an answer in prose, streamed where the host can.
     """
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"agent name {name!r} must be letters, digits, '-' or '_'")
 
     def register(fn: AgentFn) -> AgentFn:
         described = description or (fn.__doc__ or "").strip()
-        REGISTRY.add(AgentSpec(name=name, description=described, fn=fn, listed=listed, usage=usage))
+        REGISTRY.add(AgentSpec(name=name, description=described, fn=fn, listed=listed, usage=usage, streams=streams))
         return fn
 
     return register

@@ -12,10 +12,11 @@ from bot.deps import BotDeps
 from bot.home_tab import publish_home
 from bot.slack.question_lookup import lookup
 from bot.slack.refusals import ONE_FIELD_DETAIL, tell_refusal
+from bot.slack.reply_reading import Reply
 from workers.interaction import ChoiceError, reply_answers, reply_item
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, try_accept
-from workers.store.records import InterruptRecord, RefusalReason, RunStatus
+from workers.store.records import InterruptRecord, RefusalReason, RunRecord, RunStatus
 from workers.store.refusal import Refusal
 
 log = Log("parley.events")
@@ -83,6 +84,9 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         return
     user = event["user"]
     item = reply_item(interrupt.request)
+    if item is None and _read_by_model(deps, client, run, interrupt, event):
+        ack()
+        return
     if item is None:
         # Told once per person and question: a conversation in the thread is not nagged.
         ack()
@@ -96,6 +100,9 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     try:
         answers = reply_answers(interrupt.request, item, event.get("text") or "")
     except ChoiceError as exc:
+        if _read_by_model(deps, client, run, interrupt, event):
+            ack()
+            return
         outcome = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.AMBIGUOUS, message=str(exc)))
     else:
         enterprise = body.get("enterprise_id") or None
@@ -113,6 +120,28 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     ack()
     if not outcome.ok:
         deps.after_ack(tell_refusal, client, outcome, event["channel"], event.get("thread_ts"))
+
+
+def _read_by_model(
+    deps: BotDeps, client: WebClient, run: RunRecord, interrupt: InterruptRecord, event: dict[str, Any]
+) -> bool:
+    """Hand a reply no rule reads to the model (`PARLEY_LLM_ANSWERS=on`), if the replier may answer.
+
+    The reading and what it proposes come after the ack; nothing is accepted until the
+    replier confirms. False when reading is off, the replier was not asked, or too many wait.
+    """
+    user = str(event["user"])
+    if deps.reader is None or (interrupt.assignees and user not in interrupt.assignees):
+        return False
+    reply = Reply(
+        interrupt=interrupt,
+        user=user,
+        text=str(event.get("text") or ""),
+        channel=str(event["channel"]),
+        thread_ts=str(event["thread_ts"]),
+        log_context={**run.log_context(), "interrupt_id": interrupt.id, "user": user},
+    )
+    return deps.reader.read(client, reply)
 
 
 def register(app: App, deps: BotDeps) -> None:

@@ -59,7 +59,8 @@ def with_ids(blocks: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
 
 def _elements(block: dict[str, Any]) -> list[dict[str, Any]]:
     found = [block[k] for k in ("element", "accessory") if isinstance(block.get(k), dict)]
-    found += [e for e in block.get("elements") or [] if isinstance(e, dict) and block.get("type") == "actions"]
+    if block.get("type") in ("actions", "context_actions"):
+        found += [e for e in block.get("elements") or [] if isinstance(e, dict)]
     return found
 
 
@@ -170,6 +171,18 @@ def action_entry(element: dict[str, Any], block_id: str, raw: Any, action_ts: st
             entry["value"] = element["value"]
         if element.get("style"):
             entry["style"] = element["style"]
+    elif kind == "feedback_buttons":  # the clicked button's value and text (bolt-js `FeedbackButtonsAction`)
+        button = next(
+            (
+                b
+                for b in (element.get("positive_button"), element.get("negative_button"))
+                if b and b.get("value") == raw
+            ),
+            None,
+        )
+        if button is None:
+            raise LookupError(f"no feedback button with the value {raw!r}")
+        entry.update(value=button["value"], text={**button["text"], "emoji": True})
     else:
         entry.update({k: v for k, v in (element_state(element, raw) or {}).items() if k != "type"})
         if isinstance(element.get("placeholder"), dict):

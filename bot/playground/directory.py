@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import zoneinfo
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,15 +24,17 @@ class User:
     real_name: str = ""
     is_admin: bool = False
     is_bot: bool = False
+    tz: str = "Etc/UTC"  # the IANA zone of the member's profile
 
     def to_slack(self, team_id: str) -> dict[str, Any]:
         """Return the user object Slack sends from ``users.info``."""
         real = self.real_name or self.name.title()
+        offset = dt.datetime.now(zoneinfo.ZoneInfo(self.tz)).utcoffset() or dt.timedelta()
         profile = {"real_name": real, "display_name": self.name, "team": team_id}
         flags = dict.fromkeys(("deleted", "is_primary_owner", "is_restricted", "is_ultra_restricted"), False)
         return {
             **dict(id=self.id, team_id=team_id, name=self.name, real_name=real, profile=profile, **flags),
-            **dict(tz="Etc/UTC", tz_label="Coordinated Universal Time", tz_offset=0, updated=0),
+            **dict(tz=self.tz, tz_label=self.tz, tz_offset=int(offset.total_seconds()), updated=0),
             **dict(is_admin=self.is_admin, is_owner=self.is_admin, is_bot=self.is_bot, is_app_user=False),
         }
 

@@ -3,7 +3,8 @@
 `parley dev` points `PARLEY_LLM_*` here when no model is configured. It makes the decisions a
 model would for the shipped agents, from the request and the tools' results, and the agents'
 real tools run: `pai_invoice` calls `send_invoice` with what the text names, `oa_cleanup`
-lists the folder and deletes the files the request covers. Every reply it ends says it came
+lists the folder and deletes the files the request covers. It also reads thread replies
+(`PARLEY_LLM_ANSWERS`) by the words they use, for the person to confirm. Every reply it ends says it came
 from this script, so nobody takes it for a model's answer.
 """
 
@@ -92,9 +93,35 @@ def cleanup(request: str, called: list[str], results: list[str], turn: int) -> M
 
 
 UNSCRIPTED = (
-    "the playground's scripted model drives only pai_invoice and oa_cleanup; "
+    "the playground's scripted model drives only pai_invoice and oa_cleanup, and reads replies; "
     "set PARLEY_LLM_BASE_URL and PARLEY_LLM_MODEL to a real model for the others"
 )
+
+
+def reading(document: str) -> Message:
+    """A reply read as a model would, by words: options it names, numbers, yes and no.
+
+    Deliberately literal, so the playground shows the Confirm step: what it reads is always
+    shown for the person to confirm, and an approval's safety check still applies to it.
+    """
+    try:
+        data = json.loads(document)
+        items, reply = data["question"]["items"], str(data["reply"]).lower()
+    except (ValueError, KeyError, TypeError):
+        return {"role": "assistant", "content": json.dumps({"unreadable": "the scripted model could not parse it"})}
+    words = set(re.findall(r"[\w']+", reply))
+    answers: dict[str, Any] = {}
+    for item in items:
+        options = item.get("options") or []
+        named = [o["value"] for o in options if {o["value"].lower(), o["label"].lower()} & words]
+        if len(named) == 1:
+            answers[item["id"]] = named[0]
+        elif item.get("type") == "number" and (n := re.search(r"-?\d+(?:\.\d+)?", reply)):
+            answers[item["id"]] = float(n.group()) if "." in n.group() else int(n.group())
+        elif item.get("type") == "boolean" and words & {"yes", "no"}:
+            answers[item["id"]] = "yes" in words
+    said = {"answers": answers} if answers else {"unreadable": "the scripted model found no option, number or yes/no"}
+    return {"role": "assistant", "content": json.dumps(said)}
 
 
 def decide(body: dict[str, Any]) -> Message | None:
@@ -106,6 +133,9 @@ def decide(body: dict[str, Any]) -> Message | None:
     called = [c["function"]["name"] for m in asked for c in m.get("tool_calls") or []]
     results = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
     turn = len(asked)
+    system = next((_text(m.get("content")) for m in messages if m.get("role") == "system"), "")
+    if system.startswith("You read a person's reply"):  # PARLEY_LLM_ANSWERS: read a thread reply
+        return reading(request)
     if "send_invoice" in tools:
         return invoice(request, called, results, turn)
     if {"list_files", "delete_file"} <= tools:

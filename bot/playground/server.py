@@ -36,9 +36,10 @@ class LoopbackServer:
             client = WebClient(token="xoxb-test", base_url=server.url + "/api/")
     """
 
-    def __init__(self, app: ASGIApp, startup_timeout: float = 10.0) -> None:
+    def __init__(self, app: ASGIApp, startup_timeout: float = 10.0, *, lifespan: bool = False) -> None:
         self.app = app
         self.startup_timeout = startup_timeout
+        self.lifespan = lifespan  # run the app's startup and shutdown (e.g. a pub/sub subscription)
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -58,7 +59,9 @@ class LoopbackServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            self.app, log_level="warning", lifespan="on" if self.lifespan else "off", access_log=False
+        )
         server = uvicorn.Server(config)
         thread = threading.Thread(
             target=server.run, kwargs={"sockets": [sock]}, name=f"loopback-{self.port}", daemon=True

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.playground import agent_methods
 from bot.playground.blockstate import with_ids
 from bot.playground.slack_sender import Delivery, SlackSender
 from bot.playground.workspace import Workspace
@@ -95,6 +96,7 @@ class Playground:
             "home": _with_ids(ws.home(user)),
             "deliveries": deliveries,
             "permalink_base": ws.permalink_base,
+            "sessions": agent_methods.sessions_shown(ws),
         }
 
     def apply_response(self, ctx: dict[str, Any], body: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from bot.playground import agent_methods
 from bot.playground import slack_sender as ss
 from bot.playground.session import STATIC, Playground
 from bot.playground.slack_sender import Delivery, MessageSurface, Surface, ViewSurface
@@ -171,6 +173,19 @@ async def action(request: Request) -> Response:
     return _answer(delivery)
 
 
+async def stop_session(request: Request) -> Response:
+    """A click on the stop button of a thread's agent session: `agent_session_stopped` to the bot."""
+    pg, data = _pg(request), await _json(request)
+    user = str(data.get("user") or DEFAULT_USER)
+    channel, thread_ts = str(data.get("channel") or ""), str(data.get("thread_ts") or "")
+    if (channel, thread_ts) not in pg.ws.agents.sessions:
+        return JSONResponse({"ok": False, "error": "this thread has no agent session"}, status_code=404)
+    event = agent_methods.stopped_event(pg.ws, user, channel, thread_ts, time.time())
+    delivery = await pg.sender.event(ss.event_callback(pg.ws, pg.sender.token, event))
+    pg.record(delivery, "agent_session_stopped")
+    return _answer(delivery)
+
+
 async def submit_view(request: Request) -> Response:
     """A modal's Submit: ``view_submission``; the ack closes, updates, pushes or shows errors."""
     pg, data = _pg(request), await _json(request)
@@ -304,6 +319,7 @@ def ui_routes() -> list[Route]:
         Route("/ui/status", status),
         Route("/ui/message", page_write(message), methods=["POST"]),
         Route("/ui/action", page_write(action), methods=["POST"]),
+        Route("/ui/stop", page_write(stop_session), methods=["POST"]),
         Route("/ui/view/submit", page_write(submit_view), methods=["POST"]),
         Route("/ui/view/close", page_write(close_view), methods=["POST"]),
         Route("/ui/suggest", page_write(suggest), methods=["POST"]),

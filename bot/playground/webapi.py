@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from bot.playground import app_methods, conversations
+from bot.playground import agent_methods, app_methods, conversations
 from bot.playground.slack_error import SlackError
 from bot.playground.workspace import Workspace
 from bot.slack import limits
@@ -190,7 +190,17 @@ class _Api:
             "apps.connections.open": functools.partial(app_methods.connections_open, ws),
             "apps.manifest.create": functools.partial(app_methods.manifest_create, ws),
             "oauth.v2.access": self.oauth_access,
+            "agents.sessions.setStatus": functools.partial(agent_methods.set_status, ws),
+            "agents.sessions.rename": functools.partial(agent_methods.rename, ws),
+            "assistant.threads.setStatus": functools.partial(agent_methods.assistant_status, ws),
+            "chat.startStream": functools.partial(agent_methods.start_stream, ws),
+            "chat.appendStream": functools.partial(agent_methods.append_stream, ws),
+            "chat.stopStream": functools.partial(agent_methods.stop_stream, ws, check=self._check_agent_blocks),
         }
+
+    def _check_agent_blocks(self, blocks: Any) -> None:
+        _check_blocks(blocks)
+        agent_methods.refuse_agent_blocks(self.ws, blocks)
 
     def oauth_access(self, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
         return self.ws.installs.access(args, request.headers.get("authorization", ""))
@@ -225,6 +235,7 @@ class _Api:
             raise SlackError("no_text")
         if "blocks" in args:
             _check_blocks(args["blocks"])
+            agent_methods.refuse_agent_blocks(self.ws, args["blocks"])
         extra = {k: args.get(k) for k in ("metadata", "reply_broadcast", "attachments")}
         msg = self.ws.post_message(
             channel, str(args.get("text") or ""), args.get("blocks"), thread_ts=args.get("thread_ts"), **extra
@@ -241,6 +252,7 @@ class _Api:
             raise SlackError("cant_update_message")
         if "blocks" in args:
             _check_blocks(args["blocks"])
+            agent_methods.refuse_agent_blocks(self.ws, args["blocks"])
         if "text" not in args and "blocks" not in args:
             raise SlackError("no_text")
         msg = self.ws.update_message(channel, ts, args.get("text"), args.get("blocks"))
@@ -330,6 +342,8 @@ def create_webapi(workspace: Workspace) -> Starlette:
     async def endpoint(request: Request) -> JSONResponse:
         method = request.path_params.get("method", "")
         headers = {"x-slack-req-id": uuid.uuid4().hex}
+        if workspace.oauth_scopes is not None:  # as Slack sends the token's scopes with each reply
+            headers["x-oauth-scopes"] = workspace.oauth_scopes
         token: str | None = None
         args: dict[str, Any] = {}
         status = 200

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from typing import Any
 
+from bot.playground.agent_methods import AgentState
 from bot.playground.directory import (
     APP_ID,
     BOT_ID,
@@ -79,6 +80,10 @@ class Workspace(ViewsMixin):
         self._apps: dict[str, dict[str, Any]] = {}
         #: Installs through OAuth into simulated workspaces (`oauth.v2.access` and their tokens).
         self.installs = Installs(self.app_id)
+        #: The `X-OAuth-Scopes` header of each reply (comma-separated); ``None`` sends none.
+        self.oauth_scopes: str | None = None
+        #: Agent sessions and assistant statuses (`bot.playground.agent_methods`).
+        self.agents = AgentState()
         self._lock = threading.RLock()
         self.changed = threading.Condition(self._lock)
         self._events = 0
@@ -125,6 +130,11 @@ class Workspace(ViewsMixin):
     def _bump(self) -> None:
         self._events += 1
         self.changed.notify_all()
+
+    def touch(self) -> None:
+        """Something the page shows changed outside the messages (an agent session): pollers look again."""
+        with self._lock:
+            self._bump()
 
     def next_ts(self) -> str:
         """Return a unique, strictly increasing Slack ``ts`` ("seconds.micros")."""

@@ -149,9 +149,9 @@ class ApiQuestionHost(SlackHost):
         if self._on_ended is not None:
             self._on_ended(run, "", reason)
 
-    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
-        if interrupt.assignees:
-            super().remind(run, interrupt)
+    def remind(self, run: RunInfo, interrupt: QuestionInfo, *, last_call: bool = False) -> None:
+        if interrupt.assignees or last_call:
+            super().remind(run, interrupt, last_call=last_call)
         else:
             self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
 

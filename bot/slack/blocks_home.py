@@ -38,9 +38,11 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack import limits
+from bot.slack.blocks_away import away_blocks
 from bot.slack.blocks_inspect import INSPECT_ACTION_ID
 from bot.slack.mrkdwn import clip, date_token, duration, user_ref
 from workers.runtime.admin import QuestionState, RunSummary
+from workers.store.away import Away
 
 HOME_PAGE_SIZE = 20
 """Runs shown per admin page; callers page their query by this."""
@@ -197,8 +199,10 @@ def _admin_blocks(admin: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def home_view(*, waiting: list[dict[str, Any]], admin: dict[str, Any] | None) -> dict[str, Any]:
-    """The Home tab: questions waiting on this person, then (for admins) runs with their controls.
+def home_view(
+    *, waiting: list[dict[str, Any]], admin: dict[str, Any] | None, away: Away | None = None
+) -> dict[str, Any]:
+    """The Home tab: questions waiting on this person, their away status, then (for admins) runs.
 
     `waiting`: {"run_id", "agent", "reason", "permalink" or None, "asked_at", "now"}.
     `admin`: None, or {"counts": {status: n}, "runs": [RunSummary], "page": int, "has_next": bool}.
@@ -212,6 +216,7 @@ def home_view(*, waiting: list[dict[str, Any]], admin: dict[str, Any] | None) ->
     if len(waiting) > MAX_WAITING_SHOWN:
         more = f"…and {len(waiting) - MAX_WAITING_SHOWN} more."
         blocks.append(ContextBlock(block_id="home|more", elements=[MarkdownTextObject(text=more)]))
+    blocks += away_blocks(away)
     if admin is not None:
         blocks += _admin_blocks(admin)
     view = View(type="home", blocks=blocks).to_dict()

@@ -103,6 +103,8 @@ OPEN_FORM_ACTION_ID = "parley_open_form"
 CHOOSE_ACTION_PREFIX = "parley_choose_"
 DECLINE_ACTION_ID = "parley_decline"
 REASSIGN_ACTION_ID = "parley_reassign"
+CLAIM_ACTION_ID = "parley_claim"
+RELEASE_ACTION_ID = "parley_release"
 FORM_CALLBACK_ID = "parley_form"
 
 _IID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -330,10 +332,15 @@ def origin_block(asked_by: str, block_id: str | None = None) -> dict[str, Any]:
     return ContextBlock(block_id=block_id, elements=[MarkdownTextObject(text=asked_by)]).to_dict()
 
 
-def reassign_block(block_id: str) -> ActionsBlock:
-    """The "Reassign…" control: a users select; picking someone hands them the question."""
+def reassign_block(block_id: str, claim: str | None = None, iid: str = "") -> ActionsBlock:
+    """The "Reassign…" control, a users select, and "Claim" or "Release" when `claim` says which."""
     select = UserSelectElement(action_id=REASSIGN_ACTION_ID, placeholder=PlainTextObject(text="Reassign…"))
-    return ActionsBlock(block_id=block_id, elements=[select])
+    extra = []
+    if claim == "claim":
+        extra = [ButtonElement(text="Claim", action_id=CLAIM_ACTION_ID, value=iid)]
+    elif claim == "release":
+        extra = [ButtonElement(text="Release", action_id=RELEASE_ACTION_ID, value=iid)]
+    return ActionsBlock(block_id=block_id, elements=[*extra, select])
 
 
 def is_fast_path(request: Request) -> bool:
@@ -358,8 +365,11 @@ def question_blocks(
     asked_line: str | None = None,
     asked_by: str | None = None,
     declinable: bool = False,
+    claimed_by: str = "",
 ) -> list[dict[str, Any]]:
     """The question message for interrupt `iid`: reason, who is asked, inputs, the Submit row, "Reassign…".
+
+    A question asked with `claim` has "Claim" beside "Reassign…", or "Release" once `claimed_by`.
 
     `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
     `asked_line`, when given, stands in the message for the "Asked of …" line made from
@@ -383,7 +393,8 @@ def question_blocks(
         [ContextBlock(block_id=f"qo|{iid}|{version}", elements=[MarkdownTextObject(text=asked_by)])] if asked_by else []
     )
     head = [*origin, *head, meta, *(news if notes else [])]
-    reassign = reassign_block(f"qr|{iid}|{version}")
+    claim = ("release" if claimed_by else "claim") if request.claim else None
+    reassign = reassign_block(f"qr|{iid}|{version}", claim, iid)
     decline = [ButtonElement(text="Decline", action_id=DECLINE_ACTION_ID, value=iid)] if declinable else []
     if request.approval is not None:  # the arguments are the facts: shown as fields, with what changed above
         head += [what_changed(changes, f"qd|{iid}|{version}")] if changes else []

@@ -24,6 +24,8 @@ from bot.slack import blocks, limits, people
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.clients import WebClients
+from bot.slack.host_agents import AgentSurfacesHost
+from bot.slack.last_call import last_call_text
 from bot.slack.limits import BlockLimitError
 from bot.slack.mrkdwn import escape, user_ref, with_mentions
 from bot.slack.question_metadata import find_question, question_metadata
@@ -58,7 +60,7 @@ CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 NOT_NEEDED_DETAIL = "The run went on without this question (another one was answered first)."
 
 
-class SlackHost:
+class SlackHost(AgentSurfacesHost):
     """Talks in the run's thread through the Web API; needs `chat:write`.
 
     `client` is the one `WebClient` (single-workspace mode) or the `WebClients` that pick each
@@ -101,6 +103,7 @@ class SlackHost:
         self.store.set_thread(run.id, conv)
         self._threads.started(run.id, conv)
         log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
+        self.sessions.started(web, run, conv)
         return conv
 
     def _join(self, web: WebClient, channel: str) -> None:
@@ -142,6 +145,7 @@ class SlackHost:
     def solicit(self, request: Request, run: PausingRun) -> Outcome:
         if run.question_message.get("ts"):
             self._tell_asked(run)  # posted before this replay; people not told yet are told now
+            self._parked(run, request)
             return Outcome(paused=True)
         record = run.record
         iid = run.interrupt_id or ""
@@ -149,17 +153,29 @@ class SlackHost:
             run.record_question_message({**found, "version": 1})
             log.info("question found posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=found["ts"])
             self._tell_asked(run)
+            self._parked(run, request)
             return Outcome(paused=True)
         self._resolve_groups(run)
         asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
+        notes = people.notes(run.interrupt) if run.interrupt else []  # e.g. a delegate for someone away
         try:
-            question = self._templates.blocks(
-                request,
-                iid,
-                assignees=asked or [run.started_by],
-                context=run.question_context,
-                changes=run.context_changes,
-            )
+            if notes:
+                question = blocks.question_blocks(
+                    request,
+                    iid,
+                    assignees=asked or [run.started_by],
+                    context=run.question_context,
+                    changes=run.context_changes,
+                    notes=notes,
+                )
+            else:
+                question = self._templates.blocks(
+                    request,
+                    iid,
+                    assignees=asked or [run.started_by],
+                    context=run.question_context,
+                    changes=run.context_changes,
+                )
             if (progress := run.question_progress) is not None:  # put to each person separately
                 question += progress_blocks(request, progress, iid, 1)
                 limits.check_message_blocks(question)
@@ -175,6 +191,7 @@ class SlackHost:
         run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run))
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         self._tell_asked(run)
+        self._parked(run, request)
         return Outcome(paused=True)
 
     def _resolve_groups(self, run: PausingRun) -> None:
@@ -217,13 +234,17 @@ class SlackHost:
     def finished(self, run: RunInfo, result: str) -> None:
         """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`)."""
         involved = {run.started_by, *(h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)}
-        self._post(run, with_mentions(blocks.final_text(result), involved))
+        if not self._streamed(run, result):  # an answer in prose is streamed (`host_agents`)
+            self._post(run, with_mentions(blocks.final_text(result), involved))
+        self._run_ended(run, "succeeded")
 
     def failed(self, run: RunInfo, reason: str) -> None:
         self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
+        self._run_ended(run, "failed")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         self.lock_question(interrupt, run)
+        self._question_done(run, interrupt)
 
     def question_superseded(self, run: RunInfo, interrupt: QuestionInfo, changes: list[ContextChange]) -> None:
         """Replace the answered question with "Superseded: the facts changed" and what changed."""
@@ -235,7 +256,10 @@ class SlackHost:
             channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
         )
 
-    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
+    def remind(self, run: RunInfo, interrupt: QuestionInfo, *, last_call: bool = False) -> None:
+        if last_call:
+            self._post(run, last_call_text(self._web(run), interrupt))
+            return
         who = ", ".join(user_ref(u) for u in interrupt.assignees)
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
@@ -271,6 +295,10 @@ class SlackHost:
         for user in added:
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 
+    def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
+        """Show who holds the question now: "Claimed by …" and Release, or Claim again."""
+        self.refresh_question(interrupt, run)
+
     def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
         """Show the reassignment on the question and DM the new assignee a link to it."""
         self.refresh_question(interrupt, run)
@@ -305,6 +333,7 @@ class SlackHost:
             notes=people.notes(interrupt),
             asked_by=self.asked_by(run),
             declinable=self.declinable(run),
+            claimed_by=interrupt.claimed_by,
         )
         self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+import zoneinfo
 from collections.abc import Collection
 
 from bot.slack.limits import utf16_len, utf16_prefix
@@ -156,18 +157,30 @@ def split_escaped(escaped: str, size: int) -> list[str]:
     return chunks
 
 
-def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}") -> str:
-    """A `<!date^…>` token Slack renders in the reader's timezone, with a UTC fallback.
+def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}", tz: str | None = None) -> str:
+    """A `<!date^…>` token Slack renders in the reader's timezone, with a fallback.
 
     The default renders "today at 12:55 AM", "Mar 3 at 12:55 AM", or "2026-03-03 00:55 UTC"
     where Slack cannot: it carries its own "at", so the words around it must not add one.
+    The fallback is in `tz` (an IANA name, e.g. a Slack profile's) when given, else UTC.
     """
     try:
         seconds = int(ts)
-        fallback = dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        zone = _zone(tz)
+        fallback = dt.datetime.fromtimestamp(seconds, zone).strftime("%Y-%m-%d %H:%M %Z")
     except (ValueError, OverflowError, OSError):  # a time no date can hold (an unbounded delay's)
         return "an unreadable time"
     return f"<!date^{seconds}^{fmt}|{fallback}>"
+
+
+def _zone(tz: str | None) -> dt.tzinfo:
+    """The zone named `tz`, or UTC for none or a name this machine does not know."""
+    if not tz:
+        return dt.UTC
+    try:
+        return zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return dt.UTC
 
 
 def duration(seconds: float) -> str:

@@ -54,9 +54,10 @@ def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[s
 
 def shown_assignees(interrupt: QuestionInfo) -> list[str]:
     """Who the message says is asked: each user group by its handle, then everyone asked outside them."""
+    asked = interrupt.claimed_from if interrupt.claimed_by else interrupt.assignees  # a claim is its own line
     members = {u for users in interrupt.groups.values() for u in users}
-    groups = [g for g, users in interrupt.groups.items() if set(users) & set(interrupt.assignees)]
-    return [*groups, *(u for u in interrupt.assignees if u not in members)]
+    groups = [g for g, users in interrupt.groups.items() if set(users) & set(asked)]
+    return [*groups, *(u for u in asked if u not in members)]
 
 
 def notes(interrupt: QuestionInfo) -> list[str]:
@@ -65,6 +66,12 @@ def notes(interrupt: QuestionInfo) -> list[str]:
     if interrupt.escalated_at:
         who = ", ".join(user_ref(u) for u in interrupt.escalate_to)
         lines.append(f":arrow_double_up: Escalated to {who}: unanswered after {waited(interrupt)}")
+    for delegate, absent in interrupt.standing_in.items():
+        for a in absent:
+            until, absent_ref = date_token(float(a.get("until") or 0)), user_ref(str(a.get("user")))
+            lines.append(f":palm_tree: {user_ref(delegate)} answers for {absent_ref}, who is away until {until}")
+    if interrupt.claimed_by:
+        lines.append(f":raising_hand: Claimed by {user_ref(interrupt.claimed_by)}: only they can answer it now")
     for h in interrupt.handoffs:
         whom = ", ".join(user_ref(str(u)) for u in h.get("from") or [])
         by = str(h.get("by", ""))

@@ -40,7 +40,7 @@ from workers.interaction import Context, ContextChange
 from workers.interaction.models import Request
 
 KEPT = 256
-_SHOWN = {"reason", "items"}  # the fields of a request that `question_blocks` reads
+_SHOWN = {"reason", "items", "claim"}  # the fields of a request that `question_blocks` reads
 _NOT_REUSABLE = ""  # kept for a question whose builds differ by more than the placeholders
 
 

@@ -197,8 +197,13 @@ class TerminalHost:
         subject = interrupt.request.reason.splitlines()[0]
         _print([("class:problem", f"The answer to '{subject}' is superseded: the facts changed.")])
 
-    def remind(self, run: RunInfo, interrupt: QuestionInfo) -> None:
-        _print([("class:hint", f"Reminder: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])
+    def remind(self, run: RunInfo, interrupt: QuestionInfo, *, last_call: bool = False) -> None:
+        kind = "Last call" if last_call else "Reminder"
+        _print([("class:hint", f"{kind}: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])
+
+    def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
+        """The terminal asks whoever is at it; a claim (a Slack feature) is only mentioned."""
+        _print([("class:hint", f"Run {run.id}'s question was {'released' if released else 'claimed'} by {by}.")])
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         if not self._first_time("progress", group.id, progress.summary, str(progress.closed)):

@@ -74,7 +74,11 @@ def ticket_tool(run: AgentRun) -> Tool:
     )
 
 
-@agent("assistant", description="Ask a language model for help; it asks you what it needs and can file tickets")
+@agent(
+    "assistant",
+    description="Ask a language model for help; it asks you what it needs and can file tickets",
+    streams=True,
+)
 def assistant(run: AgentRun, text: str) -> str:
     config = llm_config_from_env()  # raises LLMNotConfigured, an AgentError: the run fails without retrying
     reply = run_loop(

@@ -1,13 +1,14 @@
 """`run_graph`: a compiled LangGraph graph run as a Parley agent, its interrupts asked in Slack.
 
-Each call into the graph (the first `invoke`, then one `invoke(Command(resume=...))` per round of
-answers) is one `run.step`: a replay after an answer returns what the call returned (the graph's
-output, or its interrupts as planned questions) and runs no node or tool again. The interrupts of
-one call are asked at once (`run.ask_all`; `run.ask` or `run.approve` for a single one): the run
-parks once and resumes once, with `Command(resume={interrupt_id: value})`.
+It runs on the framework driver (`workers.integrations.driver`). Each call into the graph (the
+first `invoke`, then one `invoke(Command(resume=...))` per round of answers) is one driver step
+(`langgraph:<thread>:<n>`): a replay after an answer returns what the call returned (the graph's
+output, or its interrupts as planned questions) and runs no node or tool again. The interrupts
+of one call are one round, asked at once under `<step>:<i>` (`<step>:<i>.<j>` for a HITL
+request's actions): the run parks once and resumes once, with `Command(resume={id: value})`.
 
 The graph's own checkpointer keeps its progress inside a call: every checkpoint a call writes is
-marked with the run and the call's number. A call whose step was never recorded (its worker died
+marked with the run and the call's step. A call whose step was never recorded (its worker died
 mid-call) is not started again: from its last checkpoint it goes on (`invoke(None)`), or, when it
 had already stopped, its interrupts or output are read back, so a resume is sent once. That takes
 a checkpointer that outlives the worker (SQLite or Postgres); an in-memory one is refused.
@@ -24,20 +25,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 from langgraph.types import Command, GraphOutput
 
-from workers.agent_run import AgentRun, Answers
+from workers.agent_run import AgentRun
 from workers.exceptions import AgentError
+from workers.integrations.driver import Keys, Pending, Replies, drive
 from workers.integrations.langgraph_pauses import GraphError, Pause, Question, plan, questions, resume_value
 from workers.integrations.langgraph_records import RecordRefused, decoded, recorded
-from workers.interaction import Decision
-from workers.interaction.approval import decision_of
 from workers.logs import Log
 
 __all__ = ["GraphError", "GraphNotDurable", "RecordRefused", "run_graph"]
 
-MAX_CALLS = 100
-"""Calls into one graph per run: answers that keep leading to more interrupts end here."""
 RUN_MARK, CALL_MARK = "parley_run_id", "parley_call"
-"""The checkpoint metadata naming the run and the call that wrote a checkpoint."""
+"""The checkpoint metadata naming the run and the call (its step) that wrote a checkpoint."""
 log = Log("parley.langgraph")
 
 
@@ -53,28 +51,52 @@ def run_graph(
     `thread_id` (the graph's thread; the run's id by default) keys its checkpoints. The graph needs
     a durable checkpointer (`SqliteSaver` in `run.data_dir`, say); an in-memory one is refused
     (`GraphNotDurable`) unless `allow_memory` (tests only: a crash then loses the graph's progress).
+    Raises `TooManyRounds` when the graph still interrupts after `MAX_ROUNDS` rounds of answers.
     """
     saver = durable_checkpointer(graph, allow_memory=allow_memory)
     thread = thread_id or run.run_id
-    prefix = f"langgraph:{_short(thread)}"
-    config = {"configurable": {"thread_id": thread}}
-    said = log.bind(run_id=run.run_id, thread_id=thread)
-    given: Any = input
-    for n in range(MAX_CALLS):
-        key = f"{prefix}:{n}"
-        marked = {**config, "metadata": {RUN_MARK: run.run_id, CALL_MARK: n}}
-        outcome = run.step(key, lambda: _call(graph, saver, marked, given, said.bind(call=n)))  # noqa: B023 (called at once)
+    driven = _Graph(run, graph, saver, input, thread)
+    name = f"langgraph:{_short(thread)}"
+    return drive(run, name, driven, what="the graph", earlier=Keys(name, first=0))  # calls counted from 0
+
+
+class _Graph:
+    """A compiled graph as the driver calls it: one `invoke` per call, its interrupts as pauses."""
+
+    def __init__(self, run: AgentRun, graph: Pregel, saver: BaseCheckpointSaver[Any], input: Any, thread: str) -> None:
+        self._run_id, self._graph, self._saver, self._input = run.run_id, graph, saver, input
+        self._config = {"configurable": {"thread_id": thread}}
+        self._said = log.bind(run_id=run.run_id, thread_id=thread)
+
+    def call(self, step: str, resume: Command[Any] | None) -> dict[str, Any]:
+        marked = {**self._config, "metadata": {RUN_MARK: self._run_id, CALL_MARK: step}}
+        given = self._input if resume is None else resume
+        return _call(self._graph, self._saver, marked, given, self._said.bind(step=step))
+
+    def pauses(self, step: str, outcome: dict[str, Any]) -> list[Pending] | None:
         if "interrupts" not in outcome:
-            try:
-                return decoded(saver, outcome)
-            except RecordRefused as exc:
-                said.error("graph output record refused", step=key, error=str(exc))
-                raise
-        pauses = [Pause.model_validate(p) for p in outcome["interrupts"]]
-        asked = {p.id: questions(p, f"{key}:{i}") for i, p in enumerate(pauses)}
-        answers = _ask(run, [q for qs in asked.values() for q in qs])
-        given = Command(resume={p.id: resume_value(p, asked[p.id], answers) for p in pauses})
-    raise GraphError(f"the graph was still interrupting after {MAX_CALLS} rounds of answers")
+            return None
+        return [Pending(q.key, q.request, q.context) for qs in _asked(outcome).values() for q in qs]
+
+    def resume(self, outcome: dict[str, Any], pending: list[Pending], replies: Replies) -> Command[Any]:
+        asked = _asked(outcome)
+        return Command(resume={p.id: resume_value(p, asked[p.id], replies) for p in _pauses(outcome)})
+
+    def output(self, step: str, outcome: dict[str, Any]) -> Any:
+        try:
+            return decoded(self._saver, outcome)
+        except RecordRefused as exc:
+            self._said.error("graph output record refused", step=step, error=str(exc))
+            raise
+
+
+def _pauses(outcome: dict[str, Any]) -> list[Pause]:
+    return [Pause.model_validate(p) for p in outcome["interrupts"]]
+
+
+def _asked(outcome: dict[str, Any]) -> dict[str, list[Question]]:
+    """Each interrupt's questions by its id, keyed `<n>` (`<n>.<m>` for a HITL request's actions)."""
+    return {p.id: questions(p, str(i)) for i, p in enumerate(_pauses(outcome))}
 
 
 def durable_checkpointer(graph: Pregel, *, allow_memory: bool = False) -> BaseCheckpointSaver[Any]:
@@ -128,21 +150,6 @@ def _outcome(saver: BaseCheckpointSaver[Any], out: GraphOutput[Any]) -> dict[str
         planned = [plan(i.id, i.value, getattr(i, "response_schema", None)) for i in out.interrupts]
         return {"interrupts": [p.model_dump(mode="json") for p in planned]}
     return recorded(saver, out.value)  # messages, models: as the checkpointer stores them
-
-
-def _ask(run: AgentRun, asked: list[Question]) -> dict[str, Answers | Decision]:
-    """Ask every question at once (one park, one resume); approvals come back as `Decision`s."""
-    if len(asked) == 1:
-        q = asked[0]
-        if q.request.approval is not None:
-            approval = q.request.approval
-            decision = run.approve(
-                approval.action, approval.args, editable=approval.editable, key=q.key, reason=q.request.reason
-            )
-            return {q.key: decision}
-        return {q.key: run.ask(q.request, key=q.key, context=q.context)}
-    got = run.ask_all({q.key: q.request for q in asked}, {q.key: q.context for q in asked if q.context is not None})
-    return {q.key: decision_of(q.request, got[q.key]) if q.request.approval is not None else got[q.key] for q in asked}
 
 
 def _short(thread: str) -> str:

@@ -1,16 +1,18 @@
 """`run_agent`: an OpenAI Agents SDK agent run as a Parley agent, its tool approvals asked through Parley.
 
-Each `Runner.run` is a `run.step` (`oa:<n>`) that records the final output, the pending
-interruptions and, when there are any, the SDK's `RunState` as JSON. A replay after an answer
-reads those records back, so no model call and no tool runs again. Each interruption (a tool
-made with `needs_approval`) becomes `run.approve(tool_name, arguments)`, not editable: the SDK
-approves a call as the model made it and cannot change its arguments. Several interruptions at
-once are one `run.ask_all` of approvals, so the run parks once and resumes once.
+It runs on the framework driver (`workers.integrations.driver`). Each `Runner.run` is a driver
+step (`oa:<n>`) that records the final output, the pending interruptions and, when there are any,
+the SDK's `RunState` as JSON. A replay after an answer reads those records back, so no model call
+and no tool runs again. Each interruption (a tool made with `needs_approval`) becomes an approval
+of `tool_name` with its arguments, not editable: the SDK approves a call as the model made it and
+cannot change its arguments. One interruption is `run.approve`, several one `run.ask_all` under
+`oa:<n>:<call id>`, so the run parks once and resumes once.
 
 The answers go back through the SDK's own resume: `state.approve(item)`, or `state.reject(item,
 rejection_message=...)`, whose message (saying a person rejected the call, and their reason) is
 the tool result the model reads. `Runner.run(agent, state)` then goes on, recorded as the next
-step, until the agent ends without interruptions.
+step, until the agent ends without interruptions. `max_turns` bounds each `Runner.run`; the
+driver's `MAX_ROUNDS` bounds the rounds of approvals, as for every framework.
 
 The SDK is async; `run_agent` is called from an agent, on a worker thread with no event loop, so
 it runs every SDK call on one event loop of its own (on a thread of its own if the caller's
@@ -23,7 +25,6 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any, TypeVar
 
 from agents import Agent, RunConfig, Runner, RunResult, RunState, TResponseInputItem
@@ -33,13 +34,14 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from workers.agent_run import AgentRun
 from workers.exceptions import AgentError, NotSerializable
+from workers.integrations.driver import Pending, Replies, Reply, drive
 from workers.interaction import Decision
-from workers.interaction.approval import approval_request, decision_of
+from workers.interaction.approval import approval_request
 from workers.logs import Log
 
 T = TypeVar("T")
-STEP = "oa:"
-"""The prefix of the steps `run_agent` records: `oa:1` is the first `Runner.run`, `oa:2` the first resume."""
+STEP = "oa"
+"""The driver's name for `run_agent`'s steps: `oa:1` is the first `Runner.run`, `oa:2` the first resume."""
 USAGE_STEP = "oa-usage"
 USAGE_EVENT = "llm usage"
 REJECTED = "A person rejected this call of {tool}, so it did not run."
@@ -61,7 +63,8 @@ def run_agent(
 
     Returns the agent's `final_output` as recorded, in JSON form: a str as is, a structured
     output as its JSON (a pydantic model becomes a dict), the same on every replay.
-    `max_turns` bounds the model calls of each `Runner.run` (the first and each resume).
+    `max_turns` bounds the model calls of each `Runner.run` (the first and each resume), and
+    the driver's `MAX_ROUNDS` the rounds of approvals (`TooManyRounds` past it).
     `key_prefix` keeps the steps and ask keys of two `run_agent` calls in one agent apart.
     `run_config` is passed to every `Runner.run`; the default one turns the SDK's tracing off.
     `request_options` (`assignees`, `expires_in`, ...) go to every approval's `Request`.
@@ -69,39 +72,63 @@ def run_agent(
     guardrail tripped, a model reply it cannot use.
     """
     config = run_config or RunConfig(tracing_disabled=True)
-    said = log.bind(run_id=run.run_id)
     with _EventLoop() as loop:
-        n = 1
-        record: dict[str, Any] = run.step(
-            f"{key_prefix}{STEP}{n}", lambda: loop.run(lambda: _first(agent, input, max_turns, config))
-        )
-        while record["interruptions"]:
-            pending: list[dict[str, Any]] = record["interruptions"]
-            said.info("approvals needed", step=n, tools=[p["tool"] for p in pending])
-            decisions = _decide(run, pending, f"{key_prefix}{STEP}{n}", request_options)
-            state: dict[str, Any] = record["state"]
-            n += 1
-            resume = partial(_resume, agent, state, decisions, max_turns, config)
-            record = run.step(f"{key_prefix}{STEP}{n}", partial(loop.run, resume))
+        runner = _Runner(run, agent, input, max_turns, config, request_options, loop)
+        record: dict[str, Any] = drive(run, f"{key_prefix}{STEP}", runner, what="the OpenAI Agents SDK agent")
     usage: dict[str, int] = record["usage"]
     run.step(f"{key_prefix}{USAGE_STEP}", lambda: run.history(USAGE_EVENT, agent=agent.name, **usage))
     return record["output"]
 
 
-def _decide(
-    run: AgentRun, pending: list[dict[str, Any]], key: str, options: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """Ask for every pending approval at once; each one's decision as JSON, by its call id."""
-    keys = {p["call_id"]: f"{key}:{p['call_id']}" for p in pending}
-    if len(pending) == 1:
-        [only] = pending
-        decision = run.approve(only["tool"], only["args"], editable=False, key=keys[only["call_id"]], **options)
-        return {only["call_id"]: decision.model_dump(mode="json")}
-    requests = {keys[p["call_id"]]: approval_request(p["tool"], p["args"], editable=False, **options) for p in pending}
-    answers = run.ask_all(requests, context={keys[p["call_id"]]: p["args"] for p in pending})
-    return {
-        call: decision_of(requests[k], answers[k]).model_dump(mode="json") for call, k in keys.items() if k in answers
-    }
+Resume = tuple[dict[str, Any], dict[str, dict[str, Any]]]
+"""What a resume starts from: the recorded `RunState` as JSON, and each decision as JSON by call id."""
+
+
+class _Runner:
+    """An SDK agent as the driver calls it: one `Runner.run` per call, its interruptions as pauses."""
+
+    def __init__(
+        self,
+        run: AgentRun,
+        agent: Agent[Any],
+        input: str | list[TResponseInputItem],
+        max_turns: int,
+        config: RunConfig,
+        options: dict[str, Any],
+        loop: _EventLoop,
+    ) -> None:
+        self._agent, self._input, self._max_turns, self._config = agent, input, max_turns, config
+        self._options, self._loop = options, loop
+        self._said = log.bind(run_id=run.run_id)
+
+    def call(self, step: str, resume: Resume | None) -> dict[str, Any]:
+        agent, turns, config = self._agent, self._max_turns, self._config
+        if resume is None:
+            return self._loop.run(lambda: _first(agent, self._input, turns, config))
+        return self._loop.run(lambda: _resume(agent, resume[0], resume[1], turns, config))
+
+    def pauses(self, step: str, outcome: dict[str, Any]) -> list[Pending] | None:
+        pending: list[dict[str, Any]] = outcome["interruptions"]
+        if not pending:
+            return None
+        self._said.info("approvals needed", step=step, tools=[p["tool"] for p in pending])
+        return [
+            Pending(p["call_id"], approval_request(p["tool"], p["args"], editable=False, **self._options), p["args"])
+            for p in pending
+        ]
+
+    def resume(self, outcome: dict[str, Any], pending: list[Pending], replies: Replies) -> Resume:
+        decisions = {p.id: _decision(replies[p.id]).model_dump(mode="json") for p in pending}
+        return outcome["state"], decisions
+
+    def output(self, step: str, outcome: dict[str, Any]) -> dict[str, Any]:
+        return outcome
+
+
+def _decision(reply: Reply) -> Decision:
+    if not isinstance(reply, Decision):
+        raise AgentError("an approval came back without a decision")
+    return reply
 
 
 async def _first(
@@ -117,7 +144,10 @@ async def _resume(
     max_turns: int,
     config: RunConfig,
 ) -> dict[str, Any]:
-    """Restore the recorded `RunState`, apply each decision to its interruption, and run on."""
+    """Restore the recorded `RunState`, apply each decision to its interruption, and run on.
+
+    The SDK counts turns across resumes; the state is given `max_turns` more, so the bound is per call."""
+    state_json = {**state_json, "max_turns": state_json.get("current_turn", 0) + max_turns}
     state: RunState[Any, Agent[Any]] = await _sdk(RunState.from_json(agent, state_json))
     for n, item in enumerate(state.get_interruptions()):
         call = _call_id(item, n)

@@ -1,18 +1,20 @@
-"""Pydantic AI agents on Parley: deferred tool calls become one `ask_all`, and the answers resume the agent.
+"""Pydantic AI agents on Parley: deferred tool calls are a round of questions, the answers resume the agent.
 
-`run_agent(run, agent, prompt)` runs the agent with `DeferredToolRequests` among its output types.
-Each run of the agent, up to an output or to deferred tool calls, is one `run.step` holding the
-message history (`ModelMessagesTypeAdapter`), so a replay after an answer repeats no model call and
-no tool. Inside such a run every model response and every tool result is a step of its own too: a
-worker that dies halfway through one repeats neither when the run is taken over.
+`run_agent(run, agent, prompt)` runs the agent with `DeferredToolRequests` among its output types,
+on the framework driver (`workers.integrations.driver`). Each run of the agent, up to an output or
+to deferred tool calls, is one driver step (`pydantic_ai:<n>`) holding the message history
+(`ModelMessagesTypeAdapter`), so a replay after an answer repeats no model call and no tool.
+Inside such a run every model response and every tool result is a step of its own too
+(`<step>:model:<n>`, `<step>:tool:<call id>`, read back with `run.recorded`): a worker that dies
+halfway through one repeats neither when the run is taken over.
 
-Deferred calls are asked all at once, so the run parks once and resumes once:
-- a call needing approval is `run.approve`'s request: the tool's JSON schema types the editable
-  args, and its `EDITABLE` metadata may name the only ones. An approval goes back as
-  `ToolApproved`, with `override_args` when edited, and a rejection as `ToolDenied` carrying the
-  reason, which the model reads;
-- an external call is a form the model fills in and a person completes: the tool's parameters are
-  the items, the model's args their defaults, and the answers the tool's result.
+This module keeps the two translations. Deferred calls become pending questions, asked at once:
+- a call needing approval (`approve.<n>`) is `run.approve`'s request: the tool's JSON schema
+  types the editable args, and its `EDITABLE` metadata may name the only ones. An approval goes
+  back as `ToolApproved`, with `override_args` when edited, and a rejection as `ToolDenied`
+  carrying the reason, which the model reads;
+- an external call (`call.<n>`) is a form the model fills in and a person completes: the tool's
+  parameters are the items, the model's args their defaults, and the answers the tool's result.
 
 A model that refuses the request (a bad key, an unknown model) or an agent set up wrong fails the
 run at once (`AgentError`); a network failure or a 5xx is an ordinary error, so the run is retried.
@@ -23,7 +25,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from contextlib import suppress
-from functools import partial, reduce
+from functools import reduce
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -31,23 +33,22 @@ from pydantic.errors import PydanticSchemaGenerationError
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelHTTPError, UserError
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionToolset
 from pydantic_core import to_jsonable_python
 
-from workers.agent_run import AgentRun
-from workers.exceptions import AgentError, ParleyError
-from workers.interaction import Item, ItemType, Request
-from workers.interaction.approval import approval_request, decision_of
+from workers.agent_run import ABSENT, AgentRun
+from workers.exceptions import AgentError
+from workers.integrations.driver import Keys, Pending, Replies, drive
+from workers.interaction import Decision, Item, ItemType, Request
+from workers.interaction.approval import approval_request
 from workers.interaction.schema_items import readable, schema_items
 from workers.llm import LLMConfig, llm_config_from_env
 from workers.logs import Log, redacted
 
-MAX_RESUMES = 20
-"""Times one `run_agent` resumes the agent after answers before it fails the run."""
 ANSWER_ID = "answer"
 """The one item of an external call whose parameters no item can ask for."""
 NO_REASON = "A person rejected this call and gave no reason."
@@ -60,22 +61,6 @@ _RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 _DEFERRED: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 
 
-class _Absent(ParleyError):
-    """Raised inside `run.step` to read a step without running anything: nothing is recorded."""
-
-
-def _recorded(run: AgentRun, key: str) -> Any:
-    """The value step `key` recorded, or None when it has not run."""
-
-    def absent() -> Any:
-        raise _Absent
-
-    try:
-        return run.step(key, absent)
-    except _Absent:
-        return None
-
-
 class _Journal(AbstractCapability[Any]):
     """Records each model response and tool result of one agent run as a step, and replays them."""
 
@@ -84,9 +69,9 @@ class _Journal(AbstractCapability[Any]):
 
     async def wrap_model_request(self, ctx: RunContext[Any], *, request_context: Any, handler: Any) -> ModelResponse:
         self._requests += 1
-        key = f"{self._prefix}.model.{self._requests}"
-        recorded = _recorded(self._run, key)
-        if recorded is not None:
+        key = f"{self._prefix}:model:{self._requests}"
+        recorded = self._run.recorded(key)
+        if recorded is not ABSENT:
             return _RESPONSE.validate_python(recorded)
         response: ModelResponse = await handler(request_context)
         self._run.step(key, lambda: _RESPONSE.dump_python(response, mode="json"))
@@ -95,9 +80,9 @@ class _Journal(AbstractCapability[Any]):
     async def wrap_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, handler: Any
     ) -> Any:
-        key = f"{self._prefix}.tool.{call.tool_call_id}"
-        recorded = _recorded(self._run, key)
-        if recorded is not None:
+        key = f"{self._prefix}:tool:{call.tool_call_id}"
+        recorded = self._run.recorded(key)
+        if recorded is not ABSENT:
             return recorded["result"]
         result = await handler(args)
         self._run.step(key, lambda: {"result": to_jsonable_python(result)})
@@ -155,77 +140,96 @@ def _call_request(call: ToolCallPart, tool: ToolDefinition | None) -> Request:
     return Request(reason=description[:150], items=items)
 
 
-class _Asked:
-    """The questions for one set of deferred calls, each under its ask key, and how to read their answers."""
-
-    def __init__(self, prefix: str, deferred: DeferredToolRequests, tools: dict[str, ToolDefinition]) -> None:
-        self.requests: dict[str, Request] = {}
-        self.context: dict[str, Any] = {}
-        self._approvals: dict[str, str] = {}  # ask key -> tool call id
-        self._calls: dict[str, str] = {}
-        for n, call in enumerate(deferred.approvals, 1):
-            key, tool = f"{prefix}.approve.{n}", tools.get(call.tool_name)
-            schema = tool.parameters_json_schema if tool is not None else None
-            editable = (tool.metadata or {}).get(EDITABLE, True) if tool is not None else True
-            self.requests[key] = approval_request(call.tool_name, call.args_as_dict(), schema=schema, editable=editable)
-            self.context[key], self._approvals[key] = call.args_as_dict(), call.tool_call_id
-        for n, call in enumerate(deferred.calls, 1):
-            key = f"{prefix}.call.{n}"
-            self.requests[key] = _call_request(call, tools.get(call.tool_name))
-            self.context[key], self._calls[key] = call.args_as_dict(), call.tool_call_id
-
-    def results(self, answers: dict[str, dict[str, Any]]) -> DeferredToolResults:
-        """The answers as the results Pydantic AI resumes with."""
-        results = DeferredToolResults()
-        for key, call_id in self._approvals.items():
-            decision = decision_of(self.requests[key], answers[key])
-            if decision.approved:
-                results.approvals[call_id] = ToolApproved(override_args=decision.args if decision.edited else None)
-            else:
-                results.approvals[call_id] = ToolDenied(message=decision.reason or NO_REASON)
-        for key, call_id in self._calls.items():
-            results.calls[call_id] = answers[key]
-        return results
+def _pending(deferred: DeferredToolRequests, tools: dict[str, ToolDefinition]) -> list[Pending]:
+    """The deferred calls as pending questions: `approve.<n>` approvals, then `call.<n>` forms."""
+    pending: list[Pending] = []
+    for n, call in enumerate(deferred.approvals, 1):
+        tool = tools.get(call.tool_name)
+        schema = tool.parameters_json_schema if tool is not None else None
+        editable = (tool.metadata or {}).get(EDITABLE, True) if tool is not None else True
+        request = approval_request(call.tool_name, call.args_as_dict(), schema=schema, editable=editable)
+        pending.append(Pending(f"approve.{n}", request, call.args_as_dict()))
+    for n, call in enumerate(deferred.calls, 1):
+        pending.append(Pending(f"call.{n}", _call_request(call, tools.get(call.tool_name)), call.args_as_dict()))
+    return pending
 
 
-def _segment(
-    run: AgentRun,
-    agent: Agent[Any, Any],
-    prefix: str,
-    live: list[Any],
-    prompt: str,
-    history: list[Any] | None,
-    results: DeferredToolResults | None,
-    output_type: Any,
-    deps: Any,
-    model: Any = None,
-) -> dict[str, Any]:
-    """One run of the agent, up to an output or deferred calls, as the step records it; `live` gets the output."""
-    try:
-        result = agent.run_sync(
-            prompt if history is None else None,
-            output_type=output_type,
-            message_history=history,
-            deferred_tool_results=results,
-            deps=deps,
-            model=model,
-            capabilities=[_Journal(run, prefix)],
-        )
-    except UserError as exc:  # the agent is set up wrong: a retry cannot help
-        raise AgentError(f"the Pydantic AI agent cannot run: {exc}") from exc
-    except ModelHTTPError as exc:
-        if exc.status_code < 500 and exc.status_code not in _RETRYABLE:
-            why = _said(exc.body)
-            refused = f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})"
-            raise AgentError(f"{refused}: {why}" if why else refused) from exc
-        raise
-    live.append(result.output)
-    deferred = result.output if isinstance(result.output, DeferredToolRequests) else None
-    return {
-        "messages": ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json"),
-        "deferred": _DEFERRED.dump_python(deferred, mode="json") if deferred is not None else None,
-        "output": None if deferred is not None else to_jsonable_python(result.output),
-    }
+def _results(deferred: DeferredToolRequests, replies: Replies) -> DeferredToolResults:
+    """The replies as the results Pydantic AI resumes with, by tool call id."""
+    results = DeferredToolResults()
+    for n, call in enumerate(deferred.approvals, 1):
+        decision = replies[f"approve.{n}"]
+        assert isinstance(decision, Decision)  # the driver reads an approval back as one
+        if decision.approved:
+            results.approvals[call.tool_call_id] = ToolApproved(
+                override_args=decision.args if decision.edited else None
+            )
+        else:
+            results.approvals[call.tool_call_id] = ToolDenied(message=decision.reason or NO_REASON)
+    for n, call in enumerate(deferred.calls, 1):
+        results.calls[call.tool_call_id] = replies[f"call.{n}"]
+    return results
+
+
+Resume = tuple[list[ModelMessage], DeferredToolResults]
+"""What the agent resumes with: its message history and the deferred calls' results."""
+
+
+class _Agent:
+    """A Pydantic AI agent as the driver calls it: one run of it per call, deferred calls as pauses."""
+
+    def __init__(self, run: AgentRun, agent: Agent[Any, Any], prompt: str, deps: Any, model: Any) -> None:
+        self._run, self._agent, self._prompt, self._deps, self._model = run, agent, prompt, deps, model
+        types, declared = _output_types(agent)
+        self._output_type = None if declared else [*types, DeferredToolRequests]
+        self._tools = tool_definitions(agent)
+        self._live: dict[str, Any] = {}  # outputs of the calls this execution made, by step
+        self._log = Log("parley.pydantic_ai", run_id=run.run_id)
+
+    def call(self, step: str, resume: Resume | None) -> dict[str, Any]:
+        """One run of the agent, up to an output or deferred calls, as the step records it."""
+        history, results = resume if resume is not None else (None, None)
+        try:
+            result = self._agent.run_sync(
+                self._prompt if history is None else None,
+                output_type=self._output_type,
+                message_history=history,
+                deferred_tool_results=results,
+                deps=self._deps,
+                model=self._model,
+                capabilities=[_Journal(self._run, step)],
+            )
+        except UserError as exc:  # the agent is set up wrong: a retry cannot help
+            raise AgentError(f"the Pydantic AI agent cannot run: {exc}") from exc
+        except ModelHTTPError as exc:
+            if exc.status_code < 500 and exc.status_code not in _RETRYABLE:
+                why = _said(exc.body)
+                refused = f"the model refused the request (HTTP {exc.status_code}, model {exc.model_name})"
+                raise AgentError(f"{refused}: {why}" if why else refused) from exc
+            raise
+        self._live[step] = result.output
+        deferred = result.output if isinstance(result.output, DeferredToolRequests) else None
+        return {
+            "messages": ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json"),
+            "deferred": _DEFERRED.dump_python(deferred, mode="json") if deferred is not None else None,
+            "output": None if deferred is not None else to_jsonable_python(result.output),
+        }
+
+    def pauses(self, step: str, outcome: dict[str, Any]) -> list[Pending] | None:
+        if outcome["deferred"] is None:
+            self._log.info("agent finished", step=step, replayed=step not in self._live)
+            return None
+        deferred = _DEFERRED.validate_python(outcome["deferred"])
+        said = {"approvals": len(deferred.approvals), "calls": len(deferred.calls)}
+        self._log.info("agent deferred tool calls", step=step, **said)
+        return _pending(deferred, self._tools)
+
+    def resume(self, outcome: dict[str, Any], pending: list[Pending], replies: Replies) -> Resume:
+        history = ModelMessagesTypeAdapter.validate_python(outcome["messages"])
+        return history, _results(_DEFERRED.validate_python(outcome["deferred"]), replies)
+
+    def output(self, step: str, outcome: dict[str, Any]) -> Any:
+        return self._live[step] if step in self._live else _decoded(self._agent, outcome["output"])
 
 
 def _said(body: object) -> str:
@@ -249,24 +253,7 @@ def run_agent(
 
     `key` names the steps and questions: give each `run_agent` call of one agent run its own.
     `model` is the one to use when the agent names none (`parley_model()`: PARLEY_LLM_*).
+    Raises `TooManyRounds` when the agent still defers calls after `MAX_ROUNDS` rounds of answers.
     """
-    log = Log("parley.pydantic_ai", run_id=run.run_id)
-    types, declared = _output_types(agent)
-    output_type = None if declared else [*types, DeferredToolRequests]
-    tools = tool_definitions(agent)
-    history: list[Any] | None = None
-    results: DeferredToolResults | None = None
-    for n in range(1, MAX_RESUMES + 2):
-        prefix, live = f"{key}.{n}", list[Any]()
-        step = partial(_segment, run, agent, prefix, live, prompt, history, results, output_type, deps, model)
-        record = run.step(prefix, step)
-        if record["deferred"] is None:
-            log.info("agent finished", step=prefix, replayed=not live)
-            return live[0] if live else _decoded(agent, record["output"])
-        deferred = _DEFERRED.validate_python(record["deferred"])
-        asked = _Asked(prefix, deferred, tools)
-        log.info("agent deferred tool calls", step=prefix, approvals=len(deferred.approvals), calls=len(deferred.calls))
-        answers = run.ask_all(asked.requests, asked.context)
-        history = ModelMessagesTypeAdapter.validate_python(record["messages"])
-        results = asked.results(answers)
-    raise AgentError(f"the agent deferred tool calls {MAX_RESUMES + 1} times without an output; giving up")
+    driven = _Agent(run, agent, prompt, deps, model)
+    return drive(run, key, driven, what="the Pydantic AI agent", earlier=Keys(key, sep="."))  # `pydantic_ai.1`

@@ -57,6 +57,9 @@ STORED = {"stored": True}
 """The validation context of a request read back from the store: limits added since it was written do
 not make it unreadable (a question asked with a longer delay before `DELAY_MAX` still closes)."""
 _DELAY = Field(gt=0, description="seconds, at most 90 days", json_schema_extra={"maximum": DELAY_MAX})
+LAST_CALL_DEFAULT = 15 * 60
+"""The last call's lead, in seconds, for a question longer than `LAST_CALL_FROM` that names none."""
+LAST_CALL_FROM = 3600
 OTHER_SUFFIX = "__other"
 """The id suffix of a free-text item that follows a select and may stand in for its choice ("type your own")."""
 ASSIGNEE_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
@@ -243,6 +246,10 @@ class Request(_Strict):
     escalate_after: Annotated[int | None, _DELAY] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
+    last_call: Annotated[int | None, Field(ge=0, description="seconds before expiry; 0: none")] = None
+    """Seconds before expiry of a last reminder; None: 15 minutes when `expires_in` is over an hour."""
+    claim: bool = False
+    """A Claim button: the first person to click it is the only one who may answer, until released."""
     approval: Approval | None = None
     """Set when the request asks to approve an action (`run.approve`): hosts show its arguments."""
     form: Annotated[str | None, Field(max_length=300)] = None
@@ -261,6 +268,8 @@ class Request(_Strict):
             show_answers: bool = False,
             escalate_after: int | None = None,
             escalate_to: Sequence[str] = (),
+            last_call: int | None = None,
+            claim: bool = False,
             approval: Approval | None = None,
             form: str | None = None,
         ) -> None: ...
@@ -300,6 +309,32 @@ class Request(_Strict):
                 "or the question expires before it is escalated"
             )
         return self
+
+    @model_validator(mode="after")
+    def _last_call_before_expiry(self) -> Request:
+        """A last call needs an expiry to come before."""
+        if self.last_call and self.expires_in is None:
+            raise ValueError("last_call needs expires_in: it is a reminder that many seconds before expiry")
+        if self.last_call and self.expires_in is not None and self.last_call >= self.expires_in:
+            raise ValueError(f"last_call ({self.last_call}s) must be shorter than expires_in ({self.expires_in}s)")
+        return self
+
+    @model_validator(mode="after")
+    def _claim_needs_several(self, info: ValidationInfo) -> Request:
+        """Claim picks one among several who may answer; one person asked has nobody to race."""
+        if (info.context or {}).get("stored"):
+            return self
+        if self.claim and len(self.assignees) == 1 and not self.assignees[0].startswith("S"):
+            raise ValueError("claim is for a question put to a channel, a user group or several people")
+        return self
+
+    def last_call_lead(self) -> int | None:
+        """How long before expiry the last call comes, or None for no last call."""
+        if self.expires_in is None or self.last_call == 0:
+            return None
+        if self.last_call is not None:
+            return self.last_call
+        return LAST_CALL_DEFAULT if self.expires_in > LAST_CALL_FROM else None
 
     @model_validator(mode="after")
     def _approval_shape(self) -> Request:

@@ -118,7 +118,13 @@ class Interactor(Protocol):
         """Mark an answered question void: the facts it was answered on changed (`changes`); it is asked again."""
         ...
 
-    def remind(self, run: RunInfo, question: QuestionInfo) -> None: ...
+    def remind(self, run: RunInfo, question: QuestionInfo, *, last_call: bool = False) -> None:
+        """Remind the people asked; `last_call`: the question expires soon, say when."""
+        ...
+
+    def claimed(self, run: RunInfo, question: QuestionInfo, *, by: str, released: bool) -> None:
+        """Show that `by` claimed the question (`Request.claim`), or released it (`released`)."""
+        ...
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         """Show how far an `ask_each` question is on the message its people share (`progress.closed`: locked)."""

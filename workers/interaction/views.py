@@ -70,6 +70,24 @@ class QuestionInfo(Protocol):
     def asked_at(self) -> float: ...
 
     @property
+    def expires_at(self) -> float | None: ...
+
+    @property
+    def claimed_by(self) -> str:
+        """Who claimed the question (`Request.claim`); empty when nobody has."""
+        ...
+
+    @property
+    def standing_in(self) -> dict[str, list[dict[str, Any]]]:
+        """Delegates asked for people away: `{delegate: [{"user": …, "until": …}]}`."""
+        ...
+
+    @property
+    def claimed_from(self) -> list[str]:
+        """Who was asked before the claim: they may answer again once it is released."""
+        ...
+
+    @property
     def state(self) -> QuestionState: ...
 
     @property

@@ -15,8 +15,8 @@ ends, while the run's own sealed copy is still held, so there is no moment witho
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from workers.agent_run import AgentRun
 from workers.exceptions import AgentError
 from workers.interaction import SECRET_MASK
 from workers.registry import agent
@@ -25,10 +25,12 @@ from workers.store.questions import QuestionStore
 
 NAME = "question"
 KEY = "question"
+SECRETS_KEY = "question:secrets"
+"""The step that seals the secret answers for the asker; a replay finds it recorded."""
 
 
 @agent(NAME, description="A question asked through Parley's HTTP API", listed=False)
-def question(run: Any, text: str) -> str:
+def question(run: AgentRun, text: str) -> str:
     runtime = wiring.current()
     store = QuestionStore(runtime.redis)
     record = store.get(run.run_id)
@@ -38,9 +40,9 @@ def question(run: Any, text: str) -> str:
         by_person = run.ask_each(record.request, record.quorum, key=KEY, context=record.context)
         return json.dumps(by_person, ensure_ascii=False)
     answers = run.ask(record.request, key=KEY, context=record.context)
-    secret = {i.id: answers[i.id] for i in record.request.items if i.is_secret and isinstance(answers.get(i.id), str)}
+    secret = {i.id: v for i in record.request.items if i.is_secret and isinstance(v := answers.get(i.id), str)}
     box = runtime.store.box
     if secret and box is not None:  # run.ask refuses a secret item where there is no key
         retention = runtime.settings.retention
-        run.durable(lambda: store.keep_secrets(run.run_id, secret, box, retention), "keep the secret answers")
+        run.step(SECRETS_KEY, lambda: store.keep_secrets(run.run_id, secret, box, retention))
     return json.dumps({k: SECRET_MASK if k in secret else v for k, v in answers.items()}, ensure_ascii=False)

@@ -1,23 +1,24 @@
 """Arguments checked against a tool's JSON Schema (its `inputSchema`), as far as that is safe.
 
-The schema may come from anyone: an upstream MCP server, an API caller. So `pattern` and
-`patternProperties` are left out (no untrusted pattern is matched here; Parley's own items
-check text patterns), remote `$ref`s are never fetched, and a schema too deep to walk, or
-one that is not valid JSON Schema, is `SchemaUnusable` rather than half-used.
+The schema may come from anyone: an upstream MCP server, an API caller. So its patterns
+are matched by RE2, in linear time (`workers.json_schemas`). A pattern RE2 cannot compile
+(a backreference, a lookaround) is left out rather than refusing a real tool's whole schema.
+Remote `$ref`s are never fetched, and a schema too deep to walk, or one that is not valid
+JSON Schema, is `SchemaUnusable` rather than half-used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.validators import validator_for
 from referencing.exceptions import Unresolvable
 
 from workers.interaction import Answer, Request
 from workers.interaction.approval import decision_of
 from workers.interaction.exceptions import ParleyError
+from workers.interaction.patterns import problem
+from workers.json_schemas import linear_validator
 
 MAX_DEPTH = 64
 MAX_PROBLEMS = 5
@@ -32,7 +33,7 @@ class SchemaUnusable(ParleyError, ValueError):
 
 
 def _safe(node: Any, depth: int = 0) -> Any:
-    """`node` without the keywords that match patterns; `SchemaUnusable` past `MAX_DEPTH`."""
+    """`node` without the patterns RE2 cannot compile; `SchemaUnusable` past `MAX_DEPTH`."""
     if depth > MAX_DEPTH:
         raise SchemaUnusable(f"the schema is nested more than {MAX_DEPTH} levels deep")
     if isinstance(node, list):
@@ -40,8 +41,12 @@ def _safe(node: Any, depth: int = 0) -> Any:
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
+    given = node.get("patternProperties")
+    usable = isinstance(given, dict) and all(problem(p) is None for p in given)
     for key, value in node.items():
-        if key in ("pattern", "patternProperties"):
+        if key == "pattern" and (not isinstance(value, str) or problem(value) is not None):
+            continue
+        if key == "patternProperties" and not usable:
             continue
         if key in _VALUES:
             out[key] = value
@@ -49,8 +54,10 @@ def _safe(node: Any, depth: int = 0) -> Any:
             out[key] = {name: _safe(sub, depth + 1) for name, sub in value.items()}
         else:
             out[key] = _safe(value, depth + 1)
-    if "patternProperties" in node:  # without it, the properties it covered would count as additional
+    if "patternProperties" in node and not usable:  # else the properties it covered would count as additional
         out.pop("additionalProperties", None)
+        out.pop("unevaluatedProperties", None)
+    elif usable:  # jsonschema would evaluate these beside patternProperties with `re`
         out.pop("unevaluatedProperties", None)
     return out
 
@@ -82,14 +89,14 @@ def _where(path: Any) -> str:
 def problems(schema: dict[str, Any], arguments: Any) -> dict[str, str]:
     """Each argument that `schema` refuses, by its dotted path ("" for the whole), with why."""
     try:
-        safe = _safe(schema)
-        cls = validator_for(safe, default=Draft202012Validator)
-        cls.check_schema(safe)
-        found = sorted(cls(safe).iter_errors(arguments), key=lambda e: (len(e.absolute_path), _where(e.absolute_path)))
+        validator = linear_validator(_safe(schema))
+        found = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), _where(e.absolute_path)))
     except SchemaError as exc:
         raise SchemaUnusable(f"the schema is not valid JSON Schema: {exc.message[:MESSAGE_MAX]}") from None
     except Unresolvable as exc:
         raise SchemaUnusable(f"the schema has a $ref that cannot be followed: {exc}") from None
+    except ValueError as exc:  # a pattern `_safe` kept that RE2 still refuses: not expected
+        raise SchemaUnusable(f"the schema's patterns cannot be matched: {exc}") from None
     except RecursionError:
         raise SchemaUnusable("the schema refers to itself without end") from None
     out: dict[str, str] = {}

@@ -196,17 +196,20 @@ def _fields(
     run: Execution, key: str, attempts: list[str], request: Request, shown: str, voided: list[ContextChange] | None
 ) -> dict[str, str]:
     record = run.record
+    team, now = str(record.conversation.get("team", "")), time.time()
+    asked = run._rt.store.away.stand_ins(team, list(request.assignees), now)  # delegates of people away
     fields = interrupt_fields(
         attempts[-1],
         record.id,
-        str(record.conversation.get("team", "")),
+        team,
         key,
         len(attempts),
         request,
-        list(request.assignees),
-        time.time(),
+        asked.people,
+        now,
         context=shown,
         changes=voided,
+        standing_in=asked.standing_in,
     )
     if record.conversation.get("enterprise"):
         fields["enterprise"] = str(record.conversation["enterprise"])
@@ -339,12 +342,16 @@ def ask_each(
     run._asks += 1
     key = key or f"#{run._asks}"
     people = _people(run, key, list(request.assignees))
-    request = request.model_copy(update={"assignees": people})
     if len(people) > MAX_AT_ONCE:
         raise AgentError(f"ask_each asks at most {MAX_AT_ONCE} people, got {len(people)}")
     need = len(people) if quorum is None else quorum
     if isinstance(need, bool) or not isinstance(need, int) or not 1 <= need <= len(people):
         raise AgentError(f"quorum must be a whole number from 1 to {len(people)} (the people asked), got {quorum!r}")
+    # Someone away is asked through their delegate, once: a delegate asked anyway answers once,
+    # so the quorum counts them once and can need no more people than are asked.
+    people = _present(run, key, people)
+    need = min(need, len(people))
+    request = request.model_copy(update={"assignees": people})
     bound = canonical(context) if context is not None else ""
     shown = as_given(context) if context is not None else ""
     store = run._rt.store
@@ -457,6 +464,12 @@ def _no_secret(request: Request, key: str) -> None:
     would keep their answers in the clear, so they are refused before anything is recorded."""
     if request.has_secret:
         raise AgentError(f"question {key!r} has a secret item: ask secrets one at a time with run.ask")
+
+
+def _present(run: Execution, key: str, people: list[str]) -> list[str]:
+    """`people` with each one away replaced by their delegate, each once; journalled for replays."""
+    team = str(run.record.conversation.get("team", ""))
+    return list(run.step(names.people(key) + ":away", lambda: run._rt.store.away.stand_ins(team, people).people))
 
 
 def _people(run: Execution, key: str, ids: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from workers.logs import Log
 from workers.runtime.group_close import progress_of
+from workers.runtime.host import EndsSession
 from workers.runtime.queues import enqueue_cancelled
 from workers.runtime.wiring import Runtime
 from workers.store import ids, job_ids
@@ -34,6 +35,8 @@ def show_cancelled(runtime: Runtime, run_id: str) -> None:
         log.info("no cancel to show", run_id=run_id, status=run.status.value if run else "gone")
         return
     host = runtime.hosts.for_run(run)
+    if isinstance(host, EndsSession):
+        host.run_cancelled(run)
     group = store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
     if group is not None:
         members = store.groups.members(group)

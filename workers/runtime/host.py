@@ -8,7 +8,7 @@ port's own names, kept here for the runtime's imports.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from workers.interaction import (
     ContextChange,
@@ -25,9 +25,33 @@ from workers.logs import Log
 
 Host = Interactor
 
-__all__ = ["Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgress"]
+__all__ = ["EndsSession", "Host", "InteractorRouter", "LogHost", "PausingRun", "QuestionProgress", "ShowsPlan"]
 
 log = Log("parley.host")
+
+
+@runtime_checkable
+class EndsSession(Protocol):
+    """A host that shows a run as a live session (Slack's agent sessions) and ends it on a cancel.
+
+    Optional beside `Interactor`: a cancel of a running run closes no question, so the
+    session would otherwise be left "processing".
+    """
+
+    def run_cancelled(self, run: RunInfo) -> None: ...
+
+
+@runtime_checkable
+class ShowsPlan(Protocol):
+    """A host that draws a live plan of the run (Slack's `plan` block); optional beside `Interactor`.
+
+    `plan_named` gives the steps an agent named ahead (`run.plan`). `plan_step` tells that step
+    `key` is `in_progress`, `complete` or raised (`error`); a replayed step is not told again.
+    """
+
+    def plan_named(self, run: RunInfo, steps: list[str]) -> None: ...
+
+    def plan_step(self, run: RunInfo, key: str, status: str) -> None: ...
 
 
 def _about(run: RunInfo, question_id: str | None) -> dict[str, Any]:
@@ -68,8 +92,11 @@ class LogHost:
             fields=fields,
         )
 
-    def remind(self, run: RunInfo, question: QuestionInfo) -> None:
-        log.info("reminder", **_about(run, question.id), assignees=question.assignees)
+    def remind(self, run: RunInfo, question: QuestionInfo, *, last_call: bool = False) -> None:
+        log.info("reminder", **_about(run, question.id), assignees=question.assignees, last_call=last_call)
+
+    def claimed(self, run: RunInfo, question: QuestionInfo, *, by: str, released: bool) -> None:
+        log.info("released" if released else "claimed", **_about(run, question.id), by=by)
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         log.info("question progress", **run.log_context(), group=group.id, progress=progress.summary)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from workers import metrics
+from workers.agent_run import ABSENT
 from workers.exceptions import AgentError, NotSerializable, SecretKeyMissing, StaleEpoch, Suspend
 from workers.interaction import (
     AnswerValue,
@@ -34,6 +35,7 @@ from workers.runtime import ask_group
 from workers.runtime.attempts import AttemptWalk
 from workers.runtime.host import Host, QuestionProgress
 from workers.runtime.lease import LeaseKeeper
+from workers.runtime.plan import PlanSteps
 from workers.runtime.wiring import Runtime
 from workers.store import ids
 from workers.store import journal_names as names
@@ -45,7 +47,7 @@ M = TypeVar("M", bound=BaseModel)
 log = Log("parley.run")
 
 
-class Run:
+class Run(PlanSteps):
     """One execution of one run, bound to the epoch its worker claimed."""
 
     def __init__(
@@ -193,6 +195,8 @@ class Run:
         """Record who may answer the current question (user groups resolved), before it is posted."""
         if self._interrupt is not None:
             iid = self._interrupt.id
+            team = str(self.conversation.get("team", ""))
+            assignees = self.read(lambda: self._rt.store.away.stand_ins(team, assignees).people, "read who is away")
             self.durable(
                 lambda: self._rt.store.people.resolve(iid, assignees, groups, escalate_to), "record who is asked"
             )
@@ -226,7 +230,7 @@ class Run:
         recorded = self._recorded(field)
         if recorded is not None:
             return recorded["v"]
-        result = fn()
+        result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
         try:
             json.dumps(result)
         except (TypeError, ValueError) as exc:
@@ -323,7 +327,8 @@ class Run:
             if interrupt.state is InterruptState.CANCELLED:
                 raise StaleEpoch(self.run_id, self._epoch)
             return self._solicit(interrupt, opened_earlier=True)
-        if not request.assignees and not self.conversation.get("anyone"):  # "anyone": open to the whole channel
+        anyone = self.conversation.get("anyone") or request.claim  # open to the whole channel; a claim picks one
+        if not request.assignees and not anyone:
             request = request.model_copy(update={"assignees": [self.started_by]})
         attempts, voided = [*walk.attempts, ids.new_question_id()], walk.voided
         assignees = list(request.assignees)
@@ -535,3 +540,8 @@ class Run:
         self.durable(lambda: self._rt.store.park(self.run_id, self._epoch, parked), "park")
         self.log.info("paused", key=interrupt.key, attempt=interrupt.attempt, assignees=interrupt.assignees)
         raise Suspend(self.run_id, interrupt.id)
+
+    def recorded(self, key: str) -> Any:
+        """What step `key` recorded, or `ABSENT` before it has run: a read that runs and records nothing."""
+        entry = self._recorded(names.step(key))
+        return ABSENT if entry is None else entry["v"]

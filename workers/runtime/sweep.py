@@ -88,8 +88,11 @@ def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
         if interrupt is None or interrupt.state is not InterruptState.OPEN:
             continue
         run = store.get(interrupt.run_id)
-        runtime.hosts.for_run(run).remind(run, interrupt)
-        store.add_history(run.id, "reminded", "parley", interrupt_id=iid)
+        last_call = interrupt.last_call_at is not None and now >= interrupt.last_call_at
+        runtime.hosts.for_run(run).remind(run, interrupt, last_call=last_call)
+        store.add_history(run.id, "reminded", "parley", interrupt_id=iid, **({"last_call": True} if last_call else {}))
+        if not last_call and interrupt.last_call_at is not None:
+            store.schedule_reminder(iid, interrupt.last_call_at)
         report.reminded.append(iid)
 
 

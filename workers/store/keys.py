@@ -223,6 +223,36 @@ def gateway_standing(session_digest: str, tool_digest: str) -> str:
     return f"{PREFIX}gateway:standing:{session_digest}:{tool_digest}"
 
 
+def reply_proposal(proposal_id: str) -> str:
+    """Hash: answers a model read from a thread reply, until the replier confirms them (with a TTL)."""
+    return f"{PREFIX}proposal:{proposal_id}"
+
+
+def away(team: str, user: str) -> str:
+    """Hash: a person away until a time, and whom their questions go to meanwhile (expires then)."""
+    return f"{PREFIX}away:{team}:{user}"
+
+
+def away_index(team: str) -> str:
+    """Sorted set: the people of a workspace who are away, scored by when they are back."""
+    return f"{PREFIX}idx:away:{team}"
+
+
+def surface_off(team: str, method: str) -> str:
+    """String: Slack's refusal of an agent surface `method` in workspace `team`; expires in a day."""
+    return f"{PREFIX}slack-surface-off:{team or '-'}:{method}"
+
+
+def session_status(run_id: str) -> str:
+    """String: the last status of the run's Slack agent session; expires with the longest question."""
+    return f"{PREFIX}run:{run_id}:session"
+
+
+def plan(run_id: str) -> str:
+    """String: JSON of the run's live plan in Slack (its tasks, its message); expires like the session's."""
+    return f"{PREFIX}run:{run_id}:plan"
+
+
 # ---- signed decision receipts (workers/receipts/) ------------------------------------------
 def receipts_pending() -> str:
     """Sorted set: closed question ids whose receipt is not written yet, scored by when they closed."""

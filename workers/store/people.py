@@ -7,9 +7,10 @@ and reassignment) its history entry in the same step:
 
 - `resolve`: the host records the members of the user groups among the assignees, and the
   people escalation will add, before the question is posted (state `posting` only);
-- `escalate`: the sweep adds the escalation people once `escalate_at` has passed;
+- `escalate`: the sweep adds the escalation people once `escalate_at` has passed, unless
+  someone claimed the question (`workers.store.claims`): a claim counts as taking it up;
 - `reassign`: an assignee hands their place to another person, or an admin hands the whole
-  question over;
+  question over (a claim moves with it);
 - `first_notice`: whether a person is told of a question for the first time (the DM dedupe).
 
 Everything works per interrupt, so it applies to each question of a run however many are open.
@@ -53,7 +54,7 @@ if #h == 0 then redis.call('ZREM', KEYS[2], ARGV[1]); return {0, 'unknown'} end
 local q = {}
 for i = 1, #h, 2 do q[h[i]] = h[i + 1] end
 if q.state == 'posting' then return {0, 'posting'} end
-if q.state ~= 'open' or (q.escalated_at or '') ~= '' or (q.escalate_at or '') == '' then
+if q.state ~= 'open' or (q.escalated_at or '') ~= '' or (q.escalate_at or '') == '' or (q.claimed_by or '') ~= '' then
   redis.call('ZREM', KEYS[2], ARGV[1]); return {0, q.state}
 end
 if tonumber(ARGV[2]) < tonumber(q.escalate_at) then return {0, 'not_due'} end
@@ -101,6 +102,7 @@ redis.call('ZADD', ARGV[6] .. ARGV[3], q.asked_at, ARGV[1])
 local handoffs = cjson.decode(q.handoffs or '[]')
 handoffs[#handoffs + 1] = {by = ARGV[2], from = removed, to = ARGV[3], at = tonumber(ARGV[5])}
 redis.call('HSET', KEYS[1], 'assignees', cjson.encode(kept), 'handoffs', cjson.encode(handoffs))
+if (q.claimed_by or '') ~= '' and has(removed, q.claimed_by) then redis.call('HSET', KEYS[1], 'claimed_by', ARGV[3]) end
 local entry = cjson.encode({at = tonumber(ARGV[5]), event = 'reassigned', by = ARGV[2], detail = {
   interrupt_id = ARGV[1], key = q.key, attempt = tonumber(q.attempt), from = removed, to = ARGV[3]}})
 redis.call('RPUSH', KEYS[2], entry)
@@ -153,7 +155,7 @@ class PeopleStore:
             keys=[keys.interrupt(interrupt_id), keys.escalate_index(), keys.history(run_id)],
             args=[interrupt_id, repr(now), keys.waiting_index("")],
         )
-        return _change(res)
+        return change_of(res)
 
     def reassign(self, interrupt_id: str, run_id: str, by: str, to: str, *, whole: bool) -> Change:
         """Hand `by`'s place (or, `whole`, everyone's) on open question `interrupt_id` to `to`."""
@@ -161,7 +163,7 @@ class PeopleStore:
             keys=[keys.interrupt(interrupt_id), keys.history(run_id)],
             args=[interrupt_id, by, to, "1" if whole else "0", repr(time.time()), keys.waiting_index("")],
         )
-        return _change(res)
+        return change_of(res)
 
     def first_notice(self, interrupt_id: str, user: str) -> bool:
         """True the first time `user` is to be told of `interrupt_id` (one DM per person per question)."""
@@ -172,7 +174,8 @@ def _s(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _change(res: list[object]) -> Change:
+def change_of(res: list[object]) -> Change:
+    """A script's `{1, people json}` or `{0, why}` as a `Change`."""
     if int(str(res[0])) == 1:
         return Change(True, people=tuple(json.loads(_s(res[1]))))
     return Change(False, reason=_s(res[1]))

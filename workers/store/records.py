@@ -171,6 +171,7 @@ class InterruptRecord(_Record):
     asked_at: float
     expires_at: float | None = None
     remind_at: float | None = None
+    last_call_at: float | None = None  # the last reminder, a lead before `expires_at` (`Request.last_call`)
     state: InterruptState
     answers: list[Answer] = Field(default_factory=list)
     answered_by: str = ""
@@ -191,6 +192,10 @@ class InterruptRecord(_Record):
     escalate_to: list[str] = Field(default_factory=list)  # people added at `escalate_at`
     escalated_at: float | None = None
     handoffs: list[dict[str, Any]] = Field(default_factory=list)  # reassignments: by, from, to, at
+    claimed_by: str = ""  # who claimed it (`Request.claim`): the only one who may answer until released
+    claimed_at: float | None = None
+    claimed_from: list[str] = Field(default_factory=list)  # the assignees before the claim, put back on release
+    standing_in: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)  # delegate -> [{user, until}] away
     declined: bool = False  # cancelled by a person asked, who declined to answer (`workers.runtime.decline`)
 
     @classmethod
@@ -213,6 +218,8 @@ _JSON_FIELDS: dict[str, Any] = {
     "groups": {},
     "escalate_to": [],
     "handoffs": [],
+    "claimed_from": [],
+    "standing_in": {},
 }
 
 

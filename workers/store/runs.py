@@ -16,9 +16,12 @@ from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.context import canonical, digest
 from workers.logs import Log
 from workers.store import ids, job_ids, journal_names, keys, scripts
+from workers.store.away import AwayStore
+from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
+from workers.store.proposals import ProposalStore
 from workers.store.records import (
     CloseMode,
     HistoryEntry,
@@ -91,6 +94,9 @@ class RunStore:
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
+        self.claims = ClaimStore(redis)  # one person takes a question put to many (`Request.claim`)
+        self.away = AwayStore(redis)  # who is away, and whose questions go to whom meanwhile
+        self.proposals = ProposalStore(redis)  # answers a model read from a reply, until the replier confirms
         self.starts = StartStore(redis)  # how fast runs may be started from Slack
 
     # ---- creation and reads -------------------------------------------------
@@ -224,8 +230,20 @@ class RunStore:
         """
         iid = attempts[-1]
         team = str(run.conversation.get("team", ""))
+        now = time.time()
+        asked = self.away.stand_ins(team, assignees, now)  # people away: their delegates are asked
         fields = interrupt_fields(
-            iid, run.id, team, key, len(attempts), request, assignees, time.time(), context=context, changes=changes
+            iid,
+            run.id,
+            team,
+            key,
+            len(attempts),
+            request,
+            asked.people,
+            now,
+            context=context,
+            changes=changes,
+            standing_in=asked.standing_in,
         )
         if run.conversation.get("enterprise"):
             fields["enterprise"] = str(run.conversation["enterprise"])
@@ -451,6 +469,10 @@ class RunStore:
         """Claim a due reminder; False when another sweep took it."""
         return bool(self.redis.zrem(keys.remind_index(), interrupt_id))
 
+    def schedule_reminder(self, interrupt_id: str, at: float) -> None:
+        """Remind again at `at`; a question closed by then is skipped by the sweep."""
+        self.redis.zadd(keys.remind_index(), {interrupt_id: at})
+
     def unwatch_queued(self, run_id: str) -> None:
         """Stop watching a run that is no longer queued for a missing job."""
         self.redis.zrem(keys.accepted_index(), run_id)
@@ -495,12 +517,15 @@ def interrupt_fields(
     *,
     context: str = "",
     changes: list[ContextChange] | None = None,
+    standing_in: dict[str, list[dict[str, float | str]]] | None = None,
 ) -> dict[str, str]:
     """The hash of a question about to be posted (state `posting`), with the facts it is bound to."""
     expires_in = request.expires_in
     bound = {"context": context, "context_digest": digest(canonical(json.loads(context)))} if context else {}
     if changes:
         bound["context_changes"] = json.dumps([c.model_dump(mode="json") for c in changes])
+    if standing_in:
+        bound["standing_in"] = json.dumps(standing_in)
     return {
         **bound,
         "id": iid,
@@ -511,11 +536,25 @@ def interrupt_fields(
         "assignees": json.dumps(assignees),
         "asked_at": repr(now),
         "expires_at": repr(now + expires_in) if expires_in else "",
-        "remind_at": repr(now + expires_in / 2) if expires_in else "",
+        **_reminders(request, now),
         **_escalation(request, now),
         "state": InterruptState.POSTING.value,
         "team": team,
     }
+
+
+def _reminders(request: Request, now: float) -> dict[str, str]:
+    """When the reminders are due: at half-life, then the last call a lead before expiry.
+
+    A last call due before half-life is the only reminder: two close together say nothing more.
+    """
+    if not request.expires_in:
+        return {"remind_at": ""}
+    half, lead = now + request.expires_in / 2, request.last_call_lead()
+    if lead is None:
+        return {"remind_at": repr(half)}
+    last = now + request.expires_in - lead
+    return {"remind_at": repr(min(half, last)), "last_call_at": repr(last)}
 
 
 def _escalation(request: Request, now: float) -> dict[str, str]:

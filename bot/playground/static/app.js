@@ -153,6 +153,11 @@ const ui = {
     if (modal) modal.closest("#modal-root").dataset.sig = "";
     await refresh();
   },
+  async stopSession(channel, ts) {
+    const result = await post("/ui/stop", { user: S.me, channel, thread_ts: ts });
+    if (!result.ok) toast(`Parley did not handle the stop (${result.error || "HTTP " + result.status}).`);
+    await refresh();
+  },
   async closeView(view) {
     await post("/ui/view/close", { user: S.me, view_id: view.id });
     await refresh();

@@ -228,6 +228,39 @@ export function renderElement(block, element, ctx, dispatch) {
   }
 }
 
+const TASK_MARKS = { pending: "○", in_progress: "◐", complete: "✓", error: "✗" };
+
+// A task card as Slack draws one in a plan: its status mark, its title, its sources as links.
+function renderTaskCard(task) {
+  const card = testid(el("div", `task-card task-${task.status || "pending"}`), "task-card");
+  card.dataset.status = task.status || "pending";
+  card.append(el("span", "task-mark", TASK_MARKS[task.status] || TASK_MARKS.pending), el("span", "task-title", task.title || ""));
+  for (const source of task.sources || []) {
+    if (!/^https?:\/\//.test(source.url || "")) continue;  // only web links, never javascript:
+    const link = el("a", "task-source", source.text || source.url);
+    link.href = source.url;
+    link.target = "_blank";
+    link.rel = "noopener";
+    card.append(link);
+  }
+  return card;
+}
+
+// Thumbs up and down under an answer: a click sends the chosen button's value.
+function renderFeedback(block, element, ctx) {
+  const group = el("span", "feedback");
+  for (const [name, button] of [["positive", element.positive_button], ["negative", element.negative_button]]) {
+    if (!button) continue;
+    const node = testid(el("button", "btn feedback-button"), `feedback-${name}`);
+    node.type = "button";
+    node.append(el("span", "", (button.text && button.text.text) || name));
+    if (button.accessibility_label) node.title = button.accessibility_label;
+    node.addEventListener("click", () => ctx.act(block, element, button.value));
+    group.append(node);
+  }
+  return group;
+}
+
 function renderBlock(block, ctx) {
   const node = el("div", `block block-${block.type}`);
   node.dataset.blockId = block.block_id || "";
@@ -286,6 +319,18 @@ function renderBlock(block, ctx) {
       break;
     case "rich_text":
       node.append(renderRichText(block, ctx.m));
+      break;
+    case "plan":
+      node.append(testid(el("div", "plan-title", block.title || ""), "plan-title"));
+      for (const task of block.tasks || []) node.append(renderTaskCard(task));
+      break;
+    case "task_card":
+      node.append(renderTaskCard(block));
+      break;
+    case "context_actions":
+      for (const element of block.elements || []) {
+        if (element.type === "feedback_buttons") node.append(renderFeedback(block, element, ctx));
+      }
       break;
     default:
       node.append(el("span", "unsupported", `(a ${block.type} block is not shown in the playground)`));

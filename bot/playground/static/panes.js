@@ -100,12 +100,36 @@ function renderThread(S, ui) {
   const { channel, ts } = S.thread;
   const name = (S.data.channels.find((c) => c.id === channel) || { name: channel }).name;
   $("thread-channel").textContent = `# ${name}`;
+  renderSession(S, ui, channel, ts);
   const msgs = (S.data.messages[channel] || []).filter((m) => m.ts === ts || m.thread_ts === ts)
     .map((msg) => ({ msg, channel, inThread: true }));
   const ephs = visibleEphemerals(S, channel, ts).map((msg) => ({ msg, channel, ephemeral: true, inThread: true }));
   const list = $("thread-pane");
   if (list.dataset.mode !== `${channel}:${ts}`) { list.replaceChildren(); list.dataset.mode = `${channel}:${ts}`; }
   renderList(S, ui, list, [...msgs, ...ephs].sort((a, b) => cmpTs(a.msg.ts, b.msg.ts)));
+}
+
+const SESSION_WORDS = { processing: "working", suspended: "waiting", active: "idle", closed: "done" };
+
+// The thread's agent session, as Slack shows it: its title and status, and the stop button while it works.
+function renderSession(S, ui, channel, ts) {
+  const line = $("thread-session");
+  const session = (S.data.sessions || []).find((s) => s.channel === channel && s.thread_ts === ts);
+  line.hidden = !session;
+  if (!session) { line.replaceChildren(); return; }
+  const sig = `${session.status}|${session.title}`;
+  if (line.dataset.sig === sig) return;
+  line.dataset.sig = sig;
+  line.dataset.status = session.status;
+  const status = testid(el("span", `session-status session-${session.status}`, SESSION_WORDS[session.status] || session.status), "session-status");
+  const parts = [el("span", "session-title", session.title), status];
+  if (session.status === "processing") {
+    const stop = testid(el("button", "btn danger session-stop", "Stop"), "session-stop");
+    stop.type = "button";
+    stop.addEventListener("click", () => ui.stopSession(channel, ts));
+    parts.push(stop);
+  }
+  line.replaceChildren(...parts);
 }
 
 export function renderModal(S, ui) {

@@ -1,0 +1,86 @@
+"""Slack's stop button on a run's agent session: `agent_session_stopped` cancels the run.
+
+Slack shows the button while the session is processing and sends the event when someone
+clicks it (https://docs.slack.dev/reference/events/agent_session_stopped/). The session's
+status does not change by itself: Parley cancels the run through the admins' Cancel
+(`workers.runtime.admin.cancel`), so its open questions are locked as cancelled and its
+webhook or Temporal workflow is told by the cancel-effects job, whose worker then takes the
+session out of processing. Only someone who may press Cancel (a Parley admin of the run's
+workspace) may stop a run; anyone else is told so privately, and the run and its session go on.
+
+Acked at once; the cancel runs in a bolt lazy listener, after the ack, like the admins' buttons.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.deps import BotDeps
+from bot.slack.mrkdwn import user_ref
+from workers.exceptions import AdminError
+from workers.logs import Log
+from workers.runtime import admin
+from workers.store.records import RunRecord
+
+log = Log("parley.agent_session")
+SEEN_TTL = 3600
+REFUSED = "Only Parley admins can stop this run. It goes on."
+
+
+def ack_stopped(ack: Ack) -> None:
+    ack()
+
+
+def on_stopped(
+    body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps
+) -> None:
+    """After the ack: cancel the run of the stopped thread, if the person who clicked may."""
+    channel, thread_ts, user = (str(event.get(k) or "") for k in ("channel", "thread_ts", "user"))
+    store = deps.runtime.store
+    run_id = store.thread_run(channel, thread_ts) if channel and thread_ts else None
+    run = store.find(run_id) if run_id else None
+    if run is None or not user:
+        log.info("stop of a thread with no run", channel=channel, user=user)
+        return
+    if body.get("event_id") and not store.first_delivery(f"event:{body['event_id']}", SEEN_TTL):
+        return
+    fields = {**run.log_context(), "user": user}
+    if not _may_cancel(deps, context, run, user):
+        log.warning("stop refused: not an admin of the run's workspace", **fields)
+        _tell(client, channel, thread_ts, user, REFUSED)
+        return
+    try:
+        admin.cancel(deps.runtime, run.id, by=user)
+    except AdminError as exc:
+        log.info("stop of a run that is not live", **fields, reason=str(exc))
+        return
+    store.add_history(run.id, "stopped", user, via="slack stop button")
+    log.info("run stopped from Slack's stop button", **fields)
+    try:
+        client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts, text=f":octagonal_sign: Stopped by {user_ref(user)}."
+        )
+    except SlackApiError as exc:
+        log.warning("could not say the run was stopped", **fields, error=str(exc.response.get("error")))
+
+
+def _may_cancel(deps: BotDeps, context: BoltContext, run: RunRecord, user: str) -> bool:
+    """The rule of the admins' Cancel button: an admin, of the run's own workspace when there are many."""
+    tenant = deps.tenant(context)
+    return deps.is_admin(user, context) and (tenant is None or tenant.owns(run.conversation))
+
+
+def _tell(client: WebClient, channel: str, thread_ts: str, user: str, text: str) -> None:
+    try:
+        client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
+    except SlackApiError as exc:
+        log.warning("could not tell a refused stop", user=user, error=str(exc.response.get("error")))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    app.event("agent_session_stopped")(ack=ack_stopped, lazy=[partial(on_stopped, deps=deps)])

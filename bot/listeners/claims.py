@@ -1,0 +1,58 @@
+""" "Claim" and "Release" on a question asked with `claim`: one person takes it, and may give it back.
+
+Acked at once; the work runs in a bolt lazy listener, after the ack, because it updates the
+question's message through the Web API. Who wins a race of clicks is decided by the store's
+script (`workers.runtime.claims`); a refusal writes nothing and is told to the clicker alone.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+
+from bot.deps import BotDeps
+from bot.slack.blocks_question import CLAIM_ACTION_ID, RELEASE_ACTION_ID
+from bot.slack.payload_fields import channel_of, clicked, thread_of
+from workers.logs import Log
+from workers.runtime.claims import ClaimRefused, claim, release
+
+log = Log("parley.actions")
+
+
+def ack_claim(ack: Ack) -> None:
+    ack()
+
+
+def do_claim(body: dict[str, Any], client: WebClient, deps: BotDeps, *, releasing: bool) -> None:
+    """After the ack: claim or release the question the button belongs to, or tell the clicker why not."""
+    by, iid = body["user"]["id"], str(clicked(body).get("value") or "")
+    interrupt = deps.runtime.store.interrupt(iid) if iid else None
+    if interrupt is None:
+        _tell(client, body, "This question no longer exists.")
+        return
+    ctx = {"run_id": interrupt.run_id, "interrupt_id": iid, "user": by, "team": interrupt.team}
+    if interrupt.team and (body.get("team") or {}).get("id") not in (None, interrupt.team):
+        log.info("claim from another workspace refused", **ctx)
+        return
+    try:
+        if releasing:
+            release(deps.runtime, interrupt, by=by, is_admin=deps.is_admin(by))
+        else:
+            claim(deps.runtime, interrupt, by=by)
+    except ClaimRefused as exc:
+        log.info("claim refused", **ctx, channel=channel_of(body), why=str(exc), releasing=releasing)
+        _tell(client, body, f":warning: {exc}")
+
+
+def _tell(client: WebClient, body: dict[str, Any], text: str) -> None:
+    channel = channel_of(body)
+    if channel:
+        client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text, thread_ts=thread_of(body))
+
+
+def register(app: App, deps: BotDeps) -> None:
+    app.action(CLAIM_ACTION_ID)(ack=ack_claim, lazy=[partial(do_claim, deps=deps, releasing=False)])
+    app.action(RELEASE_ACTION_ID)(ack=ack_claim, lazy=[partial(do_claim, deps=deps, releasing=True)])

@@ -1,0 +1,174 @@
+"""One message in the run's thread showing its plan, updated as the run goes, within Slack's limits.
+
+The plan's tasks are kept in Redis (`SurfaceStore.plan`), so every execution and worker of
+the run adds to the same plan. The message is posted when the run first names its steps
+(`run.plan`) or records a step; questions asked from then on get a card that links to them.
+
+Updates are coalesced: the message changes at most once per `INTERVAL` seconds (chat.update
+is a Tier 3 method, 50+ calls a minute per workspace: https://docs.slack.dev/apis/web-api/rate-limits).
+A change inside the interval is shown by a timer when it ends, or sooner by a forced update
+when the run parks, finishes, fails or is cancelled, so the plan never stays behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk import WebClient
+
+from bot.slack.agent_surfaces import AgentSurfaces
+from bot.slack.blocks_plan import plan_blocks, plan_text
+from workers.interaction import RunInfo
+
+INTERVAL = 3.0
+"""Seconds between two updates of one plan message: 20 a minute, inside Tier 3's 50."""
+Plan = dict[str, Any]
+Change = Callable[[Plan], bool]
+
+
+def _new() -> Plan:
+    return {"tasks": [], "message": None, "version": 0, "shown": 0, "shown_at": 0.0}
+
+
+def _task(plan: Plan, task_id: str) -> dict[str, Any] | None:
+    return next((t for t in plan["tasks"] if t["id"] == task_id), None)
+
+
+def _claim(plan: Plan, task_id: str, title: str) -> dict[str, Any]:
+    """The task `task_id`: the next named step not yet reached, or a new one titled `title`."""
+    found = _task(plan, task_id)
+    if found is not None:
+        return found
+    named = next((t for t in plan["tasks"] if t.get("named") and not t.get("reached")), None)
+    if named is not None:
+        named.update(id=task_id, reached=True)
+        return named
+    task = {"id": task_id, "title": title, "status": "pending", "reached": True}
+    plan["tasks"].append(task)
+    return task
+
+
+class LivePlan:
+    """Keeps each run's plan and its message; thread-safe, one timer per run at most."""
+
+    def __init__(self, surfaces: AgentSurfaces, interval: float = INTERVAL) -> None:
+        self.surfaces = surfaces
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._timers: dict[str, threading.Timer] = {}
+
+    # ---- what changed ----------------------------------------------------------------
+    def named(self, web: WebClient, run: RunInfo, where: dict[str, str], steps: list[str]) -> None:
+        """The agent named its steps ahead: pending cards, taken in order by what the run reaches."""
+
+        def change(plan: Plan) -> bool:
+            if any(t.get("named") for t in plan["tasks"]):
+                return False  # named by an earlier execution: the same names, already shown
+            plan["tasks"] += [
+                {"id": f"named-{n}", "title": s, "status": "pending", "named": True} for n, s in enumerate(steps)
+            ]
+            return True
+
+        self._change(web, run, where, change, start=True)
+
+    def step(self, web: WebClient, run: RunInfo, where: dict[str, str], key: str, status: str) -> None:
+        def change(plan: Plan) -> bool:
+            task = _claim(plan, f"step-{key}", key)
+            if task["status"] == status:
+                return False
+            task["status"] = status
+            return True
+
+        self._change(web, run, where, change, start=True)
+
+    def question(
+        self, web: WebClient, run: RunInfo, where: dict[str, str], qid: str, title: str, status: str, link: str = ""
+    ) -> None:
+        """A question's card (only in a plan already shown): open `in_progress`, then how it closed."""
+
+        def change(plan: Plan) -> bool:
+            task = _claim(plan, f"question-{qid}", title)
+            if task["status"] == status and (task.get("link") or not link):
+                return False
+            task["status"] = status
+            if link:
+                task["link"] = link
+            return True
+
+        self._change(web, run, where, change, start=False, now=True)
+
+    def ended(self, web: WebClient, run: RunInfo, where: dict[str, str], ok: bool) -> None:
+        """The run ended: a step still in progress completed (`ok`) or did not; shown at once."""
+
+        def change(plan: Plan) -> bool:
+            open_tasks = [t for t in plan["tasks"] if t["status"] == "in_progress"]
+            for t in open_tasks:
+                t["status"] = "complete" if ok else "error"
+            return bool(open_tasks) or plan["version"] > plan["shown"]
+
+        self._change(web, run, where, change, start=False, now=True)
+
+    def shown(self, run_id: str) -> bool:
+        """Whether the run has a plan (so its questions get cards)."""
+        return self.surfaces.store.plan(run_id) is not None
+
+    # ---- showing it ------------------------------------------------------------------
+    def _change(
+        self, web: WebClient, run: RunInfo, where: dict[str, str], change: Change, *, start: bool, now: bool = False
+    ) -> None:
+        """Apply `change` to the run's plan; show it now if due (or `now`), else when the interval ends.
+
+        Without `start`, a run with no plan yet gets none."""
+        with self._lock:
+            plan = self.surfaces.store.plan(run.id)
+            if plan is None and not start:
+                return
+            plan = plan or _new()
+            if not change(plan):
+                return
+            plan["version"] += 1
+            wait = plan["shown_at"] + self.interval - time.time()
+            if now or wait <= 0:
+                self._show(web, run, where, plan)
+            else:
+                self._later(web, run, where, wait)
+            self.surfaces.store.save_plan(run.id, plan)
+
+    def _later(self, web: WebClient, run: RunInfo, where: dict[str, str], wait: float) -> None:
+        if run.id in self._timers:
+            return
+        timer = threading.Timer(wait, self._due, args=(web, run, where))
+        timer.daemon = True
+        self._timers[run.id] = timer
+        timer.start()
+
+    def _due(self, web: WebClient, run: RunInfo, where: dict[str, str]) -> None:
+        """The interval ended: show what changed since the message was last updated, if anything."""
+        with self._lock:
+            self._timers.pop(run.id, None)
+            plan = self.surfaces.store.plan(run.id)
+            if plan is None or plan["version"] <= plan["shown"]:
+                return
+            self._show(web, run, where, plan)
+            self.surfaces.store.save_plan(run.id, plan)
+
+    def _show(self, web: WebClient, run: RunInfo, where: dict[str, str], plan: Plan) -> None:
+        """Post the plan's message, or update it; a workspace without plans is left with none."""
+        blocks = plan_blocks(run.agent, plan["tasks"], plan["version"])
+        text = plan_text(run.agent, plan["tasks"])
+        msg = plan.get("message")
+        if msg is None:
+            reply = self.surfaces.call(
+                web, run, "chat.postMessage", surface="plan", channel=where["channel"], thread_ts=where["thread_ts"],
+                text=text, blocks=blocks, unfurl_links=False, unfurl_media=False,
+            )  # fmt: skip
+            if reply is not None:
+                plan["message"] = {"channel": reply["channel"], "ts": reply["ts"]}
+        else:
+            self.surfaces.call(
+                web, run, "chat.update", surface="plan", channel=msg["channel"], ts=msg["ts"], text=text, blocks=blocks
+            )
+        plan["shown"], plan["shown_at"] = plan["version"], time.time()

@@ -1,0 +1,79 @@
+"""`parley people away|back|list`: who is away, until when, and who answers their questions meanwhile.
+
+An operator's way to do what a person does from App Home. Questions asked while someone is
+away go to their delegate; questions already open stay where they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import sys
+import time
+
+from parley.bootstrap import connect_redis
+from parley.settings import Settings
+from workers.store.away import AwayStore
+
+USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+def until_of(text: str, now: float | None = None) -> float:
+    """A time from `2026-12-24`, `2026-12-24T17:00` (UTC unless it says), or a duration like `3d`."""
+    now = time.time() if now is None else now
+    if m := re.fullmatch(r"(\d+)([dhm])", text.strip()):
+        return now + int(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)]
+    try:
+        at = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date, a date and time, or a duration like 3d") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=dt.UTC)
+    return at.timestamp()
+
+
+def people_command(settings: Settings, args: argparse.Namespace) -> int:
+    store = AwayStore(connect_redis(settings))
+    team = args.team or ""
+    if args.people_command == "list":
+        found = store.listed(team)
+        for a in found:
+            back = dt.datetime.fromtimestamp(a.until, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+            print(f"{a.user}  away until {back}  questions go to {a.delegate}")
+        if not found:
+            print("nobody is away")
+        return 0
+    for user in [args.user, *([args.delegate] if args.people_command == "away" else [])]:
+        if not USER_ID.fullmatch(user):
+            print(f"parley people: {user!r} is not a Slack user id (U… or W…)", file=sys.stderr)
+            return 2
+    if args.people_command == "back":
+        was = store.clear(team, args.user)
+        print(f"{args.user} is back" if was else f"{args.user} was not away")
+        return 0
+    if args.delegate == args.user:
+        print("parley people away: a person cannot be their own delegate", file=sys.stderr)
+        return 2
+    if args.until <= time.time():
+        print("parley people away: --until is in the past", file=sys.stderr)
+        return 2
+    store.set(team, args.user, args.until, args.delegate, by="cli")
+    back = dt.datetime.fromtimestamp(args.until, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{args.user} is away until {back}; new questions go to {args.delegate}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    people = sub.add_parser("people", help="who is away, and who answers for them")
+    psub = people.add_subparsers(dest="people_command")
+    away = psub.add_parser("away", help="send a person's new questions to a delegate until a time")
+    away.add_argument("user", help="the Slack user id of the person away (U…)")
+    away.add_argument("--until", required=True, type=until_of, help="2026-12-24, 2026-12-24T17:00 or a duration (3d)")
+    away.add_argument("--delegate", required=True, help="the Slack user id who answers meanwhile (U…)")
+    back = psub.add_parser("back", help="end a person's absence now")
+    back.add_argument("user")
+    psub.add_parser("list", help="everyone away now")
+    for each in psub.choices.values():
+        each.add_argument("--team", default=None, metavar="T…", help="the workspace (with OAuth, many workspaces)")
+    people.set_defaults(people_commands=list(psub.choices))

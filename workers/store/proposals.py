@@ -1,0 +1,86 @@
+"""Answers read from a plain-words reply, kept until the person who replied confirms them.
+
+A proposal names its question, the person who replied and the answers the model read.
+Confirm takes it once, and only for that person: one script checks and deletes it, so a
+double click or a second person's click accepts nothing. Unconfirmed, it expires.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+
+from redis import Redis
+
+from workers.interaction import Answer
+from workers.store import keys
+from workers.store.replies import reply
+
+PROPOSAL_TTL = 24 * 3600
+
+# KEYS: proposal   ARGV: user   Returns the proposal's fields, deleted, or {} when not theirs or gone.
+TAKE = """
+local h = redis.call('HGETALL', KEYS[1])
+if #h == 0 then return {} end
+local p = {}
+for i = 1, #h, 2 do p[h[i]] = h[i + 1] end
+if p.user ~= ARGV[1] then return {} end
+redis.call('DEL', KEYS[1])
+return h
+"""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a model read from `user`'s reply to question `interrupt_id`."""
+
+    id: str
+    interrupt_id: str
+    user: str
+    answers: list[Answer]
+
+    @classmethod
+    def of(cls, proposal_id: str, fields: dict[str, str]) -> Proposal:
+        answers = [Answer.model_validate(a) for a in json.loads(fields["answers"])]
+        return cls(proposal_id, fields["interrupt_id"], fields["user"], answers)
+
+
+class ProposalStore:
+    """Proposals by id: put when read, taken once by the replier's Confirm."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._take = redis.register_script(TAKE)
+
+    def put(self, interrupt_id: str, user: str, answers: list[Answer], ttl: int = PROPOSAL_TTL) -> str:
+        proposal_id = secrets.token_urlsafe(12)
+        fields = {
+            "interrupt_id": interrupt_id,
+            "user": user,
+            "answers": json.dumps([a.model_dump(mode="json", exclude_none=True) for a in answers]),
+        }
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.reply_proposal(proposal_id), mapping=fields)
+            pipe.expire(keys.reply_proposal(proposal_id), ttl)
+            pipe.execute()
+        return proposal_id
+
+    def get(self, proposal_id: str) -> Proposal | None:
+        fields = _decoded(reply(self.redis.hgetall(keys.reply_proposal(proposal_id))))
+        return Proposal.of(proposal_id, fields) if fields else None
+
+    def take(self, proposal_id: str, user: str) -> Proposal | None:
+        """The proposal, deleted, if `user` made it; None otherwise (and nothing changes)."""
+        flat = [
+            x.decode() if isinstance(x, bytes) else str(x)
+            for x in self._take(keys=[keys.reply_proposal(proposal_id)], args=[user])
+        ]
+        fields = dict(zip(flat[::2], flat[1::2], strict=True))
+        return Proposal.of(proposal_id, fields) if fields else None
+
+
+def _decoded(raw: dict[bytes | str, bytes | str]) -> dict[str, str]:
+    return {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v) for k, v in raw.items()
+    }

@@ -1,0 +1,47 @@
+"""What Parley remembers of Slack's agent surfaces: workspaces that lack one, each run's session status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from redis import Redis
+
+from workers.store import keys
+from workers.store.replies import reply
+
+LACKING_FOR = 86400
+"""How long a workspace is known to lack a surface: a day, so an app that gained it is seen again."""
+STATUS_KEPT_FOR = 90 * 86400
+"""How long a run's last session status is kept: a question's longest life."""
+
+
+class SurfaceStore:
+    """Two small string keys: a workspace's missing surface, and a run's last session status."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+
+    def lacks(self, team: str, method: str) -> bool:
+        return bool(self.redis.exists(keys.surface_off(team, method)))
+
+    def mark_lacking(self, team: str, method: str, error: str) -> bool:
+        """Remember that `team` refused `method` with `error`; True the first time (within a day)."""
+        return bool(self.redis.set(keys.surface_off(team, method), error, nx=True, ex=LACKING_FOR))
+
+    def swap_status(self, run_id: str, status: str, *, create: bool = False) -> str | None:
+        """Record `status` as the run's session status; returns the one it replaced.
+
+        Without `create`, a run with no session (its thread started before Parley kept them, or an
+        API question's) is left without one: nothing is recorded and None is returned."""
+        key = keys.session_status(run_id)
+        old = reply(self.redis.set(key, status, ex=STATUS_KEPT_FOR, get=True, xx=not create))
+        return old.decode() if isinstance(old, bytes) else old
+
+    def plan(self, run_id: str) -> dict[str, Any] | None:
+        """The run's live plan as last saved (its tasks and its message), or None."""
+        raw = reply(self.redis.get(keys.plan(run_id)))
+        return json.loads(raw) if raw else None
+
+    def save_plan(self, run_id: str, plan: dict[str, Any]) -> None:
+        self.redis.set(keys.plan(run_id), json.dumps(plan, separators=(",", ":")), ex=STATUS_KEPT_FOR)
