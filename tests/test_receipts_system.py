@@ -166,6 +166,7 @@ def test_each_approval_outcome_has_one_receipt_through_the_api_the_webhook_and_t
     with Parley(str(stack.http.base_url), token.token) as python:  # type: ignore[union-attr]
         ended = python.outcome(created["id"], timeout=20)
     assert from_api == from_hook == ended.receipt  # one receipt, whichever way it is read
+    assert from_api["run_id"] == created["id"]
     assert ended.decision is not None and ended.decision.receipt == from_api
     p = verified_everywhere(from_api, keys, tmp_path)
     assert p["outcome"] == outcome and p["who"]["user"] == USER and p["question"]["origin"] == "api"

@@ -43,11 +43,13 @@ class Receipt:
     digest: str
     workspace: str
     sequence: int
+    run_id: str = ""  # the run it was asked in; for the HTTP API, the question's own id
 
     def line(self) -> dict[str, Any]:
         """The receipt as one line of an audit log, and as the API serves it."""
         return {
             "question_id": self.interrupt_id,
+            "run_id": self.run_id,
             "workspace": self.workspace,
             "sequence": self.sequence,
             "digest": {"sha256": self.digest},
@@ -62,6 +64,7 @@ class Receipt:
             digest=data["digest"],
             workspace=data["workspace"],
             sequence=int(data["sequence"]),
+            run_id=data.get("run_id", ""),
         )
 
 
@@ -204,7 +207,7 @@ class ReceiptBook:
             pipe.zrem(keys.receipts_pending(), interrupt_id)
             pipe.execute()
         log.info("receipt written", run_id=question.run_id, interrupt_id=interrupt_id, team=question.team)
-        return Receipt(interrupt_id, envelope, digest, workspace, sequence)
+        return Receipt(interrupt_id, envelope, digest, workspace, sequence, question.run_id)
 
     def questions_of(self, run_id: str) -> list[str]:
         """The question (or the questions asked at once) run `run_id` is, or was last, parked on."""
