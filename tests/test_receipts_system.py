@@ -25,7 +25,7 @@ from slack_stack import SlackStack
 
 from parley.client import Decision, Parley
 from workers.receipts import Signer
-from workers.receipts.canonical import digest
+from workers.receipts.canonical import blocks_digest, digest
 from workers.receipts.verify import verify_envelope, verify_text
 
 pytestmark = pytest.mark.system
@@ -121,6 +121,16 @@ def verified_everywhere(receipt: dict[str, Any], keys: tuple[Signer, Path, Path]
     return verify_text(json.dumps(receipt), ring_of(keys)).predicate
 
 
+def posted_blocks(stack: SlackStack, iid: str) -> list[dict[str, Any]]:
+    """The blocks of the chat.postMessage that posted question `iid`, as the stand-in received them."""
+    for call in stack.calls("chat.postMessage"):
+        found = call["args"].get("blocks") or []
+        found = json.loads(found) if isinstance(found, str) else found
+        if any(iid in str(b.get("block_id", "")) for b in found):
+            return list(found)
+    raise AssertionError(f"question {iid} was never posted")
+
+
 def ring_of(keys: tuple[Signer, Path, Path]) -> Any:
     from workers.receipts import KeyRing
 
@@ -167,6 +177,10 @@ def test_each_approval_outcome_has_one_receipt_through_the_api_the_webhook_and_t
         ended = python.outcome(created["id"], timeout=20)
     assert from_api == from_hook == ended.receipt  # one receipt, whichever way it is read
     assert from_api["run_id"] == created["id"]
+    shown = posted_blocks(stack, from_api["question_id"])  # what the Web API received, as Slack would
+    assert from_api and verify_text(json.dumps(from_api), ring_of(keys)).predicate["question"]["shown_digest"] == {
+        "sha256": blocks_digest(shown)
+    }
     assert ended.decision is not None and ended.decision.receipt == from_api
     p = verified_everywhere(from_api, keys, tmp_path)
     assert p["outcome"] == outcome and p["who"]["user"] == USER and p["question"]["origin"] == "api"

@@ -20,3 +20,12 @@ def sha256(data: bytes) -> str:
 def digest(value: Any) -> dict[str, str]:
     """An in-toto digest set of `value`'s canonical JSON."""
     return {"sha256": sha256(canonical(value))}
+
+
+def blocks_digest(blocks: list[Any]) -> str:
+    """The sha256 of the Block Kit blocks a host posted, as its question's `shown_digest`; "" if not JSON."""
+    plain = [b.to_dict() if hasattr(b, "to_dict") else b for b in blocks]
+    try:
+        return sha256(canonical(plain))
+    except (TypeError, ValueError, rfc8785.CanonicalizationError):
+        return ""
