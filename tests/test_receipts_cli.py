@@ -189,3 +189,13 @@ def test_audit_export_since_keeps_the_later_receipts(rt: Runtime, redis_url: str
     assert cli("audit", "export", "--since", "2999-01-01", env=env).stdout == ""
     bad = cli("audit", "export", "--since", "someday", env=env)
     assert bad.returncode == 2 and "--since" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_parley_dev_makes_its_receipt_key_once_in_the_data_folder(tmp_path: Path) -> None:
+    from parley.dev_receipts import playground_receipt_key
+
+    first = playground_receipt_key(tmp_path / "data")
+    again = playground_receipt_key(tmp_path / "data")
+    assert first == again == tmp_path / "data" / "receipt-key.pem"
+    assert oct(first.stat().st_mode & 0o777) == "0o600"
+    assert Signer.from_pem(first.read_bytes()).keyid == Signer.from_pem(again.read_bytes()).keyid
