@@ -8,6 +8,7 @@ The twin of `parley.client.Parley`: requests, answers, errors and polls come fro
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ import httpx
 from parley._client_common import (
     TIMEOUT,
     Call,
+    ParleyAPIError,
     answers_of,
     approval_call,
     approve_call,
@@ -24,7 +26,8 @@ from parley._client_common import (
     reveal,
     submit_call,
 )
-from workers.interaction import AnswerValue, Decision, Request
+from parley.client_receipts import RECEIPT_PAUSE, RECEIPT_TRIES, Decision, Outcome, closed, outcome_of
+from workers.interaction import AnswerValue, Request
 
 __all__ = ["AsyncParley"]
 
@@ -159,7 +162,32 @@ class AsyncParley:
         )
         qid = str((await self._send(call))["id"])
         await self.wait(qid, timeout)
-        return Decision.model_validate((await self.get(qid))["decision"])
+        decided = (await self.get(qid))["decision"]
+        return Decision.model_validate({**decided, "receipt": await self.receipt(qid)})
+
+    async def receipt(self, question_id: str) -> dict[str, Any] | None:
+        """The closed question's signed receipt (`GET /questions/{id}/receipt`); None where Parley signs none.
+
+        Asks again for a few seconds while a worker writes it (409 with Retry-After)."""
+        for _ in range(RECEIPT_TRIES):
+            try:
+                return await self._call("GET", f"/questions/{question_id}/receipt")
+            except ParleyAPIError as exc:
+                if exc.status == 404 and "no receipt" in str(exc.problem.get("detail", "")):
+                    return None
+                if exc.status != 409 or "being written" not in str(exc.problem.get("detail", "")):
+                    raise
+            await asyncio.sleep(RECEIPT_PAUSE)
+        return None
+
+    async def outcome(self, question_id: str, timeout: float | None = None) -> Outcome:
+        """How the question ended, however it ended, with its receipt; waits as `wait` does while it is open."""
+        deadline = deadline_of(timeout)
+        while True:
+            view = await self._call("GET", f"/questions/{question_id}", params=poll_params(deadline, False))
+            if closed(view):
+                return outcome_of(view, await self.receipt(question_id))
+            answers_of(view, deadline)  # raises QuestionTimeoutError once the deadline passed
 
     async def submit_approval(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> str:
         """Post an approval (`POST /api/v1/approvals`, `body` as that takes it) and return its id without waiting."""

@@ -70,6 +70,9 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
         data_dir=settings.parley_data_dir,
         secret_key=settings.parley_secret_key.get_secret_value() if settings.parley_secret_key else None,
         min_replicas=settings.parley_redis_min_replicas,
+        receipt_key=settings.receipt_key_pem(),
+        receipt_retention=settings.parley_receipt_retention,
+        receipt_trusted=settings.receipt_trusted_pem(),
     )
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from parley import people_cmd, tokens_cmd
+from parley import people_cmd, receipts_cmd, tokens_cmd
 from parley import settings as settings_mod
 from workers import logs
 from workers.exceptions import ParleyError
@@ -119,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.set_defaults(runs_commands=list(rsub.choices))  # to name them when none is given
     tokens_cmd.add_parser(sub)
     people_cmd.add_parser(sub)
+    receipts_cmd.add_parsers(sub)
     return p
 
 
@@ -132,6 +133,8 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return f"parley people: name a command: {', '.join(args.people_commands)} (see parley people --help)"
     if args.command == "runs" and args.runs_command is None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
+    if (found := receipts_cmd.refusal(args)) is not None:
+        return found
     if args.command == "run" and (args.agent is None) == (args.resume is None):
         return "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
     return None
@@ -217,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return tokens_cmd.tokens_command(settings, args)
         if args.command == "people":
             return people_cmd.people_command(settings, args)
+        if args.command in ("receipts", "audit"):
+            return receipts_cmd.receipts_command(settings, args)
         from parley.runs_cmd import runs_command
 
         return runs_command(settings, args)

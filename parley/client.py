@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -34,11 +35,14 @@ from parley._client_common import (
     submit_call,
 )
 from parley.async_client import AsyncParley
-from workers.interaction import AnswerValue, Decision, Request
+from parley.client_receipts import RECEIPT_PAUSE, RECEIPT_TRIES, Decision, Outcome, closed, outcome_of
+from workers.interaction import AnswerValue, Request
 
 __all__ = [
     "MAX_POLL",
     "AsyncParley",
+    "Decision",
+    "Outcome",
     "Parley",
     "ParleyAPIError",
     "QuestionCancelledError",
@@ -169,7 +173,32 @@ class Parley:
         )
         qid = str(self._send(call)["id"])
         self.wait(qid, timeout)
-        return Decision.model_validate(self.get(qid)["decision"])
+        decided = (self.get(qid))["decision"]
+        return Decision.model_validate({**decided, "receipt": self.receipt(qid)})
+
+    def receipt(self, question_id: str) -> dict[str, Any] | None:
+        """The closed question's signed receipt (`GET /questions/{id}/receipt`); None where Parley signs none.
+
+        Asks again for a few seconds while a worker writes it (409 with Retry-After)."""
+        for _ in range(RECEIPT_TRIES):
+            try:
+                return self._call("GET", f"/questions/{question_id}/receipt")
+            except ParleyAPIError as exc:
+                if exc.status == 404 and "no receipt" in str(exc.problem.get("detail", "")):
+                    return None
+                if exc.status != 409 or "being written" not in str(exc.problem.get("detail", "")):
+                    raise
+            time.sleep(RECEIPT_PAUSE)
+        return None
+
+    def outcome(self, question_id: str, timeout: float | None = None) -> Outcome:
+        """How the question ended, however it ended, with its receipt; waits as `wait` does while it is open."""
+        deadline = deadline_of(timeout)
+        while True:
+            view = self._call("GET", f"/questions/{question_id}", params=poll_params(deadline, False))
+            if closed(view):
+                return outcome_of(view, self.receipt(question_id))
+            answers_of(view, deadline)  # raises QuestionTimeoutError once the deadline passed
 
     def submit_approval(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> str:
         """Post an approval (`POST /api/v1/approvals`, `body` as that takes it) and return its id without waiting."""

@@ -24,6 +24,7 @@ from bot.playground.app import ServerThread, bind, create_playground_app
 from bot.playground.workspace import Workspace
 from parley.bootstrap import connect_redis, token_store
 from parley.dev_env import playground_secret_key, scripted_model
+from parley.dev_receipts import playground_receipt_key
 from parley.settings import Settings
 from parley.supervisor import Supervisor
 from workers.exceptions import ConfigError
@@ -80,6 +81,8 @@ class Dev:
         )
         if self.settings.parley_secret_key is None:
             env["PARLEY_SECRET_KEY"] = playground_secret_key(self.settings.parley_data_dir)
+        if self.settings.parley_receipt_key is None:  # every question's receipt is signed in the playground
+            env["PARLEY_RECEIPT_KEY"] = str(playground_receipt_key(self.settings.parley_data_dir))
         env.update(self.model)
         if self.model or (env.get("PARLEY_LLM_BASE_URL") and env.get("PARLEY_LLM_MODEL")):
             env.setdefault("PARLEY_LLM_ANSWERS", "on")  # replies in plain words, confirmed in the thread

@@ -10,6 +10,7 @@ from typing import Any
 
 from parley.bootstrap import build_runs, connect_redis
 from parley.identity import cli_actor
+from parley.receipts_cmd import receipt_lines
 from parley.settings import Settings
 from workers.exceptions import AdminError
 from workers.runs import RunService, RunStatus
@@ -133,6 +134,8 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
                 print(f"  - {q.key}: {q.state.value} ({who})  {_short(q.request.reason, 60)}")
         rows = [[_when(h.at), h.event, h.by, _short(_detail(h.detail), 70)] for h in detail.history]
         print("\n" + _table(rows, ["WHEN", "EVENT", "BY", "DETAIL"]))
+        for line in receipt_lines(runs.runtime.receipts, detail.history):  # each closed question's, by digest
+            print(line)
         return 0
     if cmd == "purge":
         return purge(runs, args.older_than, args.dry_run)

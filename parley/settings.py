@@ -11,8 +11,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from workers.exceptions import ConfigError
 from workers.questions.config import DEFAULT_SIGNAL_RETRY_INTERVALS
+from workers.receipts import KeyRing, ReceiptError, Signer
 from workers.store import connection
 from workers.store.embedded import default_data_dir
+from workers.store.receipts import DEFAULT_RETENTION as RECEIPT_RETENTION
 from workers.store.sealed import SecretBox
 from workers.store.starts import Rate, StartLimits
 
@@ -135,6 +137,9 @@ class Settings(BaseSettings):
     parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
     parley_secret_key: SecretStr | None = None  # Fernet key sealing secret answers; never shown
     parley_redis_min_replicas: int = Field(default=0, ge=0)  # replicas holding an answer before its ack
+    parley_receipt_key: Path | None = None  # PEM file of the Ed25519 key signing receipts; never shown
+    parley_receipt_keys: Path | None = None  # PEM file of more public keys trusted to verify (rotated ones)
+    parley_receipt_retention: float = RECEIPT_RETENTION  # seconds receipts are kept; 0 keeps them forever
     parley_notify_assignees: bool = True  # DM the people a question is put to (not the run's starter)
     parley_llm_answers: bool = False  # read plain-words replies with the PARLEY_LLM_* model, for people to confirm
 
@@ -178,8 +183,13 @@ class Settings(BaseSettings):
         mode="before",
     )(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
-    _duration = field_validator("parley_retention", mode="before")(parse_duration)
+    _duration = field_validator("parley_retention", "parley_receipt_retention", mode="before")(parse_duration)
     _rates = field_validator("parley_starts_per_user", "parley_starts_per_channel", mode="before")(parse_rate)
+
+    @field_validator("parley_receipt_key", "parley_receipt_keys", mode="before")
+    @classmethod
+    def _receipt_paths(cls, v: object) -> object:
+        return None if v == "" else v  # set but empty reads as unset
 
     @field_validator("redis_url")
     @classmethod
@@ -241,6 +251,32 @@ class Settings(BaseSettings):
             return None
         SecretBox(v.get_secret_value())  # ValueError names what a key must be, never the value
         return v
+
+    def receipt_key_pem(self) -> bytes | None:
+        """The receipt signing key's PEM, read once here; `ConfigError` names what is wrong with it."""
+        if self.parley_receipt_key is None:
+            return None
+        try:
+            pem = self.parley_receipt_key.read_bytes()
+            Signer.from_pem(pem)
+        except OSError as exc:
+            raise ConfigError(f"PARLEY_RECEIPT_KEY: cannot read {self.parley_receipt_key}: {exc.strerror}") from None
+        except ReceiptError as exc:
+            raise ConfigError(f"PARLEY_RECEIPT_KEY: {exc}") from None
+        return pem
+
+    def receipt_trusted_pem(self) -> bytes | None:
+        """`PARLEY_RECEIPT_KEYS`' PEM public keys (of rotated signers), read and checked once here."""
+        if self.parley_receipt_keys is None:
+            return None
+        try:
+            pem = self.parley_receipt_keys.read_bytes()
+            KeyRing.from_pem_text(pem)
+        except OSError as exc:
+            raise ConfigError(f"PARLEY_RECEIPT_KEYS: cannot read {self.parley_receipt_keys}: {exc.strerror}") from None
+        except ReceiptError as exc:
+            raise ConfigError(f"PARLEY_RECEIPT_KEYS: {exc}") from None
+        return pem
 
     def require(self, *names: str) -> None:
         """Stop with one line naming the first missing variable among `names`."""

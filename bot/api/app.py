@@ -22,7 +22,7 @@ from bot.api import auth_failures, query
 from bot.api.errors import EXCEPTION_HANDLERS, ApiError, ProblemOnError, ProblemResponses, is_redis_trouble, problem
 from bot.api.openapi import openapi_document
 from workers.logs import Log
-from workers.questions import Caller, QuestionService
+from workers.questions import Caller, QuestionService, receipts
 from workers.questions import tokens as tokens_mod
 from workers.questions.exceptions import QuestionInvalid
 from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate, QuestionStatus, TokenScope
@@ -157,6 +157,17 @@ class Api:
             raise QuestionInvalid('the body must be {"context": {...}}', _errors(exc)) from None
         return _json(await self.service.in_thread(lambda: self.service.confirm(caller, qid, body.context)))
 
+    async def receipt(self, request: Request) -> Response:
+        """`GET /questions/{id}/receipt`: the closed question's signed receipt (docs/receipts.md)."""
+        caller = await self.caller(request)
+        qid = request.path_params["id"]
+        return JSONResponse(await self.service.in_thread(lambda: receipts.question_receipt(self.service, caller, qid)))
+
+    async def receipt_keys(self, request: Request) -> Response:
+        """`GET /receipts/keys`: the public keys receipts verify with, by key id."""
+        await self.caller(request)
+        return JSONResponse(await self.service.in_thread(lambda: receipts.published_keys(self.service)))
+
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
 
@@ -172,6 +183,8 @@ def create_api(service: QuestionService) -> Starlette:
             Route("/questions/{id}", api.get, methods=["GET"]),
             Route("/questions/{id}/cancel", api.cancel, methods=["POST"]),
             Route("/questions/{id}/confirm", api.confirm, methods=["POST"]),
+            Route("/questions/{id}/receipt", api.receipt, methods=["GET"]),
+            Route("/receipts/keys", api.receipt_keys, methods=["GET"]),
             Route("/openapi.json", api.openapi, methods=["GET"]),
         ],
         middleware=[Middleware(ProblemResponses), Middleware(ProblemOnError)],

@@ -51,6 +51,29 @@ _COMMON = {
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
+_RECEIPT = {"description": "a DSSE envelope of an in-toto Statement (docs/receipts.md)"}
+RECEIPT_PATHS: dict[str, Any] = {
+    "/questions/{id}/receipt": {
+        "get": {
+            "summary": "The closed question's signed receipt: its envelope, digest and place in the chain",
+            "parameters": [_ID],
+            "responses": {
+                "200": {**_RECEIPT, "content": {"application/json": {"schema": {"type": "object"}}}},
+                "404": _problem("no such question, or no receipt (PARLEY_RECEIPT_KEY is not set)"),
+                "409": _problem("the question is still waiting, or its receipt is being written"),
+                **_COMMON,
+            },
+        }
+    },
+    "/receipts/keys": {
+        "get": {
+            "summary": "The public keys receipts verify with, by key id",
+            "responses": {"200": {"description": "keys", "content": {"application/json": {}}}, **_COMMON},
+        }
+    },
+}
+
+
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template=REF)
@@ -163,6 +186,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            **RECEIPT_PATHS,
         },
         "webhooks": {
             "question": {

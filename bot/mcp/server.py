@@ -67,6 +67,7 @@ from bot.mcp.tools import (
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionConflict, QuestionError
+from workers.questions.receipts import with_view_receipt
 from workers.questions.waiting import Patience, Progress
 
 log = Log("parley.mcp")
@@ -146,7 +147,7 @@ class Tools:
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_request_approval(args)
         view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
-        return tool_result(view)
+        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
     async def approve_tool_use(
         self, caller: Caller, args: dict[str, Any], progress: Progress | None = None
@@ -184,7 +185,8 @@ class Tools:
 
     async def get_answer(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         qid, wait = parse_get_answer(args)
-        return tool_result(await self.service.waiting.until(caller, qid, Patience.within(wait)))
+        view = await self.service.waiting.until(caller, qid, Patience.within(wait))
+        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
 
 def build_server(service: QuestionService, caller_of: CallerOf, rules: RulesConfig | None = None) -> Server[Any]:

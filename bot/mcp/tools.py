@@ -197,6 +197,10 @@ RESULT_SCHEMA: dict[str, Any] = {
             "type": ["object", "null"],
             "description": "For a question asked with `requested_schema` and accepted: its values.",
         },
+        "receipt": {
+            "type": "object",
+            "description": "The closed question's signed receipt, once written (docs/receipts.md).",
+        },
     },
     "required": ["status", "question_id"],
     "additionalProperties": False,
@@ -352,6 +356,8 @@ def tool_result(view: QuestionView) -> dict[str, Any]:
         result["error"] = view.error
     if view.decision is not None:
         result["decision"] = view.decision.model_dump(mode="json")
+    if view.receipt is not None:
+        result["receipt"] = view.receipt
     shape = view.metadata.get(ELICITATION)
     if isinstance(shape, dict) and (elicited := elicit_result(view, shape)) is not None:
         result.update(elicited)  # MCP's ElicitResult: action, and content when accepted

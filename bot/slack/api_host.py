@@ -33,6 +33,7 @@ from workers.exceptions import AgentError
 from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
 from workers.questions.models import DECLINABLE, MAX_ASSIGNEES
+from workers.receipts.canonical import blocks_digest
 from workers.runs import HostRecords
 
 log = Log("parley.slack.api")
@@ -122,7 +123,7 @@ class ApiQuestionHost(SlackHost):
             if error in CANNOT_POST:
                 raise AgentError(f"Slack refused to post the question in {conv['channel']}: {error}") from exc
             raise
-        run.record_question_message({**posted, "version": 1})
+        run.record_question_message({**posted, "version": 1, "blocks_digest": blocks_digest(question)})
         thread = conv.get("thread_ts") or posted["ts"]
         if self.store.thread_run(posted["channel"], thread) is None:
             threaded = {**conv, "channel": posted["channel"], "thread_ts": thread}

@@ -134,6 +134,15 @@ def _answers_blocks(history: list[HistoryEntry]) -> list[Block]:
     return found
 
 
+def receipt_blocks(receipts: dict[str, str]) -> list[Block]:
+    """The digests of the run's signed receipts, newest last (docs/receipts.md); none without any."""
+    if not receipts:
+        return []
+    shown = list(receipts.items())[-ANSWERS_SHOWN:]
+    lines = [f"`{_code(iid)}`: `sha256:{digest[:16]}…`" for iid, digest in shown]
+    return [_context("Signed receipts: " + ", ".join(lines))]
+
+
 def _code(text: str) -> str:
     """Text for inside a code span: escaped, without the backticks that would end it."""
     return clip(text, 80).replace("`", "'")
@@ -179,6 +188,7 @@ def inspect_view(detail: RunDetail, *, page: int = 0) -> dict[str, Any]:
         *_run_blocks(detail),
         *_question_blocks(detail),
         *_answers_blocks(detail.history),
+        *receipt_blocks(detail.receipts),
         _steps_block(detail.steps),
         *_history_blocks(detail.run.id, detail.history, page),
     ]

@@ -44,6 +44,7 @@ from workers.interaction import (
     RunInfo,
 )
 from workers.logs import Log
+from workers.receipts.canonical import blocks_digest
 from workers.runs import HostRecords
 
 
@@ -188,7 +189,9 @@ class SlackHost(AgentSurfacesHost):
                 raise AgentError(f"Slack refused the question's blocks: {slack_refusal(exc.response)}") from exc
             raise
         # Recorded at once when people are told of it next (their DMs link to it); else by the park.
-        run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run))
+        run.record_question_message(
+            {**posted, "version": 1, "blocks_digest": blocks_digest(question)}, parked_next=not self._to_tell(run)
+        )
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         self._tell_asked(run)
         self._parked(run, request)

@@ -292,6 +292,7 @@ HOST_ALLOWED = (
     "workers.metrics",
     "workers.registry",
     "workers.llm",  # the model client: Slack reads plain-words replies with it, `parley dev` sets its names
+    "workers.receipts",  # signing and verifying receipts: digests of what a host showed, the CLI's checks
 )
 """What a host (`bot/`, `parley/`) may import from `workers`: the port, the two services, and helpers."""
 COMPOSITION_ROOTS = (
@@ -299,13 +300,15 @@ COMPOSITION_ROOTS = (
     "parley/bootstrap.py",
     "parley/installs.py",
     "parley/metrics_setup.py",
+    "parley/receipts_cmd.py",
     "parley/serve.py",
     "parley/settings.py",
     "parley/worker.py",
 )
 """Where a process is wired together: they build the runtime, the store and the services, so they
 may import more. `parley/bootstrap.py` builds the services for the commands; `parley/serve.py` the bot's
-`BotDeps`; `parley/installs.py` the OAuth installation stores; `parley/metrics_setup.py` `/metrics`."""
+`BotDeps`; `parley/installs.py` the OAuth installation stores; `parley/metrics_setup.py` `/metrics`;
+`parley/receipts_cmd.py` the receipt book the audit commands read."""
 
 
 def workers_imports(path: Path) -> set[str]:

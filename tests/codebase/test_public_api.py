@@ -62,6 +62,8 @@ PUBLIC = {
     "parley.client": [
         "MAX_POLL",
         "AsyncParley",
+        "Decision",
+        "Outcome",
         "Parley",
         "ParleyAPIError",
         "QuestionCancelledError",

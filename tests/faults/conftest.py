@@ -32,6 +32,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from slack_stack import SlackStack, free_port
 
+from workers.receipts import Signer
+
 DEFAULT_SEED = 20240611
 DEFAULT_ROUNDS = 10
 TIMINGS = {
@@ -274,11 +276,14 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisSer
 
 @pytest.fixture(scope="package")
 def fault_stack(private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
+    data_dir = tmp_path_factory.mktemp("faults-stack")
+    key = data_dir / "receipt-key.pem"  # every close is signed, so the checker can hold receipts to it
+    key.write_bytes(Signer.generate().private_pem())
     stack = FaultStack(
         private_redis.url,
-        tmp_path_factory.mktemp("faults-stack"),
+        data_dir,
         workers=WORKERS,
-        extra_env={"PARLEY_AGENTS": "slack_agents,faults.agents", **TIMINGS},
+        extra_env={"PARLEY_AGENTS": "slack_agents,faults.agents", "PARLEY_RECEIPT_KEY": str(key), **TIMINGS},
         server=private_redis,
     )
     stack.start()

@@ -15,6 +15,9 @@ to outside Redis.
 5. No run is stuck: it ended (succeeded; failed or expired with the reason posted;
    cancelled) or it is paused on a live question whose controls are showing.
 6. Refused requests change nothing: `unchanged()` compares DUMPs of a run's keys.
+7. Receipts: every closed question (answered, expired, cancelled) has its signed receipt, no
+   receipt exists for a question that is not closed, and each workspace's chain is whole:
+   sequence numbers 1..n, each receipt naming the one before it (`receipt_violations`).
 
 A scenario may declare a documented exception for one of its runs with `Expect`, e.g. a
 step allowed to run twice because the worker was killed between its effect and its record.
@@ -298,6 +301,7 @@ class Checker:
             out.append(f"{rid}: stuck {view.status} (question {view.run.get('interrupt')!r} is {q.get('state')!r})")
         if not expect.unlocked_ok and not self.locked(view):
             out.append(f"{rid}: a closed question still shows its controls")
+        out += receipt_violations(self.r, view)
         return out
 
     def check(
@@ -311,10 +315,49 @@ class Checker:
         found: list[str] = []
         for run_id, view in views.items():
             found += self.violations(view, expects.get(run_id, Expect()), posts)
+        found += chain_violations(self.r)
         self.ledger.runs += len(ids)
-        self.ledger.checks += len(ids) * 6
+        self.ledger.checks += len(ids) * 7
         if found:
             self.ledger.violations += found
             raise AssertionError(
                 f"invariant violations (seed {self.ledger.seed}):\n  " + "\n  ".join(found) + f"\n{self.stack.logs()}"
             )
+
+
+# ---- 7. receipts ---------------------------------------------------------------------------------
+CLOSED = ("answered", "expired", "cancelled")
+
+
+def receipt_violations(r: redis.Redis, view: RunSnapshot, timeout: float = 5.0) -> list[str]:
+    """A closed question without its receipt (after a few sweeps), or a receipt without its close."""
+    out: list[str] = []
+    for iid, q in view.interrupts.items():
+        state = q.get("state")
+        deadline = time.monotonic() + timeout
+        while state in CLOSED and not r.exists(f"parley:receipt:{iid}") and time.monotonic() < deadline:
+            time.sleep(0.1)  # a cancel's receipt is the sweep's to write
+        has = bool(r.exists(f"parley:receipt:{iid}"))
+        if state in CLOSED and not has:
+            out.append(f"{view.run_id}: question {iid} is {state} without its receipt")
+        if has and state not in CLOSED:
+            out.append(f"{view.run_id}: a receipt for question {iid}, which is {state!r}")
+    return out
+
+
+def chain_violations(r: redis.Redis) -> list[str]:
+    """Each workspace's chain: sequences 1..n in order, each receipt naming the digest of the one before."""
+    from workers.receipts.verify import statement_of
+
+    out: list[str] = []
+    for workspace in sorted(_s(w) for w in r.smembers("parley:receipts:workspaces")):
+        previous, expected = None, 1
+        for iid, score in r.zrange(f"parley:receipts:chain:{workspace}", 0, -1, withscores=True):
+            raw = {_s(k): _s(v) for k, v in r.hgetall(f"parley:receipt:{_s(iid)}").items()}
+            predicate = statement_of(json.loads(raw.get("envelope") or "{}")).get("predicate", {})
+            named = (predicate.get("previous") or {}).get("sha256")
+            if int(score) != expected or predicate.get("sequence") != expected or named != previous:
+                out.append(f"workspace {workspace}: receipt {_s(iid)} breaks the chain at {expected}")
+                break
+            previous, expected = raw.get("digest"), expected + 1
+    return out

@@ -68,6 +68,7 @@ def test_the_checker_catches_each_kind_of_violation(stack: FaultStack, ledger: L
     WebClient(token=BOT_TOKEN, base_url=stack.api_url).chat_postMessage(
         channel=run.channel, thread_ts=run.root_ts, text="again", blocks=blocks_of_question(q)
     )  # posted twice
+    stack.redis.delete(f"parley:receipt:{iid}")  # an accepted answer without its receipt
     gate = secrets.token_hex(4)
     stuck = ctx.start(gate=gate)  # running, waiting for a gate: neither ended nor paused
     ctx.wait_status(stuck, "running")
@@ -81,6 +82,8 @@ def test_the_checker_catches_each_kind_of_violation(stack: FaultStack, ledger: L
         "answered by U0MALLORY",
         "was posted 2 times",
         f"{stuck.run_id}: stuck running",
+        f"question {iid} is answered without its receipt",
+        "breaks the chain",
     ):
         assert needle in report, (needle, report[:3000])
     ctx.open_gate(gate)  # let it go on to its question

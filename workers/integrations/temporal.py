@@ -79,6 +79,8 @@ class QuestionOutcome:
     cancelled_by: str | None = None
     error: str | None = None
     decision: dict[str, Any] | None = field(default=None, repr=False)
+    receipt: dict[str, Any] | None = field(default=None, repr=False)
+    """The signed receipt of how it ended (docs/receipts.md), where Parley signs receipts."""
 
     @property
     def answered(self) -> bool:

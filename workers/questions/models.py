@@ -253,6 +253,10 @@ class QuestionView(_Body):
     error: str | None = None
     webhook: WebhookView | None = None
     temporal: TemporalView | None = None
+    receipt: dict[str, Any] | None = Field(
+        default=None,
+        description="the signed receipt (docs/receipts.md): in a webhook's data; else GET /questions/{id}/receipt",
+    )
 
 
 class QuestionPage(_Body):

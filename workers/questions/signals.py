@@ -33,6 +33,7 @@ from workers.logs import Log
 from workers.questions import config as config_mod
 from workers.questions.config import TemporalConfig
 from workers.questions.exceptions import QuestionError
+from workers.questions.receipt_views import with_signal_receipt
 from workers.questions.views import build_view
 from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
@@ -108,6 +109,7 @@ def deliver(question_id: str) -> str:
     target = question.temporal
     job = get_current_job()
     final = job is None or not job.retries_left
+    state = with_signal_receipt(runtime.receipts, question_id, state)  # signed here, off Slack's path
     state = state.model_copy(update={"attempts": state.attempts + 1})
     store.set_signal(question_id, state)  # counted before it is tried: an attempt cut off by a kill shows
     where = {"workflow_id": target.workflow_id, "namespace": target.namespace}

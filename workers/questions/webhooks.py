@@ -42,6 +42,7 @@ from workers.questions import config as config_mod
 from workers.questions.destinations import DestinationRefused, check_destination, destination, pinned
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import Event
+from workers.questions.receipt_views import with_receipt
 from workers.questions.views import build_view
 from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
@@ -145,6 +146,7 @@ def deliver(question_id: str) -> str | Retry:
     state = question.webhook if question is not None else None
     if question is None or state is None or state.status == "delivered":
         return "nothing to deliver"
+    state = with_receipt(runtime.receipts, store, question_id, state)  # signed here, off Slack's path
     job = get_current_job()
     final = job is None or not job.retries_left
     ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts + 1}

@@ -111,6 +111,8 @@ class RunDetail:
     """The results of the steps recorded so far, by step key."""
     questions: list[InterruptRecord] = field(default_factory=list)
     """The questions of the group the run is paused on, when it asked several at once."""
+    receipts: dict[str, str] = field(default_factory=dict)
+    """The sha256 of each closed question's signed receipt, by question id (docs/receipts.md)."""
 
 
 RunFilter = Callable[[RunRecord], bool]
@@ -191,8 +193,15 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
         questions = runtime.store.groups.members(group) if group else []
     except UNREADABLE as exc:
         log.error("the run's question cannot be read", **run.log_context(), error=repr(exc))
+    history = runtime.store.history(run_id)
+    asked = [str(h.detail["interrupt_id"]) for h in history if h.detail.get("interrupt_id")]
     return RunDetail(
-        run=run, interrupt=interrupt, history=runtime.store.history(run_id), steps=steps, questions=questions
+        run=run,
+        interrupt=interrupt,
+        history=history,
+        steps=steps,
+        questions=questions,
+        receipts=runtime.receipts.digests(asked),
     )
 
 

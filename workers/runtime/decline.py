@@ -20,6 +20,7 @@ from workers.runtime.wiring import Runtime
 from workers.store.records import CloseMode, InterruptRecord, InterruptState, RefusalReason, RunStatus
 from workers.store.refusal import Refusal
 from workers.store.runs import Closed
+from workers.store.scripts import DECLINE_TOKEN
 
 log = Log("parley.decline")
 GROUP_REFUSED = "a question asked of several people at once cannot be declined"
@@ -62,7 +63,7 @@ def decline(
         return AnswerOutcome.refused(interrupt.id, user, refusal)
     store = runtime.store
     try:
-        closed = store.close(interrupt, CloseMode.CANCEL, user)
+        closed = store.close(interrupt, CloseMode.CANCEL, user, token=DECLINE_TOKEN)  # its receipt says declined
         if not isinstance(closed, Closed):  # answered, declined or expired meanwhile: that stands
             log.info("decline refused", **ctx, reason=closed.reason)
             return AnswerOutcome.refused(interrupt.id, user, refusal_error(closed, interrupt).refusal)

@@ -31,6 +31,7 @@ log = Log("parley.execute")
 
 def execute(runtime: Runtime, run_id: str) -> str:
     """Execute `run_id` if it is queued; returns the status it ends this execution in."""
+    runtime.receipts.write_for_run(run_id)  # signed before the run goes on from its answer (docs/receipts.md)
     lease_until = time.time() + runtime.settings.lease_ttl
     claim = runtime.store.claim(run_id, lease_until)
     if claim.record is None or claim.journal is None:

@@ -40,6 +40,7 @@ class SweepReport:
     lapsed: list[str] = field(default_factory=list)
     requeued: list[str] = field(default_factory=list)
     purged: list[str] = field(default_factory=list)
+    receipts: int = 0  # signed receipts written for questions closed without one yet
 
 
 def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
@@ -51,6 +52,7 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     _lapsed(runtime, now, report)
     _requeue(runtime, now, report)
     _purge(runtime, now, report)
+    report.receipts = runtime.receipts.sweep(now, runtime.settings.retention)
     if any((report.expired, report.reminded, report.escalated, report.lapsed, report.requeued, report.purged)):
         found = {k: v for k, v in report.__dict__.items() if v and k != "purged"}
         log.info("sweep", **found, **({"purged": len(report.purged)} if report.purged else {}))

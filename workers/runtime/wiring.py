@@ -13,9 +13,12 @@ from pathlib import Path
 from redis import Redis
 from rq import Queue
 
+from workers.receipts.keys import KeyRing, Signer
 from workers.registry import REGISTRY, AgentRegistry
 from workers.runtime.host import InteractorRouter
 from workers.runtime.queues import WEBHOOK_QUEUE_NAME, queue
+from workers.store.receipts import DEFAULT_RETENTION as DEFAULT_RECEIPT_RETENTION
+from workers.store.receipts import ReceiptBook
 from workers.store.replication import Replication
 from workers.store.runs import RunStore
 from workers.store.sealed import SecretBox
@@ -35,6 +38,9 @@ class RuntimeSettings:
     data_dir: Path = Path(".parley")
     secret_key: str | None = field(default=None, repr=False)  # PARLEY_SECRET_KEY: seals secret answers
     min_replicas: int = 0  # replicas that must hold an accepted answer before it is acked (workers.store.replication)
+    receipt_key: bytes | None = field(default=None, repr=False)  # PARLEY_RECEIPT_KEY's PEM: signs receipts
+    receipt_retention: float = DEFAULT_RECEIPT_RETENTION  # PARLEY_RECEIPT_RETENTION; 0 keeps receipts forever
+    receipt_trusted: bytes | None = None  # PARLEY_RECEIPT_KEYS' PEM: public keys of rotated signers
 
 
 @dataclass
@@ -46,9 +52,14 @@ class Runtime:
     registry: AgentRegistry = field(default_factory=lambda: REGISTRY)
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
     webhook_queue: Queue = field(init=False)  # webhook deliveries, apart from the runs' `queue`
+    receipts: ReceiptBook = field(init=False)  # closed questions' signed receipts (`workers.receipts`)
 
     def __post_init__(self) -> None:
         self.webhook_queue = queue(self.redis, WEBHOOK_QUEUE_NAME)
+        key = self.settings.receipt_key
+        signer = Signer.from_pem(key) if key else None
+        trusted = KeyRing.from_pem_text(self.settings.receipt_trusted) if self.settings.receipt_trusted else None
+        self.receipts = ReceiptBook(self.redis, signer, self.settings.receipt_retention, trusted)
 
     @classmethod
     def build(

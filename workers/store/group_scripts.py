@@ -73,7 +73,8 @@ return 1
 # (followed by the ids it closed as not needed), or {0, reason, detail...}. An answer the
 # member already accepted (a redelivery, or the same answers from the same person again)
 # returns {2} and writes nothing new.
-# KEYS: run, interrupt, group, expiry, remind, accepted, history
+# KEYS: run, interrupt, group, expiry, remind, accepted, history, receipts pending (each
+# answered, expired or cancelled member is marked for its signed receipt, `workers.receipts`)
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json, token, history json, resume job id, interrupt prefix,
 #       counts ('1': an expiry that counts as an answer, its defaults; '0': one that ends the group)
@@ -120,6 +121,7 @@ if ARGV[6] == M_CANCEL then
     if m[1] == 'open' or m[1] == 'posting' then
       redis.call('HSET', k, 'state', 'cancelled', 'closed_by', ARGV[7])
       unindex(iid, m[2])
+      if KEYS[8] then redis.call('ZADD', KEYS[8], ARGV[5], iid) end
     end
   end
   redis.call('HSET', KEYS[3], 'state', G_CANCELLED)
@@ -140,6 +142,7 @@ else
 end
 unindex(ARGV[4], q.assignees)
 redis.call('RPUSH', KEYS[7], ARGV[10])
+if KEYS[8] then redis.call('ZADD', KEYS[8], ARGV[5], ARGV[4]) end
 local counted = 0
 for _, iid in ipairs(members) do
   local m = redis.call('HMGET', ARGV[12] .. iid, 'state', 'counts')

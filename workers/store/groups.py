@@ -208,6 +208,7 @@ class GroupStore:
             keys.remind_index(),
             keys.accepted_index(),
             keys.history(interrupt.run_id),
+            keys.receipts_pending(),
         ]
         resume = job_ids.resume(interrupt.run_id, interrupt.group)
         close_args = [

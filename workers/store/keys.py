@@ -251,3 +251,34 @@ def session_status(run_id: str) -> str:
 def plan(run_id: str) -> str:
     """String: JSON of the run's live plan in Slack (its tasks, its message); expires like the session's."""
     return f"{PREFIX}run:{run_id}:plan"
+
+
+# ---- signed decision receipts (workers/receipts/) ------------------------------------------
+def receipts_pending() -> str:
+    """Sorted set: closed question ids whose receipt is not written yet, scored by when they closed."""
+    return f"{PREFIX}receipts:pending"
+
+
+def receipt(interrupt_id: str) -> str:
+    """Hash: a closed question's signed receipt (envelope, digest, workspace, sequence); outlives its run."""
+    return f"{PREFIX}receipt:{interrupt_id}"
+
+
+def receipt_chain(workspace: str) -> str:
+    """Sorted set: a workspace's receipts (question ids) scored by their place in its chain."""
+    return f"{PREFIX}receipts:chain:{workspace}"
+
+
+def receipt_head(workspace: str) -> str:
+    """Hash: the last receipt of a workspace's chain (digest, sequence, question id)."""
+    return f"{PREFIX}receipts:head:{workspace}"
+
+
+def receipt_workspaces() -> str:
+    """Set: every workspace with a chain of receipts."""
+    return f"{PREFIX}receipts:workspaces"
+
+
+def receipt_keys() -> str:
+    """Hash: key id -> PEM public key of every key that signed a receipt here."""
+    return f"{PREFIX}receipts:keys"

@@ -196,6 +196,7 @@ class InterruptRecord(_Record):
     claimed_at: float | None = None
     claimed_from: list[str] = Field(default_factory=list)  # the assignees before the claim, put back on release
     standing_in: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)  # delegate -> [{user, until}] away
+    declined: bool = False  # cancelled by a person asked, who declined to answer (`workers.runtime.decline`)
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:

@@ -321,6 +321,7 @@ class RunStore:
             keys.leases_index(),
             keys.history(interrupt.run_id),
             keys.secrets(interrupt.run_id),
+            keys.receipts_pending(),
         ]
         resume = job_ids.resume(interrupt.run_id, interrupt.id)
         close_args = [
@@ -364,6 +365,7 @@ class RunStore:
                 **_bound_to(interrupt),
             ),
         )
+        pipe.zadd(keys.receipts_pending(), {interrupt.id: now})  # its signed receipt is written from this mark
         pipe.execute()
 
     def _seal(self, answers: list[Answer]) -> tuple[list[Answer], str]:

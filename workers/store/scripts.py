@@ -154,6 +154,10 @@ return 1
 )
 
 
+DECLINE_TOKEN = "decline"
+"""The token a cancel passes when the person asked closes the question unanswered (`workers.runtime.decline`)."""
+
+
 # Close an open question and queue its run: an accepted answer, an expiry, or a
 # cancel. Returns {1} or {0, reason, detail...}; a refusal writes nothing.
 # An answer's secret values arrive sealed and are kept only when it is accepted; a
@@ -179,15 +183,17 @@ def close_argv(
     ]
 
 
-# KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets
+# KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets, receipts pending
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json (secrets masked), token, history json, job id of the resume,
 #       sealed secret values or '', pub/sub channel
-# The closed question's id is published on the channel, in the same step, to wake its waiters.
+# The closed question's id is published on the channel, in the same step, to wake its waiters,
+# and marked for its signed receipt (`workers.receipts`), which a worker writes from that mark.
 CLOSE = (
     _LIB
     + _REASONS
     + _MODES
+    + f"local DECLINED = '{DECLINE_TOKEN}'\n"
     + """
 local h = redis.call('HGETALL', KEYS[2])
 if #h == 0 then return {0, R_UNKNOWN} end
@@ -224,6 +230,7 @@ elseif ARGV[6] == M_EXPIRE then
   redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
 else
   redis.call('HSET', KEYS[2], 'state', 'cancelled', 'closed_by', ARGV[7])
+  if ARGV[9] == DECLINED then redis.call('HSET', KEYS[2], 'declined', '1') end  -- said by its receipt
 end
 redis.call('ZREM', KEYS[3], ARGV[4]); redis.call('ZREM', KEYS[4], ARGV[4])
 for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u, ARGV[4]) end
@@ -238,6 +245,7 @@ else
 end
 redis.call('RPUSH', KEYS[7], ARGV[10])
 redis.call('PUBLISH', ARGV[13], ARGV[4])
+if KEYS[9] then redis.call('ZADD', KEYS[9], ARGV[5], ARGV[4]) end
 return {1}
 """
 )

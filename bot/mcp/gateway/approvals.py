@@ -39,6 +39,7 @@ from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionError
 from workers.questions.forwarding import CLIENT_GONE, FORWARDED, Forwarding
 from workers.questions.models import QuestionCreate, QuestionStatus
+from workers.questions.receipt_views import receipt_meta
 from workers.questions.waiting import PROGRESS_EVERY, Patience, Progress
 
 log = Log("parley.mcp.gateway")
@@ -146,10 +147,18 @@ class Approvals:
             await self.forwarding.grant_standing(call.session, name, run_id, STANDING_FOR)
             granted = "standing approval granted"
             await self.forwarding.note(run_id, granted, verdict.by, tool=name, seconds=STANDING_FOR)
-        return await self._forward(call, verdict.arguments, run_id, by=verdict.by, edited=verdict.edited)
+        meta = await self.service.in_thread(lambda: receipt_meta(self.service.runtime.receipts, run_id))
+        return await self._forward(call, verdict.arguments, run_id, by=verdict.by, edited=verdict.edited, meta=meta)
 
     async def _forward(
-        self, call: Call, arguments: dict[str, Any], run_id: str, *, by: str = "", edited: bool = False
+        self,
+        call: Call,
+        arguments: dict[str, Any],
+        run_id: str,
+        *,
+        by: str = "",
+        edited: bool = False,
+        meta: dict[str, Any] | None = None,
     ) -> types.CallToolResult:
         name = call.target.full_name
         forwarded = Redaction(arguments, call.rule.redact)
@@ -158,7 +167,7 @@ class Approvals:
             return error(forwarded.scrubber.text(refused))
         await self.forwarding.note(run_id, "forwarded", by, tool=name, args=forwarded.shown, edited=edited)
         try:
-            result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments))
+            result = forwarded.scrubber.result(await self.upstreams.call(call.target, arguments, meta))
         except GatewayError as exc:
             why = forwarded.scrubber.text(str(exc))
             await self.forwarding.note(run_id, "upstream failed", tool=name, error=why)

@@ -245,15 +245,18 @@ class Upstreams:
             raise UnknownTool(f"upstream {upstream!r} has no tool {tool!r}")
         return Target(upstream, found)
 
-    async def call(self, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
-        """The upstream's result for `target` called with `arguments`; an upstream that fails is a tool error."""
+    async def call(
+        self, target: Target, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> types.CallToolResult:
+        """The upstream's result for `target` called with `arguments` (and `meta`, the approval's receipt, as
+        `_meta`); an upstream that fails is a tool error."""
         client = self.clients.get(target.upstream)
         if client is None:
             raise GatewayError(f"upstream {target.upstream!r} is unreachable: {self.errors.get(target.upstream)}")
         clock = self.clocks[target.upstream]
         try:
             with clock.deadline() as deadline:
-                return await client.call_tool(target.tool.name, arguments)
+                return await client.call_tool(target.tool.name, arguments, meta=meta)  # type: ignore[arg-type]
         except Exception as exc:
             raise GatewayError(f"upstream {target.upstream!r} failed on {target.tool.name}: {_why(exc)}") from exc
         if deadline.cancelled_caught:

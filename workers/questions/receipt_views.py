@@ -1,0 +1,66 @@
+"""A question's receipt(s) as the API and the webhook show them, and the webhook's payload with them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from workers.receipts.upstream import call_meta
+from workers.store.questions import QuestionStore
+from workers.store.receipts import Receipt, ReceiptBook
+from workers.store.records import WebhookState
+
+
+def body_of(found: list[Receipt], question_id: str, group: bool) -> dict[str, Any]:
+    """One receipt as its own line; the receipts of each person's answer (`ask_each`) as a list."""
+    if len(found) == 1 and not group:
+        return found[0].line()
+    return {"question_id": question_id, "receipts": [r.line() for r in found]}
+
+
+def receipt_body(book: ReceiptBook, question_id: str) -> dict[str, Any] | None:
+    """The question's receipt(s), written now when due and this process can sign; None without any."""
+    found = book.of_run(question_id)
+    return body_of(found, question_id, len(book.questions_of(question_id)) > 1) if found else None
+
+
+def with_receipt(book: ReceiptBook, store: QuestionStore, question_id: str, state: WebhookState) -> WebhookState:
+    """The webhook's payload with the question's receipt in `data.receipt`, written before the first attempt.
+
+    The webhook worker signs it here when it is still due, so a delivery never waits on a sweep.
+    A payload that has its receipt already, or a question without one, is sent as it is.
+    """
+    try:
+        payload = json.loads(state.payload)
+    except ValueError:
+        return state
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, dict) or data.get("receipt") is not None:
+        return state
+    body = receipt_body(book, question_id)
+    if body is None:
+        return state
+    data["receipt"] = body
+    updated = state.model_copy(update={"payload": json.dumps(payload, separators=(",", ":"))})
+    store.set_webhook(question_id, updated)
+    return updated
+
+
+def receipt_meta(book: ReceiptBook, question_id: str) -> dict[str, Any] | None:
+    """The `_meta` the gateway forwards an approved call with: its receipt and digest (None without one)."""
+    found = book.of_run(question_id)
+    return call_meta(found[0].line()) if len(found) == 1 else None
+
+
+def with_signal_receipt(book: ReceiptBook, question_id: str, state: WebhookState) -> WebhookState:
+    """A Temporal signal's payload with the question's receipt (`Outcome.receipt`), before its first attempt."""
+    try:
+        payload = json.loads(state.payload)
+    except ValueError:
+        return state
+    if not isinstance(payload, dict) or payload.get("receipt") is not None or payload.get("status") == "failed":
+        return state
+    body = receipt_body(book, question_id)
+    if body is None:
+        return state
+    return state.model_copy(update={"payload": json.dumps({**payload, "receipt": body}, ensure_ascii=False)})

@@ -1,0 +1,47 @@
+"""The API's receipt endpoints: a question's signed receipt(s), and the keys that verify them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers.questions.exceptions import QuestionConflict, QuestionNotFound
+from workers.questions.models import QuestionStatus, QuestionView
+from workers.questions.receipt_views import receipt_body
+from workers.questions.service import Caller, QuestionService
+from workers.store.receipts import ReceiptBook
+
+NO_KEY = "this question has no receipt: receipts are signed where PARLEY_RECEIPT_KEY is set"
+
+
+def question_receipt(service: QuestionService, caller: Caller, question_id: str) -> dict[str, Any]:
+    """`GET /api/v1/questions/{id}/receipt`: written now if it is due and this process can sign.
+
+    The question's visibility is `get`'s: another token's question reads as no such question.
+    """
+    view = service.get(caller, question_id)
+    if view.status is QuestionStatus.WAITING:
+        raise QuestionConflict("no receipt yet: the question is still waiting for an answer")
+    book: ReceiptBook = service.runtime.receipts
+    body = receipt_body(book, question_id)
+    if body is not None:
+        return body
+    if book.signing() and any(book.pending(iid) for iid in book.questions_of(question_id)):
+        conflict = QuestionConflict("the receipt is being written by a worker; ask again in a moment")
+        conflict.headers["Retry-After"] = "1"
+        raise conflict
+    raise QuestionNotFound(NO_KEY)
+
+
+def published_keys(service: QuestionService) -> dict[str, Any]:
+    """`GET /api/v1/receipts/keys`: every public key that verifies this Parley's receipts."""
+    book: ReceiptBook = service.runtime.receipts
+    current = book.signer.keyid if book.signer is not None else None
+    return {"current": current, "keys": book.keyring().listing()}
+
+
+def with_view_receipt(service: QuestionService, view: QuestionView) -> QuestionView:
+    """A closed question's view with its receipt, for MCP's structured results; a waiting one as it is."""
+    if view.status is QuestionStatus.WAITING or view.receipt is not None:
+        return view
+    body = receipt_body(service.runtime.receipts, view.id)
+    return view if body is None else view.model_copy(update={"receipt": body})

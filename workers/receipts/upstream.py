@@ -1,0 +1,44 @@
+"""The gateway's receipt in a forwarded call's `_meta`, and the check an upstream makes of it.
+
+The gateway forwards an approved call with its receipt (`RECEIPT`) and the receipt's digest
+(`DIGEST`) in `_meta`. An upstream holding Parley's public keys checks, with `check_call`,
+that a person approved exactly the arguments it received. Its digest covers the arguments
+as shown: for a rule that redacts values, the check compares against the shown form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workers.receipts.canonical import digest
+from workers.receipts.errors import ReceiptError
+from workers.receipts.keys import KeyRing
+from workers.receipts.verify import Verified, verify_envelope
+
+RECEIPT = "parley/receipt"
+DIGEST = "parley/receipt_digest"
+APPROVED = ("approved", "edited")
+
+
+def call_meta(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The `_meta` of a call forwarded after its approval: the receipt, and its digest."""
+    return {RECEIPT: dict(line), DIGEST: line["digest"]["sha256"]}
+
+
+def check_call(meta: Mapping[str, Any] | None, arguments: Mapping[str, Any], ring: KeyRing) -> Verified:
+    """The verified receipt when it approves exactly `arguments`; `ReceiptError` saying why not."""
+    line = (meta or {}).get(RECEIPT)
+    if not isinstance(line, Mapping) or not isinstance(line.get("envelope"), Mapping):
+        raise ReceiptError("no receipt in the call's _meta: it was not approved through Parley")
+    claimed = (line.get("digest") or {}).get("sha256")
+    verified = verify_envelope(dict(line["envelope"]), ring, claimed)
+    if (meta or {}).get(DIGEST) != verified.digest:
+        raise ReceiptError("the _meta digest is not the receipt's")
+    predicate = verified.predicate
+    approval = predicate.get("approval")
+    if predicate.get("outcome") not in APPROVED or not isinstance(approval, Mapping):
+        raise ReceiptError(f"the receipt does not approve this call: it says {predicate.get('outcome')}")
+    if approval.get("arguments_digest") != digest(dict(arguments)):
+        raise ReceiptError("the arguments differ from the ones a person approved")
+    return verified

@@ -1,0 +1,116 @@
+"""Checking receipts offline: one receipt's signature and digests, and an audit log's chains."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from workers.receipts.canonical import sha256
+from workers.receipts.dsse import open_envelope, parse
+from workers.receipts.errors import ReceiptError
+from workers.receipts.keys import KeyRing
+from workers.receipts.statement import PREDICATE_TYPE, STATEMENT_TYPE
+
+
+def statement_of(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The statement an envelope carries, unverified (for listings); {} when it cannot be read."""
+    try:
+        body = json.loads(base64.b64decode(envelope["payload"]))
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A receipt that verified: its statement, the digest of its payload, the key that signed it."""
+
+    statement: dict[str, Any]
+    digest: str
+
+    @property
+    def predicate(self) -> dict[str, Any]:
+        predicate: dict[str, Any] = self.statement["predicate"]
+        return predicate
+
+
+def verify_envelope(envelope: dict[str, Any], ring: KeyRing, claimed: str | None = None) -> Verified:
+    """Check the signature, the key id, the statement's shape and (when given) the claimed digest."""
+    payload = open_envelope(envelope, ring)
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        raise ReceiptError("not a receipt: the signed payload is not JSON") from None
+    if not isinstance(body, dict) or body.get("_type") != STATEMENT_TYPE:
+        raise ReceiptError("not a receipt: the payload is not an in-toto Statement v1")
+    if body.get("predicateType") != PREDICATE_TYPE or not isinstance(body.get("predicate"), dict):
+        raise ReceiptError(f"not a receipt: predicate type {body.get('predicateType')!r}")
+    digest = sha256(payload)
+    if claimed is not None and claimed != digest:
+        raise ReceiptError("digest mismatch: the receipt's digest is not that of its signed payload")
+    return Verified(body, digest)
+
+
+def verify_text(text: str | bytes, ring: KeyRing) -> Verified:
+    """A receipt as a file holds it: a DSSE envelope, or the API's answer (envelope and digest)."""
+    outer = parse(text)
+    wrapped = json.loads(text)
+    claimed = None
+    if isinstance(wrapped, dict) and isinstance(wrapped.get("digest"), dict):
+        claimed = str(wrapped["digest"].get("sha256", ""))
+    return verify_envelope(outer, ring, claimed)
+
+
+@dataclass
+class _Link:
+    digest: str
+    sequence: int
+    line: int
+
+
+def verify_log(lines: Iterable[str], ring: KeyRing) -> int:
+    """Check every receipt of an audit log and each workspace's chain; how many receipts.
+
+    `ReceiptError` names the first bad line: one that does not verify, a receipt missing
+    (a gap in the sequence), two in the wrong order, or two claiming the same predecessor.
+    The first receipt of each workspace is taken as it is: retention may have purged the
+    ones before it.
+    """
+    heads: dict[str, _Link] = {}
+    seen: dict[str, int] = {}
+    count = 0
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            verified = verify_text(text, ring)
+        except ReceiptError as exc:
+            raise ReceiptError(f"line {number}: {exc}") from None
+        predicate = verified.predicate
+        workspace = str(predicate.get("workspace") or "")
+        sequence = predicate.get("sequence")
+        previous = (predicate.get("previous") or {}).get("sha256")
+        if verified.digest in seen:
+            raise ReceiptError(f"line {number}: the same receipt as line {seen[verified.digest]}")
+        seen[verified.digest] = number
+        head = heads.get(workspace)
+        if head is not None and not isinstance(sequence, int):
+            raise ReceiptError(f"line {number}: the receipt has no sequence number")
+        if head is not None and previous != head.digest:
+            if isinstance(sequence, int) and sequence <= head.sequence:
+                raise ReceiptError(
+                    f"line {number}: out of order or forked: receipt {sequence} of {workspace or 'no workspace'} "
+                    f"follows receipt {head.sequence} (line {head.line})"
+                )
+            raise ReceiptError(
+                f"line {number}: chain broken: its previous receipt is not line {head.line}; "
+                f"receipt(s) {head.sequence + 1}..{int(sequence or 0) - 1} missing or changed"
+            )
+        if head is not None and sequence != head.sequence + 1:
+            raise ReceiptError(f"line {number}: sequence {sequence} does not follow {head.sequence}")
+        heads[workspace] = _Link(verified.digest, int(sequence or 0), number)
+        count += 1
+    return count
