@@ -3,7 +3,8 @@
 When a question with a `callback_url` closes (answered, expired, cancelled), `announce`
 records the event's body once and enqueues `deliver` on the webhooks' queue (never the
 agents': `parley worker` runs its deliveries on threads of their own, `webhook_workers`)
-under one job id with RQ's `Retry`. Every attempt sends the same body with the same
+under one job id with RQ's `Retry` (an answer's, sooner: by the process that accepts it,
+`accepted`). Every attempt sends the same body with the same
 `webhook-id`, signed as the Standard Webhooks spec says; a non-2xx answer, an error or the
 attempt's deadline raises, and RQ tries again after the next interval. The last failure is
 recorded as `failed` on the question. Each attempt checks the destination again and connects
