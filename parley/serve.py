@@ -91,6 +91,7 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
     runtime = build_runtime(settings, client, hosts)
     slack = SlackHost(clients, runtime.store, notify_assignees=settings.parley_notify_assignees)
     hosts.register("slack", slack)
+    question_config(settings)  # an accepted answer queues its webhook or signal with these settings
     add_api_host(runtime, clients)
     admins = settings.parley_admins
     team_admins = {scope: frozenset(users) for scope, users in admins.items() if scope}

@@ -53,10 +53,13 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
 
 
 def add_api_host(runtime: Runtime, web: Any) -> None:
-    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook or signal."""
+    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook or signal
+    (an answer accepted in this process announces its question's at once: `workers.questions.accepted`)."""
     from bot.slack.api_host import ApiQuestionHost
-    from workers.questions import signals
+    from workers.questions import accepted, signals
     from workers.questions.webhooks import announce
+
+    accepted.install(runtime)  # an answer accepted here queues its webhook or signal at once
 
     def on_closed(run: RunInfo, question: QuestionInfo) -> None:
         # The runtime hands hosts its own records; the webhook reads the run's status and error too.

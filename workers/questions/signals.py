@@ -5,8 +5,10 @@ not a URL, to tell when it ends. The path is the webhook's (`webhooks`): when th
 closes (answered, expired, cancelled) or its run fails, `announce` records the outcome once
 and enqueues `deliver` on the webhooks' queue under one job id with RQ's `Retry`; each
 attempt signals the workflow `SIGNAL` with the same outcome; a failure raises and RQ tries
-again after the next interval (`PARLEY_TEMPORAL_RETRY_INTERVALS`). Every attempt is counted
-in `parley_temporal_signals`, and the question's history records the delivery and how many
+again after the next interval (`PARLEY_TEMPORAL_RETRY_INTERVALS`). An answer's outcome is
+announced sooner, by the process that accepts it (`accepted`); the run's own call then finds
+it made. The outcome and its job are written in one transaction. Every attempt is counted in
+`parley_temporal_signals`, and the question's history records the delivery and how many
 attempts it took. A workflow that has ended is not signalled again: nothing waits any more.
 
 Temporal does not deduplicate signals, so a delivery retried after its signal was accepted
@@ -39,7 +41,7 @@ from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
-from workers.store.records import InterruptRecord, RunRecord, RunStatus, TemporalTarget, WebhookState
+from workers.store.records import ApiQuestionRecord, InterruptRecord, RunRecord, RunStatus, TemporalTarget, WebhookState
 
 log = Log("parley.temporal")
 DELIVER = queues.SIGNAL
@@ -68,11 +70,19 @@ def outcome_payload(view: dict[str, Any], target: TemporalTarget) -> dict[str, A
     }
 
 
-def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord | None, error: str = "") -> bool:
+def announce(
+    runtime: Runtime,
+    run: RunRecord,
+    interrupt: InterruptRecord | None,
+    error: str = "",
+    *,
+    question: ApiQuestionRecord | None = None,
+) -> bool:
     """Enqueue the signal for a question that ended, once; False when it has no Temporal target or
-    has not ended (or was announced before: a replay). `error`: its run is failing, for that reason."""
+    has not ended (or was announced before: a replay). `error`: its run is failing, for that reason.
+    `question`: its record, when the caller has just read it."""
     store = QuestionStore(runtime.redis)
-    question = store.get(run.id)
+    question = question or store.get(run.id)
     if question is None or question.temporal is None or question.signal is not None:
         return False
     view = build_view(question, run, interrupt).model_dump(mode="json")
@@ -83,16 +93,21 @@ def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord | None
         return False
     payload = json.dumps(outcome_payload(view, question.temporal), ensure_ascii=False)
     state = WebhookState(id=f"sig_{run.id}", event=status, payload=payload)
-    store.set_signal(run.id, state)
-    intervals = list(config_mod.current().temporal.retry_intervals)
-    runtime.webhook_queue.enqueue(
-        DELIVER,
+    temporal = config_mod.current().temporal
+    intervals = list(temporal.retry_intervals)
+    store.announce_signal(
         run.id,
-        job_id=job_ids.signal(run.id),
-        retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
-        job_timeout=int(config_mod.current().temporal.attempt_timeout + 5),
-        result_ttl=3600,
-        failure_ttl=7 * 86400,
+        state,
+        lambda pipe: runtime.webhook_queue.enqueue(
+            DELIVER,
+            run.id,
+            job_id=job_ids.signal(run.id),
+            retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
+            job_timeout=int(temporal.attempt_timeout + 5),
+            result_ttl=3600,
+            failure_ttl=7 * 86400,
+            pipeline=pipe,
+        ),
     )
     log.info("temporal signal queued", run_id=run.id, workflow_id=question.temporal.workflow_id, event=status)
     return True

@@ -3,7 +3,8 @@
 When a question with a `callback_url` closes (answered, expired, cancelled), `announce`
 records the event's body once and enqueues `deliver` on the webhooks' queue (never the
 agents': `parley worker` runs its deliveries on threads of their own, `webhook_workers`)
-under one job id with RQ's `Retry`. Every attempt sends the same body with the same
+under one job id with RQ's `Retry` (an answer's, sooner: by the process that accepts it,
+`accepted`). Every attempt sends the same body with the same
 `webhook-id`, signed as the Standard Webhooks spec says; a non-2xx answer, an error or the
 attempt's deadline raises, and RQ tries again after the next interval. The last failure is
 recorded as `failed` on the question. Each attempt checks the destination again and connects
@@ -29,6 +30,9 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import os
+import ssl
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -48,7 +52,7 @@ from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
-from workers.store.records import InterruptRecord, InterruptState, RunRecord, WebhookState
+from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, WebhookState
 from workers.store.webhook_limits import Circuit, Circuits, InFlight
 
 __all__ = ["DELIVER", "DestinationRefused", "announce", "check_destination", "deliver", "pinned", "post", "sign"]
@@ -94,11 +98,32 @@ async def _post(
 ) -> httpx.Response:
     target, host_header, extensions = pinned(url, address)
     limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
+    client = httpx.AsyncClient(follow_redirects=False, timeout=limits, verify=tls_context())
     try:
-        async with asyncio.timeout(timeout), httpx.AsyncClient(follow_redirects=False, timeout=limits) as client:
+        async with asyncio.timeout(timeout), client:
             return await client.post(target, content=content, headers={**headers, **host_header}, extensions=extensions)
     except TimeoutError:
         raise AttemptTimedOut(f"the receiver did not answer within {timeout:g} s") from None
+
+
+_contexts: dict[tuple[str, str], ssl.SSLContext] = {}
+_contexts_lock = threading.Lock()
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings every attempt verifies receivers with, made once per set of trusted authorities.
+
+    httpx makes a fresh context for each client, loading every certificate authority again:
+    15-70 ms of CPU per attempt, most of a delivery's cost. The authorities are httpx's own
+    choice (`SSL_CERT_FILE`, `SSL_CERT_DIR`, else certifi), so a change to those is honoured.
+    """
+    key = (os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+    context = _contexts.get(key)
+    if context is None:
+        with _contexts_lock:
+            context = _contexts.get(key) or httpx.create_ssl_context()
+            _contexts[key] = context
+    return context
 
 
 def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
@@ -108,11 +133,14 @@ def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
     return "v1," + base64.b64encode(mac).decode()
 
 
-def announce(runtime: Runtime, run: RunRecord, interrupt: InterruptRecord) -> bool:
-    """Enqueue the webhook for a question that closed, once per event; False when there is none to send."""
+def announce(
+    runtime: Runtime, run: RunRecord, interrupt: InterruptRecord, *, question: ApiQuestionRecord | None = None
+) -> bool:
+    """Enqueue the webhook for a question that closed, once per event; False when there is none to send.
+    `question`: its record, when the caller has just read it."""
     event = EVENTS.get(interrupt.state)
     store = QuestionStore(runtime.redis)
-    question = store.get(run.id)
+    question = question or store.get(run.id)
     if event is None or question is None or not question.callback_url:
         return False
     if question.webhook is not None and question.webhook.event == event:

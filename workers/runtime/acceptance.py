@@ -265,6 +265,8 @@ def accept(
     if isinstance(closed, Refusal):
         log.info("answer refused", **ctx, reason=closed.reason)
         raise refusal_error(closed, interrupt)
+    if not closed.again:
+        _tell_accepted(runtime, interrupt, ctx)
     # A repeat is enqueued again too: the job id makes it one resume, and it re-queues a resume
     # lost with a failed master whose replica had the answer (the sweep would, later).
     if not resume_here:
@@ -273,6 +275,18 @@ def accept(
         metrics.answer_accepted(interrupt.asked_at)
     log.info("answer accepted", **ctx, again=closed.again)
     return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
+
+
+def _tell_accepted(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, Any]) -> None:
+    """Run the process's `on_accepted` hooks (an API question's webhook or Temporal signal, queued now).
+
+    A hook that fails changes nothing here: the resume announces the outcome as it locks the question.
+    """
+    for hook in runtime.on_accepted:
+        try:
+            hook(interrupt)
+        except Exception:
+            log.warning("could not announce the accepted answer; its resume will", **ctx, exc=True)
 
 
 def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, str], confirmed: int) -> None:

@@ -7,6 +7,7 @@ CLI, or a test); nothing is created at import time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from workers.runtime.host import InteractorRouter
 from workers.runtime.queues import WEBHOOK_QUEUE_NAME, queue
 from workers.store.receipts import DEFAULT_RETENTION as DEFAULT_RECEIPT_RETENTION
 from workers.store.receipts import ReceiptBook
+from workers.store.records import InterruptRecord
 from workers.store.replication import Replication
 from workers.store.runs import RunStore
 from workers.store.sealed import SecretBox
@@ -53,6 +55,8 @@ class Runtime:
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
     webhook_queue: Queue = field(init=False)  # webhook deliveries, apart from the runs' `queue`
     receipts: ReceiptBook = field(init=False)  # closed questions' signed receipts (`workers.receipts`)
+    on_accepted: list[Callable[[InterruptRecord], None]] = field(default_factory=list)
+    """Called with the question (as read before the answer) once an answer closed it, before the resume is queued."""
 
     def __post_init__(self) -> None:
         self.webhook_queue = queue(self.redis, WEBHOOK_QUEUE_NAME)

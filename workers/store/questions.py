@@ -11,11 +11,12 @@ reads them once.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
+from redis.client import Pipeline
 from redis.exceptions import WatchError
 
 from workers.logs import Log
@@ -262,6 +263,15 @@ class QuestionStore:
     def set_signal(self, question_id: str, state: WebhookState) -> None:
         """The delivery of a Temporal target's signal (see `workers.questions.signals`)."""
         self.redis.hset(keys.api_question(question_id), "signal", state.model_dump_json())
+
+    def announce_signal(self, question_id: str, state: WebhookState, enqueue: Callable[[Pipeline], object]) -> None:
+        """Record a signal to deliver and, in the same transaction, `enqueue` its delivery job on the
+        pipeline: a process killed between the two would leave one announced that no job delivers."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.multi()
+            pipe.hset(keys.api_question(question_id), "signal", state.model_dump_json())
+            enqueue(pipe)
+            pipe.execute()
 
     def webhook(self, question_id: str) -> WebhookState | None:
         raw = reply(self.redis.hget(keys.api_question(question_id), "webhook"))
