@@ -53,9 +53,10 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
 
 def is_redis_trouble(exc: BaseException) -> bool:
     """Whether `exc` is Redis being down, full or failing over (worth a retry), not a bug."""
-    if isinstance(exc, REDIS_TROUBLE):
+    if isinstance(exc, (*REDIS_TROUBLE, redis.exceptions.OutOfMemoryError, redis.exceptions.ExecAbortError)):
         return True
-    return isinstance(exc, redis.ResponseError) and str(exc).startswith(("OOM", "EXECABORT", "LOADING", "READONLY"))
+    said = str(exc).split(" caused error: ", 1)[-1]  # redis-py names a pipeline's failing command first
+    return isinstance(exc, redis.ResponseError) and said.startswith(("OOM", "EXECABORT", "LOADING", "READONLY"))
 
 
 def unavailable(**extra: Any) -> Response:
