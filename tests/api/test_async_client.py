@@ -209,7 +209,7 @@ def test_two_hundred_waits_share_one_loop_and_no_thread_each(bot: Bot, server: t
             ids = [await client.submit(approval(f"Wave {i}?"), channel=CHANNEL) for i in range(questions)]
             before = threading.active_count()
             tasks = [asyncio.create_task(client.wait(ids[i % questions], timeout=60)) for i in range(waits)]
-            await asyncio.to_thread(bot.wait_for, "every long-poll open", lambda: closings.waiting == waits)
+            await asyncio.to_thread(bot.wait_for, "every long-poll open", lambda: closings.waiting == waits, 60)
             assert not any(t.done() for t in tasks)
             grew = threading.active_count() - before
             assert grew < waits // 4, f"{grew} threads for {waits} waits"

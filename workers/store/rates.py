@@ -5,7 +5,7 @@ window, then the start of the next). Here each bucket (a token's owner id, a cli
 address's failed tokens) keeps a log of when it spent: a list, newest first, trimmed to
 `limit` entries. A request reads the log under WATCH and is recorded in MULTI/EXEC only
 when it fits, so every `parley serve` process shares one exact count; a write between
-the read and the record retries. Plain commands rather than a Lua script: the rate is
+the read and the record retries after a short random wait. Plain commands rather than a Lua script: the rate is
 counted even while Redis refuses scripts, and a refused request writes nothing.
 
 GCRA was not enough: with a burst of `limit` it still passes nearly twice `limit` in
@@ -17,6 +17,7 @@ reads the clock itself and builds its own keys on its own connection; this keeps
 from __future__ import annotations
 
 import math
+import random
 import time
 
 from redis import Redis
@@ -25,8 +26,10 @@ from redis.exceptions import WatchError
 from workers.store import keys
 from workers.store.replies import reply
 
-CONTENDED = 20
+CONTENDED = 100
 """Attempts at recording a request while other requests of its bucket keep writing its log."""
+BACKOFF = 0.001
+"""Seconds, times the attempt, up to which a contended request waits at random before retrying."""
 CONTENDED_WAIT = 0.5
 """The seconds a request is told to wait when its bucket's log stays that busy."""
 
@@ -51,7 +54,7 @@ class RateLog:
         if cost > limit:
             return float(window)
         key = keys.api_rate(bucket)
-        for _ in range(CONTENDED):
+        for attempt in range(CONTENDED):
             with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(key)
@@ -64,8 +67,8 @@ class RateLog:
                     pipe.pexpire(key, math.ceil(window * 1000) + 1000)
                     pipe.execute()
                     return 0.0
-                except WatchError:
-                    continue
+                except WatchError:  # another request of the bucket wrote first: step aside a moment
+                    time.sleep(random.uniform(0, BACKOFF * attempt))
         return CONTENDED_WAIT
 
     def over(self, bucket: str, limit: int, window: int, now: float | None = None) -> float:
