@@ -49,14 +49,14 @@ def test_an_admins_stop_cancels_a_working_run_and_takes_its_session_out_of_proce
 
     assert bot.event(stopped_event(ADMIN, root_ts)).status == 200
     bot.wait_for("the run to be cancelled", lambda: bot.runtime.store.get(run.id).status is RunStatus.CANCELLED)
-    history = bot.runtime.store.history(run.id)
+    told = bot.wait_call(
+        "chat.postMessage", lambda c: c["args"].get("thread_ts") == root_ts and "Stopped" in c["args"]["text"]
+    )
+    history = bot.runtime.store.history(run.id)  # the stop is noted after the cancel, before it is told
     assert [(h.event, h.by) for h in history if h.event in ("cancelled", "stopped")] == [
         ("cancelled", ADMIN),
         ("stopped", ADMIN),
     ]
-    told = bot.wait_call(
-        "chat.postMessage", lambda c: c["args"].get("thread_ts") == root_ts and "Stopped" in c["args"]["text"]
-    )
     assert told["args"]["text"] == f":octagonal_sign: Stopped by <@{ADMIN}>."
 
     work(bot.runtime)  # the cancel-effects job, and the queued execution that finds the run cancelled
