@@ -70,9 +70,13 @@ class Retention:
             conversation = _s(raw) if raw is not None else ""
             res = self._purge(keys=self._keys(run_id, conversation), args=self._args(run_id, cutoff, conversation))
             if res[0] == 1:
-                # What Slack's agent surfaces keep of the run; each expires anyway, so a crash here loses nothing.
+                purged = Purged(run_id, int(_s(res[1]) or 0), _s(res[2]), tuple(_s(x) for x in res[3:]))
+                # What Slack's agent surfaces keep of the run (each expires anyway), and its questions'
+                # receipt marks where nothing signs receipts: a crash here leaves only those behind.
                 self.redis.delete(keys.session_status(run_id), keys.plan(run_id))
-                return Purged(run_id, int(_s(res[1]) or 0), _s(res[2]), tuple(_s(x) for x in res[3:]))
+                if purged.interrupts:
+                    self.redis.zrem(keys.receipts_pending(), *purged.interrupts)
+                return purged
             if res[0] == 2 or _s(res[1]) != _CONVERSATION_CHANGED:
                 return None
         return None
