@@ -100,9 +100,9 @@ class RunStore:
         """Create a queued run; `run_id` is one chosen beforehand (admitted by `starts.admit`)."""
         run_id = run_id or new_id(ids.RUN)
         pipe = self.redis.pipeline(transaction=True)
-        stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
+        written = stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
         pipe.execute()
-        return self.get(run_id)
+        return RunRecord.from_hash(written)  # what was just written: no read back
 
     def get(self, run_id: str) -> RunRecord:
         """The run `run_id`; `RunNotFound` when there is none, or when `run_id` cannot be a run's id (a
@@ -459,8 +459,9 @@ class RunStore:
 
 def stage_create(
     pipe: Any, run_id: str, agent: str, text: str, started_by: str, conversation: dict[str, Any], now: float
-) -> None:
-    """Queue on `pipe` every write that creates a queued run (also used to seed benchmarks)."""
+) -> dict[str, str]:
+    """Queue on `pipe` every write that creates a queued run (also used to seed benchmarks); returns
+    the run's hash as written."""
     record = {
         "id": run_id,
         "agent": agent,
@@ -468,10 +469,10 @@ def stage_create(
         "started_by": started_by,
         "conversation": json.dumps(conversation),
         "status": RunStatus.QUEUED.value,
-        "created_at": now,
-        "updated_at": now,
-        "epoch": 0,
-        "failures": 0,
+        "created_at": repr(now),
+        "updated_at": repr(now),
+        "epoch": "0",
+        "failures": "0",
         "job": job_ids.first(run_id),
     }
     pipe.hset(keys.run(run_id), mapping=record)
@@ -479,6 +480,7 @@ def stage_create(
     pipe.zadd(keys.all_runs_index(), {run_id: now})
     pipe.zadd(keys.accepted_index(), {run_id: now})
     pipe.rpush(keys.history(run_id), history_entry("started", started_by, agent=agent, text=text))
+    return record
 
 
 def interrupt_fields(

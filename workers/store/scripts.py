@@ -66,10 +66,14 @@ if ARGV[7] == 'clear' then
 elseif ARGV[7] ~= 'keep' then
   redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1]); fields[#fields + 1] = 'lease_until'; fields[#fields + 1] = ARGV[7]
 end
+if ARGV[8] == '1' then  -- the epoch as HINCRBY would leave it, written with the status
+  epoch = string.format('%d', (tonumber(epoch) or 0) + 1); fields[#fields + 1] = 'epoch'; fields[#fields + 1] = epoch
+end
 move_status(KEYS[1], ARGV[1], ARGV[2], st, ARGV[5], ARGV[6], fields)
-if ARGV[8] == '1' then epoch = tostring(redis.call('HINCRBY', KEYS[1], 'epoch', 1)) end
 if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[1], 'failures', tonumber(ARGV[9])) end
-if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
+-- Only a queued run is in the accepted index: a claim takes a running run out of it.
+if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1])
+elseif st ~= 'running' then redis.call('ZREM', KEYS[3], ARGV[1]) end
 if ARGV[11] ~= '' then
   local entries = {}
   for f, v in pairs(cjson.decode(ARGV[11])) do entries[#entries + 1] = f; entries[#entries + 1] = v end
@@ -243,7 +247,9 @@ elseif ARGV[6] == M_EXPIRE then
 else
   redis.call('HSET', KEYS[2], 'state', 'cancelled', 'closed_by', ARGV[7])
 end
-redis.call('ZREM', KEYS[3], ARGV[4]); redis.call('ZREM', KEYS[4], ARGV[4])
+-- PARK indexes a question by its expiry and reminder only when it has them; neither changes later.
+if (q.expires_at or '') ~= '' then redis.call('ZREM', KEYS[3], ARGV[4]) end
+if (q.remind_at or '') ~= '' then redis.call('ZREM', KEYS[4], ARGV[4]) end
 for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u, ARGV[4]) end
 if ARGV[6] == M_CANCEL then
   move_status(KEYS[1], ARGV[1], ARGV[2], st, 'cancelled', ARGV[5], run_fields)
