@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.models import STORED
 from workers.interaction.views import QuestionState
+from workers.store.pieces import gathered, spread
 
 
 class RunStatus(StrEnum):
@@ -194,6 +195,7 @@ class InterruptRecord(_Record):
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
+        data = {**data, **{name: v for name in _SPREAD if (v := gathered(data, name)) is not None}}
         fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
         fields["request"] = _request(data["request"])
         fields["answers"] = [Answer.model_validate(a) for a in _json(data, "answers", [])]
@@ -202,6 +204,9 @@ class InterruptRecord(_Record):
             fields[name] = _json(data, name, _JSON_FIELDS[name])
         return cls.model_validate(fields)
 
+
+_SPREAD = ("request", "context", "context_changes")
+"""An interrupt's fields that may be long, written in pieces (`workers.store.pieces`)."""
 
 # The interrupt's JSON fields and their value when absent; an absent one (most are, on
 # most questions) is not parsed at all: the acceptance reads an interrupt on every click.
@@ -318,8 +323,8 @@ class ApiQuestionRecord(_Record):
             "user": self.user,
             "thread_ts": self.thread_ts,
             "callback_url": self.callback_url,
-            "metadata": json.dumps(self.metadata),
-            "request": self.request.model_dump_json(),
+            **spread("metadata", json.dumps(self.metadata)),
+            **spread("request", self.request.model_dump_json()),
             "created_at": repr(self.created_at),
         }
         if self.team:
@@ -327,7 +332,7 @@ class ApiQuestionRecord(_Record):
         if self.owner:
             data["owner"] = self.owner
         if self.context is not None:
-            data["context"] = json.dumps(self.context)
+            data.update(spread("context", json.dumps(self.context)))
         if self.temporal is not None:
             data["temporal"] = self.temporal.model_dump_json()
         if self.quorum is not None:
@@ -336,6 +341,7 @@ class ApiQuestionRecord(_Record):
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> ApiQuestionRecord:
+        data = {**data, **{name: v for name in ("metadata", "request", "context") if (v := gathered(data, name))}}
         fields: dict[str, Any] = dict(data)
         fields["metadata"] = json.loads(data.get("metadata") or "{}")
         fields["request"] = _request(data["request"])

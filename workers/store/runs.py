@@ -19,6 +19,7 @@ from workers.store import ids, job_ids, journal_names, keys, scripts
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
+from workers.store.pieces import compact, spread
 from workers.store.records import (
     CloseMode,
     HistoryEntry,
@@ -238,7 +239,7 @@ class RunStore:
 
     def set_message(self, interrupt_id: str, message: dict[str, Any]) -> None:
         """Remember where a host posted the question, so it is never posted twice."""
-        self.redis.hset(keys.interrupt(interrupt_id), "message", json.dumps(message))
+        self.redis.hset(keys.interrupt(interrupt_id), "message", compact(message))
 
     def park(self, run_id: str, epoch: int, interrupt: InterruptRecord) -> None:
         res = self._park(
@@ -257,7 +258,7 @@ class RunStore:
                 repr(time.time()),
                 interrupt.id,
                 keys.waiting_index(""),
-                json.dumps(interrupt.message),
+                compact(interrupt.message),
             ],
         )
         if res != 1:
@@ -498,16 +499,16 @@ def interrupt_fields(
 ) -> dict[str, str]:
     """The hash of a question about to be posted (state `posting`), with the facts it is bound to."""
     expires_in = request.expires_in
-    bound = {"context": context, "context_digest": digest(canonical(json.loads(context)))} if context else {}
+    bound = {**spread("context", context), "context_digest": digest(canonical(json.loads(context)))} if context else {}
     if changes:
-        bound["context_changes"] = json.dumps([c.model_dump(mode="json") for c in changes])
+        bound.update(spread("context_changes", json.dumps([c.model_dump(mode="json") for c in changes])))
     return {
         **bound,
         "id": iid,
         "run_id": run_id,
         "key": key,
         "attempt": str(attempt),
-        "request": request.model_dump_json(),
+        **spread("request", request.model_dump_json()),
         "assignees": json.dumps(assignees),
         "asked_at": repr(now),
         "expires_at": repr(now + expires_in) if expires_in else "",
