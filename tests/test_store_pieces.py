@@ -107,3 +107,39 @@ def test_an_interrupt_in_pieces_reads_as_one_written_whole() -> None:
     whole = InterruptRecord.from_hash({**base, "request": request.model_dump_json()})
     pieces = InterruptRecord.from_hash({**base, **spread("request", request.model_dump_json())})
     assert whole == pieces and pieces.request == request
+
+
+THREAD = {"host": "slack", "team": "T0PARLEY", "channel": "C0GENERAL", "thread_ts": "1796448920.098122"}
+
+
+@pytest.mark.integration
+def test_a_long_conversation_is_written_in_pieces_and_a_finished_run_still_purges(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run = rt.store.create("t-ask", "", "U1", {"host": "test", "team": "T1"})
+    rt.store.set_thread(run.id, THREAD)
+    stored = {k.decode(): v.decode() for k, v in r.hgetall(keys.run(run.id)).items()}
+    assert "conversation" not in stored and "conversation#1" in stored
+    assert rt.store.get(run.id).conversation == THREAD and rt.store.conversation(run.id) == THREAD
+    assert rt.store.thread_run(THREAD["channel"], THREAD["thread_ts"]) == run.id
+    rt.store.transition(run.id, [RunStatus.QUEUED], RunStatus.CANCELLED)
+
+    assert rt.store.retention.purge(run.id, time.time() + 60) is not None
+    assert not r.exists(keys.run(run.id))
+    assert rt.store.thread_run(THREAD["channel"], THREAD["thread_ts"]) is None
+
+
+@pytest.mark.integration
+def test_a_conversation_written_whole_by_the_previous_version_reads_moves_and_purges(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run = rt.store.create("t-ask", "", "U1", {"host": "test", "team": "T1"})
+    r.hset(keys.run(run.id), "conversation", json.dumps(THREAD))  # as the previous version wrote it
+    r.set(keys.thread(THREAD["channel"], THREAD["thread_ts"]), run.id)
+    assert rt.store.get(run.id).conversation == THREAD and rt.store.conversation(run.id) == THREAD
+
+    moved = {**THREAD, "thread_ts": "1796448999.000001"}
+    rt.store.set_thread(run.id, moved)  # a rewrite leaves no whole field behind to win over the pieces
+    assert rt.store.get(run.id).conversation == moved
+    assert "conversation" not in {k.decode() for k in r.hkeys(keys.run(run.id))}
+    rt.store.transition(run.id, [RunStatus.QUEUED], RunStatus.CANCELLED)
+    assert rt.store.retention.purge(run.id, time.time() + 60) is not None
+    assert not r.exists(keys.run(run.id))

@@ -14,6 +14,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from redis import Redis
+
+from workers.store.replies import reply
+
 PIECE = 64
 """Redis's default `hash-max-listpack-value`: the longest value a compact hash holds."""
 
@@ -44,9 +48,27 @@ def gathered(data: Mapping[str, str], name: str) -> str | None:
     return "".join(parts) if parts else None
 
 
-def pieces_of(data: Mapping[str, str], name: str) -> list[str]:
-    """The piece fields of `name` present in a decoded hash (to delete them with it)."""
-    return [k for k in data if k.startswith(f"{name}#") and k[len(name) + 1 :].isdigit()]
+READ_PIECES = 16
+"""How many pieces `read_field` asks for at once: 1 KB, more than a conversation takes."""
+
+
+def read_field(redis: Redis, key: str, name: str) -> str | None:
+    """One field of a hash, whole or in pieces, in one command (an HGETALL past 16 pieces)."""
+    names = [name, *(f"{name}#{i}" for i in range(READ_PIECES))]
+    got = reply(redis.hmget(key, names))
+    if got[-1] is not None:  # longer than READ_PIECES pieces: read the whole hash
+        return gathered({_s(k): _s(v) for k, v in reply(redis.hgetall(key)).items()}, name)
+    return gathered({n: _s(v) for n, v in zip(names, got, strict=True) if v is not None}, name)
+
+
+def stale_pieces(name: str, written: Mapping[str, str]) -> list[str]:
+    """The fields of `name` a rewrite as `written` must delete: the whole field or pieces past the new ones."""
+    kept = set(written)
+    return [n for n in (name, *(f"{name}#{i}" for i in range(READ_PIECES * 4))) if n not in kept]
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def compact(value: Any) -> str:

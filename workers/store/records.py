@@ -118,7 +118,7 @@ class RunRecord(_Record):
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> RunRecord:
         fields: dict[str, Any] = dict(data)
-        fields["conversation"] = json.loads(data.get("conversation") or "{}")
+        fields["conversation"] = json.loads(gathered(data, "conversation") or "{}")
         return cls.model_validate(fields)
 
     @classmethod

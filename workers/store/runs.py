@@ -19,7 +19,7 @@ from workers.store import ids, job_ids, journal_names, keys, scripts
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
-from workers.store.pieces import compact, spread
+from workers.store.pieces import compact, read_field, spread, stale_pieces
 from workers.store.records import (
     CloseMode,
     HistoryEntry,
@@ -123,7 +123,7 @@ class RunStore:
 
     def conversation(self, run_id: str) -> dict[str, Any]:
         """The run's conversation as Redis has it now (its thread, once a host started one)."""
-        raw = reply(self.redis.hget(keys.run(run_id), "conversation"))
+        raw = read_field(self.redis, keys.run(run_id), "conversation")
         if raw is None:
             raise RunNotFound(run_id)
         conversation: dict[str, Any] = json.loads(raw)
@@ -372,8 +372,10 @@ class RunStore:
     def set_thread(self, run_id: str, conversation: dict[str, Any]) -> None:
         """Record the thread a host started for the run, and find the run by that thread later."""
         thread = keys.thread(conversation["channel"], conversation["thread_ts"])
+        written = spread("conversation", json.dumps(conversation))
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(keys.run(run_id), "conversation", json.dumps(conversation))
+        pipe.hdel(keys.run(run_id), *stale_pieces("conversation", written))
+        pipe.hset(keys.run(run_id), mapping=written)
         pipe.set(thread, run_id)
         pipe.execute()
 
@@ -468,7 +470,7 @@ def stage_create(
         "agent": agent,
         "text": text,
         "started_by": started_by,
-        "conversation": json.dumps(conversation),
+        **spread("conversation", json.dumps(conversation)),
         "status": RunStatus.QUEUED.value,
         "created_at": repr(now),
         "updated_at": repr(now),

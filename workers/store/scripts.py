@@ -294,7 +294,17 @@ local final = false
 for s in string.gmatch(ARGV[3], '%S+') do if s == st then final = true end end
 if not final then return {0, 'status', st} end
 if tonumber(run[2]) > tonumber(ARGV[2]) then return {0, 'recent', st} end
-if (run[3] or '') ~= ARGV[8] then return {0, 'changed', st} end
+local conv = run[3]
+if not conv then  -- written in pieces (`workers.store.pieces`)
+  local parts = {}
+  while true do
+    local part = redis.call('HGET', KEYS[1], 'conversation#' .. #parts)
+    if not part then break end
+    parts[#parts + 1] = part
+  end
+  conv = table.concat(parts)
+end
+if conv ~= ARGV[8] then return {0, 'changed', st} end
 local seen, iids = {}, {}
 local function add(iid)
   if iid and iid ~= '' and not seen[iid] then seen[iid] = true; iids[#iids + 1] = iid end
