@@ -88,6 +88,7 @@ class RunStore:
         self._journal = redis.register_script(scripts.JOURNAL)
         self._open = redis.register_script(scripts.OPEN_INTERRUPT)
         self._park = redis.register_script(scripts.PARK)
+        self._thread = redis.register_script(scripts.THREAD)
         self._close = redis.register_script(scripts.CLOSE)
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
@@ -373,11 +374,9 @@ class RunStore:
         """Record the thread a host started for the run, and find the run by that thread later."""
         thread = keys.thread(conversation["channel"], conversation["thread_ts"])
         written = spread("conversation", json.dumps(conversation))
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.hdel(keys.run(run_id), *stale_pieces("conversation", written))
-        pipe.hset(keys.run(run_id), mapping=written)
-        pipe.set(thread, run_id)
-        pipe.execute()
+        stale = stale_pieces("conversation", written)
+        argv = [run_id, str(len(stale)), *stale, *(x for pair in written.items() for x in pair)]
+        self._thread(keys=[keys.run(run_id), thread], args=argv)
 
     def thread_run(self, channel: str, thread_ts: str) -> str | None:
         """The run whose conversation is this thread, if any, whichever team delivered the event."""

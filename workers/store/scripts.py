@@ -147,6 +147,17 @@ redis.call('HSET', KEYS[1], 'interrupt', ARGV[4])
 return 1
 """
 
+# Record the thread a host started for a run: its conversation (whole or in pieces, the
+# stale fields of the old one deleted) and the thread's key naming the run, in one step.
+# KEYS: run, thread   ARGV: run_id, how many stale fields, the stale fields, then field/value pairs
+THREAD = """
+local n = tonumber(ARGV[2])
+if n > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, 3, 2 + n)) end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3 + n))
+redis.call('SET', KEYS[2], ARGV[1])
+return 1
+"""
+
 # Park a running run on its open question and free the worker.
 # KEYS: run, interrupt, leases, expiry, remind, escalate   ARGV: run_id, idx_prefix, epoch, now,
 # iid, waiting_prefix, message json
