@@ -96,7 +96,7 @@ def split_bytes(client: redis.Redis, families: dict[str, int] | None = None) -> 
 def key_breakdown(client: redis.Redis, run_id: str) -> dict[str, Any]:
     """Each key of one run and its question: bytes, encoding, and the longest hash values."""
     iid = client.hget(keys.run(run_id), "interrupt")
-    names = [keys.run(run_id), keys.journal(run_id), keys.history(run_id)]
+    names = [keys.run(run_id), keys.journal(run_id), keys.history(run_id), keys.api_question(run_id)]
     if iid:
         names.append(keys.interrupt(iid.decode()))
     out: dict[str, Any] = {}

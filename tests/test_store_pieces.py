@@ -59,8 +59,9 @@ def test_a_question_written_whole_by_the_previous_version_answers_and_resumes(r:
     run_id, iid = parked(rt, "t-ask")
     key = keys.interrupt(iid)
     stored = {k.decode(): v.decode() for k, v in r.hgetall(key).items()}
-    whole = gathered(stored, "request")
-    assert whole is not None
+    kept = gathered(stored, "request")
+    assert kept is not None
+    whole = Request.model_validate_json(kept).model_dump_json()  # with its nulls, as before
     r.hdel(key, *[k for k in stored if k.startswith("request#")])
     r.hset(key, "request", whole)  # as the previous version wrote it: one field
     r.hset(key, "message", json.dumps(json.loads(stored["message"])))  # and its message with spaces
@@ -143,3 +144,21 @@ def test_a_conversation_written_whole_by_the_previous_version_reads_moves_and_pu
     rt.store.transition(run.id, [RunStatus.QUEUED], RunStatus.CANCELLED)
     assert rt.store.retention.purge(run.id, time.time() + 60) is not None
     assert not r.exists(keys.run(run.id))
+
+
+@pytest.mark.unit
+def test_a_request_kept_without_its_nulls_reads_back_the_same() -> None:
+    from workers.interaction.models import STORED
+    from workers.store.records import stored_request
+
+    choices = ["a", "b"]
+    items = [
+        Item(
+            id=f"i{n}", text=t.value, type=t, options=choices if t in (ItemType.SELECT, ItemType.MULTI_SELECT) else None
+        )
+        for n, t in enumerate(ItemType)
+    ]
+    request = Request(reason="Everything at once?", items=items[:10], assignees=["U1"], expires_in=60)
+    kept = stored_request(request)
+    assert "null" not in kept and len(kept) < len(request.model_dump_json())
+    assert Request.model_validate_json(kept, context=STORED) == request

@@ -154,6 +154,12 @@ class RunRecord(_Record):
         return ctx
 
 
+def stored_request(request: Request) -> str:
+    """A request's JSON as kept in Redis: without its null fields, which read back as the same
+    request (no field of a request has a default other than null where null is allowed)."""
+    return request.model_dump_json(exclude_none=True)
+
+
 @lru_cache(maxsize=4096)
 def _request(raw: str) -> Request:
     """Parse a stored request once per process: an interrupt's request never changes."""
@@ -324,7 +330,7 @@ class ApiQuestionRecord(_Record):
             "thread_ts": self.thread_ts,
             "callback_url": self.callback_url,
             **spread("metadata", json.dumps(self.metadata)),
-            **spread("request", self.request.model_dump_json()),
+            **spread("request", stored_request(self.request)),
             "created_at": repr(self.created_at),
         }
         if self.team:

@@ -28,6 +28,7 @@ from workers.store.records import (
     RefusalReason,
     RunRecord,
     RunStatus,
+    stored_request,
 )
 from workers.store.refusal import Refusal
 from workers.store.replication import Replication
@@ -509,7 +510,7 @@ def interrupt_fields(
         "run_id": run_id,
         "key": key,
         "attempt": str(attempt),
-        **spread("request", request.model_dump_json()),
+        **spread("request", stored_request(request)),
         "assignees": json.dumps(assignees),
         "asked_at": repr(now),
         "expires_at": repr(now + expires_in) if expires_in else "",
