@@ -37,6 +37,7 @@ from slack_stack import RunRef
 
 from faults.agents import count
 from faults.conftest import FaultStack, Ledger
+from workers.store.pieces import gathered
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "expired"})
 STEPS = ("prepare", "apply")
@@ -73,7 +74,7 @@ class RunView:
 
     @property
     def conversation(self) -> dict[str, Any]:
-        return json.loads(self.run.get("conversation") or "{}")
+        return json.loads(gathered(self.run, "conversation") or "{}")  # whole or in pieces
 
 
 def _s(v: Any) -> str:
