@@ -138,6 +138,12 @@ class ApiQuestionHost(SlackHost):
         if not str(run.record.conversation.get("channel", "")).startswith(("U", "W", "D")):
             self._tell_asked(run)
 
+    def plan_named(self, run: RunInfo, steps: list[str]) -> None:
+        """Nothing: an API question's thread holds the question alone, never a plan of its run."""
+
+    def plan_step(self, run: RunInfo, key: str, status: str) -> None:
+        """Nothing, as `plan_named`: the question's own steps are Parley's, not the caller's."""
+
     def finished(self, run: RunInfo, result: str) -> None:
         """Nothing to post: the locked question already shows the answers."""
         if self._on_ended is not None:
