@@ -13,16 +13,14 @@ from pathlib import Path
 
 import pytest
 import redis
-from inprocess_bot import Bot, answers_of, running_bot
+from inprocess_bot import CHANNEL, Bot, PausedRun, answers_of, running_bot
 from runtime_helpers import work
-from slack_forms import button_action, find_element, texts
+from slack_forms import button_action, find_element, is_question, texts
 from slack_payloads import TEAM_ID, app_home_opened_event, home_actions_payload, view_submission_payload
 
 from bot.playground.directory import User
 from bot.slack.blocks_away import AWAY_BACK_ACTION_ID, AWAY_OPEN_ACTION_ID, DELEGATE_BLOCK, UNTIL_BLOCK
 from parley.cli import main
-from workers.interaction import Answer
-from workers.runtime.acceptance import accept
 from workers.store.away import AwayStore
 from workers.store.records import RunStatus
 
@@ -94,19 +92,23 @@ def test_a_chain_of_two_and_the_end_of_the_absence(bot: Bot) -> None:
 
 def test_a_quorum_counts_the_delegates_answer_once(bot: Bot) -> None:
     bot.runtime.store.away.set(TEAM_ID, "U0CAROL", time.time() + WEEK, "U0BOB", by="U0CAROL")
-    run, _ = bot.started("s-each", '{"people": ["U0CAROL", "U0BOB", "U0ALICE"], "quorum": 3} q')
+    run, root_ts = bot.started("s-each", '{"people": ["U0CAROL", "U0BOB", "U0ALICE"], "quorum": 3} q')
     work(bot.runtime)
     store = bot.runtime.store
     group = store.groups.group(store.get(run.id).interrupt)
     assert group is not None
     members = store.groups.members(group)
     assert sorted(m.assignees[0] for m in members) == ["U0ALICE", "U0BOB"]  # Bob is asked once
-    for m in members:
-        accept(bot.runtime, m.id, m.assignees[0], [Answer(id="decision", choice="Approve")])
+    [message] = [m for m in bot.ws.thread(CHANNEL, root_ts) if is_question(m)]
+    paused = PausedRun(run, root_ts, message, members[0], CHANNEL)
+    assert "0 of 2 answered" in texts(paused.question["blocks"])  # the quorum needs no more than are asked
+
+    for user in ("U0BOB", "U0BOB", "U0CAROL", "U0ALICE"):  # Bob twice, Carol (away) once: neither counts more
+        assert bot.click(paused, "parley_submit", user=user, fills={"Decision": "Approve"}).status == 200
     work(bot.runtime)
-    finished = store.get(run.id)
+    finished = store.get(paused.run.id)
     assert finished.status is RunStatus.SUCCEEDED, finished
-    assert finished.result == "U0ALICE: Approve; U0BOB: Approve"  # the quorum of 3 needed the two asked
+    assert finished.result == "U0ALICE: Approve; U0BOB: Approve"
 
 
 # ---- App Home -----------------------------------------------------------------------------------
