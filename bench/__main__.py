@@ -49,6 +49,7 @@ MEASUREMENTS = {
     12: "bench.m_api",
     13: "bench.m_temporal",
     14: "bench.m_clients",
+    15: "bench.m_redis_cost",
 }
 RESULTS = ROOT / "bench" / "results"
 
@@ -56,7 +57,7 @@ RESULTS = ROOT / "bench" / "results"
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller samples: under 3 minutes on 2 cores")
-    p.add_argument("--only", default="", help="comma-separated measurement numbers (1-14); default all")
+    p.add_argument("--only", default="", help="comma-separated measurement numbers (1-15); default all")
     p.add_argument("--rounds", type=int, default=None, help="alternating rounds per comparison (3 quick, 5 full)")
     p.add_argument("--redis-url", default=None, help="Redis server (default REDIS_URL, else the embedded Redis)")
     p.add_argument(

@@ -34,8 +34,10 @@ def redis_binary(name: str) -> str:
     return find_tool(name, TOOLS[name])
 
 
-def private_redis(stack: Stack) -> tuple[Proc, int, redis.Redis]:
-    """A fresh `redis-server` on a free loopback port, no persistence; (process, port, client on db 1)."""
+def private_redis(stack: Stack, *, tuned: bool = True) -> tuple[Proc, int, redis.Redis]:
+    """A fresh `redis-server` on a free loopback port, no persistence; (process, port, client on db 1).
+
+    `tuned`: with `hash-max-listpack-value 2048`, as docs/reliability.md recommends; else Redis's defaults."""
     port = free_port()
     data = stack.tmp / f"redis-{port}"
     data.mkdir(parents=True, exist_ok=True)
@@ -51,8 +53,7 @@ def private_redis(stack: Stack) -> tuple[Proc, int, redis.Redis]:
         "no",
         "--dir",
         str(data),
-        "--hash-max-listpack-value",
-        "2048",
+        *(["--hash-max-listpack-value", "2048"] if tuned else []),
     ]
     proc = stack.start_process("private-redis", argv)
     client = redis.Redis(host="127.0.0.1", port=port, db=1)

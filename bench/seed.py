@@ -28,6 +28,7 @@ from bot.playground.workspace import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID
 from bot.slack import blocks
 from workers.interaction import Request
 from workers.store import ids, journal_names, keys
+from workers.store.pieces import compact, gathered, read_field
 from workers.store.records import RunStatus
 from workers.store.runs import RunStore, interrupt_fields, stage_create, transition_call
 
@@ -128,7 +129,7 @@ def _queue_one(
     # Run._solicit -> RunStore.park (with the message SlackHost recorded)
     store._park(
         keys=[keys.run(run_id), keys.interrupt(iid), keys.leases_index(), keys.expiry_index(), keys.remind_index()],
-        args=[run_id, keys.status_index(""), "1", repr(now), iid, keys.waiting_index(""), json.dumps(message)],
+        args=[run_id, keys.status_index(""), "1", repr(now), iid, keys.waiting_index(""), compact(message)],
         client=pipe,
     )
 
@@ -136,7 +137,7 @@ def _queue_one(
 def run_keys(client: redis.Redis, run_id: str) -> list[str]:
     """The keys that belong to one paused run alone (not the shared indexes)."""
     data = {k.decode(): v.decode() for k, v in client.hgetall(keys.run(run_id)).items()}
-    conv = json.loads(data.get("conversation") or "{}")
+    conv = json.loads(gathered(data, "conversation") or "{}")
     found = [keys.run(run_id), keys.journal(run_id), keys.history(run_id), keys.interrupt(data.get("interrupt", ""))]
     if conv.get("thread_ts"):
         found.append(keys.thread(conv["channel"], conv["thread_ts"]))
@@ -242,7 +243,8 @@ class SubmitClicks:
 
 def seeded(r: redis.Redis, run_id: str) -> Seeded:
     """A paused run's question, as a click needs it (two reads)."""
-    iid, conv, user = (x.decode() for x in r.hmget(keys.run(run_id), "interrupt", "conversation", "started_by"))
+    iid, user = (x.decode() for x in r.hmget(keys.run(run_id), "interrupt", "started_by"))
+    conv = read_field(r, keys.run(run_id), "conversation") or "{}"
     message = json.loads(r.hget(keys.interrupt(iid), "message") or b"{}")
     thread = json.loads(conv)
     return Seeded(run_id, iid, user, thread["channel"], thread["thread_ts"], message.get("ts", ""))

@@ -40,6 +40,7 @@ from slack_stack import RunRef
 
 from faults.agents import count
 from faults.conftest import FaultStack, Ledger
+from workers.store.pieces import gathered
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "expired"})
 STEPS = ("prepare", "apply")
@@ -76,7 +77,7 @@ class RunSnapshot:
 
     @property
     def conversation(self) -> dict[str, Any]:
-        return json.loads(self.run.get("conversation") or "{}")
+        return json.loads(gathered(self.run, "conversation") or "{}")  # whole or in pieces
 
 
 def _s(v: Any) -> str:

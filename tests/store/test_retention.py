@@ -29,6 +29,7 @@ from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids, keys
+from workers.store.pieces import gathered
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
@@ -77,6 +78,10 @@ def mentions(r: Redis, needles: set[str]) -> list[str]:
     return found
 
 
+def _s(value: bytes) -> str:
+    return value.decode()
+
+
 def owned(r: Redis, run_id: str) -> dict[bytes, bytes]:
     """The run's own Parley keys, dumped: record, journal, history, questions, thread."""
     names = [keys.run(run_id), keys.journal(run_id), keys.history(run_id)]
@@ -84,7 +89,7 @@ def owned(r: Redis, run_id: str) -> dict[bytes, bytes]:
     assert record, f"{run_id} has no record"
     if record.get(b"interrupt"):
         names.append(keys.interrupt(record[b"interrupt"].decode()))
-    conversation = json.loads(record.get(b"conversation") or b"{}")
+    conversation = json.loads(gathered({_s(k): _s(v) for k, v in record.items()}, "conversation") or "{}")
     if conversation.get("thread_ts"):
         names.append(keys.thread(conversation["channel"], conversation["thread_ts"]))
     return {name.encode(): r.dump(name) for name in names}

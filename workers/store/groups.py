@@ -20,6 +20,7 @@ from redis import Redis
 from workers.exceptions import StaleEpoch
 from workers.interaction import Answer, GroupInfo
 from workers.store import group_scripts, job_ids, keys, scripts
+from workers.store.pieces import compact
 from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.refusal import Refusal
 from workers.store.replication import Replication
@@ -154,7 +155,7 @@ class GroupStore:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(keys.group(gid), "message", json.dumps(message))
         for iid in group.members if group else []:
-            pipe.hset(keys.interrupt(iid), "message", json.dumps(message))
+            pipe.hset(keys.interrupt(iid), "message", compact(message))
         pipe.execute()
 
     def park(self, run_id: str, epoch: int, gid: str) -> None:

@@ -25,6 +25,7 @@ from workers.receipts.dsse import sign
 from workers.receipts.keys import KeyRing, Signer, public_pem
 from workers.receipts.statement import statement
 from workers.store import keys
+from workers.store.pieces import gathered
 from workers.store.records import InterruptRecord, InterruptState
 from workers.store.replies import reply
 
@@ -171,11 +172,12 @@ class ReceiptBook:
             reads = self.redis.pipeline(transaction=False)  # read after the WATCH, in one round trip
             reads.exists(keys.receipt(interrupt_id))
             reads.hgetall(keys.receipt_head(workspace))
-            reads.hget(keys.run(question.run_id), "conversation")
-            exists, head_raw, run_raw = reads.execute()
+            reads.hgetall(keys.run(question.run_id))  # the conversation may be kept in pieces
+            exists, head_raw, run_hash = reads.execute()
             if exists:
                 return self.get(interrupt_id)
             head = {_s(k): _s(v) for k, v in head_raw.items()}
+            run_raw = gathered({_s(k): _s(v) for k, v in run_hash.items()}, "conversation")
             conversation = json.loads(run_raw) if run_raw else {}
             sequence = int(head.get("sequence", "0")) + 1
             body = statement(

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workers.interaction import Answer, ContextChange, Request
 from workers.interaction.models import STORED
 from workers.interaction.views import QuestionState
+from workers.store.pieces import gathered, spread
 
 
 class RunStatus(StrEnum):
@@ -117,7 +118,7 @@ class RunRecord(_Record):
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> RunRecord:
         fields: dict[str, Any] = dict(data)
-        fields["conversation"] = json.loads(data.get("conversation") or "{}")
+        fields["conversation"] = json.loads(gathered(data, "conversation") or "{}")
         return cls.model_validate(fields)
 
     @classmethod
@@ -151,6 +152,12 @@ class RunRecord(_Record):
         if self.interrupt:
             ctx["interrupt_id"] = self.interrupt
         return ctx
+
+
+def stored_request(request: Request) -> str:
+    """A request's JSON as kept in Redis: without its null fields, which read back as the same
+    request (no field of a request has a default other than null where null is allowed)."""
+    return request.model_dump_json(exclude_none=True)
 
 
 @lru_cache(maxsize=4096)
@@ -200,6 +207,7 @@ class InterruptRecord(_Record):
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> InterruptRecord:
+        data = {**data, **{name: v for name in _SPREAD if (v := gathered(data, name)) is not None}}
         fields: dict[str, Any] = {k: v for k, v in data.items() if v != ""}
         fields["request"] = _request(data["request"])
         fields["answers"] = [Answer.model_validate(a) for a in _json(data, "answers", [])]
@@ -208,6 +216,9 @@ class InterruptRecord(_Record):
             fields[name] = _json(data, name, _JSON_FIELDS[name])
         return cls.model_validate(fields)
 
+
+_SPREAD = ("request", "context", "context_changes")
+"""An interrupt's fields that may be long, written in pieces (`workers.store.pieces`)."""
 
 # The interrupt's JSON fields and their value when absent; an absent one (most are, on
 # most questions) is not parsed at all: the acceptance reads an interrupt on every click.
@@ -326,8 +337,8 @@ class ApiQuestionRecord(_Record):
             "user": self.user,
             "thread_ts": self.thread_ts,
             "callback_url": self.callback_url,
-            "metadata": json.dumps(self.metadata),
-            "request": self.request.model_dump_json(),
+            **spread("metadata", json.dumps(self.metadata)),
+            **spread("request", stored_request(self.request)),
             "created_at": repr(self.created_at),
         }
         if self.team:
@@ -335,7 +346,7 @@ class ApiQuestionRecord(_Record):
         if self.owner:
             data["owner"] = self.owner
         if self.context is not None:
-            data["context"] = json.dumps(self.context)
+            data.update(spread("context", json.dumps(self.context)))
         if self.temporal is not None:
             data["temporal"] = self.temporal.model_dump_json()
         if self.quorum is not None:
@@ -344,6 +355,7 @@ class ApiQuestionRecord(_Record):
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> ApiQuestionRecord:
+        data = {**data, **{name: v for name in ("metadata", "request", "context") if (v := gathered(data, name))}}
         fields: dict[str, Any] = dict(data)
         fields["metadata"] = json.loads(data.get("metadata") or "{}")
         fields["request"] = _request(data["request"])

@@ -19,6 +19,7 @@ from typing import Any
 from redis import Redis
 
 from workers.store import job_ids, journal_names, keys, scripts
+from workers.store.pieces import read_field
 from workers.store.records import FINAL_STATUSES, RunStatus
 
 _FINAL = sorted(s.value for s in FINAL_STATUSES)
@@ -66,13 +67,16 @@ class Retention:
         (whose stray index entries, if any, are removed). Idempotent.
         """
         for _ in range(3):  # the conversation is read first to name the thread key; re-read if it moved
-            raw = self.redis.hget(keys.run(run_id), "conversation")
-            conversation = _s(raw) if raw is not None else ""
+            conversation = read_field(self.redis, keys.run(run_id), "conversation") or ""
             res = self._purge(keys=self._keys(run_id, conversation), args=self._args(run_id, cutoff, conversation))
             if res[0] == 1:
-                # What Slack's agent surfaces keep of the run; each expires anyway, so a crash here loses nothing.
+                purged = Purged(run_id, int(_s(res[1]) or 0), _s(res[2]), tuple(_s(x) for x in res[3:]))
+                # What Slack's agent surfaces keep of the run (each expires anyway), and its questions'
+                # receipt marks where nothing signs receipts: a crash here leaves only those behind.
                 self.redis.delete(keys.session_status(run_id), keys.plan(run_id))
-                return Purged(run_id, int(_s(res[1]) or 0), _s(res[2]), tuple(_s(x) for x in res[3:]))
+                if purged.interrupts:
+                    self.redis.zrem(keys.receipts_pending(), *purged.interrupts)
+                return purged
             if res[0] == 2 or _s(res[1]) != _CONVERSATION_CHANGED:
                 return None
         return None

@@ -21,6 +21,7 @@ from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
+from workers.store.pieces import compact, read_field, spread, stale_pieces
 from workers.store.proposals import ProposalStore
 from workers.store.records import (
     CloseMode,
@@ -30,6 +31,7 @@ from workers.store.records import (
     RefusalReason,
     RunRecord,
     RunStatus,
+    stored_request,
 )
 from workers.store.refusal import Refusal
 from workers.store.replication import Replication
@@ -90,6 +92,7 @@ class RunStore:
         self._journal = redis.register_script(scripts.JOURNAL)
         self._open = redis.register_script(scripts.OPEN_INTERRUPT)
         self._park = redis.register_script(scripts.PARK)
+        self._thread = redis.register_script(scripts.THREAD)
         self._close = redis.register_script(scripts.CLOSE)
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
@@ -106,9 +109,9 @@ class RunStore:
         """Create a queued run; `run_id` is one chosen beforehand (admitted by `starts.admit`)."""
         run_id = run_id or new_id(ids.RUN)
         pipe = self.redis.pipeline(transaction=True)
-        stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
+        written = stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
         pipe.execute()
-        return self.get(run_id)
+        return RunRecord.from_hash(written)  # what was just written: no read back
 
     def get(self, run_id: str) -> RunRecord:
         """The run `run_id`; `RunNotFound` when there is none, or when `run_id` cannot be a run's id (a
@@ -128,7 +131,7 @@ class RunStore:
 
     def conversation(self, run_id: str) -> dict[str, Any]:
         """The run's conversation as Redis has it now (its thread, once a host started one)."""
-        raw = reply(self.redis.hget(keys.run(run_id), "conversation"))
+        raw = read_field(self.redis, keys.run(run_id), "conversation")
         if raw is None:
             raise RunNotFound(run_id)
         conversation: dict[str, Any] = json.loads(raw)
@@ -256,7 +259,7 @@ class RunStore:
 
     def set_message(self, interrupt_id: str, message: dict[str, Any]) -> None:
         """Remember where a host posted the question, so it is never posted twice."""
-        self.redis.hset(keys.interrupt(interrupt_id), "message", json.dumps(message))
+        self.redis.hset(keys.interrupt(interrupt_id), "message", compact(message))
 
     def park(self, run_id: str, epoch: int, interrupt: InterruptRecord) -> None:
         res = self._park(
@@ -275,7 +278,7 @@ class RunStore:
                 repr(time.time()),
                 interrupt.id,
                 keys.waiting_index(""),
-                json.dumps(interrupt.message),
+                compact(interrupt.message),
             ],
         )
         if res != 1:
@@ -391,10 +394,10 @@ class RunStore:
     def set_thread(self, run_id: str, conversation: dict[str, Any]) -> None:
         """Record the thread a host started for the run, and find the run by that thread later."""
         thread = keys.thread(conversation["channel"], conversation["thread_ts"])
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(keys.run(run_id), "conversation", json.dumps(conversation))
-        pipe.set(thread, run_id)
-        pipe.execute()
+        written = spread("conversation", json.dumps(conversation))
+        stale = stale_pieces("conversation", written)
+        argv = [run_id, str(len(stale)), *stale, *(x for pair in written.items() for x in pair)]
+        self._thread(keys=[keys.run(run_id), thread], args=argv)
 
     def thread_run(self, channel: str, thread_ts: str) -> str | None:
         """The run whose conversation is this thread, if any, whichever team delivered the event."""
@@ -483,19 +486,20 @@ class RunStore:
 
 def stage_create(
     pipe: Any, run_id: str, agent: str, text: str, started_by: str, conversation: dict[str, Any], now: float
-) -> None:
-    """Queue on `pipe` every write that creates a queued run (also used to seed benchmarks)."""
+) -> dict[str, str]:
+    """Queue on `pipe` every write that creates a queued run (also used to seed benchmarks); returns
+    the run's hash as written."""
     record = {
         "id": run_id,
         "agent": agent,
         "text": text,
         "started_by": started_by,
-        "conversation": json.dumps(conversation),
+        **spread("conversation", json.dumps(conversation)),
         "status": RunStatus.QUEUED.value,
-        "created_at": now,
-        "updated_at": now,
-        "epoch": 0,
-        "failures": 0,
+        "created_at": repr(now),
+        "updated_at": repr(now),
+        "epoch": "0",
+        "failures": "0",
         "job": job_ids.first(run_id),
     }
     pipe.hset(keys.run(run_id), mapping=record)
@@ -503,6 +507,7 @@ def stage_create(
     pipe.zadd(keys.all_runs_index(), {run_id: now})
     pipe.zadd(keys.accepted_index(), {run_id: now})
     pipe.rpush(keys.history(run_id), history_entry("started", started_by, agent=agent, text=text))
+    return record
 
 
 def interrupt_fields(
@@ -521,9 +526,9 @@ def interrupt_fields(
 ) -> dict[str, str]:
     """The hash of a question about to be posted (state `posting`), with the facts it is bound to."""
     expires_in = request.expires_in
-    bound = {"context": context, "context_digest": digest(canonical(json.loads(context)))} if context else {}
+    bound = {**spread("context", context), "context_digest": digest(canonical(json.loads(context)))} if context else {}
     if changes:
-        bound["context_changes"] = json.dumps([c.model_dump(mode="json") for c in changes])
+        bound.update(spread("context_changes", json.dumps([c.model_dump(mode="json") for c in changes])))
     if standing_in:
         bound["standing_in"] = json.dumps(standing_in)
     return {
@@ -532,7 +537,7 @@ def interrupt_fields(
         "run_id": run_id,
         "key": key,
         "attempt": str(attempt),
-        "request": request.model_dump_json(),
+        **spread("request", stored_request(request)),
         "assignees": json.dumps(assignees),
         "asked_at": repr(now),
         "expires_at": repr(now + expires_in) if expires_in else "",

@@ -29,6 +29,13 @@ local function set_status(run_key, run_id, idx_prefix, new, now)
   redis.call('HSET', run_key, 'status', new, 'updated_at', now)
   redis.call('ZADD', idx_prefix .. new, now, run_id)
 end
+-- The same move for a caller that has read the old status, with the run's other field/value
+-- pairs (a flat list) written in the same HSET: each Redis call counts, on the hot paths.
+local function move_status(run_key, run_id, idx_prefix, old, new, now, fields)
+  if old and old ~= new then redis.call('ZREM', idx_prefix .. old, run_id) end
+  redis.call('HSET', run_key, 'status', new, 'updated_at', now, unpack(fields))
+  redis.call('ZADD', idx_prefix .. new, now, run_id)
+end
 local function list_has(json_list, value)
   for _, v in ipairs(cjson.decode(json_list)) do if v == value then return true end end
   return false
@@ -45,25 +52,32 @@ end
 # to JSON text, or ''), then from ARGV[PAIRS] field/value pairs for the run. The journal
 # entries let the write that ends a run also record the "done" of the effect just before it.
 _TRANSITION_BODY = """
-local st = redis.call('HGET', KEYS[1], 'status')
+local cur = redis.call('HMGET', KEYS[1], 'status', 'epoch')
+local st, epoch = cur[1], cur[2]
 if not st then return {0, 'missing', ''} end
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if ARGV[4] ~= '' and epoch ~= ARGV[4] then return {0, 'stale', st} end
 local ok = false
 for s in string.gmatch(ARGV[3], '%S+') do if s == st then ok = true end end
 if not ok then return {0, 'status', st} end
-set_status(KEYS[1], ARGV[1], ARGV[2], ARGV[5], ARGV[6])
-if ARGV[8] == '1' then epoch = tostring(redis.call('HINCRBY', KEYS[1], 'epoch', 1)) end
-if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[1], 'failures', tonumber(ARGV[9])) end
+local fields = {}
+for i = PAIRS, #ARGV, 2 do fields[#fields + 1] = ARGV[i]; fields[#fields + 1] = ARGV[i + 1] end
 if ARGV[7] == 'clear' then
-  redis.call('ZREM', KEYS[2], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', 0)
+  redis.call('ZREM', KEYS[2], ARGV[1]); fields[#fields + 1] = 'lease_until'; fields[#fields + 1] = 0
 elseif ARGV[7] ~= 'keep' then
-  redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', ARGV[7])
+  redis.call('ZADD', KEYS[2], ARGV[7], ARGV[1]); fields[#fields + 1] = 'lease_until'; fields[#fields + 1] = ARGV[7]
 end
-if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) else redis.call('ZREM', KEYS[3], ARGV[1]) end
-for i = PAIRS, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[8] == '1' then  -- the epoch as HINCRBY would leave it, written with the status
+  epoch = string.format('%d', (tonumber(epoch) or 0) + 1); fields[#fields + 1] = 'epoch'; fields[#fields + 1] = epoch
+end
+move_status(KEYS[1], ARGV[1], ARGV[2], st, ARGV[5], ARGV[6], fields)
+if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[1], 'failures', tonumber(ARGV[9])) end
+-- Only a queued run is in the accepted index: a claim takes a running run out of it.
+if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1])
+elseif st ~= 'running' then redis.call('ZREM', KEYS[3], ARGV[1]) end
 if ARGV[11] ~= '' then
-  for f, v in pairs(cjson.decode(ARGV[11])) do redis.call('HSET', KEYS[6], f, v) end
+  local entries = {}
+  for f, v in pairs(cjson.decode(ARGV[11])) do entries[#entries + 1] = f; entries[#entries + 1] = v end
+  if #entries > 0 then redis.call('HSET', KEYS[6], unpack(entries)) end
 end
 if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
 """
@@ -81,10 +95,12 @@ CLAIM = (
     + "local PAIRS = #ARGV + 1\n"
     + _TRANSITION_BODY
     + """
-local iid = redis.call('HGET', KEYS[1], 'interrupt')
+local run = redis.call('HGETALL', KEYS[1])
+local iid
+for i = 1, #run, 2 do if run[i] == 'interrupt' then iid = run[i + 1] end end
 local q = {}
 if iid and iid ~= '' then q = redis.call('HGETALL', ARGV[12] .. iid) end
-return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[5]), q}
+return {1, epoch, st, run, redis.call('HGETALL', KEYS[5]), q}
 """
 )
 
@@ -95,16 +111,20 @@ return {1, epoch, st, redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS
 # KEYS: run, journal, history   ARGV: epoch, field, value, only_if_absent ('1'|'0'), history json or '',
 # the step prefix (`journal_names.STEP`), then field/value pairs
 JOURNAL = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'status')
+if cur[1] ~= ARGV[1] or cur[2] ~= 'running' then
   return -1
 end
-for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+local pairs_ = {}
+for i = 7, #ARGV do pairs_[#pairs_ + 1] = ARGV[i] end
 if string.sub(ARGV[2], 1, #ARGV[6]) == ARGV[6] then redis.call('HSET', KEYS[1], 'failures', 0) end
 local written = 1
 if ARGV[4] == '1' then
+  if #pairs_ > 0 then redis.call('HSET', KEYS[2], unpack(pairs_)) end
   written = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
 else
-  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+  pairs_[#pairs_ + 1] = ARGV[2]; pairs_[#pairs_ + 1] = ARGV[3]
+  redis.call('HSET', KEYS[2], unpack(pairs_))
 end
 if written == 1 and ARGV[5] and ARGV[5] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[5]) end
 return written
@@ -115,14 +135,26 @@ return written
 # KEYS: run, journal, interrupt   ARGV: epoch, journal field, attempts json, iid, then
 # interrupt field/value pairs.
 OPEN_INTERRUPT = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'status')
+if cur[1] ~= ARGV[1] or cur[2] ~= 'running' then
   return -1
 end
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+if #ARGV >= 5 and redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('HSET', KEYS[3], unpack(ARGV, 5))
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[1], 'interrupt', ARGV[4])
+return 1
+"""
+
+# Record the thread a host started for a run: its conversation (whole or in pieces, the
+# stale fields of the old one deleted) and the thread's key naming the run, in one step.
+# KEYS: run, thread   ARGV: run_id, how many stale fields, the stale fields, then field/value pairs
+THREAD = """
+local n = tonumber(ARGV[2])
+if n > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, 3, 2 + n)) end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3 + n))
+redis.call('SET', KEYS[2], ARGV[1])
 return 1
 """
 
@@ -132,21 +164,20 @@ return 1
 PARK = (
     _LIB
     + """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[3] or redis.call('HGET', KEYS[1], 'status') ~= 'running' then
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'status', 'interrupt')
+if cur[1] ~= ARGV[3] or cur[2] ~= 'running' then
   return -1
 end
-if redis.call('HGET', KEYS[1], 'interrupt') ~= ARGV[5] then return -2 end
-set_status(KEYS[1], ARGV[1], ARGV[2], 'paused', ARGV[4])
-redis.call('ZREM', KEYS[3], ARGV[1]); redis.call('HSET', KEYS[1], 'lease_until', 0)
+if cur[3] ~= ARGV[5] then return -2 end
+move_status(KEYS[1], ARGV[1], ARGV[2], cur[2], 'paused', ARGV[4], {'lease_until', 0})
+redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[2], 'state', 'open', 'message', ARGV[7])
-local exp = redis.call('HGET', KEYS[2], 'expires_at')
+local q = redis.call('HMGET', KEYS[2], 'expires_at', 'remind_at', 'escalate_at', 'asked_at', 'assignees')
+local exp, rem, esc, asked = q[1], q[2], q[3], q[4]
 if exp and exp ~= '' then redis.call('ZADD', KEYS[4], exp, ARGV[5]) end
-local rem = redis.call('HGET', KEYS[2], 'remind_at')
 if rem and rem ~= '' then redis.call('ZADD', KEYS[5], rem, ARGV[5]) end
-local esc = redis.call('HGET', KEYS[2], 'escalate_at')
 if esc and esc ~= '' then redis.call('ZADD', KEYS[6], esc, ARGV[5]) end
-local asked = redis.call('HGET', KEYS[2], 'asked_at')
-for _, u in ipairs(cjson.decode(redis.call('HGET', KEYS[2], 'assignees'))) do
+for _, u in ipairs(cjson.decode(q[5])) do
   redis.call('ZADD', ARGV[6] .. u, asked, ARGV[5])
 end
 return 1
@@ -211,10 +242,12 @@ if q.state == 'answered' then
 end
 if q.state == 'cancelled' then return {0, R_CANCELLED, q.closed_by or ''} end
 if q.state == 'expired' then return {0, R_EXPIRED, q.expires_at or ''} end
-local st = redis.call('HGET', KEYS[1], 'status')
-if q.state ~= 'open' or st ~= 'paused' or redis.call('HGET', KEYS[1], 'interrupt') ~= ARGV[4] then
+local cur = redis.call('HMGET', KEYS[1], 'status', 'interrupt')
+local st = cur[1]
+if q.state ~= 'open' or st ~= 'paused' or cur[2] ~= ARGV[4] then
   return {0, R_NOT_OPEN, st or ''}
 end
+local run_fields = {}
 local now = tonumber(ARGV[5])
 local expired = q.expires_at and q.expires_at ~= '' and now >= tonumber(q.expires_at)
 if ARGV[6] == M_ANSWER then
@@ -224,7 +257,7 @@ if ARGV[6] == M_ANSWER then
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
   if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[8], ARGV[4], ARGV[12]) end
-  redis.call('HSET', KEYS[1], 'failures', 0)  -- an answer is progress: failures count afresh
+  run_fields = {'failures', 0}  -- an answer is progress: failures count afresh
 elseif ARGV[6] == M_EXPIRE then
   if not expired then return {0, R_NOT_DUE, q.expires_at or ''} end
   redis.call('HSET', KEYS[2], 'state', 'expired', 'answers', ARGV[8], 'closed_by', ARGV[7])
@@ -232,15 +265,17 @@ else
   redis.call('HSET', KEYS[2], 'state', 'cancelled', 'closed_by', ARGV[7])
   if ARGV[9] == DECLINED then redis.call('HSET', KEYS[2], 'declined', '1') end  -- said by its receipt
 end
-redis.call('ZREM', KEYS[3], ARGV[4]); redis.call('ZREM', KEYS[4], ARGV[4])
+-- PARK indexes a question by its expiry and reminder only when it has them; neither changes later.
+if (q.expires_at or '') ~= '' then redis.call('ZREM', KEYS[3], ARGV[4]) end
+if (q.remind_at or '') ~= '' then redis.call('ZREM', KEYS[4], ARGV[4]) end
 for _, u in ipairs(cjson.decode(q.assignees)) do redis.call('ZREM', ARGV[3] .. u, ARGV[4]) end
 if ARGV[6] == M_CANCEL then
-  set_status(KEYS[1], ARGV[1], ARGV[2], 'cancelled', ARGV[5])
+  move_status(KEYS[1], ARGV[1], ARGV[2], st, 'cancelled', ARGV[5], run_fields)
   redis.call('HINCRBY', KEYS[1], 'epoch', 1)
   redis.call('DEL', KEYS[8])
 else
-  set_status(KEYS[1], ARGV[1], ARGV[2], 'queued', ARGV[5])
-  redis.call('HSET', KEYS[1], 'job', ARGV[11])
+  run_fields[#run_fields + 1] = 'job'; run_fields[#run_fields + 1] = ARGV[11]
+  move_status(KEYS[1], ARGV[1], ARGV[2], st, 'queued', ARGV[5], run_fields)
   redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
 end
 redis.call('RPUSH', KEYS[7], ARGV[10])
@@ -278,7 +313,17 @@ local final = false
 for s in string.gmatch(ARGV[3], '%S+') do if s == st then final = true end end
 if not final then return {0, 'status', st} end
 if tonumber(run[2]) > tonumber(ARGV[2]) then return {0, 'recent', st} end
-if (run[3] or '') ~= ARGV[8] then return {0, 'changed', st} end
+local conv = run[3]
+if not conv then  -- written in pieces (`workers.store.pieces`)
+  local parts = {}
+  while true do
+    local part = redis.call('HGET', KEYS[1], 'conversation#' .. #parts)
+    if not part then break end
+    parts[#parts + 1] = part
+  end
+  conv = table.concat(parts)
+end
+if conv ~= ARGV[8] then return {0, 'changed', st} end
 local seen, iids = {}, {}
 local function add(iid)
   if iid and iid ~= '' and not seen[iid] then seen[iid] = true; iids[#iids + 1] = iid end
