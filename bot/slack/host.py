@@ -235,17 +235,23 @@ class SlackHost(AgentSurfacesHost):
         self._post(run, blocks.progress_text(text))
 
     def finished(self, run: RunInfo, result: str) -> None:
-        """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`)."""
+        """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`).
+
+        The plan and session are ended first, so the post is the last thing this effect does.
+        Nothing after the post may fail (Redis away): a failed effect is repeated, and so the post.
+        """
         involved = {run.started_by, *(h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)}
+        self._run_ended(run, "succeeded")
         if not self._streamed(run, result):  # an answer in prose is streamed (`host_agents`)
             self._post(run, with_mentions(blocks.final_text(result), involved))
-        self._run_ended(run, "succeeded")
 
     def failed(self, run: RunInfo, reason: str) -> None:
-        """The failure (or expiry) in the thread: an alert where Slack has it (`host_agents`), else plain."""
+        """The failure (or expiry) in the thread: an alert where Slack has it (`host_agents`), else plain.
+
+        As in `finished`, the plan and session are ended before the one post."""
+        self._run_ended(run, "failed")
         if not self._failure_alerted(run, reason):
             self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
-        self._run_ended(run, "failed")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         self.lock_question(interrupt, run)

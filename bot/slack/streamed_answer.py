@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis.exceptions import RedisError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.models.blocks import Block
@@ -65,6 +66,7 @@ def stream_answer(surfaces: AgentSurfaces, web: WebClient, run: RunInfo, where: 
     """Stream `text` into the run's thread, feedback buttons last; False when it was not streamed."""
     if not text.strip() or len(text) > STREAM_TEXT_MAX or not surfaces.available(run, "chat.startStream"):
         return False
+    feedback = surfaces.available(run, "feedback")  # read before anything shows (see `_remember`)
     direct = where["channel"].startswith("D")
     stream = web.chat_stream(
         channel=where["channel"],
@@ -77,25 +79,36 @@ def stream_answer(surfaces: AgentSurfaces, web: WebClient, run: RunInfo, where: 
         for start in range(0, len(text), CHUNK):
             stream.append(markdown_text=text[start : start + CHUNK])
     except SlackApiError as exc:
-        surfaces.refused(run, "chat.startStream", str(exc.response.get("error") or "unknown"))
         if stream.ts is None:
+            surfaces.refused(run, "chat.startStream", str(exc.response.get("error") or "unknown"))
             return False  # nothing shown yet: the answer is posted instead
+        _remember(surfaces, run, "chat.startStream", str(exc.response.get("error") or "unknown"))
         log.warning("the streamed answer was cut short", **run.log_context(), stream_ts=stream.ts)
     except (SlackClientError, OSError) as exc:
         log.warning("the answer could not be streamed", **run.log_context(), error=str(exc))
         return stream.ts is not None
-    _stop(surfaces, stream, run)
+    _stop(surfaces, stream, run, feedback)
     return True
 
 
-def _stop(surfaces: AgentSurfaces, stream: ChatStream, run: RunInfo) -> None:
+def _remember(surfaces: AgentSurfaces, run: RunInfo, method: str, error: str) -> None:
+    """Remember a refusal once the answer shows, where Redis being away must not fail the effect.
+
+    The final answer is a run's one effect that shows twice if repeated: an error raised after
+    the stream started would repeat it. Losing the memo only means asking Slack once more."""
+    try:
+        surfaces.refused(run, method, error)
+    except RedisError as exc:
+        log.warning("a refusal was not remembered", **run.log_context(), method=method, error=str(exc))
+
+
+def _stop(surfaces: AgentSurfaces, stream: ChatStream, run: RunInfo, feedback: bool) -> None:
     """End the stream with the feedback buttons, or without them where Slack refuses them."""
-    feedback = surfaces.available(run, "feedback")
     try:
         stream.stop(blocks=feedback_blocks(run.id) if feedback else None)
         return
     except SlackApiError as exc:
-        surfaces.refused(run, "feedback" if feedback else "chat.stopStream", str(exc.response.get("error")))
+        _remember(surfaces, run, "feedback" if feedback else "chat.stopStream", str(exc.response.get("error")))
     except (SlackClientError, OSError) as exc:
         log.warning("the stream was not stopped", **run.log_context(), error=str(exc))
         return

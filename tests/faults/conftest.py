@@ -274,11 +274,17 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisSer
         server.kill()
 
 
+def receipt_key(data_dir: Path) -> Path:
+    """A new signing key in `data_dir`: every close is signed, so the checker can hold receipts to it."""
+    key = data_dir / "receipt-key.pem"
+    key.write_bytes(Signer.generate().private_pem())
+    return key
+
+
 @pytest.fixture(scope="package")
 def fault_stack(private_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
     data_dir = tmp_path_factory.mktemp("faults-stack")
-    key = data_dir / "receipt-key.pem"  # every close is signed, so the checker can hold receipts to it
-    key.write_bytes(Signer.generate().private_pem())
+    key = receipt_key(data_dir)
     stack = FaultStack(
         private_redis.url,
         data_dir,

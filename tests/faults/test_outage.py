@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from faults.agents import count
-from faults.conftest import FaultStack, Ledger, RedisServer
+from faults.conftest import FaultStack, Ledger, RedisServer, receipt_key
 from faults.invariants import DONE
 from faults.scenarios import Ctx
 
@@ -32,12 +32,14 @@ OUTAGE = 15.0  # longer than redis-py's retries give up after, well inside the l
 def outage_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
     server = RedisServer(tmp_path_factory.mktemp("outage-redis"))
     server.start()
+    data_dir = tmp_path_factory.mktemp("outage-stack")
     stack = FaultStack(
         server.url,
-        tmp_path_factory.mktemp("outage-stack"),
+        data_dir,
         workers=1,
         extra_env={
             "PARLEY_AGENTS": "slack_agents,faults.agents",
+            "PARLEY_RECEIPT_KEY": str(receipt_key(data_dir)),  # the checker holds every close to its receipt
             "PARLEY_LEASE_TTL": str(LEASE_TTL),
             "PARLEY_SWEEP_INTERVAL": "0.5",
             "PARLEY_RETRY_DELAYS": "0",
