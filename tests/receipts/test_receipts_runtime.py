@@ -173,7 +173,7 @@ def test_rotation_old_and_new_receipts_both_verify(r: Redis, tmp_path: Path) -> 
 
 
 def test_a_temporal_signal_carries_the_receipt_into_the_workflows_outcome(rt: Runtime, signer: Signer) -> None:
-    from workers.integrations.temporal import Outcome
+    from workers.integrations.temporal import QuestionOutcome
     from workers.questions.receipt_views import with_signal_receipt
     from workers.store.records import WebhookState
 
@@ -182,7 +182,7 @@ def test_a_temporal_signal_carries_the_receipt_into_the_workflows_outcome(rt: Ru
     sent = {"question_id": run_id, "status": "answered", "answers": {"colour": "red"}, "by": "U1"}
     state = WebhookState(id=f"sig_{run_id}", event="answered", payload=json.dumps(sent))
     signed = with_signal_receipt(rt.receipts, run_id, state)  # the signal's worker, before its first attempt
-    outcome = Outcome.of(json.loads(signed.payload))
+    outcome = QuestionOutcome.of(json.loads(signed.payload))
     assert outcome.receipt is not None and outcome.answers == {"colour": "red"}
     assert predicate(outcome.receipt, ring(signer))["question"]["id"] == iid
     assert with_signal_receipt(rt.receipts, run_id, signed) == signed  # sent once as it was first signed
