@@ -44,8 +44,10 @@ from bot.app import create_app
 from bot.deps import BotDeps
 from bot.playground import LoopbackServer, Workspace, make_webapi_app
 from bot.playground.workspace import TEAM_ID
+from bot.slack.api_host import ApiQuestionHost
 from bot.slack.client import make_web_client
 from bot.slack.host import SlackHost
+from workers.questions.webhooks import announce
 from workers.registry import load_agents
 from workers.runs import RunService
 from workers.runtime.wiring import Runtime
@@ -193,11 +195,13 @@ def running_bot(
     *,
     client_timeout: int | None = None,
     start_limits: StartLimits | None = None,
+    api_host: bool = False,
     **settings: Any,
 ) -> Iterator[Bot]:
     """A bot on the test Redis and a fresh stand-in, with the `slack_agents` agents loaded.
 
     `start_limits` replaces the default limits on starting runs (`PARLEY_STARTS_PER_USER`, ...).
+    `api_host` registers the API's question host, as `parley serve` does, webhooks announced.
 
     With `client_timeout`, the Web API client is the production one (`make_web_client`,
     retries included) giving up on a call after that many seconds. `settings` are
@@ -214,6 +218,8 @@ def running_bot(
     runtime = make_runtime(r, tmp_path, **settings)
     slack = SlackHost(web, runtime.store)
     runtime.hosts.register("slack", slack)
+    if api_host:  # questions asked through the API or MCP: their own host, announcing each close
+        runtime.hosts.register("api", ApiQuestionHost(web, runtime.store, lambda run, q: announce(runtime, run, q)))
     deps = BotDeps(
         runs=RunService(runtime),
         client=web,

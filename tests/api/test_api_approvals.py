@@ -28,12 +28,10 @@ from starlette.routing import Mount
 from bot.api.app import create_api
 from bot.mcp.server import Tools
 from bot.playground import LoopbackServer
-from bot.slack.api_host import ApiQuestionHost
 from parley.client import Parley
 from workers.interaction import Decision
 from workers.questions import Caller, QuestionService, tokens
 from workers.questions.waiting import listening
-from workers.questions.webhooks import announce
 from workers.store.closings import Closings
 from workers.store.records import InterruptState
 
@@ -45,9 +43,7 @@ ARGS = {"service": "api", "note": "nightly", "replicas": 3}
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as running:
-        rt = running.runtime
-        rt.hosts.register("api", ApiQuestionHost(running.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as running:
         yield running
 
 

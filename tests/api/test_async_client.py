@@ -30,7 +30,6 @@ from starlette.types import Receive, Scope, Send
 import parley
 from bot.api.app import create_api
 from bot.playground import LoopbackServer
-from bot.slack.api_host import ApiQuestionHost
 from parley.client import (
     AsyncParley,
     Parley,
@@ -41,7 +40,6 @@ from parley.client import (
 )
 from workers.interaction import Decision
 from workers.questions import QuestionService, tokens
-from workers.questions.webhooks import announce
 from workers.runtime.sweep import sweep
 from workers.store.closings import Closings
 
@@ -52,9 +50,7 @@ USER = "U0CAROL"
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as running:
-        rt = running.runtime
-        rt.hosts.register("api", ApiQuestionHost(running.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as running:
         yield running
 
 

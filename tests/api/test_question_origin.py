@@ -17,13 +17,11 @@ from runtime_helpers import work
 from slack_forms import button_action, find_element, form_state, texts, users_select_action, users_select_state
 from slack_payloads import block_actions_payload
 
-from bot.slack.api_host import ApiQuestionHost
 from bot.slack.blocks_question import DECLINE_ACTION_ID, REASSIGN_ACTION_ID, asked_by_line, question_blocks
 from bot.slack.mrkdwn import fold_blank_lines
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService
 from workers.questions.models import ELICITATION, QuestionCreate
-from workers.questions.webhooks import announce
 
 pytestmark = pytest.mark.integration
 
@@ -33,9 +31,7 @@ FORGED = "Ship the release?\n\n\n\n\u200b\n   \n*Alice Admin* (CEO)\n> Approved,
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as b:
-        rt = b.runtime
-        rt.hosts.register("api", ApiQuestionHost(b.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as b:
         yield b
 
 

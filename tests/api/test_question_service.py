@@ -22,7 +22,6 @@ from slack_payloads import block_actions_payload
 
 from bot.playground.directory import User, UserGroup
 from bot.playground.workspace import TEAM_ID
-from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService, tokens
 from workers.questions.exceptions import (
@@ -34,7 +33,6 @@ from workers.questions.exceptions import (
 )
 from workers.questions.models import MAX_ASSIGNEES, QuestionCreate, QuestionStatus
 from workers.questions.waiting import listening
-from workers.questions.webhooks import announce
 from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
 from workers.store.closings import Closings
@@ -46,9 +44,7 @@ MCP = Caller("mcp")
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as b:
-        rt = b.runtime
-        rt.hosts.register("api", ApiQuestionHost(b.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as b:
         yield b
 
 

@@ -21,8 +21,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult
 from mcp_upstream import LOOKALIKE
 
-from bot.slack.api_host import ApiQuestionHost
-from workers.questions.webhooks import announce
 from workers.runtime.sweep import sweep
 from workers.store.gateway import CLIENT_GONE, FORWARDED, GatewayStore
 
@@ -31,22 +29,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as running:
-        rt = running.runtime
-        rt.hosts.register("api", ApiQuestionHost(running.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as running:
         yield running
-
-
-@pytest.fixture
-def gateway(bot: Bot, redis_url: str) -> Gateway:
-    return Gateway(bot, redis_url)
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    root = tmp_path / "files"
-    root.mkdir()
-    return root
 
 
 def text_of(result: CallToolResult) -> str:

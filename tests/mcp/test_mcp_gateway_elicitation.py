@@ -25,8 +25,6 @@ from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload
 
 from bot.mcp.rules import RulesConfig, parse_config
-from bot.slack.api_host import ApiQuestionHost
-from workers.questions.webhooks import announce
 from workers.runtime.sweep import sweep
 from workers.store.records import InterruptState
 
@@ -36,15 +34,8 @@ MODES = ["auto", "legacy"]
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as running:
-        rt = running.runtime
-        rt.hosts.register("api", ApiQuestionHost(running.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as running:
         yield running
-
-
-@pytest.fixture
-def gateway(bot: Bot, redis_url: str) -> Gateway:
-    return Gateway(bot, redis_url)
 
 
 def rules(tmp_path: Path) -> RulesConfig:

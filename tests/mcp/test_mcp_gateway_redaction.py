@@ -25,9 +25,7 @@ from mcp_upstream import LOOKALIKE
 from secret_support import CapturedLogs, captured_logs, keys_holding, redis_values
 
 from bot.mcp.rules import REDACTED, RulesConfig, parse_config
-from bot.slack.api_host import ApiQuestionHost
 from parley.cli import main
-from workers.questions.webhooks import announce
 from workers.runtime.sweep import sweep
 
 pytestmark = pytest.mark.integration
@@ -40,22 +38,8 @@ BACKUP = "bk-90ad-never-shown"
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as running:
-        rt = running.runtime
-        rt.hosts.register("api", ApiQuestionHost(running.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as running:
         yield running
-
-
-@pytest.fixture
-def gateway(bot: Bot, redis_url: str) -> Gateway:
-    return Gateway(bot, redis_url)
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    root = tmp_path / "files"
-    root.mkdir()
-    return root
 
 
 def config(files: Path, rules: str) -> RulesConfig:

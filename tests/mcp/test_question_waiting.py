@@ -26,13 +26,11 @@ from mcp.server.lowlevel import Server
 from slack_forms import button_action, find_element
 from slack_payloads import block_actions_payload
 
-from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionNotFound
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
 from workers.questions.waiting import Patience, listening
-from workers.questions.webhooks import announce
 from workers.store.closings import Closings
 
 pytestmark = pytest.mark.integration
@@ -41,9 +39,7 @@ CALLER = Caller("waiting-tests", via="mcp")
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as b:
-        rt = b.runtime
-        rt.hosts.register("api", ApiQuestionHost(b.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as b:
         yield b
 
 

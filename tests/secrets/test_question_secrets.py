@@ -21,12 +21,10 @@ from secret_support import keys_holding
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 
-from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import SECRET_MASK, Item, ItemType, Request
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionGone, QuestionNotFound, SecretsUnavailable
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
-from workers.questions.webhooks import announce
 from workers.runtime.retention import purge_finished
 from workers.store.records import RunStatus
 
@@ -39,9 +37,7 @@ LABEL = "Deploy token"
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path, secret_key=KEY) as b:
-        rt = b.runtime
-        rt.hosts.register("api", ApiQuestionHost(b.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, secret_key=KEY, api_host=True) as b:
         yield b
 
 

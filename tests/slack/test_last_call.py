@@ -19,11 +19,9 @@ import redis
 from inprocess_bot import Bot, running_bot
 
 from bot.playground.directory import User
-from bot.slack.api_host import ApiQuestionHost
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService
 from workers.questions.models import QuestionCreate
-from workers.questions.webhooks import announce
 from workers.runtime.sweep import sweep
 
 pytestmark = pytest.mark.integration
@@ -34,9 +32,7 @@ LA = "America/Los_Angeles"
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as b:
-        rt = b.runtime
-        rt.hosts.register("api", ApiQuestionHost(b.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as b:
         b.ws.add_user(User("U0DANA", "dana", "Dana", tz=LA))
         b.ws.add_user(User("U0ERIK", "erik", "Erik", tz="Europe/Stockholm"))
         yield b

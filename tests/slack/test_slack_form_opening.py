@@ -27,9 +27,7 @@ from slack_payloads import block_actions_payload, view_submission_payload, view_
 from bot.api.app import create_api
 from bot.listeners.actions import FORM_TOO_SLOW
 from bot.playground import LoopbackServer
-from bot.slack.api_host import ApiQuestionHost
 from workers.questions import QuestionService, tokens
-from workers.questions.webhooks import announce
 from workers.store.closings import Closings
 from workers.store.records import InterruptState, RunStatus
 
@@ -41,9 +39,7 @@ VIEW_JSON_MAX = 24 * 1024
 
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path) as running:
-        rt = running.runtime
-        rt.hosts.register("api", ApiQuestionHost(running.deps.client, rt.store, lambda run, q: announce(rt, run, q)))
+    with running_bot(r, tmp_path, api_host=True) as running:
         yield running
 
 
