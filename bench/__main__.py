@@ -81,6 +81,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         help="every process reaches the Web API stand-in over HTTPS, as it reaches Slack",
     )
     p.add_argument(
+        "--without-agents",
+        action="store_true",
+        help="the stand-in's workspace lacks Slack's agent surfaces, as an app not declared an agent",
+    )
+    p.add_argument(
         "--peers",
         action="store_true",
         help="Parley beside Prefect's pause and suspend (needs pip install -e '.[peers]'); writes peers.{json,md}",
@@ -147,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     details: dict[str, Any] = {}
     durations: dict[str, float] = {}
-    with Stack(url, client, args.parley_tree, slack_tls=args.slack_tls) as stack:
+    with Stack(url, client, args.parley_tree, slack_tls=args.slack_tls, without_agents=args.without_agents) as stack:
         stack.start_servers()
         for n in selected:
             name = MEASUREMENTS[n]
@@ -164,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench"
         + (" --quick" if args.quick else "")
         + (f" --only {args.only}" if args.only else "")
-        + (" --slack-tls" if args.slack_tls else ""),
+        + (" --slack-tls" if args.slack_tls else "")
+        + (" --without-agents" if args.without_agents else ""),
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

@@ -18,7 +18,8 @@ It prints the cost per cycle, per raw job, and raw / cycle: the throughput ratio
 cycle can reach, and (without `--instructions`) the worker's Redis round trips per cycle and per
 raw job, counted by its client: the same on every run. `--instructions` counts instructions under
 callgrind, collected only around the bursts: the same count on every run, so commits a few
-percent apart can be told apart.
+percent apart can be told apart. `--without-agents` serves a workspace without Slack's agent
+surfaces (sessions, statuses, plans): the work a tree from before them does, to compare like with like.
 Each TREE (default: this checkout) runs in its own process with `PYTHONPATH=TREE`. Its Web API
 calls go to a `bench.standin` from this checkout. Redis: `REDIS_URL` on the database `--db` or the URL
 names, else the embedded Redis's 14; it is flushed.
@@ -249,6 +250,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--db", type=int, default=None)
     p.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
+    p.add_argument("--without-agents", action="store_true", help="a workspace without Slack's agent surfaces")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -263,7 +265,9 @@ def main() -> int:
     redis_url = bench_redis_url(db=args.db)  # refuses database 0
     port = free_port()
     standin = subprocess.Popen(
-        [sys.executable, "-m", "bench.standin", str(port)], env={**os.environ, "PYTHONPATH": str(HERE)}, cwd=HERE
+        [sys.executable, "-m", "bench.standin", str(port), *(["--without-agents"] if args.without_agents else [])],
+        env={**os.environ, "PYTHONPATH": str(HERE)},
+        cwd=HERE,
     )
     results: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.trees}
     try:
@@ -287,7 +291,11 @@ def main() -> int:
     unit, key_cycle, key_job, scale = (
         ("M instructions", "cycle_ir", "job_ir", 1e-6) if args.instructions else ("ms CPU", "cycle_ms", "job_ms", 1.0)
     )
-    print(f"A worker's cost per full cycle and per raw RQ job, in-process ({args.cycles} each x {args.rounds} rounds)")
+    lacking = ", a workspace without agent surfaces" if args.without_agents else ""
+    print(
+        f"A worker's cost per full cycle and per raw RQ job, in-process"
+        f" ({args.cycles} each x {args.rounds} rounds{lacking})"
+    )
     for tree, rounds in results.items():
         cycle = statistics.median(r[key_cycle] for r in rounds)
         job = statistics.median(r[key_job] for r in rounds)

@@ -1,4 +1,4 @@
-"""`python -m bench.profile [ack|worker|cycle]`: where the time goes in a missed target, sampled with py-spy.
+"""`python -m bench.profile [ack|worker|cycle|ask]`: where the time goes in a missed target, sampled with py-spy.
 
 - `ack`: `parley serve` (uvicorn and every thread) while 16 clients
   click Submit on seeded paused runs: the ack path and its lazy message update.
@@ -6,6 +6,8 @@
   runs (replay, say, final answer), as in the worker-class and full-cycle figures.
 - `cycle`: one `parley worker` running full cycles as measurement 4 does with one worker,
   its wall time split into running and waiting on Redis or the Web API (`bench.waits`).
+- `ask`: `parley serve` while one client asks API questions one after another, as
+  measurement 12's ask → posted does: the create, the run executed inline, the post, the park.
 
 py-spy samples the real processes from outside; the summary written to
 `bench/results/profile-<name>.txt` lists the share of samples (non-idle threads)
@@ -226,7 +228,29 @@ def profile_cycle(stack: Stack, seconds: int) -> dict[str, Path]:
         stack.stop(procs)
 
 
-PROFILES = {"ack": profile_ack, "worker": profile_worker, "cycle": profile_cycle}
+def profile_ask(stack: Stack, seconds: int) -> dict[str, Path]:
+    from bench.m_api import Api
+    from workers.questions import tokens
+    from workers.store.questions import QuestionStore
+
+    flush(stack.client)
+    token = tokens.create(QuestionStore(stack.client), "bench-profile", ["ask"], rate_limit=10**9)
+    api = Api(stack.serve_port, token.token)
+    try:
+        for _ in range(50):  # warm: imports, connections, scripts
+            api.ask()
+        serve = next(p for p in stack.procs if p.name.endswith("parley-serve"))
+        spy = Spy(serve.pid, seconds, "ask")
+        time.sleep(1.0)
+        deadline = time.monotonic() + seconds - 1.5
+        while time.monotonic() < deadline:
+            api.ask()
+        return spy.wait(seconds + 30)
+    finally:
+        api.http.close()
+
+
+PROFILES = {"ack": profile_ack, "worker": profile_worker, "cycle": profile_cycle, "ask": profile_ask}
 
 
 def main() -> int:
@@ -257,6 +281,7 @@ def _write(what: str, raws: dict[str, Path]) -> None:
         "ack": "parley serve under 16 concurrent Submit clicks",
         "worker": "parley worker (SimpleWorker) resuming answered runs: replay, say, final answer",
         "cycle": "parley worker (SimpleWorker) running full cycles, one worker, as measurement 4",
+        "ask": "parley serve answering API asks one after another, as measurement 12's ask → posted",
     }[what]
     parts = []
     if what == "cycle":  # its wall sampler counted idle threads: the waits first

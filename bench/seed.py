@@ -28,9 +28,9 @@ from bot.playground.workspace import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID
 from bot.slack import blocks
 from workers.interaction import Request
 from workers.store import ids, journal_names, keys
-from workers.store.pieces import compact, gathered, read_field
+from workers.store.pieces import gathered, read_field
 from workers.store.records import RunStatus
-from workers.store.runs import RunStore, interrupt_fields, stage_create, transition_call
+from workers.store.runs import RunStore, interrupt_fields, park_call, stage_create, transition_call
 
 DUMMY_IID = "qBENCHDUMMYIID00000000"
 ANSWER_STATE = {
@@ -98,6 +98,13 @@ def _parsed(request_json: str) -> Request:
     return Request.model_validate_json(request_json)
 
 
+@lru_cache(maxsize=1024)
+def _asking(request_json: str, user: str) -> Request:
+    """The request as `ask_one` stores it: with the run's starter as assignee if it names nobody."""
+    request = _parsed(request_json)
+    return request if request.assignees else request.model_copy(update={"assignees": [user]})
+
+
 def _queue_one(
     store: RunStore,
     pipe: Any,
@@ -119,19 +126,16 @@ def _queue_one(
         run_id, [RunStatus.QUEUED], RunStatus.RUNNING, lease=repr(now + 30.0), bump_epoch=True, now=now
     )
     store._transition(keys=claim_keys, args=claim_argv, client=pipe)
-    # Run.ask -> RunStore.open_interrupt
-    request = _parsed(request_json)
+    # Run.ask -> RunStore.open_interrupt, asking the run's starter when the request names nobody
+    request = _asking(request_json, user)
     fields = interrupt_fields(iid, run_id, conversation["team"], "#1", 1, request, [user], now)
     argv: list[Any] = ["1", journal_names.ask("#1"), json.dumps([iid]), iid]
     for name, value in fields.items():
         argv += [name, value]
     store._open(keys=[keys.run(run_id), keys.journal(run_id), keys.interrupt(iid)], args=argv, client=pipe)
     # Run._solicit -> RunStore.park (with the message SlackHost recorded)
-    store._park(
-        keys=[keys.run(run_id), keys.interrupt(iid), keys.leases_index(), keys.expiry_index(), keys.remind_index()],
-        args=[run_id, keys.status_index(""), "1", repr(now), iid, keys.waiting_index(""), compact(message)],
-        client=pipe,
-    )
+    park_keys, park_args = park_call(run_id, 1, now, iid, message)
+    store._park(keys=park_keys, args=park_args, client=pipe)
 
 
 def run_keys(client: redis.Redis, run_id: str) -> list[str]:

@@ -39,12 +39,19 @@ class Stack:
     """Starts and tracks child processes; `close()` stops every one it started."""
 
     def __init__(
-        self, redis_url: str, client: redis.Redis, parley_tree: Path | None = None, *, slack_tls: bool = False
+        self,
+        redis_url: str,
+        client: redis.Redis,
+        parley_tree: Path | None = None,
+        *,
+        slack_tls: bool = False,
+        without_agents: bool = False,
     ) -> None:
         """`parley_tree`: run Parley's own processes (`parley serve`, `parley worker`) from that
         checkout, against this one's baselines, load and stand-in: an old commit measured
         against the same denominator as this one. `slack_tls`: every process reaches the
-        Web API over HTTPS, as it reaches Slack (the bench's own routes stay on HTTP)."""
+        Web API over HTTPS, as it reaches Slack (the bench's own routes stay on HTTP).
+        `without_agents`: the stand-in's workspace lacks Slack's agent surfaces."""
         self.redis_url = redis_url
         self.parley_tree = parley_tree
         self.client = client
@@ -53,6 +60,7 @@ class Stack:
         self.standin_port = 0
         self.standin_tls_port = 0
         self.slack_tls = slack_tls
+        self.without_agents = without_agents
         self.certificate: Path | None = None  # the stand-in's, with `slack_tls`, once the servers start
         self.serve_port = 0
         self.serve_pgid: int | None = None  # `parley serve`'s process group (its own session)
@@ -115,7 +123,8 @@ class Stack:
             self.certificate, key = localhost_certificate(self.tmp)
             self.standin_tls_port = free_port()
             tls = [str(self.standin_tls_port), str(self.certificate), str(key)]
-        standin = self._start("standin", python_argv("-m", "bench.standin", str(self.standin_port), *tls))
+        lacking = ["--without-agents"] if self.without_agents else []
+        standin = self._start("standin", python_argv("-m", "bench.standin", str(self.standin_port), *tls, *lacking))
         wait_until(lambda: http_ok(f"{self.standin_url}/bench/ping"), 20, "the Web API stand-in", standin)
         self.serve_port, self.bare_port = free_port(), free_port()
         serve = self._start("parley-serve", python_argv("-m", "parley.cli", "serve", "--port", str(self.serve_port)))

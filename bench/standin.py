@@ -79,9 +79,17 @@ def build(ws: Workspace) -> Starlette:
 
 
 def main() -> None:
-    """`PORT`, or `PORT TLS_PORT CERT KEY`: the same workspace also served over TLS on `TLS_PORT`."""
-    port, *tls = sys.argv[1:]
-    app = build(Workspace(call_log_limit=None))  # the bench reads its whole log
+    """`PORT`, or `PORT TLS_PORT CERT KEY`: the same workspace also served over TLS on `TLS_PORT`.
+
+    With `--without-agents` the workspace lacks Slack's agent surfaces, as an app not declared an agent.
+    """
+    argv = sys.argv[1:]
+    ws = Workspace(call_log_limit=None)  # the bench reads its whole log
+    if "--without-agents" in argv:
+        argv.remove("--without-agents")
+        ws.agents.without_agents = True
+    port, *tls = argv
+    app = build(ws)
     configs = [uvicorn.Config(app, host="127.0.0.1", port=int(port), log_level="warning", access_log=False)]
     if tls:
         tls_port, cert, key = tls

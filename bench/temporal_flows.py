@@ -21,6 +21,30 @@ class AskOnce:
 
 
 @workflow.defn
+class ApproveOnce:
+    """One `parley_temporal.approve` whose amount may be edited; returns as `AskOnce` does."""
+
+    @workflow.run
+    async def run(self, args: dict[str, Any], channel: str) -> float:
+        decision = await parley_temporal.approve("Refund", args, channel=channel, editable=["amount"])
+        if not decision.edited:
+            raise RuntimeError(f"the bench edits the amount, but the decision says otherwise: {decision}")
+        return workflow.now().timestamp()
+
+
+@workflow.defn
+class EachOnce:
+    """One `parley_temporal.ask_each` of two people, both needed; returns as `AskOnce` does."""
+
+    @workflow.run
+    async def run(self, request: dict[str, Any], people: list[str], channel: str) -> float:
+        outcome = await parley_temporal.ask_each(request, people, quorum=len(people), channel=channel)
+        if len(outcome.answers_by or {}) != len(people):
+            raise RuntimeError(f"the bench answers for everyone, but the outcome says otherwise: {outcome}")
+        return workflow.now().timestamp()
+
+
+@workflow.defn
 class SignalOnce:
     """Temporal's own: a signal handler sets a flag that `wait_condition` waits on."""
 

@@ -1,11 +1,11 @@
 """Timing the answer path's ack: `parley_submit_ack_seconds{surface}` around each answer listener.
 
-With `process_before_response=True` an answer's listener (decode, validate, accept, enqueue,
-`ack()`) runs to its end before bolt responds, so the time the listener takes is the time
+With `process_before_response=True`, an answer's listener runs to its end before bolt responds.
+It decodes, validates, accepts, enqueues and calls `ack()`. So the listener's time is the time
 from bolt handing it the verified request to the ack. Signature checking, body parsing and
-listener matching come before and are not in it. A decorator on the three listeners rather
-than a global middleware: a bolt middleware runs on every request and costs each one a
-round of bolt's argument injection, and each listener already knows its surface.
+listener matching come before, and are not in it. A decorator on the three listeners is used
+rather than a global middleware. A bolt middleware runs on every request, costing each a round
+of bolt's argument injection. And each listener already knows its surface.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ Listener = TypeVar("Listener", bound=Callable[..., None])
 
 
 def timed(surface: str) -> Callable[[Listener], Listener]:
-    """Observe how long the decorated answer listener takes, under `surface` (one of `SURFACES`)."""
+    """Observe how long the decorated answer listener takes, under `surface`.
+
+    `surface` is one of `SURFACES`.
+    """
     if surface not in SURFACES:
         raise ValueError(f"unknown answer surface {surface!r}; one of {SURFACES}")
     histogram = metrics.SUBMIT_ACK.labels(surface=surface)

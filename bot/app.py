@@ -1,9 +1,9 @@
 """The bolt `App`: one per bot process, built by `create_app` from its dependencies.
 
-`process_before_response=True`: a listener's bounded work (decode, validate, one
-atomic accept, one enqueue) runs before the HTTP response, and bolt answers as soon
-as the listener returns; Web API calls run in lazy listeners after the ack. Bolt's
-default instead polls for the ack and costs about ten milliseconds per request.
+With `process_before_response=True`, a listener's bounded work runs before the HTTP response.
+That work is decode, validate, one atomic accept, one enqueue. Bolt answers as soon as the
+listener returns. Web API calls run in lazy listeners after the ack. Bolt's default instead
+polls for the ack, costing about ten milliseconds per request.
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ def _not_token_skipped(record: logging.LogRecord) -> bool:
 
 
 class RefuseMalformed(Middleware):
-    """Answer 400 to a signed body whose shape the listeners (or bolt's own middleware) cannot read.
+    """Answer 400 to a signed body whose shape cannot be read.
 
-    A `Middleware` rather than a function: bolt calls a function middleware through its
-    argument injection, on every request, and this runs on every request.
+    Neither the listeners nor bolt's own middleware could read it. It is a `Middleware` rather than
+    a function. Bolt calls a function middleware through its argument injection, on every request.
+    And this runs on every request.
     """
 
     def process(self, *, req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]) -> BoltResponse | None:
@@ -66,8 +67,11 @@ class RefuseMalformed(Middleware):
 
 
 def create_app(deps: BotDeps, *, signing_secret: str | None, oauth_settings: OAuthSettings | None = None) -> App:
-    """The bot's bolt app; its token is the one `deps.client` carries, or, with `oauth_settings`
-    (many workspaces), the one bolt finds in the installation store for each request."""
+    """The bot's bolt app.
+
+    Its token is the one `deps.client` carries. With `oauth_settings` (many workspaces), bolt finds
+    it per request in the installation store.
+    """
     bolt_log = get_bolt_logger(App)
     if _not_token_skipped not in bolt_log.filters:
         bolt_log.addFilter(_not_token_skipped)

@@ -1,14 +1,14 @@
 """The bot's ASGI application: `/api/v1` async, everything else through the WSGI dispatcher.
 
-Bolt's sync `App` keeps its WSGI adapter (`bot.wsgi.make_wsgi`: `/slack/events`, `/healthz`
-and any other route it dispatches), run by a2wsgi on a thread pool of its own: those
-threads ack Slack and nothing else. The API's endpoints are coroutines; a long-poll holds
-no thread, so hundreds may be open without slowing an ack. Other ASGI routes are mounted
-beside them (`mounts`: MCP's streamable HTTP at `/mcp`), with what they must run for the
-server's lifetime (`lifespans`: its session manager).
+Bolt's sync `App` keeps its WSGI adapter (`bot.wsgi.make_wsgi`). That serves `/slack/events`,
+`/healthz` and any other route it dispatches. a2wsgi runs it on a thread pool of its own, and
+those threads ack Slack and nothing else. The API's endpoints are coroutines. A long-poll holds
+no thread, so hundreds may be open without slowing an ack. Other ASGI routes are mounted beside
+them (`mounts`), like MCP's streamable HTTP at `/mcp`. With them comes what must run for the
+server's lifetime (`lifespans`), like its session manager.
 
-Every request's body is read whole on the event loop first, under a cap per path and a
-deadline (`bot.body_limits`), so a client sending its body slowly holds no thread.
+Every request's body is read whole on the event loop first, under a per-path cap and a deadline
+(`bot.body_limits`). So a client sending its body slowly holds no thread.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ def make_asgi(
     lifespans: Iterable[Callable[[], AbstractAsyncContextManager[Any]]] = (),
     on_stop: Callable[[], None] | None = None,
 ) -> Starlette:
-    """`/api/v1` → the API; `mounts` (ASGI apps) next; anything else → `wsgi` on its own threads.
+    """`/api/v1` goes to the API, then `mounts` (ASGI apps), else `wsgi` on its threads.
 
-    The service's close notifications are subscribed when the server starts (its lifespan) and
-    closed when it stops; each of `lifespans` is entered after them, and left before them.
+    The service's close notifications are subscribed as the server starts (its lifespan). They are
+    closed when it stops. Each of `lifespans` is entered after them, and left before them.
     """
 
     @contextlib.asynccontextmanager

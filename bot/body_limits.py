@@ -1,16 +1,16 @@
-"""Request bodies read on the event loop, under a size cap and a deadline, before any handler runs.
+"""Request bodies read on the event loop, under a size cap and deadline, before any handler.
 
-a2wsgi hands a request to one of bolt's pool threads as soon as its headers arrive, and bolt's
-adapter then blocks that thread on `wsgi.input.read` until the body has come: 32 clients
-sending a body a byte at a time would hold every thread, and no Slack request would be acked.
-Here the event loop reads the whole body first (a slow body costs a coroutine, not a thread),
-and the application then gets it in one message, so a thread never waits on a socket.
+a2wsgi hands a request to one of bolt's pool threads as soon as its headers arrive. Bolt's
+adapter then blocks that thread on `wsgi.input.read` until the body has come. So 32 clients
+sending a body a byte at a time would hold every thread. Then no Slack request would be acked.
+Here the event loop reads the whole body first, so a slow body costs a coroutine, not a thread.
+The application then gets it in one message, so a thread never waits on a socket.
 
-A body over its path's cap is refused with 413 before anything is read when `Content-Length`
-says so, or as soon as a chunked body passes the cap; a body not complete within
-`BODY_DEADLINE` seconds of the headers is refused with 408. Both close the connection.
-The mcp SDK's `RequestBodyLimitMiddleware` caps size but has no deadline, and starlette has
-neither, hence this module.
+A body over its path's cap is refused with 413. That happens before reading, when
+`Content-Length` says so. Or it happens as soon as a chunked body passes the cap. A body not
+complete within `BODY_DEADLINE` seconds of the headers is refused with 408. Both close the
+connection. The mcp SDK's `RequestBodyLimitMiddleware` caps size but has no deadline. Starlette
+has neither, hence this module.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ PATH_LIMITS: tuple[tuple[str, int], ...] = (("/api/v1", API_BODY_MAX), ("/mcp", 
 
 
 class BodyLimits:
-    """ASGI middleware: read each HTTP request's body whole, within its path's cap and the deadline."""
+    """ASGI middleware reading each HTTP request's body whole, within cap and deadline.
+
+    The cap is its path's.
+    """
 
     def __init__(
         self,
@@ -53,7 +56,7 @@ class BodyLimits:
         self.deadline = deadline
 
     def cap(self, path: str) -> int:
-        """The largest body accepted at `path`: the first prefix that matches, or the default."""
+        """The largest body accepted at `path`: the first matching prefix's, or the default."""
         for prefix, limit in self.limits:
             if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
                 return limit
@@ -91,7 +94,10 @@ class _TooLarge(ParleyError):
 
 
 async def _read(receive: Receive, cap: int) -> bytes | None:
-    """The whole body, or None if the client disconnected first; `_TooLarge` once it passes `cap`."""
+    """The whole body, or None if the client disconnected first.
+
+    Raises `_TooLarge` once it passes `cap`.
+    """
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -108,7 +114,10 @@ async def _read(receive: Receive, cap: int) -> bytes | None:
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that gives the body in one message, then whatever the server sends (a disconnect)."""
+    """A `receive` giving the body in one message, then what the server sends.
+
+    What follows is a disconnect.
+    """
     given = False
 
     async def replay() -> Message:
@@ -122,5 +131,5 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 def _refuse(status: int, title: str, detail: str) -> ASGIApp:
-    """A problem+json refusal that closes the connection (the rest of the body is never read)."""
+    """A problem+json refusal closing the connection, the rest of the body unread."""
     return problem(status, title, detail, {"Connection": "close"})

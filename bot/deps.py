@@ -42,20 +42,23 @@ class BotDeps:
 
     @property
     def many_workspaces(self) -> bool:
-        """OAuth mode: each workspace has its own installation, and runs are scoped to theirs."""
+        """OAuth mode: each workspace has its own installation, and runs are scoped to it."""
         return self.slack.clients.many
 
     def tenant(self, context: BoltContext) -> Tenant | None:
-        """The workspace of a request in OAuth mode; None (every run) with one workspace."""
+        """The request's workspace in OAuth mode, or None (every run) with one workspace."""
         return Tenant.of(context) if self.many_workspaces else None
 
     def run_filter(self, context: BoltContext) -> Callable[[RunRecord], bool] | None:
-        """Keeps the runs of the request's workspace in OAuth mode; None (every run) with one workspace."""
+        """Keeps the request's workspace runs in OAuth mode, or None with one workspace.
+
+        None means every run.
+        """
         tenant = self.tenant(context)
         return None if tenant is None else (lambda run: tenant.owns(run.conversation))
 
     def is_admin(self, user: str, context: BoltContext | None = None) -> bool:
-        """An admin everywhere, or of the request's workspace (its team, or its enterprise)."""
+        """An admin everywhere, or of the request's workspace: its team or enterprise."""
         if user in self.admins:
             return True
         tenant = Tenant.of(context) if context is not None else None
@@ -65,10 +68,10 @@ class BotDeps:
     def after_ack(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run a Web API call off the answer path, without holding up the ack.
 
-        Why not a bolt lazy listener here: bolt builds a lazy listener's request by
-        re-parsing the whole form body, on every click, before it responds; profiled,
-        that was a fifth of the Submit path's CPU. Only refusals need a call after the
-        ack (an accepted answer is shown by the worker), so they go to this pool.
+        Why not a bolt lazy listener here? Bolt builds a lazy listener's request by re-parsing the whole
+        form body. It does so on every click, before it responds. Profiled, that was a fifth of the
+        Submit path's CPU. Only refusals need a call after the ack, since the worker shows an accepted
+        answer. So they go to this pool.
         """
 
         def call() -> None:

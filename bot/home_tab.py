@@ -1,6 +1,6 @@
 """The App Home tab: "Waiting on you" for everyone, paused runs and controls for admins.
 
-Published when a person opens the tab and again after an admin's button on it, so both
+It is published when a person opens the tab, and after an admin's button on it. So both
 `bot.listeners.events` and `bot.listeners.admin_actions` use it.
 """
 
@@ -25,7 +25,10 @@ log = Log("parley.home")
 def waiting_entries(
     deps: BotDeps, client: WebClient, user: str, context: BoltContext | None = None
 ) -> list[dict[str, Any]]:
-    """The questions waiting on `user`; with many workspaces, those of the workspace the tab is in."""
+    """The questions waiting on `user`.
+
+    With many workspaces, only those of the tab's workspace.
+    """
     runs, now = deps.runs, time.time()
     tenant = deps.tenant(context) if context is not None else None
     entries = []
@@ -71,7 +74,10 @@ def admin_section(deps: BotDeps, page: int, context: BoltContext | None = None) 
 def publish_home(
     deps: BotDeps, client: WebClient, user: str, *, page: int = 0, context: BoltContext | None = None
 ) -> None:
-    """Publish `user`'s Home tab; admins see page `page` of the paused runs (of the tab's workspace)."""
+    """Publish `user`'s Home tab.
+
+    Admins see page `page` of the paused runs, of the tab's workspace.
+    """
     view = blocks.home_view(
         waiting=waiting_entries(deps, client, user, context),
         admin=admin_section(deps, page, context) if deps.is_admin(user, context) else None,
@@ -81,6 +87,9 @@ def publish_home(
 
 
 def _away(deps: BotDeps, user: str, context: BoltContext | None) -> Away | None:
-    """`user`'s absence in the tab's workspace (its team, from the request), or set for every workspace."""
+    """`user`'s absence in the tab's workspace, or set for every workspace.
+
+    The tab's workspace is its team, from the request.
+    """
     team = str(context.get("team_id") or "") if context is not None else ""
     return deps.runs.away(team, user)

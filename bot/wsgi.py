@@ -1,4 +1,4 @@
-"""The bot's WSGI application: bolt's adapter at `/slack/events`, `/healthz`, and `/metrics` for Prometheus."""
+"""The bot's WSGI app: bolt's adapter at `/slack/events`, `/healthz`, and Prometheus's `/metrics`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ EVENTS_PATH = "/slack/events"
 
 
 def make_wsgi(app: App, client: redis.Redis, *, public_metrics: bool = True) -> Callable[..., Iterable[bytes]]:
-    """Bolt's adapter and the routes beside it; `public_metrics`: serve `/metrics` here (else it is a 404)."""
+    """Bolt's adapter and the routes beside it.
+
+    `public_metrics`: serve `/metrics` here, else it is a 404.
+    """
     bolt = SlackRequestHandler(app, path=EVENTS_PATH)
     flow = app.oauth_flow  # OAuth mode: bolt serves the install page and Slack's redirect back
     oauth_paths = {flow.install_path, flow.redirect_uri_path} if flow is not None else set()
@@ -59,8 +62,11 @@ def make_wsgi(app: App, client: redis.Redis, *, public_metrics: bool = True) -> 
 
 
 def _readable_signature(environ: dict[str, Any]) -> bool:
-    """False for signature headers the verifier would choke on (a timestamp that is not an integer,
-    a signature that is not ASCII): such a request is unsigned, not a server error."""
+    """False for signature headers the verifier would choke on.
+
+    That is a timestamp that is not an integer, or a signature that is not ASCII. Such a request is
+    unsigned, not a server error.
+    """
     timestamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
     signature = environ.get("HTTP_X_SLACK_SIGNATURE")
     if timestamp is not None and not (timestamp.isascii() and timestamp.strip().isdigit()):

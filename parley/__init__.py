@@ -1,7 +1,7 @@
-"""Parley: process entry points and composition roots, and its Python clients.
+"""Parley: process entry points, composition roots, and its Python clients.
 
-`parley.Parley` and `parley.AsyncParley` load `parley.client` on first use,
-so the processes that never call the API never import httpx for it.
+`parley.Parley` and `parley.AsyncParley` load `parley.client` on first use. So processes that
+never call the API never import httpx for it.
 """
 
 from __future__ import annotations

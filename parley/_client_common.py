@@ -20,8 +20,8 @@ TIMEOUT = httpx.Timeout(10.0, read=MAX_POLL + 15)
 class ParleyAPIError(Exception):
     """An error answer of the API: `status` and the problem document it sent.
 
-    The root of the client's own errors, apart from the server's `workers.exceptions.ParleyError`
-    so that this module works without the rest of Parley. The tree::
+    It roots the client's own errors, apart from the server's `workers.exceptions.ParleyError`. So
+    this module works without the rest of Parley. The tree::
 
         ParleyAPIError              any error answer (`status`, `problem`)
         ├── QuestionExpiredError    nobody answered in time (410)
@@ -40,7 +40,7 @@ class ParleyAPIError(Exception):
 
 
 class QuestionExpiredError(ParleyAPIError):
-    """Nobody answered in time (and the request did not ask for its defaults)."""
+    """Nobody answered in time, and the request did not ask for defaults."""
 
     __module__ = "parley.client"
 
@@ -52,7 +52,10 @@ class QuestionCancelledError(ParleyAPIError):
 
 
 class QuestionTimeoutError(ParleyAPIError):
-    """`timeout` passed and the question is still waiting; it stays open (wait on its id again)."""
+    """`timeout` passed with the question still waiting.
+
+    It stays open, so wait on its id again.
+    """
 
     __module__ = "parley.client"
 
@@ -82,7 +85,10 @@ def reveal(reveal_secrets: bool) -> dict[str, str]:
 
 
 def result(resp: httpx.Response) -> dict[str, Any]:
-    """The body of a success answer; `ParleyAPIError` with the problem of an error answer."""
+    """The body of a success answer.
+
+    An error answer raises `ParleyAPIError` with its problem.
+    """
     if resp.status_code >= 400:
         try:
             problem = resp.json()
@@ -100,15 +106,15 @@ def deadline_of(timeout: float | None) -> float | None:
 def poll_params(deadline: float | None, reveal_secrets: bool) -> dict[str, Any]:
     """The next long-poll's query: at most `MAX_POLL` seconds, ending at `deadline`.
 
-    The API takes whole seconds, so the time left is rounded up: rounding down would
-    send `?wait=0` again and again in the last second, a busy loop against the server.
+    The API takes whole seconds, so the time left is rounded up. Rounding down would send `?wait=0`
+    again and again in the last second. That is a busy loop against the server.
     """
     left = MAX_POLL if deadline is None else max(0, min(MAX_POLL, math.ceil(deadline - time.monotonic())))
     return {"wait": left, **reveal(reveal_secrets)}
 
 
 def answers_of(question: dict[str, Any], deadline: float | None) -> dict[str, AnswerValue] | None:
-    """The answers of a closed question, None to poll again, or the error its end means."""
+    """A closed question's answers, None to poll again, or its end's error."""
     status = question["status"]
     if status == "answered" or (status == "expired" and question.get("answers") is not None):
         return dict(question["answers"])

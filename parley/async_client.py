@@ -3,7 +3,8 @@
     async with AsyncParley("https://parley.example.com", token=os.environ["PARLEY_TOKEN"]) as parley:
         answers = await parley.ask({"reason": "Deploy v1.4.2?", "items": [...]}, channel="C0GENERAL")
 
-The twin of `parley.client.Parley`: requests, answers, errors and polls come from one shared module.
+The twin of `parley.client.Parley`. Requests, answers, errors and polls come from one shared
+module.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
 class AsyncParley:
     """`Parley` on asyncio: the same methods, arguments and errors, each a coroutine.
 
-    A wait is an open long-poll on the event loop, never a thread; cancelling its task
-    closes that request's connection, so none is left half-read in the pool.
+    A wait is an open long-poll on the event loop, never a thread. Cancelling its task closes that
+    request's connection. So none is left half-read in the pool.
     """
 
     def __init__(self, base_url: str, token: str, *, http: httpx.AsyncClient | None = None) -> None:
@@ -77,10 +78,12 @@ class AsyncParley:
         temporal: dict[str, str] | None = None,
         quorum: int | None = None,
     ) -> str:
-        """Post the question (in `channel`, or a DM with `user`) and return its id without waiting.
+        """Post the question and return its id without waiting.
 
-        `temporal`: a workflow to signal when it ends (`workflow_id`, `namespace`, `key`), instead of a webhook.
-        `quorum`: ask each of the request's assignees separately; answered when this many answered."""
+        It goes in `channel`, or a DM with `user`. `temporal`: a workflow to signal when it ends,
+        instead of a webhook. It names `workflow_id`, `namespace` and `key`. `quorum`: ask each of the
+        request's assignees separately. The question is answered when this many answered.
+        """
         call = submit_call(
             request,
             idempotency_key,
@@ -96,18 +99,21 @@ class AsyncParley:
         return str((await self._send(call))["id"])
 
     async def get(self, question_id: str, *, reveal_secrets: bool = False) -> dict[str, Any]:
-        """The question. `reveal_secrets`: with its secret answers in the clear, which only the token that
-        asked may read, and only once (`?reveal=secrets`); a second read raises `ParleyAPIError` 410."""
+        """The question.
+
+        `reveal_secrets` shows its secret answers in the clear (`?reveal=secrets`). Only the asking
+        token may read them, and only once. A second read raises `ParleyAPIError` 410.
+        """
         return await self._call("GET", f"/questions/{question_id}", params=reveal(reveal_secrets))
 
     async def wait(
         self, question_id: str, timeout: float | None = None, *, reveal_secrets: bool = False
     ) -> dict[str, AnswerValue]:
-        """The answers once the question is answered (or expired with its defaults).
+        """The answers once the question is answered, or expired with its defaults.
 
-        Raises `QuestionExpiredError`, `QuestionCancelledError`, or `QuestionTimeoutError` after `timeout`
-        seconds (None: wait as long as it takes). `reveal_secrets`: secret answers in the clear
-        (see `get`), else they read `••••`.
+        Raises `QuestionExpiredError` or `QuestionCancelledError`. Raises `QuestionTimeoutError` after
+        `timeout` seconds, or waits as long as it takes with None. `reveal_secrets`: secret answers in
+        the clear (see `get`). Otherwise they read `••••`.
         """
         deadline = deadline_of(timeout)
         while True:
@@ -144,10 +150,10 @@ class AsyncParley:
         timeout: float | None = None,
         idempotency_key: str | None = None,
     ) -> Decision:
-        """Ask to approve `action` with `args` (`POST /api/v1/approvals`) and wait for the decision.
+        """Ask to approve `action` with `args` and wait for the decision.
 
-        The approver may edit the editable args first: `Decision.args` is what was approved, and
-        `changes` lists each edit. Raises as `wait` does.
+        This uses `POST /api/v1/approvals`. The approver may edit the editable args first.
+        `Decision.args` is what was approved, and `changes` lists each edit. Raises as `wait` does.
         """
         call = approve_call(
             action,
@@ -166,9 +172,11 @@ class AsyncParley:
         return Decision.model_validate({**decided, "receipt": await self.receipt(qid)})
 
     async def receipt(self, question_id: str) -> dict[str, Any] | None:
-        """The closed question's signed receipt (`GET /questions/{id}/receipt`); None where Parley signs none.
+        """The closed question's signed receipt (`GET /questions/{id}/receipt`).
 
-        Asks again for a few seconds while a worker writes it (409 with Retry-After)."""
+        None where Parley signs none. It asks again for a few seconds while a worker writes it (409 with
+        Retry-After).
+        """
         for _ in range(RECEIPT_TRIES):
             try:
                 return await self._call("GET", f"/questions/{question_id}/receipt")
@@ -181,7 +189,10 @@ class AsyncParley:
         return None
 
     async def outcome(self, question_id: str, timeout: float | None = None) -> Outcome:
-        """How the question ended, however it ended, with its receipt; waits as `wait` does while it is open."""
+        """How the question ended, whatever the way, with its receipt.
+
+        While it is open, this waits as `wait` does.
+        """
         deadline = deadline_of(timeout)
         while True:
             view = await self._call("GET", f"/questions/{question_id}", params=poll_params(deadline, False))
@@ -190,12 +201,18 @@ class AsyncParley:
             answers_of(view, deadline)  # raises QuestionTimeoutError once the deadline passed
 
     async def submit_approval(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> str:
-        """Post an approval (`POST /api/v1/approvals`, `body` as that takes it) and return its id without waiting."""
+        """Post an approval and return its id without waiting.
+
+        This uses `POST /api/v1/approvals`, with `body` as that takes it.
+        """
         return str((await self._send(approval_call(body, idempotency_key)))["id"])
 
     async def cancel(self, question_id: str) -> dict[str, Any]:
         return await self._call("POST", f"/questions/{question_id}/cancel")
 
     async def confirm(self, question_id: str, context: dict[str, Any] | None) -> dict[str, Any]:
-        """200 when `context` is still the facts the question was asked on; `ParleyAPIError` 409 listing changes."""
+        """200 when `context` still holds the facts the question was asked on.
+
+        Otherwise `ParleyAPIError` 409 lists the changes.
+        """
         return await self._call("POST", f"/questions/{question_id}/confirm", json={"context": context})

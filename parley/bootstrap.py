@@ -37,10 +37,11 @@ def bot_redis_options() -> dict[str, Any]:
 
 
 def connect_redis(settings: Settings, *, request_path: bool = False) -> redis.Redis:
-    """The Redis at `REDIS_URL` (any form `workers.store.connection` takes), or the shared embedded server.
+    """The Redis at `REDIS_URL`, or the shared embedded server.
 
-    `request_path`: the bot's client, whose commands fail within about two seconds when
-    Redis is unreachable, so a listener can still ask the person to try again.
+    `REDIS_URL` takes any form `workers.store.connection` does. `request_path`: the bot's client.
+    Its commands fail within about two seconds when Redis is unreachable. So a listener can still
+    ask the person to try again.
     """
     options: dict[str, Any] = {"health_check_interval": 30, **(bot_redis_options() if request_path else {})}
     if settings.redis_url:
@@ -77,18 +78,21 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
 
 
 def build_runtime(settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None) -> Runtime:
-    """Load the agents, build the runtime, and install it for this process's job functions."""
+    """Load the agents, then build and install the runtime for job functions."""
     registry = load_agents(settings.parley_agents)
     return install(Runtime.build(client, hosts=hosts, settings=runtime_settings(settings), registry=registry))
 
 
 def build_runs(settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None) -> RunService:
-    """The door to the runs of a process that needs no Slack: the command line and the terminal."""
+    """The runs door of a process needing no Slack: the command line or terminal."""
     return RunService(build_runtime(settings, client, hosts))
 
 
 def terminal_runs(settings: Settings, host: TerminalHost) -> RunService:
-    """The runs of a `parley run` process; its host keeps drafts of half-answered questions in Redis."""
+    """The runs of a `parley run` process.
+
+    Its host keeps drafts of half-answered questions in Redis.
+    """
     client = connect_redis(settings)
     host.drafts = host.drafts or Drafts(client)
     return build_runs(settings, client, InteractorRouter({"terminal": host}))
@@ -100,12 +104,12 @@ def away_store(client: redis.Redis) -> AwayStore:
 
 
 def token_store(client: redis.Redis) -> QuestionStore:
-    """Where the API's tokens are kept, for the commands that create and revoke them."""
+    """Where the API's tokens are kept, for the commands creating and revoking them."""
     return QuestionStore(client)
 
 
 def question_config(settings: Settings) -> QuestionConfig:
-    """The HTTP API's limits and webhook settings, installed for this process's webhook jobs."""
+    """The HTTP API's limits and webhook settings, installed for webhook jobs."""
     return install_questions(
         QuestionConfig(
             webhook_allow=tuple(settings.parley_webhook_allow),

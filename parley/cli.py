@@ -14,7 +14,10 @@ from workers.logs import redacted
 
 
 def _duration(text: str) -> float:
-    """argparse type of `--older-than`: the grammar of `PARLEY_RETENTION`, refused in argparse's usual line."""
+    """argparse type of `--older-than`, with `PARLEY_RETENTION`'s grammar.
+
+    Bad values are refused in argparse's usual line.
+    """
     try:
         return settings_mod.parse_duration(text)
     except ValueError as exc:
@@ -22,7 +25,7 @@ def _duration(text: str) -> float:
 
 
 def _port(reach: int = 0) -> Callable[[str], int]:
-    """argparse type of `--port` for a command that listens on PORT up to PORT+`reach`."""
+    """argparse type of `--port` for a command listening on PORT up to PORT+`reach`."""
     top = 65535 - reach
 
     def port(text: str) -> int:
@@ -124,7 +127,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _refusal(args: argparse.Namespace) -> str | None:
-    """A command line argparse accepts but that names no action, as one line; None when it is whole."""
+    """A command line argparse accepts but that names no action, as one line.
+
+    None when it is whole.
+    """
     if args.command == "slack" and args.slack_command is None:
         return f"parley slack: name a command: {', '.join(args.slack_commands)} (see parley slack --help)"
     if args.command == "tokens" and args.tokens_command is None:
@@ -141,7 +147,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
 
 
 def _metrics_setup(args: argparse.Namespace) -> None:
-    """Where this command keeps its metrics; before anything imports prometheus_client."""
+    """Where this command keeps metrics, set before anything imports prometheus_client."""
     from parley.metrics_setup import prepare
 
     if args.command == "serve":

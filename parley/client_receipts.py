@@ -1,7 +1,7 @@
 """What the Python clients return with a signed receipt: `Decision` and `Outcome`.
 
-A receipt (docs/receipts.md) is written by a worker once the question closes; the clients
-read it from `GET /api/v1/questions/{id}/receipt`, asking again briefly while it is written.
+A worker writes a receipt (docs/receipts.md) once the question closes. The clients read it from
+`GET /api/v1/questions/{id}/receipt`. They ask again briefly while it is written.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class Decision(_Decision):
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a question ended, whatever way: answered, expired, cancelled or failed, with its receipt."""
+    """How a question ended, with its receipt: answered, expired, cancelled or failed."""
 
     question_id: str
     status: str

@@ -1,11 +1,12 @@
 """`parley dev`: the whole product on one machine, with a Slack playground in the browser.
 
-It starts one `parley worker` (its webhook delivery threads in it; its metrics on port+2) and
-`parley serve` (HTTP, on port+1, with a fresh signing secret, its metrics at /metrics) under a
-`Supervisor`, and serves the playground itself on the given port: the Slack Web API stand-in
-at /api/ that bot and worker call, the page, and the bot's `/api/v1` and `/mcp` forwarded, so
-the API and MCP answer on the port the banner prints first, as under `parley serve`. Ctrl-C
-stops it all; a piece that stops on its own stops everything with a message naming it.
+It starts two children under a `Supervisor`. One is `parley worker`, with its webhook delivery
+threads, and metrics on port+2. The other is `parley serve`: HTTP on port+1, a fresh signing
+secret, metrics at /metrics. It serves the playground itself on the given port. That holds the
+Slack Web API stand-in at /api/ that bot and worker call, and the page. The bot's `/api/v1` and
+`/mcp` are forwarded there. So the API and MCP answer on the port the banner prints first, as
+under `parley serve`. Ctrl-C stops it all. A piece that stops on its own stops everything, with
+a message naming it.
 """
 
 from __future__ import annotations
@@ -49,13 +50,16 @@ def _port_free(port: int) -> bool:
 
 
 def _parley_command() -> str:
-    """The `parley` beside this Python (a virtualenv's), which a host started outside it would not find by name."""
+    """The `parley` beside this Python, as in a virtualenv.
+
+    A host started outside it would not find it by name.
+    """
     beside = Path(sys.executable).parent / "parley"
     return str(beside) if beside.exists() else "parley"
 
 
 class Dev:
-    """The playground's pieces: the bot and a worker as children, the playground server in this process."""
+    """The playground's pieces: bot and worker as children, the server in-process."""
 
     def __init__(self, settings: Settings, port: int) -> None:
         self.settings = settings
@@ -129,14 +133,17 @@ class Dev:
         return False
 
     def mcp_token(self) -> str:
-        """A fresh `ask` token for the MCP host configuration the banner prints; the last start's is revoked."""
+        """A fresh `ask` token for the MCP configuration the banner prints.
+
+        The last start's token is revoked.
+        """
         store = token_store(connect_redis(self.settings))
         with contextlib.suppress(TokenError):
             tokens.revoke(store, MCP_TOKEN_NAME)
         return tokens.create(store, MCP_TOKEN_NAME, ["ask"]).token
 
     def mcp_config(self, token: str) -> dict[str, object]:
-        """The `mcpServers` configuration an MCP host needs for this playground: over stdio and over HTTP."""
+        """The `mcpServers` configuration an MCP host needs here, over stdio and HTTP."""
         env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": f"http://{HOST}:{self.port}/api/"}
         if self.settings.redis_url:
             env["REDIS_URL"] = self.settings.redis_url
@@ -175,7 +182,7 @@ class Dev:
 
 
 def run_dev(settings: Settings, *, port: int = 3000) -> int:
-    """Run everything until Ctrl-C (exit 0) or until a piece dies (exit 1)."""
+    """Run everything until Ctrl-C (exit 0) or a piece dies (exit 1)."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the playground's own requests are not news
     dev = Dev(settings, port)
     dev.check_ports()

@@ -1,8 +1,8 @@
-"""The settings `parley dev` gives its pieces that a deployment would set by hand.
+"""The settings `parley dev` gives its pieces, which a deployment sets by hand.
 
-In the playground, webhooks to loopback on any port are allowed, secret answers are sealed
-with a key kept in the data folder, and with no model configured the agents that need one
-talk to the playground's scripted model. Each applies only where the person set nothing.
+In the playground, webhooks to loopback on any port are allowed. Secret answers are sealed with
+a key kept in the data folder. With no model configured, agents needing one talk to the
+playground's scripted model. Each applies only where the person set nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SCRIPTED_MODEL = "scripted"
 
 
 def playground_secret_key(data_dir: Path) -> str:
-    """The playground's Fernet key: made once (mode 0600) in the data folder, then reused."""
+    """The playground's Fernet key, made once in the data folder (mode 0600), then reused."""
     path = data_dir / SECRET_KEY_FILE
     data_dir.mkdir(parents=True, exist_ok=True)
     if not path.exists():  # written whole beside it, then linked: never seen half-written
@@ -37,7 +37,7 @@ def playground_secret_key(data_dir: Path) -> str:
 
 
 def scripted_model(environ: Mapping[str, str], base_url: str) -> dict[str, str]:
-    """The model settings pointing at the scripted model, unless the person configured one."""
+    """Model settings pointing at the scripted model, unless the person configured one."""
     if environ.get(ENV_BASE_URL, "").strip() or environ.get(ENV_MODEL, "").strip():
         return {}
     return {ENV_BASE_URL: base_url + SCRIPTED_PATH, ENV_MODEL: SCRIPTED_MODEL}

@@ -1,4 +1,4 @@
-"""`parley dev`'s receipt signing key: made once in the data folder (mode 0600), then reused."""
+"""`parley dev`'s receipt signing key, made once in the data folder (mode 0600), then reused."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ RECEIPT_KEY_FILE = "receipt-key.pem"
 
 
 def playground_receipt_key(data_dir: Path) -> Path:
-    """The path of the playground's Ed25519 receipt key, written whole beside it and then linked."""
+    """The path of the playground's Ed25519 receipt key.
+
+    It is written whole beside that path, then linked.
+    """
     path = data_dir / RECEIPT_KEY_FILE
     data_dir.mkdir(parents=True, exist_ok=True)
     if not path.exists():

@@ -1,8 +1,8 @@
 """`.env`: the settings file `parley slack setup` writes and every `parley` command reads.
 
-Only the keys given change; every other line (comments, other settings) stays as it was.
-The new file is written whole with mode 0600 and renamed over the old one, so it is never
-half-written and never readable by anyone but its owner, not even for a moment.
+Only the keys given change. Every other line stays as it was, comments and other settings alike.
+The new file is written whole with mode 0600 and renamed over the old one. So it is never
+half-written. Nor is it readable by anyone but its owner, even for a moment.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _BARE = re.compile(r"[A-Za-z0-9_.:/@+,-]+")
 
 
 def mask(secret: str) -> str:
-    """A token or secret as it may be shown: its kind and last four characters (`xoxb-…a1b2`)."""
+    """A token or secret as it may be shown: kind and last four characters (`xoxb-…a1b2`)."""
     head = secret.split("-", 1)[0]
     kind = head + "-" if "-" in secret and len(head) <= 10 else ""
     return f"{kind}…{secret[-4:]}" if len(secret) >= len(kind) + 12 else f"{kind}…"
@@ -39,13 +39,19 @@ class EnvFile:
         self.path = path
 
     def values(self) -> dict[str, str]:
-        """Its settings, by upper-case name (settings names are not case-sensitive); empty if there is none."""
+        """Its settings by upper-case name, empty if there is no file.
+
+        Settings names are not case-sensitive.
+        """
         if not self.path.is_file():
             return {}
         return {k.upper(): v for k, v in dotenv_values(self.path).items() if v is not None}
 
     def update(self, changes: dict[str, str]) -> None:
-        """Set each of `changes` (in place where the key is already, appended otherwise), leaving the mode 0600."""
+        """Set each of `changes`, keeping mode 0600.
+
+        A key already there is set in place. Otherwise it is appended.
+        """
         wanted = {key.upper(): value for key, value in changes.items()}
         lines = self.path.read_text(encoding="utf-8").splitlines() if self.path.is_file() else []
         written: set[str] = set()

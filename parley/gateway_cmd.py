@@ -1,9 +1,9 @@
 """`parley mcp gateway --config gateway.yml [--flat]`: the approval gateway over stdio, for MCP hosts.
 
 It proxies the rules file's upstream MCP servers (`bot.mcp.gateway`) with the machine's own
-configuration, as `parley mcp` does: its approvals are attributed to `PARLEY_MCP_ORIGIN`, and
-the answer arrives at `parley serve` from Slack. The MCP session a standing approval belongs to
-is this process. stdout is the MCP channel: logs go to stderr.
+configuration. That is as `parley mcp` does. Its approvals are attributed to
+`PARLEY_MCP_ORIGIN`. The answer arrives at `parley serve` from Slack. A standing approval
+belongs to this process's MCP session. stdout is the MCP channel, so logs go to stderr.
 """
 
 from __future__ import annotations

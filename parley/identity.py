@@ -1,8 +1,8 @@
-"""Who acts from this machine's command line: the OS user, shaped as a Parley user id.
+"""Who acts from this machine's command line: the OS user, as a Parley user id.
 
-`parley run` starts runs as this user (the questions' default assignee), and the admin
-commands record it in a run's history as ``cli:<user>``. Anyone who can reach Redis can
-use the CLI, so this names the person for the record; it grants nothing.
+`parley run` starts runs as this user, the questions' default assignee. The admin commands
+record it in a run's history as ``cli:<user>``. Anyone who can reach Redis can use the CLI. So
+this names the person for the record, and grants nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ import re
 
 
 def os_user() -> str:
-    """The OS user name, with what a Parley user id cannot hold replaced, at most 64 characters."""
+    """The OS user name, at most 64 characters, made a valid Parley user id.
+
+    Characters a Parley user id cannot hold are replaced.
+    """
     try:
         name = getpass.getuser()
     except (OSError, KeyError):
@@ -22,5 +25,5 @@ def os_user() -> str:
 
 
 def cli_actor() -> str:
-    """Who an admin command from this command line acts as, in a run's history."""
+    """Who an admin command from this command line acts as, in history."""
     return f"cli:{os_user()}"

@@ -1,10 +1,10 @@
 """Composition of the two Slack modes: one bot token, or OAuth installs in many workspaces.
 
-Single-workspace mode (`SLACK_BOT_TOKEN`): one `WebClient` for everything. OAuth mode
-(`SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET`, `SLACK_STATE_SECRET`): bolt's own OAuth flow serves
-`/slack/install` and `/slack/oauth_redirect`, saves each workspace's installation in Redis
-(`workers.store.installations`), authorizes every request with its workspace's bot token, and
-workers post with the token of the installation that owns the run.
+Single-workspace mode (`SLACK_BOT_TOKEN`) uses one `WebClient` for everything. OAuth mode needs
+`SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET` and `SLACK_STATE_SECRET`. There bolt's own OAuth flow
+serves `/slack/install` and `/slack/oauth_redirect`. It saves each workspace's installation in
+Redis (`workers.store.installations`). It authorizes every request with its workspace's bot
+token. Workers post with the token of the installation that owns the run.
 """
 
 from __future__ import annotations
@@ -23,19 +23,22 @@ REDIRECT_PATH = "/slack/oauth_redirect"
 
 
 def bot_scopes() -> list[str]:
-    """The bot scopes an install asks for: `manifest.yml`'s, so the two never differ."""
+    """The bot scopes an install asks for: `manifest.yml`'s, so they never differ."""
     return list(load_manifest()["oauth_config"]["scopes"]["bot"])
 
 
 def web_clients(settings: Settings, client: redis.Redis) -> WebClients:
-    """The Web API clients of this process: per installation in OAuth mode, else the one bot token's."""
+    """This process's Web API clients: per installation in OAuth mode, else one.
+
+    The one client uses the bot token.
+    """
     if settings.oauth_mode:
         return WebClients(installations=RedisInstallationStore(client), base_url=settings.slack_api_url)
     return WebClients(single=make_web_client(settings.slack_bot_token, settings.slack_api_url))
 
 
 def oauth_settings(settings: Settings, clients: WebClients, client: redis.Redis) -> OAuthSettings | None:
-    """bolt's OAuth settings on the Redis stores; None in single-workspace mode."""
+    """bolt's OAuth settings on the Redis stores, or None in single-workspace mode."""
     if not settings.oauth_mode:
         return None
     assert settings.slack_client_id and settings.slack_client_secret and settings.slack_state_secret

@@ -1,17 +1,18 @@
 """`parley mcp`: Parley's MCP tools over stdio, for desktop and coding hosts.
 
-Like the other CLI commands it acts with the machine's own configuration (`REDIS_URL`, the
-Slack settings) and needs no token; its questions are attributed to the origin
-`PARLEY_MCP_ORIGIN` (default `mcp`); they belong to `mcp:<origin>`, and only it reads them (an
-API token of the same name is someone else). It posts a question
-itself (the first execution of its run, as `parley serve` does for the API); the answer
-arrives at `parley serve` from Slack, and this process learns of it from the store's close
-notification. A `parley worker` carries the run on after the answer, as for any question.
+Like the other CLI commands, it acts with the machine's own configuration and needs no token.
+That means `REDIS_URL` and the Slack settings. Its questions are attributed to the origin
+`PARLEY_MCP_ORIGIN`, by default `mcp`. They belong to `mcp:<origin>`, and only it reads them. An
+API token of the same name is someone else. It posts a question itself: the first execution of
+its run, as `parley serve` does for the API. The answer arrives at `parley serve` from Slack.
+This process learns of it from the store's close notification. A `parley worker` carries the run
+on after the answer, as for any question.
 
-`--config rules.yml` is the rules file `approve_tool_use` follows (`bot.mcp.rules`), read once at
-start-up with `${NAME}`s from the environment; a file that cannot be used stops the command, saying why.
+`--config rules.yml` is the rules file `approve_tool_use` follows (`bot.mcp.rules`). It is read
+once at start-up, with `${NAME}`s from the environment. A file that cannot be used stops the
+command, saying why.
 
-stdout is the MCP channel: logs go to stderr (`workers.logs`), and nothing else prints.
+stdout is the MCP channel. Logs go to stderr (`workers.logs`), and nothing else prints.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ def build_service(settings: Settings) -> QuestionService:
     client = connect_redis(settings)
     runtime = build_runtime(settings, client)
     clients = web_clients(settings, client)
+    config = question_config(settings)
     add_api_host(runtime, clients)  # as `parley serve` and the workers post
     closings = Closings(async_redis(settings, client))
-    return QuestionService(runtime, question_config(settings), channels=SlackChannelNames(clients), closings=closings)
+    return QuestionService(runtime, config, channels=SlackChannelNames(clients), closings=closings)
 
 
 async def serve_stdio(service: QuestionService, origin: str, rules: RulesConfig | None = None) -> None:
@@ -68,10 +70,12 @@ def run_mcp(settings: Settings, config: str | None = None) -> int:
 
 
 def refuse_on_stdio(message: str, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
-    """Answer each MCP request on stdio (the host's `initialize` first) with an error saying `message`, until
-    the host closes stdin: a host shows that, where a process that just exits shows "Connection closed".
+    """Answer each MCP request on stdio with an error saying `message`.
 
-    Nothing is read from a terminal (a person who ran `parley mcp` by hand has the stderr line already)."""
+    The host's `initialize` comes first. This goes on until the host closes stdin. A host shows that
+    error, where a process that just exits shows "Connection closed". Nothing is read from a
+    terminal. A person who ran `parley mcp` by hand has the stderr line already.
+    """
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     try:

@@ -1,14 +1,15 @@
 """Where a command's metrics are served: prometheus_client's multiprocess mode, and its own HTTP server.
 
-`parley serve --workers N` (uvicorn starts N processes) and `parley worker --worker-class fork`
-(a child per job) record metrics in processes other than the one that serves `/metrics`.
-prometheus_client then keeps each process's values in files under `PROMETHEUS_MULTIPROC_DIR`
-and sums them at scrape time. The variable must be set before prometheus_client is imported,
-so the CLI calls `use_multiprocess` before it imports the command's module. This module must
-not import prometheus_client (nor anything that does) at import time.
+Some commands record metrics in processes other than the one serving `/metrics`.
+`parley serve --workers N` has uvicorn start N processes. `parley worker --worker-class fork`
+starts a child per job. prometheus_client then keeps each process's values in files under
+`PROMETHEUS_MULTIPROC_DIR`. It sums them at scrape time. The variable must be set before
+prometheus_client is imported. So the CLI calls `use_multiprocess` before importing the
+command's module. This module must not import prometheus_client, or anything that does, at
+import time.
 
-A process with no HTTP server of its own (`parley worker`, `parley serve --socket-mode`) serves
-them with `serve_metrics`, on prometheus_client's own HTTP server.
+A process without an HTTP server of its own serves them with `serve_metrics`. That is
+`parley worker`, or `parley serve --socket-mode`. It uses prometheus_client's own HTTP server.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def prepare(*, serves_metrics: bool, several_processes: bool) -> None:
-    """Multiprocess mode for a command that serves metrics from several processes, or whose
-    operator set `PROMETHEUS_MULTIPROC_DIR`; in this process's memory for every other command
-    (a CLI command that serves nothing must not write files into, or fail on, that directory)."""
+    """Choose where this command's metrics live.
+
+    Multiprocess mode is for a command serving metrics from several processes. It is also used when
+    the operator set `PROMETHEUS_MULTIPROC_DIR`. Every other command keeps them in this process's
+    memory. A CLI command serving nothing must not write files into that directory, or fail on it.
+    """
     if serves_metrics and (several_processes or os.environ.get(ENV)):
         use_multiprocess()
     else:
@@ -44,8 +48,9 @@ def prepare(*, serves_metrics: bool, several_processes: bool) -> None:
 def use_multiprocess() -> Path:
     """Point prometheus_client at a directory of this process tree's own, emptied first.
 
-    An operator's `PROMETHEUS_MULTIPROC_DIR` is used (its `*.db` files from an earlier start are
-    removed, as prometheus_client requires); otherwise a fresh temporary directory, removed at exit.
+    An operator's `PROMETHEUS_MULTIPROC_DIR` is used if set. Its `*.db` files from an earlier start
+    are removed, as prometheus_client requires. Otherwise a fresh temporary directory is used,
+    removed at exit.
     """
     given = os.environ.get(ENV)
     if given:

@@ -1,7 +1,7 @@
-"""`parley people away|back|list`: who is away, until when, and who answers their questions meanwhile.
+"""`parley people away|back|list`: who is away, until when, and who answers for them.
 
-An operator's way to do what a person does from App Home. Questions asked while someone is
-away go to their delegate; questions already open stay where they are.
+It is an operator's way to do what a person does from App Home. Questions asked during an
+absence go to the delegate. Questions already open stay where they are.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 
 def until_of(text: str, now: float | None = None) -> float:
-    """A time from `2026-12-24`, `2026-12-24T17:00` (UTC unless it says), or a duration like `3d`."""
+    """A time from `2026-12-24`, `2026-12-24T17:00`, or a duration like `3d`.
+
+    Times are UTC unless they say otherwise.
+    """
     now = time.time() if now is None else now
     if m := re.fullmatch(r"(\d+)([dhm])", text.strip()):
         return now + int(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)]

@@ -1,7 +1,8 @@
 """`parley receipts keygen|verify` and `parley audit export|verify`: signed receipts, offline checks.
 
-Each check prints one line: `ok: ...` (exit 0) or `bad: ...` (exit 1). A receipt that does
-not parse, a wrong key, an unknown key id or a broken chain is a verdict, never a traceback.
+Each check prints one line: `ok: ...` (exit 0) or `bad: ...` (exit 1). Some failures are a
+verdict, never a traceback. These are an unparseable receipt, a wrong key, an unknown key id and
+a broken chain.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def refusal(args: argparse.Namespace) -> str | None:
-    """A `receipts` or `audit` command line that names no action, as one line."""
+    """A `receipts` or `audit` command line naming no action, as one line."""
     for group in ("receipts", "audit"):
         if args.command == group and getattr(args, f"{group}_command") is None:
             names = ", ".join(getattr(args, f"{group}_commands"))
@@ -127,15 +128,25 @@ def since_of(text: str | None) -> float | None:
 
 
 def export(settings: Settings, team: str | None, since: str | None) -> int:
+    """Write the chains to stdout; what went wrong, and chains a failover set back, to stderr."""
     from parley.bootstrap import connect_redis
     from workers.receipts.export import export_lines
+    from workers.store.receipt_replicas import ReceiptUnconfirmed, rewind_line
     from workers.store.receipts import ReceiptBook
+    from workers.store.replication import Replication
 
-    book = ReceiptBook(connect_redis(settings))
+    book = ReceiptBook(connect_redis(settings), replication=Replication(settings.parley_redis_min_replicas))
     count = 0
-    for line in export_lines(book, team, since_of(since)):
-        sys.stdout.write(line + "\n")
-        count += 1
+    try:
+        for line in export_lines(book, team, since_of(since)):
+            sys.stdout.write(line + "\n")
+            count += 1
+    except ReceiptUnconfirmed as exc:
+        print(f"parley audit export: {exc}; export again in a moment", file=sys.stderr)
+        return 1
+    for note in book.rewinds():
+        if team is None or note.get("workspace") == team:
+            print(f"parley audit export: {rewind_line(note)}", file=sys.stderr)
     print(f"{count} receipts exported", file=sys.stderr)
     return 0
 

@@ -1,10 +1,10 @@
-"""`parley run --resume RUN_ID`: carry on, in this terminal, a run that was stopped in one.
+"""`parley run --resume RUN_ID`: carry on, in this terminal, a run stopped in one.
 
-A paused run's open question is asked again here and the answer goes through the same
-acceptance as an answer from anywhere else (`accept`: the stored request, the
-assignees, exactly once); then the run executes inline, replaying what it recorded
-(no step runs twice). A queued run (handed back from inside a step) executes inline
-at once. Every refusal comes before anything is written, as one line.
+A paused run's open question is asked again here. The answer goes through the same acceptance as
+any other (`accept`). That means the stored request, the assignees, and exactly once. Then the
+run executes inline, replaying what it recorded, so no step runs twice. A queued run, handed
+back from inside a step, executes inline at once. Every refusal comes before anything is
+written, as one line.
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ def _open_question(runs: RunService, run: RunRecord, user: str) -> InterruptReco
 
 
 def resumable(runs: RunService, run_id: str, user: str) -> RunRecord:
-    """The run, when `user` started it with `parley run` and it is paused or queued; else `CannotRun`."""
+    """The run, if `user` started it with `parley run` and it is paused or queued.
+
+    Otherwise `CannotRun`.
+    """
     run = runs.run(run_id)
     if run.conversation.get("host") != "terminal":
         raise CannotRun(f"run {run_id} was not started with parley run; answer it where it was started")
@@ -42,7 +45,10 @@ def resumable(runs: RunService, run_id: str, user: str) -> RunRecord:
 
 
 def answer_here(runs: RunService, host: TerminalHost, interrupt: InterruptRecord, user: str) -> None:
-    """Ask the open question again until an answer is accepted; quitting raises KeyboardInterrupt or EOFError."""
+    """Ask the open question again until an answer is accepted.
+
+    Quitting raises KeyboardInterrupt or EOFError.
+    """
 
     def check(answers: list[Answer]) -> list[Answer]:
         try:  # no worker job: this process executes the run next, so no worker can take it first
@@ -62,7 +68,7 @@ def answer_here(runs: RunService, host: TerminalHost, interrupt: InterruptRecord
 
 
 def resume_in_terminal(settings: Settings, run_id: str) -> int:
-    """Carry on `run_id` here; exit status as for `parley run`, 2 when refused."""
+    """Carry on `run_id` here, exiting as `parley run` does, or 2 when refused."""
     host = TerminalHost()
     runs = terminal_runs(settings, host)
     user = os_user()
@@ -73,9 +79,9 @@ def resume_in_terminal(settings: Settings, run_id: str) -> int:
 
 
 def carry_on(runs: RunService, host: TerminalHost, run: RunRecord, interrupt: InterruptRecord | None, user: str) -> int:
-    """Answer the open question here (if any), then execute the run here to its end or its next stop.
+    """Answer any open question here, then execute the run to its end or next stop.
 
-    The run stays this process's until then: the answer enqueues no worker job (`resume_here`).
+    The run stays this process's until then. The answer enqueues no worker job (`resume_here`).
     """
     host.notice(f"Run {run.id}: {run.agent} {run.text}".rstrip() + " (resumed)")
     if interrupt is None:

@@ -42,12 +42,15 @@ def _short(text: str, n: int = 40) -> str:
 
 
 def _value(value: Any) -> str:
-    """One value of a history entry as a person reads it: text as is, anything else as compact JSON."""
+    """One history value as a person reads it: text as is, else compact JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _detail(detail: dict[str, Any]) -> str:
-    """A history entry's detail on one line, the answers first (`id=value`; a secret reads `••••`), then `key=value`."""
+    """A history entry's detail on one line: answers first, then `key=value`.
+
+    Answers read `id=value`, and a secret reads `••••`.
+    """
     parts: list[str] = []
     answers = detail.get("answers")
     if isinstance(answers, list):
@@ -62,7 +65,10 @@ def _detail(detail: dict[str, Any]) -> str:
 
 
 def temporal_workflow(conversation: dict[str, Any]) -> str:
-    """`<workflow id> (namespace <ns>)` for a question a Temporal workflow waits on; "" for any other run."""
+    """`<workflow id> (namespace <ns>)` for a question a Temporal workflow awaits.
+
+    "" for any other run.
+    """
     target = conversation.get("temporal")
     if not isinstance(target, dict) or not target.get("workflow_id"):
         return ""
@@ -70,7 +76,10 @@ def temporal_workflow(conversation: dict[str, Any]) -> str:
 
 
 def _span(seconds: float) -> str:
-    """`older_than` as given: the largest of d, h, m, s that divides it, else seconds."""
+    """`older_than` as given: the largest unit of d, h, m, s dividing it.
+
+    Otherwise seconds.
+    """
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:g}{unit}"
@@ -78,7 +87,7 @@ def _span(seconds: float) -> str:
 
 
 def purge(runs: RunService, older_than: float, dry_run: bool) -> int:
-    """Delete finished runs last updated more than `older_than` seconds ago; list them and count them."""
+    """Delete runs finished over `older_than` seconds ago, listing and counting them."""
     ids = runs.purge(older_than, dry_run=dry_run)
     for run_id in ids:
         print(run_id)

@@ -1,10 +1,12 @@
 """`parley serve`: the bot's composition root, over HTTP (uvicorn) or Socket Mode.
 
-Over HTTP one process serves `/slack/events` (bolt's sync app through its WSGI adapter, on
-a thread pool of its own), `/healthz`, `/metrics`, the HTTP API under `/api/v1` (async) and
-MCP over streamable HTTP at `/mcp` (and the approval gateway at `/mcp/gateway`), on one port;
-with `--metrics-port N`, `/metrics` is served on a listener of its own instead, and the public
-port answers 404 for it. One process keeps MCP sessions, whose streams resume from Redis;
+Over HTTP, one process serves all of these on one port:
+- `/slack/events`: bolt's sync app through its WSGI adapter, on a thread pool of its own
+- `/healthz` and `/metrics`
+- the HTTP API under `/api/v1` (async)
+- MCP over streamable HTTP at `/mcp`, and the approval gateway at `/mcp/gateway`
+With `--metrics-port N`, `/metrics` is served on a listener of its own instead. The public port
+then answers 404 for it. One process keeps MCP sessions, whose streams resume from Redis.
 `--workers N` serves `/mcp` stateless, since a session lives in the process that opened it
 (`bot.mcp.http`).
 """
@@ -57,7 +59,10 @@ SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
 
 
 def check_settings(settings: Settings, *, socket_mode: bool = False) -> None:
-    """Refuse settings the bot cannot serve with (`ConfigError` naming the variable), before anything says it serves."""
+    """Refuse settings the bot cannot serve with, before claiming to serve.
+
+    The `ConfigError` names the variable.
+    """
     if settings.oauth_mode and socket_mode:
         raise ConfigError("SLACK_CLIENT_ID: OAuth installs are served over HTTP; serve without --socket-mode")
     if not settings.oauth_mode:
@@ -69,7 +74,10 @@ def check_settings(settings: Settings, *, socket_mode: bool = False) -> None:
 
 
 def reply_reader(runtime: Runtime) -> ReplyReader:
-    """The model reading of replies (`PARLEY_LLM_ANSWERS=on`); its `PARLEY_LLM_*` settings must be set."""
+    """The model reading of replies (`PARLEY_LLM_ANSWERS=on`).
+
+    Its `PARLEY_LLM_*` settings must be set.
+    """
     return ReplyReader(llm_config_from_env(os.environ), runtime.store.proposals)
 
 
@@ -82,7 +90,8 @@ def build_bot(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, An
 def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[Any, Any, BotDeps]:
     """Wire one bot process: Redis, runtime, Web API clients, Slack host, bolt app.
 
-    One workspace (`SLACK_BOT_TOKEN`), or many through OAuth (`parley/installs.py`)."""
+    It serves one workspace (`SLACK_BOT_TOKEN`), or many through OAuth (`parley/installs.py`).
+    """
     check_settings(settings, socket_mode=socket_mode)
     client = connect_redis(settings, request_path=True)
     clients = web_clients(settings, client)
@@ -110,22 +119,27 @@ def build_bot_deps(settings: Settings, *, socket_mode: bool = False) -> tuple[An
 
 
 def async_redis(settings: Settings, client: redis.Redis) -> aioredis.Redis:
-    """An asyncio client to the same Redis as `client` (for the long-polls' pub/sub)."""
+    """An asyncio client to `client`'s Redis, for the long-polls' pub/sub."""
     if settings.redis_url:
         return connection.connect_async(settings.redis_url)
     return aioredis.Redis(unix_socket_path=client.connection_pool.connection_kwargs["path"])
 
 
 def mcp_rules(settings: Settings) -> RulesConfig | None:
-    """The rules file of `/mcp`'s approve_tool_use (`PARLEY_MCP_CONFIG`), if set; `RulesError` says what is wrong."""
+    """The rules file of `/mcp`'s approve_tool_use (`PARLEY_MCP_CONFIG`), if set.
+
+    A `RulesError` says what is wrong.
+    """
     return load_config(settings.parley_mcp_config, os.environ) if settings.parley_mcp_config else None
 
 
 def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, mcp_sessions: bool = True) -> Any:
-    """The whole HTTP app of one `parley serve` process (a factory: uvicorn calls it per process).
+    """The whole HTTP app of one `parley serve` process.
 
-    `public_metrics`: `/metrics` on this app's port; off when `--metrics-port` serves them apart.
-    `mcp_sessions`: `/mcp` keeps sessions with resumable streams; off for `--workers N`, where it is stateless."""
+    It is a factory, which uvicorn calls per process. `public_metrics`: `/metrics` on this app's
+    port. It is off when `--metrics-port` serves them apart. `mcp_sessions`: `/mcp` keeps sessions
+    with resumable streams. It is off for `--workers N`, where `/mcp` is stateless.
+    """
     from workers import logs
 
     settings = settings or settings_mod.load()
@@ -150,23 +164,32 @@ def bot_asgi(settings: Settings | None = None, *, public_metrics: bool = True, m
 
 
 def bot_asgi_workers() -> Any:
-    """`bot_asgi` for `serve --workers N`: `/mcp` stateless, as any of the N processes may get a request."""
+    """`bot_asgi` for `serve --workers N`, with `/mcp` stateless.
+
+    Any of the N processes may get a request.
+    """
     return bot_asgi(mcp_sessions=False)
 
 
 def gateway_config(settings: Settings) -> RulesConfig | None:
-    """The rules of `/mcp/gateway` (`PARLEY_MCP_CONFIG`), when that file names upstreams; `RulesError` if bad."""
+    """The rules of `/mcp/gateway` (`PARLEY_MCP_CONFIG`), when that file names upstreams.
+
+    A bad file raises `RulesError`.
+    """
     config = mcp_rules(settings)
     return config if config is not None and config.upstreams else None
 
 
 def bot_asgi_private_metrics() -> Any:
-    """`bot_asgi` for `serve --workers N --metrics-port M`: the metrics are on port M, not on this app's."""
+    """`bot_asgi` for `serve --workers N --metrics-port M`.
+
+    The metrics are on port M, not on this app's.
+    """
     return bot_asgi(public_metrics=False, mcp_sessions=False)
 
 
 def _metrics_stop() -> None:
-    """A process that stops no longer counts in the summed metrics' live gauges (`serve --workers N`)."""
+    """Drop a stopped process from the summed metrics' live gauges (`serve --workers N`)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
@@ -174,7 +197,10 @@ def _metrics_stop() -> None:
 
 
 def run_asgi(app: Any, host: str, port: int, workers: int = 1) -> None:
-    """uvicorn, quiet; with `workers` > 1, `app` is an import string of a factory."""
+    """uvicorn, quiet.
+
+    With `workers` > 1, `app` is the import string of a factory.
+    """
     uvicorn.run(
         app,
         host=host,
@@ -197,7 +223,10 @@ def serve(
     socket_mode: bool = False,
     metrics: tuple[str, int] | None = None,
 ) -> int:
-    """Serve over HTTP or Socket Mode; metrics on `metrics` (host and port) if given, else over HTTP at /metrics."""
+    """Serve over HTTP or Socket Mode.
+
+    Metrics go on `metrics` (host and port) if given, else over HTTP at /metrics.
+    """
     if socket_mode:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
@@ -238,8 +267,11 @@ def serve(
 
 
 def _mcp_hosts(settings: Settings, bind: str) -> Settings:
-    """`settings` with `/mcp`'s `Host` names filled in from the bind address when `PARLEY_ALLOWED_HOSTS`
-    is unset (and passed on to the processes of `--workers N`, which read their settings anew)."""
+    """`settings` with `/mcp`'s `Host` names taken from the bind address.
+
+    This applies when `PARLEY_ALLOWED_HOSTS` is unset. They are passed on to the processes of
+    `--workers N`, which read their settings anew.
+    """
     if settings.parley_allowed_hosts:
         return settings
     hosts = default_hosts(bind)

@@ -26,9 +26,9 @@ DURATION_HELP = "a duration such as 30d, 12h, 15m, 90s, or a number of seconds"
 
 
 def parse_duration(value: object) -> float:
-    """Seconds in `30d`, `12h`, `15m`, `90s` or a plain number of seconds; ValueError otherwise.
+    """Seconds in `30d`, `12h`, `15m`, `90s` or a plain number, else ValueError.
 
-    One grammar for `PARLEY_RETENTION` and `parley runs purge --older-than`.
+    One grammar serves `PARLEY_RETENTION` and `parley runs purge --older-than`.
     """
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return float(value)
@@ -55,7 +55,10 @@ RATE_HELP = "a rate such as 10/min, 30/hour, 5/10s, or off"
 
 
 def parse_rate(value: object) -> Rate | None:
-    """`10/min`, `30/hour`, `5/10s` as a `Rate`; `off` (or `0`) as None, no limit; ValueError otherwise."""
+    """`10/min`, `30/hour` or `5/10s` as a `Rate`.
+
+    `off` (or `0`) is None, meaning no limit. Anything else raises ValueError.
+    """
     if value is None or isinstance(value, Rate):
         return value
     text = str(value).strip().lower()
@@ -83,9 +86,9 @@ ADMINS_HELP = "user ids (U1,U2), or per workspace T1:U1,U2;T2:U3 (a team or ente
 def parse_admins(value: object) -> object:
     """`PARLEY_ADMINS` by workspace: `{"": every-workspace admins, "T1": T1's admins, ...}`.
 
-    The plain form `U1,U2` names admins of every workspace (single-workspace mode's form).
-    Per workspace, groups are separated by `;`, each `T1:U1,U2` (a team id, or an enterprise
-    id `E…` for an org-wide install, then its admins); a group without `T…:` counts for every
+    The plain form `U1,U2` names admins of every workspace, as single-workspace mode does. Per
+    workspace, groups are separated by `;`. Each is `T1:U1,U2`: a team id, then its admins. An
+    org-wide install uses an enterprise id `E…` instead. A group without `T…:` counts for every
     workspace. A malformed group is an error naming it.
     """
     if not isinstance(value, str):
@@ -221,16 +224,19 @@ class Settings(BaseSettings):
 
     @property
     def oauth_mode(self) -> bool:
-        """Many workspaces: the app is installed through OAuth and each workspace's token is in Redis.
+        """Many workspaces: installed through OAuth, each workspace's token in Redis.
 
-        On when `SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET` and `SLACK_STATE_SECRET` are all set;
+        It is on when `SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET` and `SLACK_STATE_SECRET` are all set.
         `SLACK_BOT_TOKEN` is then not used.
         """
         return bool(self.slack_client_id and self.slack_client_secret and self.slack_state_secret)
 
     @property
     def start_limits(self) -> StartLimits:
-        """How fast runs may be started from Slack, by person and by channel, and how many a person may have open."""
+        """How fast runs may start from Slack, per person and channel, and open-run caps.
+
+        The cap is how many runs a person may have open.
+        """
         return StartLimits(
             per_user=self.parley_starts_per_user,
             per_channel=self.parley_starts_per_channel,
@@ -253,7 +259,10 @@ class Settings(BaseSettings):
         return v
 
     def receipt_key_pem(self) -> bytes | None:
-        """The receipt signing key's PEM, read once here; `ConfigError` names what is wrong with it."""
+        """The receipt signing key's PEM, read once here.
+
+        A `ConfigError` names what is wrong with it.
+        """
         if self.parley_receipt_key is None:
             return None
         try:
@@ -286,7 +295,10 @@ class Settings(BaseSettings):
 
 
 def load() -> Settings:
-    """Read the environment; a malformed value becomes one `ConfigError` naming the variable."""
+    """Read the environment.
+
+    A malformed value becomes one `ConfigError` naming the variable.
+    """
     try:
         return Settings()
     except ValidationError as exc:

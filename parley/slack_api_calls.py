@@ -1,12 +1,11 @@
-"""The Web API calls that connect Parley to a workspace, each failure worded in one line.
+"""The Web API calls connecting Parley to a workspace, each failure worded in one line.
 
-`parley slack setup` checks a bot token with `auth.test` (which names the workspace and the
-bot), an app-level token with `apps.connections.open` (what Socket Mode will call), and can
-create the app with `apps.manifest.create` given an app configuration token. `parley up`
-checks the bot token the same way before it starts anything. Every call goes to
-`SLACK_API_URL`. A token Slack refused (`TokenRefused`) is told apart from a Slack that could
-not be reached at all (`SlackUnreachable`), and each is one line: slack_sdk's own log lines
-about the same failure are silenced.
+`parley slack setup` checks a bot token with `auth.test`, which names the workspace and the bot.
+It checks an app-level token with `apps.connections.open`, which Socket Mode will call. Given an
+app configuration token, it can create the app with `apps.manifest.create`. `parley up` checks
+the bot token the same way before starting anything. Every call goes to `SLACK_API_URL`. A token
+Slack refused (`TokenRefused`) is told apart from an unreachable Slack (`SlackUnreachable`).
+Each is one line, and slack_sdk's own log lines about the failure are silenced.
 """
 
 from __future__ import annotations
@@ -42,9 +41,10 @@ _SDK_LOG.disabled = True
 
 
 class TokenRefused(ParleyError):
-    """Slack (or the token's own shape) refused a token; the message says why in one line.
+    """Slack, or the token's own shape, refused a token.
 
-    `code` is Slack's error (`invalid_auth`), empty when the token was refused before any call.
+    The message says why in one line. `code` is Slack's error (`invalid_auth`). It is empty when the
+    token was refused before any call.
     """
 
     def __init__(self, why: str, code: str = "") -> None:
@@ -61,11 +61,17 @@ class TokenRefused(ParleyError):
 
 
 class ManifestRefused(ParleyError):
-    """Slack refused the app's manifest (`invalid_manifest`); the message names the first problem."""
+    """Slack refused the app's manifest (`invalid_manifest`).
+
+    The message names the first problem.
+    """
 
 
 class SlackUnreachable(ParleyError):
-    """No answer from Slack at all (connection refused, DNS, TLS, timeout): not a verdict on the token."""
+    """No answer from Slack at all, which is no verdict on the token.
+
+    Causes are a refused connection, DNS, TLS or a timeout.
+    """
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ class BotIdentity:
 
 @dataclass(frozen=True)
 class CreatedApp:
-    """An app made by `apps.manifest.create`: its id, credentials and the link that installs it."""
+    """An app `apps.manifest.create` made: id, credentials, and its install link."""
 
     app_id: str
     credentials: dict[str, str]
@@ -115,7 +121,7 @@ class SlackApiCalls:
             raise SlackUnreachable(f"cannot reach Slack at {redacted(self.api_url)} ({_reason(exc)})") from None
 
     def bot_identity(self, token: str) -> BotIdentity:
-        """Check a bot token with `auth.test`; the workspace and bot it names."""
+        """Check a bot token with `auth.test`, returning the workspace and bot it names."""
         if not token.startswith("xoxb-"):
             raise TokenRefused("this is not a bot token: a bot token starts with xoxb-")
         found = self._call(lambda c: c.auth_test(), token)
@@ -141,6 +147,9 @@ class SlackApiCalls:
 
 
 def _reason(exc: OSError) -> str:
-    """Why a connection failed, in a few words: urllib wraps the socket's error in a `reason`."""
+    """Why a connection failed, in a few words.
+
+    urllib wraps the socket's error in a `reason`.
+    """
     reason = getattr(exc, "reason", None) or exc
     return redacted(getattr(reason, "strerror", None) or str(reason))

@@ -1,10 +1,10 @@
-"""Parley's Slack app manifest in Socket Mode form, and the link that opens Slack's "create an app" page with it.
+"""Parley's Slack app manifest in Socket Mode form, and a "create an app" link with it.
 
 `manifest.yml` is written for HTTP mode, with request URLs to point at your host. Socket Mode
-needs no public URL: Slack delivers commands, clicks and events over the WebSocket that the
-app-level token opens. So the form `parley slack setup` hands to Slack is `manifest.yml` with
-every request URL dropped and `socket_mode_enabled: true`; everything else (name, scopes, the
-command, events) is the file's.
+needs no public URL. Slack delivers commands, clicks and events over the WebSocket the app-level
+token opens. So `parley slack setup` hands Slack `manifest.yml` with every request URL dropped.
+It also sets `socket_mode_enabled: true`. Everything else is the file's: name, scopes, the
+command, events.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ REQUEST_URL_KEYS = frozenset({"url", "request_url", "message_menu_options_url", 
 
 
 def load_manifest(path: Path = MANIFEST) -> dict[str, Any]:
-    """`manifest.yml` as a dict; a missing or unreadable file is one `ConfigError`."""
+    """`manifest.yml` as a dict.
+
+    A missing or unreadable file is one `ConfigError`.
+    """
     try:
         manifest = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -45,12 +48,15 @@ def _without_request_urls(node: Any) -> Any:
 
 
 def socket_mode_manifest(manifest: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest (by default `manifest.yml`'s) with no request URL and Socket Mode enabled."""
+    """The manifest, by default `manifest.yml`'s, without request URLs and with Socket Mode."""
     socket = _without_request_urls(load_manifest() if manifest is None else manifest)
     socket.setdefault("settings", {})["socket_mode_enabled"] = True
     return socket
 
 
 def create_app_link(manifest: dict[str, Any]) -> str:
-    """Slack's "create an app" page with `manifest` filled in, as compact URL-encoded JSON."""
+    """Slack's "create an app" page with `manifest` filled in.
+
+    The manifest goes as compact URL-encoded JSON.
+    """
     return CREATE_APP_URL + quote(json.dumps(manifest, separators=(",", ":")), safe="")

@@ -1,21 +1,24 @@
-"""`parley slack setup`: from no Slack app to the two tokens in `.env`, checked, in a few clicks.
+"""`parley slack setup`: from no Slack app to two checked tokens in `.env`, in a few clicks.
 
-At a terminal it walks a person through it: the link that opens Slack's "create an app"
-page with Parley's Socket Mode manifest filled in (offered in a browser), then the bot token
-and the app-level token, each with where it is found in the app's settings, each checked
-with Slack before it is kept (a wrong one is explained in one line and asked again). With
-an app configuration token (`--config-token`) it creates the app itself through
-`apps.manifest.create`, keeps the app's signing secret and client credentials, and gives
-the install link instead. Scripts pass the tokens in the environment or on standard input
-(`--bot-token - --app-token -`: one line each, in that order); a token given as a flag's value is
-taken with a warning, since `ps` and the shell's history show it, and is never asked for
-again: one Slack refuses ends the command, with the reason. Without a terminal and
-without the tokens it refuses in one line, and a Slack it cannot reach stops it in one line
-("cannot reach Slack at …"), which is not a refusal of the token.
+At a terminal it walks a person through it. First comes the link to Slack's "create an app"
+page, with Parley's Socket Mode manifest filled in. It is offered in a browser. Then come the
+bot token and the app-level token. Each comes with where the app's settings show it. Each is
+checked with Slack before it is kept. A wrong one is explained in one line and asked again.
 
-Everything is saved to `.env` (mode 0600), which every `parley` command reads. A value
-already there is replaced only when the person says so; without a terminal, a different
-value there is a refusal. Tokens are shown masked, never in full.
+With an app configuration token (`--config-token`), it creates the app itself through
+`apps.manifest.create`. It keeps the app's signing secret and client credentials. It gives the
+install link instead.
+
+Scripts pass the tokens in the environment, or on standard input. For that,
+`--bot-token - --app-token -` reads one line each, in that order. A token given as a flag's
+value is taken with a warning, since `ps` and the shell's history show it. It is never asked for
+again. If Slack refuses it, the command ends with the reason. Without a terminal and without the
+tokens, it refuses in one line. A Slack it cannot reach stops it in one line ("cannot reach
+Slack at …"). That is not a refusal of the token.
+
+Everything is saved to `.env` (mode 0600), which every `parley` command reads. A value already
+there is replaced only when the person says so. Without a terminal, a different value there is a
+refusal. Tokens are shown masked, never in full.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ AGENT_APP_LACKS = (
 
 
 class SetupRefused(ParleyError):
-    """`parley slack setup` cannot go on; the message says why, in one line."""
+    """`parley slack setup` cannot go on, and the message says why in one line."""
 
 
 FROM_STDIN = "-"
@@ -62,7 +65,7 @@ FROM_STDIN = "-"
 
 @dataclass(frozen=True)
 class TokenFlag:
-    """A flag that takes a token: its name, what the token is called and how it starts."""
+    """A flag taking a token: its name, the token's name, and how it starts."""
 
     flag: str
     label: str
@@ -75,7 +78,10 @@ APP_FLAG = TokenFlag("--app-token", "app-level token", "xapp-")
 
 
 def argv_warning(given: dict[TokenFlag, str | None]) -> str | None:
-    """The warning for tokens given as flags' values, which `ps` and the shell's history show; None if none was."""
+    """The warning for tokens given as flag values, which `ps` and shell history show.
+
+    None if there were none.
+    """
     flags = [f.flag for f, value in given.items() if value and value != FROM_STDIN]
     if not flags:
         return None
@@ -87,9 +93,10 @@ def argv_warning(given: dict[TokenFlag, str | None]) -> str | None:
 
 
 def read_stdin_tokens(given: dict[TokenFlag, str | None], stdin: TextIO) -> dict[TokenFlag, str | None]:
-    """`given` with each `-` replaced by a line of `stdin`, one per token in the order of `given`.
+    """`given` with each `-` replaced by a line of `stdin`, in `given`'s order.
 
-    A missing line, or one that is not the token its flag takes, is a refusal that never shows the line.
+    A missing line, or one not the token its flag takes, is refused. The refusal never shows the
+    line.
     """
     tokens = dict(given)
     wanted = [flag for flag, value in given.items() if value == FROM_STDIN]
@@ -108,7 +115,7 @@ def read_stdin_tokens(given: dict[TokenFlag, str | None], stdin: TextIO) -> dict
 
 
 def _settings_page(app_id: str | None, page: str, path: str, section: str) -> str:
-    """Where a page of the app's settings is: its own address once the app id is known."""
+    """Where a page of the app's settings is, by its own address once the app id is known."""
     if app_id:
         return f'{APPS}/{app_id}/{path} ("{page}", under {section})'
     return f'{APPS} → your app → "{page}" (under {section})'
@@ -132,7 +139,7 @@ def app_token_where(app_id: str | None) -> str:
 
 @dataclass(frozen=True)
 class TokenStep:
-    """One token to obtain: how the step is headed, what the token is called, where it is found."""
+    """One token to obtain: the step's heading, the token's name, where to find it."""
 
     heading: str
     label: str
@@ -145,7 +152,7 @@ APP = TokenStep("Step 3 of 3: the app-level token.", "app-level token", "SLACK_A
 
 
 class Setup:
-    """One run of the setup: where it reads and writes, whom it may ask, and what it has kept."""
+    """One setup run: where it reads and writes, whom it may ask, what it kept."""
 
     def __init__(self, settings: Settings, env: EnvFile, *, interactive: bool) -> None:
         self.settings = settings
@@ -188,7 +195,7 @@ class Setup:
         self.offer(link)
 
     def create(self, config_token: str) -> CreatedApp:
-        """Create the app with `apps.manifest.create`, keep its credentials, and give its install link."""
+        """Create the app with `apps.manifest.create`, keep its credentials, give its install link."""
         already = ", ".join(key for key in CREDENTIALS if key in self.env.values())
         if already:
             question = f"{self.env.path} already has {already}. Create a new app and replace them?"
@@ -222,7 +229,10 @@ class Setup:
         return f"it opens a Socket Mode connection ({mask(token)})"
 
     def obtain(self, step: TokenStep, check: Callable[[str], str], given: str | None, found: str | None) -> str:
-        """A token Slack accepts: `given` (a flag), else `found` (environment or .env) if kept, else one asked for."""
+        """A token Slack accepts.
+
+        That is `given` (a flag), else `found` (environment or .env) if kept, else one asked for.
+        """
         if self.interactive:
             self.say()
             self.say(step.heading)
@@ -253,7 +263,7 @@ class Setup:
                 self.say(f"  ✗ {exc.about(step.label) if exc.code else exc.why}. Paste it again (Ctrl-C stops).")
 
     def save(self, values: dict[str, str]) -> None:
-        """Write `values` to .env, replacing a different value there only if the person says so."""
+        """Write `values` to .env, replacing a different value only if the person agrees."""
         existing = self.env.values()
         changes: dict[str, str] = {}
         for key, value in values.items():
@@ -276,7 +286,7 @@ class Setup:
 
 
 def slack_setup(settings: Settings, *, bot_token: str | None, app_token: str | None, config_token: str | None) -> int:
-    """Connect Parley to a Slack workspace; 0 when both tokens are checked and saved."""
+    """Connect Parley to a Slack workspace, returning 0 once both tokens are checked and saved."""
     interactive = sys.stdin.isatty()
     given = {CONFIG_FLAG: config_token, BOT_FLAG: bot_token, APP_FLAG: app_token}
     if warning := argv_warning(given):

@@ -1,17 +1,17 @@
 """Child processes started together, watched together and stopped together.
 
-`parley dev` and `parley up` each run the product as one process tree: a few `parley`
-subcommands (a worker, the Slack app) under one supervisor that holds the embedded Redis
-when REDIS_URL is unset. Each child runs in a process group of its own; its output is
-copied to ours one line at a time, marked with the process it came from (`bot`, `worker`, and
-`redis` for the embedded Redis's log file):
-readable lines prefixed by it when our standard error is a terminal, else JSON lines
-carrying it as `process` (children are told which with `PARLEY_LOG_FORMAT`).
+`parley dev` and `parley up` each run the product as one process tree. A few `parley`
+subcommands run under one supervisor, like a worker and the Slack app. The supervisor holds the
+embedded Redis when REDIS_URL is unset. Each child runs in a process group of its own. Its
+output is copied to ours one line at a time. Each line is marked with its process: `bot`,
+`worker`, or `redis` for the embedded Redis's log file. When our standard error is a terminal,
+readable lines are prefixed with it. Otherwise JSON lines carry it as `process`. Children learn
+which through `PARLEY_LOG_FORMAT`.
 
-Ctrl-C stops everything: SIGTERM to each child's process group, SIGKILL after
-`STOP_TIMEOUT`; a second Ctrl-C kills at once. A child that exits on its own stops the
-whole thing with a message naming it. Children are also told to exit if the supervisor
-dies (Linux's parent-death signal), so even a killed supervisor leaves no orphans.
+Ctrl-C stops everything: SIGTERM to each child's process group, SIGKILL after `STOP_TIMEOUT`. A
+second Ctrl-C kills at once. A child exiting on its own stops the whole thing, with a message
+naming it. Children are also told to exit if the supervisor dies, by Linux's parent-death
+signal. So even a killed supervisor leaves no orphans.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM when the supervisor dies (Linux only; ignored elsewhere)."""
+    """In the child before exec: get SIGTERM when the supervisor dies.
+
+    This works on Linux only, and is ignored elsewhere.
+    """
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -49,8 +52,8 @@ def _die_with_parent() -> None:
 class Child:
     """One child process, the leader of its own process group.
 
-    `ready_line`: text the child prints once it is serving; `ready` is set when it has.
-    `label`: the process its lines are marked with (`bot`, `worker`).
+    `ready_line`: text the child prints once it is serving. `ready` is set when it has. `label`: the
+    process its lines are marked with (`bot`, `worker`).
     """
 
     name: str
@@ -66,7 +69,10 @@ class Child:
 
 
 def marked(label: str, line: str, *, readable: bool) -> str:
-    """One line of a child's output marked with its process: `bot    | …` to read, else JSON with `process`."""
+    """One line of a child's output marked with its process.
+
+    To read, it is `bot    | …`, else JSON with `process`.
+    """
     if readable:
         return f"{label:<6} | {line}"
     try:
@@ -79,7 +85,7 @@ def marked(label: str, line: str, *, readable: bool) -> str:
 
 
 def _pump(child: Child, stream: IO[bytes], out: IO[str], readable: bool) -> None:
-    """Copy a child's output to ours, one marked line at a time, noticing its ready line."""
+    """Copy a child's output to ours line by line, marked, noticing its ready line."""
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\n")
         if child.ready_line is not None and child.ready_line in line:
@@ -91,7 +97,7 @@ def _pump(child: Child, stream: IO[bytes], out: IO[str], readable: bool) -> None
 
 
 class Supervisor:
-    """Starts `parley` subcommands as children of `parley <command>` and takes them all down together."""
+    """Starts `parley` subcommands as children of `parley <command>`, and stops them together."""
 
     def __init__(self, command: str, env: dict[str, str]) -> None:
         self.command = command
@@ -104,7 +110,10 @@ class Supervisor:
         self._stops: list[Callable[[], None]] = []
 
     def spawn(self, name: str, *args: str, ready_line: str | None = None, label: str | None = None) -> Child:
-        """Start `parley <args>`; `name` is the command a crash message names, `label` marks its lines."""
+        """Start `parley <args>`.
+
+        `name` is the command a crash message names. `label` marks its lines.
+        """
         proc = subprocess.Popen(
             [sys.executable, "-m", "parley.cli", *args],
             env=self.env,
@@ -119,7 +128,10 @@ class Supervisor:
         return child
 
     def start_output(self, out: IO[str] | None = None) -> None:
-        """Copy every child's output; called after every spawn, so no thread is cloned mid-write by a fork."""
+        """Copy every child's output, called after every spawn.
+
+        So no thread is cloned mid-write by a fork.
+        """
         for child in self.children:
             assert child.proc.stdout is not None
             pump = threading.Thread(
@@ -129,7 +141,10 @@ class Supervisor:
             pump.start()
 
     def follow(self, label: str, path: Path, offset: int, out: IO[str] | None = None) -> None:
-        """Copy the lines appended to `path` after `offset` (a log file a piece writes itself), marked `label`."""
+        """Copy the lines appended to `path` after `offset`, marked `label`.
+
+        `path` is a log file a piece writes itself.
+        """
         thread = threading.Thread(target=self._follow, args=(label, path, offset, out or sys.stdout), daemon=True)
         thread.start()
 
@@ -146,7 +161,10 @@ class Supervisor:
                 out.flush()
 
     def also_watch(self, check: Callable[[], str | None], stop: Callable[[], None] | None = None) -> None:
-        """Another piece run in this process: `check` says why it stopped (None while it runs); `stop` ends it."""
+        """Another piece run in this process.
+
+        `check` says why it stopped, or None while it runs. `stop` ends it.
+        """
         self._checks.append(check)
         if stop is not None:
             self._stops.append(stop)
@@ -159,7 +177,7 @@ class Supervisor:
                 child.signal_group(signal.SIGKILL)
 
     def crashed(self) -> str | None:
-        """A message naming the first piece that stopped on its own, or None while all run."""
+        """A message naming the first piece that stopped on its own, else None."""
         for child in self.children:
             code = child.proc.poll()
             if code is not None:
@@ -167,7 +185,10 @@ class Supervisor:
         return next((problem for check in self._checks if (problem := check())), None)
 
     def wait_until(self, ready: Callable[[], bool], failure: str, timeout: float = READY_TIMEOUT) -> str | None:
-        """Wait for `ready()`; a crash message if a piece died first, `failure` if it timed out, else None."""
+        """Wait for `ready()`.
+
+        Returns a crash message if a piece died first, `failure` on timeout, else None.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not self.stopping.is_set():
             problem = self.crashed()
@@ -179,7 +200,10 @@ class Supervisor:
         return None if self.stopping.is_set() else f"{failure} within {timeout:.0f} s"
 
     def stop(self) -> None:
-        """SIGTERM every child's group, wait, SIGKILL what is left (at once after a second Ctrl-C)."""
+        """SIGTERM every child's group, wait, then SIGKILL what is left.
+
+        After a second Ctrl-C, SIGKILL comes at once.
+        """
         for child in self.children:
             child.signal_group(signal.SIGKILL if self.interrupts > 1 else signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
@@ -201,9 +225,10 @@ class Supervisor:
         ready: Callable[[], str | None],
         banner: Callable[[], None],
     ) -> int:
-        """Start, wait for `ready`, print the `banner`, and run until Ctrl-C (exit 0) or a piece dies (exit 1).
+        """Start, wait for `ready`, print the `banner`, then run until the end.
 
-        The embedded Redis (REDIS_URL unset) is started first and held here, so every child shares it.
+        The end is Ctrl-C (exit 0) or a piece dying (exit 1). The embedded Redis (REDIS_URL unset) is
+        started first and held here. So every child shares it.
         """
         server_log = None if settings.redis_url else Path(settings.parley_data_dir).resolve() / "redis.log"
         offset = server_log.stat().st_size if server_log is not None and server_log.exists() else 0

@@ -1,18 +1,17 @@
-"""`parley run`: the composition root that runs one agent inline, answering its questions here.
+"""`parley run`: the composition root running one agent inline, answering its questions here.
 
-The run is an ordinary durable run in Redis (so `parley runs show` sees it), but this
-process executes it itself with a `TerminalHost`, which asks synchronously: while the
-person answers, nothing parks and no worker is involved. A retryable failure is
-retried here after the usual delay.
+The run is an ordinary durable run in Redis, so `parley runs show` sees it. But this process
+executes it itself with a `TerminalHost`, which asks synchronously. While the person answers,
+nothing parks and no worker is involved. A retryable failure is retried here after the usual
+delay.
 
 Stopping (Ctrl-C) leaves the run where anyone can carry it on, and says which:
 
-- at a question, the run is paused on it, the question open: `parley run --resume RUN_ID`
-  asks it again here (the items answered before stopping pre-filled), and an answer given
-  elsewhere resumes it on any worker;
-- anywhere else (inside a step), the run is handed back, queued with a job, for a
-  `parley worker` or `parley run --resume`; the step it was in runs again, recorded
-  steps do not.
+- At a question, the run is paused on it, the question open. `parley run --resume RUN_ID` asks
+  it again here, pre-filling the items answered before. An answer given elsewhere resumes it on
+  any worker.
+- Anywhere else (inside a step), the run is handed back, queued with a job. A `parley worker` or
+  `parley run --resume` carries it on. The step it was in runs again, but recorded steps do not.
 """
 
 from __future__ import annotations
@@ -29,22 +28,25 @@ from workers.runs import RunRecord, RunService, RunStatus, StartRefused
 
 
 class CannotRun(ParleyError):
-    """`parley run` refused before it changed anything; the message says why, in one line."""
+    """`parley run` refused before changing anything, and says why in one line."""
 
 
 def require_terminal() -> None:
-    """Refuse to go on without a person at a terminal to answer the questions."""
+    """Refuse to go on without a person at a terminal to answer."""
     if not sys.stdin.isatty():
         raise CannotRun("parley run asks its questions in a terminal, and standard input is not one")
 
 
 def execute_inline(runs: RunService, host: TerminalHost, run_id: str) -> RunRecord:
-    """Execute the run here, retrying inline after a retryable failure, until it leaves `queued`."""
+    """Execute the run here until it leaves `queued`.
+
+    A retryable failure is retried inline.
+    """
     return runs.execute_inline(run_id, host.notice)
 
 
 def stopped(runs: RunService, host: TerminalHost, run_id: str) -> int:
-    """Say what state the stopped run is in, as `parley runs show` will show it; exit status 130."""
+    """Say the stopped run's state as `parley runs show` will, with exit status 130."""
     status = runs.run(run_id).status
     resume = f"parley run --resume {run_id}"
     if status is RunStatus.PAUSED:
@@ -58,7 +60,7 @@ def stopped(runs: RunService, host: TerminalHost, run_id: str) -> int:
 
 
 def conclude(host: TerminalHost, record: RunRecord) -> int:
-    """Print how the run ended unless the host already did; 0 when it succeeded."""
+    """Print how the run ended unless the host did, returning 0 on success."""
     if record.status is RunStatus.SUCCEEDED:
         if record.id not in host.reported:
             host.finished(record, record.result)
@@ -72,7 +74,10 @@ def conclude(host: TerminalHost, record: RunRecord) -> int:
 
 
 def drive(runs: RunService, host: TerminalHost, run_id: str) -> int:
-    """Execute the run here to its end, or to where the person stopped it; the command's exit status."""
+    """Execute the run here to its end, or to where the person stopped it.
+
+    Returns the command's exit status.
+    """
     try:
         final = execute_inline(runs, host, run_id)
     except KeyboardInterrupt:
@@ -84,7 +89,10 @@ def drive(runs: RunService, host: TerminalHost, run_id: str) -> int:
 
 
 def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
-    """Run `agent_name` on `text` in this terminal; 0 on success, 1 on failure, 130 when stopped."""
+    """Run `agent_name` on `text` in this terminal.
+
+    Returns 0 on success, 1 on failure, 130 when stopped.
+    """
     spec = load_agents(settings.parley_agents).startable(agent_name)  # UnknownAgent lists them; before Redis
     if spec.usage and not text.strip():
         raise CannotRun(f"{spec.name} needs its text: parley run {spec.name} {spec.usage}")

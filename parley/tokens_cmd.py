@@ -1,10 +1,10 @@
 """`parley tokens create|list|revoke`: the HTTP API's bearer tokens.
 
-`create` prints the token and its webhook signing secret once; only the token's sha256 is
-stored, so a lost token is revoked and created again, never shown again. Its standard output
-is only the two `export NAME=value` lines, so `eval "$(parley tokens create NAME)"` exports both
-to the programs the shell starts (the prose goes to standard error); `--json` prints one JSON
-object instead.
+`create` prints the token and its webhook signing secret once. Only the token's sha256 is
+stored. So a lost token is revoked and created again, never shown again. Its standard output is
+only the two `export NAME=value` lines. So `eval "$(parley tokens create NAME)"` exports both to
+the programs the shell starts. The prose goes to standard error. `--json` prints one JSON object
+instead.
 """
 
 from __future__ import annotations

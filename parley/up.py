@@ -1,12 +1,12 @@
 """`parley up`: Parley in your own Slack workspace, in one process tree.
 
-What `parley dev` is to the playground, against the real workspace: the embedded Redis
-unless REDIS_URL is set, one `parley worker` (the agents' worker and its webhook delivery
-threads) and `parley serve --socket-mode`, under one `Supervisor`, so Ctrl-C stops it all.
-The tokens come from the environment or `.env` (`parley slack setup` saves them there). The
-bot token is checked with `auth.test` before anything starts, to name the workspace and the
-bot; the banner is printed once the bot's Socket Mode connection is open, so a command typed
-then is answered.
+It is what `parley dev` is to the playground, against the real workspace. It runs the embedded
+Redis unless REDIS_URL is set. It runs one `parley worker`, the agents' worker with its webhook
+delivery threads. It runs `parley serve --socket-mode`. All run under one `Supervisor`, so
+Ctrl-C stops it all. The tokens come from the environment or `.env`, where `parley slack setup`
+saves them. The bot token is checked with `auth.test` before anything starts, naming the
+workspace and bot. The banner is printed once the bot's Socket Mode connection is open. So a
+command typed then is answered.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _children_env(settings: Settings) -> dict[str, str]:
 
 
 def run_up(settings: Settings) -> int:
-    """Run the product against the workspace until Ctrl-C (exit 0) or until a piece dies (exit 1)."""
+    """Run the product against the workspace until Ctrl-C (exit 0) or a piece dies (exit 1)."""
     for name in ("slack_bot_token", "slack_app_token"):
         if not getattr(settings, name):
             raise ConfigError(f"{name.upper()} is not set: run `parley slack setup` first: it saves them in .env")

@@ -19,7 +19,7 @@ from parley.settings import Settings
 from workers.interaction import QuestionInfo, RunInfo
 from workers.logs import Log
 from workers.runtime.host import InteractorRouter
-from workers.runtime.job_guard import ParleyJob
+from workers.runtime.rq_jobs import LeanJob
 from workers.runtime.rq_workers import ParleyForkWorker, ParleySimpleWorker
 from workers.runtime.sweep import schedule_next
 from workers.runtime.webhook_workers import start_webhook_workers
@@ -40,8 +40,10 @@ the interpreter. RQ's SpawnWorker is not offered: each job starts a fresh interp
 
 
 def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
-    """The hosts a worker reports to: Slack when a bot token is configured, or OAuth mode is
-    (then each run posts with the token of its workspace's installation)."""
+    """The hosts a worker reports to: Slack, with a bot token or in OAuth mode.
+
+    In OAuth mode, each run posts with its workspace installation's token.
+    """
     if settings.slack_bot_token or settings.oauth_mode:
         from bot.slack.host import SlackHost
         from parley.installs import web_clients
@@ -53,13 +55,20 @@ def add_worker_hosts(settings: Settings, runtime: Runtime) -> None:
 
 
 def add_api_host(runtime: Runtime, web: Any) -> None:
-    """The host of questions asked through the HTTP API: Slack, announcing each close's webhook or signal
-    (an answer accepted in this process announces its question's at once: `workers.questions.accepted`)."""
+    """The host of questions asked through the HTTP API.
+
+    It is Slack, announcing each close's webhook or signal. An answer accepted in this process
+    announces its question's at once (`workers.questions.accepted`). Call it after `question_config`:
+    with a Temporal address set, this process signals workflows itself.
+    """
     from bot.slack.api_host import ApiQuestionHost
-    from workers.questions import accepted, signals
+    from workers.questions import accepted, signal_direct, signals
+    from workers.questions import config as config_mod
     from workers.questions.webhooks import announce
 
-    accepted.install(runtime)  # an answer accepted here queues its webhook or signal at once
+    accepted.install(runtime)  # an answer accepted here queues its webhook, or sends its signal, at once
+    if config_mod.current().temporal.address:
+        signal_direct.enable()  # this process signals the outcomes it announces itself, the job as fallback
 
     def on_closed(run: RunInfo, question: QuestionInfo) -> None:
         # The runtime hands hosts its own records; the webhook reads the run's status and error too.
@@ -78,13 +87,13 @@ def add_api_host(runtime: Runtime, web: Any) -> None:
 
 
 def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
-    """Enqueue scheduled jobs (the sweep, delayed retries) that RQ's scheduler left well past due.
+    """Enqueue scheduled jobs RQ's scheduler left well past due.
 
-    RQ runs one scheduler per queue, in the worker that holds its lock. When that
-    worker's machine dies, the lock outlives it by a minute and the other workers
-    only try to take it over every ten minutes; meanwhile no sweep would run and no
-    lapsed lease would be noticed. Taking a job out of the registry is the claim
-    (ZREM succeeds for one caller), so one worker enqueues each overdue job.
+    Those are the sweep and delayed retries. RQ runs one scheduler per queue, in the worker holding
+    its lock. When that worker's machine dies, the lock outlives it by a minute. The other workers
+    try to take it over only every ten minutes. Meanwhile no sweep would run, and no lapsed lease
+    would be noticed. Taking a job out of the registry is the claim, as ZREM succeeds for one
+    caller. So one worker enqueues each overdue job.
     """
     margin = max(5.0, 3 * runtime.settings.sweep_interval)
     now = time.time() if now is None else now
@@ -105,17 +114,18 @@ def enqueue_overdue(runtime: Runtime, now: float | None = None) -> list[str]:
 
 
 def retry_abandoned_deliveries(runtime: Runtime) -> None:
-    """Retry the deliveries (webhooks, Temporal signals) whose worker died mid-attempt, under their `Retry`.
+    """Retry deliveries whose worker died mid-attempt, under their `Retry`.
 
-    RQ finds such a job only when its started-registry entry lapses (its timeout plus a minute)
-    and a worker's maintenance looks, every ten minutes; this looks every sweep interval, so a
-    delivery cut off by a killed worker is tried again about a minute and a half later.
+    Deliveries are webhooks and Temporal signals. RQ finds such a job only when its started-registry
+    entry lapses. That takes its timeout plus a minute. A worker's maintenance also only looks every
+    ten minutes. This looks every sweep interval. So a delivery cut off by a killed worker is
+    retried about a minute and a half later.
     """
     runtime.webhook_queue.started_job_registry.cleanup()
 
 
 def _keep_sweep_scheduled(runtime: Runtime, stop: threading.Event) -> None:
-    """Re-seed the sweep's schedule, so it survives a lost sweep job, a Redis restart or a dead scheduler."""
+    """Re-seed the sweep's schedule, surviving a lost sweep job, Redis restart or dead scheduler."""
     while not stop.wait(runtime.settings.sweep_interval):
         try:
             schedule_next(runtime)
@@ -154,7 +164,7 @@ def run_worker(
     )
     try:
         while True:
-            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name, job_class=ParleyJob)
+            worker = cls([runtime.queue], connection=client, serializer=JSONSerializer, name=name, job_class=LeanJob)
             worker.also_scheduled = (runtime.webhook_queue,)
             _note_stop_requests(worker, stopping)
             log.info(
@@ -185,7 +195,7 @@ def run_worker(
 
 
 def _note_stop_requests(worker: Worker | SimpleWorker, stopping: threading.Event) -> None:
-    """Remember a SIGTERM/SIGINT RQ handled, to tell a requested stop from RQ giving up."""
+    """Remember a SIGTERM/SIGINT RQ handled, telling a requested stop from RQ giving up."""
     request_stop = worker.request_stop
 
     def noted(signum: int, frame: Any) -> None:

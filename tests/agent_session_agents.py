@@ -55,3 +55,8 @@ ANSWER = "Here is what I found. " + "The invoice was paid on time, and nothing e
 @agent("as-answer", description="Answers in prose, long enough to stream in several parts", streams=True)
 def answer_agent(run: Any, text: str) -> str:
     return ANSWER
+
+
+@agent("as-done", description="Finishes at once, asking nothing")
+def done_agent(run: Any, text: str) -> str:
+    return "nothing to ask"

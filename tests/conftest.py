@@ -94,3 +94,11 @@ def r(redis_url: str) -> Iterator[redis.Redis]:
     yield client
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def noted(r: redis.Redis) -> redis.Redis:
+    """A client on `r`'s connections that notes each command it sends (`noting_redis.NotingRedis`)."""
+    from noting_redis import NotingRedis  # a helper module: importable once sys.path holds tests/
+
+    return NotingRedis(connection_pool=r.connection_pool)

@@ -5,6 +5,8 @@ to the test Redis."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import redis
@@ -29,33 +31,56 @@ class NotingRedis(redis.Redis):
         super().__init__(*args, **kwargs)
         self.sent: list[list[str]] = []
         self.threads: list[str] = []  # the thread that sent each command in `sent`
+        self.labels: list[str] = []  # what the sending thread was doing, as `during` named it
+        self._doing = threading.local()
         self.trips: list[list[list[str]]] = []
+        self.atomic: list[bool] = []  # for each trip in `trips`: sent as MULTI/EXEC
         self._lock = threading.Lock()
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         with self._lock:
             self.sent.append(_text(args))
             self.threads.append(threading.current_thread().name)
+            self.labels.append(getattr(self._doing, "label", ""))
             self.trips.append([_text(args)])
+            self.atomic.append(False)
         return super().execute_command(*args, **options)
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> redis.client.Pipeline:
         return _NotingPipeline(self, transaction, shard_hint)
 
-    def _note_trip(self, commands: list[list[str]]) -> None:
+    def _note_trip(self, commands: list[list[str]], atomic: bool = False) -> None:
         with self._lock:
             self.trips.append(commands)
+            self.atomic.append(atomic)
 
     def sent_from(self, thread: str) -> list[list[str]]:
         """The commands `thread` sent (the test's own worker, say, not a background thread)."""
         with self._lock:
             return [c for c, t in zip(self.sent, self.threads, strict=True) if t == thread]
 
+    @contextmanager
+    def during(self, label: str) -> Iterator[None]:
+        """Label the commands this thread sends inside the block (one step of a longer path)."""
+        before = getattr(self._doing, "label", "")
+        self._doing.label = label
+        try:
+            yield
+        finally:
+            self._doing.label = before
+
+    def sent_during(self, label: str) -> list[list[str]]:
+        """The commands sent inside a `during(label)` block, by any thread."""
+        with self._lock:
+            return [c for c, lab in zip(self.sent, self.labels, strict=True) if lab == label]
+
     def clear(self) -> None:
         with self._lock:
             self.sent.clear()
             self.threads.clear()
+            self.labels.clear()
             self.trips.clear()
+            self.atomic.clear()
 
 
 class _NotingPipeline(redis.client.Pipeline):
@@ -67,5 +92,5 @@ class _NotingPipeline(redis.client.Pipeline):
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         if self.command_stack:
-            self._owner._note_trip([_text(args) for args, _ in self.command_stack])
+            self._owner._note_trip([_text(args) for args, _ in self.command_stack], atomic=self.transaction)
         return super().execute(raise_on_error)

@@ -12,7 +12,7 @@ from typing import Any
 
 from workers.receipts import KeyRing, Signer
 from workers.receipts.keys import public_pem
-from workers.receipts.verify import verify_envelope
+from workers.receipts.verify import verify_envelope, verify_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "receipts.md"
@@ -69,3 +69,25 @@ def run_snippet(receipt: Path, public_key: Path) -> subprocess.CompletedProcess[
 def write(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value))
     return path
+
+
+def verified(
+    surfaces: dict[str, dict[str, Any]], public_key: Path, keys: KeyRing, path: Path
+) -> dict[str, list[dict[str, Any]]]:
+    """Each surface's receipt(s) checked by `parley receipts verify` and the documented snippet; the predicates.
+
+    All go in one file, in the shape the API gives an `ask_each` question (`receipts`, a list),
+    so one run of each checks every copy: a line each, in order.
+    """
+    lines = [(name, r) for name, body in surfaces.items() for r in body.get("receipts", [body])]
+    write(path, {"receipts": [r for _, r in lines]})
+    done = cli("receipts", "verify", str(path), "--keys", str(public_key))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert [out.split()[2] for out in done.stdout.splitlines()] == [r["digest"]["sha256"][:16] for _, r in lines]
+    snippet = run_snippet(path, public_key)
+    assert snippet.returncode == 0, snippet.stderr
+    assert [out.startswith("verified: ") for out in snippet.stdout.splitlines()] == [True] * len(lines)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, r in lines:
+        found.setdefault(name, []).append(verify_text(json.dumps(r), keys).predicate)
+    return found

@@ -216,7 +216,7 @@ class Topology:
         finally:
             client.close()
 
-    def wait_sentinels_agree(self, port: int, *, others: bool = False, timeout: float = 20.0) -> None:
+    def wait_sentinels_agree(self, port: int, *, others: bool = False, timeout: float = 60.0) -> None:
         """Until every Sentinel names the master on `port` (and, with `others`, knows every other Sentinel)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -240,12 +240,13 @@ class Topology:
         finally:
             client.close()
 
-    def wait_replicas(self, master: Server, n: int, timeout: float = 15.0) -> None:
-        """Until `master` reports `n` replicas online; a timeout carries every server's log."""
+    def wait_replicas(self, master: Server, n: int, timeout: float = 60.0, *, at_most: bool = False) -> None:
+        """Until `master` reports `n` replicas online (with `at_most`, no more than `n` connected);
+        a timeout carries every server's log."""
         client = master.client()
         deadline = time.monotonic() + timeout
         try:
-            while online_replicas(client) < n:
+            while (connected_replicas(client) > n) if at_most else (online_replicas(client) < n):
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{master.name} never had {n} replica(s)\n{self.logs()}")
                 time.sleep(0.05)
@@ -285,9 +286,48 @@ class Topology:
             server.stop()
 
 
+def connected_replicas(client: redis.Redis) -> int:
+    """Replicas connected to this master, whatever their state."""
+    return int(client.info("replication").get("connected_slaves", 0))
+
+
 def online_replicas(client: redis.Redis) -> int:
     """Replicas past their initial sync (a replica still loading counts as connected, not online)."""
     info = client.info("replication")
     return sum(
         1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
     )
+
+
+@contextmanager
+def frozen(topology: Topology, n: int = 0) -> Iterator[None]:
+    """Replica `n` stopped (SIGSTOP): connected, but confirming nothing until it continues.
+
+    Back means caught up: on a loaded machine the replica may need longer than a short WAIT
+    to work through what it missed while stopped.
+    """
+    proc = topology.replica_servers[n].proc
+    assert proc is not None
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        assert topology.master is not None
+        probe = topology.master.client()
+        probe.set("test:caught-up", 1)  # WAIT counts replicas holding this connection's writes
+        probe.delete("test:caught-up")
+        probe.wait(1, 10_000)
+        probe.close()
+
+
+def promote(topology: Topology, n: int = 0) -> Server:
+    """Replica `n` made a master of its own (`REPLICAOF NO ONE`, as Sentinel promotes one), and the
+    old master left without it: what the old master takes from now on, the promoted one never has."""
+    assert topology.master is not None
+    replica = topology.replica_servers[n]
+    client = replica.client()
+    client.execute_command("REPLICAOF", "NO", "ONE")
+    client.close()
+    topology.wait_replicas(topology.master, 0, timeout=10, at_most=True)
+    return replica

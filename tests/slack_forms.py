@@ -8,11 +8,22 @@ Slack reports them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from slack_payloads import action_ts
+
+
+def posted_blocks(posts: Iterable[dict[str, Any]], question_id: str) -> list[dict[str, Any]]:
+    """The blocks of the `chat.postMessage` among `posts` that posted question `question_id`."""
+    for call in posts:
+        found = call["args"].get("blocks") or []
+        found = json.loads(found) if isinstance(found, str) else found
+        if any(question_id in str(b.get("block_id", "")) for b in found):
+            return list(found)
+    raise AssertionError(f"question {question_id} was never posted")
 
 
 # ---- finding an element and clicking it --------------------------------------------------

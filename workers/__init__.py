@@ -1,4 +1,4 @@
-"""Parley's worker side: the interaction port, durable runs on Redis + RQ, and agents.
+"""Parley's worker side: the interaction port, durable runs on Redis and RQ, agents.
 
 An agent is a function `fn(run: AgentRun, text: str) -> str` registered with `@agent`.
 """

@@ -1,7 +1,7 @@
 """`AgentRun`: what an `@agent` function may do with its run, and nothing else.
 
-The runtime's `Run` implements it. Agents, `workers.llm` and the shipped agents are typed against
-this protocol, so the surface the README documents is the surface a type checker enforces.
+The runtime's `Run` implements it. Agents, `workers.llm` and the shipped agents are typed
+against this protocol. So the surface the README documents is the one a type checker enforces.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class AgentRun(Protocol):
 
     @property
     def run_id(self) -> str:
-        """The run's id, the same in every log line, listing and message about it."""
+        """The run's id, the same in every log line, listing and message."""
         ...
 
     @property
@@ -47,19 +47,28 @@ class AgentRun(Protocol):
 
     @property
     def data_dir(self) -> Path:
-        """A directory for the agent's local files, shared by the runs of one installation."""
+        """A directory for the agent's local files, shared by one installation's runs."""
         ...
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> Answers:
-        """Put `request` to people; the run parks until answered, and a replay returns the answers."""
+        """Put `request` to people and park until answered.
+
+        A replay returns the answers.
+        """
         ...
 
     def ask_all(self, requests: dict[str, Request], context: dict[str, Context] | None = None) -> dict[str, Answers]:
-        """Put every request at once; resume once, after the last answer, with each one's answers by key."""
+        """Put every request at once, and resume once, after the last answer.
+
+        Returns each one's answers by key.
+        """
         ...
 
     def ask_any(self, requests: dict[str, Request], context: dict[str, Context] | None = None) -> tuple[str, Answers]:
-        """Put every request at once; resume on the first answer with `(its key, its answers)`."""
+        """Put every request at once, resuming on the first answer.
+
+        Returns `(its key, its answers)`.
+        """
         ...
 
     def ask_each(
@@ -70,7 +79,10 @@ class AgentRun(Protocol):
         key: str | None = None,
         context: Context | None = None,
     ) -> dict[str, Answers]:
-        """Put `request` to each assignee separately; resume at the quorum with answers by user id."""
+        """Put `request` to each assignee separately, resuming at the quorum.
+
+        Returns answers by user id.
+        """
         ...
 
     def approve(
@@ -83,7 +95,10 @@ class AgentRun(Protocol):
         key: str | None = None,
         **request_options: Any,
     ) -> Decision:
-        """Ask a person to approve `action` with `args`, editable first; the decision is bound to the args."""
+        """Ask a person to approve `action` with `args`, which they may edit first.
+
+        The decision is bound to the args.
+        """
         ...
 
     def ask_form(
@@ -98,11 +113,17 @@ class AgentRun(Protocol):
         ...
 
     def step(self, key: str, fn: Callable[[], T]) -> T:
-        """Run `fn` once per run and record its JSON result; a replay returns the record."""
+        """Run `fn` once per run and record its JSON result.
+
+        A replay returns the record.
+        """
         ...
 
     def recorded(self, key: str) -> Any:
-        """What step `key` recorded, or `ABSENT` before it has run; nothing runs or is recorded."""
+        """What step `key` recorded, or `ABSENT` before it ran.
+
+        Nothing runs or is recorded.
+        """
         ...
 
     def plan(self, steps: list[str]) -> None:
@@ -118,11 +139,14 @@ class AgentRun(Protocol):
         ...
 
     def context_changed(self, key: str) -> bool:
-        """Whether the last answer `ask` of `key` returned was asked again because its facts changed."""
+        """Whether `key`'s last answer was asked again because its facts changed."""
         ...
 
     def history(self, event: str, **detail: Any) -> None:
-        """Add an entry to the run's history (token usage, say), shown by `parley runs show`."""
+        """Add an entry to the run's history, shown by `parley runs show`.
+
+        Token usage is one such entry.
+        """
         ...
 
 

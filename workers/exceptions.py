@@ -1,8 +1,8 @@
 """Errors and control-flow signals of the runtime.
 
-Errors derive from `ParleyError` (its docstring draws the whole tree). The signals that end an execution early derive
-from `RunSignal(BaseException)` so an agent's `except Exception` cannot swallow them;
-the runtime catches them, and RQ never sees them as failures.
+Errors derive from `ParleyError`, whose docstring draws the whole tree. Signals that end an
+execution early derive from `RunSignal(BaseException)`. So an agent's `except Exception` cannot
+swallow them. The runtime catches them, and RQ never sees them as failures.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from workers.interaction.exceptions import ParleyError as ParleyError
 
 
 class ConfigError(ParleyError):
-    """A missing or malformed setting; the message names the variable."""
+    """A missing or malformed setting, named in the message."""
 
 
 class RunNotFound(ParleyError):
@@ -29,7 +29,7 @@ class UnknownAgent(ParleyError):
 
 
 class AgentUnavailable(UnknownAgent):
-    """An agent Parley knows of but could not load: an extra missing, or its module broken."""
+    """An agent Parley knows but could not load: a missing extra, or a broken module."""
 
     def __init__(self, name: str, reason: str, known: list[str]) -> None:
         self.name, self.known, self.reason = name, known, reason
@@ -37,7 +37,10 @@ class AgentUnavailable(UnknownAgent):
 
 
 class AgentError(ParleyError):
-    """A run that cannot go on for a reason no retry will fix (e.g. too many asks of one key)."""
+    """A run that cannot go on, for a reason no retry will fix.
+
+    An example is too many asks of one key.
+    """
 
 
 class AdminError(ParleyError):
@@ -45,7 +48,10 @@ class AdminError(ParleyError):
 
 
 class SecretKeyMissing(AgentError):
-    """A secret item asked, or answered, where `PARLEY_SECRET_KEY` is not set; one line says so."""
+    """A secret item asked or answered without `PARLEY_SECRET_KEY` set.
+
+    One line says so.
+    """
 
     def __init__(self) -> None:
         super().__init__(
@@ -55,7 +61,10 @@ class SecretKeyMissing(AgentError):
 
 
 class SecretUnreadable(AgentError):
-    """A sealed secret answer this process's `PARLEY_SECRET_KEY` does not open (another key sealed it)."""
+    """A sealed secret answer this process's `PARLEY_SECRET_KEY` does not open.
+
+    Another key sealed it.
+    """
 
 
 class NotSerializable(AgentError):
@@ -67,7 +76,7 @@ class RunSignal(BaseException):
 
 
 class Suspend(RunSignal):
-    """The run asked a question and is parked; its RQ job ends as finished."""
+    """The run asked a question and is parked, ending its RQ job as finished."""
 
     def __init__(self, run_id: str, interrupt_id: str) -> None:
         self.run_id = run_id
@@ -76,7 +85,10 @@ class Suspend(RunSignal):
 
 
 class StaleEpoch(RunSignal):
-    """This worker no longer owns the run (its lease lapsed, or the run was cancelled)."""
+    """This worker no longer owns the run.
+
+    Its lease lapsed, or the run was cancelled.
+    """
 
     def __init__(self, run_id: str, epoch: int) -> None:
         self.run_id = run_id
@@ -85,8 +97,10 @@ class StaleEpoch(RunSignal):
 
 
 class NotInstalled(AgentError):
-    """Parley has no installation (no bot token) for the workspace a run belongs to: it was
-    uninstalled, or the run predates the install. No retry fixes that, so the run fails."""
+    """No installation (no bot token) for a run's workspace.
+
+    It was uninstalled, or the run predates the install. No retry fixes that, so the run fails.
+    """
 
     def __init__(self, team: str | None, enterprise: str | None = None) -> None:
         self.team, self.enterprise = team, enterprise

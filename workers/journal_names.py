@@ -1,13 +1,14 @@
-"""The names of a run's journal entries, built in one place (as `keys` builds Redis keys).
+"""The names of a run's journal entries, built in one place, as `keys` builds keys.
 
-A run's journal (`keys.journal`) maps a replay name to what was recorded under it. Two
-levels of name meet there: the journal field (`step:<key>`, `ask:<key>`, `fx:<effect>`,
-`void:<iid>`, `answered:<iid>`) and, inside `step:` and `fx:`, the names Parley gives its
-own steps and effects (`people:<key>`, `say:<n>`, `lock:<id>`, `supersede:<iid>`, `final`,
-`<prefix>llm:<turn>`) and ask keys (`<prefix>ask:<turn>:<call>`). The stored format is fixed:
-existing journals must replay, so a change here is a migration. Lua scripts receive the
-prefixes they test as arguments. The module sits outside the store, imports nothing of
-Parley's, and so serves the LLM loop in the agents' layer too.
+A run's journal (`keys.journal`) maps a replay name to what was recorded under it. Two levels of
+name meet there.
+- The journal fields: `step:<key>`, `ask:<key>`, `fx:<effect>`, `void:<iid>`, `answered:<iid>`.
+- Inside `step:` and `fx:`, the names of Parley's own steps and effects. These are
+  `people:<key>`, `say:<n>`, `lock:<id>`, `supersede:<iid>`, `final`, `<prefix>llm:<turn>`. Ask
+  keys are `<prefix>ask:<turn>:<call>`.
+The stored format is fixed, since existing journals must replay. So a change here is a
+migration. Lua scripts receive the prefixes they test as arguments. The module sits outside the
+store and imports nothing of Parley's. So it serves the LLM loop in the agents' layer too.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def step(key: str) -> str:
 
 
 def ask(key: str) -> str:
-    """The field of ask key `key`'s attempts (question or group ids, oldest first)."""
+    """The field of ask key `key`'s attempts: question or group ids, oldest first."""
     return f"{ASK}{key}"
 
 
@@ -45,7 +46,7 @@ def effect(name: str) -> str:
 
 
 def void(interrupt_id: str) -> str:
-    """The field that records an answer voided by changed facts, and what changed."""
+    """The field recording an answer voided by changed facts, and what changed."""
     return f"{VOID}{interrupt_id}"
 
 
@@ -56,12 +57,12 @@ def answered(interrupt_id: str) -> str:
 
 # ---- names of Parley's own steps and effects --------------------------------------------------
 def say(n: int) -> str:
-    """The effect of the run's `n`th `say` (counted from 1 in each execution)."""
+    """The effect of the run's `n`th `say`, counted from 1 per execution."""
     return f"say:{n}"
 
 
 def lock(question_or_group_id: str) -> str:
-    """The effect that shows a closed question (or an `ask_each` group) without its controls."""
+    """The effect showing a closed question or `ask_each` group without controls."""
     return f"lock:{question_or_group_id}"
 
 
@@ -71,7 +72,10 @@ def supersede(interrupt_id: str) -> str:
 
 
 def edits(interrupt_id: str) -> str:
-    """The effect that records an edited approval's fields in the run's history ("approved with edits")."""
+    """The effect recording an edited approval's fields in the run's history.
+
+    The entry reads "approved with edits".
+    """
     return f"edits:{interrupt_id}"
 
 
@@ -81,12 +85,12 @@ def people(key: str) -> str:
 
 
 def llm_turn(prefix: str, turn: int) -> str:
-    """The step that records a model's reply in turn `turn` of a `workers.llm` conversation."""
+    """The step recording a model's reply in turn `turn` of a `workers.llm` conversation."""
     return f"{prefix}llm:{turn}"
 
 
 def llm_ask(prefix: str, turn: int, call_id: str) -> str:
-    """The ask key of a question a model put (tool call `call_id` in turn `turn`)."""
+    """The ask key of a model's question: tool call `call_id` in turn `turn`."""
     return f"{prefix}ask:{turn}:{call_id}"
 
 

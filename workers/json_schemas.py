@@ -1,10 +1,10 @@
-"""jsonschema validators whose `pattern` and `patternProperties` match with RE2, in linear time.
+"""jsonschema validators matching `pattern` and `patternProperties` with RE2, in linear time.
 
-jsonschema matches these keywords with Python's `re`, which backtracks: a schema
-from someone else (a tool's arguments, an upstream's input schema) with `(a|a)*b`
-would stall the process on forty a's. Every pattern here goes through
-`workers.interaction.patterns` instead, and a schema whose patterns RE2 cannot
-compile is refused when the validator is made, naming the pattern's place.
+jsonschema matches these keywords with Python's `re`, which backtracks. A schema from someone
+else could then stall the process, like one with `(a|a)*b` on forty a's. Such schemas are a
+tool's arguments, or an upstream's input schema. Every pattern here goes through
+`workers.interaction.patterns` instead. A schema whose patterns RE2 cannot compile is refused
+when the validator is made. The refusal names the pattern's place.
 """
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ def _additional_properties(validator: Any, extra: Any, instance: Any, schema: An
 
 
 def schema_pattern_problems(schema: Any, where: str = "") -> list[str]:
-    """Each pattern in `schema` RE2 cannot compile, and each use jsonschema would match with `re`, by place."""
+    """Each pattern in `schema` RE2 cannot compile, by place.
+
+    It also lists each use jsonschema would match with `re`.
+    """
     found: list[str] = []
     if isinstance(schema, list):
         for i, sub in enumerate(schema):
@@ -68,10 +71,10 @@ def schema_pattern_problems(schema: Any, where: str = "") -> list[str]:
 
 
 def linear_validator(schema: dict[str, Any]) -> Validator:
-    """A validator for `schema` (draft 2020-12 unless it says otherwise) matching patterns with RE2.
+    """A validator for `schema` matching patterns with RE2.
 
-    `ValueError` listing the places whose patterns RE2 cannot compile; jsonschema's
-    `SchemaError` when the schema itself is not valid.
+    The draft is 2020-12 unless the schema says otherwise. `ValueError` lists the places whose
+    patterns RE2 cannot compile. jsonschema's `SchemaError` says the schema itself is invalid.
     """
     cls = validator_for(schema, default=Draft202012Validator)
     cls.check_schema(schema)

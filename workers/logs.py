@@ -2,10 +2,10 @@
 
 No line shows a URL's password: every message, field and traceback goes through `redacted`.
 
-Every line about a run carries `run_id`, and `interrupt_id`, `team`, `channel`
-and `user` where they are known, so one grep follows a run across bot and workers.
-When standard error is a terminal (a person at the command line) the same lines
-are written for reading instead: time, level, message, then the fields as key=value.
+Every line about a run carries `run_id`. It carries `interrupt_id`, `team`, `channel` and `user`
+where known. So one grep follows a run across bot and workers. When standard error is a
+terminal, the same lines are written for a person to read. They show time, level, message, then
+the fields as key=value.
 """
 
 from __future__ import annotations
@@ -41,11 +41,14 @@ def _hide_pair(match: re.Match[str]) -> str:
 
 
 def redacted(text: str) -> str:
-    """`text` with the password of every URL in it masked (`redis://parley:***@host:6379/0`), a lone
-    user name, often a token itself, masked whole (`https://***@host`), and every value named for a
-    password, secret or token (`?sentinel_password=***`, `password=***` in a client's repr); for
-    anything Parley shows or logs that may hold a URL (`REDIS_URL`, `PARLEY_LLM_BASE_URL`, a
-    webhook's, an error's)."""
+    """`text` with secrets masked, for anything shown or logged that may hold a URL.
+
+    Such text includes `REDIS_URL`, `PARLEY_LLM_BASE_URL`, a webhook's URL or an error's.
+    - The password of every URL is masked: `redis://parley:***@host:6379/0`.
+    - A lone user name, often a token itself, is masked whole: `https://***@host`.
+    - Every value named for a password, secret or token is masked. Examples are
+      `?sentinel_password=***`, and `password=***` in a client's repr.
+    """
     if "://" in text:
         text = _URL.sub(_hide_userinfo, text)
     return _SECRET_PAIR.sub(_hide_pair, text) if "=" in text or ":" in text else text
@@ -85,12 +88,12 @@ LOG_FORMATS = ("auto", "text", "json")
 
 
 def configure(level: str = "INFO", fmt: str = "auto") -> None:
-    """Send every log line to stderr, for reading when it is a terminal, else as JSON.
+    """Send every log line to stderr, readable on a terminal, else JSON.
 
-    Called once per process at its entry point. Servers and workers write to a pipe or
-    a file in production, so they keep JSON lines; a command run by hand reads well.
-    `fmt` ("text" or "json", `PARLEY_LOG_FORMAT`) decides instead: `parley dev` and `parley up`
-    read their children's output through a pipe, and choose by their own terminal.
+    It is called once per process at its entry point. In production, servers and workers write to a
+    pipe or file. So they keep JSON lines, and a command run by hand reads well. `fmt` ("text" or
+    "json", `PARLEY_LOG_FORMAT`) decides instead when given. `parley dev` and `parley up` read their
+    children's output through a pipe. So they choose by their own terminal.
     """
     readable = fmt == "text" or (fmt == "auto" and is_terminal(sys.stderr))
     handler = logging.StreamHandler(sys.stderr)
@@ -101,7 +104,10 @@ def configure(level: str = "INFO", fmt: str = "auto") -> None:
 
 
 def is_terminal(stream: Any) -> bool:
-    """Whether `stream` is a terminal a person reads (False for a pipe, a file or a closed stream)."""
+    """Whether `stream` is a terminal a person reads.
+
+    False for a pipe, a file or a closed stream.
+    """
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream

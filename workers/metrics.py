@@ -1,14 +1,15 @@
 """Parley's Prometheus metrics: every definition in one place, and how a process exposes them.
 
-The metrics are module-level `prometheus_client` objects, so importing this module connects
-to nothing; the one figure read from Redis (paused runs) is a collector the composition root
-binds to its `RunStore` in `scrape_registry`. Label values come from closed sets only (agent
-names registered in code, `RunStatus`, `RefusalReason`, Web API method names Parley calls,
-fixed outcome words): never a user, run or question id.
+The metrics are module-level `prometheus_client` objects, so importing this module connects to
+nothing. The one figure read from Redis is paused runs. It is a collector the composition root
+binds to its `RunStore` in `scrape_registry`. Label values come from closed sets only, never a
+user, run or question id. The sets are agent names registered in code, `RunStatus` and
+`RefusalReason`. They also include the Web API methods Parley calls, and fixed outcome words.
 
-Several processes (`parley serve --workers N`, `parley worker --worker-class fork`) share one
-endpoint through prometheus_client's multiprocess mode: `PROMETHEUS_MULTIPROC_DIR` must be set
-before this module is first imported (`parley.metrics_setup` does it at the entry point).
+Several processes may share one endpoint through prometheus_client's multiprocess mode. Examples
+are `parley serve --workers N` and `parley worker --worker-class fork`.
+`PROMETHEUS_MULTIPROC_DIR` must be set before this module is first imported.
+`parley.metrics_setup` does it at the entry point.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ SLACK_CALLS = Counter(
     "parley_slack_api_calls",
     "Slack Web API attempts (each retry counts), by method and outcome; 429s are rate_limited",
     ["method", "outcome"],
+)
+RECEIPT_REWINDS = Counter(
+    "parley_receipt_chain_rewinds", "Receipt chains found gone back: Redis lost a receipt a process wrote (a failover)"
 )
 LEASE_LAPSES = Counter("parley_lease_lapses", "Runs whose worker's lease lapsed, by what the sweep did", ["outcome"])
 REQUEUES = Counter("parley_runs_requeued", "Runs queued again without an answer, by cause", ["cause"])
@@ -120,7 +124,10 @@ def answer_accepted(asked_at: float, now: float | None = None) -> None:
 
 
 def resumed(answered_at: float, now: float | None = None) -> None:
-    """The run of an answer accepted at `answered_at` (another host's clock) runs again."""
+    """Count that the run of an answer accepted at `answered_at` runs again.
+
+    `answered_at` is by another host's clock.
+    """
     RESUME.observe(max(0.0, (time.time() if now is None else now) - answered_at))
 
 
@@ -145,8 +152,10 @@ def temporal_signal(outcome: str) -> None:
 
 
 class PausedRuns(Collector):
-    """`parley_runs_paused`, read from Redis at scrape time (the status index), so every process
-    reports the same figure: aggregate it with `max`, not `sum`."""
+    """`parley_runs_paused`, read from Redis's status index at scrape time.
+
+    Every process reports the same figure, so aggregate it with `max`, not `sum`.
+    """
 
     def __init__(self, store: RunStore) -> None:
         self._store = store
@@ -162,8 +171,10 @@ class PausedRuns(Collector):
 
 
 class OpenCircuits(Collector):
-    """`parley_webhook_circuits_open`, read from Redis at scrape time like `parley_runs_paused`
-    (aggregate with `max`): destination hosts whose webhook circuit breaker is open."""
+    """`parley_webhook_circuits_open`: hosts whose webhook circuit breaker is open.
+
+    Like `parley_runs_paused`, it is read from Redis at scrape time. Aggregate it with `max`.
+    """
 
     def __init__(self, store: RunStore) -> None:
         self._circuits = Circuits(store.redis)
@@ -192,8 +203,10 @@ def multiprocess() -> bool:
 
 
 def scrape_registry(store: RunStore) -> CollectorRegistry:
-    """What a `/metrics` scrape returns: this process's (or, in multiprocess mode, all the
-    processes') metrics, and the paused-runs gauge read from Redis."""
+    """What a `/metrics` scrape returns: metrics, plus the paused-runs gauge from Redis.
+
+    The metrics are this process's, or all processes' in multiprocess mode.
+    """
     registry = CollectorRegistry(auto_describe=False)
     if multiprocess():
         MultiProcessCollector(registry)

@@ -57,7 +57,7 @@ class AgentRegistry:
         self._unavailable.pop(spec.name, None)
 
     def unavailable(self, name: str, reason: str) -> None:
-        """Remember why `name` could not be loaded, to say so to whoever starts it."""
+        """Remember why `name` failed to load, to tell whoever starts it."""
         if name not in self._agents:
             self._unavailable[name] = reason
 
@@ -70,7 +70,10 @@ class AgentRegistry:
             raise UnknownAgent(name, self.names()) from None
 
     def startable(self, name: str) -> AgentSpec:
-        """The agent `name` if people may start it; `UnknownAgent` (listing those they may) otherwise."""
+        """The agent `name` if people may start it.
+
+        Otherwise `UnknownAgent`, listing those they may.
+        """
         spec = self.get(name)
         if not spec.listed:
             raise UnknownAgent(name, self.names())
@@ -90,10 +93,11 @@ REGISTRY = AgentRegistry()
 def agent(
     name: str, *, description: str = "", listed: bool = True, usage: str = "", streams: bool = False
 ) -> Callable[[AgentFn], AgentFn]:
-    """Register `fn(run, text) -> str` as the agent `name` (`listed=False`: not startable by people).
+    """Register `fn(run, text) -> str` as the agent `name`.
 
-    `usage` names the text the agent needs (`<service> [version]`): without it, it is not started.
-    `streams`: the result is an answer in prose, streamed where the host can.
+    `listed=False` means people cannot start it. `usage` names the text the agent needs
+    (`<service> [version]`). Without that text, it is not started. `streams`: the result is an
+    answer in prose, streamed where the host can.
     """
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"agent name {name!r} must be letters, digits, '-' or '_'")
@@ -123,7 +127,7 @@ def broken_module(name: str, module: str, problem: str) -> str:
 
 
 def declared_agents(module: str) -> list[str]:
-    """The agent names a module's source registers with `@agent("…")`, read without importing it."""
+    """The agent names a module registers with `@agent("…")`, read without importing it."""
     try:
         spec = importlib.util.find_spec(module)
         origin = spec.origin if spec else None
@@ -136,8 +140,9 @@ def declared_agents(module: str) -> list[str]:
 def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
     """Import the shipped agents and the modules listed in `PARLEY_AGENTS`.
 
-    A module that fails to import is logged and its agents are marked unavailable with the
-    reason, so the others keep running and whoever starts a broken one learns why."""
+    A module that fails to import is logged, and its agents are marked unavailable with the reason.
+    So the others keep running. Whoever starts a broken one learns why.
+    """
     for module in BUILTIN_MODULES:
         try:
             importlib.import_module(module)

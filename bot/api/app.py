@@ -1,8 +1,8 @@
-"""The HTTP API under `/api/v1`: bearer tokens, rate limits, problem+json, and the question service.
+"""The HTTP API under `/api/v1`: bearer tokens, rate limits, problem+json, the question service.
 
-Every endpoint is async: a long-poll (`?wait=N`) awaits the store's close notification and
-holds no thread; the short synchronous work (Redis reads, posting a question) runs on the
-question service's own threads, never on the ones that ack Slack.
+Every endpoint is async. A long-poll (`?wait=N`) awaits the store's close notification and holds
+no thread. The short synchronous work runs on the question service's own threads. That is Redis
+reads and posting a question. It never runs on the threads that ack Slack.
 """
 
 from __future__ import annotations
@@ -70,7 +70,10 @@ class Api:
         return Caller.of(record)
 
     def _hit(self, request: Request, name: str, limit: int, window: int) -> float:
-        """Count the request against the token's rate; a read goes through when Redis cannot count it."""
+        """Count the request against the token's rate.
+
+        A read goes through when Redis cannot count it.
+        """
         try:
             return self.service.store.hit(name, limit, window)
         except Exception as exc:
@@ -101,7 +104,7 @@ class Api:
         return _json(view, 201 if created else 200)
 
     async def create_approval(self, request: Request) -> Response:
-        """`POST /approvals`: asked as a question whose request carries the approval, bound to its args."""
+        """`POST /approvals`: a question whose request carries the approval, bound to its args."""
         caller = await self.caller(request, TokenScope.ASK)
         try:
             body = ApprovalCreate.model_validate(await self._body(request)).question()

@@ -1,14 +1,14 @@
 """Failed bearer authentication, counted per client address on `/api/v1` and `/mcp`.
 
-Each request whose `Authorization` header names no valid token counts once against its
-client address, in Redis beside the tokens' own rate limits (`QuestionStore.hit`), so every
-`parley serve` process shares the count. Once `PARLEY_API_AUTH_FAILURES` failed in any span
-of a window's length, every bearer request from that address is refused with 429 and
-`Retry-After` until the oldest failure leaves the window, a valid token's too: otherwise a
-guess that happens to be right would still be told apart from the wrong ones. A request
-with no `Authorization` header guesses nothing and is not counted. The address is the
-connection's peer as the ASGI server reports it (behind a reverse proxy, the server's
-proxy-headers setting makes it the client's); an IPv6 client counts by its /64.
+Each request whose `Authorization` header names no valid token counts once against its client
+address. The count is in Redis beside the tokens' own rate limits (`QuestionStore.hit`). So
+every `parley serve` process shares it. Once `PARLEY_API_AUTH_FAILURES` failed in any window's
+span, that address is locked out. Every bearer request from it is refused with 429 and
+`Retry-After`, a valid token's too. That lasts until the oldest failure leaves the window.
+Otherwise a lucky right guess would still stand out from the wrong ones. A request without an
+`Authorization` header guesses nothing and is not counted. The address is the connection's peer,
+as the ASGI server reports it. Behind a reverse proxy, the server's proxy-headers setting makes
+it the client's. An IPv6 client counts by its /64.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ BUCKET = "auth-failed:"
 
 
 def client_address(scope: Scope) -> str:
-    """Who a request's failures count against: its peer's IPv4 address, or the /64 of an IPv6 one (one
-    client commonly holds a whole /64, and could otherwise try each token from a fresh address)."""
+    """Who a request's failures count against: its IPv4 peer, or an IPv6 peer's /64.
+
+    One client commonly holds a whole /64. It could otherwise try each token from a fresh address.
+    """
     client = scope.get("client")
     host = str(client[0]) if client else "unknown"
     try:
@@ -44,8 +46,10 @@ def presented_credentials(scope: Scope) -> bool:
 
 
 async def check(service: QuestionService, scope: Scope, *, failed: bool) -> float:
-    """Count a failed authentication against the request's address, or check a successful one's address is
-    not locked out; the seconds to wait when the address is over the limit, else 0."""
+    """Count a failed authentication, or check a successful one's address is not locked out.
+
+    Returns the seconds to wait when the address is over the limit, else 0.
+    """
     cfg, bucket = service.config, BUCKET + client_address(scope)
     if failed:
         return await service.in_thread(lambda: service.store.hit(bucket, cfg.auth_failures, cfg.rate_window))

@@ -1,8 +1,8 @@
-"""The API's errors as problem+json: refusals, Redis outages (503) and anything unexpected (500).
+"""The API's errors as problem+json: refusals, Redis outages (503), anything unexpected (500).
 
-Every answer of `/api/v1` that is not a success is RFC 9457 `application/problem+json`, sent
-whole: an error never drops the client's kept-alive connection, as a plain-text 500 from the
-server's last-resort handler does.
+Every `/api/v1` answer that is not a success is RFC 9457 `application/problem+json`. It is sent
+whole. An error never drops the client's kept-alive connection. A plain-text 500 from the
+server's last-resort handler would.
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
 
 
 def is_redis_trouble(exc: BaseException) -> bool:
-    """Whether `exc` is Redis being down, full or failing over (worth a retry), not a bug."""
+    """Whether `exc` is Redis down, full or failing over, not a bug.
+
+    That is worth a retry.
+    """
     if isinstance(exc, (*REDIS_TROUBLE, redis.exceptions.OutOfMemoryError, redis.exceptions.ExecAbortError)):
         return True
     said = str(exc).split(" caused error: ", 1)[-1]  # redis-py names a pipeline's failing command first
@@ -60,7 +63,7 @@ def is_redis_trouble(exc: BaseException) -> bool:
 
 
 def unavailable(**extra: Any) -> Response:
-    """503 with Retry-After: Parley's Redis is down or full; nothing the client sent was wrong."""
+    """503 with Retry-After: Parley's Redis is down or full, not the client's fault."""
     detail = "Parley's storage is unavailable or full; try again shortly"
     return problem(503, "Service unavailable", detail, {"Retry-After": str(RETRY_AFTER_OUTAGE)}, **extra)
 
@@ -89,7 +92,10 @@ def _internal(request: Request, exc: BaseException) -> Response:
 
 
 async def on_http_exception(request: Request, exc: Exception) -> Response:
-    """Starlette's own refusals (no such path, a method the path does not take) as problem+json."""
+    """Starlette's own refusals as problem+json.
+
+    Those are no such path, or a method the path does not take.
+    """
     assert isinstance(exc, HTTPException)
     path = request.url.path
     if exc.status_code == 404:
@@ -104,7 +110,10 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
 
 
 def _allowed(request: Request) -> str:
-    """Every method the request's path takes, across the routes that share it (starlette names the first's only)."""
+    """Every method the request's path takes, across the routes sharing it.
+
+    Starlette names only the first route's.
+    """
     methods: set[str] = set()
     for route in getattr(request.scope.get("app"), "routes", []):
         if isinstance(route, Route) and route.matches(request.scope)[0] is Match.PARTIAL:
@@ -122,10 +131,10 @@ EXCEPTION_HANDLERS = {
 
 
 class ProblemOnError:
-    """ASGI middleware: any exception a handler lets out becomes a 500 problem+json, sent in full.
+    """ASGI middleware turning any escaped handler exception into a full 500 problem+json.
 
-    Starlette's own last resort answers plain text and re-raises, and the server then closes
-    the connection; this answers and returns, so a kept-alive connection serves the next request.
+    Starlette's own last resort answers plain text and re-raises. The server then closes the
+    connection. This answers and returns, so a kept-alive connection serves the next request.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -153,13 +162,16 @@ class ProblemOnError:
 
 
 class ProblemResponses:
-    """ASGI middleware: an error answer that is not problem+json yet (the mcp SDK's 401, 406 or 421, say)
-    is sent as problem+json, titled by its status, with what it said as `detail` and, when it was a JSON
-    object (a JSON-RPC error, say), its members kept beside the problem's.
+    """ASGI middleware sending error answers as problem+json if they are not yet.
 
-    A JSON-RPC error answering a request (one with an `id`: `-32602` for an unknown tool, which MCP's
-    2026 transport sends with status 400) is the protocol's answer to that call, and is sent as it is:
-    clients read it as `application/json`."""
+    The mcp SDK's 401, 406 or 421 are examples. The problem is titled by its status, with what it
+    said as `detail`. If that was a JSON object, like a JSON-RPC error, its members are kept beside
+    the problem's.
+
+    A JSON-RPC error answering a request is sent as it is. Such an error has an `id`. An example is
+    `-32602` for an unknown tool, which MCP's 2026 transport sends with status 400. It is the
+    protocol's answer to that call. Clients read it as `application/json`.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -220,8 +232,10 @@ def _as_problem(start: Message, body: bytes) -> Response:
 
 
 class NoSuchPath:
-    """ASGI app: 404 problem+json for a path under `/api/v1` or `/mcp` that nothing serves (a class, as
-    starlette would call a function endpoint with a request)."""
+    """ASGI app: 404 problem+json for an unserved path under `/api/v1` or `/mcp`.
+
+    It is a class, since starlette would call a function endpoint with a request.
+    """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = Request(scope).url.path

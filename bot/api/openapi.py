@@ -1,7 +1,7 @@
-"""`GET /api/v1/openapi.json`: the API's OpenAPI 3.1 document, generated from its pydantic models.
+"""`GET /api/v1/openapi.json`: the API's OpenAPI 3.1 document, from its pydantic models.
 
-OpenAPI 3.1 schemas are JSON Schema 2020-12, which is what pydantic emits, so the models'
-schemas go into `components.schemas` as they are; only the paths are written here.
+OpenAPI 3.1 schemas are JSON Schema 2020-12, which pydantic emits. So the models' schemas go
+into `components.schemas` as they are. Only the paths are written here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The API's query parameters, read strictly: a bad value is a 422 naming the parameter, never a 500."""
+"""The API's query parameters, read strictly: a bad value is a 422, never a 500.
+
+The 422 names the parameter.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,10 @@ UNITS = {"wait": "seconds"}
 
 
 def whole_number(params: Mapping[str, str], name: str, *, default: int, most: int | None = None) -> int:
-    """The parameter `name` as a whole number from 0 (to `most`), `default` when it is absent."""
+    """The parameter `name` as a whole number from 0 to `most`.
+
+    `default` when it is absent.
+    """
     raw = params.get(name)
     if raw is None:
         return default

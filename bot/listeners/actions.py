@@ -1,12 +1,12 @@
-"""Clicks on a question: Submit, a one-click choice, "Answer in a form", and an elicitation's "Decline".
+"""Clicks on a question: Submit, a one-click choice, "Answer in a form", an elicitation's "Decline".
 
-Submit and a choice do the answer path's bounded work before the ack and nothing else:
-decode, validate against the stored request, accept atomically, enqueue the resume. The
-resumed run shows an accepted answer on the question; a refusal is told to the clicker
-after the ack (`BotDeps.after_ack`). A form that does not open is told to the clicker too,
-and a form Slack refuses is recorded in the run's history. Decline closes the question after
-the ack (`RunService.decline`: checked as an answer is, accepted once), since closing it
-locks its message and announces its close. The admins' run controls are `bot.listeners.admin_actions`.
+Submit and a choice do the answer path's bounded work before the ack, and nothing else. They
+decode, validate against the stored request, accept atomically and enqueue the resume. The
+resumed run shows an accepted answer on the question. A refusal is told to the clicker after the
+ack (`BotDeps.after_ack`). So is a form that does not open. A form Slack refuses is also
+recorded in the run's history. Decline closes the question after the ack (`RunService.decline`).
+It is checked as an answer is, and accepted once. It runs after the ack, since closing locks the
+message and announces the close. The admins' run controls are in `bot.listeners.admin_actions`.
 """
 
 from __future__ import annotations
@@ -48,14 +48,20 @@ FORM_TOO_SLOW = (
 
 
 def _token(body: dict[str, Any], action: dict[str, Any]) -> str:
-    """The same click delivered twice carries the same token, so acceptance stays idempotent."""
+    """A token that is the same for the same click delivered twice.
+
+    So acceptance stays idempotent.
+    """
     return f"{body.get('user', {}).get('id')}:{action.get('action_ts', '')}"
 
 
 def _accept(
     body: dict[str, Any], action: dict[str, Any], interrupt: InterruptRecord, answers: list[Answer], deps: BotDeps
 ) -> AnswerOutcome:
-    """Accept a click's answers, saying where the click came from: workspace, organisation, channel, message."""
+    """Accept a click's answers, saying where it came from.
+
+    That is the workspace, organisation, channel and message.
+    """
     return deps.runs.answer(interrupt, body["user"]["id"], answers, token=_token(body, action), where=_where(body))
 
 
@@ -67,7 +73,10 @@ def _where(body: dict[str, Any]) -> Where:
 
 
 def _open(deps: BotDeps, iid: str, user: str, team: str) -> InterruptRecord | AnswerOutcome:
-    """The clicked question's record, or the refusal to answer with: gone, not the clicker's, or Redis down."""
+    """The clicked question's record, or the refusal to answer with.
+
+    Refusals are: gone, not the clicker's, or Redis down.
+    """
     try:
         return deps.runs.question(iid, user)
     except redis.RedisError:
@@ -102,7 +111,10 @@ def choose_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
 
 
 def approve_outcome(body: dict[str, Any], deps: BotDeps, *, standing: bool = False) -> AnswerOutcome:
-    """Approve: the proposed args as they are, approved; `standing`, as a standing approval (when offered)."""
+    """Approve: the proposed args approved as they are.
+
+    With `standing`, as a standing approval, when offered.
+    """
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
     interrupt = _open(deps, iid, user, team)
@@ -119,8 +131,11 @@ def approve_outcome(body: dict[str, Any], deps: BotDeps, *, standing: bool = Fal
 
 
 def _answered(ack: Ack, body: dict[str, Any], outcome: AnswerOutcome, client: WebClient, deps: BotDeps) -> None:
-    """Ack the click; a refusal is explained to the clicker after the ack, with the token of
-    the installation bolt authorized the click for (the clicker's workspace)."""
+    """Ack the click, explaining any refusal to the clicker after the ack.
+
+    The explanation uses the token of the installation bolt authorized the click for. That is the
+    clicker's workspace.
+    """
     ack()
     if not outcome.ok:
         deps.after_ack(tell_refusal, client, outcome, channel_of(body), thread_of(body))
@@ -147,7 +162,7 @@ def on_choose(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) 
 
 
 def decline_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
-    """Decline: the question closed as cancelled by the clicker, when they may answer it."""
+    """Decline: close the question as cancelled by the clicker, if they may answer."""
     action = clicked(body)
     iid, user, team = str(action.get("value", "")), body["user"]["id"], team_of(body)
     interrupt = _open(deps, iid, user, team)
@@ -163,13 +178,16 @@ def _declined(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
 
 
 def on_decline(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """Ack at once; the decline (a close, the message's lock, the close's announcements) runs after."""
+    """Ack at once, then decline after the ack.
+
+    Declining is a close, the message's lock, and the close's announcements.
+    """
     ack()
     deps.after_ack(_declined, body, client, deps)
 
 
 def form_refused_text(request: Request, why: str) -> str:
-    """What the clicker reads when the form cannot be opened: why, and where else to answer."""
+    """What the clicker reads when the form cannot open: why, and where else to answer."""
     text = f":warning: The form could not be opened: {why}."
     if not request.has_secret:  # a question asking a secret has no inputs in its message
         text += " You can answer in the question's message instead, with the inputs there."
@@ -188,7 +206,7 @@ def _tell_clicker(client: WebClient, body: dict[str, Any], text: str, flog: Log)
 
 
 def _since_click(action: dict[str, Any], at: float) -> float | None:
-    """Seconds from the click (Slack's `action_ts`) to `at`, when Slack said when it was."""
+    """Seconds from the click (Slack's `action_ts`) to `at`, when Slack gave it."""
     try:
         return round(at - float(action.get("action_ts") or ""), 3)
     except ValueError:
@@ -201,18 +219,21 @@ def on_open_form(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDep
 
 
 def on_reject(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """Reject on an approval: the modal asking an optional reason, opened from the click."""
+    """Reject on an approval opens a modal asking an optional reason.
+
+    It opens from the click.
+    """
     _open_modal(ack, body, client, deps, lambda request, iid, channel: reject_view(request, iid, channel=channel))
 
 
 def _open_modal(
     ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps, build: Callable[..., dict[str, Any]]
 ) -> None:
-    """Open the form straight from the click: a `trigger_id` lives three seconds.
+    """Open the form straight from the click, since a `trigger_id` lives three seconds.
 
-    A form that does not open is never silent: a trigger that expired first asks the clicker
-    to click again; any other refusal tells them the form could not be opened and is recorded
-    in the run's history with Slack's error and `response_metadata.messages`.
+    A form that does not open is never silent. If the trigger expired first, the clicker is asked to
+    click again. Any other refusal tells them the form could not be opened. It is recorded in the
+    run's history with Slack's error and `response_metadata.messages`.
     """
     ack()
     action = clicked(body)

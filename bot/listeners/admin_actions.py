@@ -1,8 +1,9 @@
-"""The admins' run controls: Cancel, Retry, Remind and paging, on the Home tab and failed-run messages.
+"""The admins' run controls on the Home tab and failed-run messages.
 
-Acked at once; the work runs in a bolt lazy listener, after the ack, because it calls the
-Web API (a cancel locks the question, a remind posts, the Home tab is published again).
-Who may press them is checked here, against `PARLEY_ADMINS`, not by who can see them.
+They are Cancel, Retry, Remind and paging. They are acked at once. The work runs after the ack
+in a bolt lazy listener, because it calls the Web API. A cancel locks the question, a remind
+posts, and the Home tab is published again. Who may press them is checked here against
+`PARLEY_ADMINS`, not by who can see them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def ack_admin_action(ack: Ack) -> None:
 
 
 def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
-    """After the ack: check the clicker is an admin of the run's workspace, act on it, show the result."""
+    """After the ack: check the clicker admins the run's workspace, act, show the result."""
     action = clicked(body)
     user, run_id = body["user"]["id"], str(action.get("value", ""))
     action_id = action.get("action_id", "")
@@ -64,7 +65,7 @@ def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContex
 
 
 def _in_workspace(deps: BotDeps, context: BoltContext, run_id: str, action_id: str) -> bool:
-    """With many workspaces, an admin acts on the runs of their own workspace only."""
+    """With many workspaces, admins act only on their own workspace's runs."""
     tenant = deps.tenant(context)
     if tenant is None or action_id == blocks.ADMIN_PAGE_ACTION_ID:
         return True
@@ -73,7 +74,7 @@ def _in_workspace(deps: BotDeps, context: BoltContext, run_id: str, action_id: s
 
 
 def _tell(client: WebClient, body: dict[str, Any], user: str, text: str) -> None:
-    """Beside the clicked message, to the clicker alone; from the Home tab, in a DM."""
+    """Tell the clicker alone, beside the clicked message, or by DM from the Home tab."""
     channel = channel_of(body)
     if channel:
         client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_of(body))

@@ -1,14 +1,15 @@
 """Slack's stop button on a run's agent session: `agent_session_stopped` cancels the run.
 
-Slack shows the button while the session is processing and sends the event when someone
-clicks it (https://docs.slack.dev/reference/events/agent_session_stopped/). The session's
-status does not change by itself: Parley cancels the run through the admins' Cancel
-(`RunService.cancel`), so its open questions are locked as cancelled and its
-webhook or Temporal workflow is told by the cancel-effects job, whose worker then takes the
-session out of processing. Only someone who may press Cancel (a Parley admin of the run's
-workspace) may stop a run; anyone else is told so privately, and the run and its session go on.
+Slack shows the button while the session is processing. It sends the event when someone clicks
+it (https://docs.slack.dev/reference/events/agent_session_stopped/). The session's status does
+not change by itself. Parley cancels the run through the admins' Cancel (`RunService.cancel`).
+So its open questions are locked as cancelled. The cancel-effects job tells its webhook or
+Temporal workflow. Its worker then takes the session out of processing. Only someone who may
+press Cancel may stop a run: a Parley admin of its workspace. Anyone else is told so privately,
+and the run and its session go on.
 
-Acked at once; the cancel runs in a bolt lazy listener, after the ack, like the admins' buttons.
+It is acked at once. The cancel runs after the ack in a bolt lazy listener, like the admins'
+buttons.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def ack_stopped(ack: Ack) -> None:
 def on_stopped(
     body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps
 ) -> None:
-    """After the ack: cancel the run of the stopped thread, if the person who clicked may."""
+    """After the ack: cancel the stopped thread's run, if the clicker may."""
     channel, thread_ts, user = (str(event.get(k) or "") for k in ("channel", "thread_ts", "user"))
     runs = deps.runs
     run = runs.thread_run(channel, thread_ts) if channel and thread_ts else None
@@ -68,7 +69,7 @@ def on_stopped(
 
 
 def _may_cancel(deps: BotDeps, context: BoltContext, run: RunRecord, user: str) -> bool:
-    """The rule of the admins' Cancel button: an admin, of the run's own workspace when there are many."""
+    """The admins' Cancel rule: an admin, of the run's own workspace when there are many."""
     tenant = deps.tenant(context)
     return deps.is_admin(user, context) and (tenant is None or tenant.owns(run.conversation))
 

@@ -1,8 +1,8 @@
 """Away, set by the person from App Home: "Set away…", the form's Save, and "I'm back".
 
-Questions asked while someone is away go to their delegate (`RunService.set_away`); open
-questions stay where they are. A form that names oneself, a bot or a past time is refused
-in the form itself, naming the field, and nothing is saved.
+Questions asked during an absence go to the delegate (`RunService.set_away`). Open questions
+stay where they are. The form is refused if it names oneself, a bot or a past time. The refusal
+names the field in the form itself, and nothing is saved.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def on_back(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltCont
 
 
 def on_save(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
-    """Check the form and save it, or answer with the field to fix (the form stays open)."""
+    """Check and save the form, or name the field to fix, keeping the form open."""
     user, team = body["user"]["id"], _team(body)
     until, delegate = form_values(body.get("view") or {})
     errors = {}

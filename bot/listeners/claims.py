@@ -1,8 +1,8 @@
-""" "Claim" and "Release" on a question asked with `claim`: one person takes it, and may give it back.
+""" "Claim" and "Release" on a `claim` question: one person takes it, and may give it back.
 
-Acked at once; the work runs in a bolt lazy listener, after the ack, because it updates the
-question's message through the Web API. Who wins a race of clicks is decided by the store's
-script (`RunService.claim`); a refusal writes nothing and is told to the clicker alone.
+They are acked at once. The work runs after the ack in a bolt lazy listener, since it updates
+the question's message through the Web API. The store's script decides who wins a race of clicks
+(`RunService.claim`). A refusal writes nothing, and is told to the clicker alone.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def ack_claim(ack: Ack) -> None:
 
 
 def do_claim(body: dict[str, Any], client: WebClient, deps: BotDeps, *, releasing: bool) -> None:
-    """After the ack: claim or release the question the button belongs to, or tell the clicker why not."""
+    """After the ack: claim or release the button's question, or tell the clicker why not."""
     by, iid = body["user"]["id"], str(clicked(body).get("value") or "")
     interrupt = deps.runs.interrupt(iid)
     if interrupt is None:

@@ -1,16 +1,16 @@
 """`/parley`: start a run, list the agents, or (admins) list paused runs.
 
-Starting a run creates it before the ack (one Redis write, so the person learns at once if
-that failed); the root message that becomes the run's thread is posted after the ack, in a
-bolt lazy listener, which then enqueues the run.
+Starting a run creates it before the ack. That is one Redis write, so the person learns at once
+if it failed. The root message becoming the run's thread is posted after the ack, in a bolt lazy
+listener. That listener then enqueues the run.
 
-Before a run is created, the start limits (`deps.start_limits`: per person, per channel, open
-runs per person) are checked and taken in one step; over one, the person is told which and when
-to try again, and nothing is started.
+Before a run is created, the start limits (`deps.start_limits`) are checked and taken in one
+step. They limit starts per person and per channel, and open runs per person. Over one, the
+person is told which, and when to try again. Nothing is started.
 
-A signed request stays valid for the signature window, so the same `/parley` request sent
-again within it (a replay) would start another run. Each invocation carries its own
-`trigger_id`; one already seen in the window is acked with a note and starts nothing.
+A signed request stays valid for the signature window. So the same `/parley` request sent again
+within it, a replay, would start another run. Each invocation carries its own `trigger_id`. One
+already seen in the window is acked with a note, and starts nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def help_text(deps: BotDeps, problem: str | None = None) -> str:
 
 
 def usage_text(name: str, usage: str, description: str) -> str:
-    """What `/parley NAME` with no text is answered: the text the agent needs, and what it does."""
+    """The answer to `/parley NAME` without text: the text the agent needs, and what it does."""
     return f":information_source: Usage: `/parley {escape(name)} {escape(usage)}`\n{escape(description)}"
 
 
@@ -61,7 +61,7 @@ def _in(seconds: float) -> str:
 
 
 def start_refusal(admission: Admission, limits: StartLimits) -> str:
-    """What the person is told when a start limit refuses their `/parley`: which limit, and when to try again."""
+    """What the person reads when a start limit refuses `/parley`: which, and when to retry."""
     if admission.refused is StartLimit.OPEN_RUNS:
         return (
             f":hourglass: You have {limits.open_runs} runs open, the most one person may have"

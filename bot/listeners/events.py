@@ -1,4 +1,4 @@
-"""Events: the App Home opening, and thread replies that answer a pending question's one required item."""
+"""Events: App Home opening, and thread replies answering a question's one required item."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ with files attached (its text answers). Edits, deletions and bots' messages are 
 
 
 def _first_delivery(deps: BotDeps, body: dict[str, Any]) -> bool:
-    """Slack redelivers an event it thinks was not acked; handle each `event_id` once."""
+    """Handle each `event_id` once, since Slack redelivers events it thinks unacked."""
     event_id = body.get("event_id")
     if not event_id:
         return True
@@ -38,19 +38,22 @@ def ack_home_opened(ack: Ack) -> None:
 
 
 def publish_home_tab(event: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
-    """After the ack: publish the person's Home tab (the Messages tab opening needs nothing)."""
+    """After the ack: publish the person's Home tab.
+
+    The Messages tab opening needs nothing.
+    """
     if event.get("tab", "home") == "home":
         publish_home(deps, client, event["user"], context=context)
 
 
 def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """A threaded reply ("2", "the second one", "HBO"; "yes"; "3") to a pending question.
+    """A threaded reply to a pending question, like "2", "the second one", "HBO", "yes" or "3".
 
-    It answers the question's one required choice, yes/no or number (`reply_item`); on any other
-    question the person is told, once and privately, to use Submit or the form.
+    It answers the question's one required choice, yes/no or number (`reply_item`). On any other
+    question, the person is told once, privately, to use Submit or the form.
 
-    Accepted before the ack, like a click; a refusal is told after the ack. The run is found
-    by channel and thread alone: in a shared channel the envelope's `team_id` may be another
+    It is accepted before the ack, like a click, and a refusal is told after the ack. The run is
+    found by channel and thread alone. In a shared channel, the envelope's `team_id` may be another
     organisation's. The answer is accepted with the replier's own team (`user_team`).
     """
     runs = deps.runs
@@ -113,10 +116,11 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
 def _read_by_model(
     deps: BotDeps, client: WebClient, run: RunRecord, interrupt: InterruptRecord, event: dict[str, Any]
 ) -> bool:
-    """Hand a reply no rule reads to the model (`PARLEY_LLM_ANSWERS=on`), if the replier may answer.
+    """Hand a reply no rule reads to the model, if the replier may answer.
 
-    The reading and what it proposes come after the ack; nothing is accepted until the
-    replier confirms. False when reading is off, the replier was not asked, or too many wait.
+    This needs `PARLEY_LLM_ANSWERS=on`. The reading, and what it proposes, come after the ack.
+    Nothing is accepted until the replier confirms. False when reading is off, the replier was not
+    asked, or too many wait.
     """
     user = str(event["user"])
     if deps.reader is None or (interrupt.assignees and user not in interrupt.assignees):

@@ -1,10 +1,10 @@
 """Feedback on a streamed answer: a click of 👍 or 👎 under it, recorded once per person.
 
 The buttons are Slack's `feedback_buttons` in a `context_actions` block
-(`bot.slack.streamed_answer`); a click arrives as a `block_actions` payload whose action
-carries the clicked button's `value` (`good:<run id>` or `bad:<run id>`). The first click of
-each person is kept in the run's history (`feedback`, with the rating) and counted in
-`parley_answer_feedback`; later clicks of the same person change nothing.
+(`bot.slack.streamed_answer`). A click arrives as a `block_actions` payload. Its action carries
+the clicked button's `value`: `good:<run id>` or `bad:<run id>`. Each person's first click is
+kept in the run's history as `feedback`, with the rating. It is counted in
+`parley_answer_feedback`. Later clicks by the same person change nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def ack_feedback(ack: Ack) -> None:
 
 
 def on_feedback(body: dict[str, Any], deps: BotDeps) -> None:
-    """After the ack: record the person's rating of the run's answer, the first time only."""
+    """After the ack: record the person's rating of the run's answer, first time only."""
     rating, _, run_id = str(clicked(body).get("value") or "").partition(":")
     user = str((body.get("user") or {}).get("id") or "")
     runs = deps.runs

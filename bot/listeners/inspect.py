@@ -1,8 +1,8 @@
-"""Inspect: a run's history, steps, question and answers in a modal, for admins and the people it asks.
+"""Inspect: a run's history, steps, question and answers in a modal, for admins and its askees.
 
-"Inspect" sits on each run of the admins' App Home and of `/parley runs`; the modal pages
-through the run's history with its own buttons. The modal opens straight from the click (a
-`trigger_id` lives three seconds); who may see the run is checked here, on every click:
+"Inspect" sits on each run of the admins' App Home and of `/parley runs`. The modal pages
+through the run's history with its own buttons. It opens straight from the click, since a
+`trigger_id` lives three seconds. Who may see the run is checked here, on every click. That is
 Parley admins, and the people its latest question asks.
 """
 
@@ -29,7 +29,7 @@ UNREADABLE = "This run's record cannot be read; the logs say why."
 
 
 def may_inspect(deps: BotDeps, user: str, detail: RunDetail, context: BoltContext | None = None) -> bool:
-    """Admins see every run (of their workspace); anyone else only a run with a question that asks them."""
+    """Admins see every run of their workspace, others only runs asking them."""
     tenant = deps.tenant(context) if context is not None else None
     if tenant is not None and not tenant.owns(detail.run.conversation):
         return False

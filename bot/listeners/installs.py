@@ -1,14 +1,14 @@
-"""Uninstalls: `app_uninstalled` and `tokens_revoked` end a workspace's installation and its runs.
+"""Uninstalls: `app_uninstalled` and `tokens_revoked` end a workspace's installation and runs.
 
-When a workspace removes Parley (or revokes its bot token), Slack sends one of these events;
-Parley can no longer talk there. The workspace's installation is deleted from the
-installation store (OAuth mode) and every open run of that workspace is cancelled through
-the ordinary cancel path (`RunService.cancel_where`), so each gets its `cancelled` history
-entry and nobody waits on its question. Acked first; the work runs after the ack, in a bolt
-lazy listener, because a workspace may have many runs. Bolt does not call `auth.test` for
-these events (the token is already gone), and routes them without an installation.
+Slack sends one of these events when a workspace removes Parley or revokes its bot token. Parley
+can no longer talk there. The workspace's installation is deleted from the installation store
+(OAuth mode). Every open run of that workspace is cancelled through the ordinary cancel path
+(`RunService.cancel_where`). So each gets its `cancelled` history entry, and nobody waits on its
+question. The event is acked first. The work runs after the ack in a bolt lazy listener, since a
+workspace may have many runs. Bolt does not call `auth.test` for these events, as the token is
+already gone. It routes them without an installation.
 
-A `tokens_revoked` that names only user tokens leaves the bot, and so the runs, alone.
+A `tokens_revoked` naming only user tokens leaves the bot, and so the runs, alone.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def ack_install_event(ack: Ack) -> None:
 
 
 def forget_workspace(deps: BotDeps, tenant: Tenant, why: str) -> int:
-    """Delete `tenant`'s installation and cancel its open runs; returns how many were cancelled."""
+    """Delete `tenant`'s installation and cancel its open runs, returning how many."""
     installations = deps.slack.clients.installations
     if installations is not None:
         team = None if tenant.enterprise_install else tenant.team

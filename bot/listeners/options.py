@@ -1,7 +1,7 @@
-"""Option loads for `external_select`: type-ahead over the options stored with the request.
+"""Option loads for `external_select`: type-ahead over the request's stored options.
 
-Both the question's message (`q|…` blocks) and its form (`f|…` blocks) load options here: a
-select too big for either's budget lists its options as people type, so every option can still
+Both the question's message (`q|…` blocks) and its form (`f|…` blocks) load options here. A
+select too big for either's budget lists its options as people type. So every option can still
 be chosen.
 """
 
@@ -19,7 +19,7 @@ MAX_OPTIONS = 100
 
 
 def load_options(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
-    """The stored item's options whose label or value contains what was typed (any case)."""
+    """The stored item's options whose label or value contains the typed text, any case."""
     ref = parse_block_id(str(body.get("block_id", "")))
     interrupt = deps.runs.interrupt(ref[1]) if ref and ref[3] else None
     item = interrupt.request.item(ref[3]) if interrupt and ref and ref[3] else None

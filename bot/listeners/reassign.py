@@ -1,12 +1,12 @@
-""" "Reassign…" on a question (its message or its form): hand the question to another person.
+""" "Reassign…" on a question's message or form: hand the question to another person.
 
-Acked at once; the work runs in a bolt lazy listener, after the ack, because it calls the Web
-API (`users.info` to refuse a bot, the question's update, the new assignee's DM). Who may
-reassign (an assignee, or an admin) and to whom (not oneself, not a bot, not someone already
-asked) is decided by `RunService.reassign`, which also tells the run's host (the
-Slack host, or the API host for a question asked through the API or MCP, which keeps its
-"Asked by" line and its Decline button); a refusal writes nothing and is told to the clicker
-alone: beside the message, or in the form.
+It is acked at once. The work runs after the ack in a bolt lazy listener, because it calls the
+Web API. The calls are `users.info` to refuse a bot, the question's update, and the new
+assignee's DM. `RunService.reassign` decides who may reassign: an assignee, or an admin. It also
+decides to whom: never oneself, a bot, or someone already asked. It tells the run's host too:
+the Slack host, or for API and MCP questions the API host. That host keeps its "Asked by" line
+and its Decline button. A refusal writes nothing. It is told to the clicker alone, beside the
+message or in the form.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def ack_reassign(ack: Ack) -> None:
 
 
 def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """After the ack: check the pick, hand the question over, tell the new assignee and the clicker."""
+    """After the ack: check the pick, hand over the question, tell the new assignee and clicker."""
     action = clicked(body)
     by, to = body["user"]["id"], str(action.get("selected_user") or "")
     ref = parse_block_id(str(action.get("block_id", "")))
@@ -71,7 +71,10 @@ def _yours_no_more(by: str, assignees: list[str]) -> str:
 
 
 def _is_bot(client: WebClient, user: str) -> bool:
-    """Whether Slack says `user` is a bot (Slackbot included); LookupError when Slack knows no such user."""
+    """Whether Slack says `user` is a bot, Slackbot included.
+
+    Raises LookupError when Slack knows no such user.
+    """
     try:
         info = client.users_info(user=user)["user"]
     except SlackApiError as exc:
@@ -82,7 +85,10 @@ def _is_bot(client: WebClient, user: str) -> bool:
 
 
 def _tell(client: WebClient, body: dict[str, Any], text: str) -> None:
-    """To the clicker alone: beside the question's message, or in place of the form they reassigned from."""
+    """Tell the clicker alone, beside the question's message or replacing the form.
+
+    The form is the one they reassigned from.
+    """
     view = body.get("view") or {}
     if (body.get("container") or {}).get("type") == "view" and view.get("id"):
         notice = View(

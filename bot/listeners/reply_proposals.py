@@ -1,9 +1,8 @@
-"""Confirm and Edit… on answers read from a plain-words reply: only the person who replied decides.
+"""Confirm and Edit… on answers read from a plain-words reply, for the replier alone to decide.
 
-Confirm takes the proposal once, for the replier alone, and accepts its answers exactly as a
-Submit would (the same acceptance, with the click's workspace and channel). Edit… opens the
-question's form filled in with what was read. Anyone else's click changes nothing and is told
-why, privately.
+Confirm takes the proposal once, for the replier alone. It accepts the answers exactly as a
+Submit would, with the click's workspace and channel. Edit… opens the question's form, filled in
+with what was read. Anyone else's click changes nothing, and they are told why privately.
 """
 
 from __future__ import annotations
@@ -30,7 +29,10 @@ NOT_YOURS = "Only the person who replied can confirm what was read from it, and 
 
 
 def on_confirm(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
-    """Accept the proposal's answers for the replier; the proposal message says what happened."""
+    """Accept the proposal's answers for the replier.
+
+    The proposal message says what happened.
+    """
     action, user = clicked(body), body["user"]["id"]
     proposal = deps.runs.take_proposal(str(action.get("value") or ""), user)
     if proposal is None:
@@ -72,7 +74,7 @@ def on_edit(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) ->
 
 
 def prefilled(request: Request, answers: list[Answer]) -> Request:
-    """`request` with each item's default set to what was read, so the form opens filled in."""
+    """`request` with each item defaulting to what was read, so the form opens filled."""
     read = {a.id: a.value for a in answers}
     items = [i.model_copy(update={"default": read[i.id]}) if i.id in read else i for i in request.items]
     return request.model_copy(update={"items": items})

@@ -1,7 +1,8 @@
-"""The "Answer in a form" modal: its submission is accepted before the ack, errors shown inline.
+"""The "Answer in a form" modal: its submission is accepted before the ack, errors inline.
 
-A refusal Slack can show beside a field (a missing or invalid answer, Redis unreachable) keeps
-the form open with what was typed; any other refusal replaces the form with the reason.
+Some refusals Slack can show beside a field: a missing or invalid answer, or Redis unreachable.
+These keep the form open with what was typed. Any other refusal replaces the form with the
+reason.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ ERROR_MAX = 150
 
 @timed("form")
 def on_form_submission(ack: Ack, body: dict[str, Any], deps: BotDeps) -> None:
-    """Accept the form's answers; the channel it was opened from comes back in `private_metadata`.
+    """Accept the form's answers.
 
-    An approval's form (Edit…) holds its editable arguments: submitting it approves them as edited.
+    The channel it was opened from comes back in `private_metadata`. An approval's form (Edit…)
+    holds its editable arguments. Submitting it approves them as edited.
     """
     _submitted(ack, body, deps, rejecting=False)
 

@@ -1,18 +1,18 @@
 """A question asked from MCP elicitation's form schema, and its outcome as MCP's `ElicitResult`.
 
 `ask_human` with `requested_schema` asks the schema's properties as items
-(`workers.interaction.elicitation.items_from_requested_schema`) and keeps the schema's shape in the
-question's metadata (`ELICITATION`), so that `get_answer`, in any process and at any later time,
+(`workers.interaction.elicitation.items_from_requested_schema`). It keeps the schema's shape in
+the question's metadata (`ELICITATION`). So `get_answer`, in any process and at any later time,
 returns the outcome as MCP's `ElicitResult` does:
 
-- `accept` with `content` (the answers typed as the schema says) when it is answered;
-- `decline` when a person closed it without answering it: declined in Slack (its "Decline"
-  button) or cancelled there by a person (`cancelled_by` a Slack user id);
-- `cancel` when nobody answered: it expired, was cancelled by its asker (or by Parley), or could
+- `accept` with `content` when it is answered. The answers are typed as the schema says.
+- `decline` when a person closed it without answering. That is declining in Slack (its "Decline"
+  button), or cancelling there (`cancelled_by` a Slack user id).
+- `cancel` when nobody answered. It expired, was cancelled by its asker or by Parley, or could
   not be posted.
 
 `content` is there only with `accept`, as in `ElicitResult`. `elicit_result` serves anything
-else that forwards `elicitation/create` to people: give it the question and the schema.
+else that forwards `elicitation/create` to people. Give it the question and the schema.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _PERSON = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
 def elicit_action(view: QuestionView) -> str | None:
-    """`accept`, `decline` or `cancel` for a closed question; None while it waits."""
+    """`accept`, `decline` or `cancel` for a closed question, None while it waits."""
     if view.status is QuestionStatus.WAITING:
         return None
     if view.status is QuestionStatus.ANSWERED:
@@ -40,7 +40,10 @@ def elicit_action(view: QuestionView) -> str | None:
 
 
 def elicit_result(view: QuestionView, schema: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The question's outcome as MCP's `ElicitResult` (`{action, content?}`); None while it waits."""
+    """The question's outcome as MCP's `ElicitResult` (`{action, content?}`).
+
+    None while it waits.
+    """
     action = elicit_action(view)
     if action is None:
         return None

@@ -1,15 +1,15 @@
-"""The SDK's `EventStore` over an event log in Redis: an MCP session's SSE events, kept for resuming.
+"""The SDK's `EventStore` over a Redis event log: an MCP session's SSE events, kept for resuming.
 
-Over streamable HTTP a tool call's response is an SSE stream that may stay open for up to
-`MAX_WAIT` seconds while `ask_human` waits. The SDK's transport stores each event it sends
-(the priming event first, with its id and `retry`) through an `EventStore`; a client whose
-stream drops reconnects with `GET` and `Last-Event-ID` and is sent what it missed, then the
-rest as it comes (the answer included).
+Over streamable HTTP, a tool call's response is an SSE stream. It may stay open up to `MAX_WAIT`
+seconds while `ask_human` waits. The SDK's transport stores each event it sends through an
+`EventStore`. The priming event comes first, with its id and `retry`. A client whose stream
+drops reconnects with `GET` and `Last-Event-ID`. It is sent what it missed, then the rest as it
+comes, the answer included.
 
-The SDK names a stream by its request's id, which every session numbers from the start, so
-the store is scoped to a session (`for_session`), and an event id names only a stream of
-that session. Events are the messages' JSON (never pickled), read back through the SDK's
-JSON-RPC model; the logs are bounded in length and time (`Logs`).
+The SDK names a stream by its request's id, which every session numbers from the start. So the
+store is scoped to a session (`for_session`). An event id names only a stream of that session.
+Events are the messages' JSON, never pickled, read back through the SDK's JSON-RPC model. The
+logs are bounded in length and time (`Logs`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _decode(text: str) -> StreamId:
 
 
 class Logs(Protocol):
-    """Streams of events kept in order and bounded, by session: the store's event logs, given by `parley serve`."""
+    """Ordered, bounded event streams by session: the store's event logs, from `parley serve`."""
 
     async def append(self, session: str, stream: str, data: str) -> str: ...
 
@@ -44,7 +44,10 @@ class Logs(Protocol):
 
 
 class RedisEventStore:
-    """The events of every MCP session of one server; `for_session` is the `EventStore` of one session."""
+    """The events of every MCP session of one server.
+
+    `for_session` is one session's `EventStore`.
+    """
 
     def __init__(self, logs: Logs) -> None:
         self.logs = logs
@@ -54,8 +57,11 @@ class RedisEventStore:
 
 
 class SessionEvents(EventStore):
-    """One MCP session's streams. An event id is `<entry id>.<stream id, base64url>`: safe in an SSE `id:`
-    line, and naming a stream of this session only (the session is the transport's, never the client's)."""
+    """One MCP session's streams.
+
+    An event id is `<entry id>.<stream id, base64url>`. That is safe in an SSE `id:` line. It names
+    a stream of this session only. The session is the transport's, never the client's.
+    """
 
     def __init__(self, logs: Logs, session_id: str) -> None:
         self.logs = logs
@@ -67,8 +73,11 @@ class SessionEvents(EventStore):
         return f"{entry}.{_encode(stream_id)}"
 
     async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
-        """Send the events after `last_event_id` in its stream; None (nothing sent) for an id this session did not
-        give, or whose stream has expired or been trimmed past it."""
+        """Send the events after `last_event_id` in its stream.
+
+        Returns None, sending nothing, for an id this session did not give. Likewise if its stream
+        expired, or was trimmed past it.
+        """
         entry, _, encoded = last_event_id.partition(".")
         try:
             stream_id = _decode(encoded)

@@ -1,21 +1,22 @@
 """MCP over streamable HTTP at `/mcp` in `parley serve`, behind the HTTP API's bearer tokens.
 
-The SDK's pieces are used as they are: `StreamableHTTPSessionManager` and its ASGI app for
-the transport, `BearerAuthBackend` with a `TokenVerifier` over Parley's API tokens, and
-`RequireAuthMiddleware` answering 401 without a valid token and 403 without scope `ask`.
-Each request with a valid token counts against the token's rate limit, as on `/api/v1`
-(429 with `Retry-After` over it), and each failed token against its client address. The
-caller of a tool call is the token's own (`Caller.of`, as on `/api/v1`): its questions are
-its owner's, and a workspace-bound token asks and reads in its workspace only.
-A tool call's wait is its POST's response stream: it holds no thread, like the API's long-poll.
+The SDK's pieces are used as they are:
+- `StreamableHTTPSessionManager` and its ASGI app for the transport
+- `BearerAuthBackend`, with a `TokenVerifier` over Parley's API tokens
+- `RequireAuthMiddleware`: 401 without a valid token, 403 without scope `ask`
+Each request with a valid token counts against the token's rate limit, as on `/api/v1`. Over it,
+the answer is 429 with `Retry-After`. Each failed token counts against its client address. A
+tool call's caller is the token's own (`Caller.of`, as on `/api/v1`). So its questions are its
+owner's. A workspace-bound token asks and reads in its workspace only. A tool call waits in its
+POST's response stream. Like the API's long-poll, it holds no thread.
 
-With an event store (`bot.mcp.events`; one `parley serve` process) the transport keeps
-sessions and its streams are resumable: each response stream opens with a priming event
-(an event id and `retry`), its events are kept in Redis, and a client whose stream drops
-while a call waits reconnects with `GET` and `Last-Event-ID` and still receives the result.
-The SDK keeps a session in the memory of the process that opened it, so a session's requests
-must reach that process. Without one (`--workers N`) the manager is stateless (each POST
-carries its own call), so any process answers any request, and a dropped stream is not resumed.
+With an event store (`bot.mcp.events`, one `parley serve` process), the transport keeps
+sessions. Its streams are then resumable. Each response stream opens with a priming event: an
+event id and `retry`. Its events are kept in Redis. A client whose stream drops while a call
+waits reconnects with `GET` and `Last-Event-ID`. It still receives the result. The SDK keeps a
+session in the memory of the process that opened it. So a session's requests must reach that
+process. Without a store (`--workers N`), the manager is stateless: each POST carries its own
+call. So any process answers any request, and a dropped stream is not resumed.
 """
 
 from __future__ import annotations
@@ -56,14 +57,20 @@ RETRY_MS = 2000  # the priming event's `retry`: how soon a client reconnects to 
 
 
 class TokenAccess(AccessToken):
-    """The SDK's `AccessToken` carrying the `Caller` a Parley token is: the same one `/api/v1` builds, with the
-    token's owner, workspace and rate limit, so a token is the same caller on both surfaces."""
+    """The SDK's `AccessToken` carrying a Parley token's `Caller`.
+
+    It is the same one `/api/v1` builds, with the token's owner, workspace and rate limit. So a
+    token is the same caller on both surfaces.
+    """
 
     caller: Caller
 
 
 class ApiTokenVerifier:
-    """The SDK's `TokenVerifier` over Parley's API tokens: the token's name is its client id, its owner the subject."""
+    """The SDK's `TokenVerifier` over Parley's API tokens.
+
+    The token's name is its client id, and its owner the subject.
+    """
 
     def __init__(self, service: QuestionService) -> None:
         self.service = service
@@ -85,9 +92,12 @@ def _caller(user: Any) -> Caller | None:
 
 
 class RateLimited:
-    """ASGI middleware: a request with a verified token counts against its rate limit; 429 over it. A request
-    whose `Authorization` names no valid token counts against its client address (`auth_failures`): 429 past
-    that address's limit, whatever token it sends, until the window ends."""
+    """ASGI middleware charging each request's rate limit, with 429 over it.
+
+    A request with a verified token counts against its token's limit. A request whose
+    `Authorization` names no valid token counts against its client address (`auth_failures`). Past
+    that address's limit, it gets 429 whatever token it sends, until the window ends.
+    """
 
     def __init__(self, app: ASGIApp, service: QuestionService) -> None:
         self.app = app
@@ -122,7 +132,7 @@ def _retry(wait: float) -> dict[str, str]:
 
 
 def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
-    """The `Caller` of an HTTP tool call: the bearer token `BearerAuthBackend` verified for its request."""
+    """An HTTP tool call's `Caller`: the bearer token `BearerAuthBackend` verified."""
     caller = _caller(ctx.request.scope.get("user")) if ctx.request is not None else None
     if caller is None:  # RequireAuthMiddleware lets no such request through
         raise PermissionError("an MCP call over HTTP without a verified bearer token")
@@ -130,11 +140,12 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
 
 
 class ResumableSessions(StreamableHTTPSessionManager):
-    """The SDK's stateful session manager, each session's transport given its own view of the event store.
+    """The SDK's stateful session manager, each transport with its own event store view.
 
-    The SDK names a response stream by its request's id, which each session numbers anew, so one store
-    shared by every session would mix their streams; scoped per session, a `Last-Event-ID` can only
-    replay its own session's events (and the manager already refuses a session to any other token)."""
+    The SDK names a response stream by its request's id, which each session numbers anew. So one
+    store shared by every session would mix their streams. Scoped per session, a `Last-Event-ID` can
+    replay only its own session's events. The manager already refuses a session to any other token.
+    """
 
     def __init__(self, app: Any, events: RedisEventStore, security: TransportSecuritySettings) -> None:
         super().__init__(app=app, security_settings=security, retry_interval=RETRY_MS)
@@ -153,11 +164,14 @@ def mcp_route(
     events: RedisEventStore | None = None,
     rules: RulesConfig | None = None,
 ) -> tuple[Route, StreamableHTTPSessionManager]:
-    """The `/mcp` route and its session manager, whose `run()` must be entered for the server's lifetime.
+    """The `/mcp` route and its session manager, whose `run()` spans the server's lifetime.
 
-    `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`); loopback names and no origin by default.
-    `events`: keep sessions and make their streams resumable, with the events in Redis; else stateless.
-    `rules`: the rules file `approve_tool_use` follows (`PARLEY_MCP_CONFIG`)."""
+    - `security`: the `Host` and `Origin` it answers (`bot.mcp.rebinding`). By default that is
+      loopback names and no origin.
+    - `events`: keep sessions and make their streams resumable, with the events in Redis. Otherwise
+      stateless.
+    - `rules`: the rules file `approve_tool_use` follows (`PARLEY_MCP_CONFIG`).
+    """
     security = security or transport_security(LOOPBACK_HOSTS, ())
     server = build_server(service, token_caller, rules)
     manager: StreamableHTTPSessionManager
@@ -171,8 +185,9 @@ def mcp_route(
 class PostOnly:
     """ASGI middleware for a stateless manager: any method but POST is 405 with `Allow: POST`.
 
-    Without sessions there is no stream to `GET` and no session to `DELETE`; the SDK would
-    otherwise hold an empty stream open, or answer a `Last-Event-ID` with no response (a 500)."""
+    Without sessions there is no stream to `GET` and no session to `DELETE`. The SDK would otherwise
+    hold an empty stream open. Or it would answer a `Last-Event-ID` with no response, a 500.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -186,7 +201,7 @@ class PostOnly:
 
 
 def behind_tokens(manager: StreamableHTTPSessionManager, service: QuestionService) -> ASGIApp:
-    """`manager`'s ASGI app behind Parley's bearer API tokens (scope `ask`) and their rate limits."""
+    """`manager`'s ASGI app behind Parley's bearer API tokens (scope `ask`) and rate limits."""
     app: ASGIApp = StreamableHTTPASGIApp(manager)
     guarded = RequireAuthMiddleware(PostOnly(app) if manager.stateless else app, [TokenScope.ASK.value])
     limited = AuthContextMiddleware(RateLimited(guarded, service))

@@ -1,18 +1,18 @@
-"""Every MCP tool declares the shape of its result (`outputSchema`), and every result is checked against it.
+"""Every MCP tool declares its result's shape (`outputSchema`), and each result is checked.
 
-MCP clients (the SDK's among them) validate a tool's `structuredContent` against the tool's
-`outputSchema` and reject a result that does not match, so a result that drifted from its
-schema would break the call on the client's side. `declare` builds a tool only with an output
-schema (a JSON Schema object, checked when the module loads), and `OutputCheck` validates each
-result before it is sent: a mismatch is the server's bug, logged and answered as an internal
-error rather than sent on.
+MCP clients, the SDK's among them, validate a tool's `structuredContent` against its
+`outputSchema`. They reject a result that does not match. So a result that drifted from its
+schema would break the call client-side. `declare` builds a tool only with an output schema.
+That is a JSON Schema object, checked when the module loads. `OutputCheck` validates each result
+before it is sent. A mismatch is the server's bug. It is logged and answered as an internal
+error, not sent on.
 
 Claude Code's permission prompt tool is the one exception (`text_only`). Claude Code reads its
-answer from exactly one text block: given `structuredContent` as well, it passes the model a
-JSON string and refuses the answer ("Expected a single text block param"), and it refuses a
-tool that declares an `outputSchema` but returns no structured content. So that tool declares
-no `outputSchema` and answers with one text block; its JSON is still checked, against a schema
-kept here and never published.
+answer from exactly one text block. Given `structuredContent` as well, it passes the model a
+JSON string. Then it refuses the answer ("Expected a single text block param"). It also refuses
+a tool declaring an `outputSchema` but returning no structured content. So that tool declares no
+`outputSchema` and answers with one text block. Its JSON is still checked, against a schema kept
+here and never published.
 """
 
 from __future__ import annotations
@@ -34,11 +34,14 @@ log = Log("parley.mcp")
 
 
 class OutputSchemaError(ParleyError, ValueError):
-    """A tool declared without a usable output schema (a bug in the tool's declaration)."""
+    """A tool declared without a usable output schema, a bug in its declaration."""
 
 
 def declare(name: str, description: str, input_schema: dict[str, Any], output_schema: Mapping[str, Any]) -> types.Tool:
-    """A tool with its output schema, which must be a valid JSON Schema of an object (MCP requires `type: object`)."""
+    """A tool with its output schema, a valid JSON Schema of an object.
+
+    MCP requires `type: object`.
+    """
     schema = _object_schema(name, output_schema)
     return types.Tool(name=name, description=description, input_schema=input_schema, output_schema=schema)
 
@@ -52,10 +55,12 @@ def _object_schema(name: str, output_schema: Mapping[str, Any]) -> dict[str, Any
 
 
 class OutputCheck:
-    """The output schemas of a server's tools, compiled once; `check` validates one result.
+    """A server's tool output schemas, compiled once, with `check` validating one result.
 
-    `text_only` names the tools answered as one text block alone (Claude Code's permission
-    prompt), with the schema their JSON is checked against; such a tool declares no outputSchema."""
+    `text_only` names the tools answered as one text block alone, like Claude Code's permission
+    prompt. It maps them to the schema their JSON is checked against. Such a tool declares no
+    outputSchema.
+    """
 
     def __init__(self, tools: Iterable[types.Tool], text_only: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self._validators: dict[str, Draft202012Validator] = {}
@@ -85,7 +90,7 @@ class OutputCheck:
             raise MCPError(code=INTERNAL_ERROR, message=f"{name}: the result did not match its output schema")
 
     def result(self, name: str, payload: dict[str, Any]) -> types.CallToolResult:
-        """Tool `name`'s checked result: its JSON as text, and as `structuredContent` unless it is text only."""
+        """Tool `name`'s checked result: JSON as text, and as `structuredContent` unless text only."""
         self.check(name, payload)
         content: list[types.ContentBlock] = [types.TextContent(text=json.dumps(payload))]
         if name in self._text_only:

@@ -1,32 +1,35 @@
-"""`approve_tool_use`: Claude Code's permission prompt, answered by the rules file or by a person in Slack.
+"""`approve_tool_use`: Claude Code's permission prompt, answered by the rules file or a person in Slack.
 
-Claude Code (`claude -p --permission-prompt-tool mcp__parley__approve_tool_use`) calls the tool
-named by `--permission-prompt-tool` before each tool use it needs permission for, with
-`{tool_name, input, tool_use_id}`. Its documentation (Claude Code SDK, headless mode, "Custom
-permission prompt tool") says the tool "must return a JSON-stringified payload":
-`{"behavior": "allow", "updatedInput": {...}}` ("updated input, or just return back the original
-input") or `{"behavior": "deny", "message": "..."}` ("human-readable string explaining why the
-permission was denied"). So the result is exactly one text block holding that JSON, and nothing
-else: no `structuredContent`, and the tool declares no `outputSchema`. Claude Code refuses either
-("Permission prompt tool returned an invalid result"); see `bot.mcp.outputs`. The JSON is still
-checked against `ANSWER_SCHEMA` before it is sent. `updatedInput` is always given on allow:
-Claude Code runs the tool with it.
+Claude Code runs as `claude -p --permission-prompt-tool mcp__parley__approve_tool_use`. Before
+each tool use needing permission, it calls the tool `--permission-prompt-tool` names. The
+arguments are `{tool_name, input, tool_use_id}`. Its documentation is the Claude Code SDK's
+headless mode, "Custom permission prompt tool". It says the tool "must return a JSON-stringified
+payload". That is `{"behavior": "allow", "updatedInput": {...}}` ("updated input, or just return
+back the original input"). Or it is `{"behavior": "deny", "message": "..."}` ("human-readable
+string explaining why the permission was denied"). So the result is exactly one text block
+holding that JSON, and nothing else. There is no `structuredContent`, and the tool declares no
+`outputSchema`. Claude Code refuses either ("Permission prompt tool returned an invalid
+result"). See `bot.mcp.outputs`. The JSON is still checked against `ANSWER_SCHEMA` before it is
+sent. `updatedInput` is always given on allow, since Claude Code runs the tool with it.
 
-The rules file (`bot.mcp.rules`; `parley mcp --config`, `PARLEY_MCP_CONFIG` for `/mcp`) decides per
-`tool_name`: `allow` answers at once with the input unchanged, `deny` with the rule's reason, and
-`ask` (also with no file, or no matching rule) asks an approval in the file's `channel`, of its
-`assignees`, expiring after its `expires_in` (900 s by default), as the gateway does
-(`bot.mcp.tool_approval`): Approve allows the input, Edit… allows the edited input as
-`updatedInput`, Reject denies with the reason given. `redact` paths are shown as `••••`, never
-editable, and the real values go back in `updatedInput`; such a value is shown as `••••` wherever
-else in the input it appears too (`bot.mcp.scrub`).
+The rules file decides per `tool_name` (`bot.mcp.rules`). It comes from `parley mcp --config`,
+or `PARLEY_MCP_CONFIG` for `/mcp`.
+- `allow` answers at once, with the input unchanged.
+- `deny` answers with the rule's reason.
+- `ask` asks an approval, as the gateway does (`bot.mcp.tool_approval`). That is also the case
+  with no file, or no matching rule. The approval goes in the file's `channel`, to its
+  `assignees`. It expires after its `expires_in`, 900 s by default. Approve allows the input.
+  Edit… allows the edited input as `updatedInput`. Reject denies, with the reason given.
+`redact` paths are shown as `••••` and never editable. The real values go back in
+`updatedInput`. Such a value is shown as `••••` wherever else it appears in the input too
+(`bot.mcp.scrub`).
 
-Claude Code waits for the tool's result, and there is no get_answer to come back with, so the
-call waits until the approval closes, as every MCP wait does (`workers.questions.waiting`): at
-most `expires_in` plus `GRACE` seconds. An expired approval is a deny saying "not approved within
-15 minutes" (`deadlines.human`); one still open at that bound is cancelled. Meanwhile the server
-sends progress notifications every 15 s to a client that gave a progress token. A call the
-client cancels cancels its approval in Slack, so nobody approves what nobody waits for.
+Claude Code waits for the tool's result, and there is no get_answer to come back with. So the
+call waits until the approval closes, as every MCP wait does (`workers.questions.waiting`). That
+is at most `expires_in` plus `GRACE` seconds. An expired approval is a deny saying "not approved
+within 15 minutes" (`deadlines.human`). One still open at that bound is cancelled. Meanwhile the
+server sends progress notifications every 15 s to a client that gave a progress token. A call
+the client cancels cancels its approval in Slack. So nobody approves what nobody waits for.
 """
 
 from __future__ import annotations
@@ -80,8 +83,11 @@ APPROVE_TOOL_USE_DESCRIPTION = (
 
 
 def parse_permission(args: Any) -> tuple[str, dict[str, Any], str]:
-    """`approve_tool_use`'s tool name, input and tool use id (or ""); `ToolInputError` otherwise: the call is
-    not a permission prompt (no tool name, or an input that is not an object)."""
+    """`approve_tool_use`'s tool name, input and tool use id (or "").
+
+    Otherwise `ToolInputError`: the call is not a permission prompt. It has no tool name, or an
+    input that is not an object.
+    """
     if not isinstance(args, dict):
         raise ToolInputError(APPROVE_TOOL_USE, ["arguments must be a JSON object with 'tool_name' and 'input'"])
     problems: list[str] = []
@@ -106,12 +112,12 @@ def deny(message: str) -> dict[str, Any]:
 
 
 def approval_question(approval: ToolApproval, name: str, use_id: str) -> QuestionCreate:
-    """The approval a person is asked: the input shown with the rule's paths redacted (and those not editable)."""
+    """The approval a person is asked, with the rule's paths redacted, not editable."""
     return approval.question(f"Run the tool {name}", metadata={"tool_name": name, "tool_use_id": use_id})
 
 
 def reply(verdict: Verdict | None) -> dict[str, Any] | None:
-    """What Claude Code is answered once the approval closed; None while it waits."""
+    """What Claude Code is answered once the approval closed, None while it waits."""
     if verdict is None:
         return None
     if verdict.arguments is not None:
@@ -124,7 +130,7 @@ def reply(verdict: Verdict | None) -> dict[str, Any] | None:
 
 
 def rules_answer(config: RulesConfig, name: str, given: dict[str, Any]) -> dict[str, Any] | None:
-    """The rules file's answer without asking (allow or deny), or None when a person is to be asked."""
+    """The rules file's unasked answer (allow or deny), or None to ask a person."""
     rule = config.rule_for(name)
     if rule.action is RuleAction.ALLOW:
         return allow(given)

@@ -1,9 +1,9 @@
 """`/mcp`'s guard against DNS rebinding: the mcp SDK's `TransportSecuritySettings`, from Parley's settings.
 
-MCP's transport spec says a server MUST check `Origin`, or a page whose name an attacker
+MCP's transport spec says a server MUST check `Origin`. Otherwise a page whose name an attacker
 points at 127.0.0.1 can reach it from the browser. The SDK answers a `Host` not allowed with
-421 and an `Origin` not allowed with 403; a request without `Origin`, as every client that is
-not a browser sends, is unaffected.
+421, and an `Origin` not allowed with 403. A request without `Origin` is unaffected, as every
+non-browser client sends.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ def is_loopback(bind: str) -> bool:
 
 
 def default_hosts(bind: str) -> list[str]:
-    """The `Host` names `/mcp` answers when `PARLEY_ALLOWED_HOSTS` is unset: the loopback names,
-    plus `bind` itself when it is one address or name (a wildcard such as 0.0.0.0 adds none:
-    the names clients use for it are the operator's to list)."""
+    """The `Host` names `/mcp` answers when `PARLEY_ALLOWED_HOSTS` is unset.
+
+    These are the loopback names, plus `bind` itself when it is one address or name. A wildcard such
+    as 0.0.0.0 adds none. The names clients use for it are the operator's to list.
+    """
     hosts = list(LOOPBACK_HOSTS)
     if bind not in WILDCARD_BINDS and not is_loopback(bind):
         hosts.append(_bracketed(bind))
@@ -39,7 +41,7 @@ def default_hosts(bind: str) -> list[str]:
 
 
 def _bracketed(host: str) -> str:
-    """An IPv6 address as it appears in a `Host` header (`[::1]`); anything else as it is."""
+    """An IPv6 address as a `Host` header has it (`[::1]`), else as is."""
     return f"[{host}]" if host.count(":") > 1 and not host.startswith("[") else host
 
 
@@ -48,8 +50,11 @@ def _with_port(host: str) -> bool:
 
 
 def transport_security(hosts: Iterable[str], origins: Iterable[str]) -> TransportSecuritySettings:
-    """The SDK's settings: each host name on any port (a `host:port` entry on that port only), and
-    exactly the origins given (`scheme://host[:port]`; the SDK's `http://host:*` for any port)."""
+    """The SDK's settings: each host name on any port, and exactly the given origins.
+
+    A `host:port` entry allows that port only. Origins are `scheme://host[:port]`, with the SDK's
+    `http://host:*` for any port.
+    """
     allowed: list[str] = []
     for entry in hosts:
         name = _bracketed(entry.strip().lower())

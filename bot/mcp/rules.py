@@ -1,12 +1,12 @@
-"""The rules file of `parley mcp gateway` and `approve_tool_use`: which tool calls go, which stop, which ask.
+"""The rules file of `parley mcp gateway` and `approve_tool_use`: which calls go, stop, or ask.
 
-One YAML file names the upstream MCP servers (for the gateway), where approvals are asked
-(`channel`, `assignees`, `expires_in`) and an ordered list of rules; the first rule whose
-`tools` glob matches a tool's name, without regard to case, decides. A tool no rule matches
-is asked about: an approval gate fails closed. `${NAME}` in any string is replaced from the
-environment given to `load_config` (read once, at the entry point); a name that is not set,
-or set to nothing, is an error, so a missing token is not sent upstream as "Bearer ". So is
-anything else written `${...}`: it would otherwise be sent as written.
+One YAML file names the upstream MCP servers, for the gateway. It says where approvals are
+asked: `channel`, `assignees`, `expires_in`. And it holds an ordered list of rules. The first
+rule whose `tools` glob matches a tool's name, ignoring case, decides. A tool no rule matches is
+asked about, so an approval gate fails closed. `${NAME}` in any string is replaced from the
+environment given to `load_config`. That is read once, at the entry point. A name unset, or set
+to nothing, is an error. So a missing token is not sent upstream as "Bearer ". Anything else
+written `${...}` is an error too, since it would otherwise be sent as written.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class RulesError(ParleyError, ValueError):
-    """The rules file cannot be read or says something that cannot be done; nothing is served."""
+    """The rules file is unreadable or asks the impossible, so nothing is served."""
 
 
 class RuleAction(StrEnum):
@@ -45,7 +45,7 @@ class RuleAction(StrEnum):
 
 
 class Rule(BaseModel):
-    """One line of `rules`: a glob over tool names and what to do with a call that matches."""
+    """One line of `rules`: a glob over tool names, and what to do on a match."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -64,7 +64,7 @@ ASK_BY_DEFAULT = Rule(tools="*", action=RuleAction.ASK)
 
 
 class ElicitationLimits(BaseModel):
-    """How many elicitations an upstream may put to people: per tool call, and per minute."""
+    """How many elicitations an upstream may put to people, per tool call and per minute."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -73,16 +73,16 @@ class ElicitationLimits(BaseModel):
 
 
 def folded(name: str) -> str:
-    """`name` as rules compare it: compatibility forms unified (NFKC), invisible ones dropped, case folded."""
+    """`name` as rules compare it: NFKC-unified, invisible characters dropped, case folded."""
     visible = "".join(c for c in unicodedata.normalize("NFKC", name) if unicodedata.category(c) != "Cf")
     return visible.casefold()
 
 
 class Upstream(BaseModel):
-    """An upstream MCP server: a command run over stdio, or a streamable HTTP URL with headers.
+    """An upstream MCP server: a stdio command, or a streamable HTTP URL with headers.
 
-    `protocol` is how the gateway connects: "legacy" (the initialize handshake, which every
-    SDK's `ctx.elicit` needs), "auto" (discover, else the handshake) or a 2026-07-28 version.
+    `protocol` is how the gateway connects. "legacy" is the initialize handshake, which every SDK's
+    `ctx.elicit` needs. "auto" discovers, else uses the handshake. Or it is a 2026-07-28 version.
     `timeout` is how long one call may take, not counting people answering its elicitations.
     """
 
@@ -162,7 +162,10 @@ def expand(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
 
 
 def parse_config(text: str, environ: Mapping[str, str], source: str = "the rules file") -> RulesConfig:
-    """The rules in `text` (YAML), `${NAME}`s expanded from `environ`; `RulesError` names what is wrong."""
+    """The rules in `text` (YAML), `${NAME}`s expanded from `environ`.
+
+    `RulesError` names what is wrong.
+    """
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -190,12 +193,13 @@ def load_config(path: str | Path, environ: Mapping[str, str]) -> RulesConfig:
 
 
 def path_matches(path: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
-    """Whether an argument path (`("creds", "0", "token")`) matches one of `patterns`, segment by segment.
+    """Whether an argument path matches one of `patterns`, segment by segment.
 
-    A list's items are segments named by their index, so `creds.*.token` reaches the token of
-    every item of the list `creds` (or of every value of the object `creds`), `creds.0.token`
-    the first item's only. A bare name (`"token"`) matches only a top-level argument, so
-    redacting one field never hides a same-named field deeper down by surprise.
+    A path looks like `("creds", "0", "token")`. A list's items are segments named by their index.
+    So `creds.*.token` reaches the token of every item of the list `creds`. It also reaches every
+    value of an object `creds`. `creds.0.token` reaches the first item's only. A bare name
+    (`"token"`) matches only a top-level argument. So redacting one field never hides a same-named
+    deeper field by surprise.
     """
     for pattern in patterns:
         parts = pattern.split(".")
@@ -205,7 +209,7 @@ def path_matches(path: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
 
 
 def _children(value: Any) -> list[tuple[str, Any]]:
-    """The segments under `value` and what each holds: an object's keys, a list's indices."""
+    """The segments under `value` and their contents: an object's keys, a list's indices."""
     if isinstance(value, Mapping):
         return [(str(key), item) for key, item in value.items()]
     if isinstance(value, list | tuple):
@@ -214,7 +218,7 @@ def _children(value: Any) -> list[tuple[str, Any]]:
 
 
 def redacted(arguments: Mapping[str, Any], patterns: tuple[str, ...]) -> dict[str, Any]:
-    """A copy of `arguments` in which every value at a path matching `patterns` shows as `REDACTED`."""
+    """A copy of `arguments` showing `REDACTED` at every path matching `patterns`."""
 
     def walk(value: Any, path: tuple[str, ...]) -> Any:
         if path and path_matches(path, patterns):
@@ -252,7 +256,10 @@ def _holds_redacted(value: Any, path: tuple[str, ...], patterns: tuple[str, ...]
 def with_redacted_restored(
     original: Mapping[str, Any], edited: Mapping[str, Any], patterns: tuple[str, ...]
 ) -> dict[str, Any]:
-    """`edited` with every redacted path put back to its value in `original`: redacted values are never editable."""
+    """`edited` with every redacted path restored from `original`.
+
+    Redacted values are never editable.
+    """
 
     def walk(before: Any, after: Any, path: tuple[str, ...]) -> Any:
         if path and path_matches(path, patterns):

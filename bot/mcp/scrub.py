@@ -1,10 +1,11 @@
 """Redacted values found by value, and removed from every text Parley keeps or shows.
 
 A rule's `redact` paths hide values where the arguments hold them. An upstream may still echo
-one back, in a tool error, a protocol error or a result, and the same value may sit under a
-path no rule names. A `Scrubber` replaces each redacted value wherever it appears with
-`REDACTED`: as written, and as JSON, Python's `repr` or a URL spell it, once or twice over.
-Strings and numbers are secrets here; `true`, `false` and `null` are not.
+one back, in a tool error, a protocol error or a result. And the same value may sit under a path
+no rule names. A `Scrubber` replaces each redacted value wherever it appears with `REDACTED`. It
+catches the value as written, and as JSON, Python's `repr` or a URL spell it. It catches such
+spellings once or twice over. Strings and numbers are secrets here, but `true`, `false` and
+`null` are not.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ _SPELLINGS: tuple[Callable[[str], str], ...] = (
 
 
 def _forms(text: str) -> set[str]:
-    """`text` as an echo of it may spell it: as is, or spelled once or twice over (JSON in a repr, say)."""
+    """`text` as an echo may spell it: as is, or spelled once or twice over.
+
+    JSON in a repr is one such spelling.
+    """
     once = {spell(text) for spell in _SPELLINGS}
     return {text} | once | {spell(form) for form in once for spell in _SPELLINGS}
 
@@ -85,7 +89,10 @@ class Scrubber:
         return text
 
     def value(self, value: Any, *, keys: bool = True) -> Any:
-        """`value` (JSON) with every string scrubbed; object keys too unless `keys` is False."""
+        """`value` (JSON) with every string scrubbed.
+
+        Object keys are scrubbed too, unless `keys` is False.
+        """
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -97,7 +104,7 @@ class Scrubber:
         return copy.deepcopy(value)
 
     def result(self, result: types.CallToolResult) -> types.CallToolResult:
-        """`result` with every redacted value scrubbed from its content, structured content and metadata."""
+        """`result` with redacted values scrubbed from content, structured content and metadata."""
         if not self.forms:
             return result
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -106,7 +113,7 @@ class Scrubber:
 
 
 class Redaction:
-    """One call's arguments under a rule's `redact` paths: what people are shown, and what is approved."""
+    """One call's arguments under a rule's `redact` paths: what is shown, what is approved."""
 
     def __init__(self, arguments: Mapping[str, Any], patterns: tuple[str, ...]) -> None:
         self.arguments = dict(arguments)
@@ -118,16 +125,16 @@ class Redaction:
 
     @cached_property
     def shown(self) -> dict[str, Any]:
-        """The arguments as people see them: redacted by path, then every redacted value by value."""
+        """The arguments people see: redacted by path, then every redacted value by value."""
         return dict(self.scrubber.value(redacted(self.arguments, self.patterns), keys=False))
 
     @property
     def editable(self) -> list[str]:
-        """The arguments shown as they are: one holding anything redacted is never edited."""
+        """The shown arguments, where one holding anything redacted is never edited."""
         return [key for key, value in self.arguments.items() if self.shown.get(key) == value]
 
     def approved(self, decided: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments `decided` (edits applied), with every argument not editable as it was given."""
+        """The arguments `decided`, edits applied, non-editable ones kept as given."""
         out = with_redacted_restored(self.arguments, decided, self.patterns)
         for key, value in self.arguments.items():
             if self.shown.get(key) != value:

@@ -1,23 +1,24 @@
 """The MCP server: the SDK's low-level `Server` answering `ask_human` and `get_answer`.
 
-The low-level server is used (rather than `MCPServer`'s decorators, which derive a tool's
-schema from a function's signature) because `ask_human`'s input schema is the `ask_user`
-schema from `workers.interaction.tools`, extended, and is published as it is.
+The low-level server is used rather than `MCPServer`'s decorators. Those derive a tool's schema
+from a function's signature. But `ask_human`'s input schema is `workers.interaction.tools`'
+`ask_user` schema, extended. It is published as it is.
 
-Each call is a question-service call on behalf of a `Caller`: the stdio server's own
-origin, or, over HTTP, the bearer token's name. A bad argument, an unknown question or a
-question Slack refuses is a tool error (`is_error`), with the problem in words, so the
-model can correct its call; nothing is asked. A call to a tool this server does not have is
-a protocol error (JSON-RPC `-32602`, as the MCP spec lists it), not a tool result.
+Each call is a question-service call on behalf of a `Caller`. That is the stdio server's own
+origin, or over HTTP, the bearer token's name. Some failures are a tool error (`is_error`), with
+the problem in words. These are a bad argument, an unknown question, or a question Slack
+refuses. So the model can correct its call, and nothing is asked. A call to a tool this server
+lacks is a protocol error, not a tool result. That is JSON-RPC `-32602`, as the MCP spec lists
+it.
 
-Every tool is declared with its output schema (`bot.mcp.outputs.declare`), and every result
-is checked against it before it is sent; `approve_tool_use` alone answers as one text block,
-without one, as Claude Code requires. `serverInfo.version` is the installed distribution's.
+Every tool is declared with its output schema (`bot.mcp.outputs.declare`). Every result is
+checked against it before it is sent. Only `approve_tool_use` answers as one text block without
+one, as Claude Code requires. `serverInfo.version` is the installed distribution's.
 
-
-`approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`), decided by the
-rules file the server is built with (`bot.mcp.rules`) or by a person in Slack. It answers allow or
-deny; a tool error only for arguments that are not a permission prompt (or a store that fails).
+`approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`). The rules file the
+server is built with decides it (`bot.mcp.rules`), or a person in Slack. It answers allow or
+deny. It is a tool error only for arguments that are not a permission prompt, or a failing
+store.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ class Tools:
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_ask_human(args, caller.name)
         view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
-        return tool_result(view)
+        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_request_approval(args)
@@ -152,12 +153,14 @@ class Tools:
     async def approve_tool_use(
         self, caller: Caller, args: dict[str, Any], progress: Progress | None = None
     ) -> dict[str, Any]:
-        """Claude Code's permission prompt: the rules file's answer, or a person's in Slack once they decide.
+        """Claude Code's permission prompt: the rules file's answer, or a Slack person's decision.
 
-        The call waits as every MCP wait does (`workers.questions.waiting`): progress every 15 s, so a
-        client that resets its timeout on progress keeps waiting, at most the expiry and its grace, and
-        a client that gives up withdraws the approval. A second call with the same `tool_use_id` (and
-        caller) asks nobody again: it joins the first call's approval and gets the same answer."""
+        The call waits as every MCP wait does (`workers.questions.waiting`). It sends progress every 15
+        s, so a client resetting its timeout on progress keeps waiting. It waits at most the expiry and
+        its grace. A client that gives up withdraws the approval. A second call with the same
+        `tool_use_id` and caller asks nobody again. It joins the first call's approval and gets the same
+        answer.
+        """
         name, given, use_id = parse_permission(args)
         answer = rules_answer(self.rules, name, given)
         if answer is not None:
@@ -190,9 +193,11 @@ class Tools:
 
 
 def build_server(service: QuestionService, caller_of: CallerOf, rules: RulesConfig | None = None) -> Server[Any]:
-    """The MCP server of one process; run it over stdio (`parley mcp`) or mount it over HTTP (`bot.mcp.http`).
+    """One process's MCP server, run over stdio (`parley mcp`) or mounted over HTTP.
 
-    `rules`: the rules file `approve_tool_use` follows; None asks about every tool use (in no channel: denied)."""
+    HTTP mounting is in `bot.mcp.http`. `rules`: the rules file `approve_tool_use` follows. None
+    asks about every tool use, in no channel, so all are denied.
+    """
     tools = Tools(service, caller_of, rules)
     return Server(
         NAME,

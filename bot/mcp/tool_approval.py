@@ -1,12 +1,12 @@
-"""One tool call put to people for approval: what they see, what they may edit, and what they decided.
+"""One tool call put to people for approval: what they see and may edit, and their decision.
 
 `approve_tool_use` (Claude Code's permission prompt) and the gateway's `ask` rule both ask
-through here. The arguments are shown with the rule's `redact` paths as "••••", and every
-redacted value is scrubbed from the rest (`bot.mcp.scrub`). An argument holding anything
-redacted is never editable. Once approved, the arguments are the approver's, edits applied,
-with each redacted value put back from the call. The approval is asked in the rules file's
-`channel`, of its `assignees`, expiring after its `expires_in`. Each host words the verdict
-for its own client: Claude Code reads allow or deny, a gateway caller a tool error.
+through here. The arguments are shown with the rule's `redact` paths as "••••". Every redacted
+value is scrubbed from the rest (`bot.mcp.scrub`). An argument holding anything redacted is
+never editable. Once approved, the arguments are the approver's, with edits applied. Each
+redacted value is put back from the call. The approval is asked in the rules file's `channel`,
+of its `assignees`. It expires after its `expires_in`. Each host words the verdict for its own
+client. Claude Code reads allow or deny, a gateway caller a tool error.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class ToolApproval:
-    """One call's arguments under one rule, and the rules file's channel, approvers and expiry."""
+    """One call's arguments under one rule, with the rules file's channel, approvers, expiry."""
 
     arguments: dict[str, Any]
     redact: tuple[str, ...]
@@ -69,10 +69,12 @@ class ToolApproval:
         standing: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> QuestionCreate:
-        """The approval people are asked; `ValueError` when the call cannot be shown or asked.
+        """The approval people are asked.
 
-        `schema`: the tool's input schema, typing the editable arguments where Parley's items fit it,
-        else what an edit must meet. `standing`: the label of a standing approval, when one may be given."""
+        `ValueError` when the call cannot be shown or asked. `schema`: the tool's input schema. It types
+        the editable arguments where Parley's items fit it. Otherwise it is what an edit must meet.
+        `standing`: the label of a standing approval, when one may be given.
+        """
         if self.config.channel is None:
             raise ValueError("the rules file names no `channel` to ask in")
         options: dict[str, Any] = {
@@ -95,7 +97,7 @@ class ToolApproval:
         return QuestionCreate(request=request, channel=channel, context=self.shown, metadata=metadata or {})
 
     def verdict(self, view: QuestionView) -> Verdict | None:
-        """What people decided, once the approval closed; None while it waits."""
+        """What people decided once the approval closed, None while it waits."""
         if view.status is QuestionStatus.WAITING:
             return None
         decision = view.decision

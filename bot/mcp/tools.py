@@ -1,18 +1,21 @@
 """The MCP tools' schemas, their arguments checked into a `QuestionCreate`, and their results.
 
-`ask_human` takes exactly the `ask_user` tool's arguments (`workers.interaction.tools`), so
-a model that knows one knows the other, plus where to ask (`channel` or `user`), who may
-answer (`assignees`), the question's `title` (by default "<origin> needs your input", the
-origin being the token's or the local server's name) and how long to wait in the call
-(`wait_seconds`, at most 50 so that a host's own request timeout, commonly 60 s, is not reached). Every problem with the
-arguments is collected into one `ToolInputError`, one line each, and nothing is asked. A
-secret item is one of them: a tool's result is read by the model, so secrets go through the
-HTTP API, whose asker reads them once (`?reveal=secrets`).
+`ask_human` takes exactly the `ask_user` tool's arguments (`workers.interaction.tools`). So a
+model that knows one knows the other. It adds a few more:
+- where to ask: `channel` or `user`
+- who may answer: `assignees`
+- the question's `title`, by default "<origin> needs your input", the origin being the token's
+  or local server's name
+- how long to wait in the call: `wait_seconds`, at most 50, below a host's own request timeout
+  (commonly 60 s)
+Every problem with the arguments is collected into one `ToolInputError`, one line each. Then
+nothing is asked. A secret item is one such problem. A tool's result is read by the model. So
+secrets go through the HTTP API, whose asker reads them once (`?reveal=secrets`).
 
-Instead of `questions`, `ask_human` takes `requested_schema`, a form in MCP elicitation's schema
-subset (`workers.interaction.elicitation`), with `message` saying what is asked. Its result then
-also carries MCP's `ElicitResult`: `action` (`accept`, `decline` or `cancel`, see
-`bot.mcp.elicitation`) and, when accepted, `content` typed as the schema says.
+Instead of `questions`, `ask_human` may take `requested_schema`. That is a form in MCP
+elicitation's schema subset (`workers.interaction.elicitation`). `message` says what is asked.
+Its result then also carries MCP's `ElicitResult`. That is `action`: `accept`, `decline` or
+`cancel` (see `bot.mcp.elicitation`). When accepted, it has `content`, typed as the schema says.
 """
 
 from __future__ import annotations
@@ -163,9 +166,11 @@ ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
 def _decision_schema() -> dict[str, Any]:
-    """`Decision`'s schema, each change a 3-item array without `prefixItems`, so every draft reads it.
+    """`Decision`'s schema, each change a 3-item array without `prefixItems`.
 
-    ajv's default draft (7) in strict mode refuses `prefixItems`, a 2020-12 keyword."""
+    So every draft reads it. ajv's default draft (7) in strict mode refuses `prefixItems`, a 2020-12
+    keyword.
+    """
     schema = Decision.model_json_schema(mode="serialization")
     change = schema["properties"]["changes"]["items"]
     change.pop("prefixItems", None)
@@ -209,7 +214,10 @@ RESULT_SCHEMA: dict[str, Any] = {
 
 
 class ToolInputError(ParleyError, ValueError):
-    """Tool arguments that cannot be used; `.problems` has one line per problem."""
+    """Tool arguments that cannot be used.
+
+    `.problems` has one line per problem.
+    """
 
     def __init__(self, tool: str, problems: list[str]) -> None:
         self.problems = list(problems)
@@ -229,7 +237,10 @@ def _loc(error: Any) -> str:
 
 
 def _title(args: dict[str, Any], origin: str, problems: list[str]) -> str:
-    """The question's title: `title` when given, else "<origin> needs your input" (`REASON` with no origin)."""
+    """The question's title: `title` if given, else "<origin> needs your input".
+
+    Without an origin it is `REASON`.
+    """
     if "title" not in args:
         return f"{origin} needs your input" if origin.strip() else REASON
     title = args["title"]
@@ -240,9 +251,10 @@ def _title(args: dict[str, Any], origin: str, problems: list[str]) -> str:
 
 
 def parse_ask_human(args: Any, origin: str = "") -> tuple[QuestionCreate, float]:
-    """The question `ask_human`'s arguments describe and the seconds to wait; `ToolInputError` otherwise.
+    """The question `ask_human`'s arguments describe, and the seconds to wait.
 
-    `origin` is the asker's name (the token's, or the local server's), the default title's subject.
+    Otherwise `ToolInputError`. `origin` is the asker's name, the token's or the local server's. It
+    is the default title's subject.
     """
     if not isinstance(args, dict):
         raise ToolInputError(ASK_HUMAN, ["arguments must be a JSON object with a 'questions' list"])
@@ -285,7 +297,10 @@ def parse_ask_human(args: Any, origin: str = "") -> tuple[QuestionCreate, float]
 
 
 def _elicitation(args: dict[str, Any], title: str, problems: list[str]) -> tuple[Request | None, dict[str, Any]]:
-    """The request a `requested_schema` asks (`message` its reason), and the metadata that types its answers."""
+    """The request a `requested_schema` asks, and metadata typing its answers.
+
+    `message` is its reason.
+    """
     if "questions" in args:
         problems.append("give questions or requested_schema, not both")
     unknown = sorted(set(args) - set(ASK_HUMAN_SCHEMA["properties"]))
@@ -309,7 +324,10 @@ def _elicitation(args: dict[str, Any], title: str, problems: list[str]) -> tuple
 
 
 def parse_request_approval(args: Any) -> tuple[QuestionCreate, float]:
-    """The approval `request_approval`'s arguments describe and the seconds to wait; `ToolInputError` otherwise."""
+    """The approval `request_approval`'s arguments describe, and the seconds to wait.
+
+    Otherwise `ToolInputError`.
+    """
     if not isinstance(args, dict):
         raise ToolInputError(REQUEST_APPROVAL, ["arguments must be a JSON object with 'action', 'args' and 'channel'"])
     problems = [f"unknown property {k!r}" for k in sorted(set(args) - set(REQUEST_APPROVAL_SCHEMA["properties"]))]
@@ -328,7 +346,7 @@ def parse_request_approval(args: Any) -> tuple[QuestionCreate, float]:
 
 
 def parse_get_answer(args: Any) -> tuple[str, float]:
-    """`get_answer`'s question id and seconds to wait; `ToolInputError` otherwise."""
+    """`get_answer`'s question id and seconds to wait, else `ToolInputError`."""
     if not isinstance(args, dict):
         raise ToolInputError(GET_ANSWER, ["arguments must be a JSON object with a 'question_id'"])
     problems = [f"unknown property {k!r}" for k in sorted(set(args) - {"question_id", "wait_seconds"})]

@@ -1,4 +1,4 @@
-"""Local stand-ins for Slack: an in-memory workspace and a Web API that speaks Slack's wire format."""
+"""Local stand-ins for Slack: an in-memory workspace, and a Web API in Slack's wire format."""
 
 from bot.playground.server import LoopbackServer, make_webapi_app
 from bot.playground.webapi import SlackError, create_webapi, validate_blocks

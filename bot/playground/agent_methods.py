@@ -1,15 +1,15 @@
-"""The stand-in's agent surfaces: agent sessions and assistant thread statuses, as Slack answers them.
+"""The stand-in's agent surfaces: agent sessions and assistant thread statuses, as Slack answers.
 
-`agents.sessions.setStatus` creates a thread's session or sets its status (one of `active`,
-`processing`, `suspended`, `closed`); its `title` and `initiator_user_id` count only on
-creation. `agents.sessions.rename` sets the title (1 to 200 characters).
-`assistant.threads.setStatus` sets a thread's status line, an empty one clearing it
-(https://docs.slack.dev/ai/agent-sessions/, the methods' reference pages).
+`agents.sessions.setStatus` creates a thread's session or sets its status. The status is one of
+`active`, `processing`, `suspended` or `closed`. Its `title` and `initiator_user_id` count only
+on creation. `agents.sessions.rename` sets the title, 1 to 200 characters.
+`assistant.threads.setStatus` sets a thread's status line, and an empty one clears it. See
+https://docs.slack.dev/ai/agent-sessions/ and the methods' reference pages.
 
-A workspace made `without_agents` answers each of them `unknown_method`, and refuses a message
-with a `plan`, `task_card`, `context_actions`, `alert` or `card` block
-(`invalid_blocks`), as a Slack without these surfaces does.
-Each session keeps every status it was given, for tests to read.
+A workspace made `without_agents` answers each of them `unknown_method`. It refuses a message
+with a `plan`, `task_card`, `context_actions`, `alert` or `card` block (`invalid_blocks`). That
+is what a Slack without these surfaces does. Each session keeps every status it was given, for
+tests to read.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ AGENT_BLOCKS = frozenset({"plan", "task_card", "context_actions", "alert", "card
 
 @dataclass
 class AgentSession:
-    """One thread's session: its title, who started it, and every status it was given in order."""
+    """One thread's session: title, starter, and every status given, in order."""
 
     channel: str
     thread_ts: str
@@ -126,7 +126,7 @@ def assistant_status(ws: Workspace, args: dict[str, Any], token: str, request: R
 
 
 def refuse_agent_blocks(ws: Workspace, blocks: Any) -> None:
-    """A workspace `without_agents` refuses a message with agent blocks, as a Slack that lacks them would."""
+    """Refuse agent blocks in a `without_agents` workspace, as a Slack lacking them would."""
     if not ws.agents.without_agents or not isinstance(blocks, list):
         return
     errors = [
@@ -144,7 +144,10 @@ STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 
 def _markdown(args: dict[str, Any]) -> str:
-    """The text a stream call adds: its `markdown_text`, then its `markdown_text` chunks (slack_sdk sends these)."""
+    """The text a stream call adds: its `markdown_text`, then its chunks' `markdown_text`.
+
+    slack_sdk sends these.
+    """
     text = args.get("markdown_text") or ""
     chunks = args.get("chunks") or []
     if not isinstance(text, str) or not isinstance(chunks, list) or not all(isinstance(c, dict) for c in chunks):
@@ -171,7 +174,7 @@ def _streaming(ws: Workspace, args: dict[str, Any]) -> tuple[str, str, dict[str,
 
 
 def start_stream(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
-    """A message that grows: posted in the thread `thread_ts`, text appended until it is stopped."""
+    """A growing message in thread `thread_ts`, appended to until stopped."""
     if ws.agents.without_agents:
         raise SlackError("unknown_method")
     channel = ws.resolve_channel(str(args.get("channel") or ""))
@@ -198,7 +201,10 @@ def append_stream(ws: Workspace, args: dict[str, Any], token: str, request: Requ
 def stop_stream(
     ws: Workspace, args: dict[str, Any], token: str, request: Request, check: Callable[[Any], None] | None = None
 ) -> dict[str, Any]:
-    """The stream ends, with its last text and the `blocks` shown under it (`check`ed as a message's)."""
+    """End the stream with its last text, and the `blocks` shown under it.
+
+    The blocks are `check`ed as a message's.
+    """
     channel, ts, msg = _streaming(ws, args)
     blocks = args.get("blocks")
     if blocks is not None and check is not None:
@@ -210,7 +216,7 @@ def stop_stream(
 
 
 def sessions_shown(ws: Workspace) -> list[dict[str, str]]:
-    """Each thread's session as the playground page draws it: where, its status and its title."""
+    """Each thread's session as the page draws it: where, status and title."""
     return [
         {"channel": s.channel, "thread_ts": s.thread_ts, "status": s.status, "title": s.title}
         for s in ws.agents.sessions.values()
@@ -218,7 +224,7 @@ def sessions_shown(ws: Workspace) -> list[dict[str, str]]:
 
 
 def stopped_event(ws: Workspace, user: str, channel: str, thread_ts: str, now: float) -> dict[str, Any]:
-    """The `agent_session_stopped` event of a click on the session's stop button (its documented fields)."""
+    """The `agent_session_stopped` event of a stop-button click, with its documented fields."""
     return {
         "type": "agent_session_stopped",
         "channel": channel,

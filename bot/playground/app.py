@@ -7,13 +7,13 @@
     /api/v1, /mcp   with ``forward_to``: the bot's HTTP API and MCP, forwarded (``forward.py``)
 
 Every action on the page reaches the bot as the signed request Slack would send
-(``bot.playground.slack_sender``); what comes back (a slash command's ephemeral reply,
-a modal's ``response_action``, options for a type-ahead) is applied to the workspace the
-way Slack applies it.
+(``bot.playground.slack_sender``). What comes back is applied to the workspace the way Slack
+applies it. That may be a slash command's ephemeral reply, a modal's ``response_action``, or
+type-ahead options.
 
-The page acts as the workspace's people, so only the machine it runs on may drive it: the
-host must be a loopback name (a page elsewhere that rebinds its own name to 127.0.0.1 is
-refused), and every write under /ui/ must be JSON from the page's own origin (``ui.py``).
+The page acts as the workspace's people, so only its own machine may drive it. The host must be
+a loopback name. A page elsewhere that rebinds its own name to 127.0.0.1 is refused. Every write
+under /ui/ must be JSON from the page's own origin (``ui.py``).
 """
 
 from __future__ import annotations
@@ -52,9 +52,11 @@ def create_playground_app(
     commands: tuple[str, ...] = ("/parley",),
     forward_to: str | None = None,
 ) -> Starlette:
-    """The full playground for the bot at ``bot_url`` (its ``/slack/events`` Request URL).
+    """The full playground for the bot at ``bot_url``, its ``/slack/events`` Request URL.
 
-    ``forward_to``: the bot's base URL, to which ``/api/v1`` and ``/mcp`` are forwarded (``parley dev``)."""
+    ``forward_to``: the bot's base URL, where ``/api/v1`` and ``/mcp`` are forwarded
+    (``parley dev``).
+    """
     if ws.permalink_base is None:
         ws.permalink_base = PERMALINK_BASE
     playground = Playground(ws, SlackSender(bot_url, signing_secret), commands=commands)

@@ -1,15 +1,17 @@
-"""The stand-in's app-level side: which token may call what, Socket Mode URLs, apps made from a manifest.
+"""The stand-in's app-level side: token rights, Socket Mode URLs, apps made from a manifest.
 
-Slack has three kinds of token, each for its own methods: bot tokens (`xoxb-`) for the
-ordinary methods, app-level tokens (`xapp-`) for `apps.connections.open`, and app
-configuration tokens (`xoxe.xoxp-…`) for `apps.manifest.*`; `auth.test` takes any. A token
-of the wrong kind is refused with `not_allowed_token_type`, an unknown one with
-`invalid_auth`. `Workspace.accepted_tokens` says which tokens are known (by default, any of
-a known kind), so `parley slack setup` can be shown a wrong token and a right one.
+Slack has three kinds of token, each for its own methods:
+- bot tokens (`xoxb-`) for the ordinary methods
+- app-level tokens (`xapp-`) for `apps.connections.open`
+- app configuration tokens (`xoxe.xoxp-…`) for `apps.manifest.*`
+`auth.test` takes any. A token of the wrong kind is refused with `not_allowed_token_type`. An
+unknown one is refused with `invalid_auth`. `Workspace.accepted_tokens` says which tokens are
+known, by default any of a known kind. So `parley slack setup` can be shown a wrong token and a
+right one.
 
-`apps.manifest.create` checks the manifest's basic shape the way Slack answers it
-(`invalid_manifest` with `errors: [{message, pointer}]`) and returns a new app id, its
-credentials and the install link, recording the app in the workspace.
+`apps.manifest.create` checks the manifest's basic shape the way Slack answers it. That is
+`invalid_manifest`, with `errors: [{message, pointer}]`. It returns a new app id, its
+credentials and the install link. It records the app in the workspace.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ NAME_LIMIT = 35
 
 
 def token_kind(token: str) -> str | None:
-    """`bot`, `app` or `config` by the token's prefix; None for anything else."""
+    """`bot`, `app` or `config` by the token's prefix, else None."""
     return next((kind for prefix, kind in TOKEN_KINDS if token.startswith(prefix)), None)
 
 
@@ -39,8 +41,11 @@ CLIENT_AUTH_METHODS = frozenset({"oauth.v2.access"})
 
 
 def check_token(ws: Workspace, method: str, token: str | None) -> None:
-    """Refuse a call the way Slack does: no token, an unknown one, a revoked one (the workspace
-    uninstalled the app), or one of the wrong kind for `method`."""
+    """Refuse a call the way Slack does.
+
+    Refused are a missing token, an unknown one, or one of the wrong kind for `method`. So is a
+    revoked one, when the workspace uninstalled the app.
+    """
     if not token:
         raise SlackError("not_authed")
     ws.installs.check(token)
@@ -53,7 +58,7 @@ def check_token(ws: Workspace, method: str, token: str | None) -> None:
 
 
 def connections_open(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
-    """A Socket Mode URL: the configured loopback server's, or one on the stand-in's own host."""
+    """A Socket Mode URL: the configured loopback server's, or one on the stand-in's host."""
     return {"url": ws.socket_mode_url or f"ws://{request.url.netloc}/socket-mode/link"}
 
 
@@ -64,7 +69,10 @@ def _at(doc: Any, *path: str) -> Any:
 
 
 def manifest_problems(manifest: Any) -> list[dict[str, str]]:
-    """What Slack would refuse in `manifest`'s basic shape, as `{message, pointer}`; empty when it is whole."""
+    """What Slack would refuse in `manifest`'s basic shape, as `{message, pointer}`.
+
+    Empty when it is whole.
+    """
     if not isinstance(manifest, dict):
         return [{"message": "must be an object", "pointer": "/"}]
     problems: list[dict[str, str]] = []
@@ -99,7 +107,7 @@ def manifest_problems(manifest: Any) -> list[dict[str, str]]:
 
 
 def manifest_create(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
-    """Make an app from `manifest` (JSON): its id, credentials and install link, as Slack returns them."""
+    """Make an app from JSON `manifest`: its id, credentials and install link, as Slack does."""
     manifest = args.get("manifest")
     if isinstance(manifest, str):
         try:

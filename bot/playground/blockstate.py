@@ -1,7 +1,7 @@
-"""Block Kit as Slack hands it back: ids Slack fills in, ``state.values`` and the clicked ``actions[]`` entry.
+"""Block Kit as Slack hands it back: filled-in ids, ``state.values`` and the clicked ``actions[]`` entry.
 
-The playground page sends raw control values (an option value, a list of them, typed
-text, a date); this module turns them into the exact shapes Slack puts in
+The playground page sends raw control values: an option value, a list of them, typed text, a
+date. This module turns them into the exact shapes Slack puts in payloads. Those are
 ``block_actions``, ``view_submission`` and ``block_suggestion`` payloads:
 
     static_select / radio_buttons / external_select   selected_option  (option object or null)
@@ -12,7 +12,8 @@ text, a date); this module turns them into the exact shapes Slack puts in
     datetimepicker                                     selected_date_time (a Unix timestamp, int, or null)
     users_select                                       selected_user    (a user id, or null)
 
-Options are echoed as ``{"text": {"type": "plain_text", "text": ..., "emoji": true}, "value": ...}``.
+Options are echoed as
+``{"text": {"type": "plain_text", "text": ..., "emoji": true}, "value": ...}``.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def _short_hash(data: Any) -> str:
 
 
 def with_ids(blocks: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """A copy of ``blocks`` with the ``block_id``/``action_id`` Slack assigns when an app leaves them out.
+    """A copy of ``blocks`` with the ``block_id``/``action_id`` Slack assigns when left out.
 
-    Deterministic, so the page and the payloads built later agree on the same ids.
+    It is deterministic, so the page and later payloads agree on the ids.
     """
     out = plain_copy(blocks or [])
     for n, block in enumerate(out):
@@ -75,7 +76,7 @@ def find_element(blocks: list[dict[str, Any]], block_id: str, action_id: str) ->
 
 
 def option_object(option: dict[str, Any], *, keep_description: bool = False) -> dict[str, Any]:
-    """An option as Slack echoes it back: plain_text text with ``emoji: true``, the value, maybe the description."""
+    """An option as Slack echoes it: plain_text with ``emoji: true``, value, maybe description."""
     text = option.get("text")
     label = text.get("text", "") if isinstance(text, dict) else str(text or "")
     out: dict[str, Any] = {"text": {"type": "plain_text", "text": label, "emoji": True}, "value": option.get("value")}
@@ -92,7 +93,10 @@ def _options(element: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _pick(element: dict[str, Any], raw: Any) -> dict[str, Any] | None:
-    """One option from a raw value: a value string for static menus, an option object for external ones."""
+    """One option from a raw value.
+
+    That is a value string for static menus, an option object for external ones.
+    """
     if raw is None or raw == "":
         return None
     keep = element.get("type") == "radio_buttons"
@@ -125,7 +129,10 @@ def _initial(element: dict[str, Any]) -> Any:
 
 
 def element_state(element: dict[str, Any], raw: Any) -> dict[str, Any] | None:
-    """``{"type": ..., <value field>: ...}`` for one element holding ``raw``; None for stateless elements."""
+    """``{"type": ..., <value field>: ...}`` for one element holding ``raw``.
+
+    None for stateless elements.
+    """
     kind = element.get("type")
     if kind not in STATEFUL:
         return None
@@ -142,7 +149,10 @@ def element_state(element: dict[str, Any], raw: Any) -> dict[str, Any] | None:
 
 
 def state_values(blocks: list[dict[str, Any]], inputs: Inputs | None) -> dict[str, dict[str, Any]]:
-    """``state.values`` for every stateful element of ``blocks``: what the person entered, else the initial value."""
+    """``state.values`` for every stateful element of ``blocks``.
+
+    Each holds what the person entered, else the initial value.
+    """
     inputs = inputs or {}
     values: dict[str, dict[str, Any]] = {}
     for block in blocks:
@@ -160,7 +170,10 @@ def state_values(blocks: list[dict[str, Any]], inputs: Inputs | None) -> dict[st
 
 
 def action_entry(element: dict[str, Any], block_id: str, raw: Any, action_ts: str) -> dict[str, Any]:
-    """The ``actions[]`` item for the element a person used: its ids, type, own value fields, ``action_ts``."""
+    """The ``actions[]`` item for the element a person used.
+
+    It has its ids, type, own value fields and ``action_ts``.
+    """
     kind = element.get("type")
     entry: dict[str, Any] = {"action_id": element.get("action_id"), "block_id": block_id}
     if kind in ("button", "overflow"):

@@ -1,14 +1,15 @@
 """The stand-in's `conversations.*` methods: joining a public channel, opening a DM, reading a thread.
 
-`conversations.open(users=U…)` opens (or finds) the bot's DM with one member and returns its
-`D…` id, as Slack does with `im:write`; an unknown user answers `user_not_found`.
+`conversations.open(users=U…)` opens or finds the bot's DM with one member. It returns its `D…`
+id, as Slack does with `im:write`. An unknown user answers `user_not_found`.
 
-`conversations.join` works for public channels only (`channels:join`): a private channel,
-a DM or a group DM answers `method_not_supported_for_channel_type`, a channel the bot is
-already in succeeds with the warning `already_in_channel`.
+`conversations.join` works for public channels only (`channels:join`). A private channel, a DM
+or a group DM answers `method_not_supported_for_channel_type`. A channel the bot is already in
+succeeds with the warning `already_in_channel`.
 
-`conversations.list` lists the channels the bot can see, a page at a time (`limit`, `cursor`):
-every public channel, and the private ones it is a member of, as Slack does for a bot token.
+`conversations.list` lists the channels the bot can see, a page at a time (`limit`, `cursor`).
+That is every public channel, and the private ones it belongs to. Slack does the same for a bot
+token.
 
 `conversations.replies` returns a thread's parent and replies, oldest first, a page at a time
 (`limit`, `cursor`). Messages carry their `metadata` only when asked with
@@ -82,7 +83,10 @@ def open_dm(ws: Workspace, args: dict[str, Any], token: str, request: Request) -
 
 
 def list_channels(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
-    """One page of the channels the bot can see (`types` as Slack takes it; DMs are not listed here)."""
+    """One page of the channels the bot can see, DMs excepted.
+
+    `types` is as Slack takes it.
+    """
     types = set(str(args.get("types") or "public_channel").split(","))
     seen = [
         c

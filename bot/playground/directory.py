@@ -41,7 +41,10 @@ class User:
 
 @dataclass(frozen=True)
 class Channel:
-    """A channel: public unless `is_private`; the bot posts and hears replies only where it is a member."""
+    """A channel, public unless `is_private`.
+
+    The bot posts and hears replies only where it is a member.
+    """
 
     id: str
     name: str

@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Fault:
-    """What the Web API must do instead of (or before, or after) serving one call."""
+    """What the Web API must do instead of, before, or after serving one call."""
 
     status: int = 200
     error: str | None = None
@@ -29,7 +29,7 @@ class Fault:
 class FaultPlan:
     """Queued failures and delays, consumed one call at a time per method.
 
-    Rules apply in the order they were queued; ``method="*"`` matches any method.
+    Rules apply in the order they were queued. ``method="*"`` matches any method.
     """
 
     def __init__(self) -> None:
@@ -47,10 +47,9 @@ class FaultPlan:
     ) -> None:
         """Answer the next ``times`` calls of ``method`` with ``status``.
 
-        429 responses carry ``Retry-After`` and ``ratelimited``; other statuses
-        default to ``internal_error``. ``status=200`` with ``error`` injects a
-        Slack-level error such as ``channel_not_found``, with ``messages`` as its
-        ``response_metadata.messages`` when given.
+        429 responses carry ``Retry-After`` and ``ratelimited``. Other statuses default to
+        ``internal_error``. ``status=200`` with ``error`` injects a Slack-level error such as
+        ``channel_not_found``. Given ``messages``, it is its ``response_metadata.messages``.
         """
         error = error or ("ratelimited" if status == 429 else "internal_error")
         fault = Fault(status, error, retry_after if status == 429 else None, messages=tuple(messages))
@@ -58,21 +57,21 @@ class FaultPlan:
             self._rules.append([method, fault, times])
 
     def delay_next(self, method: str, seconds: float, times: int = 1) -> None:
-        """Hold the next ``times`` calls of ``method`` for ``seconds``, then serve them normally."""
+        """Hold the next ``times`` calls of ``method`` for ``seconds``, then serve normally."""
         with self._lock:
             self._rules.append([method, Fault(delay=seconds), times])
 
     def hold_next(self, method: str, seconds: float, times: int = 1) -> None:
-        """Serve the next ``times`` calls of ``method``, then hold each response for ``seconds``.
+        """Serve the next ``times`` calls of ``method``, holding each response ``seconds``.
 
-        A client whose timeout is shorter gives up on a call whose effect happened, as when a
-        process dies inside the call or the network drops the reply.
+        A client with a shorter timeout gives up on a call whose effect happened. That is like a process
+        dying inside the call, or the network dropping the reply.
         """
         with self._lock:
             self._rules.append([method, Fault(hold=seconds), times])
 
     def take(self, method: str) -> Fault | None:
-        """Consume one use of the first rule matching ``method`` and return its fault, if any."""
+        """Consume one use of the first rule matching ``method``, returning any fault."""
         with self._lock:
             for i, rule in enumerate(self._rules):
                 if rule[0] in (method, "*"):

@@ -1,10 +1,11 @@
-"""`/api/v1` and `/mcp` on the playground's port, forwarded to the bot, so `parley dev` answers them as `serve` does.
+"""`/api/v1` and `/mcp` on the playground's port, forwarded to the bot, as under `serve`.
 
-Under `parley dev` the page and the Slack stand-in are served by the dev process and the bot by
-its `parley serve` child on the next port; a newcomer's `curl localhost:3000/api/v1/...` (as the
-README writes it) must still reach the bot. Starlette has no reverse proxy and none of the
-project's libraries ships one for ASGI, so this one sends each request on through httpx
-and streams the answer back as it comes: a long-poll or an MCP tool call's wait holds a coroutine, not a thread.
+Under `parley dev`, the dev process serves the page and the Slack stand-in. Its `parley serve`
+child serves the bot, on the next port. A newcomer's `curl localhost:3000/api/v1/...` must still
+reach the bot, as the README writes it. Starlette has no reverse proxy, and none of the
+project's libraries ships one for ASGI. So this one sends each request on through httpx. It
+streams the answer back as it comes. A long-poll or an MCP tool call's wait holds a coroutine,
+not a thread.
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ FORWARDED_PREFIXES = ("/api/v1", "/mcp")
 
 
 def forwarded(path: str) -> bool:
-    """Whether the playground forwards `path` to the bot: `/api/v1` and `/mcp`, and anything under them."""
+    """Whether the playground forwards `path` to the bot.
+
+    It forwards `/api/v1` and `/mcp`, and anything under them.
+    """
     return any(path == p or path.startswith(p + "/") for p in FORWARDED_PREFIXES)
 
 
 class ForwardToBot:
-    """ASGI middleware: a request under `/api/v1` or `/mcp` is sent on to the bot at `base_url` and its
-    answer streamed back; any other goes to the playground (`app`)."""
+    """ASGI middleware forwarding `/api/v1` and `/mcp` to the bot at `base_url`.
+
+    The answer is streamed back. Any other request goes to the playground (`app`).
+    """
 
     def __init__(self, app: ASGIApp, base_url: str) -> None:
         self.app = app

@@ -1,17 +1,21 @@
-"""The stand-in's OAuth side: workspaces that can install the app, the authorize step, `oauth.v2.access`.
+"""The stand-in's OAuth side: installable workspaces, the authorize step, `oauth.v2.access`.
 
-Slack's install is a browser round trip: Parley's `/slack/install` sends the person to Slack's
-authorize page with a `state`; they approve for their workspace; Slack redirects to Parley's
-`/slack/oauth_redirect` with a one-time `code` and the `state`; Parley exchanges the code at
-`oauth.v2.access` (client id and secret as HTTP Basic auth) for the workspace's bot token.
+Slack's install is a browser round trip:
+1. Parley's `/slack/install` sends the person to Slack's authorize page with a `state`.
+2. They approve for their workspace.
+3. Slack redirects to Parley's `/slack/oauth_redirect` with a one-time `code` and the `state`.
+4. Parley exchanges the code at `oauth.v2.access` for the workspace's bot token. The client id
+   and secret go as HTTP Basic auth.
 
-`Installs` plays Slack's part for several simulated workspaces: `authorize` approves an install
-for one (a team, or a whole Enterprise Grid organisation: an org-wide install, `team: null`)
-and returns the code, as the approval page's redirect would carry it; `access` answers
-`oauth.v2.access` in Slack's format; `identity` answers `auth.test` for the tokens it issued;
-`uninstall` revokes a workspace's token (Slack then refuses it with `token_revoked`).
-The stand-in keeps one message store: channel ids name one conversation whichever team
-posts in it, so two workspaces' channels live side by side.
+`Installs` plays Slack's part for several simulated workspaces:
+- `authorize` approves an install for a team, or a whole Enterprise Grid organisation. An
+  org-wide install has `team: null`. It returns the code, as the approval page's redirect would
+  carry it.
+- `access` answers `oauth.v2.access` in Slack's format.
+- `identity` answers `auth.test` for the tokens it issued.
+- `uninstall` revokes a workspace's token. Slack then refuses it with `token_revoked`.
+The stand-in keeps one message store. Channel ids name one conversation whichever team posts in
+it. So two workspaces' channels live side by side.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ CLIENT_SECRET = "playground-client-secret"
 
 @dataclass(frozen=True)
 class Team:
-    """A simulated workspace, or (org-wide) an organisation: `id` is None for an org-wide grant."""
+    """A simulated workspace, or an organisation, whose `id` is None for org-wide grants."""
 
     id: str | None
     name: str
@@ -40,7 +44,7 @@ class Team:
 
 @dataclass
 class Grant:
-    """One approved install: where, by whom, and the bot token it was exchanged for."""
+    """One approved install: where, by whom, and its exchanged bot token."""
 
     team: Team
     user: str
@@ -76,7 +80,10 @@ class Installs:
         enterprise_name: str | None = None,
         scopes: str = "commands,chat:write",
     ) -> str:
-        """The person approves the install for `team_id` (None: org-wide, for `enterprise_id`); the code."""
+        """The person approves the install for `team_id`, returning the code.
+
+        None means org-wide, for `enterprise_id`.
+        """
         if team_id is None and not enterprise_id:
             raise ValueError("an org-wide install needs an enterprise id")
         team = Team(team_id, team_name or (team_id or ""), enterprise_id, enterprise_name or enterprise_id)
@@ -88,7 +95,7 @@ class Installs:
         return code
 
     def access(self, args: dict[str, Any], authorization: str) -> dict[str, Any]:
-        """`oauth.v2.access`: exchange a code (once) for the workspace's bot token, in Slack's format."""
+        """`oauth.v2.access`: exchange a code once for the workspace's bot token, Slack-style."""
         client_id, client_secret = _basic(authorization) or (args.get("client_id"), args.get("client_secret"))
         if client_id != self.client_id:
             raise SlackError("invalid_client_id")
@@ -125,7 +132,10 @@ class Installs:
             raise SlackError("token_revoked")
 
     def identity(self, token: str | None, url: str) -> dict[str, Any] | None:
-        """`auth.test` for a token issued here: its workspace and bot; None for any other token."""
+        """`auth.test` for a token issued here: its workspace and bot.
+
+        None for any other token.
+        """
         grant = self.grant(token)
         if grant is None:
             return None
@@ -142,7 +152,7 @@ class Installs:
         }
 
     def uninstall(self, team_id: str | None, enterprise_id: str | None = None) -> list[str]:
-        """Revoke the tokens of a workspace (or, with no team, of an org-wide install); returns them."""
+        """Revoke and return a workspace's tokens, or without a team an org-wide install's."""
         with self._lock:
             gone = [
                 g
@@ -155,7 +165,7 @@ class Installs:
 
 
 def _basic(authorization: str) -> tuple[str, str] | None:
-    """Client id and secret from an HTTP Basic `Authorization` header (how slack_sdk sends them)."""
+    """Client id and secret from an HTTP Basic `Authorization` header, as slack_sdk sends them."""
     if not authorization.lower().startswith("basic "):
         return None
     try:

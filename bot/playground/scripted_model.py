@@ -1,11 +1,11 @@
 """The playground's scripted model: chat completions for trying the model agents offline.
 
 `parley dev` points `PARLEY_LLM_*` here when no model is configured. It makes the decisions a
-model would for the shipped agents, from the request and the tools' results, and the agents'
-real tools run: `pai_invoice` calls `send_invoice` with what the text names, `oa_cleanup`
-lists the folder and deletes the files the request covers. It also reads thread replies
-(`PARLEY_LLM_ANSWERS`) by the words they use, for the person to confirm. Every reply it ends says it came
-from this script, so nobody takes it for a model's answer.
+model would for the shipped agents. It decides from the request and the tools' results, and the
+agents' real tools run. `pai_invoice` calls `send_invoice` with what the text names.
+`oa_cleanup` lists the folder and deletes the files the request covers. It also reads thread
+replies (`PARLEY_LLM_ANSWERS`) by their words, for the person to confirm. Every reply it ends
+says it came from this script. So nobody takes it for a model's answer.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def calls(turn: int, *named: tuple[str, dict[str, Any]]) -> Message:
 
 
 def invoice(request: str, called: list[str], results: list[str], turn: int) -> Message:
-    """Call `send_invoice` with what the request names; then report what the tool said."""
+    """Call `send_invoice` with what the request names, then report the tool's answer."""
     if "send_invoice" in called:
         return final(results[-1] if results else "The invoice was not sent.")
     found = _INVOICE.match(request.strip())
@@ -99,10 +99,10 @@ UNSCRIPTED = (
 
 
 def reading(document: str) -> Message:
-    """A reply read as a model would, by words: options it names, numbers, yes and no.
+    """A reply read as a model would, by words: named options, numbers, yes and no.
 
-    Deliberately literal, so the playground shows the Confirm step: what it reads is always
-    shown for the person to confirm, and an approval's safety check still applies to it.
+    It is deliberately literal, so the playground shows the Confirm step. What it reads is always
+    shown for the person to confirm. An approval's safety check still applies to it.
     """
     try:
         data = json.loads(document)
@@ -125,7 +125,10 @@ def reading(document: str) -> Message:
 
 
 def decide(body: dict[str, Any]) -> Message | None:
-    """The next assistant message for one chat-completions request; None for an agent it has no script for."""
+    """The next assistant message for one chat-completions request.
+
+    None for an agent it has no script for.
+    """
     tools = {t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     request = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")

@@ -1,9 +1,9 @@
 """Run an ASGI app on a loopback port in a background thread.
 
-Tests need a real HTTP endpoint (so slack_sdk, bolt and the workers exercise
-their actual transport code) without fixed ports that collide when suites run
-in parallel. ``LoopbackServer`` binds 127.0.0.1:0 itself, hands the socket to
-uvicorn, and waits until uvicorn reports it is serving.
+Tests need a real HTTP endpoint, so slack_sdk, bolt and the workers run their actual transport
+code. Fixed ports would collide when suites run in parallel. ``LoopbackServer`` binds
+127.0.0.1:0 itself and hands the socket to uvicorn. It then waits until uvicorn reports it is
+serving.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from bot.playground.workspace import Workspace
 
 
 def make_webapi_app(workspace: Workspace) -> Starlette:
-    """The Web API stand-in mounted at ``/api/``; point ``SLACK_API_URL`` at ``<server url>/api/``."""
+    """The Web API stand-in mounted at ``/api/``.
+
+    Point ``SLACK_API_URL`` at ``<server url>/api/``.
+    """
     return Starlette(routes=[Mount("/api", app=create_webapi(workspace))])
 
 
@@ -52,7 +55,7 @@ class LoopbackServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LoopbackServer:
-        """Bind a free port, start uvicorn in a daemon thread and wait until it accepts requests."""
+        """Bind a free port, start uvicorn in a daemon thread, wait until it serves."""
         if self._thread is not None:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -78,7 +81,7 @@ class LoopbackServer:
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Ask uvicorn to exit and wait for the thread; safe to call twice."""
+        """Ask uvicorn to exit and wait for the thread, safely callable twice."""
         server, thread = self._server, self._thread
         self._server = self._thread = None
         if server is not None:

@@ -25,7 +25,7 @@ SLOW_ACK = 3.0
 
 
 def _with_ids(item: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A message or view with the block and action ids Slack would have filled in."""
+    """A message or view with the block and action ids Slack would fill in."""
     return None if item is None else {**item, "blocks": with_ids(item.get("blocks"))}
 
 
@@ -34,7 +34,7 @@ def _truthy(value: Any) -> bool:
 
 
 class Playground:
-    """The page's server-side state: the workspace, the sender, response URLs and a delivery log."""
+    """The page's server-side state: workspace, sender, response URLs, delivery log."""
 
     def __init__(self, ws: Workspace, sender: SlackSender, *, commands: tuple[str, ...] = ("/parley",)) -> None:
         self.ws = ws
@@ -70,7 +70,10 @@ class Playground:
             self.deliveries.append(entry)
 
     def snapshot(self, user: str) -> dict[str, Any]:
-        """Everything the page shows ``user``: channels and threads, ephemerals, modals, Home, request log."""
+        """Everything the page shows ``user``.
+
+        That is channels and threads, ephemerals, modals, Home and the request log.
+        """
         ws = self.ws
         events = ws.events  # read first: a change while reading shows up again on the next poll
         channels = [{"id": c.id, "name": c.name} for c in ws.channels()]
@@ -101,10 +104,11 @@ class Playground:
         }
 
     def apply_response(self, ctx: dict[str, Any], body: dict[str, Any]) -> None:
-        """Apply a message response (slash command ack body, or a post to a ``response_url``).
+        """Apply a message response: a slash command's ack body, or a ``response_url`` post.
 
-        ``ctx``: ``user``, ``channel``, optional ``thread_ts``, and for message actions the
-        source ``message_ts`` and ``ephemeral``. Ephemeral unless ``response_type`` is in_channel.
+        ``ctx`` holds ``user``, ``channel`` and an optional ``thread_ts``. For message actions, it adds
+        the source ``message_ts`` and ``ephemeral``. The response is ephemeral unless ``response_type``
+        is in_channel.
         """
         ws, user, channel = self.ws, ctx["user"], ctx["channel"]
         text, blocks = body.get("text"), body.get("blocks")

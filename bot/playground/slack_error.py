@@ -1,4 +1,4 @@
-"""The stand-in's Slack-level failure: what every Web API method raises to answer `ok: false`."""
+"""The stand-in's Slack-level failure, which Web API methods raise to answer `ok: false`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,20 @@
 """What Slack sends to an app's Request URL: built from the playground workspace, signed, POSTed.
 
-Every person's action on the playground page becomes the request Slack itself would
-make, so the bot under test cannot tell the playground from Slack:
+Every person's action on the playground page becomes the request Slack itself would make. So the
+bot under test cannot tell the playground from Slack:
 
-* slash commands: ``application/x-www-form-urlencoded`` fields (``token``, ``team_id``,
-  ``team_domain``, ``channel_id``, ``channel_name``, ``user_id``, ``user_name``, ``command``,
-  ``text``, ``api_app_id``, ``is_enterprise_install``, ``response_url``, ``trigger_id``);
+* Slash commands: ``application/x-www-form-urlencoded`` fields. Those are ``token``,
+  ``team_id``, ``team_domain``, ``channel_id``, ``channel_name``, ``user_id``, ``user_name``,
+  ``command``, ``text``, ``api_app_id``, ``is_enterprise_install``, ``response_url`` and
+  ``trigger_id``.
 * ``block_actions``, ``view_submission``, ``block_suggestion``: a form body with one
-  ``payload=<json>`` field;
+  ``payload=<json>`` field.
 * Events API (``message``, ``app_home_opened``): an ``event_callback`` JSON envelope.
 
-Each request carries ``X-Slack-Request-Timestamp`` and ``X-Slack-Signature``, the
-signature made by slack_sdk's ``SignatureVerifier``, the code bolt verifies it with.
-The builders are pure functions of their arguments; ``SlackSender`` adds the clock, the
-trigger ids (``Workspace.issue_trigger``, so ``views.open`` knows whose modal it is) and HTTP.
+Each request carries ``X-Slack-Request-Timestamp`` and ``X-Slack-Signature``. slack_sdk's
+``SignatureVerifier`` makes the signature, the code bolt verifies it with. The builders are pure
+functions of their arguments. ``SlackSender`` adds the clock, the trigger ids and HTTP. Trigger
+ids come from ``Workspace.issue_trigger``, so ``views.open`` knows whose modal it is.
 """
 
 from __future__ import annotations
@@ -170,10 +171,10 @@ def block_actions(
     response_url: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """A ``block_actions`` payload for the element ``block_id``/``action_id`` of ``surface``.
+    """A ``block_actions`` payload for element ``block_id``/``action_id`` of ``surface``.
 
-    ``value`` is the raw value of the element used (a select's option value, say);
-    ``inputs`` holds every control's raw value and becomes ``state.values``.
+    ``value`` is the raw value of the element used, say a select's option value. ``inputs`` holds
+    every control's raw value and becomes ``state.values``.
     """
     blocks = _blocks_of(surface)
     element = find_element(blocks, block_id, action_id)
@@ -214,7 +215,7 @@ def view_closed(ws: Workspace, token: str, *, user: str, view: dict[str, Any]) -
 def block_suggestion(
     ws: Workspace, token: str, *, user: str, surface: Surface, block_id: str, action_id: str, value: str
 ) -> dict[str, Any]:
-    """A ``block_suggestion`` payload: what the person typed into an external select so far."""
+    """A ``block_suggestion`` payload: what the person typed into an external select."""
     payload = _interaction(ws, token, "block_suggestion", user, surface)
     payload.update(action_id=action_id, block_id=block_id, value=value)
     if isinstance(surface, MessageSurface) and not surface.ephemeral:
@@ -253,7 +254,7 @@ def event_callback(ws: Workspace, token: str, event: dict[str, Any], now: float 
 
 
 def message_event(ws: Workspace, message: dict[str, Any], channel: str) -> dict[str, Any]:
-    """The ``message`` event for a person's message (a thread reply when it has ``thread_ts``)."""
+    """The ``message`` event for a person's message, a reply with ``thread_ts``."""
     event: dict[str, Any] = {"client_msg_id": str(uuid.uuid4()), "type": "message", "text": message.get("text", "")}
     event.update(user=message["user"], ts=message["ts"], team=ws.team_id, channel=channel)
     event.update(event_ts=message["ts"], channel_type="channel")
@@ -265,7 +266,7 @@ def message_event(ws: Workspace, message: dict[str, Any], channel: str) -> dict[
 
 
 def app_home_opened_event(ws: Workspace, user: str, now: float | None = None) -> dict[str, Any]:
-    """``app_home_opened`` for the Home tab; carries the last published view, as Slack does."""
+    """``app_home_opened`` for the Home tab, with the last published view, as Slack does."""
     event: dict[str, Any] = {"type": "app_home_opened", "user": user, "channel": "D" + user[1:], "tab": "home"}
     event["event_ts"] = action_ts(now)
     home = ws.home(user)
@@ -287,7 +288,7 @@ class Delivery:
 
     @property
     def json(self) -> Any:
-        """The ack body parsed as JSON; ``None`` for an empty or non-JSON body."""
+        """The ack body parsed as JSON, or ``None`` if empty or not JSON."""
         try:
             return json.loads(self.body) if self.body.strip() else None
         except json.JSONDecodeError:

@@ -1,14 +1,14 @@
-"""The routes the playground page calls: its live state and one route per kind of action.
+"""The routes the playground page calls: its live state, and one route per kind of action.
 
-``GET /ui/state?user=U…&since=N`` answers at once without ``since``; with it, it waits (up
-to ``POLL_WAIT`` seconds) until the workspace's change counter moves past ``N``, so the
-page stays live with one open request. Action routes take JSON from the page, make the
-bot's request through ``SlackSender``, apply the ack as Slack would, and answer
-``{"ok", "status", ...}`` so the page can show what happened.
+``GET /ui/state?user=U…&since=N`` answers at once without ``since``. With it, it waits up to
+``POLL_WAIT`` seconds for the workspace's change counter to pass ``N``. So the page stays live
+with one open request. Action routes take JSON from the page and make the bot's request through
+``SlackSender``. They apply the ack as Slack would. They answer ``{"ok", "status", ...}``, so
+the page can show what happened.
 
-Every action route takes only ``application/json`` from the page's own origin: a page on
-another site can send a form or ``text/plain`` without a preflight, and its ``Origin`` says
-where it comes from (no ``Origin``, as from a script on this machine, is let through).
+Every action route takes only ``application/json`` from the page's own origin. A page on another
+site can send a form or ``text/plain`` without a preflight. Its ``Origin`` says where it comes
+from. A request without ``Origin``, as from a script on this machine, is let through.
 """
 
 from __future__ import annotations
@@ -74,13 +74,13 @@ def _answer(delivery: Delivery, **extra: Any) -> JSONResponse:
 
 
 def _failure_text(command: str, delivery: Delivery) -> str:
-    """What Slack tells a person whose slash command the app did not acknowledge."""
+    """What Slack tells a person whose slash command the app did not ack."""
     reason = "operation_timeout" if delivery.error and "Timeout" in delivery.error else "dispatch_failed"
     return f'{command} failed with the error "{reason}"'
 
 
 async def message(request: Request) -> Response:
-    """The composer: ``/command text`` becomes a slash command, anything else a message (and its event)."""
+    """The composer: ``/command text`` is a slash command, anything else a message and event."""
     pg, data = _pg(request), await _json(request)
     user, channel = str(data.get("user") or DEFAULT_USER), str(data.get("channel") or "")
     text, thread_ts = str(data.get("text") or "").strip(), data.get("thread_ts") or None
@@ -122,7 +122,10 @@ async def message(request: Request) -> Response:
 
 
 def _surface(pg: Playground, user: str, where: Any) -> Surface | None:
-    """The message, ephemeral message, modal or Home tab the page's ``surface`` names, as ``user`` sees it."""
+    """The surface the page's ``surface`` names, as ``user`` sees it.
+
+    That is a message, an ephemeral message, a modal or the Home tab.
+    """
     where = where if isinstance(where, dict) else {}
     kind = where.get("kind")
     if kind == "message":
@@ -174,7 +177,7 @@ async def action(request: Request) -> Response:
 
 
 async def stop_session(request: Request) -> Response:
-    """A click on the stop button of a thread's agent session: `agent_session_stopped` to the bot."""
+    """A click on a thread's agent session stop button sends `agent_session_stopped`."""
     pg, data = _pg(request), await _json(request)
     user = str(data.get("user") or DEFAULT_USER)
     channel, thread_ts = str(data.get("channel") or ""), str(data.get("thread_ts") or "")
@@ -187,7 +190,10 @@ async def stop_session(request: Request) -> Response:
 
 
 async def submit_view(request: Request) -> Response:
-    """A modal's Submit: ``view_submission``; the ack closes, updates, pushes or shows errors."""
+    """A modal's Submit sends ``view_submission``.
+
+    The ack closes, updates, pushes or shows errors.
+    """
     pg, data = _pg(request), await _json(request)
     user, view_id = str(data.get("user") or DEFAULT_USER), str(data.get("view_id") or "")
     view = pg.ws.view(view_id)
@@ -219,7 +225,10 @@ async def submit_view(request: Request) -> Response:
 
 
 async def close_view(request: Request) -> Response:
-    """Cancel/close on a modal; ``view_closed`` reaches the bot only if it asked (``notify_on_close``)."""
+    """Cancel or close on a modal.
+
+    ``view_closed`` reaches the bot only if it asked (``notify_on_close``).
+    """
     pg, data = _pg(request), await _json(request)
     user, view_id = str(data.get("user") or DEFAULT_USER), str(data.get("view_id") or "")
     view = pg.ws.view(view_id)
@@ -234,7 +243,10 @@ async def close_view(request: Request) -> Response:
 
 
 async def suggest(request: Request) -> Response:
-    """Type-ahead in an external select: ``block_suggestion``; the ack carries ``options``/``option_groups``."""
+    """Type-ahead in an external select sends ``block_suggestion``.
+
+    The ack carries ``options`` or ``option_groups``.
+    """
     pg, data = _pg(request), await _json(request)
     user = str(data.get("user") or DEFAULT_USER)
     surface = _surface(pg, user, data.get("surface"))
@@ -297,7 +309,10 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def page_write(endpoint: Endpoint) -> Endpoint:
-    """`endpoint`, answering only JSON (else 415) sent from the page's own origin (else 403)."""
+    """`endpoint`, answering only JSON from the page's own origin.
+
+    Other content types get 415, other origins 403.
+    """
 
     @functools.wraps(endpoint)
     async def guarded(request: Request) -> Response:

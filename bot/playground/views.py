@@ -1,7 +1,7 @@
-"""Surfaces of the playground workspace: modals, App Home tabs and the trigger ids that open them.
+"""Surfaces of the playground workspace: modals, App Home tabs, and the trigger ids opening them.
 
-``ViewsMixin`` is half of ``Workspace``: it keeps the views behind the workspace's lock and
-bumps its change counter like every other mutation.
+``ViewsMixin`` is half of ``Workspace``. It keeps the views behind the workspace's lock. It
+bumps the change counter like every other mutation.
 """
 
 from __future__ import annotations
@@ -53,14 +53,20 @@ class ViewsMixin:
         return stamped
 
     def issue_trigger(self, user: str) -> str:
-        """Mint a single-use ``trigger_id`` for an interaction by ``user`` (lets ``views.open`` know the user)."""
+        """Mint a single-use ``trigger_id`` for ``user``'s interaction.
+
+        So ``views.open`` knows the user.
+        """
         with self._lock:
             trigger = f"{self.next_ts()}.{uuid.uuid4().hex[:16]}"
             self._triggers[trigger] = user
             return trigger
 
     def claim_trigger(self, trigger_id: str) -> str | None:
-        """Spend ``trigger_id``: its user, ``""`` for a trigger not minted here, ``None`` if already used."""
+        """Spend ``trigger_id``, returning its user.
+
+        Returns ``""`` for a trigger not minted here, ``None`` if already used.
+        """
         with self._lock:
             if trigger_id not in self._triggers:
                 return ""
@@ -69,7 +75,7 @@ class ViewsMixin:
             return user
 
     def open_view(self, user: str, view: dict[str, Any]) -> dict[str, Any]:
-        """Open a modal for ``user`` and return it with Slack's server-side fields filled in."""
+        """Open a modal for ``user``, returned with Slack's server-side fields filled in."""
         with self._lock:
             stamped = self._stamp_view(view)
             self._views[stamped["id"]] = stamped
@@ -80,7 +86,10 @@ class ViewsMixin:
     def update_view(
         self, view: dict[str, Any], view_id: str | None = None, external_id: str | None = None, hash: str | None = None
     ) -> dict[str, Any] | str:
-        """Replace an open modal; return it, or an error code (``not_found``, ``hash_conflict``)."""
+        """Replace an open modal and return it.
+
+        Otherwise returns an error code: ``not_found`` or ``hash_conflict``.
+        """
         with self._lock:
             if view_id is None:
                 view_id = next(
@@ -104,7 +113,7 @@ class ViewsMixin:
             self._bump()
 
     def publish_home(self, user: str, view: dict[str, Any], hash: str | None = None) -> dict[str, Any] | str:
-        """Set ``user``'s App Home view; return it, or ``hash_conflict``."""
+        """Set ``user``'s App Home view and return it, or ``hash_conflict``."""
         with self._lock:
             current = self._homes.get(user)
             if hash and current is not None and hash != current["hash"]:

@@ -1,15 +1,16 @@
 """Slack Web API stand-in: the subset of methods Parley uses, in Slack's wire format.
 
-``create_webapi(workspace)`` returns a Starlette app that answers
-``POST|GET /<method>`` the way slack.com/api does: form or JSON bodies, a
-``Bearer`` token, HTTP 200 with ``{"ok": false, "error": ...}`` for Slack-level
-errors, 429 + ``Retry-After`` for rate limits, and an ``x-slack-req-id`` header
-on every response. Block Kit payloads are checked against the limits Slack
-enforces server-side (including the ones slack_sdk's models let through, and
-lengths counted in UTF-16 code units, `bot.slack.limits`), so code that passes
-here is not rejected with ``invalid_blocks`` or ``msg_blocks_too_long`` in
-production. A modal over Parley's view budget is refused too: Slack documents
-no limit, but fails large views without an error (see `bot.slack.limits`).
+``create_webapi(workspace)`` returns a Starlette app answering ``POST|GET /<method>`` as
+slack.com/api does:
+- form or JSON bodies, and a ``Bearer`` token
+- HTTP 200 with ``{"ok": false, "error": ...}`` for Slack-level errors
+- 429 with ``Retry-After`` for rate limits
+- an ``x-slack-req-id`` header on every response
+Block Kit payloads are checked against the limits Slack enforces server-side. That includes ones
+slack_sdk's models let through. Lengths are counted in UTF-16 code units (`bot.slack.limits`).
+So code passing here is not rejected in production with ``invalid_blocks`` or
+``msg_blocks_too_long``. A modal over Parley's view budget is refused too. Slack documents no
+limit, but fails large views without an error (see `bot.slack.limits`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def _option_errors(element: dict[str, Any], at: str) -> list[str]:
 def validate_blocks(
     blocks: Any, limit: int = MESSAGE_BLOCK_LIMIT, pointer: str = "/blocks", surface: str = "message"
 ) -> list[str]:
-    """Return Slack-style error strings for ``blocks`` on ``surface``; an empty list means Slack would accept them."""
+    """Slack-style error strings for ``blocks`` on ``surface``.
+
+    An empty list means Slack would accept them.
+    """
     if not isinstance(blocks, list):
         return [f"must be an array [json-pointer:{pointer}]"]
     errors: list[str] = []
@@ -121,8 +125,11 @@ def _refuse(errors: list[str], error: str = "invalid_blocks") -> None:
 
 
 def _check_blocks(blocks: Any, surface: str = "message", pointer: str = "/blocks") -> None:
-    """Refuse blocks as Slack does: `invalid_blocks` naming each problem, `msg_blocks_too_long` for a
-    message's text over 12,000; lengths slack_sdk counts in code points are counted again in UTF-16."""
+    """Refuse blocks as Slack does.
+
+    `invalid_blocks` names each problem. `msg_blocks_too_long` is for a message's text over 12,000.
+    Lengths slack_sdk counts in code points are counted again in UTF-16.
+    """
     errors = validate_blocks(
         blocks, MESSAGE_BLOCK_LIMIT if surface == "message" else VIEW_BLOCK_LIMIT, pointer, surface=surface
     )
@@ -156,9 +163,10 @@ def _require(args: dict[str, Any], name: str, error: str = "invalid_arguments") 
 
 
 def _decode(args: dict[str, Any]) -> dict[str, Any]:
-    """JSON-decode ``blocks``/``view`` sent as strings in form bodies (how slack_sdk sends ``params``).
+    """JSON-decode ``blocks`` or ``view`` sent as form-body strings.
 
-    Undecodable strings are left as they are; the validators then reject them.
+    That is how slack_sdk sends ``params``. Undecodable strings are left as they are, and the
+    validators reject them.
     """
     for key in ("blocks", "view", "attachments", "metadata"):
         if isinstance(args.get(key), str):
@@ -168,7 +176,7 @@ def _decode(args: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Api:
-    """Method handlers; each takes the decoded args and returns the success body."""
+    """Method handlers, each taking decoded args and returning the success body."""
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
@@ -336,7 +344,7 @@ async def _read_args(request: Request) -> dict[str, Any]:
 
 
 def create_webapi(workspace: Workspace) -> Starlette:
-    """Build the Web API as an ASGI app; mount it so that ``<mount>/<method>`` is a method URL."""
+    """Build the Web API as an ASGI app, mounted so ``<mount>/<method>`` is a method URL."""
     api = _Api(workspace)
 
     async def endpoint(request: Request) -> JSONResponse:
@@ -380,8 +388,11 @@ def create_webapi(workspace: Workspace) -> Starlette:
         return JSONResponse(body, status_code=status, headers=headers)
 
     async def authorize(request: Request) -> Response:
-        """Slack's approval page, approved at once: `?team=T…` (or `enterprise=E…` alone, org-wide)
-        installs there and the browser goes to `redirect_uri` with the code and the `state`."""
+        """Slack's approval page, approved at once.
+
+        `?team=T…` installs there. `enterprise=E…` alone installs org-wide. The browser then goes to
+        `redirect_uri` with the code and the `state`.
+        """
         q = request.query_params
         if q.get("client_id") != workspace.installs.client_id or not q.get("redirect_uri"):
             return JSONResponse({"ok": False, "error": "invalid_client_id"}, status_code=400)

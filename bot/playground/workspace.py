@@ -1,12 +1,11 @@
 """In-memory Slack workspace behind the Web API stand-in.
 
-Tests and the local playground need a Slack they fully control: who is an
-admin, which channels exist, what the bot posted where, and which API calls it
-made. ``Workspace`` holds that state behind one re-entrant lock, so the
-uvicorn thread that serves the API and the test thread that inspects it never
-see half-applied changes. Every mutation bumps ``events`` and notifies
-``changed`` so live views (the playground UI, polling tests) can block until
-something happens instead of sleeping.
+Tests and the local playground need a Slack they fully control. That means who is an admin,
+which channels exist, and what the bot posted where. It also means which API calls it made.
+``Workspace`` holds that state behind one re-entrant lock. So the uvicorn thread serving the API
+never sees half-applied changes. Nor does the test thread inspecting it. Every mutation bumps
+``events`` and notifies ``changed``. So live views, like the playground UI or polling tests,
+block until something happens. They need not sleep.
 """
 
 from __future__ import annotations
@@ -60,8 +59,10 @@ class Workspace(ViewsMixin):
     def __init__(
         self, team_id: str = TEAM_ID, team_name: str = TEAM_NAME, *, call_log_limit: int | None = CALL_LOG_LIMIT
     ) -> None:
-        """``call_log_limit`` is how many of the newest calls the log keeps; ``None`` keeps every one
-        (for an instrument that reads its whole log, such as the bench's stand-in)."""
+        """``call_log_limit`` is how many of the newest calls the log keeps.
+
+        ``None`` keeps every one, for an instrument reading its whole log, like the bench's stand-in.
+        """
         if call_log_limit is not None and call_log_limit < 1:
             raise ValueError(f"call_log_limit must be at least 1 or None, not {call_log_limit}")
         self.team_id = team_id
@@ -122,7 +123,7 @@ class Workspace(ViewsMixin):
             return self._events
 
     def wait_for_change(self, since: int, timeout: float | None = None) -> int:
-        """Block until ``events`` exceeds ``since`` (or ``timeout``); return the current counter."""
+        """Block until ``events`` exceeds ``since``, or ``timeout``, returning the counter."""
         with self.changed:
             self.changed.wait_for(lambda: self._events > since, timeout)
             return self._events
@@ -132,7 +133,10 @@ class Workspace(ViewsMixin):
         self.changed.notify_all()
 
     def touch(self) -> None:
-        """Something the page shows changed outside the messages (an agent session): pollers look again."""
+        """Note a change the page shows outside the messages, so pollers look again.
+
+        An agent session is one.
+        """
         with self._lock:
             self._bump()
 
@@ -197,8 +201,8 @@ class Workspace(ViewsMixin):
     def resolve_channel(self, ref: str) -> str | None:
         """Map a channel id, ``name``/``#name``, or a user id (a DM) to a channel id.
 
-        The bot's DM with user ``U…`` is ``D…`` (the same id with a D); any other DM or
-        group DM is one the bot is not part of, so it is not found.
+        The bot's DM with user ``U…`` is ``D…``, the same id with a D. Any other DM or group DM is one
+        the bot is not in, so it is not found.
         """
         with self._lock:
             if ref in self._channels:
@@ -228,7 +232,7 @@ class Workspace(ViewsMixin):
         thread_ts: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """Append a message (by the bot unless ``user`` is given) and return a copy of it."""
+        """Append a message, by the bot unless ``user`` is given, and return a copy."""
         with self._lock:
             author = user or self.bot_user_id
             msg: dict[str, Any] = {"type": "message", "user": author, "text": text, "ts": self.next_ts()}
@@ -258,7 +262,10 @@ class Workspace(ViewsMixin):
     def update_message(
         self, channel: str, ts: str, text: str | None = None, blocks: list[Any] | None = None
     ) -> dict[str, Any] | None:
-        """Edit a message in place; ``blocks=None`` keeps the old blocks, ``[]`` removes them."""
+        """Edit a message in place.
+
+        ``blocks=None`` keeps the old blocks, and ``[]`` removes them.
+        """
         with self._lock:
             msg = self._find(channel, ts)
             if msg is None:
@@ -274,7 +281,7 @@ class Workspace(ViewsMixin):
     def post_ephemeral(
         self, channel: str, user: str, text: str = "", blocks: list[Any] | None = None, thread_ts: str | None = None
     ) -> str:
-        """Record a message only ``user`` sees in ``channel``; return its ``message_ts``."""
+        """Record a message only ``user`` sees in ``channel``, returning its ``message_ts``."""
         with self._lock:
             ts = self.next_ts()
             msg: dict[str, Any] = {"type": "message", "channel": channel, "user": user, "text": text, "ts": ts}
@@ -286,7 +293,10 @@ class Workspace(ViewsMixin):
     def edit_ephemeral(
         self, user: str, ts: str, text: str | None = None, blocks: list[Any] | None = None, *, delete: bool = False
     ) -> bool:
-        """Replace (or with ``delete`` remove) one of ``user``'s ephemeral messages; False if it is gone."""
+        """Replace, or with ``delete`` remove, one of ``user``'s ephemeral messages.
+
+        False if it is gone.
+        """
         with self._lock:
             found = self._ephemerals.get(user, [])
             msg = next((m for m in found if m["ts"] == ts), None)
@@ -303,7 +313,10 @@ class Workspace(ViewsMixin):
             return True
 
     def delete_message(self, channel: str, ts: str) -> bool:
-        """Remove a message (as ``chat.delete`` or a ``delete_original`` response does); False if unknown."""
+        """Remove a message, as ``chat.delete`` or a ``delete_original`` response does.
+
+        False if unknown.
+        """
         with self._lock:
             msg = self._find(channel, ts)
             if msg is None:
@@ -355,7 +368,7 @@ class Workspace(ViewsMixin):
     def record_call(
         self, method: str, args: dict[str, Any], token: str | None, status: int, error: str | None = None
     ) -> None:
-        """Append one entry to the call log (done by the Web API for every request)."""
+        """Append one entry to the call log, as the Web API does for every request."""
         with self._lock:
             entry = {"method": method, "args": plain_copy(args), "token": token, "at": time.time()}
             entry.update(status=status, error=error)
@@ -363,7 +376,9 @@ class Workspace(ViewsMixin):
             self._bump()
 
     def calls(self, method: str | None = None) -> list[dict[str, Any]]:
-        """Logged API calls, optionally only those of ``method``, oldest first: the newest
-        ``call_log_limit`` of them, older ones having left the log."""
+        """Logged API calls, oldest first, optionally only ``method``'s.
+
+        The log keeps the newest ``call_log_limit``, and older ones leave it.
+        """
         with self._lock:
             return plain_copy([c for c in self._calls if method is None or c["method"] == method])

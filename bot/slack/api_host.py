@@ -1,19 +1,20 @@
-"""`ApiQuestionHost`: the Slack host of questions asked through the HTTP API (`conversation["host"] == "api"`).
+"""`ApiQuestionHost`: the Slack host of HTTP API questions (`conversation["host"] == "api"`).
 
-It is the Slack host with four differences, because an API question is one message rather
-than a run's thread:
-- the question is posted where the caller asked (a channel, a DM, or the thread it named),
-  with no root "run started" message; its own `ts` becomes the thread typed answers go to;
-- the run's result (the answers as JSON) is not posted: the locked question shows them, and
-  a failure is told through the API and the run's history;
-- when the question closes (answered, expired, cancelled) its webhook, or its Temporal workflow's
-  signal, is announced (the signal also when its run ends: a quorum's answers, or a failure);
-- at most `MAX_ASSIGNEES` people are DMed about it (and as many when it escalates), whatever
-  user groups it names.
-- the message opens with who asked and how ("Asked by *ci-bot* through the API", or MCP), above
-  the caller's text, as there is no root message to say it;
-- a question asked as an MCP elicitation (its metadata holds `elicitation`, so its conversation
-  is `declinable`) has a "Decline" button beside Submit: the person who may answer it can refuse.
+It is the Slack host with a few differences, because an API question is one message, not a run's
+thread:
+- The question is posted where the caller asked: a channel, a DM, or the thread it named. There
+  is no root "run started" message. Its own `ts` becomes the thread typed answers go to.
+- The run's result, the answers as JSON, is not posted. The locked question shows them. A
+  failure is told through the API and the run's history.
+- When the question closes (answered, expired, cancelled), its webhook or Temporal signal is
+  announced. The signal also goes when its run ends: a quorum's answers, or a failure.
+- At most `MAX_ASSIGNEES` people are DMed about it, and as many on escalation, whatever user
+  groups it names.
+- The message opens with who asked and how, above the caller's text. An example is "Asked by
+  *ci-bot* through the API", or MCP. There is no root message to say it.
+- A question asked as an MCP elicitation has a "Decline" button beside Submit. Its metadata
+  holds `elicitation`, so its conversation is `declinable`. The person who may answer it can
+  refuse.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from workers.exceptions import AgentError
 from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
 from workers.questions.models import DECLINABLE, MAX_ASSIGNEES
-from workers.receipts.canonical import blocks_digest
 from workers.runs import HostRecords
 
 log = Log("parley.slack.api")
@@ -62,20 +62,23 @@ class ApiQuestionHost(SlackHost):
         self._on_closing = on_closing  # before the message is locked: a Temporal signal waits on no Slack call
 
     def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
-        """At most `MAX_ASSIGNEES` people are DMed about an API question, as many ids as it may name: a user
-        group among them may hold far more members, who still see the question where it was asked."""
+        """Whom to DM about an API question: at most `MAX_ASSIGNEES`, as many as it may name.
+
+        A user group among them may hold far more members. Those still see the question where it was
+        asked.
+        """
         return super()._to_tell(run)[:MAX_ASSIGNEES]
 
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
         super().escalated(run, interrupt, added[:MAX_ASSIGNEES])  # as for the people first asked
 
     def asked_by(self, run: RunInfo) -> str | None:
-        """The "Asked by *origin* through the API" line (or MCP), from the question's conversation."""
+        """The "Asked by *origin* through the API" line (or MCP), from the conversation."""
         conv = run.conversation
         return blocks.asked_by_line(str(conv.get("origin") or run.started_by), str(conv.get("via") or "api"))
 
     def declinable(self, run: RunInfo) -> bool:
-        """A question asked as an MCP elicitation (`DECLINABLE` in its conversation) offers "Decline"."""
+        """An MCP elicitation question (`DECLINABLE` in its conversation) offers "Decline"."""
         return bool(run.conversation.get(DECLINABLE))
 
     def _conversation(self, run: RunInfo) -> dict[str, Any]:
@@ -123,7 +126,7 @@ class ApiQuestionHost(SlackHost):
             if error in CANNOT_POST:
                 raise AgentError(f"Slack refused to post the question in {conv['channel']}: {error}") from exc
             raise
-        run.record_question_message({**posted, "version": 1, "blocks_digest": blocks_digest(question)})
+        run.record_question_message({**posted, "version": 1}, shown=question)
         thread = conv.get("thread_ts") or posted["ts"]
         if self.store.thread_run(posted["channel"], thread) is None:
             threaded = {**conv, "channel": posted["channel"], "thread_ts": thread}
@@ -134,12 +137,15 @@ class ApiQuestionHost(SlackHost):
         return Outcome(paused=True)
 
     def _tell(self, run: PausingRun) -> None:
-        """DM the people asked a link to a question posted in a channel (a DM question is in their DM already)."""
+        """DM the people asked a link to a channel question.
+
+        A DM question is in their DM already.
+        """
         if not str(run.record.conversation.get("channel", "")).startswith(("U", "W", "D")):
             self._tell_asked(run)
 
     def plan_named(self, run: RunInfo, steps: list[str]) -> None:
-        """Nothing: an API question's thread holds the question alone, never a plan of its run."""
+        """Nothing, since an API question's thread holds only the question, never a plan."""
 
     def plan_step(self, run: RunInfo, key: str, status: str) -> None:
         """Nothing, as `plan_named`: the question's own steps are Parley's, not the caller's."""
@@ -150,8 +156,11 @@ class ApiQuestionHost(SlackHost):
             self._on_ended(run, result, "")
 
     def failed(self, run: RunInfo, reason: str) -> None:
-        """Nothing to post: the caller learns it from the API (`status`, `error`), admins from the run's history,
-        and an expired question's message already says so."""
+        """Nothing to post.
+
+        The caller learns it from the API (`status`, `error`), and admins from the run's history. An
+        expired question's message already says so.
+        """
         log.info("question failed", **run.log_context(), reason=reason)
         if self._on_ended is not None:
             self._on_ended(run, "", reason)

@@ -1,11 +1,11 @@
-"""Everything Parley posts to Slack, as Block Kit dicts and message text: the one import for the bot.
+"""Everything Parley posts to Slack, as Block Kit dicts and message text: the bot's one import.
 
-Question rendering lives in `bot.slack.blocks_question` (its docstring holds the block/action
-id scheme the bot routes on) and the Home tab in `bot.slack.blocks_home`; both are re-exported
-here. This module adds the run-lifecycle messages posted in a run's thread.
+Question rendering lives in `bot.slack.blocks_question`. Its docstring holds the block and
+action id scheme the bot routes on. The Home tab lives in `bot.slack.blocks_home`. Both are
+re-exported here. This module adds the run-lifecycle messages posted in a run's thread.
 
-All builders are pure: no I/O, no clock. Agent-supplied text (agent names, run text, reasons,
-results) is escaped before it reaches mrkdwn, so it can never ping a channel or forge a link.
+All builders are pure: no I/O, no clock. Agent-supplied text is escaped before it reaches
+mrkdwn: agent names, run text, reasons, results. So it can never ping a channel or forge a link.
 
 Action ids of the run-lifecycle messages:
 
@@ -93,7 +93,7 @@ __all__ = [
 
 
 def run_started_text(user: str, agent: str, text: str) -> str:
-    """The thread root of a run: "<@U…> started *agent*: text" (agent name and text escaped)."""
+    """A run's thread root, "<@U…> started *agent*: text", name and text escaped."""
     head = f"{user_ref(user)} started *{clip(agent, 100)}*"
     if not text.strip():
         return head
@@ -106,7 +106,7 @@ def progress_text(text: str) -> str:
 
 
 def final_text(result: Any) -> str:
-    """The run's result: text as is, anything else as pretty JSON in a code block (escaped either way)."""
+    """The run's result, escaped: text as is, else pretty JSON in a code block."""
     if result is None:
         return ":white_check_mark: Done."
     if isinstance(result, str):
@@ -126,7 +126,10 @@ def failed_text(reason: str) -> str:
 
 
 def failed_blocks(reason: str, run_id: str, show_retry: bool) -> list[dict[str, Any]]:
-    """The failure message; with `show_retry` (for admins' eyes) a "Retry" button whose value is `run_id`."""
+    """The failure message.
+
+    With `show_retry`, for admins' eyes, it has a "Retry" button valued `run_id`.
+    """
     text = failed_text(reason)
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=cut_escaped(text, 3000)))]
     if show_retry:

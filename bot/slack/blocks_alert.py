@@ -1,10 +1,10 @@
 """A failed run's message as Slack's `alert` block, for workspaces that have it.
 
 Slack's alert block is a notice coloured by its `level`
-(https://docs.slack.dev/reference/block-kit/blocks/alert). Parley shows a run's failure
-(or its expiry, which ends it the same way) as an `error` alert above the Retry button.
-A workspace without the block refuses it (`invalid_blocks`), and the message goes out
-as the plain section of `blocks.failed_blocks` instead (`host_agents`).
+(https://docs.slack.dev/reference/block-kit/blocks/alert). Parley shows a run's failure as an
+`error` alert above the Retry button. An expiry ends a run the same way, and shows the same. A
+workspace without the block refuses it (`invalid_blocks`). The message then goes out as
+`blocks.failed_blocks`' plain section instead (`host_agents`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ ALERT_TEXT_MAX = 3000
 
 
 def failed_alert_blocks(reason: str, run_id: str, show_retry: bool) -> list[dict[str, Any]]:
-    """The failure as an `error` alert; with `show_retry` a "Retry" button whose value is `run_id`."""
+    """The failure as an `error` alert.
+
+    With `show_retry`, it has a "Retry" button valued `run_id`.
+    """
     text = cut_escaped(failed_text(reason), ALERT_TEXT_MAX)
     blocks: list[Block] = [AlertBlock(text=MarkdownTextObject(text=text), level="error")]
     if show_retry:

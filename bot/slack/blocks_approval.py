@@ -57,7 +57,7 @@ def _arg_sections(args: dict[str, Any], block_id: str | None, *, room: int = VAL
 
 
 def approval_blocks(request: Request, iid: str, version: int, head: list[Block], reassign: Block) -> list[Block]:
-    """The approval's message below its head: its arguments and the Approve / Edit… / Reject row."""
+    """The approval's message below its head: arguments, then Approve / Edit… / Reject."""
     approval = request.approval
     assert approval is not None
     buttons = [ButtonElement(text="Approve", action_id=APPROVE_ACTION_ID, value=iid, style="primary")]
@@ -107,7 +107,7 @@ def reject_view(request: Request, iid: str, *, channel: str | None = None) -> di
 def approval_answered_blocks(
     request: Request, answers: list[Answer], *, answered_by: str, answered_at: float
 ) -> list[Block]:
-    """The locked approval: approved or rejected, by whom, the args as approved (edits shown), the reason."""
+    """The locked approval: decision, decider, approved args with edits shown, reason."""
     decision = decision_of(request, answers_to_values(request, answers), answered_by)
     action = request.approval.action if request.approval else request.reason
     verdict = ":white_check_mark: Approved" if decision.approved else ":x: Rejected"

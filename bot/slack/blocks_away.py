@@ -33,7 +33,10 @@ DELEGATE_BLOCK, DELEGATE_ACTION = "away_delegate", "delegate"
 
 
 def away_blocks(away: Away | None) -> list[Block]:
-    """The person's line on Home: away until when and to whom, with "I'm back"; or "Set away…"."""
+    """The person's Home line: away until when and to whom, with "I'm back".
+
+    Otherwise it offers "Set away…".
+    """
     if away is None:
         text = "Going away? New questions for you can go to someone else until you are back."
         button = ButtonElement(text="Set away…", action_id=AWAY_OPEN_ACTION_ID)
@@ -50,7 +53,7 @@ def away_blocks(away: Away | None) -> list[Block]:
 
 
 def away_form(now: float) -> dict[str, Any]:
-    """The form: until when (a date and time), and who answers new questions meanwhile."""
+    """The form: until when (date and time), and who answers new questions meanwhile."""
     return View(
         type="modal",
         callback_id=AWAY_CALLBACK_ID,
@@ -73,7 +76,7 @@ def away_form(now: float) -> dict[str, Any]:
 
 
 def form_values(view: dict[str, Any]) -> tuple[float | None, str]:
-    """The form's submitted (until, delegate); None and "" where a field is missing."""
+    """The form's submitted (until, delegate), with None and "" for missing fields."""
     values = (view.get("state") or {}).get("values") or {}
     until = (values.get(UNTIL_BLOCK) or {}).get(UNTIL_ACTION, {}).get("selected_date_time")
     delegate = (values.get(DELEGATE_BLOCK) or {}).get(DELEGATE_ACTION, {}).get("selected_user") or ""

@@ -1,10 +1,10 @@
 """Block Kit for the facts an answer is bound to: what people decide on, and what changed.
 
-A question asked with a context shows it as a compact "You are deciding on" section. When
-an earlier answer was void because those facts changed, the question asked again shows
-each changed field (old → new) above it, and the old question's message is replaced by
-`superseded_blocks`. Facts come from agents, so every field name and value is escaped
-and each line and section is cut to fit Block Kit's limits.
+A question asked with a context shows it as a compact "You are deciding on" section. An earlier
+answer may be void because those facts changed. Then the question asked again shows each changed
+field (old → new) above it. The old question's message is replaced by `superseded_blocks`. Facts
+come from agents, so every field name and value is escaped. Each line and section is cut to fit
+Block Kit's limits.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def what_changed(changes: Sequence[ContextChange], block_id: str | None = None) 
 
 
 def context_blocks(context: Context | None, changes: Sequence[ContextChange], iid: str, version: int) -> list[Block]:
-    """The blocks a question shows between who is asked and its inputs: what changed, then the facts."""
+    """The blocks between who is asked and the inputs: what changed, then the facts."""
     found: list[Block] = []
     if changes:
         found.append(what_changed(changes, f"qd|{iid}|{version}"))
@@ -59,7 +59,7 @@ def context_blocks(context: Context | None, changes: Sequence[ContextChange], ii
 
 
 def superseded_blocks(request: Request, changes: Sequence[ContextChange], *, answered_by: str) -> list[dict[str, Any]]:
-    """The old question once its answer is void: the reason, "Superseded: the facts changed", what changed."""
+    """The old question once its answer is void: reason, "Superseded: the facts changed", changes."""
     notice = (
         f":no_entry_sign: *{SUPERSEDED}.* The answer by {user_ref(answered_by)} no longer applies; "
         "the question is asked again below."

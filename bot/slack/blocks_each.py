@@ -1,9 +1,9 @@
-"""Block Kit for a question put to each person separately (`run.ask_each`): its progress line and locked look.
+"""Block Kit for an `ask_each` question: its progress line and its locked look.
 
-The question message is the ordinary one (`blocks_question.question_blocks`, with the group's
-id where a question's id goes), plus a progress context block, `qp|{gid}|{v}`: "2 of 3
-answered: @A, @B", and, when the request asks to show them (`show_answers`), what each
-person answered. Once the run goes on, the controls give way to the same progress, locked.
+The question message is the ordinary one (`blocks_question.question_blocks`). The group's id
+goes where a question's id goes. A progress context block, `qp|{gid}|{v}`, is added: "2 of 3
+answered: @A, @B". With `show_answers`, it also shows what each person answered. Once the run
+goes on, the controls give way to the same progress, locked.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ MAX_PEOPLE_SHOWN = 20
 
 
 def progress_line(progress: QuestionProgress) -> str:
-    """ "2 of 3 answered: @A, @B" (escaped mrkdwn; user ids become mentions)."""
+    """ "2 of 3 answered: @A, @B" as escaped mrkdwn, user ids made mentions."""
     who = ", ".join(user_ref(u) for u in progress.answered[:MAX_PEOPLE_SHOWN])
     more = f" and {len(progress.answered) - MAX_PEOPLE_SHOWN} more" if len(progress.answered) > MAX_PEOPLE_SHOWN else ""
     return f"{progress.summary}" + (f": {who}{more}" if who else "")
@@ -46,7 +46,10 @@ def progress_blocks(request: Request, progress: QuestionProgress, gid: str, vers
 
 
 def each_closed_blocks(request: Request, progress: QuestionProgress, *, cancelled: bool) -> list[dict[str, Any]]:
-    """The locked `ask_each` message: who answered (and what, if shown), and who no longer needs to."""
+    """The locked `ask_each` message: who answered, and who no longer needs to.
+
+    What they answered shows if shown.
+    """
     waiting = [u for u in progress.asked if u not in progress.answered]
     if cancelled:
         headline = ":no_entry_sign: Cancelled"

@@ -1,9 +1,9 @@
 """The App Home tab and the `/parley runs` listing.
 
-Everyone's Home tab lists the questions waiting on them, each linking to its thread (with
-"Inspect" on its run). Admins
-(`admin` is not None) also see "Paused runs": one page of the runs waiting for an answer,
-newest first, under the count of every run by status, with:
+Everyone's Home tab lists the questions waiting on them. Each links to its thread, with
+"Inspect" on its run. Admins (`admin` is not None) also see "Paused runs". That is one page of
+the runs waiting for an answer, newest first. Above it is the count of every run by status. The
+controls are:
 
     parley_admin_cancel  "Cancel" (with a confirmation) on queued/running/paused runs; value = run_id
     parley_admin_remind  "Remind" on paused runs; value = run_id
@@ -12,8 +12,9 @@ newest first, under the count of every run by status, with:
     parley_admin_page    "Previous"/"Next" page; value = str(page ∓ 1). The two buttons share an
                          action_id, so each sits in its own actions block (home|page|prev / home|page|next).
 
-Block ids: hw|{n} per waiting question, hr|{run_id} and hra|{run_id} per run (hashed if over
-Slack's 255 characters), so every run's blocks are distinct. Text from agents is escaped.
+Block ids are hw|{n} per waiting question, and hr|{run_id} and hra|{run_id} per run. They are
+hashed if over Slack's 255 characters. So every run's blocks are distinct. Text from agents is
+escaped.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ PAUSED_EXPLAINED = "Runs waiting for an answer, newest first."
 
 
 def _counts_line(counts: dict[str, int]) -> str:
-    """Every run by status, the ones with none left out: "All runs: *paused* 2 · *succeeded* 4"."""
+    """Every run by status, empty ones left out: "All runs: *paused* 2 · *succeeded* 4"."""
     known = [s for s in STATUS_ORDER if s in counts] + sorted(s for s in counts if s not in STATUS_ORDER)
     shown = [f"*{clip(str(status), 30)}* {int(counts[status])}" for status in known if int(counts[status])]
     return "All runs: " + " · ".join(shown) if shown else "No runs yet."
@@ -119,7 +120,10 @@ def _run_text(run: RunSummary, *, text_max: int) -> str:
 
 
 def _question_line(q: QuestionSummary) -> str:
-    """One question of several a run waits on: "• `deploy`: answered by @A" or "• `db`: waiting on @B"."""
+    """One of several questions a run waits on, like "• `deploy`: answered by @A".
+
+    Or "• `db`: waiting on @B".
+    """
     key = clip(_one_line(q.key), 60).replace("`", "'")
     if q.state == "answered":
         how = f"answered by {user_ref(q.answered_by)}"
@@ -201,10 +205,10 @@ def _admin_blocks(admin: dict[str, Any]) -> list[Block]:
 def home_view(
     *, waiting: list[dict[str, Any]], admin: dict[str, Any] | None, away: Away | None = None
 ) -> dict[str, Any]:
-    """The Home tab: questions waiting on this person, their away status, then (for admins) runs.
+    """The Home tab: waiting questions, away status, then runs for admins.
 
-    `waiting`: {"run_id", "agent", "reason", "permalink" or None, "asked_at", "now"}.
-    `admin`: None, or {"counts": {status: n}, "runs": [RunSummary], "page": int, "has_next": bool}.
+    `waiting`: {"run_id", "agent", "reason", "permalink" or None, "asked_at", "now"}. `admin`: None,
+    or {"counts": {status: n}, "runs": [RunSummary], "page": int, "has_next": bool}.
     """
     blocks: list[Block] = [HeaderBlock(block_id="home|waiting", text=PlainTextObject(text="Waiting on you"))]
     if not waiting:
@@ -224,7 +228,7 @@ def home_view(
 
 
 def runs_list_blocks(runs: Sequence[RunSummary], counts: dict[str, int]) -> list[dict[str, Any]]:
-    """The ephemeral `/parley runs` reply: counts by status and the newest runs, each with "Inspect"."""
+    """The ephemeral `/parley runs` reply: counts by status, newest runs with "Inspect"."""
     ordered = _newest_first(runs)
     shown = min(len(ordered), MAX_LISTED_RUNS)
     while True:

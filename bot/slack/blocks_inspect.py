@@ -1,10 +1,12 @@
 """The "Inspect" modal: one run as admins and the people it asks see it in Slack.
 
-What `parley runs show` prints, in a modal: the run (agent, status, who started it, its text),
-the question it waits on (who was asked, since when, the reminders sent), the answers given
-so far, the steps recorded, and its history a page at a time, so that a long history stays
-within a modal's 100 blocks. Text from agents and people is escaped; dates are Slack date
-tokens, shown in the reader's timezone.
+It shows in a modal what `parley runs show` prints:
+- the run: agent, status, who started it, its text
+- the question it waits on: who was asked, since when, the reminders sent
+- the answers given so far, and the steps recorded
+- its history, a page at a time, so a long history stays within a modal's 100 blocks
+Text from agents and people is escaped. Dates are Slack date tokens, shown in the reader's
+timezone.
 
     parley_inspect       "Inspect" on a run (App Home, `/parley runs`); value = run_id
     parley_inspect_page  "Older"/"Newer" history in the modal; value = "{run_id}|{page}"
@@ -85,7 +87,10 @@ def _run_blocks(detail: RunDetail) -> list[Block]:
 
 
 def _group_blocks(detail: RunDetail) -> list[Block]:
-    """A run paused on several questions at once: each one's progress (one per person for `ask_each`)."""
+    """A run paused on several questions: each one's progress.
+
+    `ask_each` shows one per person.
+    """
     lines = []
     for q in detail.questions[:20]:
         if q.state is InterruptState.ANSWERED:
@@ -135,7 +140,10 @@ def _answers_blocks(history: list[HistoryEntry]) -> list[Block]:
 
 
 def receipt_blocks(receipts: dict[str, str]) -> list[Block]:
-    """The digests of the run's signed receipts, newest last (docs/receipts.md); none without any."""
+    """The digests of the run's signed receipts, newest last (docs/receipts.md).
+
+    None without any.
+    """
     if not receipts:
         return []
     shown = list(receipts.items())[-ANSWERS_SHOWN:]
@@ -183,7 +191,7 @@ def _history_blocks(run_id: str, history: list[HistoryEntry], page: int) -> list
 
 
 def inspect_view(detail: RunDetail, *, page: int = 0) -> dict[str, Any]:
-    """The Inspect modal for `detail`, showing page `page` of its history (0: the newest entries)."""
+    """The Inspect modal for `detail`, at history page `page` (0: newest)."""
     blocks = [
         *_run_blocks(detail),
         *_question_blocks(detail),
@@ -213,10 +221,11 @@ def inspect_view(detail: RunDetail, *, page: int = 0) -> dict[str, Any]:
 
 
 def _capped(view: dict[str, Any], cap: int) -> dict[str, Any]:
-    """`view` with each section's and context's mrkdwn cut to `cap`: the head of each part stays, the rest goes.
+    """`view` with each section's and context's mrkdwn cut to `cap`.
 
-    Inspect keeps within a modal's budget (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`) this way
-    when a run's answers, steps and history page hold more text than a modal carries.
+    The head of each part stays, and the rest goes. That keeps Inspect within a modal's budget
+    (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`). It is needed when a run's answers, steps and
+    history page hold more text than a modal carries.
     """
 
     def cut(text: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +242,7 @@ def _capped(view: dict[str, Any], cap: int) -> dict[str, Any]:
 
 
 def notice_view(text: str) -> dict[str, Any]:
-    """A modal that only says `text` (already mrkdwn), e.g. why a run cannot be inspected."""
+    """A modal that only says `text` (already mrkdwn), like why a run is not inspectable."""
     view = View(
         type="modal",
         title=PlainTextObject(text="Inspect run"),

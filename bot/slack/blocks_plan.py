@@ -1,11 +1,12 @@
 """The run's live plan as Block Kit: one `plan` block whose `task_card`s are its steps and questions.
 
-Shapes from https://docs.slack.dev/reference/block-kit/blocks/plan-block/ and
-https://docs.slack.dev/reference/block-kit/blocks/task-card-block/ (statuses `pending`,
-`in_progress`, `complete`, `error`; a card's `sources` are URL source elements). Slack documents
-no length for a card's title, so Parley keeps each to a header's 150 characters, counted in
-UTF-16 units. A plan shows at most `TASKS_SHOWN` cards: beyond that the oldest finished ones
-are counted in one card. Each version of the message gets a fresh `block_id`, as Slack asks.
+The shapes come from https://docs.slack.dev/reference/block-kit/blocks/plan-block/ and
+https://docs.slack.dev/reference/block-kit/blocks/task-card-block/. Statuses are `pending`,
+`in_progress`, `complete` and `error`. A card's `sources` are URL source elements. Slack
+documents no length for a card's title. So Parley keeps each to a header's 150 characters,
+counted in UTF-16 units. A plan shows at most `TASKS_SHOWN` cards. Beyond that, the oldest
+finished ones are counted in one card. Each version of the message gets a fresh `block_id`, as
+Slack asks.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _card(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _folded(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """At most `TASKS_SHOWN` tasks: the oldest finished ones beyond that counted in the first card."""
+    """At most `TASKS_SHOWN` tasks, older finished ones counted in the first card."""
     if len(tasks) <= TASKS_SHOWN:
         return tasks
     extra = len(tasks) - TASKS_SHOWN + 1

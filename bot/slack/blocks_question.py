@@ -1,8 +1,8 @@
 """Block Kit for a question: the message people answer in a thread, its form, and its locked states.
 
-Id scheme (the bot routes on these; `bot.slack.form_state.parse_block_id` reads them back). `iid` is
-the interrupt's unguessable `token_urlsafe` id and `v` the message version, bumped on every
-re-render because Slack wants fresh block_ids each time a message is updated:
+The bot routes on this id scheme, and `bot.slack.form_state.parse_block_id` reads it back. `iid`
+is the interrupt's unguessable `token_urlsafe` id. `v` is the message version, bumped on every
+re-render. Slack wants fresh block_ids each time a message is updated.
 
     q|{iid}|{v}|{item_id}  input block of one item; its element's action_id is "answer"
     qa|{iid}|{v}           actions block: "parley_submit" (value iid) and "parley_open_form" (value iid),
@@ -23,13 +23,13 @@ re-render because Slack wants fresh block_ids each time a message is updated:
                            or "{iid}|{channel}" when opened from the question's message in that channel)
     fh|{iid}|{v}|{n}       reason section number n in the modal
 
-Everything is built from slack_sdk model objects so their limit validators run, then checked
-against the message-wide limits slack_sdk misses (`bot.slack.limits`). Agent text reaches mrkdwn
-only escaped; `plain_text` fields (header, labels, options) take it raw because Slack does not
-parse them. Locked messages (answered/closed) carry no block_ids: Slack assigns fresh ones.
-Runs of blank lines in agent text fold into one (`fold_blank_lines`), and a question asked through
-the API or MCP opens with who asked it (`asked_by_line`), so nothing the agent wrote can pass for
-a line of Parley's own.
+Everything is built from slack_sdk model objects, so their limit validators run. It is then
+checked against the message-wide limits slack_sdk misses (`bot.slack.limits`). Agent text
+reaches mrkdwn only escaped. `plain_text` fields (header, labels, options) take it raw, since
+Slack does not parse them. Locked messages (answered or closed) carry no block_ids, and Slack
+assigns fresh ones. Runs of blank lines in agent text fold into one (`fold_blank_lines`). A
+question asked through the API or MCP opens with who asked it (`asked_by_line`). So nothing the
+agent wrote can pass for a line of Parley's own.
 """
 
 from __future__ import annotations
@@ -146,10 +146,10 @@ def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
 
 
 def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allow_header: bool) -> list[Block]:
-    """A plain_text header for a short one-line reason, else escaped mrkdwn sections of ≤3000 chars.
+    """A plain_text header for a short one-line reason, else escaped mrkdwn sections.
 
-    Reasons with `<` or `>` always go to an escaped section, so nothing resembling a mention
-    or link is ever sent unescaped, whatever a surface's parsing rules.
+    Sections hold at most 3000 characters. Reasons with `<` or `>` always go to an escaped section.
+    So nothing like a mention or link is ever sent unescaped, whatever a surface's parsing rules.
     """
     reason = fold_blank_lines(reason)
     raw = f"{prefix} {reason}" if prefix else reason
@@ -164,7 +164,7 @@ def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allo
 
 
 def _description(text: str | None, cap: int) -> str | None:
-    """An option's description shortened to `cap` (none at 0), to keep a form within its budget."""
+    """An option's description cut to `cap` (none at 0), keeping a form within budget."""
     return truncate(text, cap) if text and cap > 0 else None
 
 
@@ -175,7 +175,7 @@ def _option(item: Item, value: str, description_cap: int = OPTION_DESCRIPTION_MA
 
 
 def format_hint(item: Item) -> str | None:
-    """The input's hint saying what a typed item expects, where its element does not show it."""
+    """The input's hint for what a typed item expects, where its element does not show it."""
     if item.type is ItemType.NUMBER:
         return number_words(item).capitalize()
     if item.type is ItemType.FREE_TEXT and item.pattern_hint:
@@ -188,8 +188,8 @@ def format_hint(item: Item) -> str | None:
 def _typed_element(item: Item, placeholder: PlainTextObject, *, modal: bool) -> Any:
     """The element of a number, boolean, email, URL, time or datetime item.
 
-    Number, email and URL inputs exist only in modals: in a message they are a plain text
-    input, read and validated at Submit. Slack wants a number input's bounds as strings.
+    Number, email and URL inputs exist only in modals. In a message they are a plain text input,
+    read and validated at Submit. Slack wants a number input's bounds as strings.
     """
     default = item.default
     text_default = value_text(default) if default is not None else None
@@ -227,7 +227,7 @@ def _typed_element(item: Item, placeholder: PlainTextObject, *, modal: bool) -> 
 
 
 def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRIPTION_MAX, modal: bool = False) -> Any:
-    """The input element for `item`, with its default pre-filled and option descriptions cut to `description_cap`."""
+    """The input element for `item`, default pre-filled, descriptions cut to `description_cap`."""
     placeholder = PlainTextObject(text=item.placeholder or _PLACEHOLDERS[item.type])
     if item.type in TYPED_FROM_TEXT:
         return _typed_element(item, placeholder, modal=modal)
@@ -281,9 +281,10 @@ def _input(
     description_cap: int = OPTION_DESCRIPTION_MAX,
     modal: bool = False,
 ) -> InputBlock:
-    """The input block for `item`; with `other` (its "type your own" item) a required choice is optional to Slack.
+    """The input block for `item`.
 
-    Slack has no "one of these two" check, so the form's own validation asks for one of them.
+    With `other`, its "type your own" item, a required choice is optional to Slack. Slack has no
+    "one of these two" check, so the form's own validation asks for one.
     """
     text = fold_blank_lines(item.text)
     label = truncate(text, label_cap)
@@ -310,7 +311,7 @@ def _is_external(item: Item, threshold: int) -> bool:
 
 
 def assignee_line(assignees: list[str]) -> str:
-    """The question's "Asked of …" line: the first ten people or groups asked, and how many more."""
+    """The "Asked of …" line: the first ten people or groups asked, and how many more."""
     if not assignees:
         return "Anyone in this channel can answer"
     shown = ", ".join(assignee_ref(a) for a in assignees[:MAX_ASSIGNEES_SHOWN])
@@ -323,17 +324,17 @@ VIA = {"api": "the API", "mcp": "MCP"}
 
 
 def asked_by_line(origin: str, via: str = "api") -> str:
-    """The line above a question asked through the API or MCP: "Asked by *ci-bot* through the API"."""
+    """The line above an API or MCP question: "Asked by *ci-bot* through the API"."""
     return f"Asked by *{origin_ref(origin)}* through {VIA.get(via, VIA['api'])}"
 
 
 def origin_block(asked_by: str, block_id: str | None = None) -> dict[str, Any]:
-    """The `asked_by_line` as the context block that opens a question's message (and its locked states)."""
+    """The `asked_by_line` as the context block opening a question's message and locked states."""
     return ContextBlock(block_id=block_id, elements=[MarkdownTextObject(text=asked_by)]).to_dict()
 
 
 def reassign_block(block_id: str, claim: str | None = None, iid: str = "") -> ActionsBlock:
-    """The "Reassign…" control, a users select, and "Claim" or "Release" when `claim` says which."""
+    """The "Reassign…" users select, with "Claim" or "Release" as `claim` says."""
     select = UserSelectElement(action_id=REASSIGN_ACTION_ID, placeholder=PlainTextObject(text="Reassign…"))
     extra = []
     if claim == "claim":
@@ -344,7 +345,7 @@ def reassign_block(block_id: str, claim: str | None = None, iid: str = "") -> Ac
 
 
 def is_fast_path(request: Request) -> bool:
-    """One required select with at most five options: answered with a single button click."""
+    """One required select of at most five options, answered with one button click."""
     if len(request.items) != 1:
         return False
     item = request.items[0]
@@ -367,21 +368,21 @@ def question_blocks(
     declinable: bool = False,
     claimed_by: str = "",
 ) -> list[dict[str, Any]]:
-    """The question message for interrupt `iid`: reason, who is asked, inputs, the Submit row, "Reassign…".
+    """The question message for interrupt `iid`: reason, assignees, inputs, Submit row, "Reassign…".
 
     A question asked with `claim` has "Claim" beside "Reassign…", or "Release" once `claimed_by`.
 
     `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
-    `asked_line`, when given, stands in the message for the "Asked of …" line made from
-    `assignees` (`bot.slack.question_templates` builds with a placeholder there). `asked_by`
-    (`asked_by_line`) opens the message, above the agent's text. A `declinable` question (one asked
-    as an MCP elicitation) has a "Decline" button after Submit (or after its one-click choices).
+    `asked_line`, when given, replaces the "Asked of …" line made from `assignees`.
+    `bot.slack.question_templates` builds with a placeholder there. `asked_by` (`asked_by_line`)
+    opens the message, above the agent's text. A `declinable` question, asked as an MCP elicitation,
+    has a "Decline" button. It comes after Submit, or after its one-click choices.
 
-    With a `context`, the facts the answer is bound to are shown above the inputs, and
-    with `changes`, what changed since an earlier answer was voided by other facts.
+    With a `context`, the facts the answer is bound to are shown above the inputs. With `changes`,
+    so is what changed since other facts voided an earlier answer.
 
     When the text would exceed Slack's per-message budget, the biggest selects switch to
-    external_select and then labels are shortened (the form keeps them whole).
+    external_select. Then labels are shortened, though the form keeps them whole.
     """
     check_ids(iid, version)
     head = _reason_blocks(request.reason, reason_prefix, f"qh|{iid}|{version}", allow_header=True)
@@ -475,7 +476,10 @@ def _by_option_text(request: Request, external: set[str]) -> list[Item]:
 
 
 def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
-    """The largest cap in `low..high` that `fits` (which only turns false as the cap grows); `low` if none."""
+    """The largest cap in `low..high` that `fits`, else `low`.
+
+    `fits` only turns false as the cap grows.
+    """
     while low < high:
         mid = (low + high + 1) // 2
         if fits(mid):
@@ -486,8 +490,11 @@ def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
 
 
 def _form_only(request: Request, iid: str, version: int) -> list[Block]:
-    """A request with a secret is answered only in the form: its items are listed, and the one
-    button opens the form. No input sits in the message, so nothing secret is typed into the thread."""
+    """A request with a secret is answered only in the form.
+
+    Its items are listed, and the one button opens the form. No input sits in the message, so
+    nothing secret is typed into the thread.
+    """
     share = max(60, (QUESTION_TEXT_BUDGET - 2000) // len(request.items))
     lines = [f"• {clip(i.text, share)}" + (" :lock:" if i.is_secret else "") for i in request.items]  # clip escapes
     listing = SectionBlock(
@@ -520,7 +527,7 @@ def _locked_reason(request: Request) -> list[Block]:
 def answered_blocks(
     request: Request, answers: list[Answer], *, answered_by: str, answered_at: float, context: Context | None = None
 ) -> list[dict[str, Any]]:
-    """The locked message after an answer: the reason, the facts it was given on, each answer, who and when."""
+    """The locked message after an answer: reason, facts given on, answers, who and when."""
     if request.approval is not None:
         out = _dicts(approval_answered_blocks(request, answers, answered_by=answered_by, answered_at=answered_at))
         limits.check_message_blocks(out)
@@ -544,8 +551,9 @@ def answered_blocks(
 def closed_blocks(request: Request, *, status: str, detail: str = "", by: str | None = None) -> list[dict[str, Any]]:
     """The locked message for a question closed unanswered.
 
-    `status` "cancelled" reads "Cancelled" and "declined" reads "Declined" (by `by`, a user id, when
-    given); "expired" reads "Expired without an answer". `detail` is escaped free text shown under it.
+    `status` "cancelled" reads "Cancelled", and "declined" reads "Declined". Either names `by`, a
+    user id, when given. "expired" reads "Expired without an answer". `detail` is escaped free text
+    shown under it.
     """
     if status in ("cancelled", "declined"):
         headline = f":no_entry_sign: {status.capitalize()}" + (f" by {user_ref(by)}" if by else "")
@@ -569,12 +577,12 @@ def modal_view(
 ) -> dict[str, Any]:
     """The "Answer in a form" modal: full-length labels, Slack's own required-field checks.
 
-    `channel` is where the form was opened from; its submission then counts as given there
-    (a submission carries no channel of its own).
+    `channel` is where the form was opened from. Its submission then counts as given there, since a
+    submission carries no channel of its own.
 
-    The form keeps within a modal's budget (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`) as
-    the message keeps within its own: the biggest static selects load their options as people
-    type (external_select, served by `bot.listeners.options`), then option descriptions are
+    The form keeps within a modal's budget (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`), as the
+    message keeps within its own. First the biggest static selects load their options as people
+    type. That is external_select, served by `bot.listeners.options`. Then option descriptions are
     shortened, then labels.
     """
     check_ids(iid, version)
@@ -623,7 +631,9 @@ def fallback_text(request: Request) -> str:
 
 
 def locked_text(request: Request, outcome: str) -> str:
-    """A locked question's top-level `text`: its outcome ("Answered by <@U…>", "Cancelled",
-    "Expired") and the reason, escaped and cut to Slack's 4,000 characters (escaping alone can
-    make a 3,000-character reason several times longer)."""
+    """A locked question's top-level `text`: its outcome and reason, escaped and cut.
+
+    Outcomes read "Answered by <@U…>", "Cancelled" or "Expired". The text is cut to Slack's 4,000
+    characters. Escaping alone can make a 3,000-character reason several times longer.
+    """
     return cut_escaped(f"{outcome}: {escape(request.reason)}", FALLBACK_MAX)

@@ -1,8 +1,8 @@
-"""Channel names to ids for the API and MCP, through `conversations.list` as Slack apps resolve them.
+"""Channel names to ids for the API and MCP, via `conversations.list`, as Slack apps do.
 
-A caller may write `#deploys` where a channel id goes; Slack's Web API takes only ids, so the
-name is looked up among the channels the bot can see (public ones, and the private ones it was
-invited to). The same listing names the channels Parley can post in when Slack refuses one.
+A caller may write `#deploys` where a channel id goes. Slack's Web API takes only ids. So the
+name is looked up among the channels the bot can see: public ones, and private ones it was
+invited to. The same listing names where Parley can post, when Slack refuses one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class SlackChannelNames:
         self.clients = clients
 
     def _listing(self, team: str) -> list[tuple[str, str, bool]]:
-        """(id, name, the bot is a member) for each channel the bot can see in `team`."""
+        """(id, name, bot is member) for each channel the bot sees in `team`."""
         web = self.clients.for_workspace(team or None)
         found: list[tuple[str, str, bool]] = []
         cursor = ""
@@ -41,15 +41,20 @@ class SlackChannelNames:
         return found
 
     def find(self, name: str, team: str = "") -> str | None:
-        """The id of channel `name` (without its `#`) in `team`, or None when the bot sees no such channel
-        (or Slack will not list them)."""
+        """The id of channel `name` (without `#`) in `team`, or None.
+
+        None when the bot sees no such channel, or Slack will not list them.
+        """
         wanted = name.lower()
         return next((cid for cid, cname in self.postable(team) if cname.lower() == wanted), None)
 
     def postable(self, team: str = "") -> list[tuple[str, str]]:
-        """(id, name) of the channels Parley can post in: those it is in, and public ones (it joins them);
-        empty when Slack will not list them (a token without `channels:read`, an app installed before
-        Parley asked for it, say)."""
+        """(id, name) of the channels Parley can post in.
+
+        Those are the ones it is in, and public ones, which it joins. Empty when Slack will not list
+        them. That happens to a token without `channels:read`, like an app installed before Parley asked
+        for it.
+        """
         try:
             return [(cid, name) for cid, name, _ in self._listing(team)]
         except SlackApiError as exc:

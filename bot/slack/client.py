@@ -17,12 +17,12 @@ SERVER_ERROR_RETRIES = 2
 
 
 def make_web_client(token: str | None, base_url: str, *, timeout: int = 10) -> KeepAliveWebClient:
-    """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out `Retry-After` on 429.
+    """A `WebClient` for `base_url` (Slack's, or a stand-in) that waits out 429's `Retry-After`.
 
     Connections stay open between calls (`transport`). Every attempt is counted in
-    `parley_slack_api_calls_total` (`webapi_metrics`).
-    A 500 or 503 is retried too (after half a second, then a second): without it, one failed
-    `chat.update` would leave an answered question showing its controls for good.
+    `parley_slack_api_calls_total` (`webapi_metrics`). A 500 or 503 is retried too, after half a
+    second, then a second. Otherwise one failed `chat.update` would leave an answered question
+    showing its controls for good.
     """
     return KeepAliveWebClient(
         token=token,

@@ -1,10 +1,10 @@
 """Which `WebClient` talks to a run's workspace: the one bot token, or its installation's.
 
 Single-workspace mode (`SLACK_BOT_TOKEN`) has one client for everything. In OAuth mode each
-workspace has its own bot token, saved by the install in the installation store; a run's
-conversation names its team (and, for an org-wide install, its enterprise), and the client
-for it carries that installation's token. Clients are cached by token, so a reinstall (a new
-token) gets a new client and an uninstall is seen at the next lookup.
+workspace has its own bot token. The install saved it in the installation store. A run's
+conversation names its team, and for an org-wide install its enterprise. Its client carries that
+installation's token. Clients are cached by token. So a reinstall, with a new token, gets a new
+client. An uninstall is seen at the next lookup.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from workers.exceptions import NotInstalled
 
 
 class WebClients:
-    """A `WebClient` per workspace: `single` for every one, or one per installation found in `installations`."""
+    """A `WebClient` per workspace: `single` for all, or one per installation.
+
+    Installations are found in `installations`.
+    """
 
     def __init__(
         self,
@@ -46,7 +49,7 @@ class WebClients:
     def for_workspace(
         self, team: str | None, enterprise: str | None = None, *, enterprise_install: bool = False
     ) -> WebClient:
-        """The client with the bot token of the installation that serves `team` (or `enterprise`)."""
+        """The client bearing the bot token of the installation serving `team` or `enterprise`."""
         if self.single is not None:
             return self.single
         assert self.installations is not None

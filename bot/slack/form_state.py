@@ -1,14 +1,14 @@
 """Read answers out of Slack's `state.values` and read Parley's block ids back.
 
-A question message's Submit click (`block_actions`) and a form submission (`view_submission`)
-both carry `state.values[block_id][action_id] = {"type": <element type>, <value field>}`.
-This module turns the blocks that belong to one interrupt into `Answer`s and nothing more:
-whether the answers fit the request is decided by the port's validation against the stored
-request, so option values are passed through raw (a tampered value is refused there) and the
-option text Slack echoes back is never read.
+A question message's Submit click (`block_actions`) carries
+`state.values[block_id][action_id] = {"type": <element type>, <value field>}`. So does a form
+submission (`view_submission`). This module turns one interrupt's blocks into `Answer`s, and
+nothing more. The port's validation against the stored request decides whether the answers fit.
+So option values are passed through raw, and a tampered value is refused there. The option text
+Slack echoes back is never read.
 
-Missing keys, `null` and `[]` all mean "no answer", because Slack does not promise to send an
-untouched element at all.
+Missing keys, `null` and `[]` all mean "no answer". Slack does not promise to send an untouched
+element at all.
 """
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ BlockRef = tuple[str, str, int | None, str | None]
 
 
 def parse_block_id(block_id: str) -> BlockRef | None:
-    """`(kind, iid, version, item_id)` for a Parley block id, None for anything else.
+    """`(kind, iid, version, item_id)` for a Parley block id, else None.
 
-    "q|iid|3|env" → ("q", iid, 3, "env"); "f|iid|env" → ("f", iid, None, "env");
-    "qa|iid|3" → ("qa", iid, 3, None). See `bot.slack.blocks_question` for every kind.
+    - "q|iid|3|env" gives ("q", iid, 3, "env").
+    - "f|iid|env" gives ("f", iid, None, "env").
+    - "qa|iid|3" gives ("qa", iid, 3, None).
+    See `bot.slack.blocks_question` for every kind.
     """
     if not isinstance(block_id, str):
         return None
@@ -116,7 +118,10 @@ def _answer(item_id: str, element: Any, where: str) -> Answer | None:
 
 
 def _as_boolean(item: Item, answer: Answer | None) -> Answer | None:
-    """A boolean item's radio button or checkbox as True/False; its one checkbox left unchecked is False."""
+    """A boolean item's radio button or checkbox as True/False.
+
+    Its one checkbox left unchecked is False.
+    """
     if answer is None:
         return None if item.required else Answer(id=item.id, boolean=False)
     if answer.choice in (YES, NO):
@@ -129,10 +134,10 @@ def _as_boolean(item: Item, answer: Answer | None) -> Answer | None:
 def parse_state_values(request: Request, iid: str, state_values: Any, *, prefix: str = "q") -> list[Answer]:
     """The answers in `state_values` for interrupt `iid`, in item order.
 
-    `prefix` is "q" for a question message (any version; the newest wins if several appear)
-    or "f" for the form modal. Blocks of other interrupts and non-question blocks are ignored.
-    Block ids naming an item the request does not have still yield an Answer, so validation
-    reports "unknown item id" rather than the answer silently vanishing.
+    `prefix` is "q" for a question message, of any version, the newest winning. It is "f" for the
+    form modal. Other interrupts' blocks and non-question blocks are ignored. A block id naming an
+    item the request lacks still yields an Answer. So validation reports "unknown item id", rather
+    than the answer silently vanishing.
     """
     if prefix not in ("q", "f"):
         raise ValueError(f"prefix must be 'q' or 'f', not {prefix!r}")

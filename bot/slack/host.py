@@ -1,16 +1,15 @@
 """`SlackHost`: the runtime's host for runs that talk in a Slack thread.
 
-It posts the run's root message, its questions, progress and outcome, and locks
-question messages when they close. Questions are posted once: the interrupt is
-recorded before posting and the posted `ts` right after, and a replay finds it; a
-replay that finds no `ts` looks for the message in the thread by its metadata
-(`bot.slack.question_metadata`) before posting it.
+It posts the run's root message, its questions, progress and outcome. It locks question messages
+when they close. Questions are posted once. The interrupt is recorded before posting, and the
+posted `ts` right after. A replay finds it. A replay finding no `ts` looks for the message in
+the thread by its metadata (`bot.slack.question_metadata`). Only then does it post.
 
 Where the thread goes: in a public channel, Parley joins first (`conversations.join`,
-`channels:join`, once per channel per process every `recent.JOIN_TTL`), because Slack
-delivers a channel's messages (typed answers) only to its members. In a conversation Parley
-cannot post in (a DM or group DM between people, a private channel it was not invited to),
-the thread goes to the starter's DM with Parley instead.
+`channels:join`). It does so once per channel per process every `recent.JOIN_TTL`. Slack
+delivers a channel's messages, and so typed answers, only to its members. Parley may be unable
+to post in a conversation. That is a DM or group DM between people, or a private channel it was
+not invited to. The thread then goes to the starter's DM with Parley instead.
 """
 
 from __future__ import annotations
@@ -27,10 +26,12 @@ from bot.slack.clients import WebClients
 from bot.slack.host_agents import AgentSurfacesHost
 from bot.slack.last_call import last_call_text
 from bot.slack.limits import BlockLimitError
-from bot.slack.mrkdwn import escape, user_ref, with_mentions
+from bot.slack.live_plan import PLANNED
+from bot.slack.mrkdwn import escape, mentions_anyone, user_ref, with_mentions
 from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
+from bot.slack.session_status import SESSION
 from workers.exceptions import AgentError, NotInstalled
 from workers.interaction import (
     ContextChange,
@@ -49,7 +50,7 @@ from workers.runs import HostRecords
 
 
 def slack_refusal(response: Any) -> str:
-    """Slack's refusal in words: its error, then its `errors` (or `response_metadata.messages`) when it sent any."""
+    """Slack's refusal in words: its error, then any `errors` or `response_metadata.messages` sent."""
     error = str(response.get("error") or "no error given")
     details = response.get("errors") or (response.get("response_metadata") or {}).get("messages") or []
     return f"{error} ({'; '.join(str(d) for d in details)})" if details else error
@@ -62,10 +63,10 @@ NOT_NEEDED_DETAIL = "The run went on without this question (another one was answ
 
 
 class SlackHost(AgentSurfacesHost):
-    """Talks in the run's thread through the Web API; needs `chat:write`.
+    """Talks in the run's thread through the Web API, needing `chat:write`.
 
-    `client` is the one `WebClient` (single-workspace mode) or the `WebClients` that pick each
-    run's workspace's client from the installation store (OAuth mode).
+    `client` is the one `WebClient`, in single-workspace mode. In OAuth mode, it is the `WebClients`
+    picking each run's workspace client from the installation store.
     """
 
     def __init__(self, client: WebClient | WebClients, store: HostRecords, *, notify_assignees: bool = True) -> None:
@@ -82,10 +83,14 @@ class SlackHost(AgentSurfacesHost):
         return self.clients.for_conversation(run.conversation)
 
     # ---- the thread ------------------------------------------------------------
-    def start_thread(self, run: RunInfo, conversation: dict[str, Any] | None = None) -> dict[str, Any]:
+    def start_thread(
+        self, run: RunInfo, conversation: dict[str, Any] | None = None, *, session: bool = True
+    ) -> dict[str, Any]:
         """Post the run's root message unless it has one; returns the conversation with `thread_ts`.
 
-        `conversation`: the run's as Redis has it now, when it was read again after the run."""
+        `conversation`: the run's as Redis has it now, when it was read again after the run.
+        The thread is the run's agent session. Without `session` it is not shown processing yet:
+        the caller sets the run's next status at once (parked, ended), which creates it."""
         conv = dict(run.conversation if conversation is None else conversation)
         if conv.get("thread_ts"):
             return conv
@@ -100,18 +105,19 @@ class SlackHost(AgentSurfacesHost):
             log.info("cannot post where the run was started; using the starter's DM", **run.log_context())
             conv["started_in"] = conv["channel"]
             resp = web.chat_postMessage(channel=run.started_by, text=text, unfurl_links=False, unfurl_media=False)
-        conv["channel"], conv["thread_ts"] = resp["channel"], resp["ts"]
+        conv["channel"], conv["thread_ts"], conv[SESSION], conv[PLANNED] = resp["channel"], resp["ts"], True, False
         self.store.set_thread(run.id, conv)
         self._threads.started(run.id, conv)
         log.info("thread started", **run.log_context(), thread_ts=resp["ts"])
-        self.sessions.started(web, run, conv)
+        if session:
+            self.sessions.started(web, run, conv)
         return conv
 
     def _join(self, web: WebClient, channel: str) -> None:
         """Join a public channel before talking there, so its thread replies reach Parley.
 
-        Only channel ids (C…) can be joined; Slack refuses private channels, DMs and group
-        DMs (`method_not_supported_for_channel_type`), and the post then decides.
+        Only channel ids (C…) can be joined. Slack refuses private channels, DMs and group DMs
+        (`method_not_supported_for_channel_type`). The post then decides.
         """
         if not channel.startswith("C") or self._joined.fresh(channel):
             return
@@ -121,14 +127,24 @@ class SlackHost(AgentSurfacesHost):
         except SlackApiError as exc:
             log.info("did not join the channel", channel=channel, error=exc.response.get("error"))
 
-    def _thread(self, run: RunInfo) -> dict[str, Any]:
+    def _thread(self, run: RunInfo, *, session: bool = True) -> dict[str, Any]:
         """The run's thread: as the run was read, as this process started it, or as Redis has it
-        now (another process may have started it since the run was read)."""
+        now (another process may have started it since the run was read). `session`: as for
+        `start_thread`, should this start it."""
         if run.conversation.get("thread_ts"):
             return run.conversation
         if (started := self._threads.get(run.id)) is not None:
             return started
-        return self.start_thread(run, self.store.conversation(run.id))
+        return self.start_thread(run, self.store.conversation(run.id), session=session)
+
+    def _planned(self, run: RunInfo, where: dict[str, Any]) -> None:
+        """The run has a plan now: its thread's mark turns True here and in Redis."""
+        where[PLANNED] = True
+        if run.conversation.get("thread_ts") == where.get("thread_ts"):
+            run.conversation[PLANNED] = True  # the record this execution holds, read before the plan began
+        self.store.set_thread(run.id, where)
+        if self._threads.get(run.id) is not None:
+            self._threads.started(run.id, where)
 
     def _post(self, run: RunInfo, text: str, **kwargs: Any) -> dict[str, Any]:
         conv = self._thread(run)
@@ -182,6 +198,7 @@ class SlackHost(AgentSurfacesHost):
                 limits.check_message_blocks(question)
         except (BlockLimitError, SlackObjectFormationError) as exc:
             raise AgentError(f"this question cannot be shown in Slack: {exc}") from exc
+        self._thread(record, session=False)  # a thread started for this question: its session starts parked
         try:
             posted = self._post(record, blocks.fallback_text(request), blocks=question, metadata=question_metadata(iid))
         except SlackApiError as exc:
@@ -189,16 +206,14 @@ class SlackHost(AgentSurfacesHost):
                 raise AgentError(f"Slack refused the question's blocks: {slack_refusal(exc.response)}") from exc
             raise
         # Recorded at once when people are told of it next (their DMs link to it); else by the park.
-        run.record_question_message(
-            {**posted, "version": 1, "blocks_digest": blocks_digest(question)}, parked_next=not self._to_tell(run)
-        )
+        run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run), shown=question)
         log.info("question posted", **{**record.log_context(), "interrupt_id": iid}, message_ts=posted["ts"])
         self._tell_asked(run)
         self._parked(run, request)
         return Outcome(paused=True)
 
     def _resolve_groups(self, run: PausingRun) -> None:
-        """Replace the user groups among the question's assignees (and escalation people) by their members."""
+        """Replace user groups among the assignees and escalation people by their members."""
         q = run.interrupt
         if q is None or q.groups or not people.has_groups([*q.assignees, *q.escalate_to]):
             return
@@ -207,7 +222,7 @@ class SlackHost(AgentSurfacesHost):
         run.record_assignees(assignees, {**groups, **more}, escalate_to if q.escalate_to else None)
 
     def _to_tell(self, run: PausingRun) -> list[tuple[QuestionInfo, str]]:
-        """Whom `_tell_asked` DMs, with the question each is asked: everyone asked but the run's starter."""
+        """Whom `_tell_asked` DMs, each with their question: all asked but the starter."""
         if not self.notify_assignees:
             return []
         # `ask_each`: each person's own question, all shown by the one shared message.
@@ -215,40 +230,52 @@ class SlackHost(AgentSurfacesHost):
         return [(q, user) for q in asked for user in q.assignees if user != run.started_by]
 
     def _tell_asked(self, run: PausingRun) -> None:
-        """DM each person asked, but the run's starter, a link to the question; once per person."""
+        """DM each person asked, but the starter, a link to the question, once each."""
         text = f"{user_ref(run.started_by)}'s run *{escape(run.record.agent)}* is asking you a question."
         for q, user in self._to_tell(run):
             people.notify(self._web(run.record), self.store.people, q, user, text, message=run.question_message)
 
     def _posted_before(self, run: RunInfo, iid: str) -> dict[str, Any] | None:
-        """Where an earlier execution posted question `iid` without learning its `ts`, if it did."""
+        """Where an earlier execution posted question `iid` without learning its `ts`, if so.
+
+        What was shown is known from the blocks Slack returns with it.
+        """
         conv = self._thread(run)
         try:
-            ts = find_question(self._web(run), conv["channel"], conv["thread_ts"], iid)
+            found = find_question(self._web(run), conv["channel"], conv["thread_ts"], iid)
         except SlackApiError as exc:
             log.warning("could not read the thread; posting the question", **run.log_context(), error=str(exc))
             return None
-        return {"channel": conv["channel"], "ts": ts} if ts else None
+        if found is None:
+            return None
+        shown = blocks_digest(found["blocks"]) if isinstance(found.get("blocks"), list) else ""
+        return {"channel": conv["channel"], "ts": str(found["ts"]), **({"blocks_digest": shown} if shown else {})}
 
     # ---- Host ------------------------------------------------------------------
     def say(self, run: RunInfo, text: str) -> None:
         self._post(run, blocks.progress_text(text))
 
     def finished(self, run: RunInfo, result: str) -> None:
-        """The run's result in its thread; it may mention who started the run or answered it (`<@U…>`).
+        """Post the run's result in its thread.
 
-        The plan and session are ended first, so the post is the last thing this effect does.
-        Nothing after the post may fail (Redis away): a failed effect is repeated, and so the post.
+        It may mention who started or answered the run (`<@U…>`). The plan and session are ended first.
+        So the post is the last thing this effect does. Nothing after the post may fail, as when Redis
+        is away. A failed effect is repeated, and so would be the post.
         """
-        involved = {run.started_by, *(h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)}
+        text = blocks.final_text(result)
+        if mentions_anyone(text):  # only then is the history read, for who answered
+            answered = (h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)
+            text = with_mentions(text, {run.started_by, *answered})
         self._run_ended(run, "succeeded")
         if not self._streamed(run, result):  # an answer in prose is streamed (`host_agents`)
-            self._post(run, with_mentions(blocks.final_text(result), involved))
+            self._post(run, text)
 
     def failed(self, run: RunInfo, reason: str) -> None:
-        """The failure (or expiry) in the thread: an alert where Slack has it (`host_agents`), else plain.
+        """Post the failure or expiry in the thread, as an alert where Slack has one.
 
-        As in `finished`, the plan and session are ended before the one post."""
+        Otherwise it is plain (`host_agents`). As in `finished`, the plan and session are ended before
+        the one post.
+        """
         self._run_ended(run, "failed")
         if not self._failure_alerted(run, reason):
             self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
@@ -275,7 +302,7 @@ class SlackHost(AgentSurfacesHost):
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
-        """Update the message an `ask_each` question's people share: its progress, or (closed) its outcome."""
+        """Update an `ask_each` question's shared message: its progress, or once closed its outcome."""
         msg = group.message
         members = self.store.groups.members(group) if msg.get("ts") else []
         if not members:
@@ -299,7 +326,7 @@ class SlackHost(AgentSurfacesHost):
         self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
 
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
-        """Show the escalation on the question and DM each person it added a link to it."""
+        """Show the escalation on the question, and DM each added person a link."""
         self.refresh_question(interrupt, run)
         waited = people.waited(interrupt)
         text = "A question was escalated to you" + (f": it was unanswered after {waited}." if waited else ".")
@@ -307,17 +334,20 @@ class SlackHost(AgentSurfacesHost):
             people.notify(self._web(run), self.store.people, interrupt, user, text)
 
     def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
-        """Show who holds the question now: "Claimed by …" and Release, or Claim again."""
+        """Show who holds the question: "Claimed by …" and Release, or Claim again."""
         self.refresh_question(interrupt, run)
 
     def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
-        """Show the reassignment on the question and DM the new assignee a link to it."""
+        """Show the reassignment on the question, and DM the new assignee a link."""
         self.refresh_question(interrupt, run)
         web = self._web(run)
         people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
 
     def asked_by(self, run: RunInfo) -> str | None:
-        """The line that opens the run's question messages, saying who asked; None: the run's thread says it."""
+        """The line opening the run's question messages, saying who asked.
+
+        None when the run's thread says it.
+        """
         return None
 
     def declinable(self, run: RunInfo) -> bool:
@@ -325,10 +355,10 @@ class SlackHost(AgentSurfacesHost):
         return False
 
     def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> None:
-        """Post the open question again in place (`chat.update`), saying who is asked now and why.
+        """Post the open question again in place (`chat.update`), with who is asked and why.
 
-        The message gets a new version (fresh block ids). Should the question close meanwhile,
-        the locked message is put back, so an answered question never shows controls again.
+        The message gets a new version, with fresh block ids. If the question closes meanwhile, the
+        locked message is put back. So an answered question never shows controls again.
         """
         msg = interrupt.message
         if not msg.get("ts"):
@@ -349,7 +379,8 @@ class SlackHost(AgentSurfacesHost):
         self._web(run).chat_update(
             channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
         )
-        self.store.set_message(interrupt.id, {**msg, "version": version})
+        shown = {"blocks_digest": blocks_digest(body)} if msg.get("blocks_digest") else {}  # made with receipts on
+        self.store.set_message(interrupt.id, {**msg, "version": version, **shown})
         now = self.store.interrupt(interrupt.id)
         if now is not None and now.state is not QuestionState.OPEN:
             self.lock_question(now, run)
@@ -360,9 +391,9 @@ class SlackHost(AgentSurfacesHost):
 
     # ---- message updates -------------------------------------------------------
     def lock_question(self, interrupt: QuestionInfo, run: RunInfo | None = None) -> None:
-        """Replace the question's controls with its outcome: who answered and what, or why it closed.
+        """Replace the question's controls with its outcome: who answered what, or why it closed.
 
-        A question of a workspace Parley was uninstalled from has nobody to show it to: skipped.
+        A question of a workspace that uninstalled Parley has nobody to show it to, so it is skipped.
         """
         msg = interrupt.message
         if not msg.get("ts"):

@@ -1,9 +1,10 @@
 """What `SlackHost` shows on Slack's agent surfaces: session status, live plan, failure alerts.
 
-A mixin, so the host's own module only calls it at the moments that matter: the thread
-started, a question parked the run, a question closed, the run ended or was cancelled.
-The runtime's optional hooks (`EndsSession.run_cancelled`, `ShowsPlan.plan_named` and
-`plan_step`) are implemented here. Nothing here can fail a run (`bot.slack.agent_surfaces`).
+It is a mixin, so the host's own module calls it only at the moments that matter. Those are when
+the thread started, a question parked the run, a question closed, or the run ended or was
+cancelled. The runtime's optional hooks are implemented here: `EndsSession.run_cancelled`,
+`ShowsPlan.plan_named` and `plan_step`. Nothing here can fail a run
+(`bot.slack.agent_surfaces`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bot.slack.streamed_answer import stream_answer
 from workers.exceptions import ParleyError
 from workers.interaction import PausingRun, QuestionInfo, QuestionState, Request, RunInfo
 from workers.registry import REGISTRY
-from workers.runs import HostRecords, RunStatus, SurfaceStore
+from workers.runs import HostRecords, RunRecord, RunStatus, SurfaceStore
 
 CLOSED_CARD = {
     QuestionState.ANSWERED: "complete",
@@ -36,14 +37,17 @@ CLOSED_CARD = {
 
 
 class AgentSurfacesHost:
-    """Session status and live plan for `SlackHost` (which provides `_web`, `_thread` and `store`)."""
+    """Session status and live plan for `SlackHost`.
+
+    The host provides `_web`, `_thread` and `store`.
+    """
 
     store: HostRecords
 
     def _web(self, run: RunInfo) -> WebClient:
         raise NotImplementedError
 
-    def _thread(self, run: RunInfo) -> dict[str, Any]:
+    def _thread(self, run: RunInfo, *, session: bool = True) -> dict[str, Any]:
         raise NotImplementedError
 
     def _post(self, run: RunInfo, text: str, **kwargs: Any) -> dict[str, Any]:
@@ -59,32 +63,44 @@ class AgentSurfacesHost:
 
     @cached_property
     def plan(self) -> LivePlan:
-        return LivePlan(self._surfaces)
+        return LivePlan(self._surfaces, self._planned)
+
+    def _planned(self, run: RunInfo, where: dict[str, Any]) -> None:
+        """Turn the run's plan mark True, in Redis and wherever this process holds its thread."""
+        raise NotImplementedError
 
     def _parked(self, run: PausingRun, request: Request) -> None:
-        """A question parks the run: its session is suspended naming who must answer, its card opens."""
+        """A question parks the run: the session is suspended, naming who must answer.
+
+        The question's card opens.
+        """
         record = run.record
         asked = [run.interrupt] if run.interrupt is not None else list(run.asked_separately)
         who = list(dict.fromkeys(u for q in asked for u in people.shown_assignees(q))) or [run.started_by]
         web, where = self._web(record), self._thread(record)
         self.sessions.waiting(web, record, where, who)
-        if run.interrupt_id and self.plan.shown(record.id):
+        if run.interrupt_id and self.plan.shown(record.id, where):
             link = _permalink(web, run.question_message)
             self.plan.question(web, record, where, run.interrupt_id, request.reason, "in_progress", link)
 
     def _question_done(self, run: RunInfo, interrupt: QuestionInfo) -> None:
-        """A question closed: its card shows how, and an answer that resumed the run makes it processing."""
+        """A question closed: its card shows how.
+
+        An answer that resumed the run makes it processing.
+        """
         status = CLOSED_CARD.get(interrupt.state)
-        if status is None or (not run.conversation.get("thread_ts") and not self.plan.shown(run.id)):
+        if status is None or (not run.conversation.get("thread_ts") and not self.plan.shown(run.id, run.conversation)):
             return
         web, where = self._web(run), self._thread(run)
         self.plan.question(web, run, where, interrupt.id, interrupt.request.reason, status)
-        now = self.store.find(run.id) if interrupt.state is QuestionState.ANSWERED else None
-        if now is not None and now.status is RunStatus.RUNNING:
+        if interrupt.state is QuestionState.ANSWERED and _running(self.store, run):
             self.sessions.resumed(web, run, where)
 
     def _streamed(self, run: RunInfo, result: str) -> bool:
-        """Stream the final answer of an agent that answers in prose; False: post it as before."""
+        """Stream the final answer of an agent answering in prose.
+
+        False means post it as before.
+        """
         try:
             if not REGISTRY.get(run.agent).streams:
                 return False
@@ -93,9 +109,11 @@ class AgentSurfacesHost:
         return stream_answer(self._surfaces, self._web(run), run, self._thread(run), result)
 
     def _failure_alerted(self, run: RunInfo, reason: str) -> bool:
-        """Post the failure as an `alert` where the workspace has the block; False: post it plain.
+        """Post the failure as an `alert` where the workspace has the block.
 
-        A workspace without it refuses the message (`invalid_blocks`): remembered, then plain."""
+        False means post it plain. A workspace without it refuses the message (`invalid_blocks`). That
+        is remembered, and the post goes plain.
+        """
         if not self._surfaces.available(run, "alert"):
             return False
         try:
@@ -110,7 +128,7 @@ class AgentSurfacesHost:
 
     def _run_ended(self, run: RunInfo, how: str) -> None:
         """The run ended `how` (a `RunStatus` value): its plan finished, its session out of processing."""
-        web, where = self._web(run), self._thread(run)
+        web, where = self._web(run), self._thread(run, session=False)  # a thread started now: its session ends
         self.plan.ended(web, run, where, ok=how == RunStatus.SUCCEEDED.value)
         self.sessions.ended(web, run, where, how)
 
@@ -128,10 +146,17 @@ class AgentSurfacesHost:
 
 
 def _permalink(web: WebClient, message: dict[str, Any]) -> str:
-    """The question message's permalink, for its card; empty when Slack gives none."""
+    """The question message's permalink for its card, empty when Slack gives none."""
     if not message.get("ts"):
         return ""
     try:
         return str(web.chat_getPermalink(channel=message["channel"], message_ts=message["ts"])["permalink"])
     except (SlackApiError, SlackClientError, OSError, KeyError):
         return ""
+
+
+def _running(store: HostRecords, run: RunInfo) -> bool:
+    """Whether the run is running: as its record says, when the caller read one (the execution that
+    resumed it has it fresh), else as Redis has it now."""
+    now = run if isinstance(run, RunRecord) else store.find(run.id)
+    return now is not None and now.status is RunStatus.RUNNING

@@ -1,8 +1,8 @@
 """The last call: a reminder shortly before a question expires, saying when in each reader's time.
 
-Slack renders a `<!date^…>` token in the time zone of whoever reads it. Where Slack cannot
-(a notification's preview, an old client), the fallback shows the time in the time zone of
-the person asked, read from their Slack profile (`users.info`, scope `users:read`).
+Slack renders a `<!date^…>` token in the time zone of whoever reads it. Where Slack cannot, the
+fallback uses the asked person's time zone. That is a notification's preview, or an old client.
+The zone is read from their Slack profile (`users.info`, scope `users:read`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ log = Log("parley.slack")
 
 
 def profile_tz(client: WebClient, user: str) -> str | None:
-    """The IANA time zone of `user`'s Slack profile; None when Slack does not say."""
+    """The IANA time zone of `user`'s Slack profile, or None."""
     try:
         tz = client.users_info(user=user)["user"].get("tz")
     except (SlackApiError, KeyError, TypeError) as exc:

@@ -1,27 +1,27 @@
 """Block Kit limits slack_sdk does not enforce, checked before a message or view is sent.
 
-slack_sdk validates each block it builds, but it never sees the message as a whole and it
-stores some fields raw (a `static_select` built from dicts keeps its options unchecked).
-Slack answers those mistakes with an opaque `invalid_blocks` or `msg_blocks_too_long`, after
-the run has already paused, so Parley checks them here and fails loudly instead:
+slack_sdk validates each block it builds, but never sees the message as a whole. And it stores
+some fields raw. A `static_select` built from dicts keeps its options unchecked. Slack answers
+those mistakes with an opaque `invalid_blocks` or `msg_blocks_too_long`. That comes after the
+run has already paused. So Parley checks them here and fails loudly instead:
 
-- at most 50 blocks per message, 100 per modal or Home tab;
-- `block_id`s unique within the surface, `action_id`s unique within a block;
-- option text ≤75, value ≤150, description ≤75 in every select, checkbox and radio group;
-- a header's text ≤150, a section's ≤3,000, an input's label and hint ≤2,000, a placeholder
-  ≤150, a button's text ≤75, a modal's title, submit and close ≤24;
-- at most 10 options in checkboxes and radio buttons;
-- `plain_text_input.max_length` within 1..3000 and `min_length` within 0..3000;
-- `max_selected_items` ≥1 on multi-selects;
-- the text of a message's blocks adds up to at most 12,000 characters (Slack's undocumented
-  `msg_blocks_too_long` threshold sits a little above that);
-- a modal's block text adds up to at most 10,000 characters and its JSON, as sent, to at most
-  24 KB. Slack documents no size limit for views, but large ones fail with no API error while
-  the person sees "We had some trouble connecting" (slackapi/deno-slack-sdk#324,
-  slack-go/slack#1196, slackapi/slack-cli#144). A Home tab pages its runs instead.
+- At most 50 blocks per message, 100 per modal or Home tab.
+- `block_id`s unique within the surface, and `action_id`s unique within a block.
+- Option text ≤75, value ≤150, description ≤75 in every select, checkbox and radio group.
+- A header's text ≤150, a section's ≤3,000, an input's label and hint ≤2,000. A placeholder
+  ≤150, a button's text ≤75. A modal's title, submit and close ≤24.
+- At most 10 options in checkboxes and radio buttons.
+- `plain_text_input.max_length` within 1..3000, and `min_length` within 0..3000.
+- `max_selected_items` ≥1 on multi-selects.
+- A message's block text adds up to at most 12,000 characters. Slack's undocumented
+  `msg_blocks_too_long` threshold sits a little above that.
+- A modal's block text adds up to at most 10,000 characters, and its JSON as sent to 24 KB.
+  Slack documents no size limit for views. But large ones fail with no API error, while the
+  person sees "We had some trouble connecting". See slackapi/deno-slack-sdk#324,
+  slack-go/slack#1196 and slackapi/slack-cli#144. A Home tab pages its runs instead.
 
-Every length is counted in UTF-16 code units (`workers.interaction.lengths`, re-exported here):
-an emoji counts 2, so what fits here fits whichever unit Slack counts in.
+Every length is counted in UTF-16 code units (`workers.interaction.lengths`, re-exported here).
+An emoji counts 2. So what fits here fits whichever unit Slack counts in.
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ _SURFACE_LIMITS = {"message": MAX_MESSAGE_BLOCKS, "modal": MAX_VIEW_BLOCKS, "hom
 
 
 class BlockLimitError(ParleyError, ValueError):
-    """Blocks that Slack would refuse; `.problems` lists every violation found."""
+    """Blocks that Slack would refuse.
+
+    `.problems` lists every violation found.
+    """
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
@@ -127,7 +130,10 @@ def _element_problems(path: str, element: dict[str, Any]) -> Iterator[str]:
 
 
 def _block_text_problems(path: str, block: dict[str, Any]) -> Iterator[str]:
-    """The block's own text fields over their limits: header, section, context, input label and hint."""
+    """The block's own text fields over their limits.
+
+    Those are header, section, context, input label and hint.
+    """
     kind = block.get("type")
     if kind == "header":
         yield from _over(f"{path} text", _text_of(block.get("text")), HEADER_MAX)
@@ -144,7 +150,10 @@ def _block_text_problems(path: str, block: dict[str, Any]) -> Iterator[str]:
 
 
 def text_length(node: Any) -> int:
-    """The UTF-16 code units of every text object's `text` under `node` (what Slack's aggregate limit counts)."""
+    """The UTF-16 code units of every text object's `text` under `node`.
+
+    That is what Slack's aggregate limit counts.
+    """
     if isinstance(node, list):
         return sum(text_length(n) for n in node)
     if not isinstance(node, dict):
@@ -159,7 +168,10 @@ def text_length(node: Any) -> int:
 
 
 def block_problems(blocks: list[dict[str, Any]], *, surface: str = "message") -> list[str]:
-    """Every limit `blocks` break on `surface` ("message", "modal" or "home"); empty when fine."""
+    """Every limit `blocks` break on `surface`, empty when fine.
+
+    `surface` is "message", "modal" or "home".
+    """
     if surface not in _SURFACE_LIMITS:
         raise ValueError(f"unknown surface {surface!r}")
     if not isinstance(blocks, list):
@@ -191,23 +203,29 @@ def block_problems(blocks: list[dict[str, Any]], *, surface: str = "message") ->
 
 
 def check_message_blocks(blocks: list[dict[str, Any]], *, surface: str = "message") -> None:
-    """Raise `BlockLimitError` naming each limit `blocks` break; pass `surface="modal"`/"home" for views."""
+    """Raise `BlockLimitError` naming each limit `blocks` break.
+
+    Pass `surface="modal"` or "home" for views.
+    """
     problems = block_problems(blocks, surface=surface)
     if problems:
         raise BlockLimitError(problems)
 
 
 def view_json_size(view: dict[str, Any]) -> int:
-    """The bytes of `view`'s JSON in UTF-8, spaced as slack_sdk spaces it (`json.dumps`): what Slack decodes.
+    """The UTF-8 bytes of `view`'s JSON, spaced as slack_sdk's `json.dumps` does.
 
-    slack_sdk also escapes each character outside ASCII (an emoji becomes 12 bytes of `\\u` escapes),
-    which is the wire's size, not the view's.
+    That is what Slack decodes. slack_sdk also escapes each character outside ASCII. An emoji
+    becomes 12 bytes of `\\u` escapes. That is the wire's size, not the view's.
     """
     return len(json.dumps(view, ensure_ascii=False).encode())
 
 
 def view_problems(view: dict[str, Any]) -> list[str]:
-    """Every limit `view` breaks: its blocks', its title's, and for a modal the size budget; empty when fine."""
+    """Every limit `view` breaks, empty when fine.
+
+    That covers its blocks and title, and for a modal the size budget.
+    """
     kind = str(view.get("type"))
     problems = block_problems(list(view.get("blocks") or []), surface=kind)
     for key in ("title", "submit", "close"):
@@ -222,12 +240,15 @@ def view_problems(view: dict[str, Any]) -> list[str]:
 
 
 def within_view_budget(view: dict[str, Any]) -> bool:
-    """Whether a modal's block text and JSON are within the budget (what a builder shrinks a view to)."""
+    """Whether a modal's block text and JSON fit the budget builders shrink views to."""
     return text_length(view.get("blocks") or []) <= MAX_VIEW_TEXT and view_json_size(view) <= MAX_VIEW_JSON
 
 
 def check_view(view: dict[str, Any]) -> None:
-    """Raise `BlockLimitError` naming each limit a modal or Home tab view dict breaks, the modal budget included."""
+    """Raise `BlockLimitError` naming each limit a modal or Home tab view breaks.
+
+    The modal budget is included.
+    """
     problems = view_problems(view)
     if problems:
         raise BlockLimitError(problems)

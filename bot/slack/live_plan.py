@@ -1,13 +1,14 @@
 """One message in the run's thread showing its plan, updated as the run goes, within Slack's limits.
 
-The plan's tasks are kept in Redis (`SurfaceStore.plan`), so every execution and worker of
-the run adds to the same plan. The message is posted when the run first names its steps
-(`run.plan`) or records a step; questions asked from then on get a card that links to them.
+The plan's tasks are kept in Redis (`SurfaceStore.plan`). So every execution and worker of the
+run adds to the same plan. The message is posted when the run first names its steps (`run.plan`)
+or records a step. Questions asked from then on get a card that links to them.
 
-Updates are coalesced: the message changes at most once per `INTERVAL` seconds (chat.update
-is a Tier 3 method, 50+ calls a minute per workspace: https://docs.slack.dev/apis/web-api/rate-limits).
-A change inside the interval is shown by a timer when it ends, or sooner by a forced update
-when the run parks, finishes, fails or is cancelled, so the plan never stays behind.
+Updates are coalesced: the message changes at most once per `INTERVAL` seconds. chat.update is a
+Tier 3 method, 50+ calls a minute per workspace
+(https://docs.slack.dev/apis/web-api/rate-limits). A change inside the interval is shown by a
+timer when it ends. Or a forced update shows it sooner, when the run parks, finishes, fails or
+is cancelled. So the plan never stays behind.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ from workers.interaction import RunInfo
 
 INTERVAL = 3.0
 """Seconds between two updates of one plan message: 20 a minute, inside Tier 3's 50."""
+PLANNED = "plan"
+"""The conversation's mark: False in a thread Parley started, True once the run has a plan.
+
+A run whose mark is False has no plan, so its questions and its end read none. A conversation
+without the mark (a thread from before it, or one Parley did not start) reads the plan as before.
+"""
 Plan = dict[str, Any]
 Change = Callable[[Plan], bool]
 
@@ -38,7 +45,7 @@ def _task(plan: Plan, task_id: str) -> dict[str, Any] | None:
 
 
 def _claim(plan: Plan, task_id: str, title: str) -> dict[str, Any]:
-    """The task `task_id`: the next named step not yet reached, or a new one titled `title`."""
+    """The task `task_id`: the next named step not reached, or a new one titled `title`."""
     found = _task(plan, task_id)
     if found is not None:
         return found
@@ -52,17 +59,20 @@ def _claim(plan: Plan, task_id: str, title: str) -> dict[str, Any]:
 
 
 class LivePlan:
-    """Keeps each run's plan and its message; thread-safe, one timer per run at most."""
+    """Keeps each run's plan and message, thread-safe, at most one timer per run."""
 
-    def __init__(self, surfaces: AgentSurfaces, interval: float = INTERVAL) -> None:
+    def __init__(
+        self, surfaces: AgentSurfaces, planned: Callable[[RunInfo, dict[str, Any]], None], interval: float = INTERVAL
+    ) -> None:
         self.surfaces = surfaces
+        self.planned = planned  # records the conversation's mark turned True
         self.interval = interval
         self._lock = threading.Lock()
         self._timers: dict[str, threading.Timer] = {}
 
     # ---- what changed ----------------------------------------------------------------
     def named(self, web: WebClient, run: RunInfo, where: dict[str, str], steps: list[str]) -> None:
-        """The agent named its steps ahead: pending cards, taken in order by what the run reaches."""
+        """The agent named its steps ahead, as pending cards the run takes in order."""
 
         def change(plan: Plan) -> bool:
             if any(t.get("named") for t in plan["tasks"]):
@@ -87,7 +97,10 @@ class LivePlan:
     def question(
         self, web: WebClient, run: RunInfo, where: dict[str, str], qid: str, title: str, status: str, link: str = ""
     ) -> None:
-        """A question's card (only in a plan already shown): open `in_progress`, then how it closed."""
+        """A question's card, only in a plan already shown.
+
+        It opens `in_progress`, then shows how the question closed.
+        """
 
         def change(plan: Plan) -> bool:
             task = _claim(plan, f"question-{qid}", title)
@@ -101,7 +114,10 @@ class LivePlan:
         self._change(web, run, where, change, start=False, now=True)
 
     def ended(self, web: WebClient, run: RunInfo, where: dict[str, str], ok: bool) -> None:
-        """The run ended: a step still in progress completed (`ok`) or did not; shown at once."""
+        """The run ended, shown at once.
+
+        A step still in progress completed (`ok`), or did not.
+        """
 
         def change(plan: Plan) -> bool:
             open_tasks = [t for t in plan["tasks"] if t["status"] == "in_progress"]
@@ -111,17 +127,21 @@ class LivePlan:
 
         self._change(web, run, where, change, start=False, now=True)
 
-    def shown(self, run_id: str) -> bool:
+    def shown(self, run_id: str, where: dict[str, Any]) -> bool:
         """Whether the run has a plan (so its questions get cards)."""
-        return self.surfaces.store.plan(run_id) is not None
+        return where.get(PLANNED) is not False and self.surfaces.store.plan(run_id) is not None
 
     # ---- showing it ------------------------------------------------------------------
     def _change(
         self, web: WebClient, run: RunInfo, where: dict[str, str], change: Change, *, start: bool, now: bool = False
     ) -> None:
-        """Apply `change` to the run's plan; show it now if due (or `now`), else when the interval ends.
+        """Apply `change` to the run's plan.
 
-        Without `start`, a run with no plan yet gets none."""
+        It is shown now if due (or `now`), else when the interval ends. Without `start`, a run with no
+        plan yet gets none.
+        """
+        if not start and where.get(PLANNED) is False:
+            return  # the run has no plan, and none starts here
         with self._lock:
             plan = self.surfaces.store.plan(run.id)
             if plan is None and not start:
@@ -129,6 +149,8 @@ class LivePlan:
             plan = plan or _new()
             if not change(plan):
                 return
+            if where.get(PLANNED) is False:
+                self.planned(run, where)
             plan["version"] += 1
             wait = plan["shown_at"] + self.interval - time.time()
             if now or wait <= 0:
@@ -146,7 +168,7 @@ class LivePlan:
         timer.start()
 
     def _due(self, web: WebClient, run: RunInfo, where: dict[str, str]) -> None:
-        """The interval ended: show what changed since the message was last updated, if anything."""
+        """The interval ended, so show any change since the message's last update."""
         with self._lock:
             self._timers.pop(run.id, None)
             plan = self.surfaces.store.plan(run.id)
@@ -156,7 +178,10 @@ class LivePlan:
             self.surfaces.store.save_plan(run.id, plan)
 
     def _show(self, web: WebClient, run: RunInfo, where: dict[str, str], plan: Plan) -> None:
-        """Post the plan's message, or update it; a workspace without plans is left with none."""
+        """Post or update the plan's message.
+
+        A workspace without plans is left with none.
+        """
         blocks = plan_blocks(run.agent, plan["tasks"], plan["version"])
         text = plan_text(run.agent, plan["tasks"])
         msg = plan.get("message")

@@ -1,14 +1,14 @@
 """Safe mrkdwn: agent-supplied text is escaped before it reaches a Slack field that parses markup.
 
-Slack's mrkdwn turns `<!channel>`, `<@U123>` and `<https://x|label>` into pings and links, and
+Slack's mrkdwn turns `<!channel>`, `<@U123>` and `<https://x|label>` into pings and links. It
 reads `&amp;`-style entities. Agent text is untrusted, so every mrkdwn field Parley renders goes
-through `escape` (or `clip`, which escapes and shortens without cutting an entity in half).
-Mentions are produced only by `mention`, and only for ids that look like Slack user ids (agent
-text keeps `<@U…>` only for people its run involves: `with_mentions`).
-`plain_text` fields are not parsed by Slack and take raw text.
+through `escape`. Or through `clip`, which escapes and shortens without halving an entity. Only
+`mention` produces mentions, and only for ids shaped like Slack user ids. Agent text keeps
+`<@U…>` only for people its run involves (`with_mentions`). Slack does not parse `plain_text`
+fields, which take raw text.
 
-Every cut counts in UTF-16 code units (`bot.slack.limits`), the unit that is safe whatever
-Slack counts in, and lands on a whole character: never inside a surrogate pair, an `&amp;`
+Every cut counts in UTF-16 code units (`bot.slack.limits`), the unit safe whatever Slack counts
+in. Every cut lands on a whole character. It is never inside a surrogate pair, an `&amp;`
 entity, or a `<…>` mention, link or date token.
 """
 
@@ -29,18 +29,20 @@ _ENTITY_TAIL = re.compile(r"&[a-z]{0,3}$")
 
 
 def escape(text: str) -> str:
-    """Escape `&`, `<` and `>` (in that order) so the text renders literally and never pings."""
+    """Escape `&`, `<` and `>`, in that order, so text renders literally and never pings."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _is_blank(line: str) -> bool:
-    """A line that shows nothing: whitespace and invisible format characters (zero-width spaces) only."""
+    """A line showing nothing: only whitespace and invisible format characters, like zero-width spaces."""
     return all(c.isspace() or unicodedata.category(c) in ("Cf", "Zs") for c in line)
 
 
 def fold_blank_lines(text: str) -> str:
-    """`text` with each run of blank lines folded into one, and none at its start or end, so agent
-    text cannot open a gap that makes what follows look like a message of its own."""
+    """`text` with runs of blank lines folded into one, none at start or end.
+
+    So agent text cannot open a gap making what follows look like a message of its own.
+    """
     lines: list[str] = []
     gap = False
     for line in text.split("\n"):
@@ -55,8 +57,11 @@ def fold_blank_lines(text: str) -> str:
 
 
 def origin_ref(name: str) -> str:
-    """The name of who asked through the API or MCP, for bold mrkdwn: escaped, on one line, at most
-    64 characters, with `*` (which would end the bold early) shown as U+2217, the asterisk operator."""
+    """The name of who asked through the API or MCP, for bold mrkdwn.
+
+    It is escaped, on one line, at most 64 characters. `*` would end the bold early, so it shows as
+    U+2217, the asterisk operator.
+    """
     one_line = " ".join(name.split())
     return clip(one_line, 64).replace("*", "\u2217") or "?"
 
@@ -67,7 +72,7 @@ def is_user_id(user_id: str) -> bool:
 
 
 def mention(user_id: str) -> str:
-    """`<@U123>` for a valid Slack user id; raise `ValueError` for anything else.
+    """`<@U123>` for a valid Slack user id, else `ValueError`.
 
     Refusing odd ids keeps a crafted id such as `U1>|<!channel` from ever becoming markup.
     """
@@ -79,17 +84,22 @@ def mention(user_id: str) -> str:
 _ESCAPED_MENTION = re.compile(r"&lt;@([UW][A-Z0-9]{2,20})&gt;")
 
 
-def with_mentions(escaped: str, people: Collection[str]) -> str:
-    """`escaped` agent text with its `<@U…>` mentions of `people` made mentions again.
+def mentions_anyone(escaped: str) -> bool:
+    """Whether escaped agent text holds a `<@U…>` that `with_mentions` may make a mention again."""
+    return _ESCAPED_MENTION.search(escaped) is not None
 
-    Agent text is escaped whole (`escape`, `clip`); the one markup it keeps is a mention of
-    someone the run already involves, so an agent can name them and nobody else is pinged.
+
+def with_mentions(escaped: str, people: Collection[str]) -> str:
+    """`escaped` agent text, its `<@U…>` mentions of `people` made mentions again.
+
+    Agent text is escaped whole (`escape`, `clip`). The one markup it keeps is a mention of someone
+    the run already involves. So an agent can name them, and nobody else is pinged.
     """
     return _ESCAPED_MENTION.sub(lambda m: mention(m.group(1)) if m.group(1) in people else m.group(0), escaped)
 
 
 def user_ref(user_id: str) -> str:
-    """A mention for a Slack user id, or the id escaped and in code style for any other assignee."""
+    """A mention for a Slack user id, else the id escaped in code style."""
     if isinstance(user_id, str) and is_user_id(user_id):
         return f"<@{user_id}>"
     shown = escape(str(user_id)).replace("`", "'")
@@ -107,7 +117,7 @@ def assignee_ref(assignee: str) -> str:
 
 
 def truncate(text: str, n: int) -> str:
-    """`text` cut to at most `n` UTF-16 code units, ending in an ellipsis when it was cut."""
+    """`text` cut to at most `n` UTF-16 code units, with an ellipsis if cut."""
     if n < 1:
         raise ValueError("truncate needs room for at least one character")
     if utf16_len(text) <= n:
@@ -116,12 +126,15 @@ def truncate(text: str, n: int) -> str:
 
 
 def clip(text: str, n: int) -> str:
-    """Escape `text` and cut the result to `n` UTF-16 code units without splitting an `&amp;` entity."""
+    """Escape `text` and cut it to `n` UTF-16 code units, keeping `&amp;` entities whole."""
     return cut_escaped(escape(text), n)
 
 
 def _safe_end(head: str) -> str:
-    """`head` without a partial entity or an unclosed `<…>` (mention, link, date token) at its end."""
+    """`head` without a partial entity or unclosed `<…>` at its end.
+
+    That is a mention, link or date token.
+    """
     head = _ENTITY_TAIL.sub("", head)
     opened = head.rfind("<")
     if opened != -1 and ">" not in head[opened:]:
@@ -130,7 +143,7 @@ def _safe_end(head: str) -> str:
 
 
 def cut_escaped(escaped: str, n: int) -> str:
-    """Cut already-escaped mrkdwn to `n` UTF-16 code units, backing off a partial entity or mention at the cut."""
+    """Cut escaped mrkdwn to `n` UTF-16 code units, backing off partial entities or mentions."""
     if n < 1:
         raise ValueError("cut_escaped needs room for at least one character")
     if utf16_len(escaped) <= n:
@@ -139,8 +152,10 @@ def cut_escaped(escaped: str, n: int) -> str:
 
 
 def split_escaped(escaped: str, size: int) -> list[str]:
-    """Split escaped mrkdwn into chunks of at most `size` UTF-16 code units, preferring line breaks,
-    never inside an entity or a mention."""
+    """Split escaped mrkdwn into chunks of at most `size` UTF-16 code units.
+
+    It prefers line breaks, and never cuts inside an entity or a mention.
+    """
     if size < 8:
         raise ValueError("chunk size too small")
     chunks: list[str] = []
@@ -160,9 +175,9 @@ def split_escaped(escaped: str, size: int) -> list[str]:
 def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}", tz: str | None = None) -> str:
     """A `<!date^…>` token Slack renders in the reader's timezone, with a fallback.
 
-    The default renders "today at 12:55 AM", "Mar 3 at 12:55 AM", or "2026-03-03 00:55 UTC"
-    where Slack cannot: it carries its own "at", so the words around it must not add one.
-    The fallback is in `tz` (an IANA name, e.g. a Slack profile's) when given, else UTC.
+    The default renders "today at 12:55 AM" or "Mar 3 at 12:55 AM". Where Slack cannot, it shows
+    "2026-03-03 00:55 UTC". It carries its own "at", so the words around it must not add one. The
+    fallback is in `tz` when given, an IANA name like a Slack profile's. Otherwise it is UTC.
     """
     try:
         seconds = int(ts)
@@ -174,7 +189,7 @@ def date_token(ts: float, fmt: str = "{date_short_pretty} at {time}", tz: str | 
 
 
 def _zone(tz: str | None) -> dt.tzinfo:
-    """The zone named `tz`, or UTC for none or a name this machine does not know."""
+    """The zone named `tz`, or UTC for none or an unknown name."""
     if not tz:
         return dt.UTC
     try:

@@ -1,8 +1,8 @@
 """The fields listeners read out of an interaction payload, wherever Slack puts them.
 
-`bot.slack.payload_shape` has already refused a body whose objects are of the wrong type,
-so these only choose between the places a field may be (the channel of a click in a message
-is `channel.id`, in a Home tab there is none) and give a default where it is absent.
+`bot.slack.payload_shape` has already refused bodies whose objects have the wrong type. So these
+only choose between the places a field may be. A click's channel in a message is `channel.id`,
+while a Home tab has none. They give a default where the field is absent.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def clicked(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def team_of(body: dict[str, Any]) -> str:
-    """The workspace the payload comes from; "" when Slack sent `"team": null` (org-wide installs)."""
+    """The payload's workspace, or "" when Slack sent `"team": null` (org-wide installs)."""
     return str((body.get("team") or {}).get("id") or "")
 
 
@@ -37,5 +37,5 @@ def message_of(body: dict[str, Any]) -> str | None:
 
 
 def thread_of(body: dict[str, Any]) -> str | None:
-    """The thread of the message clicked in, so a reply to the clicker lands beside it."""
+    """The thread of the clicked message, so a reply to the clicker lands beside it."""
     return (body.get("container") or {}).get("thread_ts")

@@ -1,9 +1,9 @@
 """The shape every request must have before a listener reads it.
 
-Slack's payloads are documented; a signed body that does not follow them (a field of the
-wrong type, a missing user) comes from a bug or from someone holding the signing secret.
-Either way it is refused with 400 before any listener runs, instead of failing inside one
-with a 500. Only the fields the listeners read are checked; everything else passes.
+Slack's payloads are documented. A signed body not following them comes from a bug, or from
+someone holding the signing secret. Examples are a field of the wrong type, or a missing user.
+Either way it is refused with 400 before any listener runs. It does not fail inside one with a
+500. Only the fields the listeners read are checked, and everything else passes.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""The people a question is put to, in Slack: user groups, direct messages, and what the message says.
+"""The people a question is put to, in Slack: user groups, direct messages, what the message says.
 
-- **User groups.** An assignee may be a user group id (`S…`); the Slack host resolves it to its
-  members with `usergroups.users.list` (scope `usergroups:read`) when the question is asked, and
-  the members are stored with the question: any of them may answer. The message shows the
+- **User groups.** An assignee may be a user group id (`S…`). The Slack host resolves it to its
+  members when the question is asked. It uses `usergroups.users.list`, scope `usergroups:read`.
+  The members are stored with the question, and any of them may answer. The message shows the
   group's handle (`<!subteam^S…>`).
-- **Direct messages.** People asked (other than the run's starter), people added by an escalation
-  and a question's new assignee get a DM (`conversations.open`, scope `im:write`) with a link to
-  the question (`chat.getPermalink`), once per person per question (`PeopleStore.first_notice`).
+- **Direct messages.** Some people get a DM with a link to the question (`chat.getPermalink`).
+  They are the people asked, other than the run's starter. Also people added by an escalation,
+  and a question's new assignee. The DM uses `conversations.open`, scope `im:write`. It goes
+  once per person per question (`PeopleStore.first_notice`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ def has_groups(ids: list[str]) -> bool:
 
 
 def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[str, list[str]]]:
-    """`ids` with each user group replaced by its members (in order, once each), and the groups' members.
+    """`ids` with each user group replaced by its members, and the groups' members.
 
-    A group Slack does not know (or a missing scope) fails the question with the group named:
-    asking nobody would leave the run waiting for good.
+    Members come in order, once each. A group Slack does not know fails the question, naming the
+    group. So does a missing scope. Asking nobody would leave the run waiting for good.
     """
     people: list[str] = []
     groups: dict[str, list[str]] = {}
@@ -53,7 +54,7 @@ def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[s
 
 
 def shown_assignees(interrupt: QuestionInfo) -> list[str]:
-    """Who the message says is asked: each user group by its handle, then everyone asked outside them."""
+    """Who the message says is asked: user groups by handle, then everyone else."""
     asked = interrupt.claimed_from if interrupt.claimed_by else interrupt.assignees  # a claim is its own line
     members = {u for users in interrupt.groups.values() for u in users}
     groups = [g for g, users in interrupt.groups.items() if set(users) & set(asked)]
@@ -61,7 +62,7 @@ def shown_assignees(interrupt: QuestionInfo) -> list[str]:
 
 
 def notes(interrupt: QuestionInfo) -> list[str]:
-    """What changed who is asked since the question was posted: an escalation, each reassignment."""
+    """What changed who is asked since posting: an escalation, each reassignment."""
     lines: list[str] = []
     if interrupt.escalated_at:
         who = ", ".join(user_ref(u) for u in interrupt.escalate_to)
@@ -84,7 +85,7 @@ def notes(interrupt: QuestionInfo) -> list[str]:
 
 
 def waited(interrupt: QuestionInfo) -> str:
-    """How long the question waited before its escalation ("" when it was not escalated)."""
+    """How long the question waited before escalating, or "" if not escalated."""
     if not interrupt.escalated_at:
         return ""
     return _duration(round(interrupt.escalated_at - interrupt.asked_at))
@@ -107,10 +108,10 @@ def notify(
     *,
     message: dict[str, Any] | None = None,
 ) -> bool:
-    """DM `user` `text` with a link to the question, unless they were told of it already; True if sent.
+    """DM `user` `text` with a link to the question, unless told already.
 
-    Bots are never told (a group may hold one). A failed DM is logged and not retried: the
-    question is in its thread either way.
+    Returns True if sent. Bots are never told, since a group may hold one. A failed DM is logged and
+    not retried. The question is in its thread either way.
     """
     msg = interrupt.message if message is None else message  # `message`: where it was posted, if just now
     if not msg.get("ts") or not user.startswith(("U", "W")):

@@ -1,11 +1,12 @@
-"""Question messages carry their interrupt id as Slack message metadata, so a posted question can be found.
+"""Question messages carry their interrupt id as Slack message metadata, to find posted questions.
 
-Parley records a question (its interrupt) before posting it and the message's `ts` right
-after. A process that dies inside `chat.postMessage`, or a reply lost on the way back, leaves
-a question Slack posted but Parley never learned the `ts` of. Every question message is posted
-with `metadata = {"event_type": "parley_question", "event_payload": {"interrupt_id": …}}`,
-and the replay that finds no `ts` reads the run's thread with `conversations.replies`
-(`include_all_metadata`) and reuses the message it finds instead of posting another.
+Parley records a question (its interrupt) before posting it, and the message's `ts` right after.
+A process may die inside `chat.postMessage`, or a reply be lost on the way back. Then Slack
+posted a question whose `ts` Parley never learned. So every question message is posted with
+`metadata = {"event_type": "parley_question", "event_payload": {"interrupt_id": …}}`. A replay
+finding no `ts` reads the run's thread with `conversations.replies` (`include_all_metadata`). It
+reuses the message it finds instead of posting another. The blocks Slack returns with it are
+what was shown. Their digest is the question's `blocks_digest`, a receipt's `shown_digest`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ def is_question_message(message: dict[str, Any], interrupt_id: str) -> bool:
     return isinstance(payload, dict) and payload.get("interrupt_id") == interrupt_id
 
 
-def find_question(client: WebClient, channel: str, thread_ts: str, interrupt_id: str) -> str | None:
-    """The `ts` of question `interrupt_id`'s message in the thread `thread_ts`, or None if it was never posted."""
+def find_question(client: WebClient, channel: str, thread_ts: str, interrupt_id: str) -> dict[str, Any] | None:
+    """Question `interrupt_id`'s message in thread `thread_ts`, as Slack returns it, or None.
+
+    None means it was never posted.
+    """
     cursor: str | None = None
     while True:
         page = client.conversations_replies(
@@ -43,7 +47,7 @@ def find_question(client: WebClient, channel: str, thread_ts: str, interrupt_id:
         )
         for message in page.get("messages") or []:
             if is_question_message(message, interrupt_id):
-                return str(message["ts"])
+                return dict(message)
         cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
         if not cursor:
             return None

@@ -1,29 +1,27 @@
-"""A question's message blocks, built once per distinct question and reused for every interrupt that asks it.
+"""A question's message blocks, built once per distinct question and reused by every ask of it.
 
-An agent asks the same questions again and again, run after run, and building a question's
-Block Kit (slack_sdk's model objects, their validators, the text budget, the message-wide
-limit checks) was about half a millisecond of a worker's cycle. Between two asks of the same
-question only two things differ: the interrupt id (in the block ids and in the Submit and form
-buttons' values) and the "Asked of …" line (often the person who started the run). So the
-blocks are built with a placeholder for each, of the same length, kept as JSON, and each ask
-gets that JSON with its own id and line put in.
+An agent asks the same questions again and again, run after run. Building a question's Block Kit
+took about half a millisecond of a worker's cycle. That covers slack_sdk's model objects, their
+validators, the text budget and the message-wide limit checks. Between two asks of the same
+question only two things differ. One is the interrupt id, in the block ids and the Submit and
+form buttons' values. The other is the "Asked of …" line, often the run's starter. So the blocks
+are built with a same-length placeholder for each, and kept as JSON. Each ask gets that JSON
+with its own id and line put in.
 
-A template is reused only where that is provably what a fresh build gives:
-- it is built twice, with two sets of placeholders, and kept only if the two builds differ
-  exactly where one placeholder stands for the other: the id and the line reach nothing
-  else, and no text of the question contains a placeholder;
-- each placeholder has the length of what it stands for (and the id's alphabet), so the
-  text budget decides the same and every limit slack_sdk and `bot.slack.limits` checked
-  holds for the real values;
-- questions shown with facts or changes are built each time (they are rare, and their
-  content is the run's own).
+A template is reused only where that provably equals a fresh build:
+- It is built twice, with two sets of placeholders. It is kept only if the builds differ exactly
+  where one placeholder replaces the other. So the id and line reach nothing else, and no
+  question text contains a placeholder.
+- Each placeholder has its value's length, and the id's alphabet. So the text budget decides the
+  same. Every limit slack_sdk and `bot.slack.limits` checked holds for the real values.
+- Questions shown with facts or changes are built each time. They are rare, and their content is
+  the run's own.
 
-A host keeps the last `KEPT` distinct questions, each the JSON of one message (at most about
-15 KB for the largest question a request can hold, 3-4 KB for a usual one).
+A host keeps the last `KEPT` distinct questions, each the JSON of one message. That is at most
+about 15 KB for the largest possible question, 3-4 KB for a usual one.
 
-Why not `functools.lru_cache`: the key is made from the request's JSON and the lengths, not
-from the arguments, and the value is built from the request; a small guarded map says that
-more plainly.
+Why not `functools.lru_cache`? The key is made from the request's JSON and the lengths, not the
+arguments. And the value is built from the request. A small guarded map says that more plainly.
 """
 
 from __future__ import annotations
@@ -45,7 +43,7 @@ _NOT_REUSABLE = ""  # kept for a question whose builds differ by more than the p
 
 
 class QuestionTemplates:
-    """Question blocks by request, version and the lengths of the id and the line; the least recently used go first."""
+    """Question blocks by request, version and id and line lengths, least recently used first out."""
 
     def __init__(self, kept: int = KEPT) -> None:
         self._kept = kept
@@ -113,9 +111,11 @@ class QuestionTemplates:
 def _key(
     request: Request, iid: str, line: str, version: int, asked_by: str | None, declinable: bool
 ) -> tuple[Any, ...]:
-    """What the message is built from: the reason, the items and who asked through the API, not who is
-    asked or when it expires (a run's own, which would make every run's question a template of its own),
-    and whether it can be declined."""
+    """What the message is built from: reason, items, API asker, and whether declinable.
+
+    It excludes who is asked and when it expires, which are a run's own. Those would make every
+    run's question its own template.
+    """
     return (request.model_dump_json(include=_SHOWN), version, len(iid), len(line), asked_by, declinable)
 
 
@@ -133,8 +133,11 @@ def _build(
 
 
 def _placeholders(which: str, id_length: int, line_length: int) -> tuple[str, str]:
-    """A placeholder id (a valid interrupt id of that length) and a placeholder line: letters,
-    digits and `_`/`-` only, which JSON writes as they are and which have no meaning in mrkdwn."""
+    """A placeholder id, valid as an interrupt id of that length, and a placeholder line.
+
+    Both use only letters, digits, `_` and `-`. JSON writes those as they are, and they mean nothing
+    in mrkdwn.
+    """
     id_pattern, line_pattern = ("Q9z_", "Xw7k") if which == "A" else ("j2K-", "Pm4v")
     return _repeat(id_pattern, id_length), _repeat(line_pattern, line_length)
 
@@ -144,7 +147,7 @@ def _repeat(pattern: str, n: int) -> str:
 
 
 def _fill(template: str, placeholders: tuple[str, str], iid: str, line: str) -> str:
-    """`template` with its placeholder id and line replaced in one pass, the line written as JSON writes it."""
+    """`template` with placeholder id and line replaced in one pass, the line JSON-written."""
     pid, pline = placeholders
     values = {pid: iid, pline: json.dumps(line)[1:-1]}
     return re.sub(

@@ -1,12 +1,12 @@
 """What this process set up in Slack lately: channels it joined and run threads it started.
 
-Both spare a run's cycle a call. A worker posts every run of a busy channel there, and
-`conversations.join` before each root message is an HTTP round trip that changes nothing
-once Parley is a member; a run's thread is started once, and the execution that started
-it posts into it next without reading the run back from Redis.
+Both spare a run's cycle a call. A worker posts every run of a busy channel there.
+`conversations.join` before each root message is an HTTP round trip, changing nothing once
+Parley is a member. A run's thread is started once. The execution that started it posts into it
+next, without reading the run back from Redis.
 
-Why not a library cache (functools, cachetools): the join entries expire on a clock and
-the thread entries are bounded by count, both guarded for the bot's threads; two small
+Why not a library cache, like functools or cachetools? The join entries expire on a clock, and
+the thread entries are bounded by count. Both are guarded for the bot's threads. Two small
 classes say that more plainly than a dependency.
 """
 

@@ -1,8 +1,8 @@
 """Telling a person why their answer was refused, in Slack's words.
 
-Every surface (Submit, a one-click choice, the form, a typed reply in the thread) gets an
-`AnswerOutcome` from acceptance and words a refusal here, so the same reason reads the same
-everywhere. An accepted answer needs no words: the resumed run shows it on the question.
+Every surface gets an `AnswerOutcome` from acceptance and words a refusal here. Surfaces are
+Submit, a one-click choice, the form, a typed reply in the thread. So the same reason reads the
+same everywhere. An accepted answer needs no words, as the resumed run shows it on the question.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ TEXT_MAX = 4000
 
 
 def _problem_line(label: str | None, problem: str) -> str:
-    """One refused item, named by the label people read ("Describe the bug"), never by its id."""
+    """One refused item, named by its label ("Describe the bug"), never its id."""
     return f"• *{clip(label, LABEL_MAX)}*: {escape(problem)}" if label else f"• {escape(problem)}"
 
 
 def wrong_place(channel: str) -> str:
-    """An answer given away from the question's own message: where the question is, as a channel link."""
+    """An answer given away from the question's message: where the question is, as a link."""
     where = f"in <#{channel}>" if _CHANNEL_ID.fullmatch(channel) else "in another conversation"
     return f"This question was asked {where}; it can only be answered on its own message there."
 
@@ -91,10 +91,10 @@ def refusal_text(outcome: AnswerOutcome) -> str:
 
 
 def tell_refusal(client: WebClient, outcome: AnswerOutcome, channel: str | None, thread_ts: str | None) -> None:
-    """After the ack: tell the person whose answer was refused exactly why, visible to them alone.
+    """After the ack: tell the person exactly why their answer was refused, privately.
 
-    An accepted answer needs nothing here: the resumed run shows it on the question
-    (the worker locks the message), so the ack path makes no Web API call at all.
+    An accepted answer needs nothing here: the resumed run shows it on the question. The worker
+    locks the message. So the ack path makes no Web API call at all.
     """
     if outcome.ok or not channel:
         return

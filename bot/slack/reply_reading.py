@@ -1,10 +1,11 @@
 """Reading plain-words replies with the configured model, off the ack path, bounded per person.
 
-`PARLEY_LLM_ANSWERS=on` turns it on. A reply no rule can read (not an ordinal, not an option's
-name, or a question with several fields) is handed to `ReplyReader.read`. Its own two threads
-call the model, so a slow model never holds the threads that answer Slack. Each person has
-one reading in flight, and at most `MAX_PENDING` wait in all; past that a reply is told to
-use the buttons. The thread then shows what was read, with Confirm and Edit… for the replier.
+`PARLEY_LLM_ANSWERS=on` turns it on. A reply no rule can read goes to `ReplyReader.read`. Such a
+reply is not an ordinal or an option's name, or answers a question with several fields. Its own
+two threads call the model. So a slow model never holds the threads that answer Slack. Each
+person has one reading in flight, and at most `MAX_PENDING` wait in all. Past that, a reply is
+told to use the buttons. The thread then shows what was read, with Confirm and Edit… for the
+replier.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ READ_TIMEOUT = 20.0
 
 @dataclass(frozen=True)
 class Reply:
-    """One reply to read: whose, to which question, and where to answer in the thread."""
+    """One reply to read: whose, to which question, and where to answer."""
 
     interrupt: QuestionInfo
     user: str
@@ -45,7 +46,7 @@ class Reply:
 
 @dataclass
 class ReplyReader:
-    """Reads replies with the model on threads of its own and posts what it read for the replier."""
+    """Reads replies with the model on its own threads, posting what it read for the replier."""
 
     config: LLMConfig
     proposals: Proposals
@@ -54,7 +55,10 @@ class ReplyReader:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def read(self, client: WebClient, reply: Reply) -> bool:
-        """Queue `reply` for reading; False when the person has one in flight or too many wait."""
+        """Queue `reply` for reading.
+
+        False when the person has one in flight, or too many wait.
+        """
         with self._lock:
             if reply.user in self._busy or len(self._busy) >= MAX_PENDING:
                 return False

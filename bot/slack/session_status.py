@@ -1,16 +1,21 @@
 """A run as Slack's agent session in its thread, and as an assistant thread's status.
 
-Slack shows a session's status on the thread (https://docs.slack.dev/ai/agent-sessions/):
-`processing` while the run works (with Slack's stop button), `suspended` while it is parked
-on a question, and out of processing when it ends. The session title says what the run is,
-and while it waits, who must answer. `closed` ends a session for good, so a run that may be
-retried (a failure, an expiry) is left `active` instead. In a DM thread, which may be an
-assistant thread, `assistant.threads.setStatus` says the same, and an empty status clears it.
+Slack shows a session's status on the thread (https://docs.slack.dev/ai/agent-sessions/). It is
+`processing` while the run works, with Slack's stop button. It is `suspended` while the run is
+parked on a question. It leaves processing when the run ends. The session title says what the
+run is, and while it waits, who must answer. `closed` ends a session for good. So a run that may
+be retried, after a failure or an expiry, is left `active` instead. In a DM thread, which may be
+an assistant thread, `assistant.threads.setStatus` says the same. An empty status clears it.
 
-The last status set is kept per run in Redis, so a replay repeats no call.
+A run whose thread Parley started owns a session (`SESSION` in its conversation). The session
+is created by the run's first status, with its title: a worker that starts the thread just
+to ask creates it `suspended` at once, in one call. The last status set is kept per run in
+Redis, so a replay repeats no call.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -28,75 +33,96 @@ NAMED = 3
 PROCESSING, SUSPENDED, ACTIVE, CLOSED = "processing", "suspended", "active", "closed"
 ENDS = {"succeeded": CLOSED, "cancelled": CLOSED, "failed": ACTIVE, "expired": ACTIVE}
 """The session status each way a run ends leaves: closed when nothing more can happen."""
+SESSION = "session"
+"""The conversation field that says the run's thread is its agent session (Parley started it)."""
+UNKNOWN_PEOPLE = frozenset({"user_not_found", "user_not_visible"})
+"""`users.info` refusals that asking again will not change: the id is shown instead."""
 
 
 def run_title(run: RunInfo) -> str:
-    """The session's title: the agent and what it was asked, within Slack's 200 characters."""
+    """The session's title: the agent and its request, within Slack's 200 characters."""
     return truncate(f"{run.agent}: {run.text}" if run.text else run.agent, TITLE_MAX)
 
 
 class SessionStatus:
-    """Keeps a run's agent session (and assistant status) in step with the run."""
+    """Keeps a run's agent session and assistant status in step with the run."""
 
     def __init__(self, surfaces: AgentSurfaces) -> None:
         self.surfaces = surfaces
         self._names: dict[str, str] = {}
 
-    def _changed(self, run: RunInfo, status: str, *, start: bool = False) -> bool:
-        """Record `status` as the run's; False when it already was (a replay), or (unless `start`)
-        when the run has no session: one is started with its thread only, never on a later step."""
-        old = self.surfaces.store.swap_status(run.id, status, create=start)
-        return old != status and (start or old is not None)
+    def started(self, web: WebClient, run: RunInfo, conversation: dict[str, Any]) -> None:
+        """The run's thread exists and the run works on: its session starts, processing."""
+        self._show(web, run, conversation, PROCESSING, run_title(run), "is working on it…")
 
-    def started(self, web: WebClient, run: RunInfo, conversation: dict[str, str]) -> None:
-        """The run's thread exists: its session starts, processing, started by the run's starter."""
-        if not self._changed(run, PROCESSING, start=True):
-            return
-        where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
-        self.surfaces.call(
-            web,
-            run,
-            "agents.sessions.setStatus",
-            **where,
-            status=PROCESSING,
-            title=run_title(run),
-            initiator_user_id=run.started_by,
-        )
-        self._assistant(web, run, where, "is working on it…")
-
-    def waiting(self, web: WebClient, run: RunInfo, conversation: dict[str, str], people: list[str]) -> None:
+    def waiting(self, web: WebClient, run: RunInfo, conversation: dict[str, Any], people: list[str]) -> None:
         """The run is parked on a question for `people`: suspended, and the title says who must answer."""
-        if not self._changed(run, SUSPENDED):
-            return
-        where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
-        who = self.who(web, run, people)
-        self.surfaces.call(web, run, "agents.sessions.setStatus", **where, status=SUSPENDED)
-        title = truncate(f"{run.agent} is waiting for {who}", TITLE_MAX)
-        self.surfaces.call(web, run, "agents.sessions.rename", **where, title=title)
-        self._assistant(web, run, where, f"is waiting for {who}")
+        old = self._swap(run, conversation, SUSPENDED)
+        if old is not None:
+            who = self.who(web, run, people)
+            title = truncate(f"{run.agent} is waiting for {who}", TITLE_MAX)
+            self._tell(web, run, conversation, SUSPENDED, old, title, f"is waiting for {who}")
 
-    def resumed(self, web: WebClient, run: RunInfo, conversation: dict[str, str]) -> None:
+    def resumed(self, web: WebClient, run: RunInfo, conversation: dict[str, Any]) -> None:
         """The run goes on after an answer: processing again, under its own title."""
-        if not self._changed(run, PROCESSING):
-            return
-        where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
-        self.surfaces.call(web, run, "agents.sessions.setStatus", **where, status=PROCESSING)
-        self.surfaces.call(web, run, "agents.sessions.rename", **where, title=run_title(run))
-        self._assistant(web, run, where, "is working on it…")
+        self._show(web, run, conversation, PROCESSING, run_title(run), "is working on it…")
 
-    def ended(self, web: WebClient, run: RunInfo, conversation: dict[str, str], how: str) -> None:
+    def ended(self, web: WebClient, run: RunInfo, conversation: dict[str, Any], how: str) -> None:
         """The run ended `how` (a `RunStatus` value): out of processing, never left "thinking"."""
-        status = ENDS.get(how, ACTIVE)
-        if not self._changed(run, status):
-            return
-        where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
-        self.surfaces.call(web, run, "agents.sessions.setStatus", **where, status=status)
-        self._assistant(web, run, where, "")
+        self._show(web, run, conversation, ENDS.get(how, ACTIVE), None, "")
 
-    def _assistant(self, web: WebClient, run: RunInfo, where: dict[str, str], status: str) -> None:
-        """In a DM thread (an assistant thread, maybe), the assistant status says the same."""
-        if where["channel_id"].startswith("D"):
-            self.surfaces.call(web, run, "assistant.threads.setStatus", **where, status=status)
+    def _show(
+        self, web: WebClient, run: RunInfo, conversation: dict[str, Any], status: str, title: str | None, line: str
+    ) -> None:
+        """Record `status` as the run's, and tell Slack when its session must show it."""
+        old = self._swap(run, conversation, status)
+        if old is not None:
+            self._tell(web, run, conversation, status, old, title, line)
+
+    def _swap(self, run: RunInfo, conversation: dict[str, Any], status: str) -> str | None:
+        """Record `status` as the run's session status; the one it replaced ("": the session is new).
+
+        None when Slack needs no call: the session shows `status` already (a replay), or the run
+        has none, since only a thread Parley started gets one (`SESSION`)."""
+        if not self._shown_anywhere(run, conversation):
+            return None  # the workspace lacks both surfaces: no status to keep in step
+        owned = bool(conversation.get(SESSION))
+        old = self.surfaces.store.swap_status(run.id, status, create=owned)
+        if old == status or (old is None and not owned):
+            return None
+        return old or ""
+
+    def _shown_anywhere(self, run: RunInfo, conversation: dict[str, Any]) -> bool:
+        """Whether the workspace has a session, or this DM thread an assistant status, to show."""
+        if self.surfaces.available(run, "agents.sessions.setStatus"):
+            return True
+        dm = str(conversation.get("channel") or "").startswith("D")
+        return dm and self.surfaces.available(run, "assistant.threads.setStatus")
+
+    def _tell(
+        self,
+        web: WebClient,
+        run: RunInfo,
+        conversation: dict[str, Any],
+        status: str,
+        old: str,
+        title: str | None,
+        line: str,
+    ) -> None:
+        """Set the session to `status`, renamed `title` (None: kept), and a DM thread's assistant line.
+
+        A new session (`old` "") is created by the one call, with its title and who started it."""
+        where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
+        setting = "agents.sessions.setStatus"
+        if not old:
+            title = title or run_title(run)
+            self.surfaces.call(web, run, setting, **where, status=status, title=title, initiator_user_id=run.started_by)
+        else:
+            self.surfaces.call(web, run, setting, **where, status=status)
+            if title is not None:
+                self.surfaces.call(web, run, "agents.sessions.rename", **where, title=title)
+        if where["channel_id"].startswith("D") and (line or old):  # an assistant thread, maybe
+            self.surfaces.call(web, run, "assistant.threads.setStatus", **where, status=line)
 
     def who(self, web: WebClient, run: RunInfo, people: list[str]) -> str:
         """`@alice, @bob and 2 more`: the people a question waits on, by their Slack names."""
@@ -108,13 +134,21 @@ class SessionStatus:
         return named[0] if named else "an answer"
 
     def _name(self, web: WebClient, run: RunInfo, user: str) -> str:
-        """A person's display name (users.info, remembered by this process); their id if unknown."""
+        """A person's display name (users.info, remembered by this process); their id if unknown.
+
+        An id Slack does not know (or does not show) is remembered as the id: asking again would
+        not change the answer. Any other failure is tried again next time."""
         if user not in self._names:
             try:
                 info = web.users_info(user=user)["user"]
                 profile = info.get("profile") or {}
                 self._names[user] = str(profile.get("display_name") or info.get("name") or user)
-            except (SlackApiError, SlackClientError, OSError, KeyError, TypeError):
+            except SlackApiError as exc:
+                log.info("no name for a person waited on", **run.log_context(), person=user, error=str(exc))
+                if exc.response.get("error") not in UNKNOWN_PEOPLE:
+                    return user
+                self._names[user] = user
+            except (SlackClientError, OSError, KeyError, TypeError):
                 log.info("no name for a person waited on", **run.log_context(), person=user)
                 return user
         return self._names[user]

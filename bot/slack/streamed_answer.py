@@ -1,14 +1,14 @@
 """A run's final answer streamed into its thread, with feedback buttons under it.
 
-Slack streams a message with `chat.startStream`, `chat.appendStream` and `chat.stopStream`;
-slack_sdk's `WebClient.chat_stream` buffers the text (256 characters by default) and calls
-them (https://docs.slack.dev/reference/methods/chat.startStream). In a channel the stream
-names its recipient (`recipient_user_id`, `recipient_team_id`): the run's starter. The
-stopped stream carries a `context_actions` block with `feedback_buttons`
+Slack streams a message with `chat.startStream`, `chat.appendStream` and `chat.stopStream`.
+slack_sdk's `WebClient.chat_stream` buffers the text, 256 characters by default, and calls them
+(https://docs.slack.dev/reference/methods/chat.startStream). In a channel the stream names its
+recipient (`recipient_user_id`, `recipient_team_id`): the run's starter. The stopped stream
+carries a `context_actions` block with `feedback_buttons`
 (https://docs.slack.dev/reference/block-kit/blocks/context-actions-block).
 
-Only agents that answer in prose stream (`@agent(..., streams=True)`). A workspace that
-refuses the stream is remembered (`AgentSurfaces`), and the answer is posted as before.
+Only agents that answer in prose stream (`@agent(..., streams=True)`). A workspace that refuses
+the stream is remembered (`AgentSurfaces`). The answer is then posted as before.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ STREAM_TEXT_MAX = 12_000
 
 
 def feedback_blocks(run_id: str) -> list[dict[str, Any]]:
-    """Thumbs up and down under the answer; each button's value names the run and the rating."""
+    """Thumbs up and down under the answer, each valued with the run and rating."""
     block = {
         "type": "context_actions",
         "block_id": f"parley-feedback-{run_id}",
@@ -63,7 +63,10 @@ def feedback_blocks(run_id: str) -> list[dict[str, Any]]:
 
 
 def stream_answer(surfaces: AgentSurfaces, web: WebClient, run: RunInfo, where: dict[str, str], text: str) -> bool:
-    """Stream `text` into the run's thread, feedback buttons last; False when it was not streamed."""
+    """Stream `text` into the run's thread, feedback buttons last.
+
+    False when it was not streamed.
+    """
     if not text.strip() or len(text) > STREAM_TEXT_MAX or not surfaces.available(run, "chat.startStream"):
         return False
     feedback = surfaces.available(run, "feedback")  # read before anything shows (see `_remember`)
@@ -92,10 +95,11 @@ def stream_answer(surfaces: AgentSurfaces, web: WebClient, run: RunInfo, where: 
 
 
 def _remember(surfaces: AgentSurfaces, run: RunInfo, method: str, error: str) -> None:
-    """Remember a refusal once the answer shows, where Redis being away must not fail the effect.
+    """Remember a refusal once the answer shows, never failing if Redis is away.
 
-    The final answer is a run's one effect that shows twice if repeated: an error raised after
-    the stream started would repeat it. Losing the memo only means asking Slack once more."""
+    The final answer is a run's one effect that shows twice if repeated. An error raised after the
+    stream started would repeat it. Losing the memo only means asking Slack once more.
+    """
     try:
         surfaces.refused(run, method, error)
     except RedisError as exc:
@@ -103,7 +107,7 @@ def _remember(surfaces: AgentSurfaces, run: RunInfo, method: str, error: str) ->
 
 
 def _stop(surfaces: AgentSurfaces, stream: ChatStream, run: RunInfo, feedback: bool) -> None:
-    """End the stream with the feedback buttons, or without them where Slack refuses them."""
+    """End the stream with the feedback buttons, or without where Slack refuses them."""
     try:
         stream.stop(blocks=feedback_blocks(run.id) if feedback else None)
         return

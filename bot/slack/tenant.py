@@ -1,10 +1,11 @@
-"""Which tenant (workspace, or org-wide installation) a request comes from, and which runs belong to it (OAuth mode).
+"""Which tenant a request comes from, and which runs belong to it (OAuth mode).
 
-With many workspaces, an admin of one sees and acts on that workspace's runs alone, and a
-person's Home tab lists only the questions of the workspace they opened it in. The
-workspace is the one bolt authorized the request for (`context.team_id`,
-`context.enterprise_id`, `context.is_enterprise_install`): a team, or, for an org-wide
-install, the whole Enterprise Grid organisation, where a payload may carry no team.
+A tenant is a workspace, or an org-wide installation. With many workspaces, an admin of one sees
+and acts on only that workspace's runs. A person's Home tab lists only the questions of the
+workspace they opened it in. The workspace is the one bolt authorized the request for. That is
+`context.team_id`, `context.enterprise_id` and `context.is_enterprise_install`. It is a team, or
+for an org-wide install the whole Enterprise Grid organisation. There a payload may carry no
+team.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from slack_bolt import BoltContext
 
 @dataclass(frozen=True)
 class Tenant:
-    """One installation's workspace: a team, or (org-wide) an enterprise and every team in it."""
+    """One installation's workspace: a team, or an enterprise and all its teams.
+
+    The latter is an org-wide install.
+    """
 
     team: str | None
     enterprise: str | None = None
@@ -40,5 +44,8 @@ class Tenant:
 
 
 def owned(tenant: Tenant | None, conversation: Mapping[str, Any]) -> bool:
-    """`tenant.owns(conversation)`; with no tenant (single-workspace mode) every run is owned."""
+    """`tenant.owns(conversation)`, with every run owned when there is no tenant.
+
+    No tenant means single-workspace mode.
+    """
     return tenant is None or tenant.owns(conversation)

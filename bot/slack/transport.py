@@ -1,18 +1,18 @@
 """A `WebClient` that keeps its HTTP connections open between calls.
 
-slack_sdk's synchronous client sends every call through `urllib.request.urlopen`, which opens
-a new connection each time: against Slack, a TCP and TLS handshake per `chat.postMessage`.
-A full cycle makes four calls from one worker, so the handshakes were a large share of its
-CPU. slack_sdk has no keep-alive option for its sync client, and its `AsyncWebClient` would
-bring an event loop into RQ's synchronous jobs. So this class replaces only the one method
-that sends a request: building the request, the retry handlers (429s, 5xx, dropped
-connections), error handling and parsing all stay slack_sdk's.
+slack_sdk's synchronous client sends every call through `urllib.request.urlopen`. That opens a
+new connection each time. Against Slack, that is a TCP and TLS handshake per `chat.postMessage`.
+A full cycle makes four calls from one worker. So the handshakes were a large share of its CPU.
+slack_sdk has no keep-alive option for its sync client. Its `AsyncWebClient` would bring an
+event loop into RQ's synchronous jobs. So this class replaces only the one method that sends a
+request. The rest stays slack_sdk's: building the request, the retry handlers, error handling
+and parsing. The retry handlers cover 429s, 5xx and dropped connections.
 
-The exchange itself is written here rather than on `http.client`: http.client parses every
-response's headers with the `email` package, which was about a third of a kept-alive call's
-CPU (Slack answers with some twenty headers). httptools (llhttp, the parser `parley serve`
-already runs on) parses the response instead, and the headers are handed to slack_sdk as
-the same `http.client.HTTPMessage` urllib gives it.
+The exchange itself is written here rather than on `http.client`. http.client parses every
+response's headers with the `email` package. That was about a third of a kept-alive call's CPU,
+since Slack answers with some twenty headers. httptools parses the response instead: llhttp, the
+parser `parley serve` already runs on. The headers reach slack_sdk as the same
+`http.client.HTTPMessage` urllib gives it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ _ILLEGAL = ("\r", "\n", "\0")  # in a header name or value they would split the 
 
 
 def media_type(content_type: str) -> tuple[str, str]:
-    """A Content-Type's media type and charset, lower case (`""` when not given), as `email` reads them."""
+    """A Content-Type's lower-case media type and charset, as `email` reads them.
+
+    Either is `""` when not given.
+    """
     kind, *params = content_type.split(";")
     charset = ""
     for param in params:
@@ -87,7 +90,7 @@ class _Reply:
 
     @property
     def until_close(self) -> bool:
-        """A body with neither a length nor chunks: it ends when the server closes the connection."""
+        """A body with neither length nor chunks, ending when the server closes."""
         chunked = "chunked" in (self.headers.get("transfer-encoding") or "").lower()
         return self.headers_done and not chunked and self.headers.get("content-length") is None
 
@@ -108,7 +111,10 @@ class _Connection:
             self.sock = None
 
     def send(self, target: str, headers: dict[str, str], body: bytes) -> None:
-        """Connect if need be and send the request in one write; `OSError` when either fails."""
+        """Connect if needed, and send the request in one write.
+
+        Raises `OSError` when either fails.
+        """
         lines = [f"POST {target} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: identity"]
         for name, value in headers.items():
             if any(c in name or c in str(value) for c in _ILLEGAL):
@@ -151,7 +157,10 @@ class _Connection:
 
 
 class _Connections(threading.local):
-    """This thread's open connections, by origin; dropped in a forked child (the parent owns the sockets)."""
+    """This thread's open connections by origin, dropped in a forked child.
+
+    The parent owns the sockets.
+    """
 
     def __init__(self) -> None:
         self.pid = os.getpid()
@@ -160,12 +169,12 @@ class _Connections(threading.local):
 
 
 def _closed_by_peer(conn: _Connection) -> bool:
-    """Whether an idle connection has been closed by the server (it is readable: EOF or stray bytes).
+    """Whether the server closed an idle connection: it is readable, with EOF or stray bytes.
 
-    Checked before reuse, as urllib3 does, so a request is never sent on a connection the
-    server has already given up: that request would fail after it was written. A close that
-    crosses the request on the wire still fails it; slack_sdk's `ConnectionErrorRetryHandler`
-    then retries, as it did for urllib.
+    It is checked before reuse, as urllib3 does. So a request is never sent on a connection the
+    server has given up. That request would fail after it was written. A close that crosses the
+    request on the wire still fails it. slack_sdk's `ConnectionErrorRetryHandler` then retries, as
+    it did for urllib.
     """
     sock = conn.sock
     if sock is None:
@@ -178,12 +187,12 @@ def _closed_by_peer(conn: _Connection) -> bool:
 
 
 class KeepAliveWebClient(WebClient):
-    """slack_sdk's `WebClient`, reusing one connection per thread and origin (scheme, host, port).
+    """slack_sdk's `WebClient`, reusing one connection per thread and origin.
 
-    Per thread because bolt and the after-ack pool call from many threads, and one HTTP/1.1
-    connection carries one request at a time. A connection idle for longer than `idle_max`
-    seconds is replaced rather than reused: a firewall or NAT on the way may have forgotten it
-    without a word, and a request sent on it would wait out the whole timeout. With a proxy
+    An origin is scheme, host and port. Per thread, since bolt and the after-ack pool call from many
+    threads. And one HTTP/1.1 connection carries one request at a time. A connection idle over
+    `idle_max` seconds is replaced, not reused. A firewall or NAT on the way may have silently
+    forgotten it. A request sent on it would then wait out the whole timeout. With a proxy
     configured, slack_sdk's own transport is used unchanged.
     """
 
@@ -195,8 +204,11 @@ class KeepAliveWebClient(WebClient):
         self._default_context: ssl.SSLContext | None = None
 
     def _tls(self) -> ssl.SSLContext:
-        """The client's `ssl` context, or the default one urllib would use: certificates verified
-        against the system's (or `SSL_CERT_FILE`'s) authorities. Made once, not per connection."""
+        """The client's `ssl` context, or urllib's default one.
+
+        The default verifies certificates against the system's authorities, or `SSL_CERT_FILE`'s. It is
+        made once, not per connection.
+        """
         if self.ssl is not None:
             return self.ssl
         if self._default_context is None:
@@ -220,11 +232,11 @@ class KeepAliveWebClient(WebClient):
         return conn
 
     def _perform_urllib_http_request_internal(self, url: str, req: urllib.request.Request) -> dict[str, Any]:
-        """Send `req` on this thread's connection to its origin; the same result and errors as urllib's.
+        """Send `req` on this thread's connection to its origin, as urllib would.
 
-        A status outside 2xx raises `HTTPError` and a failure to connect or send `URLError`, as
-        urllib's opener does, so slack_sdk's retry handlers see a 429, a 503 or a refused
-        connection exactly as before. A failed exchange closes the connection.
+        The result and errors match urllib's. A status outside 2xx raises `HTTPError`. A failure to
+        connect or send raises `URLError`, as urllib's opener does. So slack_sdk's retry handlers see a
+        429, a 503 or a refused connection exactly as before. A failed exchange closes the connection.
         """
         if self.proxy is not None:
             return super()._perform_urllib_http_request_internal(url, req)

@@ -1,10 +1,10 @@
 """Counting every Slack Web API attempt, by method and outcome, from inside slack_sdk's retry loop.
 
-slack_sdk offers no per-request hook, but its client hands every attempt's response (200s
-included) or error to each retry handler in turn. `CountingHandler` goes first in the list,
-counts the attempt and never asks for a retry, so the real handlers after it (429, 5xx,
-dropped connections) behave as before. bolt copies a client's retry handlers into the clients
-it builds per request, so listeners' `client` calls are counted too.
+slack_sdk offers no per-request hook. But its client hands every attempt's response or error to
+each retry handler in turn, 200s included. `CountingHandler` goes first in the list. It counts
+the attempt and never asks for a retry. So the real handlers after it behave as before: 429,
+5xx, dropped connections. bolt copies a client's retry handlers into the clients it builds per
+request. So listeners' `client` calls are counted too.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def outcome_of(response: HttpResponse | None, error: Exception | None) -> str:
 
 
 class CountingHandler(RetryHandler):
-    """A retry handler that retries nothing: it counts each attempt it is shown."""
+    """A retry handler that retries nothing, counting each attempt it is shown."""
 
     def can_retry(
         self,

@@ -1,4 +1,4 @@
-"""The terminal host: `parley run` asks its questions right here, with a control per item type."""
+"""The terminal host: `parley run` asks its questions here, one control per item type."""
 
 from bot.terminal.host import TerminalHost
 from bot.terminal.prompts import TerminalPrompter, parse_choices

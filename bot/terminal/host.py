@@ -1,13 +1,12 @@
 """`TerminalHost`: a synchronous host that asks the person at this terminal and waits.
 
-`parley run` executes a run inline, so a question normally does not park: `solicit`
-puts each item to the person, checks the whole set of answers with the port's
-validation, asks again only the items that were refused, and returns the answers.
-When the person quits instead (Ctrl-C, end of input), the question parks like any
-other host's, open and answerable, so `parley run --resume` (or a worker, once
-someone answers it elsewhere) carries the run on; the items answered before quitting
-are kept as a draft (`DraftKeeper`) and pre-filled when the question is asked again.
-Progress and outcomes are printed to the terminal.
+`parley run` executes a run inline, so a question normally does not park. `solicit` puts each
+item to the person. It checks the whole set of answers with the port's validation. It asks again
+only the refused items, then returns the answers. If the person quits instead (Ctrl-C, end of
+input), the question parks like any host's. It stays open and answerable. So
+`parley run --resume` carries the run on, or a worker once someone answers elsewhere. The items
+answered before quitting are kept as a draft (`DraftKeeper`). They are pre-filled when the
+question is asked again. Progress and outcomes are printed to the terminal.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from workers.interaction.context import describe_change, show_value
 
 
 class Prompter(Protocol):
-    """What the host needs from the controls; the tests pass a scripted one."""
+    """What the host needs from the controls, scripted in the tests."""
 
     def ask(self, item: Item) -> AnswerValue: ...
 
@@ -48,14 +47,17 @@ class Prompter(Protocol):
 
 
 def _as_prompted(request: Request, item: Item) -> Item:
-    """`item` as the prompt asks it: a required choice its "type your own" item may stand in for can be skipped."""
+    """`item` as the prompt asks it.
+
+    A required choice may be skipped, if its "type your own" item may stand in for it.
+    """
     if item.required and request.typed_other(item.id) is not None:
         return item.model_copy(update={"required": False})
     return item
 
 
 class DraftKeeper(Protocol):
-    """Where the items answered before quitting are kept, per question (a `Drafts` of the store)."""
+    """Where items answered before quitting are kept per question, in the store's `Drafts`."""
 
     def keep(self, interrupt_id: str, values: Mapping[str, AnswerValue], expires_at: float | None) -> None: ...
 
@@ -88,10 +90,10 @@ class TerminalHost:
 
     # ---- Interactor ------------------------------------------------------------
     def solicit(self, request: Request, run: AskingRun) -> Outcome:
-        """Ask every item, re-ask the refused ones, and return the answers; pause when the person quits.
+        """Ask every item, re-ask refused ones, return the answers, and pause on quitting.
 
-        Several questions at once (`ask_all`, `ask_any`) come here one after another; a question
-        put to each person separately (`ask_each`) comes once per person, named before it is asked.
+        Several questions at once (`ask_all`, `ask_any`) come here one after another. An `ask_each`
+        question comes once per person, named before it is asked.
         """
         progress = getattr(run, "question_progress", None)
         if progress is not None and progress.answering:
@@ -120,13 +122,13 @@ class TerminalHost:
         changes: Sequence[ContextChange] = (),
         draft: tuple[str, float | None] | None = None,
     ) -> list[Answer]:
-        """Put `request` to the person until `check` takes the answers; returns what it returned.
+        """Put `request` to the person until `check` takes the answers.
 
-        `context` (the facts the answer is bound to) is shown under the reason, and `changes`
-        (what changed since an earlier answer was voided) above it. `check` raises
-        `AnswerError` to refuse: the refused items are asked again, each with its reason.
-        Quitting raises KeyboardInterrupt or EOFError. `draft` is the question's id and when it
-        expires: the items answered before quitting are kept for it, and pre-filled next time.
+        Returns what `check` returned. `context`, the facts the answer is bound to, is shown under the
+        reason. `changes` is shown above it: what changed since an earlier answer was voided. `check`
+        raises `AnswerError` to refuse. The refused items are asked again, each with its reason.
+        Quitting raises KeyboardInterrupt or EOFError. `draft` is the question's id and expiry. The
+        items answered before quitting are kept for it, and pre-filled next time.
         """
         _print([("", "\n"), ("class:question", request.reason), ("", "\n")])
         if changes:
@@ -168,7 +170,7 @@ class TerminalHost:
         _print([("class:hint", "» "), ("", text)])
 
     def finished(self, run: RunInfo, result: str) -> None:
-        """The result, its Slack-style mentions (`<@U0ALICE>`) shown as a terminal shows a name (`@U0ALICE`)."""
+        """The result, with Slack-style mentions (`<@U0ALICE>`) shown as names (`@U0ALICE`)."""
         self.reported.add(run.id)
         shown = _MENTION.sub(r"@\1", result)
         _print([("", "\n"), ("class:done", "✔ "), ("", f"Done: {shown}")])
@@ -178,7 +180,10 @@ class TerminalHost:
         _print([("", "\n"), ("class:problem", "✘ "), ("", f"Failed: {reason}")])
 
     def _first_time(self, *shown: str) -> bool:
-        """True the first time this host is asked to print `shown`, False for every repeat."""
+        """True the first time this host is asked to print `shown`.
+
+        False for every repeat.
+        """
         if shown in self._shown:
             return False
         self._shown.add(shown)
@@ -202,7 +207,7 @@ class TerminalHost:
         _print([("class:hint", f"{kind}: run {run.id} is waiting on {', '.join(interrupt.assignees)}.")])
 
     def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
-        """The terminal asks whoever is at it; a claim (a Slack feature) is only mentioned."""
+        """Only mention a claim, a Slack feature, as the terminal asks whoever is there."""
         _print([("class:hint", f"Run {run.id}'s question was {'released' if released else 'claimed'} by {by}.")])
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
@@ -212,15 +217,18 @@ class TerminalHost:
         _print([("class:hint", f"{progress.summary}{who}.")])
 
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
-        """The terminal asks whoever is at it; an escalation (a Slack feature) is only mentioned."""
+        """Only mention an escalation, a Slack feature, as the terminal asks whoever is there."""
         _print([("class:hint", f"Run {run.id}'s question was escalated to {', '.join(added) or 'no one new'}.")])
 
     def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
-        """The terminal asks whoever is at it; a reassignment (a Slack feature) is only mentioned."""
+        """Only mention a reassignment, a Slack feature, as the terminal asks whoever is there."""
         _print([("class:hint", f"Run {run.id}'s question was reassigned to {to} by {by}.")])
 
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
-        """The terminal has no workspace directory: user groups stay as given (and are asked as one person)."""
+        """The people `ids` name, with user groups kept as given.
+
+        The terminal has no workspace directory, so a group is asked as one person.
+        """
         return list(ids)
 
     def notice(self, text: str) -> None:
@@ -229,13 +237,16 @@ class TerminalHost:
 
 
 def prefilled(item: Item, drafted: AnswerValue) -> Item:
-    """`item` with what the person answered before quitting as its default (the controls pre-fill it)."""
+    """`item` defaulting to what the person answered before quitting.
+
+    The controls pre-fill it.
+    """
     if drafted is None or drafted == [] or item.is_secret:
         return item
     return item.model_copy(update={"default": drafted})
 
 
 def draft_values(request: Request, values: Mapping[str, AnswerValue]) -> dict[str, AnswerValue]:
-    """What is worth keeping of `values`: given answers to the request's items, never a secret's."""
+    """What is worth keeping of `values`: answers to the request's items, never secrets."""
     kept = {i.id for i in request.items if not i.is_secret}
     return {k: v for k, v in values.items() if k in kept and v is not None and v != []}

@@ -1,12 +1,11 @@
 """The terminal's controls: one prompt_toolkit prompt per item type.
 
-Every control shows the question with its default pre-filled and refuses an
-unusable answer in place, with the port's own wording, so the person fixes it
-before moving on. A choice works with the arrow keys, or by typing what
-`resolve_choice` understands ("2", "high", "the last one"): the list highlights
-the option the typed reply names as it is typed, and Enter on an empty line takes
-the highlighted option. Each control is an ordinary single-line (or multiline)
-`PromptSession` prompt, so it behaves the same in any VT100 terminal and over a pty.
+Every control shows the question with its default pre-filled. It refuses an unusable answer in
+place, in the port's own words. So the person fixes it before moving on. A choice works with the
+arrow keys. It also takes typed text that `resolve_choice` understands, like "2", "high" or "the
+last one". The list highlights the option the typed reply names, as it is typed. Enter on an
+empty line takes the highlighted option. Each control is an ordinary single-line or multiline
+`PromptSession` prompt. So it behaves the same in any VT100 terminal and over a pty.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ Check = Callable[[str], str | None]
 
 
 class _Check(Validator):
-    """Refuses the text when `check` names a problem with it; prompt_toolkit shows the problem."""
+    """Refuses text whenever `check` names a problem, which prompt_toolkit shows."""
 
     def __init__(self, check: Check) -> None:
         self._check = check
@@ -65,11 +64,11 @@ class _Check(Validator):
 
 
 def parse_choices(item: Item, text: str) -> list[str]:
-    """The option values a typed multi-select reply names ("1, 3", "api; web", "1 3"), in option order.
+    """The option values a typed multi-select reply names, in option order.
 
-    Each comma- or semicolon-separated part is resolved with `resolve_choice`; a
-    reply of bare numbers may also be separated by spaces. Raises `ChoiceError`
-    for the first part that names no option, or more than one.
+    Replies look like `1, 3`, `api; web` or `1 3`. Each comma- or semicolon-separated part is
+    resolved with `resolve_choice`. A reply of bare numbers may also be separated by spaces. Raises
+    `ChoiceError` for the first part naming no option, or more than one.
     """
     parts = [p for p in re.split(r"[,;]", text) if p.strip()]
     if len(parts) == 1 and re.fullmatch(r"\s*\d+(?:\s+\d+)+\s*", text):
@@ -112,7 +111,7 @@ _TYPED_PLACEHOLDERS = {
 
 
 def _typed_check(item: Item) -> Check:
-    """Required-ness, then the port's reading of typed text and its check of the value."""
+    """Required-ness first, then the port's reading and check of typed text."""
 
     def check(text: str) -> str | None:
         if not text.strip():
@@ -126,7 +125,10 @@ def _typed_check(item: Item) -> Check:
 
 
 def _list_keys(state: dict[str, int], size: int) -> KeyBindings:
-    """Up and Down move the list's cursor, wrapping around; using the list drops a half-typed reply."""
+    """Up and Down move the list's cursor, wrapping around.
+
+    Using the list drops a half-typed reply.
+    """
     keys = KeyBindings()
 
     def move(step: int) -> Callable[[KeyPressEvent], None]:
@@ -144,9 +146,9 @@ def _list_keys(state: dict[str, int], size: int) -> KeyBindings:
 def _session(**kwargs: object) -> PromptSession[str]:
     """A prompt whose refusal message sits on the row right below the input.
 
-    Where the terminal reports the cursor's position, prompt_toolkit lets the input
-    window grow to the bottom of the screen, which pushes the message drawn after it
-    to the last row, far from the prompt. The input window is kept to its text.
+    Where the terminal reports the cursor's position, prompt_toolkit lets the input window grow. It
+    grows to the bottom of the screen. That pushes the message drawn after it to the last row, far
+    from the prompt. So the input window is kept to its text.
     """
     session: PromptSession[str] = PromptSession(
         style=STYLE,
@@ -162,10 +164,13 @@ def _session(**kwargs: object) -> PromptSession[str]:
 
 
 class TerminalPrompter:
-    """Asks one item at a time in the terminal; raises KeyboardInterrupt or EOFError when the person quits."""
+    """Asks one item at a time in the terminal.
+
+    Raises KeyboardInterrupt or EOFError when the person quits.
+    """
 
     def ask(self, item: Item) -> AnswerValue:
-        """The person's answer to `item`: a value valid for it, or None for an optional item left empty."""
+        """The person's valid answer to `item`, or None for an optional item left empty."""
         if item.type is ItemType.SELECT:
             value: AnswerValue = self.select(item)
         elif item.type is ItemType.MULTI_SELECT:
@@ -182,12 +187,15 @@ class TerminalPrompter:
         return value
 
     def problem(self, item: Item, message: str) -> None:
-        """Tell the person why their answer to `item` was refused, before asking it again."""
+        """Tell the person why their answer to `item` was refused, before re-asking."""
         print_formatted_text(FormattedText([("class:problem", "✘ "), ("", f"{item.text}: {message}")]), style=STYLE)
 
     # ---- the controls ----------------------------------------------------------
     def select(self, item: Item) -> str | None:
-        """Arrow keys move the highlight and Enter takes it; or type a number or name and press Enter."""
+        """Arrow keys move the highlight and Enter takes it.
+
+        Or type a number or name and press Enter.
+        """
         options = item.options or []
         # An optional select gets a "(skip)" row, highlighted unless there is a default.
         rows: list[str | None] = [o.value for o in options] + ([] if item.required else [None])
@@ -196,7 +204,10 @@ class TerminalPrompter:
         session = _session()
 
         def typed() -> int | None:
-            """The row the typed reply names: the cursor's when nothing is typed, None when it names none."""
+            """The row the typed reply names, or None.
+
+            With nothing typed, it is the cursor's row.
+            """
             text = session.default_buffer.text
             if not text.strip():
                 return state["cursor"]
@@ -233,7 +244,10 @@ class TerminalPrompter:
         return resolve_choice(item, text) if text.strip() else rows[state["cursor"]]
 
     def multi_select(self, item: Item) -> list[str]:
-        """Up/Down move, Space ticks, Enter confirms; or type numbers or names separated by commas."""
+        """Up/Down move, Space ticks, Enter confirms.
+
+        Or type numbers or names separated by commas.
+        """
         options = item.options or []
         default = item.default if isinstance(item.default, list) else []
         ticked = {v for v in default if v in item.option_values()}
@@ -293,7 +307,10 @@ class TerminalPrompter:
         return [v for v in item.option_values() if v in ticked]
 
     def free_text(self, item: Item) -> str | None:
-        """A line of text, or several when the item is multiline (Esc then Enter, or Alt+Enter, finishes)."""
+        """A line of text, or several when the item is multiline.
+
+        Esc then Enter, or Alt+Enter, finishes several lines.
+        """
         notes = [n for n in (_optional(item),) if n]
         if item.multiline:
             notes.append("Enter adds a line; Esc then Enter (or Alt+Enter) finishes")
@@ -308,15 +325,21 @@ class TerminalPrompter:
         return text.strip() or None
 
     def secret(self, item: Item) -> str | None:
-        """A line typed without echo (prompt_toolkit's password mode shows `*` for each character)."""
+        """A line typed without echo.
+
+        prompt_toolkit's password mode shows `*` for each character.
+        """
         heading = _heading(item, "  ".join(n for n in (_optional(item), "typed hidden; never shown again") if n))
         session = _session(is_password=True)
         text = session.prompt([*heading, ("", "> ")], validator=_Check(_text_check(item)))
         return text.strip() or None
 
     def typed(self, item: Item) -> AnswerValue:
-        """A number, yes/no, email, URL, time or date-and-time typed as text, read and checked as the port reads
-        a typed reply; an optional yes/no left empty is No, as an unticked box in Slack."""
+        """A typed number, yes/no, email, URL, time or date-and-time.
+
+        The port reads and checks it as a typed reply. An optional yes/no left empty is No, like an
+        unticked box in Slack.
+        """
         session = _session(placeholder=FormattedText([("class:placeholder", _TYPED_PLACEHOLDERS[item.type])]))
         default = value_text(item.default) if item.default is not None else ""
         notes = [n for n in (_optional(item, "leave empty for No" if item.is_boolean else "leave empty to skip"),) if n]
@@ -329,7 +352,7 @@ class TerminalPrompter:
         return normalise(item, from_text(item, text))
 
     def date(self, item: Item) -> str | None:
-        """A date typed as YYYY-MM-DD; a malformed one is refused with the reason."""
+        """A date typed as YYYY-MM-DD, a malformed one refused with the reason."""
         session = _session(placeholder=FormattedText([("class:placeholder", "YYYY-MM-DD")]))
         default = item.default if isinstance(item.default, str) else ""
         message = [*_heading(item, _optional(item)), ("", "> ")]
@@ -345,7 +368,7 @@ class TerminalPrompter:
 
 
 def describe(item: Item, value: AnswerValue) -> str:
-    """An answer as people read it: option labels rather than values, "(skipped)" for none."""
+    """An answer as people read it: option labels, or "(skipped)" for none."""
     if value is None or value == []:
         return "(skipped)"
     if item.is_secret:

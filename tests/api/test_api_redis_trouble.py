@@ -23,6 +23,8 @@ from slack_stack import SlackStack, stop_process_group
 from stacks import Stacks
 
 from workers.store import keys
+from workers.store.idempotency import Binding
+from workers.store.records import TOKEN_OWNER
 
 pytestmark = [
     pytest.mark.system,
@@ -85,8 +87,10 @@ def posted(stack: SlackStack, reason: str) -> list[dict[str, Any]]:
     return [m for m in stack.ws.messages(CHANNEL) if reason in json.dumps(m)]
 
 
-def idempotency_key(key: str) -> str:
-    return keys.api_idempotency("ci-bot", hashlib.sha256(key.encode()).hexdigest())
+def idempotency_key(token: Token, key: str) -> str:
+    """The Redis key that binds `key` of `token`'s owner (`workers.store.idempotency`)."""
+    owner = f"{TOKEN_OWNER}{hashlib.sha256(token.token.encode()).hexdigest()[:24]}"
+    return Binding(owner, hashlib.sha256(key.encode()).hexdigest(), "").name
 
 
 def local_port(resp: httpx.Response) -> int:
@@ -102,10 +106,11 @@ def test_a_create_failing_after_its_key_is_bound_leaves_the_key_free(
     rules(admin, ["-zadd"])
     failed = post(stack.http, ci, "Rotate the keys?", **{"Idempotency-Key": "rotate-1"})
     assert failed.status_code >= 500, failed.text
-    assert not admin.exists(idempotency_key("rotate-1"))  # the key is bound to nothing
+    assert not admin.exists(idempotency_key(ci, "rotate-1"))  # the key is bound to nothing
     rules(admin, ["+@all"])
     again = post(stack.http, ci, "Rotate the keys?", **{"Idempotency-Key": "rotate-1"})
     assert again.status_code == 201, again.text
+    assert admin.exists(idempotency_key(ci, "rotate-1"))  # bound now, under the name checked above
     assert again.json()["status"] == "waiting" and len(posted(stack, "Rotate the keys?")) == 1
     assert failed.headers["content-type"] == PROBLEM, failed.text
 
@@ -119,9 +124,8 @@ def test_a_post_that_failed_after_its_question_was_created_posts_nothing_later(
     rules(admin, ["-@scripting"])
     failed = post(stack.http, ci, "Drain the queue?", **{"Idempotency-Key": "drain-1"})
     assert failed.status_code >= 500, failed.text
-    assert admin.zcard(keys.accepted_index()) == 0  # no queued run a worker's sweep would enqueue and post
-    assert admin.zcard(keys.status_index("queued")) == 0
-    assert not admin.exists(idempotency_key("drain-1"))
+    assert admin.zcard(keys.status_index("queued")) == 0  # no queued run a worker's sweep would enqueue and post
+    assert not admin.exists(idempotency_key(ci, "drain-1"))
     rules(admin, ["+@all"])
     again = post(stack.http, ci, "Drain the queue?", **{"Idempotency-Key": "drain-1"})
     assert again.status_code == 201, again.text

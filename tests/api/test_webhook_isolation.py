@@ -122,5 +122,6 @@ def test_a_stopped_worker_leaves_no_delivery_thread_registered(stack: SlackStack
 
     proc = stack.spawn_worker("extra")
     stack.wait_for("its delivery threads", lambda: sum("-webhooks-" in name for name in ours()) == 4)
-    stop_process_group(proc, timeout=30)  # SIGTERM, as a service manager stops it; a delivery may finish first
+    stop_process_group(proc, timeout=60)  # SIGTERM, as a service manager stops it; a delivery may finish first
+    assert proc.returncode == 0, f"the worker did not exit on SIGTERM within 60 s (exit {proc.returncode})"
     assert ours() == []

@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from noting_redis import NotingRedis
 from redis import Redis
 
-from workers.store.webhook_limits import Circuits, InFlight
+from workers.store import keys
+from workers.store.webhook_limits import Circuit, Circuits, Gate, InFlight, open_gate
 
 pytestmark = pytest.mark.integration
 
@@ -49,3 +51,18 @@ def test_a_host_that_keeps_timing_out_opens_its_circuit_until_it_answers(r: Redi
     assert circuits.answered("slow.example").state == "closed"
     assert circuits.get("slow.example", now + 62).state == "closed"
     assert circuits.open_count(now + 62) == 0
+
+
+def test_the_gate_reads_the_circuit_and_token_and_takes_the_slot_in_one_round_trip(r: Redis) -> None:
+    noted = NotingRedis(connection_pool=r.connection_pool)
+    r.hset(keys.api_tokens(), "ci", "hash-of-ci")
+    circuits, slots = Circuits(noted, threshold=1), InFlight(noted, per_token=1, per_host=5)
+    gate = open_gate(circuits, slots, "h:443", "ci", ("job-1", "owner-1", 30.0))
+    assert len(noted.trips) == 1
+    assert gate == Gate(Circuit("closed"), "hash-of-ci", None)
+    assert open_gate(circuits, slots, "h:443", "ci", ("job-2", "owner-1", 30.0)).full == "token"
+
+    circuits.timed_out("h:443")  # the threshold: its circuit opens
+    shut = open_gate(circuits, slots, "h:443", "nobody", ("job-3", "owner-2", 30.0))
+    assert shut.circuit.state == "open" and shut.token_hash is None
+    assert r.zscore(keys.webhook_in_flight("token", "owner-2"), "job-3") is None  # no attempt: no slot held

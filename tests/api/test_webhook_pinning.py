@@ -18,7 +18,8 @@ import pytest
 from certificates import signed_certificate
 from http_servers import serving
 
-from workers.questions.webhooks import AttemptTimedOut, post
+from workers.questions import webhook_client
+from workers.questions.webhooks import AttemptTimedOut, post, tls_context
 
 pytestmark = pytest.mark.integration
 
@@ -109,3 +110,38 @@ def test_an_attempt_has_one_deadline_for_all_of_it() -> None:
         while not _Dripping.ended and time.monotonic() < deadline:
             time.sleep(0.05)
     assert _Dripping.ended == ["cut off"]  # the connection was closed before the answer was complete
+
+
+class _KeepAlive(BaseHTTPRequestHandler):
+    """Answers 204 over HTTP/1.1, keeping the connection; notes the client's port of each request."""
+
+    protocol_version = "HTTP/1.1"
+    ports: list[int] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        _KeepAlive.ports.append(self.client_address[1])
+        self.send_response(204)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_delivery_thread_keeps_its_connection_to_a_destination_and_a_client_per_name() -> None:
+    _KeepAlive.ports = []
+    with serving(_KeepAlive) as port:
+        for _ in range(3):
+            post(f"http://hooks.parley.invalid:{port}/in", "127.0.0.1", content="{}", headers={}, timeout=5)
+        assert len(_KeepAlive.ports) == 3 and len(set(_KeepAlive.ports)) == 1  # one connection, kept
+        post(f"http://other.parley.invalid:{port}/in", "127.0.0.1", content="{}", headers={}, timeout=5)
+        assert len(set(_KeepAlive.ports)) == 1  # plain HTTP: the same address, the same connection
+
+        context = tls_context()
+        first = webhook_client.client("https://127.0.0.1:1", "a.parley.invalid", context)
+        assert webhook_client.client("https://127.0.0.1:1", "a.parley.invalid", context) is first
+        assert webhook_client.client("https://127.0.0.1:1", "b.parley.invalid", context) is not first
+        for n in range(webhook_client.KEPT):
+            webhook_client.client(f"https://127.0.0.1:{n + 2}", "", context)
+        assert first.is_closed  # the least recently used, past the bound

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,26 +25,13 @@ import httpx
 import pytest
 import redis
 from browser_support import ARTIFACTS, ROOT, browser_page, require_chromium
+from test_dev_lifecycle import free_port_pair
 
 pytestmark = [pytest.mark.system, pytest.mark.browser]
 
 DOCS_IMG = ROOT / "docs" / "img"
 WAIT = 30_000  # ms: a worker run includes an RQ dequeue and a few Web API calls
 DOC_SHOTS = ("playground-question.png", "playground-answered.png", "playground-inspect.png")
-
-
-def free_port_pair() -> int:
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no two free consecutive ports")
 
 
 class DevServer:

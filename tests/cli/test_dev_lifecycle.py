@@ -8,6 +8,7 @@ directory, its port, or its worker name, in /proc.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,8 +30,12 @@ START_TIMEOUT = 90.0
 REAP_TIMEOUT = 20.0
 
 
+DEV_PORTS = range(24000, 26000, 3)  # below the ephemeral range: a client's source port never takes one
+
+
 def port_pair_free(port: int) -> bool:
-    for p in (port, port + 1):
+    """Whether `parley dev --port PORT` could bind now: it uses PORT, PORT+1 and PORT+2."""
+    for p in (port, port + 1, port + 2):
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", p))
@@ -40,13 +45,17 @@ def port_pair_free(port: int) -> bool:
 
 
 def free_port_pair() -> int:
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 65000 and port_pair_free(port):
+    """A `--port` for `parley dev` whose three ports are free and outside the ephemeral range.
+
+    Why not port 0: a port the kernel hands out is an ephemeral one, and while a slow start
+    (the README's set-up installs packages first) runs, any test's outgoing connection may take it.
+    """
+    candidates = list(DEV_PORTS)
+    random.shuffle(candidates)
+    for port in candidates:
+        if port_pair_free(port):
             return port
-    raise RuntimeError("no two free consecutive ports")
+    raise RuntimeError(f"no three free consecutive ports in {DEV_PORTS}")
 
 
 def can_listen(port: int) -> bool:

@@ -16,8 +16,9 @@ to outside Redis.
    cancelled) or it is paused on a live question whose controls are showing.
 6. Refused requests change nothing: `unchanged()` compares DUMPs of a run's keys.
 7. Receipts: every closed question (answered, expired, cancelled) has its signed receipt, no
-   receipt exists for a question that is not closed, and each workspace's chain is whole:
-   sequence numbers 1..n, each receipt naming the one before it (`receipt_violations`).
+   receipt exists for a question that is not closed, each workspace's chain is whole:
+   sequence numbers 1..n, each receipt naming the one before it, and the exported audit log
+   verifies with the stack's key (`receipt_invariants`).
 
 A scenario may declare a documented exception for one of its runs with `Expect`, e.g. a
 step allowed to run twice because the worker was killed between its effect and its record.
@@ -35,11 +36,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from receipt_invariants import audit_violations, chain_violations, question_violations
 from slack_forms import is_question
-from slack_stack import RunRef
+from slack_stack import RunRef, SlackStack
 
 from faults.agents import count
-from faults.conftest import FaultStack, Ledger
+from faults.conftest import Ledger
+from workers.receipts import KeyRing, Signer
 from workers.store.pieces import gathered
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "expired"})
@@ -156,7 +159,7 @@ def unchanged(r: redis.Redis, run_ids: Iterable[str], what: str, *, logical: boo
 
 # ---- the checker --------------------------------------------------------------------------------
 class Checker:
-    def __init__(self, stack: FaultStack, ledger: Ledger) -> None:
+    def __init__(self, stack: SlackStack, ledger: Ledger) -> None:
         self.stack = stack
         self.ledger = ledger
         assert stack.redis is not None
@@ -317,6 +320,7 @@ class Checker:
         for run_id, view in views.items():
             found += self.violations(view, expects.get(run_id, Expect()), posts)
         found += chain_violations(self.r)
+        found += audit_violations(self.r, signing_keys(self.stack))
         self.ledger.runs += len(ids)
         self.ledger.checks += len(ids) * 7
         if found:
@@ -327,38 +331,11 @@ class Checker:
 
 
 # ---- 7. receipts ---------------------------------------------------------------------------------
-CLOSED = ("answered", "expired", "cancelled")
-
-
 def receipt_violations(r: redis.Redis, view: RunSnapshot, timeout: float = 5.0) -> list[str]:
-    """A closed question without its receipt (after a few sweeps), or a receipt without its close."""
-    out: list[str] = []
-    for iid, q in view.interrupts.items():
-        state = q.get("state")
-        deadline = time.monotonic() + timeout
-        while state in CLOSED and not r.exists(f"parley:receipt:{iid}") and time.monotonic() < deadline:
-            time.sleep(0.1)  # a cancel's receipt is the sweep's to write
-        has = bool(r.exists(f"parley:receipt:{iid}"))
-        if state in CLOSED and not has:
-            out.append(f"{view.run_id}: question {iid} is {state} without its receipt")
-        if has and state not in CLOSED:
-            out.append(f"{view.run_id}: a receipt for question {iid}, which is {state!r}")
-    return out
+    """A closed question of the run without its receipt (after a few sweeps), or a receipt without its close."""
+    return question_violations(r, {iid: q.get("state", "") for iid, q in view.interrupts.items()}, view.run_id, timeout)
 
 
-def chain_violations(r: redis.Redis) -> list[str]:
-    """Each workspace's chain: sequences 1..n in order, each receipt naming the digest of the one before."""
-    from workers.receipts.verify import statement_of
-
-    out: list[str] = []
-    for workspace in sorted(_s(w) for w in r.smembers("parley:receipts:workspaces")):
-        previous, expected = None, 1
-        for iid, score in r.zrange(f"parley:receipts:chain:{workspace}", 0, -1, withscores=True):
-            raw = {_s(k): _s(v) for k, v in r.hgetall(f"parley:receipt:{_s(iid)}").items()}
-            predicate = statement_of(json.loads(raw.get("envelope") or "{}")).get("predicate", {})
-            named = (predicate.get("previous") or {}).get("sha256")
-            if int(score) != expected or predicate.get("sequence") != expected or named != previous:
-                out.append(f"workspace {workspace}: receipt {_s(iid)} breaks the chain at {expected}")
-                break
-            previous, expected = raw.get("digest"), expected + 1
-    return out
+def signing_keys(stack: SlackStack) -> KeyRing:
+    """The public key of the stack's signing key (`conftest.receipt_key`), to verify its receipts with."""
+    return KeyRing([Signer.from_pem((stack.data_dir / "receipt-key.pem").read_bytes()).public])

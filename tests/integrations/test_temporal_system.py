@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,25 @@ from typing import Any
 import httpx
 import pytest
 from api_support import PARLEY, Token, create_token
-from slack_forms import button_action, find_element, form_state
-from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import SlackStack, stop_process_group
 from stacks import Stacks
-from temporal_support import TemporalDev, TemporalWorker
-from temporalio.api.enums.v1 import EventType
+from temporal_steps import (
+    click,
+    click_submit,
+    interact_at,
+    is_open,
+    message_of,
+    modal,
+    questions_of,
+    result,
+    signals_received,
+    start,
+    status,
+    submit_modal,
+    submit_payload,
+    unreachable_serve,
+)
+from temporal_support import SHIP_REQUEST, TemporalDev, TemporalWorker, stack_env
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 from parley.client import Parley
@@ -33,37 +45,18 @@ from parley.client import Parley
 pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
-TASK_QUEUE = "parley-tests"
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "temporal_refund.py"
 CAROL, DAVE, ERIN = "U0CAROL", "U0DAVE", "U0ERIN"
-REQUEST = {
-    "reason": "Ship the batch?",
-    "items": [
-        {"id": "ship", "text": "Ship", "type": "select", "options": ["yes", "no"]},
-        {"id": "count", "text": "How many", "type": "number", "integer": True},
-    ],
-}
 
 
 @pytest.fixture(scope="module")
 def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporalDev]:
-    server = TemporalDev(tmp_path_factory.mktemp("temporal")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from TemporalDev.running(tmp_path_factory.mktemp("temporal"))
 
 
 @pytest.fixture(scope="module")
-def stack(
-    redis_url: str, tmp_path_factory: pytest.TempPathFactory, temporal: TemporalDev, stacks: Stacks
-) -> Iterator[SlackStack]:
-    env = {
-        "PARLEY_TEMPORAL_ADDRESS": temporal.address,
-        "PARLEY_TEMPORAL_RETRY_INTERVALS": ",".join(["1"] * 60),  # a second apart (the default backs off to 30 min)
-        "PARLEY_API_RATE_LIMIT": "100000",
-    }
-    yield stacks(redis_url=redis_url, extra_env=env)
+def stack(redis_url: str, temporal: TemporalDev, stacks: Stacks) -> SlackStack:
+    return stacks(redis_url=redis_url, extra_env=stack_env(temporal))
 
 
 @pytest.fixture(scope="module")
@@ -74,134 +67,16 @@ def token(stack: SlackStack) -> Token:
 
 @pytest.fixture(scope="module")
 def worker(stack: SlackStack, temporal: TemporalDev, token: Token) -> Iterator[TemporalWorker]:
-    running = TemporalWorker(
-        temporal.address, TASK_QUEUE, f"http://127.0.0.1:{stack.port}", token.token, stack.data_dir / "tworker.log"
-    ).start()
-    try:
-        yield running
-    finally:
-        running.stop()
+    yield from TemporalWorker.for_stack(temporal, stack, token.token)
 
 
-# ---- helpers ---------------------------------------------------------------------------------------
-def start(temporal: TemporalDev, workflow: str, arg: Any = None) -> str:
-    workflow_id = f"{workflow}-{uuid.uuid4().hex[:8]}"
-
-    async def go() -> None:
-        client = await Client.connect(temporal.address)
-        args = [] if arg is None else [arg]
-        await client.start_workflow(workflow, args=args, id=workflow_id, task_queue=TASK_QUEUE)
-
-    asyncio.run(go())
-    return workflow_id
+@pytest.fixture(scope="module")
+def unreachable(stack: SlackStack) -> int:
+    """The port of a second `parley serve`, one that cannot reach Temporal."""
+    return unreachable_serve(stack)
 
 
-def result(temporal: TemporalDev, workflow_id: str, timeout: float = 30.0) -> Any:
-    async def go() -> Any:
-        client = await Client.connect(temporal.address)
-        return await asyncio.wait_for(client.get_workflow_handle(workflow_id).result(), timeout)
-
-    return asyncio.run(go())
-
-
-def status(temporal: TemporalDev, workflow_id: str) -> WorkflowExecutionStatus | None:
-    async def go() -> WorkflowExecutionStatus | None:
-        client = await Client.connect(temporal.address)
-        return (await client.get_workflow_handle(workflow_id).describe()).status
-
-    return asyncio.run(go())
-
-
-def questions_of(stack: SlackStack, token: Token, workflow_id: str, count: int = 1) -> list[dict[str, Any]]:
-    """The workflow's questions, once posted and open for answers."""
-
-    def find() -> list[dict[str, Any]] | None:
-        assert stack.http is not None
-        page = stack.http.get("/api/v1/questions", params={"limit": 100}, headers=token.auth).json()
-        found = [
-            q
-            for q in page["questions"]
-            if (q.get("temporal") or {}).get("workflow_id") == workflow_id and q["message_ts"]
-        ]
-        open_ = [q for q in found if _open(stack, q)]
-        return open_ if len(open_) >= count else None
-
-    return stack.wait_for(f"{count} question(s) of {workflow_id}", find)
-
-
-def _open(stack: SlackStack, question: dict[str, Any]) -> bool:
-    """The question's run is parked on it (it is posted just before): an answer now is taken."""
-    return stack.status(question["id"]) == "paused"
-
-
-def message_of(stack: SlackStack, question: dict[str, Any]) -> dict[str, Any]:
-    message = stack.ws.message(question["channel"], question["message_ts"])
-    assert message is not None
-    return message
-
-
-def submit_payload(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> dict[str, Any]:
-    """`user` filling the question by label and clicking Submit, as Slack sends it."""
-    message = message_of(stack, question)
-    block, button = find_element(message["blocks"], "parley_submit")
-    return block_actions_payload(
-        user=user,
-        message=message,
-        channel=question["channel"],
-        action=button_action(block, button),
-        state_values=form_state(message["blocks"], fills),
-    )
-
-
-def click_submit(stack: SlackStack, question: dict[str, Any], fills: dict[str, Any], user: str) -> httpx.Response:
-    return stack.interact(submit_payload(stack, question, fills, user))
-
-
-def modal(stack: SlackStack, question: dict[str, Any], action_id: str, user: str) -> dict[str, Any]:
-    """`user` clicks `action_id` (Edit…, Reject) on the approval; the modal it opened, as Slack holds it."""
-    message = message_of(stack, question)
-    before = len(stack.ws.open_views(user))
-    block, button = find_element(message["blocks"], action_id)
-    payload = block_actions_payload(
-        user=user,
-        message=message,
-        channel=question["channel"],
-        action=button_action(block, button),
-        trigger=stack.ws.issue_trigger(user),
-    )
-    assert stack.interact(payload).status_code == 200
-    stack.wait_for("the modal to open", lambda: len(stack.ws.open_views(user)) > before)
-    return stack.ws.open_views(user)[-1]
-
-
-def submit_modal(stack: SlackStack, view: dict[str, Any], user: str, item: str, value: str) -> None:
-    iid = view["private_metadata"].split("|")[0]
-    state = {f"f|{iid}|{item}": {"answer": {"type": "plain_text_input", "value": value}}}
-    resp = stack.interact(view_submission_payload(user=user, view=view, state_values=state))
-    assert resp.status_code == 200 and resp.text == "", resp.text
-
-
-def click(stack: SlackStack, question: dict[str, Any], action_id: str, user: str) -> None:
-    """`user` clicks a button that acts at once (Approve) on the question's message."""
-    message = message_of(stack, question)
-    block, button = find_element(message["blocks"], action_id)
-    payload = block_actions_payload(
-        user=user, message=message, channel=question["channel"], action=button_action(block, button)
-    )
-    assert stack.interact(payload).status_code == 200
-
-
-def signals_received(temporal: TemporalDev, workflow_id: str) -> int:
-    """How many signals the workflow's history records, whoever sent them."""
-
-    async def go() -> int:
-        client = await Client.connect(temporal.address)
-        events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
-        return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
-
-    return asyncio.run(go())
-
-
+# ---- helpers ----------------------------------------------------------------------------------------
 def history(stack: SlackStack, question_id: str) -> list[dict[str, Any]]:
     assert stack.redis is not None
     raw = stack.redis.lrange(f"parley:run:{question_id}:history", 0, -1)
@@ -216,7 +91,7 @@ def signal_entries(stack: SlackStack, question_id: str) -> list[dict[str, Any]]:
 def test_a_workflow_asks_a_person_answers_in_slack_and_it_resumes_with_typed_answers(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL, "assignees": [CAROL]})
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL, "assignees": [CAROL]})
     [question] = questions_of(stack, token, wid)
     assert question["temporal"] == {
         "workflow_id": wid,
@@ -230,7 +105,7 @@ def test_a_workflow_asks_a_person_answers_in_slack_and_it_resumes_with_typed_ans
     # the activity's post, retried with its key (the question's key), gets the same question: nothing posted twice
     with Parley(f"http://127.0.0.1:{stack.port}", token.token) as parley:
         again = parley.submit(
-            {**REQUEST, "assignees": [CAROL]},
+            {**SHIP_REQUEST, "assignees": [CAROL]},
             channel=CHANNEL,
             temporal={"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]},
             idempotency_key=question["temporal"]["key"],
@@ -258,8 +133,8 @@ def test_a_workflow_asks_a_person_answers_in_slack_and_it_resumes_with_typed_ans
 def test_two_asks_at_once_are_two_questions_each_delivered_to_its_own_await(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    first = {**REQUEST, "reason": "First of two?"}
-    second = {**REQUEST, "reason": "Second of two?"}
+    first = {**SHIP_REQUEST, "reason": "First of two?"}
+    second = {**SHIP_REQUEST, "reason": "Second of two?"}
     wid = start(temporal, "GatherWorkflow", {"requests": [first, second], "channel": CHANNEL})
     questions = questions_of(stack, token, wid, count=2)
     by_reason = {q["reason"]: q for q in questions}
@@ -290,6 +165,7 @@ def test_an_approval_with_an_edited_amount_returns_the_edited_decision(
         "reason": None,
         "by": CAROL,
         "standing": False,
+        "receipt": None,  # this stack signs no receipts (tests/receipts/test_receipts_temporal.py does)
     }
 
 
@@ -308,7 +184,7 @@ def test_a_rejection_returns_its_reason(
 def test_expiry_delivers_expired_or_the_items_defaults(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    plain = {**REQUEST, "reason": "Expires plainly?"}
+    plain = {**SHIP_REQUEST, "reason": "Expires plainly?"}
     with_defaults = {
         "reason": "Expires to defaults?",
         "on_expiry": "use_defaults",
@@ -325,7 +201,7 @@ def test_expiry_delivers_expired_or_the_items_defaults(
 def test_cancelling_the_workflow_locks_the_slack_message_as_cancelled(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL})
     [question] = questions_of(stack, token, wid)
 
     async def cancel() -> None:
@@ -333,14 +209,11 @@ def test_cancelling_the_workflow_locks_the_slack_message_as_cancelled(
         await client.get_workflow_handle(wid).cancel()
 
     asyncio.run(cancel())
-    cancelled = time.monotonic()
     stack.wait_for(
         "the question's message to be locked as cancelled",
         lambda: "Cancelled" in json.dumps(message_of(stack, question)),
-        timeout=2.0,
+        timeout=60.0,  # a worker carries out the cancel's effects; under load it may be busy a while
     )
-    locked_in = time.monotonic() - cancelled
-    assert locked_in < 2.0, locked_in
     assert "parley_submit" not in json.dumps(message_of(stack, question))
     with pytest.raises(WorkflowFailureError):
         result(temporal, wid)
@@ -351,7 +224,7 @@ def test_cancelling_the_workflow_locks_the_slack_message_as_cancelled(
 def test_cancelling_the_awaiting_scope_cancels_the_question_and_the_workflow_goes_on(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "ScopeWorkflow", {"request": REQUEST, "channel": CHANNEL, "after": 3})
+    wid = start(temporal, "ScopeWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL, "after": 3})
     [question] = questions_of(stack, token, wid)
     assert result(temporal, wid) == "went on after cancelling the ask"
     stack.wait_for("the question to be cancelled", lambda: _status(stack, token, question["id"]) == "cancelled")
@@ -361,7 +234,7 @@ def test_cancelling_the_awaiting_scope_cancels_the_question_and_the_workflow_goe
 def test_parley_runs_cancel_delivers_cancelled(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL})
     [question] = questions_of(stack, token, wid)
     subprocess.run(
         [str(PARLEY), "runs", "cancel", question["id"]], env=stack.env(), capture_output=True, text=True, check=True
@@ -379,7 +252,7 @@ def _status(stack: SlackStack, token: Token, question_id: str) -> str:
 def test_ask_each_with_quorum_two_of_three_under_three_simultaneous_clicks_delivers_one_signal(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    request = {**REQUEST, "reason": "Sign off the release?"}
+    request = {**SHIP_REQUEST, "reason": "Sign off the release?"}
     people = [CAROL, DAVE, ERIN]
     wid = start(temporal, "AskEachWorkflow", {"request": request, "assignees": people, "quorum": 2, "channel": CHANNEL})
     [question] = questions_of(stack, token, wid)
@@ -420,7 +293,7 @@ def _asks(stack: SlackStack, who: Token, target: dict[str, str], amount: int = 9
     """`who` asks a question and an approval, each naming `target` as its Temporal workflow."""
     assert stack.http is not None
     approval = {"action": "Refund", "args": {"amount": amount}, "channel": CHANNEL, "temporal": target}
-    question = {"request": REQUEST, "channel": CHANNEL, "temporal": target}
+    question = {"request": SHIP_REQUEST, "channel": CHANNEL, "temporal": target}
     return [
         stack.http.post("/api/v1/questions", json=question, headers=who.auth),
         stack.http.post("/api/v1/approvals", json=approval, headers=who.auth),
@@ -430,14 +303,14 @@ def _asks(stack: SlackStack, who: Token, target: dict[str, str], amount: int = 9
 def test_a_token_without_a_temporal_grant_is_refused_and_nothing_reaches_the_workflow(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL})
     [question] = questions_of(stack, token, wid)
     other = create_token(stack, "no-temporal-grant")
     for resp in _asks(stack, other, {"workflow_id": wid, "namespace": "default", "key": question["temporal"]["key"]}):
         _refused(resp)
     assert stack.http is not None
     assert stack.http.get("/api/v1/questions", headers=other.auth).json()["questions"] == []  # nothing was asked
-    plain = stack.http.post("/api/v1/questions", json={"request": REQUEST, "channel": CHANNEL}, headers=other.auth)
+    plain = stack.http.post("/api/v1/questions", json={"request": SHIP_REQUEST, "channel": CHANNEL}, headers=other.auth)
     assert plain.status_code == 201, plain.text  # the same token asks without a Temporal target as before
     stack.http.post(f"/api/v1/questions/{plain.json()['id']}/cancel", headers=other.auth)
     click_submit(stack, question, {"Ship": "yes", "How many": "6"}, CAROL)
@@ -512,7 +385,7 @@ def test_a_waiting_workflow_takes_only_its_own_questions_outcome(
 def test_a_temporal_worker_killed_while_the_workflow_waits_and_started_again_completes_it_once(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL})
     [question] = questions_of(stack, token, wid)
     worker.kill()  # kill -9 while the workflow waits on the signal
     worker.start()
@@ -527,7 +400,7 @@ def test_a_temporal_worker_killed_while_the_workflow_waits_and_started_again_com
 def test_temporal_unreachable_when_the_answer_arrives_the_delivery_retries_until_it_is_back(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL})
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL})
     [question] = questions_of(stack, token, wid)
     temporal.stop()
     try:
@@ -579,7 +452,7 @@ def test_the_refund_example_asks_with_the_amount_editable_and_writes_the_decisio
         def asked() -> dict[str, Any] | None:
             assert stack.http is not None
             page = stack.http.get("/api/v1/questions", params={"status": "waiting"}, headers=token.auth).json()
-            found = [q for q in page["questions"] if "B-42" in q["reason"] and q["message_ts"] and _open(stack, q)]
+            found = [q for q in page["questions"] if "B-42" in q["reason"] and q["message_ts"] and is_open(stack, q)]
             return found[0] if found else None
 
         question = stack.wait_for("the refund's approval", asked)
@@ -596,23 +469,28 @@ def test_the_refund_example_asks_with_the_amount_editable_and_writes_the_decisio
 
 
 def test_a_parley_worker_killed_while_it_signals_the_workflow_sees_the_outcome_once(
-    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
+    stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker, unreachable: int
 ) -> None:
-    """Temporal is frozen (SIGSTOP), so the delivery's first attempt hangs; every `parley worker` is
-    killed -9 in it. A new worker retries the abandoned delivery once its RQ entry lapses."""
-    wid = start(temporal, "AskWorkflow", {"request": REQUEST, "channel": CHANNEL, "linger": 5})
+    """A worker's delivery job signals, killed -9 mid-attempt, and a new worker delivers once.
+
+    The answer is clicked at a `parley serve` that cannot reach Temporal, so its own attempt fails
+    and a worker's job signals. Temporal is frozen (SIGSTOP), so that attempt hangs. Every `parley
+    worker` is killed -9 in it. A new worker retries the abandoned delivery once its RQ entry lapses.
+    """
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL, "linger": 5})
     [question] = questions_of(stack, token, wid)
     assert temporal.proc is not None
     os.killpg(temporal.proc.pid, signal.SIGSTOP)
     try:
-        click_submit(stack, question, {"Ship": "yes", "How many": "5"}, DAVE)
+        resp = interact_at(unreachable, submit_payload(stack, question, {"Ship": "yes", "How many": "5"}, DAVE))
+        assert resp.status_code == 200, resp.text
 
-        def attempting() -> bool:
+        def attempting() -> bool:  # the direct attempt failed: the job's is the second
             assert stack.http is not None
             view = stack.http.get(f"/api/v1/questions/{question['id']}", headers=token.auth).json()["temporal"]
-            return bool(view["attempts"] == 1 and view["status"] == "pending")
+            return bool(view["attempts"] == 2 and view["status"] == "pending")
 
-        stack.wait_for("the first attempt to start", attempting)
+        stack.wait_for("the job's attempt to start", attempting)
         time.sleep(0.5)  # inside the attempt: connecting to, or signalling, the frozen server
         workers = [p for p in stack.procs if "worker" in " ".join(map(str, p.args))]
         for proc in workers:
@@ -624,6 +502,6 @@ def test_a_parley_worker_killed_while_it_signals_the_workflow_sees_the_outcome_o
     stack.spawn_worker("worker-after-kill")
     got = result(temporal, wid, timeout=240)
     assert (got["status"], got["answers"], got["by"]) == ("answered", {"ship": "yes", "count": 5}, DAVE)
-    assert got["ignored"] in (0, 1)  # the cut-off attempt's signal may have reached Temporal; kept once either way
+    assert got["ignored"] == 0 and signals_received(temporal, wid) == 1  # one request id: Temporal kept one
     entries = stack.wait_for("the delivery to be recorded", lambda: signal_entries(stack, question["id"]))
-    assert [(e["event"], e["detail"]["attempts"]) for e in entries] == [("temporal signal delivered", 2)]
+    assert [(e["event"], e["detail"]["attempts"]) for e in entries] == [("temporal signal delivered", 3)]

@@ -3,14 +3,19 @@ API's checks of a `temporal` target and a quorum, the settings, and how admins s
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import ValidationError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 
 from bot.slack.blocks_inspect import inspect_view
 from parley.runs_cmd import temporal_workflow
 from parley.settings import load
 from workers.exceptions import ConfigError
 from workers.integrations import temporal as parley_temporal
+from workers.interaction import Decision as PortDecision
 from workers.questions import signals
 from workers.questions.config import QuestionConfig, TemporalConfig
 from workers.questions.models import QuestionCreate
@@ -58,6 +63,42 @@ def test_an_outcome_is_read_from_the_signal_leaving_fields_it_does_not_know() ->
     )
     assert (outcome.question_id, outcome.answered, outcome.answers, outcome.by) == ("r1", True, {"a": 1}, "U0A")
     assert not parley_temporal.QuestionOutcome.of({"question_id": "r2", "status": "expired"}).answered
+
+
+RECEIPT = {
+    "question_id": "i1",
+    "run_id": "r1",
+    "workspace": "T1",
+    "sequence": 3,
+    "digest": {"sha256": "ab" * 32},
+    "envelope": {"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": []},
+}
+
+
+@pytest.mark.parametrize("converter", [DataConverter.default, pydantic_data_converter], ids=["default", "pydantic"])
+def test_approves_decision_with_its_receipt_crosses_temporals_payload_converters(converter: DataConverter) -> None:
+    decision = parley_temporal.Decision(
+        approved=True, args={"amount": 80}, edited=True, changes=[("amount", 120, 80)], by="U0A", receipt=RECEIPT
+    )
+
+    async def crossed() -> parley_temporal.Decision:
+        if converter is pydantic_data_converter:  # the model itself, typed back
+            [back] = await converter.decode(await converter.encode([decision]), [parley_temporal.Decision])
+            return back  # type: ignore[no-any-return]
+        # the default converter: a workflow's JSON result, as `decision.model_dump(mode="json")` gives it
+        [raw] = await converter.decode(await converter.encode([decision.model_dump(mode="json")]))
+        return parley_temporal.Decision.model_validate(raw)
+
+    back = asyncio.run(crossed())
+    assert back == decision and back.receipt == RECEIPT
+
+
+def test_the_ports_decision_is_unchanged_and_temporals_adds_only_the_receipt() -> None:
+    added = set(parley_temporal.Decision.model_fields) - set(PortDecision.model_fields)
+    assert added == {"receipt"} and "receipt" not in PortDecision.model_fields
+    assert isinstance(parley_temporal.Decision(approved=False, args={}), PortDecision)
+    with pytest.raises(ValidationError, match="receipt"):
+        PortDecision.model_validate({"approved": True, "args": {}, "receipt": RECEIPT})
 
 
 def test_the_signal_names_the_key_and_carries_the_outcome() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import agents_for_tests  # noqa: F401  (registers t-ask, t-each)
 import pytest
@@ -24,6 +25,7 @@ from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime
 from workers.store import keys
+from workers.store.receipts import ReceiptBook
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
@@ -186,6 +188,31 @@ def test_a_temporal_signal_carries_the_receipt_into_the_workflows_outcome(rt: Ru
     assert outcome.receipt is not None and outcome.answers == {"colour": "red"}
     assert predicate(outcome.receipt, ring(signer))["question"]["id"] == iid
     assert with_signal_receipt(rt.receipts, run_id, signed) == signed  # sent once as it was first signed
+
+
+class WrittenMeanwhile(Redis):
+    """A real Redis client: once its first read of `iid`'s receipt is answered (none yet), `other`
+    writes that receipt, as the worker resuming the run does at the same moment."""
+
+    def __init__(self, other: ReceiptBook, iid: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.other, self.iid, self.wrote = other, iid, False
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        answer = super().execute_command(*args, **options)
+        if not self.wrote and list(args[:2]) == ["HGETALL", keys.receipt(self.iid)]:
+            self.wrote = self.other.write(self.iid) is not None
+        return answer
+
+
+def test_a_receipt_another_writer_commits_between_the_reads_is_found_not_missed(rt: Runtime, signer: Signer) -> None:
+    """The Temporal signal's worker reads the receipt as the resuming worker writes it: it still sends it."""
+    run_id, iid = parked(rt, "t-ask", {})
+    accept(rt, iid, "U1", RED)
+    reader = WrittenMeanwhile(rt.receipts, iid, connection_pool=rt.redis.connection_pool)
+    found = ReceiptBook(reader, signer).of_run(run_id)
+    assert reader.wrote and rt.redis.zscore(keys.receipts_pending(), iid) is None
+    assert found == [rt.receipts.get(iid)] and found[0].sequence == 1  # the one receipt, not a second
 
 
 def test_inspect_and_parley_runs_show_name_each_receipts_digest(rt: Runtime, redis_url: str) -> None:

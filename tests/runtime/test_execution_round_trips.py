@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,47 @@ def test_a_resume_that_asks_again_records_the_locks_done_before_it_opens_the_que
     assert host.closed == [(run_id, "answered"), (run_id, "answered")], "each question locked once"
     writes = _journal_writes(noted)
     assert [w[7] for w in writes] == ["fx:final"] and writes[0][12:] == [f"fx:lock:{again}", '"done"']
+
+
+def _lua_reads_of(r: Redis, key: str, act: Callable[[], object]) -> list[str]:
+    """The commands the server ran inside scripts on `key` while `act` ran (Redis's MONITOR)."""
+    seen: list[str] = []
+    db = r.connection_pool.connection_kwargs.get("db", 0)
+    with r.monitor() as m:
+        act()
+        r.set(f"{key}:monitor-end", 1)  # the last line to wait for
+        for line in m.listen():
+            cmd = str(line["command"])
+            if cmd.startswith("SET ") and f"{key}:monitor-end" in cmd:
+                break
+            if line["client_type"] == "lua" and int(line["db"]) == db and cmd.split(" ")[1:2] == [key]:
+                seen.append(cmd.split(" ")[0])
+    return seen
+
+
+def test_a_claim_reads_the_run_once_and_returns_it_as_it_left_it(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask")
+    accept(rt, iid, "U1", [Answer(id="colour", choice="green")])
+    claims = []
+
+    ran = _lua_reads_of(r, keys.run(run_id), lambda: claims.append(rt.store.claim(run_id, time.time() + 30)))
+
+    assert ran == ["HGETALL", "HSET"]  # the run read whole once, then the move to running
+    claimed, stored = claims[0].record, rt.store.get(run_id)
+    assert claimed == stored and claimed.status is RunStatus.RUNNING and claimed.epoch == claims[0].epoch
+
+
+def test_a_first_claim_reads_no_journal_and_a_later_one_reads_it(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run = rt.store.create("t-ask", "", "U1", {"host": "test", "team": "T1"})
+    journal = keys.journal(run.id)
+
+    first = _lua_reads_of(r, journal, lambda: rt.store.claim(run.id, time.time() + 30))
+    rt.store.record(run.id, 1, "step:one", "done")
+    rt.store.transition(run.id, [RunStatus.RUNNING], RunStatus.QUEUED, epoch=1, lease="clear")
+    claims = []
+    later = _lua_reads_of(r, journal, lambda: claims.append(rt.store.claim(run.id, time.time() + 30)))
+
+    assert first == [] and later == ["HGETALL"]
+    assert claims[0].journal == {"step:one": "done"}

@@ -17,9 +17,10 @@ from redis import Redis
 from redis_servers import data_server, have_redis_server
 from rq import Callback, Queue, SimpleWorker, get_current_job
 from rq.serializers import JSONSerializer
-from rq.suspension import is_suspended
+from rq.suspension import is_suspended, resume, suspend
 
 from parley.worker import WORKER_CLASSES
+from workers.runtime import rq_workers
 from workers.runtime.rq_workers import COALESCE_SECONDS, ParleyForkWorker, ParleySimpleWorker
 
 pytestmark = pytest.mark.integration
@@ -32,11 +33,6 @@ def worker_key_ttl() -> int:
     job = get_current_job()
     assert job is not None and job.worker_name
     return int(job.connection.ttl(f"rq:worker:{job.worker_name}"))
-
-
-@pytest.fixture
-def noted(r: Redis) -> NotingRedis:
-    return NotingRedis(connection_pool=r.connection_pool)
 
 
 def _beats(trips: list[list[list[str]]], worker_key: str) -> list[list[list[str]]]:
@@ -100,10 +96,10 @@ def test_a_busy_worker_beats_once_per_job_in_one_round_trip_and_writes_idle_once
     assert len(our_beats) <= len(stock_beats) - 9 * JOBS, "nine round trips fewer per job: one beat per job is left"
     stock_idle = [t for t in noted_before if t == [["HSET", stock.key, "state", "idle"]]]
     assert len(stock_idle) >= 2 * JOBS, "RQ writes `idle` after each job and again before the next dequeue"
-    our_states = [t for t in noted.trips if any(c[:3] == ["HSET", ours.key, "state"] for c in t)]
-    our_idle = [t for t in our_states if ["HSET", ours.key, "state", "idle"] in t]
-    assert len(our_idle) <= JOBS + 1, "ours writes it once per job"
-    assert all(len(t) > 1 for t in our_states), "and never in a round trip of its own"
+    our_states = [c for t in noted.trips for c in t if c[:2] == ["HSET", ours.key] and "state" in c[2::2]]
+    our_idle = [c for c in our_states if c[2:][c[2::2].index("state") * 2 + 1] == "idle"]
+    assert 1 <= len(our_idle) <= JOBS + 1, "ours writes it once per job"
+    assert all("last_heartbeat" in c[2::2] for c in our_states), "and only in a heartbeat's own HSET"
     # What the beats are for still holds: while a job runs, the worker key keeps the TTL RQ gives it.
     assert min(our_ttls) >= min(stock_ttls) - 5 > 0
 
@@ -177,6 +173,11 @@ def test_a_jobs_start_is_one_transaction_and_a_running_job_sees_all_of_it(noted:
     for trip in our_starts:  # RQ's two transactions' commands, in RQ's order: the execution's first
         assert trip[0][0] == "HSET" and trip[0][1].startswith("rq:execution:")
         assert any(c[0] == "HSET" and c[1].startswith("rq:job:") and "started" in c[2:] for c in trip)
+    for trip in our_starts:  # and without the writes the same transaction makes again
+        assert len([c for c in trip if c[0] == "HSET" and c[1].startswith("rq:job:")]) == 1
+        assert len([c for c in trip if c[:2] == ["EXPIRE", "rq:worker:ours:executions"]]) == 1
+        assert [c[2::2] for c in trip if c[:2] == ["HSET", "rq:worker:ours"]] == [["last_heartbeat", "state"]]
+    assert sum(map(len, our_starts)) == sum(map(len, stock_starts)) - 3 * JOBS
     expected = {
         "status": "started",
         "worker_state": "busy",
@@ -270,3 +271,53 @@ def test_the_forking_class_saves_a_returned_jobs_heartbeat_with_its_success_too(
         assert job.get_status() == "finished" and job.latest_result() is not None
         assert job.last_heartbeat is not None and job.last_heartbeat == job.ended_at, "set in memory, saved whole"
         assert int(job.latest_result().return_value) > 0  # type: ignore[union-attr]
+
+
+def test_the_suspension_check_beats_in_a_plain_pipeline_and_a_suspended_worker_still_waits(
+    noted: NotingRedis, r: Redis
+) -> None:
+    ours, _ = _drain(ParleySimpleWorker, noted, "plain-check")
+    checks = [(t, a) for t, a in zip(noted.trips, noted.atomic, strict=True) if ["EXISTS", "rq:suspended"] in t]
+    assert checks and all(not atomic and any(c[:2] == ["HSET", ours.key] for c in t) for t, atomic in checks)
+    noted.clear()
+
+    suspend(r)
+    try:
+        q = Queue("rq-workers-test", connection=r, serializer=JSONSerializer)
+        job = q.enqueue(worker_key_ttl)
+        worker = ParleySimpleWorker([q], connection=noted, serializer=JSONSerializer, name="suspended")
+        worker.work(burst=True, with_scheduler=False)  # RQ's own rule: a suspended burst worker leaves
+        assert job.get_status() == "queued" and is_suspended(r)
+    finally:
+        resume(r)
+
+
+def test_a_simple_worker_writes_its_success_counters_with_a_beat_not_with_each_job(
+    noted: NotingRedis, r: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rq_workers, "STATS_SECONDS", 3600.0)  # no beat is due: written as it stops
+    stock, _ = _drain(SimpleWorker, noted, "stock-counts")
+    stock_counts = [c for t in noted.trips for c in t if c[0] in ("HINCRBY", "HINCRBYFLOAT")]
+    noted.clear()
+    ours, _ = _drain(ParleySimpleWorker, noted, "our-counts")
+    our_counts = [c for t in noted.trips for c in t if c[0] in ("HINCRBY", "HINCRBYFLOAT")]
+    successes = [t for t in noted.trips if any(c[0] == "XADD" for c in t)]
+
+    assert len(stock_counts) == 2 * JOBS  # RQ's own: both counters in every success transaction
+    assert len(successes) == JOBS and not any(c[0].startswith("HINCRBY") for t in successes for c in t)
+    assert [c[:3] for c in our_counts] == [
+        ["HINCRBY", ours.key, "successful_job_count"],
+        ["HINCRBYFLOAT", ours.key, "total_working_time"],
+    ]
+    for worker in (stock, ours):  # what the counters say is the same
+        stored = r.hmget(worker.key, "successful_job_count", "total_working_time")
+        assert int(stored[0] or 0) == JOBS and float(stored[1] or 0) > 0
+
+
+def test_a_failure_is_counted_at_once_as_rq_counts_it(r: Redis) -> None:
+    q = Queue("rq-workers-test", connection=r, serializer=JSONSerializer)
+    q.enqueue(fails)
+    worker = ParleySimpleWorker([q], connection=r, serializer=JSONSerializer, name="failure-counts")
+    worker.work(burst=True, with_scheduler=False)
+    assert r.hget(worker.key, "failed_job_count") == b"1"
+    assert r.hget(worker.key, "successful_job_count") is None

@@ -15,12 +15,16 @@ import pytest
 import redis
 from inprocess_bot import Bot, PausedRun, answers_of, running_bot
 from pydantic import ValidationError
+from receipt_support import predicate, ring
+from runtime_helpers import work
 from slack_forms import find_element, form_state, texts, users_select_action, users_select_state
 from slack_payloads import ADMIN, block_actions_payload
 
 from bot.playground.directory import User
 from bot.slack.blocks_question import CLAIM_ACTION_ID, REASSIGN_ACTION_ID, RELEASE_ACTION_ID
 from workers.interaction import Item, ItemType, Request
+from workers.receipts import Signer
+from workers.receipts.canonical import blocks_digest
 from workers.runtime.sweep import sweep
 
 pytestmark = pytest.mark.integration
@@ -157,3 +161,23 @@ def test_claim_is_refused_for_a_question_with_one_person() -> None:
     with pytest.raises(ValidationError, match="claim is for a question put to a channel"):
         Request(reason="Mine?", items=[item], assignees=["U0BOB"], claim=True)
     assert Request(reason="Ours?", items=[item], assignees=["S0REVIEWERS"], claim=True).claim
+
+
+def test_a_receipt_digests_the_blocks_shown_when_answered_not_first(r: redis.Redis, tmp_path: Path) -> None:
+    """Claim redraws the question in place; the answer's receipt names the redrawn blocks."""
+    signer = Signer.generate()
+    with running_bot(r, tmp_path, receipt_key=signer.private_pem()) as bot:
+        paused = bot.paused("s-form", {"claim": True})
+        first = blocks_digest(paused.question["blocks"])
+        claim(bot, paused, PEOPLE[0])
+        bot.wait_for("the redrawn message", lambda: "Claimed by" in texts(current(bot, paused).question["blocks"]))
+        bot.settle()  # the redraw's record written after its chat.update
+        now = current(bot, paused)
+        shown = blocks_digest(now.question["blocks"])
+        assert shown != first
+        assert bot.click(now, "parley_submit", user=PEOPLE[0], fills={"Colour": "Green"}).status == 200
+        bot.settle()
+        work(bot.runtime)
+        receipt = bot.runtime.receipts.get(paused.interrupt.id)
+        assert receipt is not None
+        assert predicate(receipt.line(), ring(signer))["question"]["shown_digest"] == {"sha256": shown}

@@ -129,4 +129,4 @@ def test_a_workspace_without_plans_gets_the_same_run_in_plain_messages(
     refused = bot.calls("chat.postMessage", lambda c: c["error"] == "invalid_blocks")
     assert len(refused) == 1  # tried once, then remembered
     lacks = [r.getMessage() for r in caplog.records if "lacks an agent surface" in r.getMessage()]
-    assert len(lacks) == 3  # agents.sessions.setStatus, agents.sessions.rename and the plan: once each
+    assert len(lacks) == 2  # agents.sessions.setStatus and the plan: once each (no rename after the first)

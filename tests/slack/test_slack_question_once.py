@@ -5,6 +5,7 @@ Slack posts the question and then the reply never reaches the worker (the Web AP
 past the client's timeout, as when a process dies inside `chat.postMessage`): the run is
 retried, and its replay finds the question in the thread by the message metadata it was
 posted with (`conversations.replies` with `include_all_metadata`) instead of posting another.
+The blocks Slack returns with that message are what was shown: the receipt's `shown_digest`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from inprocess_bot import CHANNEL, Bot, PausedRun, answers_of, running_bot
 from runtime_helpers import work
 from slack_forms import is_question
 
+from workers.receipts import KeyRing, Signer
+from workers.receipts.canonical import blocks_digest
+from workers.receipts.verify import verify_envelope
 from workers.store.records import InterruptState, RunStatus
 
 pytestmark = pytest.mark.integration
@@ -27,9 +31,12 @@ CLIENT_TIMEOUT = 1
 """Seconds the worker's Web API client waits for a reply; the stand-in holds it longer."""
 
 
+SIGNER = Signer.generate()
+
+
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
-    with running_bot(r, tmp_path, client_timeout=CLIENT_TIMEOUT) as running:
+    with running_bot(r, tmp_path, client_timeout=CLIENT_TIMEOUT, receipt_key=SIGNER.private_pem()) as running:
         yield running
 
 
@@ -69,3 +76,7 @@ def test_a_question_posted_but_not_recorded_is_found_not_posted_again(bot: Bot) 
     locked, final = replies(bot, root_ts)
     assert locked["ts"] == question["ts"] and not is_question(locked)
     assert final["text"] == ":white_check_mark: Done: colour Green, note -"
+    receipt = bot.runtime.receipts.get(interrupt.id)
+    assert receipt is not None
+    shown = verify_envelope(receipt.envelope, KeyRing([SIGNER.public]), receipt.digest).predicate["question"]
+    assert shown["shown_digest"] == {"sha256": blocks_digest(question["blocks"])}  # the blocks Slack holds

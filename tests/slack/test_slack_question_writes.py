@@ -14,21 +14,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from inprocess_bot import CHANNEL, Bot, running_bot
 from noting_redis import NotingRedis
 from runtime_helpers import work
+from slack_forms import posted_blocks
 
 from bot.playground.workspace import TEAM_ID
+from workers.receipts import Signer
+from workers.receipts.canonical import blocks_digest
 from workers.runtime.queues import enqueue_run
 from workers.store import keys, scripts
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def noted(r: redis.Redis) -> NotingRedis:
-    return NotingRedis(connection_pool=r.connection_pool)
 
 
 @pytest.fixture
@@ -76,3 +73,19 @@ def test_a_run_started_without_a_thread_reads_only_its_conversation_before_posti
     assert conversation["thread_ts"] and [m["ts"] for m in bot.roots() if m["ts"] == conversation["thread_ts"]]
     assert [c for c in sent if c[:3] == ["HMGET", keys.run(run.id), "conversation"]]  # whole or in pieces
     assert [c for c in sent if c[:2] == ["HGETALL", keys.run(run.id)]] == []
+
+
+def test_without_a_receipt_key_a_posted_question_carries_no_digest_of_its_blocks(bot: Bot) -> None:
+    """The digest is read only by a signed receipt: a worker without the key does not make it."""
+    paused = bot.paused("s-form")
+    assert paused.interrupt.message["ts"] == paused.question["ts"]
+    assert "blocks_digest" not in paused.interrupt.message
+
+
+def test_with_a_receipt_key_a_posted_question_carries_the_digest_of_the_blocks_slack_got(
+    noted: NotingRedis, tmp_path: Path
+) -> None:
+    with running_bot(noted, tmp_path, receipt_key=Signer.generate().private_pem()) as signing:
+        paused = signing.paused("s-form")
+        shown = posted_blocks(signing.calls("chat.postMessage"), paused.interrupt.id)
+        assert paused.interrupt.message["blocks_digest"] == blocks_digest(shown)

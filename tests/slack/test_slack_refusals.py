@@ -31,6 +31,8 @@ from slack_payloads import (
 )
 from slack_stack import RunRef, SlackStack, snapshot
 
+from workers.store.runs import RunStore
+
 pytestmark = [pytest.mark.system, pytest.mark.stack()]
 
 
@@ -68,7 +70,8 @@ def assert_refused(
 
 
 def history(stack: SlackStack, run: RunRef) -> list[str]:
-    return [json.loads(e)["event"] for e in stack.redis.lrange(f"parley:run:{run.run_id}:history", 0, -1)]
+    assert stack.redis is not None
+    return [h.event for h in RunStore(stack.redis).history(run.run_id)]
 
 
 def test_missing_required_answers_are_each_named(stack: SlackStack) -> None:

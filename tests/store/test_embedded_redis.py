@@ -292,3 +292,28 @@ def test_a_killed_reaper_is_replaced_by_the_next_start(tmp_path: Path, holders: 
     first.stop()
     second.stop()
     assert wait_for(lambda: not running(first.server_pid)), "the server outlived its reaper"
+
+
+def test_a_server_whose_data_dir_was_removed_is_reaped_when_its_holder_goes(
+    tmp_path: Path, holders: Callable[..., HolderProcess]
+) -> None:
+    """A removed data directory (a test's temporary folder) must not orphan its server.
+
+    With the socket file gone no process can connect again, so nobody can claim the server.
+    The reaper stops it once its last holder leaves, without the start lock's folder.
+    """
+    import shutil
+
+    holder = holders()
+    client = redis.Redis(unix_socket_path=str(holder.sock), socket_timeout=1)
+    try:
+        reaper_in = lambda: any(c.get("name") == embedded.REAPER_NAME for c in client.client_list())  # noqa: E731
+        assert wait_for(reaper_in), "the reaper never connected"
+    finally:
+        client.close()
+    shutil.rmtree(tmp_path / "data")
+    time.sleep(embedded.REAP_GRACE + embedded.START_GRACE + 0.5)
+    assert running(holder.server_pid), "the server went while its holder still held it"
+    holder.kill()
+    assert wait_for(lambda: not running(holder.server_pid)), "the server outlived its removed data directory"
+    assert wait_for(lambda: not reapers_for(holder.sock)), "the reaper outlived its server"

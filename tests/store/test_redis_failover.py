@@ -9,11 +9,20 @@ master is killed with SIGKILL while they do. A person whose Submit is not acked 
 message asks. The dead node comes back empty, as after losing its machine (with
 `replica-priority 0`, so that no failover promotes it before it holds anything), and Sentinel
 makes it the new master's replica.
+
+Receipts are signed (`PARLEY_RECEIPT_KEY`), and one more parked run is cancelled by an admin
+before the failover: its receipt is the sweep's to write. Meanwhile an observer exports the
+audit log again and again, as an auditor might. Afterwards every closed question has its
+receipt on the new master, no receipt lacks its close, the chain is whole and verifies with
+`parley audit verify`, and every receipt any export handed out is still in the chain, at its
+place: none was lost with the old master. `--seed N` (the fault suite's option) varies when the
+master is killed, who answers what, and the pace.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import threading
 import time
@@ -24,13 +33,22 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from effect_counters import count
+from faults.conftest import DEFAULT_SEED
+from receipt_invariants import chain_violations, question_violations, states
+from receipt_support import key_files
 from redis_servers import Topology, have_redis_server, scratch_dir
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import PARLEY, RunRef, SlackStack
 
+from workers.receipts.export import export_lines
 from workers.store import keys
+from workers.store.connection import connect
+from workers.store.receipt_replicas import ReceiptUnconfirmed
+from workers.store.receipts import ReceiptBook
+from workers.store.replication import Replication
 
 pytestmark = [
     pytest.mark.system,
@@ -39,8 +57,8 @@ pytestmark = [
 
 RUNS = 6
 COLOURS = ["Red", "Green", "Blue"]
-STAGGER = 0.4  # seconds between one person's first Submit and the next's
-KILL_AT = 1.0  # seconds after the first Submit: runs 0-2 are answered before, 3-5 during the failover
+STAGGER = (0.3, 0.5)  # seconds between one person's first Submit and the next's, drawn by the seed
+KILL_AT = (0.8, 1.3)  # seconds after the first Submit: about half the runs are answered before, half during
 # Sentinel turns the returning node into a replica at an INFO reply (every 10 s) once the node has
 # reported itself master for 8 s: 10-20 s here. A Sentinel held up for over 2 s on a loaded host
 # enters TILT mode and acts on nothing for 30 s; the waits leave room for one such pause.
@@ -91,6 +109,45 @@ def open_form(stack: SlackStack, run: RunRef, user: str) -> dict[str, Any]:
     return view
 
 
+@dataclass
+class Auditor:
+    """Exports the audit log again and again, as `parley audit export` does, until told to stop.
+
+    It keeps every receipt an export handed out, by its place, and counts the exports refused
+    because no replica held the chain's head yet.
+    """
+
+    url: str
+    handed: dict[tuple[str, int], str] = field(default_factory=dict)  # (workspace, sequence) -> digest
+    forks: list[str] = field(default_factory=list)
+    refused: int = 0
+    unreachable: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        book = ReceiptBook(connect(self.url, socket_timeout=2), replication=Replication(1))
+        while not self.stop.wait(0.3):
+            try:
+                lines = [json.loads(line) for line in export_lines(book)]
+            except ReceiptUnconfirmed:
+                self.refused += 1
+                continue
+            except redis.RedisError:
+                self.unreachable += 1
+                continue
+            for line in lines:
+                place, digest = (line["workspace"], line["sequence"]), line["digest"]["sha256"]
+                if self.handed.setdefault(place, digest) != digest:
+                    self.forks.append(f"{place}: {self.handed[place]} then {digest}")
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """The fault suite's `--seed`, or its default."""
+    chosen = request.config.getoption("--seed")
+    return DEFAULT_SEED if chosen is None else int(chosen)
+
+
 @pytest.fixture
 def topology(tmp_path: Path) -> Iterator[Topology]:
     with scratch_dir(tmp_path / "redis-logs") as workdir:
@@ -101,37 +158,52 @@ def topology(tmp_path: Path) -> Iterator[Topology]:
             ha.stop()
 
 
-def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topology: Topology, tmp_path: Path) -> None:
+def test_sentinel_failover_loses_no_accepted_answer_nor_receipt_and_repeats_no_effect(
+    topology: Topology, tmp_path: Path, seed: int
+) -> None:
     assert topology.master is not None
     old_master, replica = topology.master, topology.replica_servers[0]
+    rng = random.Random(f"{seed}:failover")
+    _, key, public = key_files(tmp_path)
     env = {
         "PARLEY_REDIS_MIN_REPLICAS": "1",
         "PARLEY_AGENTS": "slack_agents,ha_agents",
         "PARLEY_REQUEUE_GRACE": "2",
+        "PARLEY_RECEIPT_KEY": str(key),
     }
     stack = SlackStack(topology.url(0), tmp_path / "stack", workers=2, extra_env=env).start()
+    auditor = Auditor(topology.url(0))
+    watching = threading.Thread(target=auditor.run, daemon=True)
     try:
         people = []
         for n in range(RUNS):
             user = f"U0HA{n:02d}"
             run = stack.start_run("s-effects", json.dumps({"assignees": [user]}) + f" failover-{n}", user=user)
-            people.append(Person(run, user, COLOURS[n % len(COLOURS)], open_form(stack, run, user)))
+            people.append(Person(run, user, rng.choice(COLOURS), open_form(stack, run, user)))
+        cancelled = stack.start_run("s-effects", json.dumps({"assignees": ["U0HAXX"]}) + " failover-cancel")
+        stack.question(cancelled)
+        stopped = subprocess.run(
+            [str(PARLEY), "runs", "cancel", cancelled.run_id], env=stack.env(), capture_output=True, text=True
+        )
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         pids = [p.pid for p in stack.procs]
+        watching.start()
 
+        stagger, kill_at = rng.uniform(*STAGGER), rng.uniform(*KILL_AT)
         first = time.monotonic() + 0.2
         deadline = first + ANSWERING
         threads = [
-            threading.Thread(target=p.answer, args=(stack, first + n * STAGGER, deadline), daemon=True)
+            threading.Thread(target=p.answer, args=(stack, first + n * stagger, deadline), daemon=True)
             for n, p in enumerate(people)
         ]
         for t in threads:
             t.start()
-        time.sleep(max(0.0, first + KILL_AT - time.monotonic()))
+        time.sleep(max(0.0, first + kill_at - time.monotonic()))
         old_master.kill()  # SIGKILL: a crash, nothing more is written or sent to the replica
         killed_at = time.monotonic()
 
         # Sentinel promotes the replica ...
-        topology.wait_sentinels_agree(replica.port, timeout=30)
+        topology.wait_sentinels_agree(replica.port, timeout=60)  # room for one TILT pause (above)
         promoted = replica.client()
         assert promoted.execute_command("ROLE")[0] == b"master"
         promoted.close()
@@ -178,9 +250,39 @@ def test_sentinel_failover_loses_no_accepted_answer_and_repeats_no_effect(topolo
         )
         assert shown.returncode == 0 and "status succeeded" in shown.stdout, shown.stdout + shown.stderr
 
+        # Receipts: every closed question has its own on the new master (the cancelled run's is the
+        # sweep's to write), none lacks its close, the chain is whole, and it verifies offline.
+        asked = [new_master.hget(keys.run(r.run_id), "interrupt").decode() for r in [p.run for p in people]]
+        asked.append(new_master.hget(keys.run(cancelled.run_id), "interrupt").decode())
+        found = question_violations(new_master, states(new_master, asked), "failover", timeout=10)
+        assert found + chain_violations(new_master) == [], stack.logs()
+        audit = tmp_path / "audit.jsonl"
+        exported = subprocess.run([str(PARLEY), "audit", "export"], env=stack.env(), capture_output=True, text=True)
+        assert exported.returncode == 0, exported.stderr
+        audit.write_text(exported.stdout)
+        verified = subprocess.run(
+            [str(PARLEY), "audit", "verify", str(audit), "--keys", str(public)], capture_output=True, text=True
+        )
+        assert verified.stdout == f"ok: {RUNS + 1} receipts verified, every chain intact\n", verified.stdout
+        # Every receipt an export handed out, before, during or after the failover, is still there.
+        auditor.stop.set()
+        watching.join(timeout=30)
+        lines = [json.loads(line) for line in audit.read_text().splitlines()]
+        final = {(line["workspace"], line["sequence"]): line["digest"]["sha256"] for line in lines}
+        assert auditor.handed and not auditor.forks, auditor.forks
+        assert {place: final.get(place) for place in auditor.handed} == auditor.handed
+        # While the new master had no replica, no export could confirm the chain: none handed it out.
+        assert auditor.refused, (auditor.refused, auditor.unreachable)
+        print(
+            f"failover: seed {seed}, master killed {kill_at:.2f} s after the first Submit; exports handed out "
+            f"{len(auditor.handed)} receipts, {auditor.refused} refused while no replica held the chain; "
+            f"chains gone back: {len(ReceiptBook(new_master).rewinds())}"
+        )
+
         # The bot and the workers rode it out: the same processes, none restarted.
         assert [p.pid for p in stack.procs] == pids
         assert all(p.poll() is None for p in stack.procs), stack.logs()
         new_master.close()
     finally:
+        auditor.stop.set()
         stack.stop()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from agents_for_tests import bump
+from noting_redis import NotingRedis
 from redis import Redis
 from rq.job import Job
 from runtime_helpers import make_runtime, work
@@ -31,6 +32,8 @@ from workers.runtime.wiring import Runtime
 from workers.store import job_ids, keys
 from workers.store.pieces import gathered
 from workers.store.records import RunStatus
+from workers.store.retention import Retention
+from workers.store.runs import RunStore
 
 pytestmark = pytest.mark.integration
 
@@ -266,3 +269,50 @@ def test_parley_retention_is_read_at_start_and_a_bad_one_stops_it(
     assert cli.main(["runs", "list"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("parley: PARLEY_RETENTION: ") and err.count("\n") == 1
+
+
+def cancelled_runs(rt: Runtime, count: int, *, threads: bool = True) -> list[str]:
+    """`count` runs cancelled before any job: finished, with little to delete; in threads if `threads`."""
+    ids = []
+    for n in range(count):
+        conversation = {"host": "test", "team": "T1"}
+        run_id = rt.store.create("t-flaky", "{}", "U1", conversation).id
+        if threads:
+            rt.store.set_thread(run_id, {**conversation, "channel": "C1", "thread_ts": f"1700000000.{n:06d}"})
+        rt.store.transition(run_id, [RunStatus.QUEUED], RunStatus.CANCELLED)
+        ids.append(run_id)
+    return ids
+
+
+def test_a_batch_of_runs_is_purged_in_two_round_trips(r: Redis, noted: Any, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    ids = cancelled_runs(rt, 10)
+    noted.clear()
+    purged = Retention(noted).purge_many(ids, time.time() + LATER)
+    assert [p.run_id for p in purged] == ids
+    assert len(noted.trips) == 2  # the conversations read together, then every run's delete together
+    assert mentions(r, set(ids)) == []
+
+
+class StartsAThread(NotingRedis):
+    """Notes commands, and records a thread for `run_id` just before its second round trip."""
+
+    run_id = ""
+    mover: RunStore | None = None
+
+    def _note_trip(self, commands: list[list[str]], atomic: bool = False) -> None:
+        super()._note_trip(commands, atomic)
+        if len(self.trips) == 2 and self.mover is not None:
+            self.mover.set_thread(self.run_id, {"host": "test", "team": "T1", "channel": "C2", "thread_ts": "2.0"})
+
+
+def test_a_thread_recorded_after_the_batch_read_is_read_again_and_purged(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    ids = cancelled_runs(rt, 3, threads=False)
+    client = StartsAThread(connection_pool=r.connection_pool)
+    client.run_id, client.mover = ids[1], RunStore(r)
+    purged = Retention(client).purge_many(ids, time.time() + LATER)
+    assert sorted(p.run_id for p in purged) == sorted(ids)
+    assert len(client.trips) > 2  # the script refused the run's stale conversation: read it again
+    assert rt.store.thread_run("C2", "2.0") is None  # the thread's key went with the run
+    assert mentions(r, set(ids)) == []

@@ -1,10 +1,10 @@
-"""`assistant`: a language model that can ask you questions and file tickets in the local tracker.
+"""`assistant`: a language model that can ask you questions and file local tickets.
 
-The model decides what it still needs to know and asks with `ask_user`; the run
-parks until someone answers, then replays without calling the model again for the
-turns it already had. Its one local tool, `create_ticket`, writes to the same
-tracker as the `ticket` agent. The model is configured with PARLEY_LLM_BASE_URL,
-PARLEY_LLM_MODEL and (if the server needs one) PARLEY_LLM_API_KEY.
+The model decides what it still needs to know and asks with `ask_user`. The run parks until
+someone answers. It then replays without calling the model again for turns it already had. Its
+one local tool, `create_ticket`, writes to the `ticket` agent's tracker. The model is configured
+with PARLEY_LLM_BASE_URL and PARLEY_LLM_MODEL. PARLEY_LLM_API_KEY is added if the server needs
+one.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ CREATE_TICKET_SCHEMA: dict[str, Any] = {
 
 
 def ticket_tool(run: AgentRun) -> Tool:
-    """`create_ticket` for this run: files in the tracker under the run's data directory."""
+    """`create_ticket` for this run, filing in the tracker under the run's data directory."""
 
     def create(title: str, description: str, severity: str, components: list[str]) -> dict[str, Any]:
         fields = {

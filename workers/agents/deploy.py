@@ -1,12 +1,13 @@
-"""`deploy`: asks for an approval of exactly what it will deploy, then records what was approved.
+"""`deploy`: asks to approve exactly what it will deploy, then records what was approved.
 
-`/parley deploy api v1.4.2 to production` (optionally `replicas=4`) asks to approve
-`{service, version, target, replicas}` with `run.approve`. The approver may lower `replicas`
-before approving, and the agent deploys what was approved. Without a version
-(`/parley deploy api to staging`) the service's current release is read from
-`releases/<service>` in the data directory, live on every replay rather than in a `run.step`:
-when a newer release lands before the approval, the approval is void and it is asked again
-showing the new version.
+`/parley deploy api v1.4.2 to production` asks to approve `{service, version, target, replicas}`
+with `run.approve`. `replicas=4` may be added. The approver may lower `replicas` before
+approving. The agent deploys what was approved.
+
+Without a version (`/parley deploy api to staging`), it reads the service's current release.
+That is in `releases/<service>` in the data directory. It is read live on every replay, not in a
+`run.step`. So if a newer release lands before the approval, the approval is void. It is asked
+again, showing the new version.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def deploy_facts(text: str, data_dir: Path) -> dict[str, Any]:
-    """What `service [version] [to target] [replicas=N]` names; the version read live when not given."""
+    """What `service [version] [to target] [replicas=N]` names.
+
+    Without a version given, it is read live.
+    """
     words = text.split()
     replicas = DEFAULT_REPLICAS
     for word in [w for w in words if w.lower().startswith("replicas=")]:
@@ -61,7 +65,7 @@ def describe(facts: dict[str, Any]) -> str:
 
 
 def replicas_schema(facts: dict[str, Any]) -> dict[str, Any]:
-    """Only `replicas` is editable, and only down: at least one, at most what was proposed."""
+    """Only `replicas` is editable, and only down: from one to the proposal."""
     top = facts["replicas"]
     return {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1, "maximum": top}}}
 

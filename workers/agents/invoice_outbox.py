@@ -1,6 +1,6 @@
-"""`pai_invoice`'s outbox: invoices sent, one JSON line each, in the run's data directory.
+"""`pai_invoice`'s outbox: invoices sent, one JSON line each, in the data directory.
 
-Kept apart so the agent module and its Pydantic AI tool share it.
+It is kept apart so the agent module and its Pydantic AI tool share it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ def read_outbox(data_dir: Path) -> list[dict[str, Any]]:
 
 
 def send(data_dir: Path, fields: dict[str, Any], run_id: str, call_id: str) -> dict[str, Any]:
-    """Write the invoice to the outbox and return it; a second send of one tool call returns the first."""
+    """Write the invoice to the outbox and return it.
+
+    A second send of one tool call returns the first.
+    """
     path = outbox_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     number = "INV-" + hashlib.sha256(f"{run_id}/{call_id}".encode()).hexdigest()[:8].upper()

@@ -1,13 +1,15 @@
-"""`lg_refund`: a LangGraph refund graph whose approval is asked in Slack, run by `run_graph`.
+"""`lg_refund`: a LangGraph refund graph run by `run_graph`, approved in Slack.
 
 `/parley lg_refund A-1001` reads the refund request `refunds/requests/A-1001.json` in the data
-directory (`{"customer": …, "amount": …, "reason": …}`; without one, or with one that cannot be
-used, the run fails naming the file's full path), asks for an approval of the refund with
-the amount editable (the graph interrupts with LangChain's human-in-the-loop request shape), and
-appends what was approved to the ledger `refunds/ledger.jsonl`. The graph's checkpoints live in
-`langgraph.sqlite` in the data directory; a replay after the answer runs no node again.
-It needs the `langgraph` extra: `pip install 'parley-slack[langgraph]'`, and is offered only where
-that is installed; LangGraph is imported when the agent runs, so loading the agents stays cheap.
+directory. It holds `{"customer": …, "amount": …, "reason": …}`. Without a usable one, the run
+fails, naming the file's full path. It asks for approval of the refund, with the amount
+editable. The graph interrupts with LangChain's human-in-the-loop request shape. What was
+approved is appended to the ledger `refunds/ledger.jsonl`.
+
+The graph's checkpoints live in `langgraph.sqlite` in the data directory. A replay after the
+answer runs no node again. It needs the `langgraph` extra:
+`pip install 'parley-slack[langgraph]'`. It is offered only where that is installed. LangGraph
+is imported when the agent runs, so loading the agents stays cheap.
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ class RefundRequest(BaseModel):
 
 
 class Refund(TypedDict, total=False):
-    """The graph's state: the order, its request as read, the reviewer's decision, the outcome.
+    """The graph's state: the order, its request, the reviewer's decision, the outcome.
 
-    `problem` says why the request could not be used; the run then fails with it."""
+    `problem` says why the request could not be used. The run then fails with it.
+    """
 
     run_id: str
     order: str
@@ -59,7 +62,10 @@ def ledger_path(data_dir: Path) -> Path:
 
 
 def refund_graph(data_dir: Path, checkpointer: Any) -> Any:
-    """Load the request, ask a person to review it, then record the refund (or why not) in the ledger."""
+    """Load the request, have a person review it, then record the outcome in the ledger.
+
+    The ledger gets the refund, or why not.
+    """
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 

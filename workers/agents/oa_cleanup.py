@@ -1,14 +1,15 @@
-"""`oa_cleanup`: an OpenAI Agents SDK agent that tidies a folder, deleting a file only once a person approves.
+"""`oa_cleanup`: an Agents SDK agent that tidies a folder, deleting only approved files.
 
-`/parley oa_cleanup delete the temporary files` runs an Agents SDK `Agent` over the files in
-`cleanup/` in the data directory. The model lists them with `list_files` and calls
-`delete_file` for each file it would remove. `delete_file` needs approval (`needs_approval=True`),
-so each call becomes an approval in the run's thread, all of one reply at once; a rejected file
-is kept and the model reads why. `workers.integrations.openai_agents.run_agent` does the rest.
+It uses the OpenAI Agents SDK. `/parley oa_cleanup delete the temporary files` runs an Agents
+SDK `Agent` over the files in `cleanup/` in the data directory. The model lists them with
+`list_files`. It calls `delete_file` for each file it would remove. `delete_file` needs approval
+(`needs_approval=True`). So each call becomes an approval in the run's thread, all of one reply
+at once. A rejected file is kept, and the model reads why.
+`workers.integrations.openai_agents.run_agent` does the rest.
 
-The model is the one `assistant` uses (PARLEY_LLM_BASE_URL, PARLEY_LLM_MODEL and, if the server
-needs one, PARLEY_LLM_API_KEY), through the SDK's chat-completions model. The agent is offered
-only where the `openai-agents` extra is installed; the SDK is imported when it runs, so loading
+The model is the one `assistant` uses, through the SDK's chat-completions model. It reads
+PARLEY_LLM_BASE_URL, PARLEY_LLM_MODEL and, if needed, PARLEY_LLM_API_KEY. The agent is offered
+only where the `openai-agents` extra is installed. The SDK is imported when it runs, so loading
 the agents costs nothing.
 """
 
@@ -43,13 +44,16 @@ def cleanup_dir(data_dir: Path) -> Path:
 
 
 def list_files(folder: Path) -> list[dict[str, Any]]:
-    """The files under `folder` by path relative to it, with their sizes; at most `MAX_LISTED`."""
+    """The files under `folder` by relative path, with sizes, at most `MAX_LISTED`."""
     found = sorted(p for p in folder.rglob("*") if p.is_file())
     return [{"path": p.relative_to(folder).as_posix(), "bytes": p.stat().st_size} for p in found[:MAX_LISTED]]
 
 
 def delete_file(folder: Path, path: str) -> str:
-    """Delete `path` (relative to `folder`, never outside it); what happened, as the model reads it."""
+    """Delete `path`, relative to `folder` and never outside it.
+
+    Returns what happened, as the model reads it.
+    """
     target = (folder / path).resolve()
     if not target.is_relative_to(folder.resolve()) or target == folder.resolve():
         return f"error: {path!r} is not a file in the folder; nothing was deleted"

@@ -1,13 +1,14 @@
-"""`pai_invoice`: a Pydantic AI agent that sends an invoice once a person approved it, amount editable.
+"""`pai_invoice`: a Pydantic AI agent sending an approved invoice, amount editable.
 
 `/parley pai_invoice Invoice ACME Corp 1200 EUR for March consulting` has the model call
-`send_invoice`, a tool that needs approval: the approver sees the customer, amount, currency and
-description, may change the amount, and approves or rejects (the model reads the reason). Sending
-writes the invoice to `invoices/outbox.jsonl` in the data directory, once per tool call. The agent
-runs on `workers.integrations.pydantic_ai`, with the model of `assistant`: PARLEY_LLM_BASE_URL,
-PARLEY_LLM_MODEL and (if the server needs one) PARLEY_LLM_API_KEY, read when the agent runs.
-It is offered only where the `pydantic-ai` extra is installed; the agent itself is built in
-`pai_invoice_agent`, imported when it runs, so loading the agents stays cheap.
+`send_invoice`. That tool needs approval. The approver sees the customer, amount, currency and
+description. They may change the amount, and approve or reject. The model reads the reason.
+Sending writes the invoice to `invoices/outbox.jsonl` in the data directory, once per tool call.
+
+The agent runs on `workers.integrations.pydantic_ai`, with `assistant`'s model. It reads
+PARLEY_LLM_BASE_URL, PARLEY_LLM_MODEL and, if needed, PARLEY_LLM_API_KEY when it runs. It is
+offered only where the `pydantic-ai` extra is installed. The agent itself is built in
+`pai_invoice_agent`, imported when it runs. So loading the agents stays cheap.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The Pydantic AI agent of `pai_invoice`, apart so that loading the agents does not import Pydantic AI."""
+"""The Pydantic AI agent of `pai_invoice`.
+
+It is apart, so loading the agents does not import Pydantic AI.
+"""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""`release`: cut a release once reviewers have each signed off on their own, then publish it locally.
+"""`release`: cut a release once reviewers each signed off, then publish it locally.
 
-`/parley release api v2.0.1 U0ALICE U0CAROL U0DAN` (reviewers by user id, or as `<@U…>`
-mentions) puts one sign-off question to each reviewer separately (`run.ask_each`): each
-answers for themselves on the same message, which shows who has signed off so far and how.
-Two sign-offs are enough (everyone's when fewer were named). A single "Block" vetoes the
-release: the run goes on at the quorum and refuses to publish if anyone blocked (the veto
-pattern; see the README). A published release is written to `releases/<service>` in the data
-directory, where the `deploy` agent reads a service's current version, and appended to
-`releases.jsonl`.
+An example is `/parley release api v2.0.1 U0ALICE U0CAROL U0DAN`. Reviewers are user ids or
+`<@U…>` mentions. It puts one sign-off question to each reviewer separately (`run.ask_each`).
+Each answers for themselves on the same message. The message shows who has signed off so far,
+and how. Two sign-offs are enough, or everyone's when fewer were named.
+
+A single "Block" vetoes the release. The run goes on at the quorum, but refuses to publish if
+anyone blocked. That is the veto pattern in the README. A published release is written to
+`releases/<service>` in the data directory. The `deploy` agent reads a service's current version
+there. It is also appended to `releases.jsonl`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def release_plan(text: str) -> tuple[str, str, list[str]]:
-    """`service version reviewer...` → (service, version, reviewer ids); ValueError names what is wrong."""
+    """`service version reviewer...` → (service, version, reviewer ids).
+
+    A ValueError names what is wrong.
+    """
     words = text.split()
     if len(words) < 2 or not _NAME.fullmatch(words[0]) or not _NAME.fullmatch(words[1]):
         raise ValueError("usage: release <service> <version> [reviewer user id ...], e.g. release api v2.0.1 U0ALICE")
@@ -59,7 +63,10 @@ def signoff_request(service: str, version: str, reviewers: list[str]) -> Request
 
 
 def publish(data_dir: Path, service: str, version: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """Make `version` the service's current release and log it, under a lock shared with other workers."""
+    """Make `version` the service's current release and log it.
+
+    A lock shared with other workers guards it.
+    """
     releases = data_dir / "releases"
     releases.mkdir(parents=True, exist_ok=True)
     with open(data_dir / "releases.jsonl", "a", encoding="utf-8") as log:

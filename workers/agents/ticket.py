@@ -1,4 +1,4 @@
-"""`ticket`: files a bug in the local tracker after asking a person for the details."""
+"""`ticket`: files a bug in the local tracker after asking a person for details."""
 
 from __future__ import annotations
 

@@ -1,2 +1,5 @@
-"""Adapters that run an agent framework's agent as a Parley agent: its pauses become Parley
-questions and approvals, and it resumes on a worker when answered."""
+"""Adapters that run an agent framework's agent as a Parley agent.
+
+The framework's pauses become Parley questions and approvals. The agent resumes on a worker when
+answered.
+"""

@@ -1,17 +1,20 @@
-"""One driver for the framework adapters: a round of pauses goes out, its answers come back.
+"""One driver for the framework adapters: pauses go out in rounds, answers come back.
 
 It is modelled on Pydantic AI's `DeferredToolRequests` and `DeferredToolResults`. Whatever a
-framework waits for after one call (interrupts, tool approvals, external calls) is one round,
-a list of `Pending`. The people's answers to it are one `Replies`. The driver owns the rest:
+framework waits for after one call is one round, a list of `Pending`. That may be interrupts,
+tool approvals or external calls. The people's answers to it are one `Replies`. The driver owns
+the rest:
 
-- the loop: each call into the framework is one `run.step`, so a replay repeats no call;
-- the keys (`Keys`): call `n` (from 1) is step `{name}:{n}`, its pauses ask under `{name}:{n}:{id}`;
-- the bound: at most `MAX_ROUNDS` rounds of answers, then `TooManyRounds` fails the run;
-- the ask: one pause is `run.ask` (`run.approve` for an approval), several are one `run.ask_all`.
+- The loop: each call into the framework is one `run.step`, so a replay repeats no call.
+- The keys (`Keys`): call `n` (from 1) is step `{name}:{n}`. Its pauses ask under
+  `{name}:{n}:{id}`.
+- The bound: after at most `MAX_ROUNDS` rounds of answers, `TooManyRounds` fails the run.
+- The ask: one pause is `run.ask`, or `run.approve` for an approval. Several are one
+  `run.ask_all`.
 
-An adapter keeps two translations: its framework's pauses into pending questions, and the
-replies into the framework's resume input. The first call gets no resume input (None).
-A run paused under the keys an earlier version wrote goes on under them (`drive`'s `earlier`).
+An adapter keeps two translations. Its framework's pauses become pending questions. The replies
+become the framework's resume input. The first call gets no resume input (None). A run paused
+under an earlier version's keys goes on under them (`drive`'s `earlier`).
 """
 
 from __future__ import annotations
@@ -39,15 +42,19 @@ A framework that pauses once more after this many rounds fails the run with `Too
 
 
 class TooManyRounds(AgentError):
-    """A framework kept pausing after `MAX_ROUNDS` rounds of answers: the run fails, no retry."""
+    """A framework still pausing after `MAX_ROUNDS` rounds of answers.
+
+    The run fails, with no retry.
+    """
 
 
 @dataclass(frozen=True)
 class Pending:
-    """One thing the framework waits for, as the question that answers it.
+    """One thing the framework waits for, as the question answering it.
 
-    `id` is unique within its round and stable on replay. A request carrying an `approval`
-    is answered as a `Decision`, and its context is the args it binds."""
+    `id` is unique within its round and stable on replay. A request carrying an `approval` is
+    answered as a `Decision`. Its context is the args it binds.
+    """
 
     id: str
     request: Request
@@ -55,14 +62,17 @@ class Pending:
 
 
 class Framework(Protocol[R]):
-    """What an adapter gives the driver: one call into its framework and the two translations."""
+    """What an adapter gives the driver: one framework call, and two translations."""
 
     def call(self, step: str, resume: R | None) -> dict[str, Any]:
-        """Call the framework (resuming with `resume` after the first call); the outcome as JSON."""
+        """Call the framework and return the outcome as JSON.
+
+        After the first call, it resumes with `resume`.
+        """
         ...
 
     def pauses(self, step: str, outcome: dict[str, Any]) -> list[Pending] | None:
-        """The framework's pauses in `outcome` as pending questions; None when it has ended."""
+        """The framework's pauses in `outcome` as pending questions, or None once ended."""
         ...
 
     def resume(self, outcome: dict[str, Any], pending: list[Pending], replies: Replies) -> R:
@@ -76,9 +86,11 @@ class Framework(Protocol[R]):
 
 @dataclass(frozen=True)
 class Keys:
-    """How a driven framework's calls and pauses are keyed: step `<name>:<n>`, asks `<step>:<id>`.
+    """How a driven framework's calls and pauses are keyed.
 
-    `first` and `sep` differ from the defaults only for the keys earlier versions wrote."""
+    Steps are `<name>:<n>`, and asks `<step>:<id>`. `first` and `sep` differ from the defaults only
+    for earlier versions' keys.
+    """
 
     name: str
     first: int = 1
@@ -96,10 +108,12 @@ class Keys:
 def drive(
     run: AgentRun, name: str, framework: Framework[R], *, what: str = "the agent", earlier: Keys | None = None
 ) -> Any:
-    """Call `framework` until it ends, asking people each round of its pauses; return its output.
+    """Call `framework` until it ends, asking people each round of pauses.
 
-    `earlier`: the keys an earlier version gave this adapter's calls. A run whose first call was
-    recorded under them (paused across an upgrade) goes on under them, so nothing runs twice."""
+    Returns its output. `earlier`: the keys an earlier version gave this adapter's calls. A run
+    whose first call was recorded under them goes on under them. That is a run paused across an
+    upgrade. So nothing runs twice.
+    """
     keys = Keys(name)
     if earlier is not None and run.recorded(earlier.step(1)) is not ABSENT:
         keys = earlier
@@ -122,10 +136,12 @@ def drive(
 
 
 def ask(run: AgentRun, keys: Keys, step: str, pending: list[Pending]) -> Replies:
-    """Ask for a round at once, so the run parks once and resumes once; replies by pause id.
+    """Ask for a round at once, so the run parks and resumes once.
 
-    One pause is one question (`run.approve` for an approval, with its history of edits).
-    Several are one `run.ask_all`, the approvals among them read back as `Decision`s."""
+    Returns replies by pause id. One pause is one question: `run.approve` for an approval, with its
+    history of edits. Several are one `run.ask_all`. The approvals among them are read back as
+    `Decision`s.
+    """
     if len(pending) == 1:
         [only] = pending
         return {only.id: _ask_one(run, keys.ask(step, only.id), only)}

@@ -1,17 +1,19 @@
 """`run_graph`: a compiled LangGraph graph run as a Parley agent, its interrupts asked in Slack.
 
-It runs on the framework driver (`workers.integrations.driver`). Each call into the graph (the
-first `invoke`, then one `invoke(Command(resume=...))` per round of answers) is one driver step
-(`langgraph:<thread>:<n>`): a replay after an answer returns what the call returned (the graph's
-output, or its interrupts as planned questions) and runs no node or tool again. The interrupts
-of one call are one round, asked at once under `<step>:<i>` (`<step>:<i>.<j>` for a HITL
-request's actions): the run parks once and resumes once, with `Command(resume={id: value})`.
+It runs on the framework driver (`workers.integrations.driver`). Each call into the graph is one
+driver step (`langgraph:<thread>:<n>`). The first call is `invoke`, then one
+`invoke(Command(resume=...))` per round of answers. A replay after an answer returns what the
+call returned. That is the graph's output, or its interrupts as planned questions. It runs no
+node or tool again. One call's interrupts are one round, asked at once under `<step>:<i>`. A
+HITL request's actions use `<step>:<i>.<j>`. The run parks once and resumes once, with
+`Command(resume={id: value})`.
 
-The graph's own checkpointer keeps its progress inside a call: every checkpoint a call writes is
-marked with the run and the call's step. A call whose step was never recorded (its worker died
-mid-call) is not started again: from its last checkpoint it goes on (`invoke(None)`), or, when it
-had already stopped, its interrupts or output are read back, so a resume is sent once. That takes
-a checkpointer that outlives the worker (SQLite or Postgres); an in-memory one is refused.
+The graph's own checkpointer keeps its progress inside a call. Every checkpoint a call writes is
+marked with the run and the call's step. A call whose step was never recorded is not started
+again. That happens when its worker died mid-call. It goes on from its last checkpoint
+(`invoke(None)`). If it had already stopped, its interrupts or output are read back. So a resume
+is sent once. That takes a checkpointer that outlives the worker, like SQLite or Postgres. An
+in-memory one is refused.
 """
 
 from __future__ import annotations
@@ -40,18 +42,19 @@ log = Log("parley.langgraph")
 
 
 class GraphNotDurable(AgentError):
-    """A graph without a checkpointer that outlives the worker: its progress would be lost with it."""
+    """A graph whose checkpointer would not outlive the worker, losing its progress."""
 
 
 def run_graph(
     run: AgentRun, graph: Pregel, input: Any, *, thread_id: str | None = None, allow_memory: bool = False
 ) -> Any:
-    """Run `graph` on `input` to its end, asking people whenever it interrupts; return its output.
+    """Run `graph` on `input` to its end, asking people at each interrupt.
 
-    `thread_id` (the graph's thread; the run's id by default) keys its checkpoints. The graph needs
-    a durable checkpointer (`SqliteSaver` in `run.data_dir`, say); an in-memory one is refused
-    (`GraphNotDurable`) unless `allow_memory` (tests only: a crash then loses the graph's progress).
-    Raises `TooManyRounds` when the graph still interrupts after `MAX_ROUNDS` rounds of answers.
+    Returns its output. `thread_id` keys its checkpoints: the graph's thread, by default the run's
+    id. The graph needs a durable checkpointer, say `SqliteSaver` in `run.data_dir`. An in-memory
+    one is refused (`GraphNotDurable`), unless `allow_memory`. That is for tests only, as a crash
+    then loses the graph's progress. Raises `TooManyRounds` when the graph still interrupts after
+    `MAX_ROUNDS` rounds of answers.
     """
     saver = durable_checkpointer(graph, allow_memory=allow_memory)
     thread = thread_id or run.run_id
@@ -61,7 +64,7 @@ def run_graph(
 
 
 class _Graph:
-    """A compiled graph as the driver calls it: one `invoke` per call, its interrupts as pauses."""
+    """A compiled graph as the driver calls it: one `invoke` per call, interrupts as pauses."""
 
     def __init__(self, run: AgentRun, graph: Pregel, saver: BaseCheckpointSaver[Any], input: Any, thread: str) -> None:
         self._run_id, self._graph, self._saver, self._input = run.run_id, graph, saver, input
@@ -95,7 +98,10 @@ def _pauses(outcome: dict[str, Any]) -> list[Pause]:
 
 
 def _asked(outcome: dict[str, Any]) -> dict[str, list[Question]]:
-    """Each interrupt's questions by its id, keyed `<n>` (`<n>.<m>` for a HITL request's actions)."""
+    """Each interrupt's questions by its id, keyed `<n>`.
+
+    A HITL request's actions are keyed `<n>.<m>`.
+    """
     return {p.id: questions(p, str(i)) for i, p in enumerate(_pauses(outcome))}
 
 
@@ -127,8 +133,11 @@ def _in_memory(saver: BaseCheckpointSaver[Any]) -> bool:
 
 
 def _call(graph: Pregel, saver: BaseCheckpointSaver[Any], config: Any, given: Any, said: Log) -> Any:
-    """One call into the graph (`config` marks its checkpoints), or what is left of it when an
-    execution that stopped had started it; its outcome as JSON."""
+    """One call into the graph, returning its outcome as JSON.
+
+    `config` marks its checkpoints. If a stopped execution had started the call, what is left of it
+    runs.
+    """
     latest = graph.get_state(config)
     mark, ours = latest.metadata or {}, config["metadata"]
     if mark.get(RUN_MARK) == ours[RUN_MARK] and mark.get(CALL_MARK) == ours[CALL_MARK]:  # this call's checkpoint
@@ -153,7 +162,7 @@ def _outcome(saver: BaseCheckpointSaver[Any], out: GraphOutput[Any]) -> dict[str
 
 
 def _short(thread: str) -> str:
-    """The thread id as a part of a step's key: itself when short and plain, else a digest of it."""
+    """The thread id as part of a step key, digested unless short and plain."""
     if len(thread) <= 64 and thread.replace("-", "").replace("_", "").isalnum():
         return thread
     return hashlib.sha256(thread.encode()).hexdigest()[:16]

@@ -1,24 +1,27 @@
-"""LangGraph interrupts as Parley questions, and their answers as the resume values LangGraph expects.
+"""LangGraph interrupts as Parley questions, and their answers as LangGraph's resume values.
 
 Each interrupt's value is read by its shape (`plan`):
 
-- a Parley `Request`, or a dict that validates as one: asked as is, resumed with its answers by item id;
-- LangChain v1's `HumanInTheLoopMiddleware` request (`HITLRequest`: `action_requests` and
-  `review_configs`, in `langchain.agents.middleware.human_in_the_loop`): one approval per action,
-  resumed with `{"decisions": [...]}` in the actions' order. Approve is `approve`, Approve after
-  Edit… is `edit` (the edited args as `edited_action`), Reject is `reject` with its reason as the
-  message; an action allowing only `respond` is a free-text question whose answer is the `respond`
-  message, and a Reject's reason is one too where `respond` is allowed and `reject` is not;
-- its per-call form (`ToolApprovalRequest`: `type` "tool_approval", one tool call, the decisions
-  allowed in the interrupt's `response_schema`): asked the same way, resumed with the one decision;
-- anything else (LangGraph's own approve-or-reject pattern, say): shown with Approve and Reject,
-  resumed with `True` or `False`. Where the value asks a question (a string, or a dict with a text
-  `question`, `instruction`, `task`, `prompt` or `message`), a reply may be typed beside the
-  choice. Approve with a reply resumes with the reply; Reject is always `False`. The click
-  decides, never a text's truth: a typed "no" cannot approve.
+- A Parley `Request`, or a dict that validates as one. It is asked as is, and resumed with its
+  answers by item id.
+- LangChain v1's `HumanInTheLoopMiddleware` request: `HITLRequest`, with `action_requests` and
+  `review_configs`. It lives in `langchain.agents.middleware.human_in_the_loop`. Each action is
+  one approval. It resumes with `{"decisions": [...]}` in the actions' order. Approve is
+  `approve`. Approve after Edit… is `edit`, with the edited args as `edited_action`. Reject is
+  `reject`, with its reason as the message. An action allowing only `respond` is a free-text
+  question, answered by the `respond` message. A Reject's reason is one too, where `respond` is
+  allowed and `reject` is not.
+- Its per-call form: `ToolApprovalRequest`, with `type` "tool_approval" and one tool call. The
+  interrupt's `response_schema` lists the decisions allowed. It is asked the same way and
+  resumed with the one decision.
+- Anything else, like LangGraph's own approve-or-reject pattern. It is shown with Approve and
+  Reject, and resumed with `True` or `False`. The value may ask a question: a string, or a dict
+  with a text `question`, `instruction`, `task`, `prompt` or `message`. Then a reply may be
+  typed beside the choice. Approve with a reply resumes with the reply. Reject is always
+  `False`. The click decides, never a text's truth: a typed "no" cannot approve.
 
-A pause is planned when the graph stops and recorded as JSON with the run's step, so a replay
-asks exactly what was asked, without the graph running again.
+A pause is planned when the graph stops. It is recorded as JSON with the run's step. So a replay
+asks exactly what was asked, without running the graph again.
 """
 
 from __future__ import annotations
@@ -51,11 +54,14 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
 class GraphError(AgentError):
-    """A graph run that cannot go on: an interrupt answered with a decision its action does not allow."""
+    """A graph run that cannot go on.
+
+    An interrupt was answered with a decision its action does not allow.
+    """
 
 
 class Action(BaseModel):
-    """One action of a HITL request, with the decisions its review config allows."""
+    """One HITL request action, with the decisions its review config allows."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +76,10 @@ class Action(BaseModel):
 
 
 class Pause(BaseModel):
-    """One interrupt as planned: its id, its shape and what is asked for it (JSON, recorded in a step)."""
+    """One interrupt as planned: its id, shape and questions.
+
+    It is JSON, recorded in a step.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,7 +93,7 @@ class Pause(BaseModel):
 
 
 class Question(BaseModel):
-    """One Parley question of a pause: its request, the facts it is bound to, and whether it is an approval."""
+    """One Parley question of a pause: request, bound facts, and whether an approval."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
@@ -95,7 +104,10 @@ class Question(BaseModel):
 
 
 def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
-    """The pause for an interrupt's `value` (answered as `response_schema` says, if given), by its shape."""
+    """The pause for an interrupt's `value`, by its shape.
+
+    It is answered as `response_schema` says, if given.
+    """
     if isinstance(value, Request):
         return Pause(id=interrupt_id, kind="request", request=value.model_dump(mode="json"))
     if isinstance(value, dict):
@@ -118,7 +130,10 @@ def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
 
 
 def _choice(interrupt_id: str, value: Any) -> Pause:
-    """Approve or Reject for a value of no known shape; a reply too where it asks a question."""
+    """Approve or Reject for a value of unknown shape.
+
+    A reply too, where it asks a question.
+    """
     if isinstance(value, str):
         return Pause(id=interrupt_id, kind="choice", shown=value, reply=True)
     if isinstance(value, dict):
@@ -131,7 +146,10 @@ def _choice(interrupt_id: str, value: Any) -> Pause:
 
 
 def _hitl_actions(value: dict[str, Any]) -> list[Action] | None:
-    """The actions of a HITL request, each with its review config's decisions; None for another shape."""
+    """A HITL request's actions with their review configs' decisions.
+
+    None for another shape.
+    """
     requests, configs = value.get("action_requests"), value.get("review_configs")
     if not isinstance(requests, list) or not isinstance(configs, list) or not requests:
         return None
@@ -156,7 +174,10 @@ def _hitl_actions(value: dict[str, Any]) -> list[Action] | None:
 
 
 def _tool_approval(value: dict[str, Any], schema: Any) -> Action | None:
-    """The one action of a per-call review; its decisions are the `type`s its response schema takes."""
+    """The one action of a per-call review.
+
+    Its decisions are the `type`s its response schema takes.
+    """
     allowed: list[str] = ["approve", "edit", "reject", "respond"]
     if isinstance(schema, dict):
         mapping = (schema.get("discriminator") or {}).get("mapping")
@@ -181,7 +202,10 @@ def _shown(value: Any) -> str:
 
 
 def questions(pause: Pause, key: str) -> list[Question]:
-    """The questions to ask for `pause`, keyed from `key`: one, or one per HITL action."""
+    """The questions to ask for `pause`, keyed from `key`.
+
+    There is one, or one per HITL action.
+    """
     if pause.kind == "request":
         return [Question(key=key, request=Request.model_validate(pause.request))]
     if pause.kind == "choice":
@@ -193,7 +217,7 @@ def questions(pause: Pause, key: str) -> list[Question]:
 
 
 def _choice_request(pause: Pause) -> Request:
-    """A required Approve / Reject; with a reply, a text that Approve sends."""
+    """A required Approve / Reject, with an optional reply Approve sends."""
     options = [Option(value="approve", label="Approve"), Option(value="reject", label="Reject")]
     items = [Item(id=CHOICE_ID, text="Your decision", type=ItemType.SELECT, options=options)]
     if pause.reply:
@@ -216,7 +240,7 @@ def _action_question(action: Action, key: str) -> Question:
 
 
 def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers | Decision]) -> Any:
-    """What the interrupt resumes with, from the answers to `asked` (its questions) by key."""
+    """What the interrupt resumes with, from the answers to its questions `asked`."""
     if pause.kind == "request":
         return answers[asked[0].key]
     if pause.kind in ("choice", "text"):
@@ -238,7 +262,10 @@ def choice_value(answers: Answers) -> Any:
 
 
 def reply_value(reply: Any) -> Any:
-    """An earlier version's free-text answer: a no is `False`, a lone yes `True`, else the text."""
+    """An earlier version's free-text answer as a resume value.
+
+    A no is `False`, a lone yes `True`, else the text.
+    """
     if not isinstance(reply, str) or not reply.strip():
         return False
     words = _WORD.findall(reply.replace("\u2019", "'").casefold())

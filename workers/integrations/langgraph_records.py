@@ -1,11 +1,11 @@
-"""A graph's output as its step records it, and read back strictly on every replay.
+"""A graph's output as its step records it, read back strictly on every replay.
 
-The output is kept as JSON where it is JSON. Otherwise (messages, models) it is kept as the
-checkpointer's serializer writes it: msgpack, whose extension values name a Python callable
-to rebuild an object with. The record lives in Redis, so reading it back must not call
-whatever a record names: every name is checked first, and only the types LangGraph deems
-safe (`SAFE_MSGPACK_TYPES`) or the checkpointer's serializer allows by name pass. A record
-naming anything else fails the run, before anything is built.
+The output is kept as JSON where it is JSON. Otherwise it is kept as the checkpointer's
+serializer writes it, as for messages or models. That is msgpack, whose extension values name a
+Python callable to rebuild an object. The record lives in Redis. So reading it back must not
+call whatever a record names. Every name is checked first. Only two kinds pass: types LangGraph
+deems safe (`SAFE_MSGPACK_TYPES`), and those the serializer allows by name. A record naming
+anything else fails the run, before anything is built.
 """
 
 from __future__ import annotations
@@ -35,11 +35,14 @@ NAMED = {
 
 
 class RecordRefused(AgentError):
-    """A recorded graph output that does not decode strictly: it names a callable not allowed."""
+    """A recorded graph output naming a callable not allowed, so not decoded."""
 
 
 def recorded(saver: BaseCheckpointSaver[Any], value: Any) -> dict[str, Any]:
-    """`value` as a step records it: plain JSON, or the serializer's msgpack in base64."""
+    """`value` as a step records it: plain JSON, or msgpack in base64.
+
+    The msgpack is the serializer's.
+    """
     try:
         json.dumps(value)
         return {"json": value}
@@ -49,7 +52,10 @@ def recorded(saver: BaseCheckpointSaver[Any], value: Any) -> dict[str, Any]:
 
 
 def decoded(saver: BaseCheckpointSaver[Any], outcome: dict[str, Any]) -> Any:
-    """The value `outcome` records; `RecordRefused` for one naming anything not allowed."""
+    """The value `outcome` records.
+
+    `RecordRefused` for one naming anything not allowed.
+    """
     if "json" in outcome:
         return outcome["json"]
     try:
@@ -71,13 +77,16 @@ def decoded(saver: BaseCheckpointSaver[Any], outcome: dict[str, Any]) -> Any:
 
 
 def _allowed(saver: BaseCheckpointSaver[Any]) -> set[tuple[str, ...]]:
-    """The types a record may name: LangGraph's safe ones, and those the serializer lists by name."""
+    """The types a record may name: LangGraph's safe ones, and the serializer's listed ones."""
     listed = getattr(saver.serde, "_allowed_msgpack_modules", None)
     return set(lg_msgpack.SAFE_MSGPACK_TYPES) | (set(listed) if isinstance(listed, set) else set())
 
 
 def _checker(allowed: set[tuple[str, ...]], refusals: list[str]) -> Any:
-    """An extension hook that builds nothing: it checks every name, noting in `refusals` why not."""
+    """An extension hook that builds nothing, only checking every name.
+
+    It notes in `refusals` why a name is refused.
+    """
 
     def check(code: int, data: bytes) -> None:
         inner = ormsgpack.unpackb(data, ext_hook=check, option=ormsgpack.OPT_NON_STR_KEYS)
@@ -103,5 +112,5 @@ def _checker(allowed: set[tuple[str, ...]], refusals: list[str]) -> Any:
 
 
 def _names(inner: Any, at: tuple[int, ...]) -> bool:
-    """Whether `inner` is a list with a name (text) at each of the positions `at`."""
+    """Whether `inner` is a list with a text name at each position in `at`."""
     return isinstance(inner, list) and len(inner) > max(at) and all(isinstance(inner[n], str) for n in at)

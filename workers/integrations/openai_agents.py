@@ -1,22 +1,24 @@
-"""`run_agent`: an OpenAI Agents SDK agent run as a Parley agent, its tool approvals asked through Parley.
+"""`run_agent`: an OpenAI Agents SDK agent run by Parley, its tool approvals asked through Parley.
 
 It runs on the framework driver (`workers.integrations.driver`). Each `Runner.run` is a driver
-step (`oa:<n>`) that records the final output, the pending interruptions and, when there are any,
-the SDK's `RunState` as JSON. A replay after an answer reads those records back, so no model call
-and no tool runs again. Each interruption (a tool made with `needs_approval`) becomes an approval
-of `tool_name` with its arguments, not editable: the SDK approves a call as the model made it and
-cannot change its arguments. One interruption is `run.approve`, several one `run.ask_all` under
-`oa:<n>:<call id>`, so the run parks once and resumes once.
+step (`oa:<n>`). It records the final output and the pending interruptions. With interruptions,
+it also records the SDK's `RunState` as JSON. A replay after an answer reads those records back.
+So no model call or tool runs again.
 
-The answers go back through the SDK's own resume: `state.approve(item)`, or `state.reject(item,
-rejection_message=...)`, whose message (saying a person rejected the call, and their reason) is
-the tool result the model reads. `Runner.run(agent, state)` then goes on, recorded as the next
-step, until the agent ends without interruptions. `max_turns` bounds each `Runner.run`; the
-driver's `MAX_ROUNDS` bounds the rounds of approvals, as for every framework.
+Each interruption comes from a tool made with `needs_approval`. It becomes an approval of
+`tool_name` with its arguments, not editable. The SDK approves a call as the model made it, and
+cannot change its arguments. One interruption is `run.approve`. Several are one `run.ask_all`
+under `oa:<n>:<call id>`. So the run parks once and resumes once.
 
-The SDK is async; `run_agent` is called from an agent, on a worker thread with no event loop, so
-it runs every SDK call on one event loop of its own (on a thread of its own if the caller's
-thread already runs one): an async model client created by the agent keeps a single loop.
+The answers go back through the SDK's own resume. That is `state.approve(item)`, or
+`state.reject(item, rejection_message=...)`. The rejection message is the tool result the model
+reads. It says a person rejected the call, and why. `Runner.run(agent, state)` then goes on,
+recorded as the next step, until the agent ends without interruptions. `max_turns` bounds each
+`Runner.run`. The driver's `MAX_ROUNDS` bounds the rounds of approvals, as for every framework.
+
+The SDK is async. An agent calls `run_agent` on a worker thread with no event loop. So it runs
+every SDK call on one event loop of its own. If the caller's thread already runs a loop, it uses
+a thread of its own. An async model client the agent creates thus keeps a single loop.
 """
 
 from __future__ import annotations
@@ -59,17 +61,17 @@ def run_agent(
     run_config: RunConfig | None = None,
     **request_options: Any,
 ) -> Any:
-    """Run `agent` on `input` until it ends, asking people to approve the tool calls that need it.
+    """Run `agent` on `input` until it ends, asking people to approve tool calls that need it.
 
-    Returns the agent's `final_output` as recorded, in JSON form: a str as is, a structured
-    output as its JSON (a pydantic model becomes a dict), the same on every replay.
-    `max_turns` bounds the model calls of each `Runner.run` (the first and each resume), and
-    the driver's `MAX_ROUNDS` the rounds of approvals (`TooManyRounds` past it).
-    `key_prefix` keeps the steps and ask keys of two `run_agent` calls in one agent apart.
-    `run_config` is passed to every `Runner.run`; the default one turns the SDK's tracing off.
-    `request_options` (`assignees`, `expires_in`, ...) go to every approval's `Request`.
-    Raises `AgentError` (the run fails, no retry) when the SDK gives up: too many turns, a
-    guardrail tripped, a model reply it cannot use.
+    Returns the agent's `final_output` as recorded, in JSON form, the same on every replay. A str
+    stays as is. A structured output becomes its JSON, so a pydantic model becomes a dict.
+    - `max_turns` bounds the model calls of each `Runner.run`: the first, and each resume.
+    - The driver's `MAX_ROUNDS` bounds the rounds of approvals, raising `TooManyRounds` past it.
+    - `key_prefix` keeps apart the steps and ask keys of two `run_agent` calls in one agent.
+    - `run_config` is passed to every `Runner.run`. The default one turns the SDK's tracing off.
+    - `request_options` (`assignees`, `expires_in`, ...) go to every approval's `Request`.
+    Raises `AgentError` when the SDK gives up, and the run fails without retry. Causes are too many
+    turns, a tripped guardrail, or an unusable model reply.
     """
     config = run_config or RunConfig(tracing_disabled=True)
     with _EventLoop() as loop:
@@ -85,7 +87,7 @@ Resume = tuple[dict[str, Any], dict[str, dict[str, Any]]]
 
 
 class _Runner:
-    """An SDK agent as the driver calls it: one `Runner.run` per call, its interruptions as pauses."""
+    """An SDK agent as the driver calls it: one `Runner.run` per call, interruptions as pauses."""
 
     def __init__(
         self,
@@ -146,7 +148,9 @@ async def _resume(
 ) -> dict[str, Any]:
     """Restore the recorded `RunState`, apply each decision to its interruption, and run on.
 
-    The SDK counts turns across resumes; the state is given `max_turns` more, so the bound is per call."""
+    The SDK counts turns across resumes. The state is given `max_turns` more, so the bound is per
+    call.
+    """
     state_json = {**state_json, "max_turns": state_json.get("current_turn", 0) + max_turns}
     state: RunState[Any, Agent[Any]] = await _sdk(RunState.from_json(agent, state_json))
     for n, item in enumerate(state.get_interruptions()):
@@ -162,12 +166,15 @@ async def _resume(
 
 
 def _rejection(tool: str, reason: str | None) -> str:
-    """The tool result the model reads for a rejected call: that a person rejected it, and why."""
+    """The tool result for a rejected call: that a person rejected it, and why."""
     return REJECTED.format(tool=tool) + (REASON.format(reason=reason) if reason else "")
 
 
 async def _sdk(call: Awaitable[T]) -> T:
-    """Await an SDK call; what no retry can fix becomes an `AgentError` (a model timeout is retried)."""
+    """Await an SDK call, turning what no retry can fix into an `AgentError`.
+
+    A model timeout is retried.
+    """
     try:
         return await call
     except ModelTimeoutError:
@@ -177,7 +184,7 @@ async def _sdk(call: Awaitable[T]) -> T:
 
 
 def _recorded(result: RunResult) -> dict[str, Any]:
-    """What a step records of one `Runner.run`: enough for a replay to go on without calling the SDK."""
+    """What a step records of one `Runner.run`, so a replay needs no SDK call."""
     usage = result.context_wrapper.usage
     totals = {
         "requests": usage.requests,
@@ -203,7 +210,10 @@ def _call_id(item: ToolApprovalItem, n: int) -> str:
 
 
 def _args(arguments: str | None) -> dict[str, Any]:
-    """A tool call's arguments as the dict an approval shows; text that is not a JSON object is shown whole."""
+    """A tool call's arguments as the dict an approval shows.
+
+    Text that is not a JSON object is shown whole.
+    """
     try:
         value = json.loads(arguments or "{}")
     except ValueError:
@@ -212,7 +222,10 @@ def _args(arguments: str | None) -> dict[str, Any]:
 
 
 class _EventLoop:
-    """One event loop for one `run_agent`: run on this thread, or on a thread of its own when this one runs a loop."""
+    """One event loop for one `run_agent`.
+
+    It runs on this thread, or on its own thread when this one runs a loop.
+    """
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()

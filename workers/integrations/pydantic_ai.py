@@ -1,23 +1,25 @@
-"""Pydantic AI agents on Parley: deferred tool calls are a round of questions, the answers resume the agent.
+"""Pydantic AI agents on Parley: deferred tool calls become questions, answers resume the agent.
 
-`run_agent(run, agent, prompt)` runs the agent with `DeferredToolRequests` among its output types,
-on the framework driver (`workers.integrations.driver`). Each run of the agent, up to an output or
-to deferred tool calls, is one driver step (`pydantic_ai:<n>`) holding the message history
-(`ModelMessagesTypeAdapter`), so a replay after an answer repeats no model call and no tool.
-Inside such a run every model response and every tool result is a step of its own too
-(`<step>:model:<n>`, `<step>:tool:<call id>`, read back with `run.recorded`): a worker that dies
-halfway through one repeats neither when the run is taken over.
+`run_agent(run, agent, prompt)` runs the agent with `DeferredToolRequests` among its output
+types. It runs on the framework driver (`workers.integrations.driver`). Each run of the agent is
+one driver step (`pydantic_ai:<n>`), up to an output or deferred tool calls. The step holds the
+message history (`ModelMessagesTypeAdapter`). So a replay after an answer repeats no model call
+and no tool. Inside such a run, every model response and tool result is a step too. These are
+`<step>:model:<n>` and `<step>:tool:<call id>`, read back with `run.recorded`. So a worker dying
+halfway repeats neither when the run is taken over.
 
 This module keeps the two translations. Deferred calls become pending questions, asked at once:
-- a call needing approval (`approve.<n>`) is `run.approve`'s request: the tool's JSON schema
-  types the editable args, and its `EDITABLE` metadata may name the only ones. An approval goes
-  back as `ToolApproved`, with `override_args` when edited, and a rejection as `ToolDenied`
-  carrying the reason, which the model reads;
-- an external call (`call.<n>`) is a form the model fills in and a person completes: the tool's
-  parameters are the items, the model's args their defaults, and the answers the tool's result.
+- A call needing approval (`approve.<n>`) is `run.approve`'s request. The tool's JSON schema
+  types the editable args. Its `EDITABLE` metadata may name the only ones. An approval goes back
+  as `ToolApproved`, with `override_args` when edited. A rejection goes back as `ToolDenied`,
+  carrying the reason the model reads.
+- An external call (`call.<n>`) is a form the model fills in and a person completes. The tool's
+  parameters are the items, and the model's args their defaults. The answers are the tool's
+  result.
 
-A model that refuses the request (a bad key, an unknown model) or an agent set up wrong fails the
-run at once (`AgentError`); a network failure or a 5xx is an ordinary error, so the run is retried.
+Some failures fail the run at once (`AgentError`). These are a model refusing the request (a bad
+key, an unknown model), or an agent set up wrong. A network failure or a 5xx is an ordinary
+error, so the run is retried.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ _DEFERRED: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 
 
 class _Journal(AbstractCapability[Any]):
-    """Records each model response and tool result of one agent run as a step, and replays them."""
+    """Records each model response and tool result of an agent run as a step, for replay."""
 
     def __init__(self, run: AgentRun, prefix: str) -> None:
         self._run, self._prefix, self._requests = run, prefix, 0
@@ -90,7 +92,10 @@ class _Journal(AbstractCapability[Any]):
 
 
 def tool_definitions(agent: Agent[Any, Any]) -> dict[str, ToolDefinition]:
-    """The agent's own function and external tools by name, for their JSON schemas and descriptions."""
+    """The agent's own function and external tools by name.
+
+    They give the tools' JSON schemas and descriptions.
+    """
     found: dict[str, ToolDefinition] = {}
 
     def visit(toolset: AbstractToolset[Any]) -> None:
@@ -105,7 +110,7 @@ def tool_definitions(agent: Agent[Any, Any]) -> dict[str, ToolDefinition]:
 
 
 def _output_types(agent: Agent[Any, Any]) -> tuple[list[Any], bool]:
-    """The agent's output types other than `DeferredToolRequests`, and whether it declares that one."""
+    """The agent's output types other than `DeferredToolRequests`, and whether it declares that."""
     spec = agent.output_type
     types = list(spec) if isinstance(spec, Sequence) and not isinstance(spec, str) else [spec]
     others = [t for t in types if t is not DeferredToolRequests]
@@ -113,7 +118,10 @@ def _output_types(agent: Agent[Any, Any]) -> tuple[list[Any], bool]:
 
 
 def _decoded(agent: Agent[Any, Any], value: Any) -> Any:
-    """A recorded output as the agent's output type, where pydantic can read that type; else as recorded."""
+    """A recorded output as the agent's output type, where pydantic can read it.
+
+    Otherwise it is returned as recorded.
+    """
     types, _ = _output_types(agent)
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(reduce(operator.or_, types))
@@ -123,7 +131,7 @@ def _decoded(agent: Agent[Any, Any], value: Any) -> Any:
 
 
 def _call_request(call: ToolCallPart, tool: ToolDefinition | None) -> Request:
-    """An external call as a form: the tool's parameters as items, the model's args as their defaults."""
+    """An external call as a form: tool parameters as items, model args as defaults."""
     args = call.args_as_dict()
     schema = tool.parameters_json_schema if tool is not None else {}
     items: list[Item] = []
@@ -176,7 +184,7 @@ Resume = tuple[list[ModelMessage], DeferredToolResults]
 
 
 class _Agent:
-    """A Pydantic AI agent as the driver calls it: one run of it per call, deferred calls as pauses."""
+    """A Pydantic AI agent as the driver calls it: one run per call, deferred calls as pauses."""
 
     def __init__(self, run: AgentRun, agent: Agent[Any, Any], prompt: str, deps: Any, model: Any) -> None:
         self._run, self._agent, self._prompt, self._deps, self._model = run, agent, prompt, deps, model
@@ -187,7 +195,7 @@ class _Agent:
         self._log = Log("parley.pydantic_ai", run_id=run.run_id)
 
     def call(self, step: str, resume: Resume | None) -> dict[str, Any]:
-        """One run of the agent, up to an output or deferred calls, as the step records it."""
+        """One agent run, up to an output or deferred calls, as the step records it."""
         history, results = resume if resume is not None else (None, None)
         try:
             result = self._agent.run_sync(
@@ -233,14 +241,20 @@ class _Agent:
 
 
 def _said(body: object) -> str:
-    """The message of an OpenAI-style error body (`{"error": {"message": …}}`), clipped; empty if none."""
+    """The clipped message of an OpenAI-style error body, or "".
+
+    The body looks like `{"error": {"message": …}}`.
+    """
     error = body.get("error", body) if isinstance(body, dict) else body
     message = error.get("message") if isinstance(error, dict) else error
     return redacted(str(message))[:300] if isinstance(message, str) else ""
 
 
 def parley_model(config: LLMConfig | None = None) -> OpenAIChatModel:
-    """The model `PARLEY_LLM_*` name, read when called (as an agent runs), as the shipped agents use it."""
+    """The model `PARLEY_LLM_*` names, as the shipped agents use it.
+
+    It is read when called, as an agent runs.
+    """
     config = config or llm_config_from_env()  # LLMNotConfigured, an AgentError: the run fails, saying what to set
     key = config.api_key.get_secret_value() if config.api_key is not None else "none"  # the client insists on one
     return OpenAIChatModel(config.model, provider=OpenAIProvider(base_url=config.base_url, api_key=key))
@@ -249,11 +263,11 @@ def parley_model(config: LLMConfig | None = None) -> OpenAIChatModel:
 def run_agent(
     run: AgentRun, agent: Agent[Any, Any], prompt: str, *, deps: Any = None, key: str = "pydantic_ai", model: Any = None
 ) -> Any:
-    """Run `agent` on `prompt` until it has an output, asking people for its deferred tool calls; return the output.
+    """Run `agent` on `prompt` to an output, asking people for deferred tool calls.
 
-    `key` names the steps and questions: give each `run_agent` call of one agent run its own.
-    `model` is the one to use when the agent names none (`parley_model()`: PARLEY_LLM_*).
-    Raises `TooManyRounds` when the agent still defers calls after `MAX_ROUNDS` rounds of answers.
+    Returns the output. `key` names the steps and questions. Give each `run_agent` call of one agent
+    run its own. `model` is used when the agent names none (`parley_model()`: PARLEY_LLM_*). Raises
+    `TooManyRounds` when the agent still defers calls after `MAX_ROUNDS` rounds of answers.
     """
     driven = _Agent(run, agent, prompt, deps, model)
     return drive(run, key, driven, what="the Pydantic AI agent", earlier=Keys(key, sep="."))  # `pydantic_ai.1`

@@ -9,21 +9,23 @@
             decision = await parley_temporal.approve("Refund", {"amount": amount}, channel="C0BILLING")
             return decision.approved
 
-Each call is deterministic workflow code. An activity (`ParleyActivities`, registered on the
-worker with a `parley.client.Parley`) posts the question through Parley's HTTP API, naming
-this workflow (id and namespace) as the question's delivery target; the question's key is
-drawn from the workflow's deterministic random and is the activity's Idempotency-Key, so a
-retried activity never posts twice. The workflow then waits on the `parley_outcome` signal,
-which a Parley worker sends when the question ends (answered, expired, cancelled, failed),
-retrying until Temporal accepts it (`workers.questions.signals`). The activity returns the id
-of the question it created, and the signal names its question: an outcome for the key from any
-other question (another token's, naming this workflow) is ignored and logged, and the first
-outcome of its own question is kept, so the workflow sees each outcome once. Several asks at
-once (`asyncio.gather`) are independent questions.
+Each call is deterministic workflow code. An activity posts the question through Parley's HTTP
+API. That is `ParleyActivities`, registered on the worker with a `parley.client.Parley`. It
+names this workflow (id and namespace) as the question's delivery target. The question's key is
+drawn from the workflow's deterministic random. It is the activity's Idempotency-Key, so a
+retried activity never posts twice.
 
-Cancelling the workflow, or the task awaiting the call, cancels the question in Parley (its
-Slack message is locked as cancelled) before the cancellation goes on; a question cancelled
-in Slack or with `parley runs cancel` returns a `QuestionOutcome` with status `cancelled`.
+The workflow then waits on the `parley_outcome` signal. A Parley worker sends it when the
+question ends: answered, expired, cancelled or failed. It retries until Temporal accepts it
+(`workers.questions.signals`). The activity returns the id of the question it created. The
+signal names its question. An outcome for the key from any other question is ignored and logged.
+Such a question might be another token's, naming this workflow. The first outcome of its own
+question is kept, so the workflow sees each outcome once. Several asks at once
+(`asyncio.gather`) are independent questions.
+
+Cancelling the workflow, or the task awaiting the call, cancels the question in Parley first.
+Its Slack message is locked as cancelled. Then the cancellation goes on. A question cancelled in
+Slack, or with `parley runs cancel`, returns a `QuestionOutcome` with status `cancelled`.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ from temporalio.exceptions import ApplicationError
 from workers.interaction.renamed import renamed
 
 with workflow.unsafe.imports_passed_through():
-    from workers.interaction import Decision, Request
+    from workers.integrations.temporal_decision import Decision
+    from workers.interaction import Request
 
 __all__ = [
     "SIGNAL",
+    "Decision",
     "ParleyActivities",
     "ParleyClient",
     "QuestionOutcome",
@@ -66,8 +70,11 @@ REFUSED = "ParleyRefused"
 
 @dataclass(frozen=True)
 class QuestionOutcome:
-    """How a question ended: `answered` (with `answers` and who gave them, `by`), `expired` (`answers`
-    holds the items' defaults when the request said `on_expiry="use_defaults"`), `cancelled`, `failed`."""
+    """How a question ended: `answered`, `expired`, `cancelled` or `failed`.
+
+    `answered` comes with `answers`, and who gave them in `by`. When expired under
+    `on_expiry="use_defaults"`, `answers` holds the items' defaults.
+    """
 
     question_id: str
     status: str
@@ -94,11 +101,11 @@ class QuestionOutcome:
 
 # ---- inside the workflow -------------------------------------------------------------------------
 class _Waits:
-    """The outcomes this workflow run has been signalled, by key and question id.
+    """The outcomes this workflow run was signalled, by key and question id.
 
-    A key's outcome counts only for the question its own activity created: any token granted
-    this workflow could ask a question naming the key, so another question's outcome is dropped
-    and logged. An outcome may arrive before the activity's result, so it is held until then.
+    A key's outcome counts only for the question its own activity created. Any token granted this
+    workflow could ask a question naming the key. So another question's outcome is dropped and
+    logged. An outcome may arrive before the activity's result, so it is held until then.
     """
 
     def __init__(self) -> None:
@@ -127,7 +134,10 @@ class _Waits:
         held[qid] = payload
 
     def expect(self, key: str, question_id: str) -> None:
-        """`key` waits on `question_id`, which its activity created; any other outcome held for it is dropped."""
+        """`key` waits on `question_id`, its activity's question.
+
+        Any other outcome held for it is dropped.
+        """
         self.questions[key] = question_id
         for qid in [q for q in self.outcomes.get(key, {}) if q != question_id]:
             del self.outcomes[key][qid]
@@ -154,7 +164,10 @@ class _Waits:
 
 
 def _waits() -> _Waits:
-    """This workflow run's outcomes, and the signal handler that fills them (set once, on first use)."""
+    """This workflow run's outcomes, and the signal handler filling them.
+
+    The handler is set once, on first use.
+    """
     instance = workflow.instance()
     waits = getattr(instance, "_parley_waits", None)
     if waits is None:
@@ -165,7 +178,10 @@ def _waits() -> _Waits:
 
 
 def _target() -> dict[str, str]:
-    """This workflow as a question's delivery target, under a new key (deterministic: replays draw the same)."""
+    """This workflow as a question's delivery target, under a new key.
+
+    The key is deterministic, so replays draw the same.
+    """
     info = workflow.info()
     key = f"tw-{workflow.uuid4()}"
     _waits().keys.add(key)
@@ -184,8 +200,11 @@ async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
 
 
 async def _wait(key: str, question_id: str) -> QuestionOutcome:
-    """The outcome signalled for `key` by `question_id`, the question this workflow's activity created
-    (no other question's); cancelled, the question is cancelled in Parley first."""
+    """The outcome signalled for `key` by `question_id`, and no other question.
+
+    `question_id` is the question this workflow's activity created. If cancelled, the question is
+    cancelled in Parley first.
+    """
     waits = _waits()
     waits.expect(key, question_id)
     try:
@@ -205,8 +224,11 @@ async def _wait(key: str, question_id: str) -> QuestionOutcome:
 
 
 def _request(request: Request | dict[str, Any], **options: Any) -> dict[str, Any]:
-    """The request as the API takes it, with `options` set; Parley validates it (a bad one fails the
-    activity at once, `ParleyRefused`), not the workflow, whose sandbox restricts what validation uses."""
+    """The request as the API takes it, with `options` set.
+
+    Parley validates it, not the workflow, whose sandbox restricts what validation uses. A bad one
+    fails the activity at once (`ParleyRefused`).
+    """
     given = request.model_dump(mode="json", exclude_defaults=True) if isinstance(request, Request) else dict(request)
     given.update({k: v for k, v in options.items() if v is not None})
     return given
@@ -223,7 +245,7 @@ async def ask(
     context: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> QuestionOutcome:
-    """Ask `request` in `channel` (or a DM with `user`) and wait, durably, for how it ends."""
+    """Ask `request` in `channel`, or a DM with `user`, and durably await its end."""
     _waits()
     target = _target()
     body = {
@@ -248,8 +270,11 @@ async def ask_each(
     expires_in: int | None = None,
     context: dict[str, Any] | None = None,
 ) -> QuestionOutcome:
-    """Put `request` to each of `assignees` separately; one outcome when `quorum` of them (default: all)
-    answered, with each one's own answers in `answers_by`."""
+    """Put `request` to each of `assignees` separately, with one outcome.
+
+    The outcome comes when `quorum` of them answered, by default all. `answers_by` holds each one's
+    own answers.
+    """
     _waits()
     target = _target()
     body = {
@@ -273,10 +298,12 @@ async def approve(
     assignees: Sequence[str] | None = None,
     expires_in: int | None = None,
 ) -> Decision:
-    """Ask to approve `action` with `args` (the editable ones may be edited first) and wait for the `Decision`.
+    """Ask to approve `action` with `args`, and wait for the `Decision`.
 
-    A question that ends unanswered (expired, cancelled, failed) is not an approval: the decision is
-    `approved=False`, with the proposed args and a reason saying how it ended, `by` empty."""
+    The editable args may be edited first. A question ending unanswered (expired, cancelled, failed)
+    is not an approval. The decision is then `approved=False`, with the proposed args and a reason
+    saying how it ended. `by` is empty. Its `receipt` is the signed receipt the signal carried.
+    """
     _waits()
     target = _target()
     body = {
@@ -292,8 +319,9 @@ async def approve(
     question_id = await _post(POST_APPROVAL, body, target["key"])
     outcome = await _wait(target["key"], question_id)
     if outcome.answered and outcome.decision is not None:
-        return Decision.model_validate(outcome.decision)
-    return Decision(approved=False, args=args, reason=f"not decided: the approval {outcome.status}")
+        return Decision.model_validate({**outcome.decision, "receipt": outcome.receipt})
+    reason = f"not decided: the approval {outcome.status}"
+    return Decision(approved=False, args=args, reason=reason, receipt=outcome.receipt)
 
 
 # ---- on the worker: the activities ---------------------------------------------------------------
@@ -311,12 +339,13 @@ class ParleyClient(Protocol):
 
 
 class ParleyActivities:
-    """The activities `ask`, `approve` and `ask_each` run: register `activities()` on the Temporal worker.
+    """The activities `ask`, `approve` and `ask_each` run.
 
-    They call Parley's HTTP API with `parley` (a `parley.client.Parley` holding an `ask` token),
-    on a thread each so the worker's event loop is never blocked. An error answer no retry would
-    change (a 4xx but 408 and 429: a bad request, a channel Parley cannot post in) fails the
-    activity for good, with type `ParleyRefused`; anything else is retried with backoff.
+    Register `activities()` on the Temporal worker. They call Parley's HTTP API with `parley`, a
+    `parley.client.Parley` holding an `ask` token. Each runs on a thread, so the worker's event loop
+    is never blocked. An error answer no retry would change fails the activity for good, as
+    `ParleyRefused`. That is any 4xx but 408 and 429, like a bad request or an unpostable channel.
+    Anything else is retried with backoff.
     """
 
     def __init__(self, parley: ParleyClient) -> None:

@@ -1,4 +1,4 @@
-"""What a person answers: a value per item, in the field its type calls for.
+"""What a person answers: a value per item, in its type's field.
 
 The port's lowest models. Validation builds answers from them without the request models.
 """
@@ -30,8 +30,8 @@ class _Strict(BaseModel):
 class ItemType(StrEnum):
     """The kinds of question a person can be asked.
 
-    `SECRET` is a value that must not be seen again (a one-time code, a token): hosts read it
-    without showing it, only the run gets it back, and everything else shows `SECRET_MASK`.
+    `SECRET` is a value never to be seen again, like a one-time code or token. Hosts read it without
+    showing it. Only the run gets it back. Everything else shows `SECRET_MASK`.
     """
 
     SELECT = "select"
@@ -69,7 +69,7 @@ _ANSWER_FIELDS = (
 
 
 class Answer(_Strict):
-    """A person's answer to one item: the id and exactly the field matching the item's type."""
+    """A person's answer to one item: its id and its type's one field."""
 
     id: Annotated[str, Field(pattern=ITEM_ID_PATTERN)]
     choice: str | None = None
@@ -102,7 +102,7 @@ class Answer(_Strict):
         return self.secret is not None
 
     def masked(self) -> Answer:
-        """This answer as it may be kept and shown: a secret's value replaced by `SECRET_MASK`."""
+        """This answer as it may be kept and shown, secrets masked."""
         return self.model_copy(update={"secret": SECRET_MASK}) if self.is_secret else self
 
     @property
@@ -112,7 +112,7 @@ class Answer(_Strict):
 
     @classmethod
     def for_item(cls, item: Item, value: AnswerValue) -> Answer:
-        """Build the answer to `item` carrying `value` in the field its type calls for."""
+        """The answer to `item`, with `value` in its type's field."""
         return cls.model_validate({"id": item.id, FIELD_FOR_TYPE[item.type]: value})
 
 
@@ -132,6 +132,6 @@ FIELD_FOR_TYPE: dict[ItemType, str] = {
 
 
 def answers_to_values(request: Request, answers: list[Answer]) -> dict[str, AnswerValue]:
-    """Map each item id to its answer's value, None for an item left unanswered."""
+    """Each item id mapped to its answer's value, or None if unanswered."""
     by_id = {a.id: a.value for a in answers}
     return {item.id: by_id.get(item.id) for item in request.items}

@@ -1,10 +1,10 @@
-"""Edit-and-approve: an action and its arguments put to a person, who approves, edits or rejects them.
+"""Edit-and-approve: a person approves, edits or rejects an action and its arguments.
 
-An approval is an ordinary `Request` carrying an `Approval` (the action and its proposed args):
-one item per editable argument, pre-filled with its proposed value, then the decision and an
-optional reason. Every host answers it as it answers any request; a host that knows approvals
-shows the arguments with Approve, Edit… and Reject. `decision_of` reads the answers back as a
-`Decision`, with the edits applied and listed.
+An approval is an ordinary `Request` carrying an `Approval`: the action and its proposed args.
+It has one item per editable argument, pre-filled with the proposed value. The decision and an
+optional reason follow. Every host answers it like any other request. A host that knows
+approvals shows the arguments with Approve, Edit… and Reject. `decision_of` reads the answers
+back as a `Decision`, with the edits applied and listed.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ MAX_EDITABLE = MAX_ITEMS - 2
 
 
 class Decision(BaseModel):
-    """What a person decided on an approval: the args as approved (edits applied) and what was edited."""
+    """A person's decision on an approval: the approved args and what was edited."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -58,7 +58,10 @@ class Decision(BaseModel):
 
 
 def _inferred(name: str, value: Any) -> Item | None:
-    """The item for an argument with no schema, from its value; None for a value not editable."""
+    """The item for an argument without a schema, inferred from its value.
+
+    None when the value is not editable.
+    """
     label = readable(name)
     if isinstance(value, bool):
         return Item(id=name, text=label, type=ItemType.BOOLEAN, default=value)
@@ -72,10 +75,11 @@ def _inferred(name: str, value: Any) -> Item | None:
 
 
 def _prefilled(item: Item, proposed: Any) -> Item:
-    """`item` pre-filled with the proposed value; required unless that value is empty.
+    """`item` pre-filled with the proposed value, required unless that value is empty.
 
-    An empty proposal (`""`, `[]`, `None`) reads as no answer, so requiring one would refuse
-    Approve: left empty, the argument is approved exactly as proposed."""
+    An empty proposal (`""`, `[]`, `None`) reads as no answer. Requiring one would make Approve
+    fail. Left empty, the argument is approved exactly as proposed.
+    """
     empty = proposed is None or proposed == [] or (isinstance(proposed, str) and proposed.strip() == "")
     return item.model_validate({**item.model_dump(), "default": proposed, "required": not empty})
 
@@ -101,10 +105,12 @@ def approval_request(
     input_schema: dict[str, Any] | None = None,
     **options: Any,
 ) -> Request:
-    """The request asking to approve `action` with `args`; arguments no item fits are shown, not editable.
+    """The request asking to approve `action` with `args`.
 
-    `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`), when one may be given.
-    `input_schema`: what edited arguments must meet (by default `schema`'s), checked when answered."""
+    Arguments that no item fits are shown but not editable.
+    `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`).
+    `input_schema`: what edited arguments must meet, checked when answered (by default `schema`'s).
+    """
     canonical(args)  # plain JSON of bounded size, or ContextError: the approval is bound to it
     if input_schema is None and schema is not None:
         input_schema = schema_of(schema)
@@ -146,9 +152,11 @@ def approval_request(
 def approval_answers(
     request: Request, given: list[Answer], *, approve: bool, reason: str | None = None, standing: bool = False
 ) -> list[Answer]:
-    """The full answers to an approval: `given` edits, the proposed value of every other argument, the decision.
+    """The full answers to an approval: edits, other proposed values, the decision.
 
-    `standing`: approved as a standing approval, which the request must offer (`approval.standing`)."""
+    `given` holds the edits. Every other argument keeps its proposed value.
+    `standing`: approved as a standing approval, which the request must offer (`approval.standing`).
+    """
     by_id = {a.id: a for a in given if a.id not in (DECISION_ID, REASON_ID)}
     out: list[Answer] = []
     for item in request.items:

@@ -1,9 +1,9 @@
 """Turn a short typed reply ("2", "the second one", "segunda", "med") into a select option.
 
-People answering in a thread or a terminal type rather than click. This module finds the
-one item of a question that a reply can answer (`reply_item`), maps what they type onto
-exactly one offered option, or explains with the numbered list of options why it could
-not, so the host can ask again instead of guessing.
+People answering in a thread or a terminal type rather than click. This module finds the one
+item a reply can answer (`reply_item`). It maps what they type onto exactly one offered option.
+Failing that, it explains why with the numbered list of options. The host can then ask again
+instead of guessing.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _normalise(text: str) -> str:
 
 
 def _ordinal(text: str) -> int | None:
-    """The 1-based position (or -1 for "last") that `text` names, or None if it names none."""
+    """The 1-based position `text` names (-1 for "last"), or None."""
     core = _TRAILING.sub("", _LEADING.sub("", text)).strip()
     number = _NUMBER.match(core)
     if number:
@@ -76,13 +76,15 @@ which validation reads from the text (`from_text`) and refuses by label when it 
 
 
 def reply_item(request: Request) -> Item | None:
-    """The one item a typed reply can answer, or None when the question needs its form.
+    """The one item a typed reply can answer, or None when the form is needed.
 
-    That is the question's only required item with no default (a required item pre-filled with
-    its default is answered as Submit would leave it; with none such, its only required item,
-    or its only item), when its type is one a reply can answer (`REPLY_TYPES`). The other items
-    are left as Submit would leave them untouched: `reply_answers` gives them their defaults.
-    A question holding a secret is never answered by a reply: the text may be the secret.
+    Which item that is, in order of preference:
+    - the only required item with no default (a pre-filled one is answered as Submit leaves it)
+    - else the only required item
+    - else the only item
+    Its type must be one a reply can answer (`REPLY_TYPES`). The other items stay as Submit would
+    leave them. `reply_answers` gives them their defaults. A reply never answers a question holding
+    a secret, since the text may be the secret.
     """
     if request.has_secret:
         return None
@@ -99,7 +101,7 @@ def reply_item(request: Request) -> Item | None:
 
 
 def reply_answers(request: Request, item: Item, text: str) -> list[Answer]:
-    """The answers a typed reply gives: `item` read from `text`, and each other item's default.
+    """The answers a typed reply gives: `item` read from `text`, other items' defaults.
 
     Raises `ChoiceError` when `text` names no single option of `item`.
     """
@@ -112,15 +114,15 @@ def reply_answers(request: Request, item: Item, text: str) -> list[Answer]:
 
 
 def resolve_choice(item: Item, text: str) -> str:
-    """Return the value of the option of `item` that the typed reply `text` names.
+    """The value of the option of `item` that the typed reply `text` names.
 
-    Tried in order, so the least surprising reading wins:
-    1. an exact label or value (so an option literally called "2" or "Last" is honoured);
-    2. an ordinal: "2", "#2", "option 2", "the second one", "last", "segunda", "o último";
-    3. a unique label or value prefix ("med" for "Medium").
-    Matching ignores case, accents and repeated whitespace. Anything else raises
-    `ChoiceError` whose message lists the options by number and whose `.candidates`
-    holds the values still in play (the matching ones, or all of them).
+    Readings are tried in order, so the least surprising one wins:
+    1. an exact label or value (an option literally called "2" or "Last" is honoured)
+    2. an ordinal: "2", "#2", "option 2", "the second one", "last", "segunda", "o último"
+    3. a unique label or value prefix ("med" for "Medium")
+    Matching ignores case, accents and repeated whitespace. Anything else raises `ChoiceError`. Its
+    message lists the options by number. Its `.candidates` holds the values still in play: the
+    matching ones, or all.
     """
     if not item.is_choice or not item.options:
         raise ChoiceError(f"item {item.id!r} is a {item.type.value} item, not a choice", [])

@@ -1,10 +1,10 @@
-"""The facts a person decides on, bound to their answer: canonical form, digest and changes.
+"""The facts a person decides on, bound to their answer: canonical form, digest, changes.
 
-An agent passes `run.ask(request, context={...})` the JSON-able facts the answer is about
-("deploy api v1.4.2 to prod-eu"). They are checked here before anything is recorded or
-shown, stored in canonical JSON (sorted keys, compact separators) with its sha256, and
-compared on replay: an answer given on other facts than the agent holds now is void,
-and the question is asked again showing what changed, field by field.
+An agent passes the JSON-able facts the answer is about to `run.ask(request, context={...})`. An
+example is "deploy api v1.4.2 to prod-eu". They are checked here before anything is recorded or
+shown. They are stored as canonical JSON (sorted keys, compact separators) with its sha256. On
+replay they are compared with the facts the agent holds now. An answer given on other facts is
+void. The question is then asked again, showing what changed field by field.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ Context = dict[str, Any]
 
 
 class ChangeKind(StrEnum):
-    """How one top-level field of the facts differs between the answered ask and this one."""
+    """How one top-level field differs between the answered ask and this one."""
 
     CHANGED = "changed"
     ADDED = "added"
@@ -36,7 +36,10 @@ class ChangeKind(StrEnum):
 
 
 class ContextChange(BaseModel):
-    """One field whose value differs: `old` is None when it was added, `new` when it was removed."""
+    """One field whose value differs.
+
+    `old` is None when the field was added, `new` when it was removed.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -47,7 +50,10 @@ class ContextChange(BaseModel):
 
 
 def _problem(value: Any, where: str) -> str | None:
-    """Why `value` is not plain JSON (objects with text keys, lists, text, numbers, booleans, null)."""
+    """Why `value` is not plain JSON, or None.
+
+    Plain JSON is objects with text keys, lists, text, numbers, booleans and null.
+    """
     if value is None or isinstance(value, bool | str | int):
         return None
     if isinstance(value, float):
@@ -65,8 +71,10 @@ def _problem(value: Any, where: str) -> str | None:
 
 
 def too_deep(value: Any, limit: int = DEPTH_MAX) -> bool:
-    """Whether `value` nests objects and lists more than `limit` levels deep; walked without recursion,
-    so a value nested thousands deep is measured, not a RecursionError."""
+    """Whether `value` nests objects and lists deeper than `limit` levels.
+
+    It is walked without recursion. A value nested thousands deep is measured, not a RecursionError.
+    """
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -80,10 +88,10 @@ def too_deep(value: Any, limit: int = DEPTH_MAX) -> bool:
 
 
 def canonical(context: Any) -> str:
-    """`context` as canonical JSON, or `ContextError` saying why it cannot be a context.
+    """`context` as canonical JSON, or a `ContextError` saying why it cannot be one.
 
-    A context is a JSON object of at most `CONTEXT_MAX` characters in this form; sorted keys
-    and compact separators make equal facts give equal text whatever their order.
+    A context is a JSON object of at most `CONTEXT_MAX` characters in this form. Sorted keys and
+    compact separators give equal facts equal text, whatever their order.
     """
     if not isinstance(context, dict):
         raise ContextError(f"context must be a dict of facts, not a {type(context).__name__}")
@@ -91,7 +99,7 @@ def canonical(context: Any) -> str:
         raise ContextError(f"context nests more than {DEPTH_MAX} levels of objects and lists")
     if problem := _problem(context, "context"):
         raise ContextError(problem)
-    text = json.dumps(context, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    text = canonical_form(context)
     if len(text) > CONTEXT_MAX:
         raise ContextError(
             f"context is {len(text):,} characters of canonical JSON, over the limit of {CONTEXT_MAX:,}; "
@@ -100,18 +108,26 @@ def canonical(context: Any) -> str:
     return text
 
 
+def canonical_form(context: Context) -> str:
+    """A context already checked by `canonical` in that canonical form: sorted keys, compact separators."""
+    return json.dumps(context, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
 def as_given(context: Context) -> str:
-    """A context already checked by `canonical`, as compact JSON in the agent's own field order (for showing)."""
+    """A checked context as compact JSON in the agent's field order, for showing."""
     return json.dumps(context, separators=(",", ":"), allow_nan=False)
 
 
 def digest(canonical_json: str) -> str:
-    """The sha256 (hex) of a context's canonical JSON; empty text for an ask without a context."""
+    """The sha256 (hex) of a context's canonical JSON, or "" without a context."""
     return hashlib.sha256(canonical_json.encode()).hexdigest() if canonical_json else ""
 
 
 def changes(old: Context | None, new: Context | None) -> list[ContextChange]:
-    """Each top-level field that differs between `old` and `new`: `new`'s fields in order, then those removed."""
+    """Each top-level field that differs between `old` and `new`.
+
+    `new`'s fields come first in order, then those removed.
+    """
     before, after = old or {}, new or {}
     found: list[ContextChange] = []
     for name in [*after, *(n for n in before if n not in after)]:
@@ -131,7 +147,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def show_value(value: Any) -> str:
-    """A fact as people read it: text as it is, anything else as compact JSON (`••••`, never `\\u2022`)."""
+    """A fact as people read it: text as is, anything else as compact JSON.
+
+    Text keeps its characters: `••••`, never `\\u2022`.
+    """
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)

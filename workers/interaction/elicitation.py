@@ -1,26 +1,30 @@
-"""MCP elicitation's form schema as Parley items, and the answers back as the form's `content`.
+"""MCP elicitation's form schema as Parley items, and the answers back as `content`.
 
-MCP's `elicitation/create` (form mode, protocol 2025-11-25) asks for a flat object whose properties
-are primitives: `string` (with `format` email, uri, date or date-time, or with `minLength`,
-`maxLength` and `pattern`), `number` and `integer` (with `minimum`, `maximum`), `boolean`, a
-single choice (`enum`, or titled `oneOf: [{const, title}]`), a multi-choice (`array` of `enum`,
-or of titled `anyOf`), each with an optional `default`, and `required` naming the properties
-that must be given.
+MCP's `elicitation/create` (form mode, protocol 2025-11-25) asks for a flat object of primitive
+properties:
+- `string`, with `format` email, uri, date or date-time, or with `minLength`, `maxLength` and
+  `pattern`
+- `number` and `integer`, with `minimum` and `maximum`
+- `boolean`
+- a single choice: `enum`, or titled `oneOf: [{const, title}]`
+- a multi-choice: an `array` of `enum`, or of titled `anyOf`
+Each may have a `default`. `required` names the properties that must be given.
 
-- `items_from_requested_schema(schema)` checks a schema against that subset and returns one
-  `Item` per property, in order, through the one JSON Schema mapping (`schema_items.field_item`):
-  string -> free_text (or email, url, date, datetime by format), number/integer -> number,
-  boolean -> boolean, choices -> select / multi_select. Anything outside the subset (a nested
-  object, a secret, an unknown type, format or keyword) raises `ElicitationSchemaError`, one line
-  per property, naming it; nothing is asked.
-- `content_from_answers(schema, answers)` turns the answers by item id (a question's `answers`)
-  into the `content` of MCP's `ElicitResult`: each value typed as the schema says (an integer
-  as `int`, a multi-choice as a list of strings), unanswered properties left out.
-- `content_shape(schema)` is the least of a schema `content_from_answers` needs (each property's
-  `type`), small enough to keep with a question and type its answers later.
+Three functions work with that subset:
+- `items_from_requested_schema(schema)` checks a schema and returns one `Item` per property, in
+  order. It uses the one JSON Schema mapping (`schema_items.field_item`). A string becomes
+  free_text, or email, url, date or datetime by format. A number or integer becomes number, a
+  boolean boolean, choices select or multi_select. Anything outside the subset raises
+  `ElicitationSchemaError` with one line per property, naming it. Examples are a nested object,
+  a secret, or an unknown type, format or keyword. Nothing is asked then.
+- `content_from_answers(schema, answers)` turns answers by item id into the `content` of MCP's
+  `ElicitResult`. Each value is typed as the schema says: an integer as `int`, a multi-choice as
+  a list of strings. Unanswered properties are left out.
+- `content_shape(schema)` is the least of a schema `content_from_answers` needs: each property's
+  `type`. It is small enough to keep with a question and type its answers later.
 
-`ask_human`'s `requested_schema` uses these; so can anything that forwards `elicitation/create`
-to people and answers it with their `content`. The port imports only stdlib and pydantic.
+`ask_human`'s `requested_schema` uses these. So can anything that forwards `elicitation/create`
+to people and answers with their `content`. The port imports only stdlib and pydantic.
 """
 
 from __future__ import annotations
@@ -51,7 +55,10 @@ SECRET_REFUSED = "asks for a secret, which MCP elicitation forms must not carry"
 
 
 class ElicitationSchemaError(FormError):
-    """A requested schema outside MCP elicitation's form subset; `.problems` has one line per property."""
+    """A requested schema outside MCP elicitation's form subset.
+
+    `.problems` has one line per property.
+    """
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
@@ -98,7 +105,7 @@ def _array_problem(node: dict[str, Any]) -> str | None:
 
 
 def property_problem(name: str, node: Any) -> str | None:
-    """Why property `name` (schema `node`) is outside MCP elicitation's form subset, or None."""
+    """Why property `name` (schema `node`) is outside the form subset, or None."""
     if not re.fullmatch(ITEM_ID_PATTERN, name):
         return "a property name must be 1-64 letters, digits, '_' or '-'"
     if not isinstance(node, dict):
@@ -132,7 +139,10 @@ def property_problem(name: str, node: Any) -> str | None:
 
 
 def _whole(pattern: str) -> str:
-    """JSON Schema's `pattern` (found anywhere in the text) as an item's (matching the whole answer)."""
+    """JSON Schema's `pattern` rewritten to match the whole answer, as an item's does.
+
+    A JSON Schema pattern matches anywhere in the text.
+    """
     head = "" if pattern.startswith("^") else "(?s:.*?)"
     tail = "" if pattern.endswith("$") and not pattern.endswith("\\$") else "(?s:.*)"
     return pattern if not head and not tail else f"{head}(?:{pattern}){tail}"
@@ -150,8 +160,10 @@ def _item(name: str, node: dict[str, Any], required: bool) -> Item:
 
 
 def items_from_requested_schema(schema: Any) -> list[Item]:
-    """One item per property of an MCP elicitation form schema, in order; `ElicitationSchemaError` naming
-    each property outside the subset (and the schema's own problems), when there are any."""
+    """One item per property of an MCP elicitation form schema, in order.
+
+    `ElicitationSchemaError` names each property outside the subset, and the schema's own problems.
+    """
     if not isinstance(schema, dict):
         raise ElicitationSchemaError(["must be a JSON Schema object: {type: object, properties: {...}}"])
     problems: list[str] = []
@@ -209,10 +221,10 @@ def _typed(kind: Any, value: AnswerValue) -> ContentValue | None:
 
 
 def content_from_answers(schema: Mapping[str, Any], answers: Mapping[str, AnswerValue]) -> dict[str, ContentValue]:
-    """The `content` of an accepted elicitation: each answered property's value, typed as `schema` says.
+    """The `content` of an accepted elicitation, each value typed as `schema` says.
 
-    `answers` is by item id, as a question's answers are; unanswered properties are left out.
-    `FormError` when an answer is not of its property's type (answers to some other form).
+    `answers` is by item id, as a question's answers are. Unanswered properties are left out.
+    `FormError` when an answer is not of its property's type, as with another form's answers.
     """
     content: dict[str, ContentValue] = {}
     for name, node in (schema.get("properties") or {}).items():

@@ -1,6 +1,6 @@
-"""Errors raised by the interaction port, and `ParleyError`, the root of every error Parley's server side raises.
+"""Errors the interaction port raises, and `ParleyError`, the root of all server-side errors.
 
-The root lives here because the port imports only the standard library and pydantic;
+The root lives here because the port imports only the standard library and pydantic.
 `workers.exceptions` re-exports it as `workers.exceptions.ParleyError`.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 
 class ParleyError(Exception):
-    """Base of every error Parley raises (the workers, the bot and its hosts, the CLI).
+    """Base of every error Parley raises: the workers, the bot and its hosts, the CLI.
 
     Control-flow signals (`workers.exceptions.RunSignal`) are not errors and derive from
-    `BaseException`. The Python API client (`parley.client`) has its own root,
-    `ParleyAPIError`, so that it works without the rest of Parley. The tree::
+    `BaseException`. The Python API client (`parley.client`) has its own root, `ParleyAPIError`.
+    That way it works without the rest of Parley. The tree::
 
         ParleyError
         ├── InteractionError                  the port (workers.interaction)
@@ -51,10 +51,10 @@ class InteractionError(ParleyError):
 
 
 class AnswerError(InteractionError):
-    """Answers that do not fit their request; `.errors` maps each item id to its problem.
+    """Answers that do not fit their request.
 
-    With `labels` (item id to the label people read), the message names each item by its label:
-    "Replicas: at most 10".
+    `.errors` maps each item id to its problem. With `labels` (item id to label), the message names
+    each item by its label: "Replicas: at most 10".
     """
 
     def __init__(self, errors: dict[str, str], labels: dict[str, str] | None = None) -> None:
@@ -77,11 +77,14 @@ class ChoiceError(InteractionError):
 
 
 class ContextError(InteractionError):
-    """A context `run.ask` cannot bind an answer to: not a JSON object, or too long; nothing was recorded."""
+    """A context `run.ask` cannot bind an answer to, and nothing was recorded.
+
+    It is not a JSON object, or it is too long.
+    """
 
 
 class QuestionExpired(InteractionError):
-    """Raised by `run.ask` when nobody answered in time and the request says `on_expiry="fail"`."""
+    """Raised by `run.ask` when nobody answered in time, under `on_expiry="fail"`."""
 
     def __init__(self, key: str, expired_at: float | None = None) -> None:
         self.key = key

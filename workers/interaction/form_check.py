@@ -1,7 +1,8 @@
 """The check a form's own model makes of its answers, wherever they are accepted.
 
-A request names its model (`module:QualName`); the model is looked up only among those already
-defined, never imported on a request's word. Request validation calls this without `forms`.
+A request names its model (`module:QualName`). The model is looked up only among those already
+defined. It is never imported on a request's word. Request validation calls this without
+`forms`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def model_name(model: type[BaseModel]) -> str:
 
 
 def loaded_model(name: str) -> type[BaseModel] | None:
-    """The model a request names, among the pydantic models defined in this process; else None."""
+    """The pydantic model a request names, if this process defines it."""
     seen: set[type[BaseModel]] = set()
     todo: list[type[BaseModel]] = [BaseModel]
     while todo:
@@ -40,12 +41,15 @@ def loaded_model(name: str) -> type[BaseModel] | None:
 
 
 def model_instance(model: type[M], values: dict[str, AnswerValue]) -> M:
-    """`model` built from the given values; unanswered items are left to its defaults."""
+    """`model` built from the given values, with defaults for unanswered items."""
     return model.model_validate({k: v for k, v in values.items() if v is not None})
 
 
 def check_form(request: Request, answers: list[Answer]) -> None:
-    """Run the model a request names on its answers; `AnswerError` with each error by item id."""
+    """Run the request's model on its answers.
+
+    Raises `AnswerError` with each error by item id.
+    """
     model = loaded_model(request.form) if request.form else None
     if model is None:
         return

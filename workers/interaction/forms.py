@@ -1,9 +1,9 @@
-"""Forms from pydantic models: `run.ask_form(Model)` asks one item per field and returns a `Model`.
+"""Forms from pydantic models: `run.ask_form(Model)` asks per field, returns a `Model`.
 
-The request names its model (`module:QualName`), so wherever answers are accepted the model's own
-validators run on them too and their errors are the form's errors: nothing is accepted while the
-model refuses it. The model is looked up only among the models already defined (by the agents a
-process loaded), never imported on a request's word.
+The request names its model (`module:QualName`). Wherever answers are accepted, the model's own
+validators run on them too. Their errors are the form's errors, so nothing the model refuses is
+accepted. The model is looked up only among those already defined by loaded agents. It is never
+imported on a request's word.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from workers.interaction.schema_items import FormError, schema_items
 
 
 def form_items(model: type[BaseModel]) -> list[Item]:
-    """One item per field of `model`, or `FormError` naming the first field no item can ask for."""
+    """One item per field of `model`.
+
+    `FormError` names the first field no item can ask for.
+    """
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise FormError(f"ask_form takes a pydantic model class, not {model!r}")
     try:
@@ -40,12 +43,12 @@ def form_items(model: type[BaseModel]) -> list[Item]:
 
 
 def form_request(model: type[BaseModel], reason: str, **options: Any) -> Request:
-    """The request `ask_form` puts: `model`'s fields as items, the model named for validation."""
+    """The request `ask_form` puts: one item per field, the model named."""
     return Request.model_validate({"reason": reason, **options, "items": form_items(model), "form": model_name(model)})
 
 
 def form_result(model: type[M], values: dict[str, AnswerValue]) -> M:
-    """The answers as an instance of `model`, or `FormError` when the model refuses them."""
+    """The answers as an instance of `model`, or `FormError` if it refuses them."""
     try:
         return model_instance(model, values)
     except ValidationError as exc:

@@ -1,10 +1,10 @@
-"""Text lengths in UTF-16 code units: the one unit every length limit on a question is counted in.
+"""Text lengths in UTF-16 code units, the unit of every question length limit.
 
-Slack's limits say "characters" without naming the unit. Counted in UTF-16 code units, where a
-character outside the Basic Multilingual Plane (most emoji) counts 2, a length is never less
-than its count of code points, so text that fits here fits whichever of the two Slack counts.
-The limits an agent's question must keep live here, beside the port's models that enforce
-them; `bot.slack.limits` re-exports them with Slack's own block limits.
+Slack's limits say "characters" without naming the unit. In UTF-16 code units, a character
+outside the Basic Multilingual Plane counts 2. Most emoji are such characters. So a length is
+never less than its count of code points. Text that fits here fits whichever of the two Slack
+counts. The limits of an agent's question live here, beside the port's models that enforce them.
+`bot.slack.limits` re-exports them with Slack's own block limits.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ TEXT_INPUT_MAX = 3000
 
 
 def utf16_len(text: str) -> int:
-    """The length of `text` in UTF-16 code units: each character outside the BMP counts 2."""
+    """The length of `text` in UTF-16 code units (outside the BMP, 2)."""
     if text.isascii():
         return len(text)
     # The codec counts in C; "surrogatepass" counts a lone surrogate as the one unit it is.
@@ -56,7 +56,10 @@ def utf16_prefix(text: str, units: int) -> str:
 
 
 def fits(limit: int) -> Callable[[str | None], str | None]:
-    """A pydantic after-validator refusing text over `limit` UTF-16 code units, saying so in those units."""
+    """A pydantic after-validator refusing text over `limit` UTF-16 code units.
+
+    Its message counts in those units.
+    """
 
     def check(text: str | None) -> str | None:
         if text is not None and (size := utf16_len(text)) > limit:

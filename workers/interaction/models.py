@@ -1,8 +1,8 @@
-"""The typed vocabulary of a question: what an agent asks and what a person answers.
+"""The typed vocabulary of a question: what agents ask, what people answer.
 
-These models are the host-neutral contract between agents and hosts (Slack, the
-terminal, a playground). They carry no behaviour that depends on a host, and they
-round-trip through JSON unchanged so a paused run can be stored and replayed.
+These models are the host-neutral contract between agents and hosts. Hosts are Slack, the
+terminal, a playground. The models carry no behaviour that depends on a host. They round-trip
+through JSON unchanged, so a paused run can be stored and replayed.
 """
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ PATTERN_HINT_MAX = 150
 
 
 class OnExpiry(StrEnum):
-    """What a run gets when nobody answers in time: a failure, or the items' defaults."""
+    """What a run gets when nobody answers in time: failure or defaults."""
 
     FAIL = "fail"
     USE_DEFAULTS = "use_defaults"
 
 
 class Option(_Strict):
-    """One choice of a select: a stable `value` the agent reads and a `label` people see."""
+    """One choice of a select: a stable `value` and the `label` people see."""
 
     value: Annotated[str, Field(min_length=1, max_length=OPTION_VALUE_MAX), AfterValidator(fits(OPTION_VALUE_MAX))]
     label: Annotated[str, Field(min_length=1, max_length=OPTION_TEXT_MAX), AfterValidator(fits(OPTION_TEXT_MAX))]
@@ -193,9 +193,11 @@ class Item(_Strict):
         return self
 
     def _check_text_rules(self, stored: bool = False) -> None:
-        """`min_length`, `pattern` and `pattern_hint` belong to free text, and must agree with each other.
+        """`min_length`, `pattern` and `pattern_hint` belong to free text and must agree.
 
-        A stored item's pattern is not compiled again: one kept before patterns were RE2 stays readable."""
+        A stored item's pattern is not compiled again. So one kept before patterns were RE2 stays
+        readable.
+        """
         given = [n for n in ("min_length", "pattern", "pattern_hint") if getattr(self, n) is not None]
         if given and self.type is not ItemType.FREE_TEXT:
             raise ValueError(f"item {self.id!r}: {', '.join(given)} only apply to free_text items")
@@ -207,7 +209,7 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: pattern is not a regular expression RE2 accepts: {why}")
 
     def _check_number_rules(self) -> None:
-        """`min`, `max` and `integer` belong to numbers; the bounds are finite and in order."""
+        """`min`, `max` and `integer` belong to numbers, with finite, ordered bounds."""
         if self.type is not ItemType.NUMBER:
             if self.min is not None or self.max is not None or self.integer:
                 raise ValueError(f"item {self.id!r}: min, max and integer only apply to number items")
@@ -222,8 +224,10 @@ class Item(_Strict):
 
 
 class Approval(_Strict):
-    """An action and the arguments proposed for it, put to a person to approve, edit or reject
-    (`workers.interaction.approval`); `editable` names the arguments that have an item."""
+    """An action and its proposed arguments, for a person to approve, edit or reject.
+
+    See `workers.interaction.approval`. `editable` names the arguments that have an item.
+    """
 
     action: Annotated[str, Field(min_length=1, max_length=REASON_MAX)]
     args: dict[str, Any]
@@ -300,7 +304,7 @@ class Request(_Strict):
 
     @model_validator(mode="after")
     def _escalation(self) -> Request:
-        """Escalation needs both a delay and people, and must come before the question expires."""
+        """Escalation needs a delay and people, and must precede expiry."""
         if (self.escalate_after is None) != (not self.escalate_to):
             raise ValueError("escalate_after and escalate_to go together: give both or neither")
         if self.escalate_after is not None and self.expires_in is not None and self.escalate_after >= self.expires_in:
@@ -321,7 +325,7 @@ class Request(_Strict):
 
     @model_validator(mode="after")
     def _claim_needs_several(self, info: ValidationInfo) -> Request:
-        """Claim picks one among several who may answer; one person asked has nobody to race."""
+        """Claim picks one of several who may answer, so one is not enough."""
         if (info.context or {}).get("stored"):
             return self
         if self.claim and len(self.assignees) == 1 and not self.assignees[0].startswith("S"):
@@ -354,7 +358,10 @@ class Request(_Strict):
         return next((i for i in self.items if i.id == item_id), None)
 
     def typed_other(self, item_id: str) -> Item | None:
-        """The free-text item `<item_id>__other` whose answer may stand in for select `item_id`'s choice, if any."""
+        """The free-text item `<item_id>__other` that may replace select `item_id`'s choice.
+
+        None when the request has no such item.
+        """
         item, other = self.item(item_id), self.item(item_id + OTHER_SUFFIX)
         if item is None or other is None or item.type is not ItemType.SELECT or other.type is not ItemType.FREE_TEXT:
             return None
@@ -362,7 +369,10 @@ class Request(_Strict):
 
     @property
     def has_secret(self) -> bool:
-        """Whether any item asks for a secret: such a request is answered only where nobody sees it typed."""
+        """Whether any item asks for a secret.
+
+        Such a request is answered only where nobody sees it typed.
+        """
         return any(i.is_secret for i in self.items)
 
     def validate_answers(self, answers: list[Answer]) -> list[Answer]:
@@ -378,7 +388,7 @@ class Request(_Strict):
 
 
 class Outcome(_Strict):
-    """What a host's `solicit` returns: paused (answers come later) or the answers now."""
+    """What a host's `solicit` returns: paused (answers later) or the answers now."""
 
     paused: bool
     answers: list[Answer] = Field(default_factory=list)

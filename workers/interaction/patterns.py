@@ -1,17 +1,16 @@
 """The one place a caller's `pattern` is compiled and matched: RE2, in linear time.
 
-A pattern comes from whoever asks (an API token, an agent, an MCP client, an
-upstream's elicitation or input schema), and the text it is matched against from
-whoever answers. Python's `re` backtracks, so `(a|a)*b` takes exponential time on
-forty a's and stalls the process that matches it. RE2 (`google-re2`) matches in
-time linear in the text and the pattern, with no backtracking, so the bot may
-match on its event loop: a pattern is at most `PATTERN_MAX` characters and a text
-at most `TEXT_INPUT_MAX`, so one match is a bounded, sub-millisecond step.
+A pattern comes from whoever asks: an API token, an agent, an MCP client, an upstream's schema.
+The text it is matched against comes from whoever answers. Python's `re` backtracks, so
+`(a|a)*b` takes exponential time on forty a's. That stalls the process that matches it. RE2
+(`google-re2`) matches in time linear in the text and the pattern, without backtracking. So the
+bot may match on its event loop. A pattern is at most `PATTERN_MAX` characters and a text at
+most `TEXT_INPUT_MAX`. One match is thus a bounded, sub-millisecond step.
 
-RE2 has no backreferences and no lookaround; such a pattern does not compile and is
-refused where it is given, naming its item. Its `\\w`, `\\d` and `\\b` are ASCII, as
-in JSON Schema's regular expressions (ECMA-262). `re2` is a required dependency
-whose matching reaches no host, so the port may import it (tests/codebase/test_layers.py).
+RE2 has no backreferences and no lookaround. Such a pattern does not compile and is refused
+where given, naming its item. Its `\\w`, `\\d` and `\\b` are ASCII, as in JSON Schema's
+(ECMA-262) regular expressions. `re2` is a required dependency whose matching reaches no host.
+So the port may import it (tests/codebase/test_layers.py).
 """
 
 from __future__ import annotations
@@ -41,7 +40,10 @@ def _options() -> re2.Options:
 
 @functools.lru_cache(maxsize=CACHED_PATTERNS)
 def compiled(pattern: str) -> re2._Regexp:
-    """`pattern` compiled by RE2 (cached); `PatternError` saying why when RE2 cannot compile it."""
+    """`pattern` compiled by RE2 (cached).
+
+    Raises `PatternError` saying why when RE2 cannot compile it.
+    """
     try:
         return re2.compile(pattern, _options())
     except re2.error as exc:

@@ -1,10 +1,10 @@
 """`Interactor`: the one contract between Parley's runtime and a host (Slack, the terminal, ...).
 
-A host puts questions to people (`solicit`) and tells them how the run goes (`say`, `finished`,
+A host puts questions to people (`solicit`). It tells them how the run goes: `say`, `finished`,
 `failed`, a question `closed`, `superseded`, `remind`, `group_progress`, `escalated`,
-`reassigned`). It sees
-runs and questions only through the port's views (`workers.interaction.views`). A new host is
-"implement `Interactor` and pass `tests/runtime/test_interactor_contract.py`".
+`reassigned`. It sees runs and questions only through the port's views
+(`workers.interaction.views`). A new host must implement `Interactor` and pass
+`tests/runtime/test_interactor_contract.py`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from workers.interaction.views import GroupInfo, QuestionInfo, QuestionProgress,
 
 @runtime_checkable
 class AskingRun(Protocol):
-    """What a host may know about the run that asks: identity and where it talks."""
+    """What a host may know about the asking run: identity and where it talks."""
 
     @property
     def run_id(self) -> str: ...
@@ -36,22 +36,22 @@ class AskingRun(Protocol):
 
     @property
     def question_context(self) -> Context | None:
-        """The facts the person decides on with this question, to be shown with it (None: none given)."""
+        """The facts the person decides on, shown with the question (None: none given)."""
         ...
 
     @property
     def context_changes(self) -> list[ContextChange]:
-        """What changed, field by field, since an earlier answer to this question was given on other facts."""
+        """What changed, field by field, since an answer given on other facts."""
         ...
 
 
 class PausingRun(AskingRun, Protocol):
-    """What a host that pauses may read and record about the run that asks.
+    """What a pausing host may read and record about the asking run.
 
-    A pause/resume host posts a question once and must find it on replay: it reads where the
-    question was posted and records where it posts it, nothing more. When
-    `question_may_be_posted`, an earlier execution opened the question and may have died inside
-    the post: the host looks for its message before posting it.
+    A pause/resume host posts a question once and must find it on replay. It reads where the
+    question was posted and records where it posts it, nothing more. `question_may_be_posted` means
+    an earlier execution opened the question. That execution may have died inside the post. The host
+    then looks for its message before posting it.
     """
 
     @property
@@ -65,29 +65,37 @@ class PausingRun(AskingRun, Protocol):
 
     @property
     def interrupt(self) -> QuestionInfo | None:
-        """The current question as recorded: who may answer it, the user groups among them."""
+        """The current question as recorded: who may answer, and their user groups."""
         ...
 
-    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
+    def record_question_message(
+        self, message: dict[str, Any], *, parked_next: bool = False, shown: Sequence[Any] = ()
+    ) -> None:
         """Record where the question was posted. `parked_next`: nothing else happens before the
-        run parks, and the park records it in the same step (one write fewer)."""
+        run parks, and the park records it in the same step (one write fewer). `shown`: the
+        blocks the host sent, digested for the question's receipt where receipts are signed."""
         ...
 
     @property
     def question_progress(self) -> QuestionProgress | None:
-        """For a question put to each person separately (`ask_each`), how far it is; None otherwise."""
+        """How far an `ask_each` question is, or None for other questions."""
         ...
 
     @property
     def asked_separately(self) -> Sequence[QuestionInfo]:
-        """For `ask_each`, each person's own question behind the shared message; empty otherwise."""
+        """For `ask_each`, each person's own question behind the shared message.
+
+        Empty for other questions.
+        """
         ...
 
     def record_assignees(
         self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
     ) -> None:
-        """Record who may answer the current question, user groups resolved to `groups`' members,
-        before it is posted."""
+        """Record who may answer the current question, before it is posted.
+
+        User groups are resolved to their members in `groups`.
+        """
         ...
 
 
@@ -95,12 +103,13 @@ class PausingRun(AskingRun, Protocol):
 class Interactor(Protocol):
     """Puts questions to people and reports progress and outcomes in the run's conversation.
 
-    A pause/resume host (Slack) posts the question and returns `Outcome(paused=True)`; the
-    answers arrive out of band. A synchronous host (the terminal) returns them. `solicit` may be
-    called again for a question it already showed, and `question_closed`, `question_superseded`
-    and `group_progress` for what they already showed (a replay after a crash, or a worker that
-    lost the run): the second call must show nothing new. The runtime journals the others, so
-    each is called once for what it shows (`remind` once per reminder).
+    A pause/resume host (Slack) posts the question and returns `Outcome(paused=True)`. The answers
+    arrive out of band. A synchronous host (the terminal) returns them.
+
+    Some calls may repeat after a crash replay, or from a worker that lost the run. These are
+    `solicit`, `question_closed`, `question_superseded` and `group_progress`. The second call must
+    show nothing new. The runtime journals the others, so each is called once for what it shows.
+    `remind` is called once per reminder.
     """
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome: ...
@@ -116,11 +125,14 @@ class Interactor(Protocol):
         ...
 
     def question_superseded(self, run: RunInfo, question: QuestionInfo, changes: list[ContextChange]) -> None:
-        """Mark an answered question void: the facts it was answered on changed (`changes`); it is asked again."""
+        """Mark an answered question void, since its facts changed (`changes`).
+
+        It is asked again.
+        """
         ...
 
     def remind(self, run: RunInfo, question: QuestionInfo, *, last_call: bool = False) -> None:
-        """Remind the people asked; `last_call`: the question expires soon, say when."""
+        """Remind the people asked; with `last_call`, say when it expires."""
         ...
 
     def claimed(self, run: RunInfo, question: QuestionInfo, *, by: str, released: bool) -> None:
@@ -128,7 +140,10 @@ class Interactor(Protocol):
         ...
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
-        """Show how far an `ask_each` question is on the message its people share (`progress.closed`: locked)."""
+        """Show an `ask_each` question's progress on the message its people share.
+
+        `progress.closed` means the question is locked.
+        """
         ...
 
     def escalated(self, run: RunInfo, question: QuestionInfo, added: list[str]) -> None:
@@ -136,12 +151,14 @@ class Interactor(Protocol):
         ...
 
     def reassigned(self, run: RunInfo, question: QuestionInfo, *, by: str, to: str) -> None:
-        """`by` handed the question to `to`; tell `to` and show the change."""
+        """`by` handed the question to `to`: tell `to`, show the change."""
         ...
 
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
-        """The people `ids` name, each user group (`S…`) replaced by its members, for `ask_each`,
-        which asks each person separately and so must know them before it posts."""
+        """The people `ids` name, each user group (`S…`) replaced by its members.
+
+        `ask_each` asks each person separately, so it must know them before posting.
+        """
         ...
 
 

@@ -1,6 +1,6 @@
 """Old names of renamed types, importable for a while with a DeprecationWarning.
 
-A module lists its old names with their new ones, and its `__getattr__` calls `renamed`.
+A module lists its old names with the new ones. Its `__getattr__` calls `renamed`.
 """
 
 from __future__ import annotations

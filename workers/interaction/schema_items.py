@@ -1,11 +1,11 @@
-"""Items from JSON Schema: one property of an object schema (or of a pydantic model's) as one `Item`.
+"""Items from JSON Schema: each property of an object schema as one `Item`.
 
-`run.approve(schema=...)`, `run.ask_form(Model)` and MCP elicitation's form schemas
-(`workers.interaction.elicitation`) share this mapping, so a field asks the same way in each. A choice
-is an `enum` (with MCP's legacy `enumNames` as its labels), or titled `oneOf`/`anyOf` of `{const, title}`;
-an `array` of such choices is a multi-choice. A pydantic model is read through its own
-`model_json_schema()`, which says everything the mapping needs (formats, bounds, enums, defaults,
-titles), so there is one mapping, not two.
+`run.approve(schema=...)`, `run.ask_form(Model)` and MCP elicitation form schemas share this
+mapping. So a field asks the same way in each (`workers.interaction.elicitation`). A choice is
+an `enum`, with MCP's legacy `enumNames` as its labels. It may also be titled `oneOf`/`anyOf` of
+`{const, title}`. An `array` of such choices is a multi-choice. A pydantic model is read through
+its own `model_json_schema()`. That says all the mapping needs: formats, bounds, enums,
+defaults, titles. So there is one mapping, not two.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _options(values: Any) -> list[str] | None:
 
 
 def _titled(variants: Any) -> list[str | Option] | None:
-    """`[{const, title}, ...]` (JSON Schema's titled choices) as options; None for anything else."""
+    """JSON Schema's titled choices (`[{const, title}, ...]`) as options, else None."""
     if not isinstance(variants, list) or not variants:
         return None
     if not all(isinstance(v, dict) and isinstance(v.get("const"), str) for v in variants):
@@ -85,8 +85,11 @@ def _titled(variants: Any) -> list[str | Option] | None:
 
 
 def choices(node: dict[str, Any]) -> list[str | Option] | None:
-    """The options a node offers: `enum` (labelled by `enumNames` when it has one per value), or titled
-    `oneOf`/`anyOf`; None when it offers none."""
+    """The options a node offers, or None.
+
+    Options come from `enum`, labelled by `enumNames` when it has one per value. They may also come
+    from titled `oneOf`/`anyOf`.
+    """
     plain = _options(node.get("enum"))
     if plain is not None:
         names = node.get("enumNames")
@@ -97,7 +100,10 @@ def choices(node: dict[str, Any]) -> list[str | Option] | None:
 
 
 def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, required: bool) -> Item | None:
-    """The item that asks for property `name` described by `node`, or None when no item type fits it."""
+    """The item asking for property `name` described by `node`.
+
+    None when no item type fits it.
+    """
     title = node.get("title")  # the field's own, before a referenced enum's title comes in
     node, nullable = _unwrap_optional(_resolve(node, defs))
     node = _resolve(node, defs)
@@ -146,7 +152,10 @@ def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, require
 
 
 def schema_items(schema: dict[str, Any], *, only: list[str] | None = None) -> dict[str, Item | None]:
-    """Each property of an object schema (or those in `only`) as its item, None where no item fits."""
+    """Each property of an object schema (or those in `only`) as its item.
+
+    None where no item fits.
+    """
     props = schema.get("properties") or {}
     defs = schema.get("$defs") or {}
     needed = set(schema.get("required") or [])

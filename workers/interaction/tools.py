@@ -1,12 +1,11 @@
-"""The `ask_user` tool: lets a language model put typed questions to a person mid-run.
+"""The `ask_user` tool lets a language model ask a person typed questions.
 
-A model calls `ask_user` with a short list of questions, and optionally the facts
-the person decides on (`context`, bound to the answer as `run.ask`'s context);
-`request_from_tool_call` checks those arguments and turns them into a port `Request`,
-`context_from_tool_call` returns the facts, and
-`answers_for_model` turns the person's answers back into the compact text the
-model reads as the tool result. Bad arguments always raise `ToolArgumentError`
-with one specific line per problem, so the model can correct its call.
+A model calls `ask_user` with a short list of questions. It may add the facts the person decides
+on (`context`). These are bound to the answer as `run.ask`'s context. `request_from_tool_call`
+checks the arguments and makes them a port `Request`. `context_from_tool_call` returns the
+facts. `answers_for_model` turns the answers into compact text, the model's tool result. Bad
+arguments raise `ToolArgumentError` with one line per problem. The model can then correct its
+call.
 """
 
 from __future__ import annotations
@@ -151,7 +150,10 @@ ASK_USER_DESCRIPTION = (
 
 
 class ToolArgumentError(InteractionError):
-    """`ask_user` arguments that cannot become a request; `.problems` has one line per problem."""
+    """`ask_user` arguments that cannot become a request.
+
+    `.problems` has one line per problem.
+    """
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
@@ -172,7 +174,10 @@ def anthropic_tool() -> dict[str, Any]:
 
 
 def _line(value: Any, limit: int, what: str, *, multiline: bool = False) -> str | None:
-    """The problem with `value` as non-empty text of at most `limit` characters (UTF-16 code units), or None."""
+    """The problem with `value` as non-empty text of at most `limit`, or None.
+
+    The limit counts UTF-16 code units.
+    """
     if not isinstance(value, str) or not value.strip():
         return f"{what} must be non-empty text"
     if not multiline and any(ord(c) < 32 for c in value):
@@ -243,7 +248,7 @@ def _check_question(q: Any, i: int) -> list[str]:
 
 
 def _problems(args: Any) -> list[str]:
-    """Every problem with `args` as `ask_user` arguments; empty when they are acceptable."""
+    """Every problem with `args` as `ask_user` arguments, empty if acceptable."""
     if not isinstance(args, dict):
         return ["arguments must be a JSON object with a 'questions' list"]
     problems = _unknown(args, {"questions", "context"}, "")
@@ -265,7 +270,10 @@ def _problems(args: Any) -> list[str]:
 
 
 def _items(q: dict[str, Any]) -> list[Item]:
-    """The port items for one checked question: a single also gets an optional free-text "other"."""
+    """The port items for one checked question.
+
+    A single also gets an optional free-text "other" item.
+    """
     kind, qid = q["type"], q["id"]
     options = [
         Option(value=o["label"].strip(), label=o["label"].strip(), description=o.get("description") or None)
@@ -285,13 +293,15 @@ def _items(q: dict[str, Any]) -> list[Item]:
 
 
 def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The assistant needs your input") -> Request:
-    """Check `ask_user` arguments (a dict or its JSON text) and build the `Request` they describe.
+    """Check `ask_user` arguments (a dict or JSON text) and build their `Request`.
 
-    single -> select (plus an optional "<id>__other" free-text item that may stand in for
-    the choice, so a required single needs one of the two), multiple -> multi_select,
-    free -> free_text, and every other type to the item type of its name; each option's
-    value is its label.
-    Raises `ToolArgumentError` listing every problem, and nothing else for bad input.
+    Question types map to item types:
+    - single: select, plus an optional "<id>__other" free-text item that may replace the choice
+    - multiple: multi_select
+    - free: free_text
+    - any other type: the item type of its name
+    A required single thus needs one of its two items. Each option's value is its label. Bad input
+    raises only `ToolArgumentError`, listing every problem.
     """
     decoded = _decoded(arguments)
     problems = _problems(decoded)
@@ -306,7 +316,10 @@ def request_from_tool_call(arguments: dict[str, Any] | str, reason: str = "The a
 
 
 def context_from_tool_call(arguments: dict[str, Any] | str) -> Context | None:
-    """The facts the `ask_user` call passed as `context` (None when it passed none); `ToolArgumentError` if unusable."""
+    """The facts the `ask_user` call passed as `context`, or None.
+
+    Raises `ToolArgumentError` if they are unusable.
+    """
     arguments = _decoded(arguments)
     context = arguments.get("context") if isinstance(arguments, dict) else None
     if context is None:
@@ -338,13 +351,13 @@ def _show(value: str) -> str:
 
 
 def answers_for_model(request: Request, answers: list[Answer] | None, *, expired: bool = False) -> str:
-    """The tool result the model reads: one line per question, in question order.
+    """The tool result the model reads: one line per question, in order.
 
-    `sev: High`, `components: [API, Web]`, `details: "quoted text"`, `due: 2026-12-01`,
-    `sev: other "typed text"` (a single's "other" answer, shown after the choice if
-    both were given), `id: (skipped)` when unanswered, and `id: (expired: no answer)`
-    for every question when nobody answered in time. A secret answer reads
-    `SECRET_PLACEHOLDER`: the value is never put in the text the model reads.
+    Examples: `sev: High`, `components: [API, Web]`, `details: "quoted text"`, `due: 2026-12-01`. A
+    single's "other" answer reads `sev: other "typed text"`, after the choice if both were given. An
+    unanswered question reads `id: (skipped)`. When nobody answered in time, every question reads
+    `id: (expired: no answer)`. A secret answer reads `SECRET_PLACEHOLDER`. Its value never reaches
+    the text the model reads.
     """
     values = {a.id: a.value for a in answers or []}
     folded = {

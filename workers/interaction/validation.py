@@ -1,4 +1,4 @@
-"""The one answer validation every host uses: answers are checked against the stored request."""
+"""The one answer validation every host uses, against the stored request."""
 
 from __future__ import annotations
 
@@ -85,7 +85,10 @@ def _check_url(value: str) -> str | None:
 
 
 def parse_datetime(value: str) -> dt.datetime | None:
-    """`value` as an aware UTC datetime when it is ISO 8601 with a UTC offset ("…Z" or "+00:00"), else None."""
+    """`value` as an aware UTC datetime, or None.
+
+    It must be ISO 8601 with a UTC offset ("…Z" or "+00:00").
+    """
     try:
         parsed = dt.datetime.fromisoformat(value)
     except (TypeError, ValueError):
@@ -112,7 +115,10 @@ def _check_typed_text(item: Item, value: AnswerValue) -> str | None:
 
 
 def value_text(value: AnswerValue) -> str:
-    """A single answer as people read it: Yes/No for a boolean, 10 rather than 10.0, text as it is."""
+    """A single answer as people read it.
+
+    Yes/No for a boolean, 10 rather than 10.0, text as it is.
+    """
     if isinstance(value, bool):
         return "Yes" if value else "No"
     if isinstance(value, int | float):
@@ -136,10 +142,10 @@ _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def from_text(item: Item, text: str) -> AnswerValue | None:
-    """The typed value that `text`, as a person typed it, gives `item`; None when it gives none.
+    """The typed value that `text`, as a person typed it, gives `item`.
 
-    "3" is a number, "yes" or "no" a boolean, "9:30" the time 09:30; email, URL and datetime
-    text is taken as typed (trimmed), and `check_value` then judges it.
+    None when it gives none. "3" is a number, "yes" or "no" a boolean, "9:30" the time 09:30. Email,
+    URL and datetime text is taken as typed (trimmed). `check_value` then judges it.
     """
     typed = text.strip()
     if item.type is ItemType.NUMBER:
@@ -164,7 +170,10 @@ def text_problem(item: Item) -> str:
 
 
 def normalise(item: Item, value: AnswerValue) -> AnswerValue:
-    """A valid answer in the form the run gets: a number as int or float per `integer`, a datetime to the second."""
+    """A valid answer as the run gets it.
+
+    A number becomes int or float per `integer`. A datetime is cut to the second.
+    """
     if item.type is ItemType.NUMBER and isinstance(value, int | float) and not isinstance(value, bool):
         return int(value) if item.integer else float(value)
     if item.type is ItemType.DATETIME and isinstance(value, str) and (parsed := parse_datetime(value)):
@@ -222,14 +231,14 @@ def _with(answer: Answer, value: AnswerValue) -> Answer:
 
 
 def validate_answers(request: Request, answers: list[Answer]) -> list[Answer]:
-    """Return `answers` in item order with empties dropped, or raise `AnswerError`.
+    """`answers` in item order without empties, or `AnswerError`.
 
-    Each offending item gets one specific message: unknown id, wrong field for its
-    type, a value that was not offered, a duplicate answer, text over its limit, a
-    malformed date, or a required item left unanswered. A required choice followed by its
-    "type your own" item (`Request.typed_other`) is answered by either. A number, boolean,
-    email, URL, time or datetime item may be answered with `free_text` as a person typed it
-    ("3", "yes"): it is read by `from_text` and kept in its own field.
+    Each offending item gets one specific message. Causes are an unknown id, or the wrong field for
+    its type. Others are a value not offered, a duplicate answer, or text over its limit. Others
+    still are a malformed date, or a required item left unanswered. A required choice followed by
+    its own "type your own" item is answered by either (`Request.typed_other`). Some items may be
+    answered with `free_text` as typed, like "3" or "yes". These are number, boolean, email, URL,
+    time and datetime items. `from_text` reads the text, and the value is kept in its own field.
     """
     errors: dict[str, str] = {}
     given: dict[str, Answer] = {}

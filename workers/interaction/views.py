@@ -1,7 +1,7 @@
-"""What a host is shown of a run and its questions: read-only views, typed in the port.
+"""What a host sees of a run and its questions: read-only views typed in the port.
 
-The runtime's own records satisfy these protocols structurally, so a host types against the port and
-never against the store. A host for a new surface reads these and nothing else.
+The runtime's own records satisfy these protocols structurally. So a host types against the
+port, never the store. A host for a new surface reads these and nothing else.
 """
 
 from __future__ import annotations
@@ -44,12 +44,15 @@ class RunInfo(Protocol):
     def conversation(self) -> dict[str, Any]: ...
 
     def log_context(self) -> dict[str, Any]:
-        """The correlation fields of every log line about this run (run_id, team, channel, user)."""
+        """The correlation fields of every log line about this run.
+
+        These are run_id, team, channel and user.
+        """
         ...
 
 
 class QuestionInfo(Protocol):
-    """One question of a run as a host sees it: what was asked of whom, and where it stands."""
+    """One question of a run as a host sees it: what, of whom, and where it stands."""
 
     @property
     def id(self) -> str: ...
@@ -74,7 +77,7 @@ class QuestionInfo(Protocol):
 
     @property
     def claimed_by(self) -> str:
-        """Who claimed the question (`Request.claim`); empty when nobody has."""
+        """Who claimed the question (`Request.claim`), or empty."""
         ...
 
     @property
@@ -84,7 +87,7 @@ class QuestionInfo(Protocol):
 
     @property
     def claimed_from(self) -> list[str]:
-        """Who was asked before the claim: they may answer again once it is released."""
+        """Who was asked before the claim, to answer again once released."""
         ...
 
     @property
@@ -107,7 +110,7 @@ class QuestionInfo(Protocol):
 
     @property
     def message(self) -> dict[str, Any]:
-        """Where the host showed it (its own reference, e.g. Slack's channel and ts); empty until shown."""
+        """Where the host showed it (e.g. Slack's channel and ts), empty until shown."""
         ...
 
     @property
@@ -163,11 +166,11 @@ class GroupInfo(Protocol):
 
 @dataclass(frozen=True)
 class QuestionProgress:
-    """How far a question put to each person separately (`ask_each`) is: shown with it, updated per answer.
+    """How far an `ask_each` question is, shown with it and updated per answer.
 
-    `answers` (user id -> the member's question, answered) is filled only when the request asks to
-    show what people answered (`show_answers`); `answering` names the person a host that asks in
-    sequence (the terminal) is asking now.
+    `answers` maps each user id to their answered question. It is filled only when the request says
+    `show_answers`. `answering` names the person being asked now, by a host that asks in turn (the
+    terminal).
     """
 
     asked: tuple[str, ...]
@@ -179,6 +182,6 @@ class QuestionProgress:
 
     @property
     def summary(self) -> str:
-        """e.g. "2 of 3 answered" (with "2 needed" when a quorum is below everyone)."""
+        """e.g. "2 of 3 answered", with "2 needed" when a quorum is below everyone."""
         need = f", {self.need} needed" if self.need < len(self.asked) else ""
         return f"{len(self.answered)} of {len(self.asked)} answered{need}"

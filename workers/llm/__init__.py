@@ -1,10 +1,10 @@
-"""A small model loop for agents: a chat-completions client, user-defined tools, and `ask_user`.
+"""A small model loop for agents: a chat-completions client, your tools, and `ask_user`.
 
     from workers.llm import LLMConfig, Tool, llm_config_from_env, run_loop
 
-`run_loop` talks to any OpenAI-compatible server, lets the model call your tools
-and put typed questions to people with `ask_user`, and replays without repeating a
-model call or a tool when the run resumes. See docs/llm.md.
+`run_loop` talks to any OpenAI-compatible server. It lets the model call your tools, and ask
+people typed questions with `ask_user`. When the run resumes, it replays without repeating a
+model call or a tool. See docs/llm.md.
 """
 
 from workers.llm.client import (

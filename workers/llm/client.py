@@ -1,14 +1,14 @@
 """A chat-completions client over httpx, speaking the OpenAI wire format.
 
-Any server with an OpenAI-compatible `POST {base_url}/chat/completions` works
-(OpenAI, vLLM, Ollama, llama.cpp, LiteLLM, ...). The client sends messages and
-tool definitions and returns the assistant message normalised to the shape it is
-sent back in, plus token usage, so the loop can record both as JSON and replay them.
+Any server with an OpenAI-compatible `POST {base_url}/chat/completions` works. Examples are
+OpenAI, vLLM, Ollama, llama.cpp and LiteLLM. The client sends messages and tool definitions. It
+returns the assistant message, normalised to the shape it is sent back in. It adds token usage.
+So the loop can record both as JSON and replay them.
 
-Errors are split by whether a retry can help: `LLMError` (network failure, 429,
-5xx, a malformed response) is an ordinary exception, so the runtime retries the
-run; `LLMRejected` (bad key, unknown model, a request the server refuses) is an
-`AgentError`, so the run fails at once with a message saying what to check.
+Errors are split by whether a retry can help. `LLMError` is an ordinary exception, so the
+runtime retries the run. It covers network failures, 429, 5xx and malformed responses.
+`LLMRejected` is an `AgentError`, so the run fails at once, saying what to check. It covers a
+bad key, an unknown model, or a request the server refuses.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _EXCERPT = 300
 
 
 class LLMError(ParleyError):
-    """A model call that failed in a way a later attempt may not (the runtime retries the run)."""
+    """A failed model call that a later attempt may fix, so the run is retried."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
         self.status = status
@@ -41,15 +41,15 @@ class LLMError(ParleyError):
 
 
 class LLMRejected(LLMError, AgentError):
-    """The API refused the request itself; retrying cannot help, so the run fails."""
+    """The API refused the request itself, so retrying cannot help and the run fails."""
 
 
 class LLMNotConfigured(ConfigError, AgentError):
-    """The model settings are missing or malformed; the message names the variables."""
+    """The model settings are missing or malformed, and the message names the variables."""
 
 
 class LLMConfig(BaseModel):
-    """Where the model lives: an OpenAI-compatible base URL, a model name and an optional key."""
+    """Where the model lives: an OpenAI-compatible base URL, model name, optional key."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -79,13 +79,12 @@ class LLMConfig(BaseModel):
 def llm_config_from_env(environ: Mapping[str, str] | None = None) -> LLMConfig:
     """Read PARLEY_LLM_BASE_URL, PARLEY_LLM_MODEL and PARLEY_LLM_API_KEY (optional).
 
-    This is the one place that reads them, and it is meant to be called when an
-    agent runs, not at import: agents execute inside workers whose entry point is
-    RQ's job function, and agent modules are imported before a worker (or a test)
-    has its environment settled, so a module-level read would freeze whatever was
-    set at import time. (Parley's own settings are read by `parley.settings.load()`
-    at a process's entry point; an agent receives only `(run, text)`, so the
-    agent's call is its entry point.) Raises `LLMNotConfigured` naming every missing variable.
+    This is the one place that reads them. Call it when an agent runs, not at import. Agents execute
+    inside workers whose entry point is RQ's job function. Agent modules are imported before a
+    worker or test has settled its environment. So a module-level read would freeze whatever was set
+    at import time. Parley's own settings are read by `parley.settings.load()` at a process's entry
+    point. An agent receives only `(run, text)`, so its call is its entry point. Raises
+    `LLMNotConfigured` naming every missing variable.
     """
     env = os.environ if environ is None else environ
     base_url, model = env.get(ENV_BASE_URL, "").strip(), env.get(ENV_MODEL, "").strip()
@@ -107,7 +106,7 @@ def llm_config_from_env(environ: Mapping[str, str] | None = None) -> LLMConfig:
 
 @dataclass(frozen=True)
 class Completion:
-    """One model reply: the assistant message as it is sent back next turn, and its token usage."""
+    """One model reply: the assistant message as sent back next turn, and its token usage."""
 
     message: dict[str, Any]
     usage: dict[str, int]
@@ -118,7 +117,7 @@ class Completion:
 
 
 class ChatClient:
-    """Calls `{base_url}/chat/completions`; one instance per loop, closed when it is done."""
+    """Calls `{base_url}/chat/completions`, one instance per loop, closed when done."""
 
     def __init__(self, config: LLMConfig, *, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
@@ -177,7 +176,7 @@ def _http_error(url: str, response: httpx.Response) -> LLMError:
 
 
 def _text(content: Any) -> str | None:
-    """Message content as text; some servers send a list of parts instead of a string."""
+    """Message content as text, since some servers send a list of parts."""
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -186,7 +185,7 @@ def _text(content: Any) -> str | None:
 
 
 def _tool_calls(raw: Any, url: str) -> list[dict[str, Any]]:
-    """Tool calls in the wire shape, each with a distinct id and its arguments as JSON text."""
+    """Tool calls in the wire shape, with distinct ids and arguments as JSON text."""
     if not raw:
         return []
     if not isinstance(raw, list):
@@ -209,7 +208,7 @@ def _tool_calls(raw: Any, url: str) -> list[dict[str, Any]]:
 
 
 def _count(value: Any) -> int:
-    """A token count as an int; 0 for anything a server sent that is not a count."""
+    """A token count as an int, 0 for anything else a server sent."""
     try:
         return max(int(value or 0), 0)
     except (TypeError, ValueError):

@@ -1,22 +1,21 @@
 """The model loop: call the model, run the tools it asks for, stop at its final answer.
 
-The loop is replay-safe in the same way as any agent. Every model call is a
-`run.step("llm:<turn>")` that records the full assistant message and the token
-usage, and every tool execution is a `run.step("tool:<turn>:<call id>")` that
-records the text the model read. When a run resumes after a person answered, the
-agent replays from the start: the message list is rebuilt from those records, so
-no model call and no tool runs twice, and the model sees exactly what it saw before.
+The loop is replay-safe like any agent. Every model call is a `run.step("llm:<turn>")`. It
+records the full assistant message and the token usage. Every tool execution is a
+`run.step("tool:<turn>:<call id>")`. It records the text the model read. When a run resumes
+after an answer, the agent replays from the start. The message list is rebuilt from those
+records. So no model call or tool runs twice, and the model sees exactly what it saw before.
 
-The `ask_user` tool is built in. Its arguments become a `Request` put to people
-with `run.ask` (bound to the call's `context`, when it passes the facts the person
-decides on), which parks the run until they answer; arguments that cannot
-become a request, and questions nobody answered in time, come back to the model as
-tool results it can act on, never as a failed run.
+The `ask_user` tool is built in. Its arguments become a `Request` put to people with `run.ask`,
+which parks the run until they answer. The call's `context`, when given, holds the facts the
+person decides on. The answer is bound to them. Some outcomes come back to the model as tool
+results it can act on, never as a failed run. These are arguments that cannot become a request,
+and questions nobody answered in time.
 
-What people write is untrusted input to the model: the text that started the run and every
-answer may be mistaken or written to steer it. The loop says so in the system message it sends
-after the agent's own (`PEOPLE_TEXT_IS_DATA`), and heads every `ask_user` result with
-`ANSWERS_ARE_DATA`, so the model reads answers as data, never as instructions.
+What people write is untrusted input to the model. The text that started the run, and every
+answer, may be mistaken or written to steer it. The loop says so in a system message after the
+agent's own (`PEOPLE_TEXT_IS_DATA`). It heads every `ask_user` result with `ANSWERS_ARE_DATA`.
+So the model reads answers as data, never as instructions.
 """
 
 from __future__ import annotations
@@ -70,16 +69,18 @@ def run_loop(
     key_prefix: str = "",
     client: ChatClient | None = None,
 ) -> str:
-    """Talk to the model until it answers without calling a tool; return that answer's text.
+    """Talk to the model until it answers without a tool call, and return that text.
 
-    `tools` are offered alongside `ask_user`. `ask_reason` heads the questions
-    people see when the model says nothing alongside its `ask_user` call.
-    `ask_expires_in` (seconds) makes those questions expire; the model then reads
-    "(expired: no answer)". `key_prefix` keeps the step keys of two loops in one
-    agent apart. `client` replaces the default `ChatClient(config)` (e.g. one on
-    another httpx transport); its caller closes it. Raises `AgentError` when the
-    model has not finished after `max_turns` calls: the run fails rather than
-    retrying the same conversation.
+    - `tools` are offered alongside `ask_user`.
+    - `ask_reason` heads the questions people see when the model says nothing with its `ask_user`
+      call.
+    - `ask_expires_in` (seconds) makes those questions expire. The model then reads "(expired: no
+      answer)".
+    - `key_prefix` keeps apart the step keys of two loops in one agent.
+    - `client` replaces the default `ChatClient(config)`, e.g. with one on another httpx transport.
+      Its caller closes it.
+    Raises `AgentError` when the model has not finished after `max_turns` calls. The run fails
+    rather than retrying the same conversation.
     """
     loop = _Loop(run, config, tools, ask_reason, ask_expires_in, key_prefix, client)
     try:
@@ -89,7 +90,7 @@ def run_loop(
 
 
 class _Loop:
-    """The state of one `run_loop`: the messages so far, the tools by name, the usage to date."""
+    """The state of one `run_loop`: messages so far, tools by name, usage to date."""
 
     def __init__(
         self,
@@ -142,7 +143,10 @@ class _Loop:
         raise AgentError(f"the model did not finish within {max_turns} turns")
 
     def _call_model(self, turn: int) -> dict[str, Any]:
-        """One model call, as the JSON the step records: the message, its usage and the running total."""
+        """One model call, as the JSON the step records.
+
+        It holds the message, its usage and the running total.
+        """
         if self._client is None:
             self._client = ChatClient(self.config)
         completion = self._client.complete(self.messages, self.specs)
@@ -162,7 +166,7 @@ class _Loop:
         return tool.call(arguments)
 
     def _ask(self, turn: int, call_id: str, arguments: str, said: str | None) -> str:
-        """Put the model's questions to people; the run parks here until they answer."""
+        """Put the model's questions to people, parking the run until they answer."""
         reason = (said or "").strip()[:3000] or self.ask_reason
         try:
             request = request_from_tool_call(arguments, reason=reason)
@@ -181,7 +185,7 @@ class _Loop:
         return f"{ANSWERS_ARE_DATA}\n{answers_for_model(request, _answers(request, values))}"
 
     def _record_usage(self, *, finished: bool) -> None:
-        """Add the run's token usage to its history, once however often the run replays."""
+        """Add the run's token usage to its history, once however often it replays."""
         detail = {"model": self.config.model, "calls": self.calls, "finished": finished, **self.usage}
         self.run.step(f"{self.prefix}llm-usage", lambda: self.run.history(USAGE_EVENT, **detail))
 

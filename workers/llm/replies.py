@@ -1,10 +1,10 @@
-"""A thread reply in plain words, read by a model into proposed answers that a person confirms.
+"""A plain-words thread reply, read by a model into proposed answers for a person to confirm.
 
-The model gets the question and the reply as data, never as instructions (docs/llm.md's rule):
-both go in one JSON document, and the system prompt says to read, not obey, them. What it
-returns is only a proposal. Nothing is accepted until the person clicks Confirm, and an
-approval is never proposed from a reply that does not plainly say yes (`plainly_approves`):
-a model that reads "no, don't approve" as approval still proposes nothing.
+The model gets the question and reply as data, never as instructions (docs/llm.md's rule). Both
+go in one JSON document. The system prompt says to read them, not obey them. What the model
+returns is only a proposal. Nothing is accepted until the person clicks Confirm. An approval is
+proposed only from a reply that plainly says yes (`plainly_approves`). So a model reading "no,
+don't approve" as approval still proposes nothing.
 """
 
 from __future__ import annotations
@@ -36,11 +36,17 @@ REPLY_MAX = 2000
 
 
 class ReplyUnreadable(ParleyError):
-    """The reply gives no answer that can be proposed; the message says why, for the person."""
+    """The reply gives no answer that can be proposed.
+
+    The message says why, for the person.
+    """
 
 
 def plainly_approves(text: str) -> bool:
-    """Whether `text` says yes with no word of doubt or refusal in it: the only reading that may approve."""
+    """Whether `text` says yes without a word of doubt or refusal.
+
+    That is the only reading that may approve.
+    """
     return bool(AFFIRMATIONS.search(text)) and not NEGATIONS.search(text)
 
 
@@ -70,7 +76,10 @@ def _answer(request: Request, item_id: str, value: Any) -> Answer:
 
 
 def proposal_of(request: Request, text: str, content: str) -> list[Answer]:
-    """The answers the model's `content` proposes for `request`, checked; `ReplyUnreadable` if none."""
+    """The checked answers the model's `content` proposes for `request`.
+
+    Raises `ReplyUnreadable` if there are none.
+    """
     try:
         said = json.loads(content.strip().removeprefix("```json").removeprefix("```").removesuffix("```"))
     except ValueError:
@@ -91,7 +100,7 @@ def proposal_of(request: Request, text: str, content: str) -> list[Answer]:
 
 
 def read_reply(client: ChatClient, request: Request, text: str) -> list[Answer]:
-    """Ask the model what `text` answers of `request`: a proposal only, for a person to confirm."""
+    """Ask the model what `text` answers of `request`, as a proposal to confirm."""
     if request.has_secret:
         raise ReplyUnreadable("a question with a secret is answered only in its form")
     document = json.dumps({"question": question_of(request), "reply": text[:REPLY_MAX]}, ensure_ascii=False)

@@ -1,11 +1,11 @@
-"""User-defined tools: a plain Python function the model may call, with a JSON Schema for its arguments.
+"""User-defined tools: Python functions the model may call, with JSON Schemas for their arguments.
 
-The loop hands the model each tool's name, description and schema. When the model
-calls one, the arguments are checked against the schema first; arguments that do
-not fit never reach the function and come back to the model as an error listing
-every problem, so it can correct the call. A function may raise `ToolError` for a
-problem the model should read (e.g. "no such customer"); any other exception is a
-bug or an outage and propagates, so the runtime retries or fails the run.
+The loop hands the model each tool's name, description and schema. When the model calls one, the
+arguments are checked against the schema first. Arguments that do not fit never reach the
+function. They come back to the model as an error listing every problem, so it can correct the
+call. A function may raise `ToolError` for a problem the model should read, like "no such
+customer". Any other exception is a bug or an outage, and propagates. The runtime then retries
+or fails the run.
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 
 class ToolError(ParleyError):
-    """Raised by a tool function to tell the model what went wrong; the run goes on."""
+    """Raised by a tool to tell the model what went wrong, while the run goes on."""
 
 
 def _validator(schema: dict[str, Any]) -> Any:
-    """A jsonschema validator for `schema` (draft 2020-12 unless it says otherwise), patterns in RE2."""
+    """A jsonschema validator for `schema`, with patterns in RE2.
+
+    The draft is 2020-12 unless the schema says otherwise.
+    """
     try:
         from workers.json_schemas import linear_validator
     except ImportError:  # pragma: no cover - depends on the installation
@@ -39,8 +42,8 @@ def _validator(schema: dict[str, Any]) -> Any:
 class Tool:
     """A function the model may call: `fn(**arguments)` returns text or a JSON-able value.
 
-    `parameters` is the JSON Schema of the arguments object; it is sent to the
-    model as is and checked with jsonschema before `fn` runs.
+    `parameters` is the JSON Schema of the arguments object. It is sent to the model as is.
+    jsonschema checks it before `fn` runs.
     """
 
     name: str
@@ -72,12 +75,12 @@ class Tool:
         }
 
     def problems(self, arguments: Any) -> list[str]:
-        """One line per way `arguments` break the schema; empty when they fit."""
+        """One line per way `arguments` break the schema, empty when they fit."""
         errors = sorted(self._check.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
         return [f"{'/'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}" for e in errors]
 
     def call(self, arguments: str | dict[str, Any]) -> str:
-        """Check `arguments` (a dict or its JSON text), run the function and return the tool result text."""
+        """Check `arguments` (a dict or JSON text), run the function, return the result text."""
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments or "{}")
@@ -100,6 +103,9 @@ class Tool:
 
 
 def tool_error(name: str, problems: list[str]) -> str:
-    """The tool result telling the model its call to `name` was refused, one line per problem."""
+    """The tool result telling the model its call to `name` was refused.
+
+    It has one line per problem.
+    """
     lines = "\n".join(f"- {p}" for p in problems)
     return f"error: invalid arguments for {name}; nothing was done. Fix these and call {name} again:\n{lines}"

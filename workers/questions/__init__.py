@@ -1,10 +1,10 @@
-"""Questions asked from outside Parley's workers: the service behind the HTTP API (and MCP).
+"""Questions asked from outside Parley's workers: the service behind the HTTP API and MCP.
 
-An API question is a run of the built-in, unlisted `question` agent whose body is one
-`run.ask(request, context=...)`; its id is the run's id and its origin the caller's name.
-Posting, validation, accepting once, expiry, reminders, the inbox and the audit history are
-the runs' own. `QuestionService` (create, get, list, wait, cancel, confirm) is callable
-in-process without HTTP; `webhooks` signs and delivers the callbacks.
+An API question is a run of the built-in, unlisted `question` agent. Its body is one
+`run.ask(request, context=...)`. Its id is the run's id, and its origin the caller's name.
+Posting, validation, accepting once, expiry and reminders are the runs' own. So are the inbox
+and the audit history. `QuestionService` (create, get, list, wait, cancel, confirm) works
+in-process without HTTP. `webhooks` signs and delivers the callbacks.
 """
 
 from workers.questions.config import QuestionConfig

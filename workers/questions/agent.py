@@ -1,15 +1,15 @@
 """The built-in `question` agent: the body of every question asked through the API.
 
-It asks the one request stored with the question (bound to its context, if any) and
-returns the answers as JSON; with a quorum it asks each assignee separately (`run.ask_each`)
-and returns each one's answers by user id. Being a run, the question gets everything an agent's question
-gets: posting once, validation, accepting once, expiry, reminders, the inbox and history.
-It is unlisted: people cannot start it with `/parley`.
+It asks the one request stored with the question, bound to its context if any. It returns the
+answers as JSON. With a quorum it asks each assignee separately (`run.ask_each`). It then
+returns each one's answers by user id. Being a run, the question gets all an agent's question
+gets. That is posting once, validation, accepting once, expiry, reminders, the inbox and
+history. It is unlisted, so people cannot start it with `/parley`.
 
-A secret answer never reaches the run's result (which its history, `parley runs show` and
-Inspect show): the result has `SECRET_MASK`, and the value is sealed again for the token
-that asked, which reads it once (`QuestionService.reveal`). That copy is made before the run
-ends, while the run's own sealed copy is still held, so there is no moment without one.
+A secret answer never reaches the run's result, which history, `parley runs show` and Inspect
+show. The result has `SECRET_MASK` instead. The value is sealed again for the asking token,
+which reads it once (`QuestionService.reveal`). That copy is made before the run ends, while the
+run's own sealed copy is still held. So there is no moment without one.
 """
 
 from __future__ import annotations

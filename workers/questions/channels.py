@@ -1,4 +1,7 @@
-"""Channels by name: what the question service needs from the host to take `#name` where a channel id goes."""
+"""Channels by name, so the question service takes `#name` where a channel id goes.
+
+What the service needs from the host for that lives here.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +21,12 @@ class ChannelNames(Protocol):
         ...
 
     def postable(self, team: str = "") -> list[tuple[str, str]]:
-        """(id, name) of each channel Parley can post in; empty when they cannot be listed."""
+        """(id, name) of each channel Parley can post in, empty if unlistable."""
         ...
 
 
 def where_to_post(channels: ChannelNames | None, team: str) -> str:
-    """One sentence for a refusal: the channels Parley can post in, or how to find a channel's id."""
+    """One sentence for a refusal: where Parley can post, or how to find a channel id."""
     listed = channels.postable(team) if channels is not None else []
     if not listed:
         return f"give a channel id (C…) or #name; {FIND_THEM}"

@@ -1,7 +1,7 @@
 """`QuestionConfig`: the API's limits and webhook settings, installed once per process.
 
-The composition root (`parley serve`, `parley worker`) builds it from the settings; the
-webhook job reads it here, as job functions read the runtime from `wiring`.
+The composition root (`parley serve`, `parley worker`) builds it from the settings. The webhook
+job reads it here, as job functions read the runtime from `wiring`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Where a webhook may go: the destination check every callback URL passes, and the address it pins.
+"""Where a webhook may go: the check of every callback URL, and the address it pins.
 
-A callback URL is refused unless it is http(s) and its host resolves only to global addresses
-(an IPv6 address that carries a refused IPv4 address is refused too), or it matches an entry
-of `PARLEY_WEBHOOK_ALLOW`, host and port. The address checked is the one connected to.
+A callback URL must be http(s), and its host must resolve only to global addresses. An IPv6
+address carrying a refused IPv4 address is refused too. Otherwise it must match a
+`PARLEY_WEBHOOK_ALLOW` entry, host and port. The address checked is the one connected to.
 """
 
 from __future__ import annotations
@@ -33,17 +33,24 @@ ISATAP = (bytes.fromhex("00005efe"), bytes.fromhex("02005efe"))
 
 
 class DestinationRefused(QuestionError):
-    """A callback URL Parley will not call: not http(s), no host, or a private address not allowed."""
+    """A callback URL Parley will not call.
+
+    It is not http(s), has no host, or has a private address not allowed.
+    """
 
 
 def check_destination(url: str, allow: tuple[str, ...], loopback: bool = False) -> str | None:
-    """Refuse a callback that is not http(s), or whose host resolves to a loopback, link-local,
-    private or otherwise internal address (an IPv6 address embedding one included), unless the
-    host and port match a `PARLEY_WEBHOOK_ALLOW` entry. With entries set, only matching hosts
-    are reached at all. `loopback` (the playground's) also admits this machine on any port.
+    """Refuse a callback URL that may reach an internal address.
 
-    Returns the address that was checked, which a delivery then connects to (`pinned`); None
-    for a host an operator allowed by name, which is connected to by name."""
+    A URL is refused if not http(s). It is also refused if its host resolves to an internal address.
+    That is loopback, link-local, private or otherwise internal, or an IPv6 address embedding one. A
+    host and port matching a `PARLEY_WEBHOOK_ALLOW` entry pass anyway. With entries set, only
+    matching hosts are reached at all. `loopback` (the playground's) also admits this machine on any
+    port.
+
+    Returns the address that was checked, which a delivery then connects to (`pinned`). For a host
+    an operator allowed by name it returns None. Such a host is connected to by name.
+    """
     try:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
@@ -86,8 +93,11 @@ def _not_allowed(host: str, port: int) -> DestinationRefused:
 
 
 def _client_agrees(url: str, host: str, port: int) -> bool:
-    """Whether httpx, which sends the request, reads the same host and port as this check did (a
-    URL two parsers read differently could pass the check for one host and reach another)."""
+    """Whether httpx reads the same host and port as this check did.
+
+    httpx sends the request. A URL two parsers read differently could pass the check for one host
+    and reach another.
+    """
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL:
@@ -97,15 +107,19 @@ def _client_agrees(url: str, host: str, port: int) -> bool:
 
 
 def allow_entry(host: str, port: int) -> str:
-    """The `PARLEY_WEBHOOK_ALLOW` entry admitting exactly `host` on `port`, as an error suggests it."""
+    """The `PARLEY_WEBHOOK_ALLOW` entry admitting just `host` on `port`, as errors suggest."""
     name = f"[{host}]" if ":" in host else host
     return name if port in WEB_PORTS else f"{name}:{port}"
 
 
 def allows(entry: str, host: str, port: int) -> bool:
-    """Whether one `PARLEY_WEBHOOK_ALLOW` entry admits `host` on `port`: `pattern` (fnmatch) on the
-    web's ports 80 and 443 only, `pattern:port` on that one port, `pattern:*` on any port. An IPv6
-    address is written in brackets (`[fd00::7]:8443`)."""
+    """Whether one `PARLEY_WEBHOOK_ALLOW` entry admits `host` on `port`.
+
+    - `pattern` (fnmatch) admits the web's ports 80 and 443 only.
+    - `pattern:port` admits that one port.
+    - `pattern:*` admits any port.
+    An IPv6 address is written in brackets (`[fd00::7]:8443`).
+    """
     entry = entry.strip().lower()
     pattern = entry
     ports: frozenset[int] | None = WEB_PORTS
@@ -119,16 +133,22 @@ def allows(entry: str, host: str, port: int) -> bool:
 
 
 def _ports(given: str) -> frozenset[int] | None:
-    """The ports an entry's `:port` admits: None for `*` (any); nothing for what is not a port."""
+    """The ports an entry's `:port` admits.
+
+    None for `*` (any), nothing for what is not a port.
+    """
     if given == "*":
         return None
     return frozenset({int(given)}) if given.isdigit() and 0 < int(given) < 65536 else frozenset()
 
 
 def refused_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Whether a webhook may not go to `address`: not global, multicast, or an IPv6 address that
-    carries a refused IPv4 address (IPv4-mapped and -compatible, NAT64, 6to4, Teredo), which a
-    translating network would deliver to that IPv4 address."""
+    """Whether a webhook may not go to `address`.
+
+    Refused are addresses not global, multicast ones, and some IPv6 addresses. These carry a refused
+    IPv4 address: IPv4-mapped and -compatible, NAT64, 6to4, Teredo. A translating network would
+    deliver to that IPv4 address.
+    """
     if not address.is_global or address.is_multicast:
         return True
     if isinstance(address, ipaddress.IPv4Address):
@@ -149,12 +169,12 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]
 
 
 def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str, str]]:
-    """The URL, extra headers and httpx request extensions that reach `url`'s host at `address`.
+    """The URL, extra headers and httpx extensions that reach `url`'s host at `address`.
 
-    Resolving the host again when connecting could give an address that was never checked
-    (DNS rebinding): the delivery connects to the address `check_destination` checked, and
-    still names the host, in the `Host` header and, over TLS, as the SNI name the server's
-    certificate is verified against. With no address (an allowed host) the URL is used as is.
+    Resolving the host again when connecting could give an unchecked address (DNS rebinding). So the
+    delivery connects to the address `check_destination` checked. It still names the host in the
+    `Host` header. Over TLS, it is also the SNI name the certificate is verified against. With no
+    address (an allowed host) the URL is used as is.
     """
     if address is None:
         return url, {}, {}
@@ -171,8 +191,11 @@ def pinned(url: str, address: str | None) -> tuple[str, dict[str, str], dict[str
 
 
 def destination(url: str) -> str:
-    """The host and port a checked callback URL reaches (`hooks.example.com:443`, `[fd00::7]:8443`): what
-    the in-flight cap per host and the circuit breaker count by, so two services on one host are two."""
+    """The host and port a checked callback URL reaches.
+
+    Examples are `hooks.example.com:443` and `[fd00::7]:8443`. The per-host in-flight cap and the
+    circuit breaker count by this. So two services on one host are two.
+    """
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     port = parts.port or (443 if parts.scheme == "https" else 80)

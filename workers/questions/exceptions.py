@@ -1,4 +1,4 @@
-"""Errors of the question service; each maps to one HTTP status in the API."""
+"""Errors of the question service, each mapped to one HTTP status in the API."""
 
 from __future__ import annotations
 
@@ -22,21 +22,27 @@ class QuestionError(ParleyError):
 
 
 class QuestionNotFound(QuestionError):
-    """No such question, or one the caller may not see (another token's reads the same)."""
+    """No such question, or one the caller may not see.
+
+    Another token's question reads the same.
+    """
 
     status = 404
     title = "Not found"
 
 
 class QuestionForbidden(QuestionError):
-    """The caller may not do this: a Temporal workflow its token is not granted."""
+    """The caller may not do this, as with a Temporal workflow not granted."""
 
     status = 403
     title = "Forbidden"
 
 
 class QuestionInvalid(QuestionError):
-    """The body does not describe a question Parley can ask; `errors` lists each problem."""
+    """The body does not describe a question Parley can ask.
+
+    `errors` lists each problem.
+    """
 
     status = 422
     title = "Invalid question"
@@ -48,29 +54,41 @@ class QuestionInvalid(QuestionError):
 
 
 class QuestionConflict(QuestionError):
-    """The request contradicts what exists: a reused Idempotency-Key, a closed question, changed facts."""
+    """The request contradicts what exists.
+
+    Examples are a reused Idempotency-Key, a closed question, changed facts.
+    """
 
     status = 409
     title = "Conflict"
 
 
 class QuestionGone(QuestionError):
-    """What was asked for existed once and is kept no longer: a question's secret answers, read once."""
+    """What was asked for existed once but is no longer kept.
+
+    An example is a question's secret answers, already read once.
+    """
 
     status = 410
     title = "Gone"
 
 
 class SecretsUnavailable(QuestionError):
-    """This process cannot open the question's secret answers (`PARLEY_SECRET_KEY` unset or without the
-    key that sealed them); nothing was read or deleted, and another process, or this one fixed, can."""
+    """This process cannot open the question's secret answers.
+
+    `PARLEY_SECRET_KEY` is unset, or lacks the key that sealed them. Nothing was read or deleted.
+    Another process can open them, or this one once fixed.
+    """
 
     status = 503
     title = "Service unavailable"
 
 
 class QuestionRateLimited(QuestionError):
-    """The token is over its rate limit (each DM a question sends counts as a request); `Retry-After` says when."""
+    """The token is over its rate limit, and `Retry-After` says when.
+
+    Each DM a question sends counts as a request.
+    """
 
     status = 429
     title = "Too many requests"
@@ -81,9 +99,10 @@ class QuestionRateLimited(QuestionError):
 
 
 class QuestionNotPosted(QuestionError):
-    """The question was created but Redis failed before it was posted: a worker posts it once Redis is back.
+    """The question was created, but Redis failed before it was posted.
 
-    Answered 503 with Retry-After; a retry with the same Idempotency-Key returns this question.
+    A worker posts it once Redis is back. The answer is 503 with Retry-After. A retry with the same
+    Idempotency-Key returns this question.
     """
 
     status = 503

@@ -1,10 +1,10 @@
-"""What the MCP gateway records of the tool calls it asked about, through the question service.
+"""What the MCP gateway records, through the question service, of calls it asked about.
 
-A call approved in Slack is forwarded upstream by the step that claims it first (`claim`), so
-it is forwarded at most once. A call whose client went away is claimed as such before anyone
-can forward it. A standing approval lets one MCP session call one tool without asking, for a
-while. Each step is written into the history of the question's run, for Inspect and the audit.
-The gateway reaches Redis only through here and the service, never the store itself.
+A call approved in Slack is forwarded upstream by the step that claims it first (`claim`). So it
+is forwarded at most once. A call whose client went away is claimed as such before anyone can
+forward it. A standing approval lets one MCP session call one tool without asking, for a while.
+Each step is written into the history of the question's run, for Inspect and the audit. The
+gateway reaches Redis only through here and the service, never the store itself.
 """
 
 from __future__ import annotations
@@ -20,16 +20,21 @@ __all__ = ["CLIENT_GONE", "FORWARDED", "Forwarding"]
 
 
 class Forwarding:
-    """The gateway's claims, standing approvals and history notes; each call is a short store step off the loop."""
+    """The gateway's claims, standing approvals and history notes.
+
+    Each call is a short store step, off the event loop.
+    """
 
     def __init__(self, service: QuestionService) -> None:
         self.service = service
         self.store = GatewayStore(service.runtime.redis)
 
     async def claim(self, question_id: str, outcome: str) -> str | None:
-        """Record `outcome` (`FORWARDED`, `CLIENT_GONE`) for the call asked as `question_id`, if none is yet.
+        """Record `outcome` for the call asked as `question_id`, unless one is recorded.
 
-        None when this call won; else the outcome recorded before, which stands."""
+        Outcomes are `FORWARDED` and `CLIENT_GONE`. Returns None when this call won. Otherwise it
+        returns the earlier outcome, which stands.
+        """
         return await self.service.in_thread(lambda: self.store.claim(question_id, outcome))
 
     async def standing(self, session: str, tool: str) -> str | None:
@@ -37,7 +42,7 @@ class Forwarding:
         return await self.service.in_thread(lambda: self.store.standing(session, tool))
 
     async def grant_standing(self, session: str, tool: str, run_id: str, seconds: int) -> None:
-        """`session` may call `tool` without asking for `seconds`, on the approval of run `run_id`."""
+        """Let `session` call `tool` unasked for `seconds`, on run `run_id`'s approval."""
         await self.service.in_thread(lambda: self.store.grant_standing(session, tool, run_id, seconds))
 
     async def note(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:

@@ -1,7 +1,7 @@
-"""The API's bodies as pydantic models: what a caller sends and what it gets back.
+"""The API's bodies as pydantic models: what a caller sends and gets back.
 
-The OpenAPI document (`GET /api/v1/openapi.json`) is generated from these models and
-the port's `Request`, so the schema and the validation are one thing.
+The OpenAPI document (`GET /api/v1/openapi.json`) is generated from these and the port's
+`Request`. So the schema and the validation are one thing.
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ MAX_EACH = 20  # people a question with a quorum asks separately (`run.ask_each`
 
 
 class TokenScope(StrEnum):
-    """What a token may do: `ask` creates, reads and cancels its own questions; `admin` reads and cancels all."""
+    """What a token may do.
+
+    `ask` creates, reads and cancels its own questions. `admin` reads and cancels all.
+    """
 
     ASK = "ask"
     ADMIN = "admin"
@@ -157,10 +160,11 @@ class QuestionCreate(_Body):
 
 
 class ApprovalCreate(_Body):
-    """`POST /api/v1/approvals`: an action and its proposed args, approved, edited or rejected in `channel`.
+    """`POST /api/v1/approvals`: an action and its args, to approve, edit or reject.
 
-    The approval is bound to `args` (as a question's answer to its `context`); `schema` (JSON Schema
-    of an object) types the editable args, which are otherwise inferred from their values.
+    The approval is put in `channel`. It is bound to `args`, as a question's answer is to its
+    `context`. `schema`, the JSON Schema of an object, types the editable args. Without it they are
+    inferred from their values.
     """
 
     channel: Annotated[str, Field(pattern=CHANNEL_PATTERN, description="a channel id (C…, G…)")]
@@ -176,7 +180,10 @@ class ApprovalCreate(_Body):
     )
 
     def question(self) -> QuestionCreate:
-        """This approval as the question the API asks: its request carries the approval, bound to `args`."""
+        """This approval as the question the API asks, bound to `args`.
+
+        Its request carries the approval.
+        """
         try:
             request = approval_request(
                 self.action,
@@ -198,7 +205,7 @@ class ApprovalCreate(_Body):
 
 
 class WebhookView(_Body):
-    """The delivery of the question's webhook, when it has a `callback_url` and has closed."""
+    """The delivery of the question's webhook, once closed with a `callback_url`."""
 
     id: str
     event: str
@@ -214,7 +221,7 @@ class WebhookView(_Body):
 
 
 class TemporalView(_Body):
-    """The Temporal workflow a question signals when it ends, and where that signal's delivery is."""
+    """The workflow a question signals when it ends, and the delivery's state."""
 
     workflow_id: str
     namespace: str
@@ -260,7 +267,10 @@ class QuestionView(_Body):
 
 
 class QuestionPage(_Body):
-    """`GET /api/v1/questions`: newest first; pass `next_cursor` as `cursor` for the next page."""
+    """`GET /api/v1/questions`: newest first.
+
+    Pass `next_cursor` as `cursor` for the next page.
+    """
 
     questions: list[QuestionView]
     next_cursor: str | None = None

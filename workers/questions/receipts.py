@@ -1,4 +1,4 @@
-"""The API's receipt endpoints: a question's signed receipt(s), and the keys that verify them."""
+"""The API's receipt endpoints: a question's signed receipts, and their verifying keys."""
 
 from __future__ import annotations
 
@@ -8,21 +8,28 @@ from workers.questions.exceptions import QuestionConflict, QuestionNotFound
 from workers.questions.models import QuestionStatus, QuestionView
 from workers.questions.receipt_views import receipt_body
 from workers.questions.service import Caller, QuestionService
+from workers.store.receipt_replicas import ReceiptUnconfirmed
 from workers.store.receipts import ReceiptBook
 
 NO_KEY = "this question has no receipt: receipts are signed where PARLEY_RECEIPT_KEY is set"
+UNCONFIRMED = "the receipt is being written: it waits for a Redis replica to hold it; ask again in a moment"
 
 
 def question_receipt(service: QuestionService, caller: Caller, question_id: str) -> dict[str, Any]:
-    """`GET /api/v1/questions/{id}/receipt`: written now if it is due and this process can sign.
+    """`GET /api/v1/questions/{id}/receipt`, written now if due and signable here.
 
-    The question's visibility is `get`'s: another token's question reads as no such question.
+    The question's visibility is `get`'s. Another token's question reads as no such question.
     """
     view = service.get(caller, question_id)
     if view.status is QuestionStatus.WAITING:
         raise QuestionConflict("no receipt yet: the question is still waiting for an answer")
     book: ReceiptBook = service.runtime.receipts
-    body = receipt_body(book, question_id)
+    try:
+        body = receipt_body(book, question_id)
+    except ReceiptUnconfirmed:
+        conflict = QuestionConflict(UNCONFIRMED)
+        conflict.headers["Retry-After"] = "1"
+        raise conflict from None
     if body is not None:
         return body
     if book.signing():  # every closed question gets one where a key is set: it is on its way
@@ -40,8 +47,14 @@ def published_keys(service: QuestionService) -> dict[str, Any]:
 
 
 def with_view_receipt(service: QuestionService, view: QuestionView) -> QuestionView:
-    """A closed question's view with its receipt, for MCP's structured results; a waiting one as it is."""
+    """A closed question's view with its receipt, for MCP's structured results.
+
+    A waiting question is returned as it is.
+    """
     if view.status is QuestionStatus.WAITING or view.receipt is not None:
         return view
-    body = receipt_body(service.runtime.receipts, view.id)
+    try:
+        body = receipt_body(service.runtime.receipts, view.id)
+    except ReceiptUnconfirmed:  # not yet on a replica: a later call carries it
+        return view
     return view if body is None else view.model_copy(update={"receipt": body})

@@ -1,8 +1,8 @@
-"""`QuestionService`: create, read, list, wait on, cancel and confirm questions, in-process.
+"""`QuestionService`: create, read, list, wait on, cancel and confirm questions in-process.
 
-The HTTP API is a thin layer over this; an MCP server (or any other caller in a Parley
-process) uses it directly with a `Caller` of its own. Every call but `wait` is
-synchronous and short; `wait` is a coroutine that holds no thread while it waits.
+The HTTP API is a thin layer over this. An MCP server, or any caller in a Parley process, uses
+it directly. It brings a `Caller` of its own. Every call but `wait` is synchronous and short.
+`wait` is a coroutine that holds no thread while it waits.
 """
 
 from __future__ import annotations
@@ -52,8 +52,16 @@ from workers.runs.start import begin
 from workers.runtime import admin
 from workers.runtime.wiring import Runtime
 from workers.store.closings import Closings
-from workers.store.questions import Binding, QuestionStore, UnreadableQuestion
-from workers.store.records import LOCAL_OWNER, TOKEN_OWNER, ApiQuestionRecord, ApiTokenRecord, TemporalTarget
+from workers.store.idempotency import Binding
+from workers.store.questions import QuestionStore, UnreadableQuestion
+from workers.store.records import (
+    LOCAL_OWNER,
+    TOKEN_OWNER,
+    ApiQuestionRecord,
+    ApiTokenRecord,
+    InterruptRecord,
+    TemporalTarget,
+)
 from workers.store.runs import new_id
 
 AGENT = "question"
@@ -64,9 +72,11 @@ log = Log("parley.questions")
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asks: the identity its questions belong to (`owner`), the name shown as their origin, and what it
-    may do. `Caller(name)` alone is a local MCP server's origin (`parley mcp`), owner `mcp:<name>`; a
-    token's caller is `Caller.of(token)`, owned by the token itself, never by its name."""
+    """Who asks: its questions' owner, the origin name shown, and its rights.
+
+    `Caller(name)` alone is a local MCP server's origin (`parley mcp`), owned by `mcp:<name>`. A
+    token's caller is `Caller.of(token)`. It is owned by the token itself, never by its name.
+    """
 
     name: str
     scopes: frozenset[str] = field(default_factory=lambda: frozenset({TokenScope.ASK.value}))
@@ -125,8 +135,11 @@ class QuestionService:
     def create(
         self, caller: Caller, body: QuestionCreate, idempotency_key: str | None = None
     ) -> tuple[QuestionView, bool]:
-        """Ask `body.request` in Slack; returns the question and whether it was created (False: an earlier
-        request with the same Idempotency-Key and body made it). The question is posted before this returns."""
+        """Ask `body.request` in Slack, posted before this returns.
+
+        Returns the question and whether it was created. False means an earlier request made it, with
+        the same Idempotency-Key and body.
+        """
         if body.callback_url:
             try:
                 check_destination(body.callback_url, self.config.webhook_allow, self.config.webhook_loopback)
@@ -186,20 +199,22 @@ class QuestionService:
             quorum=body.quorum,
         )
         bound = self.store.create(record, AGENT, caller.name, conversation, binding)
-        if bound is not None and binding is not None:  # the key made its question earlier: nothing written
-            if bound["body"] != binding.body_digest:
+        if bound is not None:  # the key made its question earlier: nothing written
+            if not bound.same_body:
                 raise QuestionConflict("this Idempotency-Key was used with another body")
-            return self.get(caller, bound["question_id"]), False
+            return self.get(caller, bound.question_id), False
         log.info("question created", run_id=qid, origin=caller.name, channel=conversation["channel"])
         try:
             begin(self.runtime, qid, inline=True)  # posts and parks; a failure to post is retried by a worker
         except Exception as exc:  # Redis down, full or refusing mid-way
             self._not_posted(record, binding, exc)
             raise
-        view = self.get(caller, qid)
+        view, _, question = self._view_and_question(self._record(caller, qid))
+        if view.status is QuestionStatus.WAITING:
+            self._refer(record, question)
         if view.status is QuestionStatus.FAILED:
             if binding is not None:
-                self.store.release_idempotency(caller.owner, binding.key_digest, qid)
+                self.store.release_idempotency(binding, qid)
             detail = f"the question could not be posted: {view.error}"
             if any(error in (view.error or "") for error in NO_SUCH_CHANNEL):
                 detail += f"; {where_to_post(self.channels, team)}"
@@ -207,8 +222,11 @@ class QuestionService:
         return view, True
 
     def _check_temporal(self, caller: Caller, body: QuestionCreate) -> None:
-        """Refuse a Temporal target this Parley cannot signal (none configured, another namespace), or one
-        the caller is not granted: Parley signals with its own credentials, so only a granted id may be named."""
+        """Refuse a Temporal target this Parley cannot signal, or one not granted.
+
+        Parley cannot signal without a configured Temporal, or in another namespace. It signals with its
+        own credentials. So a caller may name only a granted id.
+        """
         cfg = self.config.temporal
         assert body.temporal is not None
         if not cfg.address:
@@ -229,7 +247,10 @@ class QuestionService:
             raise QuestionForbidden(detail, errors=[_error(["temporal", "workflow_id"], detail)])
 
     def _channel_by_id(self, caller: Caller, body: QuestionCreate) -> QuestionCreate:
-        """`body` with a `#name` channel replaced by its id; 422 listing the channels when there is none such."""
+        """`body` with a `#name` channel replaced by its id.
+
+        If no channel has that name, 422 lists the channels.
+        """
         if not body.channel or not body.channel.startswith("#"):
             return body
         team = caller.team or self.team
@@ -240,8 +261,11 @@ class QuestionService:
         return body.model_copy(update={"channel": found})
 
     def _not_posted(self, record: ApiQuestionRecord, binding: Binding | None, exc: Exception) -> None:
-        """After a create whose execution failed: withdraw the question if it was not asked yet, so the
-        caller's error stands and no worker posts it later; else raise `QuestionNotPosted` (503) naming it."""
+        """Handle a create whose execution failed.
+
+        A question not asked yet is withdrawn. The caller's error then stands, and no worker posts it
+        later. Otherwise this raises `QuestionNotPosted` (503), naming it.
+        """
         try:
             withdrawn = self.store.withdraw(record, binding)
         except Exception as failed:  # Redis still down: the question stays, bound to its key
@@ -254,8 +278,11 @@ class QuestionService:
         raise QuestionNotPosted(record.id, binding is not None) from exc
 
     def _charge_notices(self, caller: Caller, body: QuestionCreate) -> None:
-        """Count each DM the question will send (one per person asked, or escalated to) against the token's
-        rate limit as one request, so that asking 50 people costs what 50 requests cost; 429 over it."""
+        """Charge the question's DMs against the token's rate limit, one request each.
+
+        There is one DM per person asked or escalated to. So asking 50 people costs what 50 requests
+        cost. Over the limit, the answer is 429.
+        """
         notices = len(body.request.assignees or ([body.user] if body.user else [])) + len(body.request.escalate_to)
         if not caller.is_token or not notices:
             return
@@ -279,9 +306,22 @@ class QuestionService:
         return record
 
     def _view(self, record: ApiQuestionRecord | UnreadableQuestion) -> tuple[QuestionView, str]:
-        """The question as the API shows it, and the interrupt it waits on; an unreadable one says so."""
+        """The question as the API shows it, and the interrupt it waits on.
+
+        An unreadable question says so.
+        """
+        view, interrupt_id, _ = self._view_and_question(record)
+        return view, interrupt_id
+
+    def _view_and_question(
+        self, record: ApiQuestionRecord | UnreadableQuestion
+    ) -> tuple[QuestionView, str, InterruptRecord | None]:
+        """As `_view`, with the run's own question as read.
+
+        It is None for a quorum's question, or before there is one.
+        """
         if isinstance(record, UnreadableQuestion):
-            return unreadable_view(record), ""
+            return unreadable_view(record), "", None
         try:
             run = self.runtime.store.find(record.id)
             interrupt = self.runtime.store.interrupt(run.interrupt) if run is not None and run.interrupt else None
@@ -289,19 +329,46 @@ class QuestionService:
             if record.quorum is not None and interrupt is None and run is not None and run.interrupt:
                 group = self.runtime.store.groups.group(run.interrupt)  # each person's question, one message
                 shared = group.message if group is not None else None
-            return build_view(record, run, interrupt, shared), (run.interrupt if run is not None else "")
+            view = build_view(record, run, interrupt, shared)
+            return view, (run.interrupt if run is not None else ""), interrupt
         except (ValueError, KeyError, TypeError) as exc:  # its run or question: written by another version
             log.error("a question's run cannot be read", run_id=record.id, error=repr(exc))
             error = str(exc).splitlines()[0]
-            return unreadable_view(
-                UnreadableQuestion(record.id, record.token, record.team, record.created_at, error)
-            ), ""
+            unreadable = UnreadableQuestion(record.id, record.token, record.team, record.created_at, error)
+            return unreadable_view(unreadable), "", None
+
+    def _refer(self, record: ApiQuestionRecord, question: InterruptRecord | None) -> None:
+        """Once the run's question holds the request and context, keep them there alone (`QuestionStore.refer`).
+
+        Only a single question asked as given qualifies; a failure here costs bytes, never the question."""
+        if question is None or question.run_id != record.id or question.group or record.quorum is not None:
+            return
+        if question.request != record.request or question.context != record.context:
+            return
+        try:
+            self.store.refer(record, question.id)
+        except Exception as exc:  # Redis went away after posting: the record keeps its own copy
+            log.warning("could not leave the request to the question", run_id=record.id, error=repr(exc))
 
     def get(self, caller: Caller, question_id: str) -> QuestionView:
-        return self._view(self._record(caller, question_id))[0]
+        view = self._view(self._record(caller, question_id))[0]
+        self._receipts_first(view)
+        return view
+
+    def _receipts_first(self, view: QuestionView) -> None:
+        """Write a closed question's due receipts before the API reports its close.
+
+        With the key here, no answer of the API shows a close without its receipt.
+        Without it, a worker writes them, and the receipt route says so meanwhile.
+        """
+        if view.status is not QuestionStatus.WAITING and self.runtime.receipts.signer is not None:
+            self.runtime.receipts.write_for_run(view.id)
 
     def asked_by(self, caller: Caller, question_id: str) -> ApiQuestionRecord:
-        """The question if `caller` asked it; any other caller, an admin too, is told there is no such question."""
+        """The question if `caller` asked it.
+
+        Any other caller, an admin too, is told there is no such question.
+        """
         record = self._record(caller, question_id)
         if not _owns(caller, record):
             raise QuestionNotFound(f"no question {question_id!r}")
@@ -310,11 +377,11 @@ class QuestionService:
         return record
 
     def reveal(self, caller: Caller, question_id: str) -> QuestionView:
-        """The question with its secret answers in the clear, for the caller that asked it, once.
+        """The question with its secret answers in the clear, once, for its asker.
 
-        Until the question is answered (or when no secret was given) this is the plain view and
-        nothing is used up. The first read of an answered question's secrets deletes their sealed
-        copy; every later one is `QuestionGone` (410), as is a read after retention deleted it.
+        Before the answer, or without a secret, this is the plain view and uses nothing up. The first
+        read of an answered question's secrets deletes their sealed copy. Every later read is
+        `QuestionGone` (410). So is a read after retention deleted them.
         """
         record = self.asked_by(caller, question_id)
         view, iid = self._view(record)
@@ -344,7 +411,10 @@ class QuestionService:
     def list(
         self, caller: Caller, status: QuestionStatus | None = None, limit: int = 20, cursor: str | None = None
     ) -> QuestionPage:
-        """The caller's questions (all of them for an admin), newest first; `cursor` from the page before."""
+        """The caller's questions, newest first (an admin's: all).
+
+        `cursor` comes from the page before.
+        """
         limit = max(1, min(limit, 100))
         before = _cursor(cursor)
         found: list[QuestionView] = []
@@ -373,10 +443,10 @@ class QuestionService:
 
     # ---- wait ------------------------------------------------------------------
     async def wait(self, caller: Caller, question_id: str, timeout: float) -> QuestionView:
-        """The question once it leaves `waiting`, or after `timeout` seconds still waiting.
+        """The question once it leaves `waiting`, or as it is after `timeout` seconds.
 
-        Woken by the service's close notifications (`Closings`), never by polling; no thread is
-        held while it waits, only for each short read. An MCP call waits through `waiting`.
+        The service's close notifications (`Closings`) wake it, never polling. No thread is held while
+        it waits, only for each short read. An MCP call waits through `waiting`.
         """
         closings = self.closings
         if closings is None:
@@ -400,17 +470,22 @@ class QuestionService:
             finally:
                 closings.forget(iid or question_id, fut)
             view, iid = await self.in_thread(lambda: self._view(record))
+        if view.status is not QuestionStatus.WAITING and self.runtime.receipts.signer is not None:
+            await self.in_thread(lambda: self._receipts_first(view))  # a thread hop only when it writes
         return view
 
     async def in_thread(self, fn: Callable[[], T]) -> T:
-        """Run a short store read on the service's own threads, never on the ones that ack Slack."""
+        """Run a short store read on the service's threads, never Slack's ack threads."""
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(16)
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
 
     # ---- cancel and confirm ----------------------------------------------------
     def cancel(self, caller: Caller, question_id: str) -> QuestionView:
-        """Close a waiting question as cancelled; its message is locked. 409 when it has closed already."""
+        """Close a waiting question as cancelled and lock its message.
+
+        409 when it has closed already.
+        """
         self._readable(caller, question_id)
         try:
             admin.cancel(self.runtime, question_id, by=caller.name)
@@ -422,7 +497,10 @@ class QuestionService:
         return self.get(caller, question_id)
 
     def confirm(self, caller: Caller, question_id: str, context: dict[str, Any] | None) -> ConfirmResult:
-        """Whether `context` is the facts the question was asked (and answered) on; 409 listing each change."""
+        """Whether `context` holds the facts the question was asked and answered on.
+
+        Otherwise 409, listing each change.
+        """
         record = self._readable(caller, question_id)
         try:
             now = canonical(context) if context is not None else ""
@@ -455,7 +533,10 @@ def _cursor(cursor: str | None) -> float | None:
 
 
 def _body_digest(body: QuestionCreate) -> str:
-    """The sha256 of the body's JSON with sorted keys: equal bodies, whatever their order, give one digest."""
+    """The sha256 of the body's JSON with sorted keys.
+
+    Equal bodies give one digest, whatever their order.
+    """
     text = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -467,8 +548,8 @@ def _error(loc: list[str], msg: str) -> dict[str, Any]:
 def _owns(caller: Caller, record: ApiQuestionRecord | UnreadableQuestion) -> bool:
     """Whether `caller` asked the question.
 
-    A question asked before questions had owners is its name's, if that name's owner existed
-    when it was asked: a token created later under a revoked token's name never owns it.
+    A question from before owners existed belongs to its name's owner. That owner must have existed
+    when it was asked. So a token created later under a revoked token's name never owns it.
     """
     if record.owner:
         return record.owner == caller.owner
@@ -476,7 +557,10 @@ def _owns(caller: Caller, record: ApiQuestionRecord | UnreadableQuestion) -> boo
 
 
 def _visible(caller: Caller, record: ApiQuestionRecord | UnreadableQuestion) -> bool:
-    """A token sees its own questions; an admin token all of them, or of its workspace when it has one."""
+    """What a token sees: its own questions, or an admin's all.
+
+    An admin token with a workspace sees only that workspace's questions.
+    """
     if _owns(caller, record):
         return True
     return caller.admin and (not caller.team or record.team == caller.team)

@@ -1,61 +1,65 @@
-"""A question's Temporal target: its outcome signalled to the waiting workflow, as an RQ job.
+"""A question's Temporal target: its outcome signalled to the waiting workflow, at once and by a job.
 
-A question asked with a `temporal` target (`workers.integrations.temporal`) has a workflow,
-not a URL, to tell when it ends. The path is the webhook's (`webhooks`): when the question
-closes (answered, expired, cancelled) or its run fails, `announce` records the outcome once
-and enqueues `deliver` on the webhooks' queue under one job id with RQ's `Retry`; each
-attempt signals the workflow `SIGNAL` with the same outcome; a failure raises and RQ tries
-again after the next interval (`PARLEY_TEMPORAL_RETRY_INTERVALS`). An answer's outcome is
-announced sooner, by the process that accepts it (`accepted`); the run's own call then finds
-it made. The outcome and its job are written in one transaction. Every attempt is counted in
-`parley_temporal_signals`, and the question's history records the delivery and how many
-attempts it took. A workflow that has ended is not signalled again: nothing waits any more.
+A question asked with a `temporal` target (`workers.integrations.temporal`) tells a workflow,
+not a URL, when it ends. The question may close (answered, expired, cancelled), or its run
+fail. Then `announce` records the outcome once and queues `deliver` on the webhooks' queue,
+in one transaction. The job has one id and RQ's `Retry`. Each attempt signals the workflow
+`SIGNAL` with the same outcome. A failure raises, and RQ tries again after the next interval
+(`PARLEY_TEMPORAL_RETRY_INTERVALS`).
 
-Temporal does not deduplicate signals, so a delivery retried after its signal was accepted
-(the worker died before recording it) sends it twice; the wait helper keeps the first
-outcome for a question and ignores any other, so the workflow sees it once.
+A process that sends directly (`signal_direct`: `parley serve`, `parley worker`) also signals
+the outcome itself, right after that transaction, off the announcing thread. The job then
+waits for the direct attempt's lease to lapse, and finds the delivery done. The process that
+accepts an answer announces its outcome (`accepted`). So the signal leaves `parley serve` as
+the answer is acked, and the run's own call finds it made.
 
-The connection to Temporal is kept per delivery thread, on a loop of its own, and made again
-after any failure. `temporalio` is imported only here, when a delivery runs (the `temporal` extra).
+`parley_temporal_signals` counts every attempt. The question's history records the delivery
+and how many attempts it took. A workflow that has ended is not signalled again, since nothing
+waits any more. Every attempt at one outcome carries the same request id, which Temporal
+records once. The wait helper also keeps only its question's first outcome.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from redis.client import Pipeline
 from rq import Retry, get_current_job
 
-from workers import metrics
 from workers.logs import Log
 from workers.questions import config as config_mod
-from workers.questions.config import TemporalConfig
-from workers.questions.exceptions import QuestionError
+from workers.questions import signal_attempts, signal_client, signal_direct
 from workers.questions.receipt_views import with_signal_receipt
+from workers.questions.signal_client import SIGNAL, SignalRefused, request_id
 from workers.questions.views import build_view
 from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
+from workers.store.receipt_replicas import ReceiptUnconfirmed
+from workers.store.receipts import ReceiptBook
 from workers.store.records import ApiQuestionRecord, InterruptRecord, RunRecord, RunStatus, TemporalTarget, WebhookState
+from workers.store.signal_leases import SignalLeases
+
+__all__ = ["DELIVER", "SIGNAL", "SignalRefused", "announce", "deliver", "ended", "outcome_payload", "prepare"]
 
 log = Log("parley.temporal")
 DELIVER = queues.SIGNAL
-SIGNAL = "parley_outcome"
-"""The signal a waiting workflow is sent, with one argument: the outcome (`outcome_payload`)."""
 ENDED = ("answered", "expired", "cancelled", "failed")
-
-
-class SignalRefused(QuestionError):
-    """Temporal refused the signal for good: the workflow has ended, or the namespace is not there."""
+DONE = ("delivered", "failed")
+"""A delivery in either state is over: delivered, or refused or failed for good."""
+DEFERRALS = 3600
+"""How many times the job may find the direct attempt's lease still held (each a second apart)."""
+HELD_BACK = 3600
+"""How many times a signal waits a second for its receipt to reach a replica: an hour."""
+VIA = "job"
+prepare = signal_client.prepare
 
 
 def outcome_payload(view: dict[str, Any], target: TemporalTarget) -> dict[str, Any]:
-    """What the workflow is told: the question's id, the key it waits on, and how the question ended."""
+    """What the workflow is told: question id, awaited key, how it ended."""
     return {
         "key": target.key,
         "question_id": view["id"],
@@ -78,9 +82,12 @@ def announce(
     *,
     question: ApiQuestionRecord | None = None,
 ) -> bool:
-    """Enqueue the signal for a question that ended, once; False when it has no Temporal target or
-    has not ended (or was announced before: a replay). `error`: its run is failing, for that reason.
-    `question`: its record, when the caller has just read it."""
+    """Record the outcome of a question that ended and queue its signal, once.
+
+    Where this process sends directly, it then sends the signal too. False without a Temporal
+    target, before the end, or when announced before (a replay). `error`: its run is failing, for
+    that reason. `question`: its record, when the caller has just read it.
+    """
     store = QuestionStore(runtime.redis)
     question = question or store.get(run.id)
     if question is None or question.temporal is None or question.signal is not None:
@@ -92,127 +99,93 @@ def announce(
     if status not in ENDED:
         return False
     payload = json.dumps(outcome_payload(view, question.temporal), ensure_ascii=False)
-    state = WebhookState(id=f"sig_{run.id}", event=status, payload=payload)
     temporal = config_mod.current().temporal
+    direct = signal_direct.reserve(run.id)
+    state = WebhookState(id=f"sig_{run.id}", event=status, payload=payload, attempts=1 if direct else 0)
+    ttl = signal_direct.lease_ttl(temporal)
     intervals = list(temporal.retry_intervals)
-    store.announce_signal(
-        run.id,
-        state,
-        lambda pipe: runtime.webhook_queue.enqueue(
-            DELIVER,
-            run.id,
-            job_id=job_ids.signal(run.id),
-            retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
-            job_timeout=int(temporal.attempt_timeout + 5),
-            result_ttl=3600,
-            failure_ttl=7 * 86400,
-            pipeline=pipe,
-        ),
-    )
-    log.info("temporal signal queued", run_id=run.id, workflow_id=question.temporal.workflow_id, event=status)
+    options: dict[str, Any] = {
+        "job_id": job_ids.signal(run.id),
+        "retry": Retry(max=len(intervals), interval=intervals) if intervals else None,
+        "job_timeout": int(temporal.attempt_timeout + 5),
+        "result_ttl": 3600,
+        "failure_ttl": 7 * 86400,
+    }
+
+    signs_here = runtime.receipts.signer is not None
+
+    def queue_delivery(pipe: Pipeline) -> None:
+        if direct is None:
+            runtime.webhook_queue.enqueue(DELIVER, run.id, pipeline=pipe, **options)
+            return
+        # the direct attempt counted above holds the lease; the job is due when the lease lapses
+        SignalLeases.take(pipe, run.id, f"direct:{direct.pid}", ttl)
+        due = datetime.now(UTC) + timedelta(seconds=ttl)
+        runtime.webhook_queue.enqueue_at(due, DELIVER, run.id, pipeline=pipe, **options)
+        if not signs_here:  # last: does a worker sign receipts this process cannot put in the outcome?
+            ReceiptBook.signed_with_a_key(pipe)
+
+    try:
+        replies = store.announce_signal(run.id, state, queue_delivery)
+    except BaseException:
+        if direct is not None:
+            signal_direct.release()
+        raise
+    ctx = {"run_id": run.id, "workflow_id": question.temporal.workflow_id, "event": status}
+    if direct is None:
+        log.info("temporal signal queued", **ctx)
+        return True
+    receipts_elsewhere = not signs_here and bool(replies[-1])
+    signal_direct.start(direct, runtime, run.id, state, question.temporal, temporal, receipts_elsewhere)
+    log.info("temporal signal sending", **ctx)  # after the start: the line is written as the signal goes
     return True
 
 
-def deliver(question_id: str) -> str:
-    """One attempt at signalling a question's workflow (RQ's `Retry` makes the next)."""
+def deliver(question_id: str) -> str | Retry:
+    """One attempt at signalling a question's workflow (RQ's `Retry` makes the next).
+
+    It returns a `Retry` that uses no attempt while a direct attempt holds the question's lease,
+    and while the question's receipt is not yet on a replica.
+    """
     runtime = wiring.current()
     store = QuestionStore(runtime.redis)
     question = store.get(question_id)
     state = question.signal if question is not None else None
-    if question is None or question.temporal is None or state is None or state.status == "delivered":
+    if question is None or question.temporal is None or state is None or state.status in DONE:
         return "nothing to deliver"
+    if SignalLeases(runtime.redis).holder(question_id) is not None:
+        return Retry(max=DEFERRALS, interval=1)
     target = question.temporal
     job = get_current_job()
     final = job is None or not job.retries_left
-    state = with_signal_receipt(runtime.receipts, question_id, state)  # signed here, off Slack's path
+    try:
+        state = with_signal_receipt(runtime.receipts, question_id, state)  # signed here, off Slack's path
+    except ReceiptUnconfirmed:  # sent with its receipt once a replica holds it (docs/receipts.md)
+        log.info("temporal signal held back: its receipt is not yet on a replica", run_id=question_id)
+        return Retry(max=HELD_BACK, interval=1)
     state = state.model_copy(update={"attempts": state.attempts + 1})
     store.set_signal(question_id, state)  # counted before it is tried: an attempt cut off by a kill shows
-    where = {"workflow_id": target.workflow_id, "namespace": target.namespace}
-    ctx = {"run_id": question_id, "attempt": state.attempts, **where}
+    cfg = config_mod.current().temporal
+    client = signal_client.current()
     try:
-        _signal(config_mod.current().temporal, target, json.loads(state.payload))
+        client.call(client.signal(cfg, target, json.loads(state.payload), request_id(state)), cfg.attempt_timeout + 1)
     except SignalRefused as exc:  # the workflow ended: nothing waits for this any more
-        error = str(exc)[:300]
-        store.set_signal(question_id, state.model_copy(update={"status": "failed", "last_error": error}))
-        runtime.store.add_history(question_id, "temporal signal refused", "parley", **where, **_detail(state))
-        metrics.temporal_signal("refused")
-        log.warning("temporal signal refused", **ctx, error=error)
+        signal_attempts.refused(runtime, question_id, state, target, str(exc), VIA)
         return "refused"
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"[:300]
-        update = {"status": "failed" if final else "pending", "last_error": error}
-        store.set_signal(question_id, state.model_copy(update=update))
-        if final:
-            detail = {**where, **_detail(state), "error": error}
-            runtime.store.add_history(question_id, "temporal signal failed", "parley", **detail)
-        metrics.temporal_signal("error")
-        log.warning("temporal signal attempt failed", **ctx, error=error, final=final)
+        signal_attempts.failed(runtime, question_id, state, target, exc, final=final, via=VIA)
         raise
-    delivered = {"status": "delivered", "delivered_at": time.time(), "last_error": ""}
-    store.set_signal(question_id, state.model_copy(update=delivered))
-    runtime.store.add_history(question_id, "temporal signal delivered", "parley", **where, **_detail(state))
-    metrics.temporal_signal("delivered")
-    log.info("temporal signal delivered", **ctx)
+    signal_attempts.delivered(runtime, question_id, state, target, VIA)
     return "delivered"
 
 
-def _detail(state: WebhookState) -> dict[str, object]:
-    return {"outcome": state.event, "attempts": state.attempts}
-
-
-def prepare() -> None:
-    """Import the Temporal client now, in a worker that signals workflows: the import takes about half a
-    second, which the first delivery would otherwise wait."""
-    import temporalio.client  # noqa: F401
-
-
-class _Connection:
-    """One delivery thread's event loop and Temporal client, made again after a failure."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.client: Any = None
-        self.config: TemporalConfig | None = None
-
-
-_local = threading.local()
-
-
-def _signal(cfg: TemporalConfig, target: TemporalTarget, payload: dict[str, Any]) -> None:
-    conn: _Connection | None = getattr(_local, "conn", None)
-    if conn is None:
-        conn = _local.conn = _Connection()
-    try:
-        conn.loop.run_until_complete(asyncio.wait_for(_send(conn, cfg, target, payload), cfg.attempt_timeout))
-    except SignalRefused:
-        raise
-    except BaseException:
-        conn.client = None  # connect again next time
-        raise
-
-
-async def _send(conn: _Connection, cfg: TemporalConfig, target: TemporalTarget, payload: dict[str, Any]) -> None:
-    from temporalio.client import Client, TLSConfig
-    from temporalio.service import RPCError, RPCStatusCode
-
-    if not cfg.address:
-        raise QuestionError("PARLEY_TEMPORAL_ADDRESS is not set in this worker: it cannot signal the workflow")
-    if conn.client is None or conn.config != cfg:
-        tls = TLSConfig(client_cert=cfg.tls_cert, client_private_key=cfg.tls_key) if cfg.tls_cert else False
-        conn.client = await Client.connect(cfg.address, namespace=cfg.namespace, tls=tls)
-        conn.config = cfg
-    handle = conn.client.get_workflow_handle(target.workflow_id)
-    try:
-        await handle.signal(SIGNAL, payload, rpc_timeout=timedelta(seconds=cfg.attempt_timeout))
-    except RPCError as exc:
-        if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-            raise SignalRefused(f"Temporal refused the signal: {exc.message}") from None
-        raise
-
-
 def ended(runtime: Runtime, run: RunRecord, result: str, error: str) -> bool:
-    """The question's run is ending (its final status not written yet): with a quorum, signal each one's
-    answers (`result`); failing before its question closed (it could not be posted), signal `failed`."""
+    """Signal what the question's ending run must, before its final status is written.
+
+    With a quorum, this signals each one's answers (`result`), unless the answer meeting it was
+    announced as accepted. A run failing before its question closed signals `failed`. That happens
+    when the question could not be posted.
+    """
     if error:
         interrupt = runtime.store.interrupt(run.interrupt) if run.interrupt else None
         return announce(runtime, run, interrupt, error=error)
@@ -220,4 +193,4 @@ def ended(runtime: Runtime, run: RunRecord, result: str, error: str) -> bool:
     if question is None or question.quorum is None:  # a single question was announced as it closed
         return False
     ending = run.model_copy(update={"status": RunStatus.SUCCEEDED, "result": result})
-    return announce(runtime, ending, None)
+    return announce(runtime, ending, None, question=question)

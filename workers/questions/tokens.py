@@ -1,9 +1,9 @@
-"""API tokens: created once (shown once), found by the sha256 of their value, revoked by name.
+"""API tokens: created once (shown once), found by their value's sha256, revoked by name.
 
-A token is 32 random bytes, so a plain sha256 is enough to store it safely: nothing about
-it can be guessed faster than the token itself (a slow password hash protects low-entropy
-secrets, which these are not). The webhook signing secret is kept as it is, since Parley
-signs with it; it is shown once too.
+A token is 32 random bytes, so a plain sha256 stores it safely. Nothing about it can be guessed
+faster than the token itself. A slow password hash protects low-entropy secrets, which these are
+not. The webhook signing secret is kept as it is, since Parley signs with it. It is shown once
+too.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 class TokenError(QuestionError):
-    """A token command refused: a bad or taken name, an unknown scope, no such token."""
+    """A token command refused: bad or taken name, unknown scope, no such token."""
 
 
 @dataclass(frozen=True)
 class NewToken:
-    """What `create` returns, the only time the token and secret are seen in full."""
+    """What `create` returns, the only time token and secret are seen whole."""
 
     record: ApiTokenRecord
     token: str
@@ -44,7 +44,10 @@ GLOB_PATTERN = re.compile(r"[!-~]{1,1000}")
 
 
 def temporal_granted(globs: tuple[str, ...] | list[str], workflow_id: str) -> bool:
-    """Whether one of a token's `--temporal` globs matches `workflow_id` (case-sensitive, as ids are)."""
+    """Whether one of a token's `--temporal` globs matches `workflow_id`.
+
+    The match is case-sensitive, as ids are.
+    """
     return any(fnmatchcase(workflow_id, glob) for glob in globs)
 
 
@@ -60,12 +63,12 @@ def create(
     team: str = "",
     temporal: list[str] | None = None,
 ) -> NewToken:
-    """A new token named `name` with `scopes` (default: ask) and, optionally, its own rate limit.
+    """A new token `name` with `scopes` (default: ask) and an optional rate limit.
 
-    `team` is the Slack workspace its questions are asked in (and, for an admin token, the only
-    one it sees); with many workspaces (OAuth mode) it says which installation posts them.
-    `temporal` lists the workflow-id globs its questions may signal; none by default, so a
-    token reaches no Temporal workflow unless it is granted one.
+    `team` is the Slack workspace its questions are asked in. For an admin token, it is also the
+    only one it sees. With many workspaces (OAuth mode), it says which installation posts them.
+    `temporal` lists the workflow-id globs its questions may signal. There are none by default, so a
+    token reaches no workflow unless granted one.
     """
     if not NAME_PATTERN.fullmatch(name):
         raise TokenError(

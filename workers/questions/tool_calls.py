@@ -1,9 +1,9 @@
-"""A tool call's arguments checked against the tool's input schema, before and after people approve it.
+"""A tool call's arguments checked against its input schema, before and after approval.
 
-The MCP gateway asks nobody to approve a call the tool would refuse, and forwards no edit the
-tool's schema refuses. The check is `workers.runtime.arg_schema`'s: patterns are left out and
-remote `$ref`s never fetched, since an upstream's schema may come from anyone. The paths that
-fail are safe to record; the values are not, so they are never returned.
+The MCP gateway asks nobody to approve a call the tool would refuse. It forwards no edit the
+tool's schema refuses. The check is `workers.runtime.arg_schema`'s. Patterns are left out and
+remote `$ref`s never fetched, since an upstream's schema may come from anyone. The failing paths
+are safe to record. The values are not, so they are never returned.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from workers.runtime.arg_schema import SchemaUnusable, problems, said
 
 
 def arguments_refused(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
-    """Why `arguments` do not meet tool `name`'s input `schema`; None when they do."""
+    """Why `arguments` do not meet tool `name`'s input `schema`, or None."""
     try:
         found = problems(schema, arguments)
     except SchemaUnusable as exc:
@@ -25,7 +25,7 @@ def arguments_refused(name: str, schema: dict[str, Any], arguments: dict[str, An
 
 
 def fields_refused(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
-    """The argument paths that do not meet `schema`, without the values: safe to record."""
+    """The argument paths failing `schema`, without values, so safe to record."""
     try:
         return sorted(problems(schema, arguments))
     except SchemaUnusable:

@@ -1,4 +1,4 @@
-"""A question as the API shows it, read from its run, its interrupt and the API's own record."""
+"""A question as the API shows it, from its run, interrupt and API record."""
 
 from __future__ import annotations
 
@@ -25,8 +25,11 @@ _WAITING = QuestionStatus.WAITING
 
 
 def when(ts: float | None) -> datetime | None:
-    """`ts` as a UTC datetime; None for none, and for one no datetime can hold (year 33715, written by a
-    version that did not bound `expires_in`)."""
+    """`ts` as a UTC datetime, or None.
+
+    None also for a value no datetime can hold. That is year 33715, written by a version that did
+    not bound `expires_in`.
+    """
     if not ts:
         return None
     try:
@@ -36,8 +39,11 @@ def when(ts: float | None) -> datetime | None:
 
 
 def status_of(run: RunRecord | None, interrupt: InterruptRecord | None) -> QuestionStatus:
-    """The question's status: its interrupt's state once closed, else its run's (a run that ended
-    before its question was open, e.g. Slack refused to post it, ends the question too)."""
+    """The question's status: its interrupt's once closed, else its run's.
+
+    A run can end before its question was open, e.g. when Slack refused to post it. That ends the
+    question too.
+    """
     if interrupt is not None and (run is None or not run.status.is_final or _BY_STATE[interrupt.state] != _WAITING):
         return _BY_STATE[interrupt.state]
     if run is not None and run.status is RunStatus.SUCCEEDED:  # a quorum's group: the run ends when answered
@@ -57,8 +63,10 @@ def build_view(
     interrupt: InterruptRecord | None,
     shared: dict[str, Any] | None = None,
 ) -> QuestionView:
-    """The question as the API shows it; `shared`: the one message a quorum's people share (no interrupt is
-    the question's own then)."""
+    """The question as the API shows it.
+
+    `shared`: the one message a quorum's people share. No interrupt is the question's own then.
+    """
     status = status_of(run, interrupt)
     answers = None
     if interrupt is not None and status is QuestionStatus.ANSWERED:
@@ -129,7 +137,7 @@ def _temporal_view(question: ApiQuestionRecord, status: QuestionStatus) -> Tempo
 
 
 def unreadable_view(question: UnreadableQuestion) -> QuestionView:
-    """A question whose records this version cannot read, as a listing shows it: failed, saying why."""
+    """An unreadable question as a listing shows it: failed, saying why."""
     return QuestionView(
         id=question.id,
         status=QuestionStatus.FAILED,

@@ -1,12 +1,12 @@
-"""How a call waits on its question: woken on close, with progress, bounded, and left cleanly.
+"""How a call waits on its question: woken on close, with progress, bounded, left cleanly.
 
-`QuestionService.wait` is the bare wait the API's long-poll uses. `ask` and `until` are the
-wait of an MCP call: `ask_human`, `get_answer`, `approve_tool_use`, and the gateway's approvals and
-elicitations all wait through them. While a call waits, its client hears progress every
-`PROGRESS_EVERY` seconds. A call that waits for a decision holds on for the question's
-expiry and `GRACE` seconds more, then withdraws the question. A client that goes away
-mid-wait cancels the question (or runs the caller's own `when_gone`), shielded from the
-call's own cancellation, so nobody answers what nobody waits for.
+`QuestionService.wait` is the bare wait the API's long-poll uses. `ask` and `until` are an MCP
+call's wait. `ask_human`, `get_answer` and `approve_tool_use` wait through them. So do the
+gateway's approvals and elicitations. While a call waits, its client hears progress every
+`PROGRESS_EVERY` seconds. A call waiting for a decision holds on until expiry plus `GRACE`
+seconds. It then withdraws the question. A client that goes away mid-wait cancels the question,
+or runs the caller's `when_gone`. This is shielded from the call's own cancellation. So nobody
+answers what nobody waits for.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ Gone = Callable[[str], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Patience:
-    """How long one call waits on its question, what it reports meanwhile, and how it ends."""
+    """How long one call waits, what it reports meanwhile, and how it ends."""
 
     seconds: float
     progress: Progress | None = None
@@ -51,7 +51,10 @@ class Patience:
 
     @classmethod
     def within(cls, seconds: float) -> Patience:
-        """Wait at most `seconds`; a question still waiting then stays open, to be waited on again."""
+        """Wait at most `seconds`.
+
+        A question still waiting then stays open, to be waited on again.
+        """
         return cls(seconds=seconds)
 
     @classmethod
@@ -66,9 +69,11 @@ class Patience:
         every: float = PROGRESS_EVERY,
         when_gone: Gone | None = None,
     ) -> Patience:
-        """Wait until people decide: at most the expiry and `grace`, withdrawn past that or when the client goes.
+        """Wait until people decide, at most until expiry plus `grace`.
 
-        `total`: report the expiry as the progress total. `when_gone`: instead of the withdrawal."""
+        Past that, or when the client goes, the question is withdrawn. `total`: report the expiry as the
+        progress total. `when_gone`: what runs instead of the withdrawal.
+        """
         return cls(
             seconds=expires_in + grace,
             progress=progress,
@@ -81,7 +86,10 @@ class Patience:
 
 
 class Waiting:
-    """The MCP waits of one question service, each a series of its `wait`s (woken by its `Closings`)."""
+    """The MCP waits of one question service.
+
+    Each is a series of its `wait`s, woken by its `Closings`.
+    """
 
     def __init__(self, service: QuestionService) -> None:
         self.service = service
@@ -89,9 +97,11 @@ class Waiting:
     async def ask(
         self, caller: Caller, body: QuestionCreate, patience: Patience, key: str | None = None
     ) -> tuple[QuestionView, bool]:
-        """Ask `body` and wait on it as `patience` says; the question as it ended, and whether it was created.
+        """Ask `body` and wait on it as `patience` says.
 
-        `key`: an idempotency key; a second call with it joins the first call's question."""
+        Returns the question as it ended, and whether it was created. `key` is an idempotency key. A
+        second call with it joins the first call's question.
+        """
         service = self.service
         view, created = await service.in_thread(lambda: service.create(caller, body, key))
         asked = "question asked" if created else "question joined"
@@ -101,7 +111,10 @@ class Waiting:
         return await self.until(caller, view.id, patience), created
 
     async def until(self, caller: Caller, question_id: str, patience: Patience) -> QuestionView:
-        """Wait on the question as `patience` says: the question once closed, or as it stands at the bound."""
+        """Wait on the question as `patience` says.
+
+        Returns it once closed, or as it stands at the bound.
+        """
         try:
             view = await self._reporting(caller, question_id, patience)
         except anyio.get_cancelled_exc_class():
@@ -114,7 +127,10 @@ class Waiting:
         return view
 
     async def withdraw(self, caller: Caller, question_id: str) -> QuestionView:
-        """Cancel a waiting question (one that closed meanwhile stays as it closed); the question as it is now."""
+        """Cancel a waiting question and return it as it is now.
+
+        One that closed meanwhile stays as it closed.
+        """
         service = self.service
         try:
             return await service.in_thread(lambda: service.cancel(caller, question_id))
@@ -122,7 +138,10 @@ class Waiting:
             return await service.in_thread(lambda: service.get(caller, question_id))
 
     async def _reporting(self, caller: Caller, question_id: str, patience: Patience) -> QuestionView:
-        """`_bounded`, progress reported meanwhile; its errors raised as they are, never grouped."""
+        """`_bounded`, reporting progress meanwhile.
+
+        Its errors are raised as they are, never grouped.
+        """
         if patience.progress is None:
             return await self._bounded(caller, question_id, patience.seconds)
         failed: Exception | None = None
@@ -168,7 +187,7 @@ class Waiting:
 
 @contextlib.asynccontextmanager
 async def listening(service: QuestionService) -> AsyncIterator[None]:
-    """Within this block the service's close notifications are subscribed, so its waits wake."""
+    """Within this block, the service's close notifications wake its waits."""
     if service.closings is None:
         raise ConfigError("this question service was built without close notifications (`closings`)")
     await service.closings.start()

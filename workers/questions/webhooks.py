@@ -1,27 +1,27 @@
-"""Signed webhooks: how a callback is signed, and its delivery as an RQ job on a queue of its own.
+"""Signed webhooks: how a callback is signed, and delivered as an RQ job.
 
-When a question with a `callback_url` closes (answered, expired, cancelled), `announce`
-records the event's body once and enqueues `deliver` on the webhooks' queue (never the
-agents': `parley worker` runs its deliveries on threads of their own, `webhook_workers`)
-under one job id with RQ's `Retry` (an answer's, sooner: by the process that accepts it,
-`accepted`). Every attempt sends the same body with the same
-`webhook-id`, signed as the Standard Webhooks spec says; a non-2xx answer, an error or the
-attempt's deadline raises, and RQ tries again after the next interval. The last failure is
-recorded as `failed` on the question. Each attempt checks the destination again and connects
-to the address it checked (`destinations.pinned`).
+The delivery runs on a queue of its own. When a question with a `callback_url` closes,
+`announce` records the event's body once. Closing means answered, expired or cancelled. It then
+enqueues `deliver` on the webhooks' queue, never the agents'. `parley worker` runs deliveries on
+threads of their own (`webhook_workers`). One job id is used, with RQ's `Retry`. For an answer,
+the accepting process announces sooner (`accepted`). Every attempt sends the same body with the
+same `webhook-id`. It is signed as the Standard Webhooks spec says. A non-2xx answer, an error
+or the deadline raises. RQ then tries again after the next interval. The last failure is
+recorded as `failed` on the question. Each attempt checks the destination again and connects to
+the address checked (`destinations.pinned`).
 
-An attempt has one deadline for all of it (`webhook_timeout`: connecting, sending, the
-answer) and 2 s to connect. A token has at most `webhook_per_token` deliveries queued or
-running at once (RQ's `RateLimit`: the rest wait in order, off the queue, and go as one of
-its own ends), so one token's backlog never stands in front of another's. At most a few
-attempts are in flight per host (`InFlight`); a delivery over that cap is put back a moment
-without using an attempt. A host
-that keeps timing out opens its circuit (`Circuits`): attempts to it fail at once until the
-cooldown ends. The question's `webhook` shows the circuit's state as its last attempt saw it.
+An attempt has one deadline for all of it: connecting, sending, the answer (`webhook_timeout`).
+It has 2 s to connect. A token has at most `webhook_per_token` deliveries queued or running at
+once. That is RQ's `RateLimit`: the rest wait in order, off the queue, until one ends. So one
+token's backlog never stands in front of another's. At most a few attempts are in flight per
+host (`InFlight`). A delivery over that cap is put back a moment without using an attempt. A
+host that keeps timing out opens its circuit (`Circuits`). Attempts to it then fail at once
+until the cooldown ends. The question's `webhook` shows the circuit's state as its last attempt
+saw it.
 
-Signing is the spec's three lines of HMAC-SHA256 (stdlib `hmac`), kept here rather than
-taken from the `standardwebhooks` package so that the tests, which verify with that
-package, check Parley against an independent implementation of the spec.
+Signing is the spec's three lines of HMAC-SHA256, with stdlib `hmac`. It is not taken from the
+`standardwebhooks` package. The tests verify with that package. So they check Parley against an
+independent implementation of the spec.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from rq.rate_limit import RateLimit
 from workers import metrics
 from workers.logs import Log
 from workers.questions import config as config_mod
+from workers.questions import webhook_client
 from workers.questions.destinations import DestinationRefused, check_destination, destination, pinned
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import Event
@@ -52,8 +53,16 @@ from workers.runtime import queues, wiring
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.questions import QuestionStore
-from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, WebhookState
-from workers.store.webhook_limits import Circuit, Circuits, InFlight
+from workers.store.receipt_replicas import ReceiptUnconfirmed
+from workers.store.records import (
+    ApiQuestionRecord,
+    ApiTokenRecord,
+    InterruptRecord,
+    InterruptState,
+    RunRecord,
+    WebhookState,
+)
+from workers.store.webhook_limits import Circuit, Circuits, InFlight, open_gate
 
 __all__ = ["DELIVER", "DestinationRefused", "announce", "check_destination", "deliver", "pinned", "post", "sign"]
 
@@ -87,21 +96,26 @@ def post(
     timeout: float,
     connect_timeout: float = 2.0,
 ) -> httpx.Response:
-    """POST `content` to `url` over a connection to `address` (see `pinned`), redirects not followed,
-    all of it within `timeout` seconds: a receiver that answers slowly, or one byte at a time, is
-    cut off at the deadline (httpx's own timeouts apply to each read, not to the whole)."""
-    return asyncio.run(_post(url, address, content, headers, timeout, connect_timeout))
+    """POST `content` to `url` via `address` (see `pinned`), within `timeout` seconds in all.
 
-
-async def _post(
-    url: str, address: str | None, content: str, headers: dict[str, str], timeout: float, connect_timeout: float
-) -> httpx.Response:
+    Redirects are not followed. A receiver answering slowly, or one byte at a time, is cut off at
+    the deadline. httpx's own timeouts apply to each read, not to the whole. The thread's kept
+    loop and client send it (`webhook_client`).
+    """
     target, host_header, extensions = pinned(url, address)
+    origin = httpx.URL(target)
+    tls_name = extensions.get("sni_hostname", "")
+    kept = webhook_client.client(f"{origin.scheme}://{origin.netloc.decode()}", tls_name, tls_context())
     limits = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
-    client = httpx.AsyncClient(follow_redirects=False, timeout=limits, verify=tls_context())
+
+    async def attempt() -> httpx.Response:
+        async with asyncio.timeout(timeout):
+            return await kept.post(
+                target, content=content, headers={**headers, **host_header}, extensions=extensions, timeout=limits
+            )
+
     try:
-        async with asyncio.timeout(timeout), client:
-            return await client.post(target, content=content, headers={**headers, **host_header}, extensions=extensions)
+        return webhook_client.run(attempt)
     except TimeoutError:
         raise AttemptTimedOut(f"the receiver did not answer within {timeout:g} s") from None
 
@@ -111,11 +125,11 @@ _contexts_lock = threading.Lock()
 
 
 def tls_context() -> ssl.SSLContext:
-    """The TLS settings every attempt verifies receivers with, made once per set of trusted authorities.
+    """The TLS settings every attempt verifies receivers with, one per set of authorities.
 
-    httpx makes a fresh context for each client, loading every certificate authority again:
-    15-70 ms of CPU per attempt, most of a delivery's cost. The authorities are httpx's own
-    choice (`SSL_CERT_FILE`, `SSL_CERT_DIR`, else certifi), so a change to those is honoured.
+    httpx makes a fresh context per client, loading every certificate authority again. That is 15-70
+    ms of CPU per attempt, most of a delivery's cost. The authorities are httpx's own choice:
+    `SSL_CERT_FILE`, `SSL_CERT_DIR`, else certifi. So a change to those is honoured.
     """
     key = (os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
     context = _contexts.get(key)
@@ -136,8 +150,10 @@ def sign(secret: str, msg_id: str, timestamp: int, body: str) -> str:
 def announce(
     runtime: Runtime, run: RunRecord, interrupt: InterruptRecord, *, question: ApiQuestionRecord | None = None
 ) -> bool:
-    """Enqueue the webhook for a question that closed, once per event; False when there is none to send.
-    `question`: its record, when the caller has just read it."""
+    """Enqueue the webhook for a closed question, once per event.
+
+    False when there is none to send. `question`: its record, when the caller has just read it.
+    """
     event = EVENTS.get(interrupt.state)
     store = QuestionStore(runtime.redis)
     question = question or store.get(run.id)
@@ -165,8 +181,11 @@ def announce(
 
 
 def deliver(question_id: str) -> str | Retry:
-    """One attempt at delivering a question's webhook (RQ's `Retry` makes the next); a `Retry` of
-    its own, using no attempt, when the token's or the host's in-flight cap is full."""
+    """One attempt at delivering a question's webhook (RQ's `Retry` makes the next).
+
+    When the token's or host's in-flight cap is full, it raises a `Retry` of its own. That uses no
+    attempt.
+    """
     runtime = wiring.current()
     cfg = config_mod.current()
     store = QuestionStore(runtime.redis)
@@ -174,7 +193,11 @@ def deliver(question_id: str) -> str | Retry:
     state = question.webhook if question is not None else None
     if question is None or state is None or state.status == "delivered":
         return "nothing to deliver"
-    state = with_receipt(runtime.receipts, store, question_id, state)  # signed here, off Slack's path
+    try:
+        state = with_receipt(runtime.receipts, store, question_id, state)  # signed here, off Slack's path
+    except ReceiptUnconfirmed:  # sent with its receipt once a replica holds it (docs/receipts.md)
+        log.info("webhook held back: its receipt is not yet on a replica", run_id=question_id, webhook_id=state.id)
+        return Retry(max=DEFERRALS, interval=cfg.webhook_defer)
     job = get_current_job()
     final = job is None or not job.retries_left
     ctx = {"run_id": question_id, "webhook_id": state.id, "attempt": state.attempts + 1}
@@ -189,23 +212,26 @@ def deliver(question_id: str) -> str | Retry:
         return "refused"
     host = destination(question.callback_url)
     asker = question.owner or question.token  # the token itself, not its name (a newer token may share it)
-    circuit = Circuits(runtime.redis).get(host)
+    circuits = Circuits(runtime.redis)
     in_flight = InFlight(runtime.redis, cfg.webhook_per_token, cfg.webhook_per_host)
-    slot = job.id if job is not None and circuit.state != "open" else None
-    if slot is not None:
-        full = in_flight.acquire(slot, asker, host, cfg.webhook_timeout + SLOT_MARGIN)
-        if full is not None:
-            metrics.webhook_deferred(full)
-            log.info("webhook held back: its cap of deliveries in flight is full", **ctx, cap=full)
-            return Retry(max=DEFERRALS, interval=cfg.webhook_defer)
+    slot = (job.id, asker, cfg.webhook_timeout + SLOT_MARGIN) if job is not None else None
+    gate = open_gate(circuits, in_flight, host, question.token, slot)  # one round trip
+    circuit = gate.circuit
+    if circuit.state == "open":
+        slot = None  # no attempt is made, so it holds no slot
+    elif gate.full is not None:
+        metrics.webhook_deferred(gate.full)
+        log.info("webhook held back: its cap of deliveries in flight is full", **ctx, cap=gate.full)
+        return Retry(max=DEFERRALS, interval=cfg.webhook_defer)
     state = state.model_copy(update={"attempts": state.attempts + 1})
+    token = store.token_by_hash(gate.token_hash) if gate.token_hash else None
     try:
         state, circuit, failure = _attempt(
-            question.callback_url, address, question.token, question.owner, state, circuit, host
+            question.callback_url, address, token, question.token, question.owner, state, circuit, host
         )
     finally:
         if slot is not None:
-            in_flight.release(slot, asker, host)
+            in_flight.release(slot[0], asker, host)
     if failure is not None:
         error = f"{type(failure).__name__}: {failure}"[:300]
         if final:  # in the run's history, so admins see it (`parley runs show`, Slack's Inspect)
@@ -222,17 +248,26 @@ def deliver(question_id: str) -> str | Retry:
 
 
 def _attempt(
-    url: str, address: str | None, token_name: str, owner: str, state: WebhookState, circuit: Circuit, host: str
+    url: str,
+    address: str | None,
+    token: ApiTokenRecord | None,
+    token_name: str,
+    owner: str,
+    state: WebhookState,
+    circuit: Circuit,
+    host: str,
 ) -> tuple[WebhookState, Circuit, Exception | None]:
-    """Send one signed attempt unless the host's circuit is open; the state and circuit after it,
-    and what went wrong (None when the receiver answered 2xx)."""
+    """Send one signed attempt unless the host's circuit is open.
+
+    Returns the state and circuit after it, and what went wrong. That is None when the receiver
+    answered 2xx.
+    """
     cfg = config_mod.current()
     redis = wiring.current().redis
     if circuit.state == "open":
         until = datetime.fromtimestamp(circuit.open_until or 0, tz=UTC).isoformat(timespec="seconds")
         metrics.webhook_attempt("circuit_open")
         return state, circuit, CircuitOpen(f"not sent: {host!r} kept timing out; its circuit is open until {until}")
-    token = QuestionStore(redis).token_by_name(token_name)
     if token is not None and owner and token.owner != owner:
         token = None  # a newer token under the asker's name: not the asker, and not its secret
     if token is None:

@@ -23,7 +23,10 @@ def digest(value: Any) -> dict[str, str]:
 
 
 def blocks_digest(blocks: list[Any]) -> str:
-    """The sha256 of the Block Kit blocks a host posted, as its question's `shown_digest`; "" if not JSON."""
+    """The sha256 of a host's posted Block Kit blocks, as the question's `shown_digest`.
+
+    "" if they are not JSON.
+    """
     plain = [b.to_dict() if hasattr(b, "to_dict") else b for b in blocks]
     try:
         return sha256(canonical(plain))

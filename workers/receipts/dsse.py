@@ -1,8 +1,8 @@
 """DSSE envelopes signed with Ed25519.
 
-The pre-authentication encoding (PAE) is written here: it is four lines of the DSSE
-spec, and `securesystemslib`'s envelope brings its own signer and key formats we do not
-use. The envelope is the spec's JSON, so in-toto tooling reads it as is.
+The pre-authentication encoding (PAE) is written here, as four lines of the DSSE spec.
+`securesystemslib`'s envelope brings its own signer and key formats, which we do not use. The
+envelope is the spec's JSON, so in-toto tooling reads it as is.
 """
 
 from __future__ import annotations
@@ -37,7 +37,10 @@ def sign(payload: bytes, signer: Signer, payload_type: str = PAYLOAD_TYPE) -> di
 
 
 def parse(text: str | bytes) -> dict[str, Any]:
-    """An envelope read from JSON text; `ReceiptError` says what is wrong with it."""
+    """An envelope read from JSON text.
+
+    `ReceiptError` says what is wrong with it.
+    """
     try:
         envelope = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -53,7 +56,7 @@ def parse(text: str | bytes) -> dict[str, Any]:
 
 
 def open_envelope(envelope: dict[str, Any], ring: KeyRing) -> bytes:
-    """The payload of `envelope` once one signature verifies with a key of `ring`."""
+    """The payload of `envelope`, once a signature verifies with a key of `ring`."""
     try:
         payload = base64.b64decode(envelope["payload"], validate=True)
     except (binascii.Error, TypeError, ValueError):

@@ -1,4 +1,4 @@
-"""The one error a receipt check raises: its message is the verdict, in one line."""
+"""The one error a receipt check raises, whose message is the one-line verdict."""
 
 from __future__ import annotations
 
@@ -6,4 +6,7 @@ from workers.exceptions import ParleyError
 
 
 class ReceiptError(ParleyError):
-    """A receipt or an audit line that does not verify; the message says why, in plain words."""
+    """A receipt or audit line that does not verify.
+
+    The message says why, in plain words.
+    """

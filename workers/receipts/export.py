@@ -1,4 +1,8 @@
-"""The audit log: each workspace's chain of receipts as JSON lines, oldest first."""
+"""The audit log: each workspace's chain of receipts as JSON lines, oldest first.
+
+With `PARLEY_REDIS_MIN_REPLICAS` set, a chain is exported up to its head only once replicas
+hold that head, so an exported log never holds a receipt a failover could lose.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from workers.store.receipts import Receipt, ReceiptBook
 
 
 def closed_at(receipt: Receipt) -> float:
-    """When the receipt's question closed, from its statement (0 when it does not say)."""
+    """When the receipt's question closed, per its statement (0 if unsaid)."""
     closed = (statement_of(receipt.envelope).get("predicate", {}).get("when") or {}).get("closed")
     try:
         return datetime.fromisoformat(str(closed).replace("Z", "+00:00")).timestamp() if closed else 0.0
@@ -20,10 +24,17 @@ def closed_at(receipt: Receipt) -> float:
 
 
 def export_lines(book: ReceiptBook, team: str | None = None, since: float | None = None) -> Iterator[str]:
-    """One JSON line per receipt, chain by chain; `team` one workspace's, `since` only later closes."""
+    """One JSON line per receipt, chain by chain.
+
+    `team` picks one workspace's. `since` keeps only later closes. `ReceiptUnconfirmed` comes
+    before any line while replicas do not hold a chain's head yet.
+    """
     workspaces = [team] if team else book.workspaces()
-    for workspace in workspaces:
+    heads = {workspace: book.confirmed_head(workspace) for workspace in workspaces}  # before any line
+    for workspace, upto in heads.items():
         for receipt in book.chain(workspace):
+            if receipt.sequence > upto:
+                break  # written after the head was confirmed: the next export has it
             if since is not None and closed_at(receipt) < since:
                 continue
             yield json.dumps(receipt.line(), separators=(",", ":"))

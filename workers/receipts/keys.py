@@ -1,7 +1,7 @@
-"""Ed25519 receipt keys: the signing key, and the public keys trusted to verify, by key id.
+"""Ed25519 receipt keys: the signing key, and trusted public keys by key id.
 
-A key id is the sha256 of the public key's raw 32 bytes, in hex. Verifiers hold several
-public keys, so receipts signed before a rotation keep verifying after it.
+A key id is the sha256 of the public key's raw 32 bytes, in hex. Verifiers hold several public
+keys. So receipts signed before a rotation keep verifying after it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ class Signer:
 
     @classmethod
     def from_pem(cls, pem: bytes) -> Signer:
-        """A signer from PKCS#8 PEM; `ReceiptError` when it is not an Ed25519 private key."""
+        """A signer from PKCS#8 PEM.
+
+        Raises `ReceiptError` when it is not an Ed25519 private key.
+        """
         try:
             private = serialization.load_pem_private_key(pem, password=None)
         except (ValueError, TypeError) as exc:
@@ -90,7 +93,10 @@ class KeyRing:
 
     @classmethod
     def from_pem_text(cls, text: bytes) -> KeyRing:
-        """Every public key in `text` (PEM blocks; a private key counts by its public half)."""
+        """Every public key in the PEM blocks of `text`.
+
+        A private key counts by its public half.
+        """
         ring = cls()
         blocks = [b"-----BEGIN" + part for part in text.split(b"-----BEGIN")[1:]]
         for block in blocks:

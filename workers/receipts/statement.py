@@ -1,7 +1,7 @@
-"""The in-toto Statement a receipt signs: what was asked, what was decided, by whom, when.
+"""The in-toto Statement a receipt signs: what was asked and decided, by whom, when.
 
-The predicate is built only from what Redis holds about the closed question and its run.
-A secret item's answer appears only as answered: neither its value nor any digest of it.
+The predicate is built only from what Redis holds about the closed question and its run. A
+secret item's answer appears only as answered. Neither its value nor any digest of it appears.
 """
 
 from __future__ import annotations
@@ -58,7 +58,10 @@ def outcome_of(question: InterruptRecord, values: dict[str, Any]) -> str:
 
 
 def _answers(request: Request, question: InterruptRecord) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The answers as the receipt states them, and the plain values by item id (secrets left out)."""
+    """The answers as the receipt states them, and plain values by item id.
+
+    Secrets are left out.
+    """
     secret = {item.id for item in request.items if item.is_secret}
     stated: list[dict[str, Any]] = []
     values: dict[str, Any] = {}
@@ -72,7 +75,7 @@ def _answers(request: Request, question: InterruptRecord) -> tuple[list[dict[str
 
 
 def _approval(request: Request, values: dict[str, Any]) -> dict[str, Any] | None:
-    """What an approval approved: the action, and digests of the arguments as approved and as proposed."""
+    """What an approval approved: the action, and digests of approved and proposed arguments."""
     approval = request.approval
     if approval is None:
         return None
@@ -113,7 +116,10 @@ def statement(
     previous: str | None,
     closed_at: float | None = None,
 ) -> dict[str, Any]:
-    """The in-toto Statement v1 of a closed question, chained after the receipt `previous` (its digest)."""
+    """The in-toto Statement v1 of a closed question.
+
+    It is chained after the receipt `previous`, by its digest.
+    """
     request = question.request
     request_json = request.model_dump(mode="json", exclude_none=True)
     stated, values = _answers(request, question)

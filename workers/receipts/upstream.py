@@ -1,9 +1,9 @@
-"""The gateway's receipt in a forwarded call's `_meta`, and the check an upstream makes of it.
+"""The gateway's receipt in a forwarded call's `_meta`, and an upstream's check of it.
 
-The gateway forwards an approved call with its receipt (`RECEIPT`) and the receipt's digest
-(`DIGEST`) in `_meta`. An upstream holding Parley's public keys checks, with `check_call`,
-that a person approved exactly the arguments it received. Its digest covers the arguments
-as shown: for a rule that redacts values, the check compares against the shown form.
+The gateway forwards an approved call with its receipt (`RECEIPT`) and digest (`DIGEST`) in
+`_meta`. An upstream holding Parley's public keys checks it with `check_call`. That shows a
+person approved exactly the arguments received. The digest covers the arguments as shown. For a
+rule that redacts values, the check compares against the shown form.
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ APPROVED = ("approved", "edited")
 
 
 def call_meta(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The `_meta` of a call forwarded after its approval: the receipt, and its digest."""
+    """The `_meta` of a call forwarded after approval: the receipt and its digest."""
     return {RECEIPT: dict(line), DIGEST: line["digest"]["sha256"]}
 
 
 def check_call(meta: Mapping[str, Any] | None, arguments: Mapping[str, Any], ring: KeyRing) -> Verified:
-    """The verified receipt when it approves exactly `arguments`; `ReceiptError` saying why not."""
+    """The verified receipt, when it approves exactly `arguments`.
+
+    Otherwise `ReceiptError` says why not.
+    """
     line = (meta or {}).get(RECEIPT)
     if not isinstance(line, Mapping) or not isinstance(line.get("envelope"), Mapping):
         raise ReceiptError("no receipt in the call's _meta: it was not approved through Parley")

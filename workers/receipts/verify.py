@@ -1,4 +1,4 @@
-"""Checking receipts offline: one receipt's signature and digests, and an audit log's chains."""
+"""Checking receipts offline: one receipt's signature and digests, an audit log's chains."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from workers.receipts.statement import PREDICATE_TYPE, STATEMENT_TYPE
 
 
 def statement_of(envelope: dict[str, Any]) -> dict[str, Any]:
-    """The statement an envelope carries, unverified (for listings); {} when it cannot be read."""
+    """The statement an envelope carries, unverified, for listings.
+
+    {} when it cannot be read.
+    """
     try:
         body = json.loads(base64.b64decode(envelope["payload"]))
     except (KeyError, TypeError, ValueError):
@@ -26,7 +29,7 @@ def statement_of(envelope: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Verified:
-    """A receipt that verified: its statement, the digest of its payload, the key that signed it."""
+    """A verified receipt: its statement, its payload's digest, its signing key."""
 
     statement: dict[str, Any]
     digest: str
@@ -38,7 +41,7 @@ class Verified:
 
 
 def verify_envelope(envelope: dict[str, Any], ring: KeyRing, claimed: str | None = None) -> Verified:
-    """Check the signature, the key id, the statement's shape and (when given) the claimed digest."""
+    """Check the signature, key id, statement shape and any claimed digest."""
     payload = open_envelope(envelope, ring)
     try:
         body = json.loads(payload)
@@ -55,7 +58,10 @@ def verify_envelope(envelope: dict[str, Any], ring: KeyRing, claimed: str | None
 
 
 def verify_text(text: str | bytes, ring: KeyRing) -> Verified:
-    """A receipt as a file holds it: a DSSE envelope, or the API's answer (envelope and digest)."""
+    """A receipt as a file holds it: a DSSE envelope, or the API's answer.
+
+    The API answers with the envelope and digest.
+    """
     outer = parse(text)
     wrapped = json.loads(text)
     claimed = None
@@ -72,12 +78,12 @@ class _Link:
 
 
 def verify_log(lines: Iterable[str], ring: KeyRing) -> int:
-    """Check every receipt of an audit log and each workspace's chain; how many receipts.
+    """Check every receipt of an audit log and each workspace's chain.
 
-    `ReceiptError` names the first bad line: one that does not verify, a receipt missing
-    (a gap in the sequence), two in the wrong order, or two claiming the same predecessor.
-    The first receipt of each workspace is taken as it is: retention may have purged the
-    ones before it.
+    Returns how many receipts there were. `ReceiptError` names the first bad line. A line is bad
+    when it does not verify, or a receipt is missing (a gap in the sequence). It is also bad when
+    two are out of order, or two claim the same predecessor. Each workspace's first receipt is taken
+    as it is, since retention may have purged earlier ones.
     """
     heads: dict[str, _Link] = {}
     seen: dict[str, int] = {}

@@ -1,10 +1,10 @@
-"""Runs as hosts see them: the inbound door (`RunService`) and the words it speaks.
+"""Runs as hosts see them: the inbound door (`RunService`) and its words.
 
-`workers.interaction` is the port the runtime uses to reach a host (`Interactor`). This
-package is the other direction: Slack, the terminal and the command line start, answer,
-decline, reassign, wait on and administer runs through `RunService`, never the store.
-The records, outcomes and refusals it returns are exported here, so a host needs
-nothing from `workers.store` or `workers.runtime`.
+`workers.interaction` is the port the runtime uses to reach a host (`Interactor`). This package
+is the other direction. Slack, the terminal and the command line use `RunService` to handle
+runs. They start, answer, decline, reassign, wait on and administer runs through it, never the
+store. The records, outcomes and refusals it returns are exported here. So a host needs nothing
+from `workers.store` or `workers.runtime`.
 """
 
 from workers.runs.records import HostRecords, Notices, Proposals

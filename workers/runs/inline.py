@@ -1,8 +1,8 @@
-"""Executing a run in the process that started it (`parley run`), and letting go of it.
+"""Executing a run in the process that started it (`parley run`), and letting go.
 
 A terminal host asks synchronously, so the run executes here rather than on a worker. A
-retryable failure is retried here after the usual delay. A run stopped inside a step is
-handed back, queued with a job, so a worker or another `parley run --resume` carries it on.
+retryable failure is retried here after the usual delay. A run stopped inside a step is handed
+back, queued with a job. A worker or another `parley run --resume` then carries it on.
 """
 
 from __future__ import annotations
@@ -29,16 +29,19 @@ def retry_delay(runtime: Runtime, failures: int) -> float:
 
 
 def drop_job(runtime: Runtime, job_id: str) -> None:
-    """Withdraw a worker job for the run: this process executes the run itself.
+    """Withdraw the run's worker job, since this process executes the run.
 
-    Should this process die before executing it, the sweep gives the queued run a new job.
+    If this process dies before executing it, the sweep gives the queued run a new job.
     """
     with contextlib.suppress(NoSuchJobError):
         Job.fetch(job_id, connection=runtime.redis, serializer=runtime.queue.serializer).delete()
 
 
 def execute_inline(runtime: Runtime, run_id: str, notice: Callable[[str], None]) -> RunRecord:
-    """Execute the run here, retrying inline after a retryable failure, until it leaves `queued`."""
+    """Execute the run here until it leaves `queued`.
+
+    A retryable failure is retried inline.
+    """
     while execute(runtime, run_id) == RunStatus.QUEUED.value:
         record = runtime.store.get(run_id)
         if record.status is not RunStatus.QUEUED:
@@ -52,10 +55,10 @@ def execute_inline(runtime: Runtime, run_id: str, notice: Callable[[str], None])
 
 
 def hand_back(runtime: Runtime, run_id: str, by: str) -> None:
-    """Let go of a run stopped outside a question: queued again, with a job any worker takes.
+    """Let go of a run stopped outside a question, queued again for any worker.
 
-    A running run gets a new epoch, which fences off anything this process might still
-    write, and its lease is cleared, so nobody waits for it to lapse.
+    A running run gets a new epoch, fencing off anything this process might still write. Its lease
+    is cleared, so nobody waits for it to lapse.
     """
     store = runtime.store
     run = store.get(run_id)

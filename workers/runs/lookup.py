@@ -1,9 +1,8 @@
 """Finding the question a click or a form answers, by the id its controls carry.
 
-A question's controls carry its interrupt id. The one message of a question put to each
-person separately (`run.ask_each`) carries its group's id instead: the clicker's own
-question is the member of that group asked of them, so nobody answers for another, and a
-person who was not asked is refused with who was.
+A question's controls carry its interrupt id. An `ask_each` question has one message, whose
+controls carry its group's id instead. The clicker's own question is the group member asked of
+them. So nobody answers for another. A person who was not asked is refused and told who was.
 """
 
 from __future__ import annotations
@@ -15,7 +14,10 @@ from workers.store.runs import RunStore
 
 
 def lookup(store: RunStore, qid: str, user: str) -> InterruptRecord | AnswerOutcome:
-    """The question `qid` (or `user`'s own in the `ask_each` group `qid`), or the refusal saying why there is none."""
+    """The question `qid`, or the refusal saying why there is none.
+
+    With an `ask_each` group `qid`, it is `user`'s own question in the group.
+    """
     interrupt = store.interrupt(qid) if qid else None
     if interrupt is not None:
         return interrupt

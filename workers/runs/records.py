@@ -1,8 +1,8 @@
-"""`HostRecords`: what a Slack host reads and writes beside its messages, and nothing more.
+"""`HostRecords`: what a Slack host reads and writes beside its messages, nothing more.
 
-A host keeps a run's thread, a question's message and who was told of it; it reads a
-run's conversation, history and questions to draw them. The run store provides all of
-it, but a host sees only this narrow contract, never the store's other operations.
+A host keeps a run's thread, a question's message and who was told of it. It reads a run's
+conversation, history and questions to draw them. The run store provides all of it. But a host
+sees only this narrow contract, never the store's other operations.
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ class Proposals(Protocol):
 
 
 class HostRecords(Protocol):
-    """The records a host keeps and reads beside its messages (the run store is one)."""
+    """The records a host keeps and reads beside its messages.
+
+    The run store is one.
+    """
 
     @property
     def people(self) -> Notices: ...

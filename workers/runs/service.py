@@ -1,11 +1,11 @@
 """`RunService`: the door every host comes in by, the other half of `Interactor`.
 
-`Interactor` is how the runtime reaches a host (post a question, show a close). This is
-how a host reaches the runtime: start a run, look up a question, answer, decline,
-reassign, wait for a close, and the admins' list, inspect, cancel, remind and retry.
-Slack, the terminal and the command line call it instead of the store or the runtime.
-Admin actions write here and queue their effects (a message's lock, a webhook) for a
-worker, so a caller with Redis alone does the whole of a cancel.
+`Interactor` is how the runtime reaches a host, to post a question or show a close. This is how
+a host reaches the runtime. It starts runs, looks up questions, answers, declines, reassigns and
+waits for a close. Admins list, inspect, cancel, remind and retry through it. Slack, the
+terminal and the command line call it instead of the store or the runtime. Admin actions write
+here and queue their effects for a worker, like a message's lock or a webhook. So a caller with
+Redis alone does the whole of a cancel.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from workers.store.starts import StartLimits
 
 @dataclass(frozen=True)
 class Where:
-    """Where an answer was given: workspace, organisation, channel and message, as far as known.
+    """Where an answer was given: workspace, organisation, channel and message, as known.
 
-    `team=None` is a host without workspaces (the terminal); acceptance then skips that check.
+    `team=None` is a host without workspaces (the terminal). Acceptance then skips that check.
     """
 
     team: str | None = None
@@ -48,7 +48,7 @@ class Where:
 
 
 class RunService:
-    """Runs as every host sees them; built once per process around its `Runtime`."""
+    """Runs as every host sees them, built once per process around its `Runtime`."""
 
     def __init__(self, runtime: Runtime, closings: Closings | None = None) -> None:
         self.runtime = runtime
@@ -62,7 +62,10 @@ class RunService:
     def create(
         self, agent: str, text: str, user: str, conversation: dict[str, Any], *, limits: StartLimits | None = None
     ) -> RunRecord | StartRefused:
-        """Create a queued run, within `limits` when given; `begin` sets it going."""
+        """Create a queued run, within `limits` when given.
+
+        `begin` sets it going.
+        """
         return create_run(self.runtime, agent, text, user, conversation, limits=limits)
 
     def begin(self, run_id: str, *, inline: bool = False) -> str | None:
@@ -79,16 +82,19 @@ class RunService:
         limits: StartLimits | None = None,
         before: Callable[[RunRecord], None] | None = None,
     ) -> RunRecord | StartRefused:
-        """Create a run and queue it in one call; `before` runs between the two."""
+        """Create a run and queue it in one call, `before` running in between."""
         return start_run(self.runtime, agent, text, user, conversation, limits=limits, before=before)
 
     def first_delivery(self, key: str, ttl: float) -> bool:
-        """Whether `key` (an event, a command's trigger) is seen for the first time within `ttl` seconds."""
+        """Whether `key` is seen for the first time within `ttl` seconds.
+
+        A key is an event or a command's trigger.
+        """
         return self.runtime.store.first_delivery(key, ttl)
 
     # ---- read ------------------------------------------------------------------
     def run(self, run_id: str) -> RunRecord:
-        """The run `run_id`; `RunNotFound` when there is none."""
+        """The run `run_id`, or `RunNotFound`."""
         return self.runtime.store.get(run_id)
 
     def find(self, run_id: str) -> RunRecord | None:
@@ -99,7 +105,10 @@ class RunService:
         return self.runtime.store.interrupt(interrupt_id) if interrupt_id else None
 
     def question(self, qid: str, user: str) -> InterruptRecord | AnswerOutcome:
-        """The question a control names (or `user`'s own in an `ask_each` group), or why there is none."""
+        """The question a control names, or why there is none.
+
+        In an `ask_each` group, it is `user`'s own question.
+        """
         return lookup(self.runtime.store, qid, user)
 
     def thread_run(self, channel: str, thread_ts: str) -> RunRecord | None:
@@ -122,7 +131,10 @@ class RunService:
     def answer(
         self, interrupt: InterruptRecord, user: str, answers: list[Answer], *, token: str, where: Where
     ) -> AnswerOutcome:
-        """Accept `user`'s answers once and queue the resume; every refusal, Redis down too, as an outcome."""
+        """Accept `user`'s answers once and queue the resume.
+
+        Every refusal, Redis down included, comes back as an outcome.
+        """
         return try_accept(
             self.runtime,
             interrupt,
@@ -136,19 +148,19 @@ class RunService:
         )
 
     def answer_here(self, interrupt: InterruptRecord, user: str, answers: list[Answer]) -> list[Answer]:
-        """Accept answers for a run this process executes next (the terminal): no worker job is queued.
+        """Accept answers for a run this process executes next (the terminal).
 
-        A refusal raises `AcceptRefused`.
+        No worker job is queued. A refusal raises `AcceptRefused`.
         """
         return accept(self.runtime, interrupt, user, answers, resume_here=True).answers
 
     @staticmethod
     def unavailable(interrupt_id: str, user: str, team: str | None) -> AnswerOutcome:
-        """The outcome for an answer that met an unreachable Redis: nothing written, submit again."""
+        """The outcome when Redis was unreachable: nothing written, submit again."""
         return unavailable(interrupt_id, user, team)
 
     def decline(self, interrupt: InterruptRecord, user: str, *, where: Where) -> AnswerOutcome:
-        """Close a declinable question as cancelled by `user`, once; its message is locked."""
+        """Close a declinable question as cancelled by `user`, once, locking its message."""
         return decline(
             self.runtime,
             interrupt,
@@ -162,18 +174,25 @@ class RunService:
     def reassign(
         self, interrupt: InterruptRecord, *, by: str, to: str, is_admin: bool, to_is_bot: bool
     ) -> InterruptRecord:
-        """Hand the question from `by` to `to`; the run's host is told through `Interactor.reassigned`.
+        """Hand the question from `by` to `to`.
 
-        A refusal raises `ReassignRefused` and writes nothing.
+        The run's host is told through `Interactor.reassigned`. A refusal raises `ReassignRefused` and
+        writes nothing.
         """
         return reassign(self.runtime, interrupt, by=by, to=to, is_admin=is_admin, to_is_bot=to_is_bot)
 
     def claim(self, interrupt: InterruptRecord, *, by: str) -> InterruptRecord:
-        """`by` takes a question asked with `claim`; the run's host shows it. Refused: `ClaimRefused`."""
+        """`by` takes a question asked with `claim`, and the run's host shows it.
+
+        A refusal raises `ClaimRefused`.
+        """
         return claims.claim(self.runtime, interrupt, by=by)
 
     def release(self, interrupt: InterruptRecord, *, by: str, is_admin: bool) -> InterruptRecord:
-        """Give a claimed question back to everyone asked (its claimer, or an admin)."""
+        """Give a claimed question back to everyone asked.
+
+        Its claimer or an admin may release it.
+        """
         return claims.release(self.runtime, interrupt, by=by, is_admin=is_admin)
 
     def proposal(self, proposal_id: str) -> Proposal | None:
@@ -181,11 +200,14 @@ class RunService:
         return self.runtime.store.proposals.get(proposal_id)
 
     def take_proposal(self, proposal_id: str, user: str) -> Proposal | None:
-        """The proposal, taken once, if `user` made it; None otherwise, and nothing changes."""
+        """The proposal, taken once, if `user` made it.
+
+        Otherwise None, and nothing changes.
+        """
         return self.runtime.store.proposals.take(proposal_id, user)
 
     def away(self, team: str, user: str) -> Away | None:
-        """`user`'s absence in `team`, while it lasts: until when, and who answers meanwhile."""
+        """`user`'s ongoing absence in `team`: until when, and who answers meanwhile."""
         return self.runtime.store.away.get(team, user)
 
     def set_away(self, team: str, user: str, until: float, delegate: str, *, by: str) -> Away:
@@ -193,13 +215,13 @@ class RunService:
         return self.runtime.store.away.set(team, user, until, delegate, by=by)
 
     def back(self, team: str, user: str) -> bool:
-        """End `user`'s absence now; False when they were not away."""
+        """End `user`'s absence now, or False if they were not away."""
         return self.runtime.store.away.clear(team, user)
 
     async def wait(self, interrupt_id: str, timeout: float) -> InterruptRecord | None:
-        """The question once it is no longer open, or as it is after `timeout` seconds.
+        """The question once it closes, or as it is after `timeout` seconds.
 
-        Woken by the store's close notification (`Closings`), never by polling.
+        The store's close notification (`Closings`) wakes it, never polling.
         """
         if self.closings is None:
             raise RuntimeError("this RunService has no Closings to wait on")
@@ -236,11 +258,11 @@ class RunService:
         per_page: int = 20,
         where: admin.RunFilter | None = None,
     ) -> admin.RunPage:
-        """One page of runs, newest first; only those `where` keeps."""
+        """One page of runs, newest first, only those `where` keeps."""
         return admin.list_runs(self.runtime, status, page=page, per_page=per_page, where=where)
 
     def summarize(self, run: RunRecord) -> admin.RunSummary:
-        """`run` as listings show it, with the question (or questions) it waits on."""
+        """`run` as listings show it, with the questions it waits on."""
         return admin.summarize(self.runtime, run)
 
     def counts(self, where: admin.RunFilter | None = None) -> dict[str, int]:
@@ -252,7 +274,10 @@ class RunService:
         return admin.show(self.runtime, run_id)
 
     def cancel(self, run_id: str, by: str) -> RunRecord:
-        """Cancel a live run; its effects (the message's lock, its webhook) are queued for a worker."""
+        """Cancel a live run and queue its effects for a worker.
+
+        The effects are the message's lock and its webhook.
+        """
         return admin.cancel(self.runtime, run_id, by=by)
 
     def cancel_where(self, where: admin.RunFilter, by: str) -> list[RunRecord]:
@@ -260,7 +285,7 @@ class RunService:
         return admin.cancel_where(self.runtime, where, by=by)
 
     def retry(self, run_id: str, by: str) -> RunRecord:
-        """Queue a failed or expired run again; its recorded steps are kept."""
+        """Queue a failed or expired run again, keeping its recorded steps."""
         return admin.retry(self.runtime, run_id, by=by)
 
     def remind(self, run_id: str, by: str) -> InterruptRecord:
@@ -268,5 +293,5 @@ class RunService:
         return admin.remind(self.runtime, run_id, by=by)
 
     def purge(self, older_than: float, *, dry_run: bool = False) -> list[str]:
-        """Delete finished runs last updated more than `older_than` seconds ago; their ids."""
+        """Delete runs finished over `older_than` seconds ago, returning their ids."""
         return purge_finished(self.runtime, older_than, dry_run=dry_run)

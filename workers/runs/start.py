@@ -1,8 +1,8 @@
 """Starting a run: the one way every host creates a run and sets it going.
 
-Slack's `/parley`, `parley run` and the question service each start runs. They differ in
-who is counted (Slack's start limits) and in who executes the run first (a worker, or the
-process that asked), so both are parameters here and nothing else is written twice.
+Slack's `/parley`, `parley run` and the question service each start runs. They differ in who is
+counted, as with Slack's start limits. They also differ in who executes the run first: a worker,
+or the asking process. Both are parameters here, so nothing else is written twice.
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ def create_run(
     *,
     limits: StartLimits | None = None,
 ) -> RunRecord | StartRefused:
-    """Create a queued run of `agent` on `text`, started by `user` in `conversation`.
+    """Create a queued run of `agent` on `text`, by `user` in `conversation`.
 
-    With `limits`, the start limits (per person, per channel, open runs) are checked and
-    taken in one step first; over one, nothing is created and `StartRefused` says which.
+    With `limits`, the start limits are checked and taken in one step first. These limit runs per
+    person, per channel and open at once. Over one, nothing is created and `StartRefused` says
+    which.
     """
     run_id = new_id(ids.RUN)
     if limits is not None:
@@ -60,9 +61,10 @@ def create_run(
 
 
 def begin(runtime: Runtime, run_id: str, *, inline: bool = False) -> str | None:
-    """Set a created run going: queued for a worker, or (`inline`) executed here until it parks.
+    """Set a created run going: queued for a worker, or executed here.
 
-    Returns the status `execute` left it in when inline; None when it was queued.
+    With `inline`, it executes here until it parks and returns the status `execute` left. When
+    queued it returns None.
     """
     if inline:
         return execute(runtime, run_id)
@@ -81,7 +83,10 @@ def start_run(
     limits: StartLimits | None = None,
     before: Callable[[RunRecord], None] | None = None,
 ) -> RunRecord | StartRefused:
-    """Create the run and queue it for a worker; `before` runs between the two (a thread's root message)."""
+    """Create the run and queue it for a worker.
+
+    `before` runs in between, e.g. to post a thread's root message.
+    """
     run = create_run(runtime, agent, text, user, conversation, limits=limits)
     if isinstance(run, StartRefused):
         return run

@@ -25,7 +25,10 @@ UNCONFIRMED_MESSAGE = "no replica confirmed the answer in time; submit it again"
 
 
 class AcceptRefused(ParleyError):
-    """An answer that was not accepted; nothing was written. `refusal` says why, for a host to word."""
+    """An answer that was not accepted, and nothing was written.
+
+    `refusal` says why, for a host to word.
+    """
 
     def __init__(self, refusal: Refusal) -> None:
         self.refusal = refusal
@@ -37,7 +40,10 @@ class AcceptRefused(ParleyError):
 
 
 def plain_text(refusal: Refusal) -> str:
-    """A refusal in plain words, for the terminal and the command line (Slack's: `bot/slack/refusals.py`)."""
+    """A refusal in plain words, for the terminal and the command line.
+
+    Slack's wording is in `bot/slack/refusals.py`.
+    """
     match refusal.reason:
         case RefusalReason.ANSWERED:
             return f"already answered by {refusal.by}"
@@ -81,10 +87,11 @@ class Accepted:
 
 @dataclass(frozen=True)
 class AnswerOutcome:
-    """What became of one person's answer, for the host to show: accepted, or refused and why.
+    """What became of one person's answer, for the host to show.
 
-    Every host surface (a button, a form, a typed reply) gets this one type, from
-    `AnswerOutcome.accepted` or `AnswerOutcome.refused`, and words it the same way.
+    It is accepted, or refused and why. Every host surface gets this one type: a button, a form, a
+    typed reply. It comes from `AnswerOutcome.accepted` or `AnswerOutcome.refused`. Every surface
+    words it the same way.
     """
 
     interrupt_id: str
@@ -106,7 +113,7 @@ class AnswerOutcome:
 
     @classmethod
     def refused(cls, interrupt_id: str, user: str, refusal: Refusal) -> AnswerOutcome:
-        """A refusal; every host builds its refusals here, so this is where they are counted."""
+        """A refusal, counted here since every host builds its refusals here."""
         metrics.refused(refusal.reason.value)
         return cls(interrupt_id=interrupt_id, user=user, refusal=refusal)
 
@@ -144,7 +151,7 @@ def try_accept(
 
 
 def unavailable(interrupt_id: str, user: str, team: str | None) -> AnswerOutcome:
-    """Redis could not be reached: nothing was written, and the person is asked to submit again."""
+    """Redis was unreachable: nothing was written, and the person should submit again."""
     log.error("Redis unavailable while accepting", exc=True, interrupt_id=interrupt_id, user=user, team=team)
     return AnswerOutcome.refused(interrupt_id, user, Refusal(RefusalReason.UNAVAILABLE))
 
@@ -160,7 +167,7 @@ _SHOWN = {  # the store's refusals an answer is shown; any other (NOT_DUE) reads
 
 
 def refusal_error(refusal: Refusal, interrupt: InterruptRecord) -> AcceptRefused:
-    """A store refusal as the error acceptance raises, with the assignees the question has now."""
+    """A store refusal as acceptance's error, with the question's current assignees."""
     if refusal.reason not in _SHOWN:
         return AcceptRefused(Refusal(RefusalReason.UNKNOWN))
     if refusal.reason is RefusalReason.NOT_ALLOWED:
@@ -183,17 +190,23 @@ def accept(
 ) -> Accepted:
     """Accept `user`'s `answers` to `interrupt_id` exactly once, then enqueue the resume.
 
-    The request comes from Redis, never from the caller: pass the id, or the record a
-    host just read by that id (one read per answer). A host with workspaces passes the
-    payload's `team` ("" when it had none), `enterprise` and the `channel` the answer was
-    given in (None where there is none, as in a modal); `team=None` means the host has no
-    workspaces (the terminal) and skips that check (see `same_workspace` for the rule).
-    A click also passes the `message_ts` it was made on: an answer given in another
-    conversation, or on another message, than the question's is refused (`where_asked`).
-    Refusals raise `AcceptRefused` and change nothing; the atomic close re-checks
-    everything the record says. `resume_here` is for a caller that executes the run itself
-    right after (the terminal): no worker job is enqueued, so no worker can take the run
-    first; should the caller die before it claims the run, the sweep gives the queued run a job.
+    The request comes from Redis, never from the caller. Pass the id, or the record a host just read
+    by it. That makes one read per answer.
+
+    A host with workspaces passes the payload's `team` ("" when it had none) and `enterprise`. It
+    also passes the answer's `channel`, or None where there is none, as in a modal. `team=None`
+    means a host without workspaces (the terminal), which skips that check. `same_workspace` holds
+    the rule.
+
+    A click also passes the `message_ts` it was made on. An answer from another conversation or
+    message than the question's is refused (`where_asked`).
+
+    Refusals raise `AcceptRefused` and change nothing. The atomic close re-checks everything the
+    record says.
+
+    `resume_here` is for a caller that executes the run itself right after (the terminal). No worker
+    job is enqueued, so no worker can take the run first. If the caller dies before claiming the
+    run, the sweep gives the queued run a job.
     """
     store = runtime.store
     interrupt = store.interrupt(interrupt_id) if isinstance(interrupt_id, str) else interrupt_id
@@ -239,6 +252,7 @@ def accept(
             valid,
             token=token or secrets.token_hex(8),
             resume=not resume_here,
+            on_done=lambda: _tell_accepted(runtime, interrupt, ctx),  # its outcome is known, as a single one's
         )
         if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:  # kept, queued: as below
             if not closed.again:
@@ -278,9 +292,10 @@ def accept(
 
 
 def _tell_accepted(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, Any]) -> None:
-    """Run the process's `on_accepted` hooks (an API question's webhook or Temporal signal, queued now).
+    """Run the process's `on_accepted` hooks, sending an API question's webhook or signal.
 
-    A hook that fails changes nothing here: the resume announces the outcome as it locks the question.
+    A hook that fails changes nothing here. The resume announces the outcome as it locks the
+    question.
     """
     for hook in runtime.on_accepted:
         try:
@@ -290,12 +305,12 @@ def _tell_accepted(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, 
 
 
 def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[str, str], confirmed: int) -> None:
-    """The master holds the answer, so the run resumes there; the person is still asked to submit again.
+    """Resume on the master, which holds the answer, yet ask for a resubmit.
 
-    Were the master to die before a replica got the answer, the resubmission answers the
-    question on the promoted replica; if the replica did get it, the same answers from the
-    same person are recognised as this acceptance. If this enqueue is lost with the master,
-    the sweep queues the run again (it is in the accepted index).
+    The master might die before a replica got the answer. The resubmission then answers the question
+    on the promoted replica. If the replica did get it, the same answers from the same person count
+    as this acceptance. If this enqueue is lost with the master, the sweep queues the run again. It
+    is in the accepted index.
     """
     log.warning("answer accepted on the master but not confirmed by a replica", **ctx, replicas=confirmed)
     try:
@@ -305,16 +320,16 @@ def _resume_unconfirmed(runtime: Runtime, interrupt: InterruptRecord, ctx: dict[
 
 
 def same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None, channel: str | None) -> bool:
-    """Whether an answer sent from `team` (or, for an org-wide install, `enterprise`) may answer.
+    """Whether an answer sent from `team` may answer.
 
-    - A question of a run with no workspace (the terminal's) has no team to match.
-    - The run's own team answers from anywhere; so does the run's own enterprise.
-    - Another team answers only from inside the question's own conversation: in a shared
-      (Slack Connect) channel Slack reports the clicker's own team, and only people in that
-      channel can click there. Whether that person may answer is still decided by user id,
-      by the assignee check that follows.
-    - A payload with no team (`"team": null`, an org-wide install elsewhere) matches
-      nothing but the run's own enterprise.
+    For an org-wide install, `enterprise` is what counts.
+    - A run with no workspace (the terminal's) has no team to match.
+    - The run's own team answers from anywhere, and so does its own enterprise.
+    - Another team answers only inside the question's own conversation. In a shared (Slack Connect)
+      channel, Slack reports the clicker's own team. Only people in that channel can click there.
+      The assignee check that follows still decides by user id whether they may answer.
+    - A payload with no team (`"team": null`, an org-wide install elsewhere) matches only the run's
+      own enterprise.
     """
     if not interrupt.team:
         return True
@@ -326,10 +341,10 @@ def same_workspace(interrupt: InterruptRecord, team: str, enterprise: str | None
 
 
 def where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: str | None) -> bool:
-    """Whether an answer given in `channel`, on message `message_ts`, was given where the question is.
+    """Whether an answer in `channel`, on `message_ts`, was given where the question is.
 
-    Either may be None when the surface has none (a typed reply has no message, a terminal
-    neither); a question not posted yet has nowhere to compare with.
+    Either may be None when the surface has none. A typed reply has no message, and a terminal
+    neither. A question not posted yet has nowhere to compare with.
     """
     posted = interrupt.message
     if channel is not None and posted.get("channel") and channel != posted["channel"]:
@@ -338,7 +353,7 @@ def where_asked(interrupt: InterruptRecord, channel: str | None, message_ts: str
 
 
 def state_refusal(interrupt: InterruptRecord) -> Refusal | None:
-    """The refusal a closed question's record already tells, as the store would give it."""
+    """The refusal a closed question's record already tells, as the store gives it."""
     match interrupt.state:
         case InterruptState.POSTING:
             return Refusal(RefusalReason.NOT_OPEN, status=POSTING)

@@ -1,7 +1,7 @@
-"""Admin operations on runs: list, show, cancel, retry, remind. Hosts reach them through `RunService`.
+"""Admin operations on runs: list, show, cancel, retry, remind, via `RunService`.
 
-A cancel writes the cancel here and leaves what follows it to a worker (`cancel_effects`):
-the process that asks (the CLI, the bot, the API) needs no Slack token for it.
+A cancel is written here, and a worker does what follows (`cancel_effects`). So the asking
+process needs no Slack token for it: the CLI, the bot or the API.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ class RunPage:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One run as a listing shows it (the Slack Home tab, `/parley runs`): what, by whom, how far.
+    """One run as a listing shows it: what, by whom, how far.
 
-    Built only by `RunSummary.of`, so every listing reads the same fields off the records.
-    `status` is a `RunStatus` value; `assignees` are who the run's open question waits on.
+    Listings are the Slack Home tab and `/parley runs`. Only `RunSummary.of` builds it, so every
+    listing reads the same fields. `status` is a `RunStatus` value. `assignees` are who the run's
+    open question waits on.
     """
 
     run_id: str
@@ -55,8 +56,10 @@ class RunSummary:
     def of(
         cls, run: RunRecord, interrupt: InterruptRecord | None = None, members: list[InterruptRecord] | None = None
     ) -> RunSummary:
-        """`run`, with the assignees of `interrupt` (the question it is paused on) when given, or of the open
-        `members` of the group of questions it is paused on."""
+        """`run` with the assignees of the question it is paused on.
+
+        That is `interrupt` when given, else the open `members` of its group.
+        """
         members = members or []
         waiting = [a for m in members if m.state is InterruptState.OPEN for a in m.assignees]
         return cls(
@@ -73,7 +76,7 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class QuestionSummary:
-    """One question of several a run waits on: its ask key, state, who it waits on and who answered."""
+    """One of several questions a run waits on: key, state, assignees, answerers."""
 
     key: str
     state: str
@@ -86,7 +89,7 @@ class QuestionSummary:
 
 
 def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
-    """`run` as listings show it, with the question (or each of the questions) it is paused on."""
+    """`run` as listings show it, with each question it is paused on."""
     store = runtime.store
     if not run.interrupt:
         return RunSummary.of(run)
@@ -102,7 +105,7 @@ def summarize(runtime: Runtime, run: RunRecord) -> RunSummary:
 
 @dataclass
 class RunDetail:
-    """Everything about one run an admin may look at: `parley runs show` and Slack's Inspect."""
+    """Everything an admin may see of a run: `parley runs show` and Slack's Inspect."""
 
     run: RunRecord
     interrupt: InterruptRecord | None
@@ -129,7 +132,10 @@ def list_runs(
     per_page: int = 20,
     where: RunFilter | None = None,
 ) -> RunPage:
-    """One page of runs, newest first, read through the status index; only those `where` keeps."""
+    """One page of runs, newest first, only those `where` keeps.
+
+    It reads through the status index.
+    """
     if where is None:
         ids = runtime.store.list_ids(status, offset=page * per_page, limit=per_page + 1)
         runs = runtime.store.runs(ids[:per_page])
@@ -142,10 +148,10 @@ def list_runs(
 def _scan(
     runtime: Runtime, status: RunStatus | None, where: RunFilter, stop_after: int | None = None
 ) -> list[RunRecord]:
-    """The runs in `status`'s index that `where` keeps, newest first, read a chunk at a time.
+    """The runs in `status`'s index that `where` keeps, newest first, chunk by chunk.
 
-    The indexes are not kept per workspace, so a filtered listing reads past the runs of other
-    workspaces; it stops once it has `stop_after` runs.
+    The indexes are not kept per workspace. So a filtered listing reads past other workspaces' runs.
+    It stops once it has `stop_after` runs.
     """
     kept: list[RunRecord] = []
     offset = 0
@@ -166,9 +172,11 @@ def count_runs(runtime: Runtime, where: RunFilter | None = None) -> dict[str, in
 
 
 def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]:
-    """Cancel every queued, running or paused run `where` keeps (an uninstalled workspace's), each
-    with its history entry; a run that finished meanwhile is left as it is. One run's failure is
-    logged and never stops the cancellation of the others."""
+    """Cancel every queued, running or paused run `where` keeps, with a history entry.
+
+    This serves an uninstalled workspace. A run that finished meanwhile is left as it is. One run's
+    failure is logged and never stops the others' cancellation.
+    """
     cancelled: list[RunRecord] = []
     for status in OPEN_STATUSES:
         for run in _scan(runtime, status, where):
@@ -182,7 +190,10 @@ def cancel_where(runtime: Runtime, where: RunFilter, by: str) -> list[RunRecord]
 
 
 def show(runtime: Runtime, run_id: str) -> RunDetail:
-    """The run and all about it; a question of it this version cannot read is left out, and logged."""
+    """The run and all about it.
+
+    A question this version cannot read is left out and logged.
+    """
     run = runtime.store.get(run_id)
     journal = runtime.store.journal(run_id)
     steps = names.steps(journal)
@@ -206,10 +217,10 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
 
 
 def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
-    """Cancel a live run; a paused run's question is closed so nobody can answer it.
+    """Cancel a live run, closing a paused run's question so nobody answers it.
 
-    The cancel is one atomic write; showing it on the run's messages and telling its webhook
-    or workflow is a job for a worker, queued here (`cancel_effects`).
+    The cancel is one atomic write. A worker then shows it on the run's messages and tells its
+    webhook or workflow. That job is queued here (`cancel_effects`).
     """
     store = runtime.store
     run = store.get(run_id)
@@ -244,9 +255,9 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
 
 
 def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
-    """Queue a failed or expired run again; its recorded steps are kept, so none repeats.
+    """Queue a failed or expired run again, keeping its steps so none repeats.
 
-    An expired run asks the question that expired again, as a fresh attempt.
+    An expired run asks the expired question again, as a fresh attempt.
     """
     store = runtime.store
     run = store.get(run_id)
@@ -272,7 +283,7 @@ def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
 
 
 def _forget_expired_attempt(runtime: Runtime, run: RunRecord) -> None:
-    """Drop the expired question from the replay journal, so the retried run asks it again.
+    """Drop the expired question from the replay journal, so the retry asks again.
 
     Left in place, the replay would meet the expired attempt and expire at once.
     """

@@ -1,10 +1,10 @@
-"""Arguments checked against a tool's JSON Schema (its `inputSchema`), as far as that is safe.
+"""Arguments checked against a tool's JSON Schema (its `inputSchema`), as far as safe.
 
-The schema may come from anyone: an upstream MCP server, an API caller. So its patterns
-are matched by RE2, in linear time (`workers.json_schemas`). A pattern RE2 cannot compile
-(a backreference, a lookaround) is left out rather than refusing a real tool's whole schema.
-Remote `$ref`s are never fetched, and a schema too deep to walk, or one that is not valid
-JSON Schema, is `SchemaUnusable` rather than half-used.
+The schema may come from anyone, like an upstream MCP server or an API caller. So RE2 matches
+its patterns, in linear time (`workers.json_schemas`). A pattern RE2 cannot compile is left out,
+like a backreference or a lookaround. Refusing a real tool's whole schema for it would be worse.
+Remote `$ref`s are never fetched. A schema too deep to walk, or not valid JSON Schema, is
+`SchemaUnusable`. It is never half-used.
 """
 
 from __future__ import annotations
@@ -29,11 +29,17 @@ _VALUES = frozenset({"enum", "const", "default", "examples", "required"})
 
 
 class SchemaUnusable(ParleyError, ValueError):
-    """A schema that cannot be checked against: invalid, too deep, or with a `$ref` it cannot follow."""
+    """A schema that cannot be checked against.
+
+    It is invalid, too deep, or has a `$ref` it cannot follow.
+    """
 
 
 def _safe(node: Any, depth: int = 0) -> Any:
-    """`node` without the patterns RE2 cannot compile; `SchemaUnusable` past `MAX_DEPTH`."""
+    """`node` without the patterns RE2 cannot compile.
+
+    Past `MAX_DEPTH`, it raises `SchemaUnusable`.
+    """
     if depth > MAX_DEPTH:
         raise SchemaUnusable(f"the schema is nested more than {MAX_DEPTH} levels deep")
     if isinstance(node, list):
@@ -74,7 +80,10 @@ _SAID = {
 
 
 def _said(error: ValidationError) -> str:
-    """What a person reads: the rule broken, without echoing the value; else jsonschema's own words."""
+    """What a person reads: the rule broken, without echoing the value.
+
+    Otherwise jsonschema's own words.
+    """
     bound = error.validator_value
     if isinstance(error.validator, str) and error.validator in _SAID and isinstance(bound, int | float):
         return _SAID[error.validator].format(int(bound) if float(bound).is_integer() else bound)
@@ -87,7 +96,7 @@ def _where(path: Any) -> str:
 
 
 def problems(schema: dict[str, Any], arguments: Any) -> dict[str, str]:
-    """Each argument that `schema` refuses, by its dotted path ("" for the whole), with why."""
+    """Each argument `schema` refuses, with why, by dotted path ("" for the whole)."""
     try:
         validator = linear_validator(_safe(schema))
         found = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), _where(e.absolute_path)))
@@ -108,16 +117,16 @@ def problems(schema: dict[str, Any], arguments: Any) -> dict[str, str]:
 
 
 def said(found: dict[str, str]) -> str:
-    """`problems`' answer in one line: "amount: 0 is less than or equal to the minimum of 0"."""
+    """`problems`' answer in one line, like "amount: 0 is less than or equal to the minimum of 0"."""
     return "; ".join(f"{where}: {why}" if where else why for where, why in found.items())
 
 
 def edit_problems(request: Request, answers: list[Answer]) -> dict[str, str]:
-    """What an approval's approved arguments break of its `input_schema`, by the editable item to fix.
+    """What approved arguments break of `input_schema`, by the editable item to fix.
 
-    Only arguments the person changed are named: they can fix those, and Approve stays exactly
-    the proposal. Anything else (a redacted value, a schema that cannot be used) is left to
-    whoever forwards the arguments, which checks them again.
+    Only arguments the person changed are named. They can fix those, and Approve stays exactly the
+    proposal. Anything else is left to whoever forwards the arguments, which checks them again.
+    Examples are a redacted value or an unusable schema.
     """
     approval = request.approval
     if approval is None or approval.input_schema is None:

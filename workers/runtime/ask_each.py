@@ -1,9 +1,9 @@
-"""`run.ask_each`: one question put to each person separately, one shared message, one park.
+"""`run.ask_each`: one question to each person separately, one shared message, one park.
 
-Each person gets a question of their own (a member of an `each` group) and answers once,
-for themselves. The host shows one message with the group's progress (`host_view.EachView`).
-The store resumes the run once, when `need` people answered. Replay walks the key's attempts
-(each attempt is a group) as `run.ask` does, with the same void-on-changed-facts rule.
+Each person gets a question of their own, a member of an `each` group. They answer once, for
+themselves. The host shows one message with the group's progress (`host_view.EachView`). The
+store resumes the run once, when `need` people answered. Replay walks the key's attempts as
+`run.ask` does, each attempt being a group. The same void-on-changed-facts rule applies.
 """
 
 from __future__ import annotations
@@ -109,7 +109,10 @@ def _each_answers(key: str, members: list[InterruptRecord]) -> dict[str, dict[st
 def _wait_each(
     run: Execution, group: GroupRecord, members: list[InterruptRecord], *, opened_earlier: bool
 ) -> dict[str, dict[str, AnswerValue]]:
-    """Post the shared message once (a synchronous host asks each person in turn), then park."""
+    """Post the shared message once, then park.
+
+    A synchronous host asks each person in turn.
+    """
     store = run.store
     view = EachView(run, group, members, opened_earlier=opened_earlier)
     request = members[0].request.model_copy(update={"assignees": list(group.people)})
@@ -139,14 +142,20 @@ def _wait_each(
 
 
 def _present(run: Execution, key: str, people: list[str]) -> list[str]:
-    """`people` with each one away replaced by their delegate, each once; journalled for replays."""
+    """`people` with each absent one replaced by their delegate, each once.
+
+    It is journalled for replays.
+    """
     team = str(run.record.conversation.get("team", ""))
     return list(run.step(names.people(key) + ":away", lambda: run.store.away.stand_ins(team, people).people))
 
 
 def _people(run: Execution, key: str, ids: list[str]) -> list[str]:
-    """Each person `ask_each` asks: user groups (`S…`) resolved to their members by the host, once
-    per run and journalled, so a replay asks the same people whoever joins or leaves the group."""
+    """Each person `ask_each` asks, with user groups (`S…`) resolved by the host.
+
+    It is resolved once per run and journalled. So a replay asks the same people, whoever joins or
+    leaves the group.
+    """
     if not any(i.startswith("S") for i in ids):
         return ids
     return list(run.step(names.people(key), lambda: run.host.people(run.record, ids)))

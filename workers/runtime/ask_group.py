@@ -1,10 +1,10 @@
 """`run.ask_all`, `run.ask_any`, `run.ask_each`: several questions at once, one park, one resume.
 
-Every question is an ordinary interrupt (its own message, assignees, expiry and attempts
-of its ask key) and a member of a group (`workers.store.groups`) the run parks on. The
-store resumes the run once, when the group is complete: every member answered (`all`),
-the first (`any`), or `need` people's own answers (`each`). Replay walks each key's
-attempts as `run.ask` does, with the same limit, and the same void-on-changed-facts rule.
+Every question is an ordinary interrupt, with its own message, assignees, expiry and attempts.
+It is also a member of a group (`workers.store.groups`) the run parks on. The store resumes the
+run once, when the group is complete. That is when every member answered (`all`), the first did
+(`any`), or `need` people answered (`each`). Replay walks each key's attempts as `run.ask` does.
+The same limit and void-on-changed-facts rule apply.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MAX_AT_ONCE = 20
 
 @dataclass(frozen=True)
 class _Spec:
-    """One question of a call: its key, request and the facts its answer is bound to."""
+    """One question of a call: its key, request and the facts bound to its answer."""
 
     key: str
     request: Request
@@ -46,8 +46,11 @@ class _Spec:
 
 
 class WalkState(StrEnum):
-    """Where a key's attempts stand: answered (or expired with defaults), none open yet, one open,
-    the last closed as no longer needed, or the last expired."""
+    """Where a key's attempts stand.
+
+    It is answered (or expired with defaults), none open yet, or one open. Or the last closed as no
+    longer needed, or the last expired.
+    """
 
     DONE = "done"
     NEW = "new"
@@ -68,7 +71,10 @@ class _Walk:
 
 
 def _specs(run: Execution, requests: Mapping[str, Request], context: Mapping[str, Context] | None) -> list[_Spec]:
-    """Check a call's arguments before anything is recorded; a bad one fails the run with a clear error."""
+    """Check a call's arguments before anything is recorded.
+
+    A bad one fails the run with a clear error.
+    """
     if not isinstance(requests, Mapping) or not requests:
         raise AgentError("ask_all/ask_any need a non-empty dict of ask key -> Request")
     if len(requests) > MAX_AT_ONCE:
@@ -91,7 +97,7 @@ def _specs(run: Execution, requests: Mapping[str, Request], context: Mapping[str
 
 
 def with_assignees(run: Execution, request: Request) -> Request:
-    """The request as put: asked of the run's starter when it names nobody."""
+    """The request as put, asked of the run's starter when it names nobody."""
     return request if request.assignees else request.model_copy(update={"assignees": [run.started_by]})
 
 
@@ -100,7 +106,10 @@ def _facts(spec: _Spec) -> Context | None:
 
 
 def _walk(run: Execution, spec: _Spec) -> _Walk:
-    """Follow `spec.key`'s attempts as `run.ask` does: a void answer moves on to the next attempt."""
+    """Follow `spec.key`'s attempts as `run.ask` does, past void answers.
+
+    A void answer moves on to the next attempt.
+    """
     walk = AttemptWalk(run, spec.key)
     attempts = walk.attempts
     for n, iid in walk:
@@ -174,7 +183,10 @@ def _closed_at(interrupt: InterruptRecord) -> float:
 def _open_and_wait(
     run: Execution, mode: GroupMode, need: int, todo: list[tuple[_Spec, _Walk]]
 ) -> dict[str, dict[str, AnswerValue]]:
-    """Open a group of new attempts of `todo`'s keys (a dropped attempt counts as one asked), then wait on it."""
+    """Open a group of new attempts of `todo`'s keys, then wait on it.
+
+    A dropped attempt counts as one asked.
+    """
     members: list[NewMember] = []
     gid = ids.new_group_id()
     for spec, w in todo:
@@ -193,7 +205,10 @@ def _open_and_wait(
 def member_fields(
     run: Execution, key: str, attempts: list[str], request: Request, shown: str, voided: list[ContextChange] | None
 ) -> dict[str, str]:
-    """The stored fields of a group's new question: attempt `attempts[-1]` of ask key `key`."""
+    """The stored fields of a group's new question.
+
+    It is attempt `attempts[-1]` of ask key `key`.
+    """
     record = run.record
     team, now = str(record.conversation.get("team", "")), time.time()
     asked = run.store.away.stand_ins(team, list(request.assignees), now)  # delegates of people away
@@ -223,9 +238,12 @@ def _wait(
     opened_earlier: bool = True,
     opened: tuple[GroupRecord, list[InterruptRecord]] | None = None,
 ) -> dict[str, dict[str, AnswerValue]]:
-    """Put every open member of group `gid` to people; return the answers a synchronous host gave
-    when they complete the group, else park the run on the group. `opened`: the group and members
-    this execution just opened, so they need not be read back."""
+    """Put every open member of group `gid` to people.
+
+    Returns the answers a synchronous host gave, when they complete the group. Otherwise it parks
+    the run on the group. `opened`: the group and members this execution just opened, so not read
+    back.
+    """
     store = run.store
     if opened is not None:
         members = opened[1]
@@ -263,9 +281,9 @@ def _wait(
 def _keep_message(run: Execution, member: InterruptRecord, view: HostView) -> None:
     """Record where the host posted `member`, as `view` kept it.
 
-    A host may leave that to the park that follows (`record_question_message(parked_next=True)`),
-    but a group's park records no member's message. Without this, a question asked of the run's
-    starter alone would never be locked once answered.
+    A host may leave that to the following park (`record_question_message(parked_next=True)`). But a
+    group's park records no member's message. Without this, a question asked of the starter alone
+    would never be locked once answered.
     """
     posted = view.interrupt.message
     if posted.get("ts") and posted != member.message:
@@ -273,7 +291,10 @@ def _keep_message(run: Execution, member: InterruptRecord, view: HostView) -> No
 
 
 def drop_rest(run: Execution, members: list[InterruptRecord], winner: InterruptRecord) -> None:
-    """Close every open member but `winner` as no longer needed, with a history entry each."""
+    """Close every open member but `winner` as no longer needed.
+
+    Each gets a history entry.
+    """
     store = run.store
     for m in members:
         if m.id != winner.id and m.state in (InterruptState.POSTING, InterruptState.OPEN):
@@ -283,7 +304,7 @@ def drop_rest(run: Execution, members: list[InterruptRecord], winner: InterruptR
 
 
 def show_closed_group(run: Execution, record: RunRecord) -> None:
-    """After the resume: lock every member of the group the run was parked on, once each."""
+    """After the resume, lock every member of the parked group, once each."""
     store = run.store
     gid = record.interrupt
     group = run.read(lambda: store.groups.group(gid), "read questions") if ids.is_group(gid) else None
@@ -301,7 +322,10 @@ def show_closed_group(run: Execution, record: RunRecord) -> None:
 
 
 def no_secret(request: Request, key: str) -> None:
-    """Secret items are sealed by `run.ask`'s acceptance path only; several questions at once
-    would keep their answers in the clear, so they are refused before anything is recorded."""
+    """Refuse secret items before anything is recorded.
+
+    Only `run.ask`'s acceptance path seals secret items. Several questions at once would keep their
+    answers in the clear.
+    """
     if request.has_secret:
         raise AgentError(f"question {key!r} has a secret item: ask secrets one at a time with run.ask")

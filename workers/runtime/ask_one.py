@@ -1,9 +1,9 @@
 """`run.ask`'s mechanics: one question, put once, answered once, replayed from the store.
 
-Replay walks the key's attempts (`attempts.AttemptWalk`): an answered attempt returns its
-answers, unless its facts changed; an open one is put to people again (a host posts it once).
-With no attempt left a new question opens. A pause/resume host parks the run (`Suspend`);
-a synchronous host answers at once, and the answers are recorded as any answer is.
+Replay walks the key's attempts (`attempts.AttemptWalk`). An answered attempt returns its
+answers, unless its facts changed. An open one is put to people again, and a host posts it once.
+With no attempt left, a new question opens. A pause/resume host parks the run (`Suspend`). A
+synchronous host answers at once, and the answers are recorded like any answer.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from workers.store.records import InterruptRecord, InterruptState
 
 @dataclass
 class Asked:
-    """What one `ask` returned: the answers by item id, and what the author's API keeps of it."""
+    """What one `ask` returned: answers by item id, and what the author's API keeps."""
 
     key: str
     values: dict[str, AnswerValue]
@@ -34,7 +34,10 @@ class Asked:
 
 
 def ask(run: Execution, request: Request, key: str | None, context: Context | None) -> Asked:
-    """Put `request` to people under ask key `key` (numbered when None); see `Run.ask`."""
+    """Put `request` to people under ask key `key` (numbered when None).
+
+    See `Run.ask`.
+    """
     if request.has_secret and run.store.box is None:
         raise SecretKeyMissing()
     bound = canonical(context) if context is not None else ""  # refused here, before anything is recorded
@@ -78,7 +81,7 @@ def ask(run: Execution, request: Request, key: str | None, context: Context | No
 
 
 def _secrets(run: Execution, interrupt: InterruptRecord) -> dict[str, str] | None:
-    """An answered question's secret values, opened; None when they are no longer held."""
+    """An answered question's secret values, opened, or None once no longer held."""
     if not any(a.is_secret for a in interrupt.answers):
         return {}
     iid, run_id = interrupt.id, run.run_id
@@ -89,7 +92,10 @@ def _secrets(run: Execution, interrupt: InterruptRecord) -> dict[str, str] | Non
 
 
 def _solicit(run: Execution, interrupt: InterruptRecord, *, opened_earlier: bool) -> Asked:
-    """Put the open question to people: answered now by a synchronous host, else the run parks."""
+    """Put the open question to people.
+
+    A synchronous host answers now. Otherwise the run parks.
+    """
     run.log = run.log.bind(interrupt_id=interrupt.id)
     view = HostView(run, interrupt, opened_earlier=opened_earlier)
     outcome = run.host.solicit(interrupt.request, view)

@@ -1,9 +1,10 @@
-"""Walking an ask key's attempts on replay, written once for `run.ask`, `ask_all`/`ask_any` and `ask_each`.
+"""Walking an ask key's attempts on replay, for every kind of ask.
 
-Each call of an ask key in an execution is its next attempt. On replay the attempts the journal
-lists are walked in order: each call counts against `max_asks_per_key` (past it the run fails),
-an answer given on facts that have changed since is void and moves the walk on to the next
-attempt, and once the journal has no attempt left the caller opens a new one.
+It is written once for `run.ask`, `ask_all`/`ask_any` and `ask_each`. Each call of an ask key in
+an execution is its next attempt. On replay, the attempts the journal lists are walked in order.
+Each call counts against `max_asks_per_key`, and past it the run fails. An answer given on facts
+that changed since is void. The walk then moves on to the next attempt. Once the journal has no
+attempt left, the caller opens a new one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # the execution holds a `KeyCalls`; the walk reads the execut
 
 
 class KeyCalls:
-    """The ask keys of one execution: the calls of each, and whether its facts changed."""
+    """The ask keys of one execution: each one's calls, and whether facts changed."""
 
     def __init__(self) -> None:
         self._asks = 0  # calls that may name no key: "#1", "#2", ...
@@ -32,7 +33,7 @@ class KeyCalls:
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
 
     def key(self, key: str | None) -> str:
-        """Count one more ask; its key is `key`, or the ask's number when it names none."""
+        """Count one more ask, keyed `key` or by the ask's number."""
         self._asks += 1
         return key or f"#{self._asks}"
 
@@ -41,11 +42,11 @@ class KeyCalls:
         return f"#{self._asks + 1}"
 
     def changed(self, key: str) -> bool:
-        """Whether the last attempt of `key` was asked because the answer before it was void."""
+        """Whether `key`'s last attempt was asked because the answer before was void."""
         return self._changed.get(key, False)
 
     def count(self, key: str, limit: int, *, changed: bool | None = None) -> int:
-        """Count one more call of `key`; `AgentError` once past `limit`.
+        """Count one more call of `key`, raising `AgentError` past `limit`.
 
         `changed`: whether this call is asked again because the answer before it was void.
         """
@@ -58,17 +59,17 @@ class KeyCalls:
 
 
 def count_call(run: Execution, key: str) -> int:
-    """Count one more call of `key` in this execution; `AgentError` once past the limit."""
+    """Count one more call of `key` this execution, raising `AgentError` past the limit."""
     return run.keys.count(key, run.settings.max_asks_per_key)
 
 
 class AttemptWalk:
     """The attempts of ask key `key`, walked one call at a time.
 
-    Iterating yields `(n, id)` for each recorded attempt this execution reaches (a question's id,
-    or an `ask_each` group's); the caller returns what the attempt holds, or goes on to the next
-    (`continue`). The iteration ends when no recorded attempt is left: `attempts` and `voided`
-    are then what the new attempt is opened with.
+    Iterating yields `(n, id)` for each recorded attempt this execution reaches. The id is a
+    question's, or an `ask_each` group's. The caller returns what the attempt holds, or goes on to
+    the next (`continue`). The iteration ends when no recorded attempt is left. `attempts` and
+    `voided` then hold what the new attempt opens with.
     """
 
     def __init__(self, run: Execution, key: str) -> None:
@@ -84,7 +85,10 @@ class AttemptWalk:
             yield n, self.attempts[n - 1]
 
     def void(self, answered: InterruptRecord, bound: str, facts: Context | None) -> bool:
-        """Whether `answered`'s answer is void because its facts changed (recorded once); the walk then goes on."""
+        """Whether `answered`'s answer is void because its facts changed.
+
+        It is recorded once, and the walk then goes on.
+        """
         self.voided = void_if_changed(self.run, answered, bound, facts)
         return self.voided is not None
 
@@ -95,11 +99,11 @@ class AttemptWalk:
 def void_if_changed(
     run: Execution, interrupt: InterruptRecord, bound: str, facts: Context | None
 ) -> list[ContextChange] | None:
-    """The changes that void `interrupt`'s answer (None when it stands), recorded once.
+    """The changes that void `interrupt`'s answer, recorded once, or None.
 
-    An answer voided once stays void for this run, whatever the facts later become.
-    The void is journalled with its history entry in one step. The host then marks
-    the old question superseded, once.
+    None means the answer stands. An answer voided once stays void for this run, whatever the facts
+    later become. The void is journalled with its history entry in one step. The host then marks the
+    old question superseded, once.
     """
     field = names.void(interrupt.id)
     recorded = run.journal_entry(field)

@@ -1,9 +1,9 @@
-"""What follows an admin's cancel, done by a worker rather than the process that asked.
+"""What follows an admin's cancel, done by a worker rather than the asking process.
 
-`admin.cancel` records the cancel atomically (the question closed, the run cancelled) and
-enqueues `show_cancelled`. A worker holds every host the run may have, so it locks the
-question's message as cancelled, and the API host tells the webhook or Temporal workflow.
-So `parley runs cancel` needs only Redis, like Slack's Cancel and the API's.
+`admin.cancel` records the cancel atomically: the question closed, the run cancelled. It
+enqueues `show_cancelled`. A worker holds every host the run may have. So it locks the
+question's message as cancelled. The API host tells the webhook or Temporal workflow. So
+`parley runs cancel` needs only Redis, like Slack's Cancel and the API's.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ log = Log("parley.admin")
 
 
 def enqueue(runtime: Runtime, run: RunRecord) -> None:
-    """Queue the effects of `run`'s cancel for a worker; once per run."""
+    """Queue the effects of `run`'s cancel for a worker, once per run."""
     if enqueue_cancelled(runtime.queue, run.id, job_ids.cancelled(run.id)):
         log.info("cancel effects queued", **run.log_context())
 
 
 def show_cancelled(runtime: Runtime, run_id: str) -> None:
-    """Show the cancel of `run_id` on each of its question messages, through the run's host."""
+    """Show `run_id`'s cancel on each of its question messages, via the run's host."""
     store = runtime.store
     run = store.find(run_id)
     if run is None or run.status is not RunStatus.CANCELLED:

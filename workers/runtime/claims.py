@@ -1,8 +1,8 @@
 """Claiming a question put to many (`Request.claim`), and releasing it.
 
-The store makes each change atomically, so one of many concurrent clicks claims the
-question. This module words the refusals for people and tells the run's host
-(`Interactor.claimed`), which shows "Claimed by …" and the Release control.
+The store makes each change atomically, so one of many concurrent clicks claims the question.
+This module words the refusals for people. It tells the run's host (`Interactor.claimed`), which
+shows "Claimed by …" and the Release control.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ log = Log("parley.people")
 
 
 class ClaimRefused(ParleyError):
-    """A claim or release that was not made; nothing was written. The message says why, for people."""
+    """A claim or release not made, and nothing written.
+
+    The message says why, for people.
+    """
 
 
 _WHY = {
@@ -30,7 +33,10 @@ _WHY = {
 
 
 def claim(runtime: Runtime, interrupt: InterruptRecord, *, by: str) -> InterruptRecord:
-    """Make `by` the only one who may answer `interrupt`; raises `ClaimRefused` when someone was first."""
+    """Make `by` the only one who may answer `interrupt`.
+
+    Raises `ClaimRefused` when someone was first.
+    """
     if not interrupt.request.claim:
         raise ClaimRefused("This question cannot be claimed.")
     change = runtime.store.claims.claim(interrupt.id, interrupt.run_id, by)
@@ -46,7 +52,7 @@ def claim(runtime: Runtime, interrupt: InterruptRecord, *, by: str) -> Interrupt
 
 
 def release(runtime: Runtime, interrupt: InterruptRecord, *, by: str, is_admin: bool) -> InterruptRecord:
-    """Give a claimed question back to everyone it was put to; the claimer's or an admin's call."""
+    """Give a claimed question back to everyone asked, by its claimer or an admin."""
     change = runtime.store.claims.release(interrupt.id, interrupt.run_id, by, admin=is_admin)
     if not change.done:
         if change.reason == "not_allowed":

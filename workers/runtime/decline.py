@@ -1,10 +1,10 @@
-"""Declining a question: a person who may answer it closes it unanswered, as cancelled by them.
+"""Declining a question: an assignee closes it unanswered, as cancelled by them.
 
-A question asked as an MCP elicitation offers "Decline" beside Submit; MCP reads a question
+A question asked as an MCP elicitation offers "Decline" beside Submit. MCP reads a question
 cancelled by a person as `decline` (`bot.mcp.elicitation.elicit_action`). A decline is checked
-as an answer is (the workspace, the question's own message, its state, its assignees) and
-closes the question in the same atomic step an answer would, so whichever comes first wins:
-a decline after an answer, or a second decline, changes nothing and is refused.
+as an answer is: workspace, message, state and assignees. It closes the question in the same
+atomic step an answer would. So whichever comes first wins. A decline after an answer, or a
+second decline, changes nothing and is refused.
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ GROUP_REFUSED = "a question asked of several people at once cannot be declined"
 def _refusal(
     interrupt: InterruptRecord, user: str, team: str | None, enterprise: str | None, channel: str | None, ts: str | None
 ) -> Refusal | None:
-    """Why `user` may not decline `interrupt` from there, as an answer would be refused; None when they may."""
+    """Why `user` may not decline `interrupt` from there, as for an answer.
+
+    None when they may.
+    """
     if team is not None and not same_workspace(interrupt, team, enterprise, channel):
         return Refusal(RefusalReason.WRONG_TEAM, team=interrupt.team, payload_team=team)
     if not where_asked(interrupt, channel, ts):
@@ -55,7 +58,10 @@ def decline(
     channel: str | None = None,
     message_ts: str | None = None,
 ) -> AnswerOutcome:
-    """Close `interrupt` as cancelled by `user`, once; its message is locked saying who declined it."""
+    """Close `interrupt` as cancelled by `user`, once.
+
+    Its message is locked, saying who declined it.
+    """
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": user, "team": interrupt.team}
     refusal = _refusal(interrupt, user, team, enterprise, channel, message_ts)
     if refusal is not None:

@@ -1,9 +1,9 @@
-"""One execution of a run: claim it, replay the agent, and record how it ended.
+"""One execution of a run: claim it, replay the agent, record how it ended.
 
-A claim moves the run from `queued` to `running` and bumps its epoch; the worker
-then holds a lease it renews. Every write the execution makes is fenced by that
-epoch, so a worker that lost its lease (killed, paused by the OS, partitioned)
-cannot write after another worker took the run over.
+A claim moves the run from `queued` to `running` and bumps its epoch. The worker then holds a
+lease it renews. That epoch fences every write the execution makes. A worker may lose its lease:
+killed, paused by the OS, or partitioned. It then cannot write after another worker took the run
+over.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ log = Log("parley.execute")
 
 
 def execute(runtime: Runtime, run_id: str) -> str:
-    """Execute `run_id` if it is queued; returns the status it ends this execution in."""
+    """Execute `run_id` if queued, returning the status this execution ends in."""
     runtime.receipts.write_for_run(run_id)  # signed before the run goes on from its answer (docs/receipts.md)
     lease_until = time.time() + runtime.settings.lease_ttl
     claim = runtime.store.claim(run_id, lease_until)
@@ -76,10 +76,10 @@ def _replay(runtime: Runtime, run: Execution) -> str:
 
 
 def _lock_closed_question(runtime: Runtime, run: Execution) -> None:
-    """Show the answer (or the expiry) on the question that resumed this run, once.
+    """Show the answer or expiry on the question that resumed this run, once.
 
-    The worker does it rather than the bot: the ack path stays free of Web API calls,
-    and a bot that dies right after accepting cannot leave a question looking open.
+    The worker does it rather than the bot, keeping the ack path free of Web API calls. And a bot
+    that dies right after accepting cannot leave a question looking open.
     """
     iid = run.record.interrupt
     if not iid:

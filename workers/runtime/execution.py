@@ -1,8 +1,8 @@
-"""One execution of one run: its journal, its fenced writes and its effects done once.
+"""One execution of one run: its journal, its fenced writes, its effects done once.
 
-The agent never sees this class: it holds an author's `Run` (`run.py`), and a host holds
-a view of the question (`host_view.py`). The modules that carry out the asks (`run.py`,
-`ask_group.py`, `attempts.py`) work on it through its public names alone.
+The agent never sees this class. It holds an author's `Run` (`run.py`). A host holds a view of
+the question (`host_view.py`). The modules that carry out the asks work on it through its public
+names alone. Those are `run.py`, `ask_group.py` and `attempts.py`.
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ class Execution(PlanSteps):
     def settings(self) -> RuntimeSettings:
         return self._rt.settings
 
+    @property
+    def signs_receipts(self) -> bool:
+        """Whether this worker signs receipts, so a question's shown blocks are worth a digest."""
+        return self._rt.receipts.signer is not None
+
     # ---- the journal -------------------------------------------------------------------
     def journal_entry(self, field: str) -> Any:
         """A journal entry. The journal is read once per execution.
@@ -129,18 +134,21 @@ class Execution(PlanSteps):
         return result
 
     def read_interrupt(self, iid: str) -> InterruptRecord | None:
-        """An interrupt, read once per execution: nothing else changes it while this execution owns the run."""
+        """An interrupt, read once per execution.
+
+        Nothing else changes it while this execution owns the run.
+        """
         if iid not in self._interrupts:
             self._interrupts[iid] = self.read(lambda: self.store.interrupt(iid), "read a question")
         return self._interrupts[iid]
 
     # ---- writes that ride out an outage --------------------------------------------------
     def durable(self, call: Callable[[], T], what: str, *, carries_pending: bool = False) -> T:
-        """Write through the store, riding out a Redis outage while this worker's lease holds.
+        """Write through the store, riding out a Redis outage while the lease holds.
 
-        Entries left for the next write (`once(..., repeatable=True)`) are written first.
-        A `call` that records them itself says so with `carries_pending` (see `ending_journal`).
-        Every later write of this execution then lands after them.
+        Entries left for the next write (`once(..., repeatable=True)`) are written first. A `call` that
+        records them itself says so with `carries_pending` (see `ending_journal`). Every later write of
+        this execution then lands after them.
         """
         if self._pending and not carries_pending:
             self.write(*next(iter(self._pending.items())))  # `write` carries the rest with it
@@ -164,19 +172,20 @@ class Execution(PlanSteps):
 
     # ---- effects done once ----------------------------------------------------------------
     def once(self, name: str, effect: Callable[[], Any], *, ends_run: bool = False, repeatable: bool = False) -> None:
-        """Perform a host side effect at most once per run (at least once across a crash mid-call).
+        """Perform a host side effect at most once per run.
 
-        The fenced "intent" write before the effect stops a worker that lost the run from
-        performing it. With `ends_run`, the effect is the last thing before the transition that
-        ends this execution, and that transition records its "done" (`ending_journal`): a crash
-        in between repeats the effect, exactly as a crash before a separate "done" write would.
+        Across a crash mid-call, it is performed at least once. The fenced "intent" write before the
+        effect stops a worker that lost the run from performing it.
 
-        `repeatable` is for an effect whose repetition shows nothing new (a message replaced by
-        the same content): its "done" goes with this execution's next write instead of a write
-        of its own, so a crash before that write repeats the effect and nothing else. It writes
-        no intent: a replay repeats such an effect whether or not one was recorded, and a worker
-        that lost the run, performing it after the worker that took the run over, shows again
-        what that one showed.
+        With `ends_run`, the effect is the last thing before the transition ending this execution. That
+        transition records its "done" (`ending_journal`). A crash in between repeats the effect, as a
+        crash before a separate "done" write would.
+
+        `repeatable` is for an effect whose repetition shows nothing new, like a message replaced by the
+        same content. Its "done" goes with this execution's next write instead of its own write. A crash
+        before that write repeats the effect and nothing else. It writes no intent. A replay repeats
+        such an effect whether or not one was recorded. A worker that lost the run may perform it after
+        the new worker did. It then just shows again what that one showed.
         """
         field = names.effect(name)
         if self.journal_entry(field) == "done" or field in self._ending or field in self._pending:
@@ -192,9 +201,9 @@ class Execution(PlanSteps):
             self.write(field, "done")
 
     def ending_journal(self) -> dict[str, Any]:
-        """What the transition that ends this execution records in the journal with it.
+        """What the transition ending this execution records in the journal with it.
 
-        That is the ending effects' "done" and the entries left for the next write (see `once`).
-        Pass the transition to `durable` with `carries_pending=True`.
+        That is the ending effects' "done" and the entries left for the next write (see `once`). Pass
+        the transition to `durable` with `carries_pending=True`.
         """
         return {**self._pending, **self._ending}

@@ -1,20 +1,20 @@
 """Closing one of several questions asked at once: an answer, an expiry, a cancel.
 
-The store closes the member and, when that completes the group, queues the run in the
-same atomic step; this enqueues the one resume. A member answered before the group is
-complete is shown on its message by a small job on the worker (`show`), so the ack path
-stays free of Web API calls and the question reads as answered at once, while the run
-stays parked until the last answer its mode needs.
+The store closes the member. When that completes the group, it queues the run in the same atomic
+step. This enqueues the one resume. A member answered before the group completes is shown on its
+message by a small worker job (`show`). So the ack path stays free of Web API calls. The
+question reads as answered at once. The run stays parked until the last answer its mode needs.
 
-With `PARLEY_REDIS_MIN_REPLICAS` an answer the master accepted but no replica confirmed in
-time comes back `UNCONFIRMED`: it is kept, so its resume or show is enqueued as for any
-accepted answer, and the person is asked to submit again (the same answers are the same
-acceptance, see `group_scripts.CLOSE_MEMBER`).
+With `PARLEY_REDIS_MIN_REPLICAS`, an answer may come back `UNCONFIRMED`. The master accepted it,
+but no replica confirmed it in time. It is kept, so its resume or show is enqueued as for any
+accepted answer. The person is asked to submit again. The same answers are the same acceptance
+(see `group_scripts.CLOSE_MEMBER`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import redis
 
@@ -42,12 +42,15 @@ def close_member(
     token: str = "",
     now: float | None = None,
     resume: bool = True,
+    on_done: Callable[[], None] | None = None,
 ) -> Refusal | Closed:
-    """Close `interrupt` (a group's member) as `mode`: `Closed`, or why not (nothing written).
+    """Close group member `interrupt` as `mode`.
 
-    Except `UNCONFIRMED`: the answer was accepted on the master, and its resume or show is
-    enqueued, but fewer replicas than asked for confirmed it in time (as `RunStore.close`).
-    `resume=False` enqueues no resume for a complete group: the caller executes the run itself.
+    Returns `Closed`, or why not, having written nothing. `UNCONFIRMED` is the exception: the master
+    accepted the answer, and its resume or show is enqueued. But fewer replicas than asked for
+    confirmed it in time (as `RunStore.close`). `resume=False` enqueues no resume for a complete
+    group, since the caller executes the run. `on_done` is called when this close completed the
+    group, before its resume is queued.
     """
     answers_json = [a.model_dump(exclude_none=True) for a in answers or []]
     bound = {"context_digest": interrupt.context_digest} if interrupt.context_digest else {}
@@ -72,6 +75,8 @@ def close_member(
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "group": interrupt.group}
     if mode == CloseMode.CANCEL or closed.again:  # a repeat: the first acceptance queued what follows it
         return refusal if refusal is not None else Closed(again=closed.again)
+    if closed.done and not unconfirmed and on_done is not None:
+        on_done()
     try:
         if resume or not closed.done:
             _go_on(runtime, interrupt, closed.done, ctx, closed.dropped)
@@ -85,7 +90,7 @@ def close_member(
 
 
 def _go_on(runtime: Runtime, interrupt: InterruptRecord, done: bool, ctx: dict[str, str], dropped: list[str]) -> None:
-    """After a member closed: resume the run once its group is complete, else show the member answered."""
+    """After a member closed, resume a complete group's run, else show the member answered."""
     if done:
         enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, interrupt.group))
         log.info("group complete; run queued", **ctx, closed_as_not_needed=dropped)
@@ -94,9 +99,11 @@ def _go_on(runtime: Runtime, interrupt: InterruptRecord, done: bool, ctx: dict[s
 
 
 def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:
-    """Show a member answered while its group is still open: locked on its own message, or (`ask_each`)
-    counted in the progress of the message the members share. Once the group is complete the
-    resumed run shows everything, so this does nothing."""
+    """Show a member answered while its group is still open.
+
+    It is locked on its own message. For `ask_each`, it is counted in the shared message's progress.
+    Once the group is complete, the resumed run shows everything, so this does nothing.
+    """
     store = runtime.store
     interrupt = store.interrupt(interrupt_id)
     group = store.groups.group(interrupt.group) if interrupt and interrupt.group else None
@@ -118,7 +125,10 @@ def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:
 
 
 def progress_of(group: GroupRecord, members: list[InterruptRecord], *, answering: str = "") -> QuestionProgress:
-    """How far the `ask_each` group is: who was asked, who answered (and what, if the request shows it)."""
+    """How far the `ask_each` group is: who was asked, and who answered.
+
+    What they answered is included if the request shows it.
+    """
     person = {iid: user for user, iid in group.people.items()}
     asked = tuple(person.get(m.id, "") for m in members)
     done = [m for m in members if m.state is InterruptState.ANSWERED]
@@ -141,9 +151,11 @@ def _open_group(runtime: Runtime, run: RunRecord) -> tuple[GroupRecord, list[Int
 
 
 def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
-    """Cancel a run paused on several questions: every open one closes (a worker shows it, see
-    `cancel_effects`). None when the run is not paused on an open group (or another close got
-    there first)."""
+    """Cancel a run paused on several questions, closing every open one.
+
+    A worker shows it (see `cancel_effects`). None when the run is not paused on an open group. It
+    is None too when another close got there first.
+    """
     found = _open_group(runtime, run)
     member = next((m for m in found[1] if m.state is InterruptState.OPEN), None) if found else None
     if found is None or member is None or isinstance(close_member(runtime, member, CloseMode.CANCEL, by), Refusal):
@@ -152,7 +164,7 @@ def cancel_group(runtime: Runtime, run: RunRecord, by: str) -> RunRecord | None:
 
 
 def remind_group(runtime: Runtime, run: RunRecord, by: str) -> list[InterruptRecord]:
-    """Remind the people each open question of the group `run` is paused on waits for."""
+    """Remind the people each open question of the run's group waits for."""
     found = _open_group(runtime, run)
     reminded = [m for m in found[1] if m.state is InterruptState.OPEN] if found else []
     host = runtime.hosts.for_run(run)
@@ -163,9 +175,12 @@ def remind_group(runtime: Runtime, run: RunRecord, by: str) -> list[InterruptRec
 
 
 def forget_expired_in_group(runtime: Runtime, run: RunRecord) -> None:
-    """For an admin's retry of a run that expired on one of several questions: drop the expired
-    attempt (for `ask_each`, the group's) from the journal, so the retried run asks it afresh;
-    the others the expiry closed as no longer needed are asked again with it."""
+    """Prepare an admin's retry of a run that expired on one of several questions.
+
+    The expired attempt is dropped from the journal, so the retried run asks it afresh. For
+    `ask_each`, that is the group's attempt. The others the expiry closed as no longer needed are
+    asked again with it.
+    """
     store = runtime.store
     group = store.groups.group(run.interrupt) if ids.is_group(run.interrupt) else None
     if group is None:

@@ -1,9 +1,9 @@
-"""Where the runtime finds a run's host, and the host of a process that has none.
+"""Where the runtime finds a run's host, and the host of a hostless process.
 
-A host is an `Interactor` (`workers.interaction.protocol`), chosen per run by
-`conversation["host"]` (``slack``, ``terminal``, ``api``, ...). The composition root of each
-process decides which hosts exist there. `Host`, `PausingRun` and `QuestionProgress` are the
-port's own names, kept here for the runtime's imports.
+A host is an `Interactor` (`workers.interaction.protocol`). Each run chooses one by
+`conversation["host"]`, like ``slack``, ``terminal`` or ``api``. Each process's composition root
+decides which hosts exist there. `Host`, `PausingRun` and `QuestionProgress` are the port's own
+names, kept here for the runtime's imports.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ log = Log("parley.host")
 
 @runtime_checkable
 class EndsSession(Protocol):
-    """A host that shows a run as a live session (Slack's agent sessions) and ends it on a cancel.
+    """A host that shows a run as a live session and ends it on a cancel.
 
-    Optional beside `Interactor`: a cancel of a running run closes no question, so the
-    session would otherwise be left "processing".
+    Slack's agent sessions are one. It is optional beside `Interactor`. A cancel of a running run
+    closes no question. So without this, the session would be left "processing".
     """
 
     def run_cancelled(self, run: RunInfo) -> None: ...
@@ -43,10 +43,11 @@ class EndsSession(Protocol):
 
 @runtime_checkable
 class ShowsPlan(Protocol):
-    """A host that draws a live plan of the run (Slack's `plan` block); optional beside `Interactor`.
+    """A host that draws a live plan of the run, like Slack's `plan` block.
 
-    `plan_named` gives the steps an agent named ahead (`run.plan`). `plan_step` tells that step
-    `key` is `in_progress`, `complete` or raised (`error`); a replayed step is not told again.
+    It is optional beside `Interactor`. `plan_named` gives the steps an agent named ahead
+    (`run.plan`). `plan_step` tells that step `key` is `in_progress`, `complete` or raised
+    (`error`). A replayed step is not told again.
     """
 
     def plan_named(self, run: RunInfo, steps: list[str]) -> None: ...
@@ -55,16 +56,18 @@ class ShowsPlan(Protocol):
 
 
 def _about(run: RunInfo, question_id: str | None) -> dict[str, Any]:
-    """The log fields of a line about one question of `run` (a paused run's own fields name the question
-    it waits on, which may be another one)."""
+    """The log fields of a line about one question of `run`.
+
+    A paused run's own fields name the question it waits on, which may be another.
+    """
     return {**run.log_context(), "interrupt_id": question_id}
 
 
 class LogHost:
     """A host with no people: logs everything and parks every question.
 
-    Used where a process has no real host for a run (a worker without Slack
-    credentials, say); questions stay answerable through any host that shares Redis.
+    It serves a process with no real host for a run, like a worker without Slack credentials.
+    Questions stay answerable through any host sharing Redis.
     """
 
     def solicit(self, request: Request, run: PausingRun) -> Outcome:

@@ -1,16 +1,18 @@
 """What a host is handed when a run asks: a `PausingRun` over the execution.
 
-A host reads who asks, where the run talks and the current question, and records where
-it posted the question and who may answer it. It sees nothing else of the execution:
-no journal, no store, no agent API. `HostView` stands for one question (`run.ask`,
-each of `ask_all`/`ask_any`); `EachView` for the message `ask_each`'s people share.
+A host reads who asks, where the run talks and the current question. It records where it posted
+the question and who may answer it. It sees nothing else of the execution: no journal, no store,
+no agent API. `HostView` stands for one question: `run.ask`, or each of `ask_all`/`ask_any`.
+`EachView` stands for the message `ask_each`'s people share.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from workers.interaction import Context, ContextChange
+from workers.receipts.canonical import blocks_digest
 from workers.runtime.execution import Execution
 from workers.runtime.group_close import progress_of
 from workers.runtime.host import QuestionProgress
@@ -18,11 +20,21 @@ from workers.store.groups import GroupRecord
 from workers.store.records import InterruptRecord, RunRecord
 
 
+def with_shown_digest(execution: Execution, message: dict[str, Any], shown: Sequence[Any]) -> dict[str, Any]:
+    """`message` with the digest of the blocks `shown`, where this worker signs receipts.
+
+    The digest is the receipt's `shown_digest`. Without a key it would never be read, so it is not made.
+    """
+    if not shown or not execution.signs_receipts:
+        return message
+    return {**message, "blocks_digest": blocks_digest(list(shown))}
+
+
 class HostView:
     """The run as a host sees it while one question is put: a `PausingRun`.
 
-    It keeps the question as the host records it (message, assignees), so the park that
-    follows records what the host did.
+    It keeps the question as the host records it: message and assignees. So the park that follows
+    records what the host did.
     """
 
     def __init__(self, execution: Execution, interrupt: InterruptRecord, *, opened_earlier: bool) -> None:
@@ -65,12 +77,12 @@ class HostView:
 
     @property
     def question_message(self) -> dict[str, Any]:
-        """Where the question was posted before, if it was; a host posts it only once."""
+        """Where the question was posted before, if it was, since it is posted once."""
         return self._interrupt.message
 
     @property
     def question_may_be_posted(self) -> bool:
-        """True when an earlier execution opened the question and no message is recorded for it.
+        """True when an earlier execution opened the question and recorded no message.
 
         That execution may have died inside the post, after the message was made.
         """
@@ -85,12 +97,15 @@ class HostView:
     def asked_separately(self) -> list[InterruptRecord]:
         return []
 
-    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
+    def record_question_message(
+        self, message: dict[str, Any], *, parked_next: bool = False, shown: Sequence[Any] = ()
+    ) -> None:
         """Record where the question was posted, so it is never posted twice.
 
-        With `parked_next` the park that follows records it. A crash before then leaves the
-        question without a `ts`, and the replay finds the message by its metadata.
+        With `parked_next`, the park that follows records it. A crash before then leaves the question
+        without a `ts`. The replay then finds the message by its metadata.
         """
+        message = with_shown_digest(self._execution, message, shown)
         iid, store = self._interrupt.id, self._execution.store
         if not parked_next:
             self._execution.durable(lambda: store.set_message(iid, message), "record where the question was posted")
@@ -99,7 +114,7 @@ class HostView:
     def record_assignees(
         self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
     ) -> None:
-        """Record who may answer the question (user groups resolved), before it is posted."""
+        """Record who may answer, user groups resolved, before the question is posted."""
         ex, iid, team = self._execution, self._interrupt.id, str(self.conversation.get("team", ""))
         asked = ex.read(lambda: ex.store.away.stand_ins(team, assignees).people, "read who is away")
         ex.durable(lambda: ex.store.people.resolve(iid, asked, groups, escalate_to), "record who is asked")
@@ -110,7 +125,7 @@ class HostView:
 
 
 class EachView:
-    """The run as a host sees it while `ask_each` puts its question: a `PausingRun`.
+    """The run as a host sees it while `ask_each` asks: a `PausingRun`.
 
     The group's shared message is the question's, and the view tells how far the group is.
     """
@@ -149,14 +164,17 @@ class EachView:
     def record_assignees(
         self, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None = None
     ) -> None:
-        """Never called: with no single `interrupt`, a host has no user groups left to resolve here."""
+        """Never called, since without a single `interrupt` no user groups remain."""
         raise TypeError("ask_each resolves user groups before its questions open")
 
-    def record_question_message(self, message: dict[str, Any], *, parked_next: bool = False) -> None:
+    def record_question_message(
+        self, message: dict[str, Any], *, parked_next: bool = False, shown: Sequence[Any] = ()
+    ) -> None:
         """Record where the shared message was posted, at once whatever `parked_next` says.
 
         The group's park does not record the message.
         """
+        message = with_shown_digest(self._execution, message, shown)
         gid, groups = self._group.id, self._execution.store.groups
         self._execution.durable(lambda: groups.set_message(gid, message), "record where it was posted")
         self._group = self._group.model_copy(update={"message": message})

@@ -1,11 +1,11 @@
-"""`ParleyJob`: an RQ job that runs only if it names one of Parley's own job functions.
+"""`ParleyJob`: an RQ job that runs only if it names one of Parley's job functions.
 
-RQ imports and calls whatever dotted path a job in Redis names, so anyone who can write to
-the queue could run any function on every worker (`os.makedirs`, `subprocess.call`). The
-worker resolves a job's function through `Job.func`; this subclass refuses there any function
-outside `queues.JOB_FUNCTIONS`, and any method of a stored instance, so RQ fails the job with
-the reason, and it never imports a callback or sends an RQ webhook a job names (Parley's own
-jobs have none).
+RQ imports and calls whatever dotted path a job in Redis names. So anyone who can write to the
+queue could run any function on every worker, like `os.makedirs` or `subprocess.call`. The
+worker resolves a job's function through `Job.func`. There this subclass refuses any function
+outside `queues.JOB_FUNCTIONS`. It also refuses any method of a stored instance. RQ then fails
+the job with the reason. It never imports a callback or sends an RQ webhook a job names.
+Parley's own jobs have none.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ log = Log("parley.worker")
 
 
 class ForeignJob(ParleyError):
-    """A job in Parley's queue that names something other than one of Parley's job functions."""
+    """A job in Parley's queue naming something other than a Parley job function."""
 
 
 class ParleyJob(Job):
-    """RQ's `Job`, refusing what is not one of Parley's job functions (see the module docstring)."""
+    """RQ's `Job`, refusing all but Parley's job functions (see the module docstring)."""
 
     @property
     def func(self) -> Any:

@@ -1,4 +1,7 @@
-"""The functions RQ runs. Arguments are ids only; the runtime comes from the process wiring."""
+"""The functions RQ runs.
+
+Arguments are ids only. The runtime comes from the process wiring.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from workers.runtime.sweep import schedule_next, sweep
 
 
 def execute_run(run_id: str) -> str:
-    """Execute (or replay) one run; pauses and failures end the job as finished."""
+    """Execute or replay one run, where pauses and failures finish the job."""
     return execute(wiring.current(), run_id)
 
 
@@ -24,10 +27,10 @@ def sweep_job() -> dict[str, list[str]]:
 
 
 def show_job(run_id: str, interrupt_id: str) -> None:
-    """Show one answered question of several asked at once on its message, before the run resumes."""
+    """Show one answered question of a group on its message, before the resume."""
     show(wiring.current(), run_id, interrupt_id)
 
 
 def cancelled_job(run_id: str) -> None:
-    """Show an admin's cancel on the run's messages; tell its webhook or workflow."""
+    """Show an admin's cancel on the run's messages, and tell its webhook or workflow."""
     show_cancelled(wiring.current(), run_id)

@@ -1,11 +1,11 @@
-"""A worker's hold on a run: the lease it renews, and writes that ride out a short Redis outage.
+"""A worker's hold on a run: its renewed lease, and writes riding out short outages.
 
-The lease is what the sweep trusts: until it lapses, nobody else executes the run. So
-while it holds, a write that records an effect (a step's result, a `once` intent or
-done, the transition that ends the run) waits for Redis to come back instead of giving
-up; giving up would let the run be replayed and the recorded-nowhere effect repeat.
-Once the lease has lapsed the execution stops without writing (`StaleEpoch`): the run is
-another worker's by then, and only an outage longer than the lease repeats a step.
+The lease is what the sweep trusts: until it lapses, nobody else executes the run. So while it
+holds, a write that records an effect waits for Redis to come back. Such writes are a step's
+result, a `once` intent or done, and the run's ending transition. Giving up would let the run be
+replayed, and the unrecorded effect repeat. Once the lease has lapsed, the execution stops
+without writing (`StaleEpoch`). The run is another worker's by then. Only an outage longer than
+the lease repeats a step.
 """
 
 from __future__ import annotations
@@ -35,12 +35,11 @@ OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 class LeaseKeeper:
     """A worker's lease on one run, renewed in the background while the agent runs.
 
-    Renewals survive Redis errors (a restart, a failover) and are tried again within a fraction
-    of a second: a keeper that gave up, or sat in a client's multi-second backoff, would let the
-    lease lapse while the agent runs on, and another worker would repeat the step in progress.
-    The renewing is done by one thread per process for every lease held there (`_Renewer`), not
-    a thread per execution: starting and joining one cost about as much as a Redis round trip
-    per execution.
+    Renewals survive Redis errors, like a restart or a failover. They are tried again within a
+    fraction of a second. A keeper that gave up, or sat in a client's multi-second backoff, would
+    let the lease lapse. The agent would run on, and another worker would repeat the step in
+    progress. One thread per process renews every lease held there (`_Renewer`). A thread per
+    execution would cost about a Redis round trip to start and join.
     """
 
     RETRY = 0.2
@@ -62,7 +61,10 @@ class LeaseKeeper:
         _renewer().release(self)
 
     def renew(self) -> float | None:
-        """Renew the lease once; the seconds until the next renewal, or None once the run is lost."""
+        """Renew the lease once, returning seconds until the next renewal.
+
+        None once the run is lost.
+        """
         ttl = self._rt.settings.lease_ttl
         until = time.time() + ttl
         try:
@@ -79,10 +81,10 @@ class LeaseKeeper:
         return ttl / 3
 
     def durable(self, write: Callable[[], T], what: str) -> T:
-        """Run `write`, retrying through a Redis outage for as long as the lease surely holds.
+        """Run `write`, retrying through a Redis outage while the lease surely holds.
 
-        Every write passed here is idempotent (a fenced journal write, an atomic transition
-        re-checked on retry), so a write that landed before its reply was lost may repeat.
+        Every write passed here is idempotent: a fenced journal write, or an atomic transition
+        re-checked on retry. So a write that landed before its reply was lost may repeat.
         """
         margin = min(1.0, self._rt.settings.lease_ttl / 10)
         delay, started = 0.05, time.monotonic()
@@ -105,7 +107,7 @@ class LeaseKeeper:
 
 
 class _Renewer:
-    """The thread that renews every lease held in this process, each when it falls due."""
+    """The thread renewing every lease held in this process, each when due."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -120,7 +122,10 @@ class _Renewer:
             self._cond.notify()
 
     def release(self, keeper: LeaseKeeper) -> None:
-        """Stop renewing `keeper`; returns once no renewal of it is under way, so none lands after."""
+        """Stop renewing `keeper`, returning once no renewal of it is under way.
+
+        So none lands after.
+        """
         with self._cond:
             self._due.pop(keeper, None)
             while self._renewing is keeper:
@@ -168,7 +173,7 @@ _LEASE_STORES: dict[int, RunStore] = {}
 
 
 def _lease_store(runtime: Runtime) -> RunStore:
-    """One quick-failing store per process for every lease renewal (not a pool per execution)."""
+    """One quick-failing store per process for all lease renewals, not a pool per execution."""
     key = id(runtime.redis)
     if key not in _LEASE_STORES:
         timeout = min(runtime.settings.lease_ttl / 3, 2.0)
@@ -177,7 +182,7 @@ def _lease_store(runtime: Runtime) -> RunStore:
 
 
 def _prompt_client(client: redis.Redis, timeout: float) -> redis.Redis:
-    """A client of the same server whose commands fail within `timeout` instead of backing off."""
+    """A client of the same server whose commands fail within `timeout`, not backing off."""
     return connection.sibling(
         client, max_connections=2, retry=Retry(NoBackoff(), 1), socket_timeout=timeout, socket_connect_timeout=timeout
     )

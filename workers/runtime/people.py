@@ -1,9 +1,9 @@
-"""Changing who may answer an open question: escalation (driven by the sweep) and reassignment.
+"""Changing who may answer an open question: escalation (by the sweep) and reassignment.
 
 Both act on one question (an interrupt), so they apply to each question a run has open. The
-store makes each change atomically, with its history entry; this module decides who may ask
-for it and tells the run's host (`Interactor.escalated`, `Interactor.reassigned`), which
-notifies the people added and shows the change on the question as that host renders it.
+store makes each change atomically, with its history entry. This module decides who may ask for
+it. It tells the run's host (`Interactor.escalated`, `Interactor.reassigned`). The host notifies
+the people added and shows the change on the question.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ log = Log("parley.people")
 
 
 class ReassignRefused(ParleyError):
-    """A reassignment that was not made; nothing was written. The message says why, for people."""
+    """A reassignment not made, and nothing written.
+
+    The message says why, for people.
+    """
 
 
 _CLOSED = {
@@ -32,10 +35,10 @@ _CLOSED = {
 
 
 def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
-    """Escalate every open question whose `escalate_after` has passed; returns their ids.
+    """Escalate every open question past its `escalate_after`, returning their ids.
 
-    The store adds the escalation people once (a second sweep finds it done); the run's host
-    then tells them and shows the escalation on the question.
+    The store adds the escalation people once, so a second sweep finds it done. The run's host then
+    tells them and shows the escalation on the question.
     """
     now = time.time() if now is None else now
     store = runtime.store
@@ -59,12 +62,12 @@ def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
 def reassign(
     runtime: Runtime, interrupt: InterruptRecord, *, by: str, to: str, is_admin: bool, to_is_bot: bool
 ) -> InterruptRecord:
-    """Hand `interrupt` from `by` to `to`; returns the question as it now is, or raises `ReassignRefused`.
+    """Hand `interrupt` from `by` to `to`, returning the question as it now is.
 
-    An assignee hands over their own place; an admin who is not an assignee hands over the
-    whole question (every assignee's place). Nobody hands a question to themselves or to a
-    bot (`to_is_bot`, as the host's directory says), nor to someone already asked.
-    The run's host, whichever it is, then tells `to` and shows the change.
+    A refusal raises `ReassignRefused`. An assignee hands over their own place. An admin who is not
+    an assignee hands over the whole question, every assignee's place. Nobody hands a question to
+    themselves, or to someone already asked. Nor to a bot (`to_is_bot`, as the host's directory
+    says). The run's host, whichever it is, then tells `to` and shows the change.
     """
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": by, "team": interrupt.team}
     if to == by:

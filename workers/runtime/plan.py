@@ -1,12 +1,12 @@
 """`run.plan([...])` and the steps a host may show as a live plan of the run.
 
 An agent may name its steps ahead: `run.plan(["Fetch the invoice", "Pay it"])`. Each step
-(`run.step`) or question the run then reaches takes the next named one, in order; without
-names, a step shows its key. A host that draws plans (`ShowsPlan`, Slack's `plan` block)
-is told of the names and of each step as it starts, completes or raises. Others are not.
+(`run.step`) or question the run then reaches takes the next name, in order. Without names, a
+step shows its key. A host that draws plans (`ShowsPlan`, Slack's `plan` block) is told the
+names. It is also told of each step as it starts, completes or raises. Other hosts are not.
 
-Kept apart from the execution as a mixin so its own module stays about replay. What a host
-shows is never part of the run: a host that fails to show it is logged, and the run goes on.
+This is a mixin apart from the execution, so that module stays about replay. What a host shows
+is never part of the run. A host that fails to show it is logged, and the run goes on.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ PLAN_MAX = 50
 
 
 class PlanSteps:
-    """`plan` for agents, and the step notices an execution's `step` gives the host."""
+    """`plan` for agents, and the host's notices of an execution's steps."""
 
     log: Log
 
@@ -40,14 +40,17 @@ class PlanSteps:
         """The run's record; the execution has it."""
 
     def name_steps(self, steps: list[str]) -> None:
-        """Name the run's steps ahead, in the order the run reaches them (steps and questions alike)."""
+        """Name the run's steps ahead, in the order reached, questions included."""
         names = [str(s).strip() for s in steps if str(s).strip()]
         if len(names) > PLAN_MAX:
             raise ValueError(f"a plan names at most {PLAN_MAX} steps, not {len(names)}")
         self._show_plan(lambda host: host.plan_named(self.record, names))
 
     def _planned(self, key: str, fn: Callable[[], T]) -> T:
-        """Run step `key`'s `fn`, telling a plan-drawing host it started, completed or raised."""
+        """Run step `key`'s `fn`, telling a plan-drawing host how it went.
+
+        It is told when the step started, completed or raised.
+        """
         self._show_plan(lambda host: host.plan_step(self.record, key, "in_progress"))
         try:
             result = fn()

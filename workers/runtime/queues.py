@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from datetime import timedelta
+from typing import Any
 
-from redis import Redis
+from redis import ConnectionPool, Redis
 from rq import Queue
 from rq.exceptions import DuplicateJobError
+from rq.job import Job
 from rq.serializers import JSONSerializer
 
 EXECUTE = "workers.runtime.jobs.execute_run"
@@ -22,12 +27,60 @@ WEBHOOK_QUEUE_NAME = "parley-webhooks"
 """Webhook deliveries' and Temporal signals' own queue: a run never waits behind one (see `webhook_workers`)."""
 
 
+REGISTERED_FOR = 60.0
+"""Seconds a process takes its queue as listed in RQ's `rq:queues` after it last listed it there."""
+_listed: weakref.WeakKeyDictionary[ConnectionPool, dict[str, float]] = weakref.WeakKeyDictionary()
+_listed_lock = threading.Lock()
+
+
+def _listed_lately(pool: ConnectionPool, key: str) -> bool:
+    with _listed_lock:
+        at = _listed.get(pool, {}).get(key)
+    return at is not None and time.monotonic() - at < REGISTERED_FOR
+
+
+def _note_listed(pool: ConnectionPool, key: str) -> None:
+    with _listed_lock:
+        _listed.setdefault(pool, {})[key] = time.monotonic()
+
+
+class ParleyQueue(Queue):
+    """RQ's queue, listed in `rq:queues` once a minute per process rather than at every enqueue.
+
+    RQ adds the queue to that set in a transaction of its own before each enqueue: three
+    commands and a round trip, on the accept path too. Only RQ's command line reads the set
+    (`rq info`), and the queue is already in it. A unique enqueue (every Parley run's) lists
+    it at most once per `REGISTERED_FOR` seconds; the job itself is enqueued exactly as before.
+    """
+
+    def enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
+        pool = self.connection.connection_pool
+        if pipeline is not None or not unique or not _listed_lately(pool, self.key):
+            job = super().enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
+            if pipeline is None:
+                _note_listed(pool, self.key)
+            return job
+        listing = self.connection.pipeline()
+        try:
+            # A unique enqueue is RQ's own atomic script; the pipeline only gets the listing.
+            return super().enqueue_job(job, pipeline=listing, at_front=at_front, unique=True)
+        finally:
+            staged = [tuple(args) for args, _ in listing.command_stack]
+            if staged == [("SADD", self.redis_queues_keys, self.key)]:
+                listing.reset()
+            else:  # anything else RQ staged goes to Redis as RQ meant it to
+                listing.execute()
+
+
 def queue(redis: Redis, name: str = QUEUE_NAME) -> Queue:
-    return Queue(name, connection=redis, serializer=JSONSerializer)
+    return ParleyQueue(name, connection=redis, serializer=JSONSerializer)
 
 
 def enqueue_run(q: Queue, run_id: str, job_id: str, *, delay: float = 0) -> bool:
-    """Enqueue an execution of `run_id` once under `job_id`; False when it already exists."""
+    """Enqueue an execution of `run_id` once under `job_id`.
+
+    False when it already exists.
+    """
     try:
         if delay > 0:
             q.enqueue_in(timedelta(seconds=delay), EXECUTE, run_id, job_id=job_id, unique=True, result_ttl=600)
@@ -39,7 +92,10 @@ def enqueue_run(q: Queue, run_id: str, job_id: str, *, delay: float = 0) -> bool
 
 
 def enqueue_show(q: Queue, run_id: str, interrupt_id: str, job_id: str) -> bool:
-    """Enqueue showing a closed member of a group on its message (see `group_close.show`), once per `job_id`."""
+    """Enqueue showing a group's closed member on its message, once per `job_id`.
+
+    See `group_close.show`.
+    """
     try:
         q.enqueue(SHOW, run_id, interrupt_id, job_id=job_id, unique=True, result_ttl=60, failure_ttl=3600)
     except DuplicateJobError:
@@ -48,7 +104,7 @@ def enqueue_show(q: Queue, run_id: str, interrupt_id: str, job_id: str) -> bool:
 
 
 def enqueue_cancelled(q: Queue, run_id: str, job_id: str) -> bool:
-    """Enqueue the effects of a cancel of `run_id` (see `cancel_effects`), once per `job_id`."""
+    """Enqueue the effects of `run_id`'s cancel once per `job_id` (see `cancel_effects`)."""
     try:
         q.enqueue(CANCELLED, run_id, job_id=job_id, unique=True, result_ttl=600, failure_ttl=86400)
     except DuplicateJobError:

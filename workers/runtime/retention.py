@@ -1,11 +1,10 @@
-"""Retention of finished runs: delete those past the keeping time, with their RQ job records.
+"""Retention of finished runs: delete those past their time, with their RQ job records.
 
-The sweep calls `purge_finished` on every pass, a bounded number of runs at a time, when
-`PARLEY_RETENTION` is not 0; admins call it through `parley runs purge --older-than`.
-The store deletes a run's own keys in one atomic step that re-checks it is still
-finished and old enough (`RunStore.retention`); the RQ job records the run may have
-left are deleted here, through RQ's API, only after that step, so a run that is kept
-keeps its jobs too.
+The sweep calls `purge_finished` on every pass, when `PARLEY_RETENTION` is not 0. It deletes a
+bounded number of runs at a time. Admins call it through `parley runs purge --older-than`. The
+store deletes a run's own keys in one atomic step (`RunStore.retention`). That step re-checks
+the run is still finished and old enough. The RQ job records the run may have left are deleted
+here afterwards, through RQ's API. So a run that is kept keeps its jobs too.
 """
 
 from __future__ import annotations
@@ -32,10 +31,10 @@ def purge_finished(
     dry_run: bool = False,
     limit: int | None = None,
 ) -> list[str]:
-    """Delete finished runs last updated more than `older_than` seconds before `now`; their ids.
+    """Delete runs finished over `older_than` seconds before `now`, returning their ids.
 
-    At most `limit` runs (None: every one), oldest first. With `dry_run`, only lists the
-    runs that would be deleted. Queued, running and paused runs are never deleted.
+    At most `limit` runs go (None: all), oldest first. With `dry_run`, it only lists the runs it
+    would delete. Queued, running and paused runs are never deleted.
     """
     now = time.time() if now is None else now
     cutoff = now - older_than
@@ -46,7 +45,7 @@ def purge_finished(
     while limit is None or len(purged) < limit:
         want = BATCH if limit is None else min(BATCH, limit - len(purged))
         candidates = retention.expired_finished(cutoff, want)
-        done = [p for p in (retention.purge(run_id, cutoff) for run_id in candidates) if p is not None]
+        done = retention.purge_many(candidates, cutoff)
         delete_jobs(runtime, [job_id for p in done for job_id in (*p.job_ids(), *_webhook_jobs(p.run_id))])
         QuestionStore(runtime.redis).forget([p.run_id for p in done])  # an API question's own record
         purged += [p.run_id for p in done]
@@ -62,11 +61,10 @@ def _webhook_jobs(run_id: str) -> list[str]:
 
 
 def delete_jobs(runtime: Runtime, job_ids: list[str]) -> int:
-    """Delete the RQ job records among `job_ids` that exist; returns how many.
+    """Delete the existing RQ job records among `job_ids`, returning how many.
 
-    A job a worker is running right now is left alone (deleting it under the worker would
-    break RQ's own bookkeeping); it ends at once, finding its run gone, and expires after
-    its `result_ttl`.
+    A job a worker is running right now is left alone. Deleting it under the worker would break RQ's
+    own bookkeeping. It ends at once, finding its run gone, and expires after its `result_ttl`.
     """
     deleted = 0
     serializer = runtime.queue.serializer

@@ -1,12 +1,12 @@
 """The `run` an agent receives: `ask`, `step` and `say`, all replay-safe.
 
-An execution replays the agent from the start. Answered questions and completed
-steps return their journalled results; the first unanswered question parks the
-run and raises `Suspend`, which ends the RQ job as finished.
+An execution replays the agent from the start. Answered questions and completed steps return
+their journalled results. The first unanswered question parks the run and raises `Suspend`. That
+ends the RQ job as finished.
 
-`Run` is the author's face and nothing more (it satisfies `workers.AgentRun`). The
-execution it stands on (`execution.py`) keeps the journal and the fenced writes, and
-a host sees the run through `host_view.py`.
+`Run` is the author's face and nothing more. It satisfies `workers.AgentRun`. The execution it
+stands on (`execution.py`) keeps the journal and the fenced writes. A host sees the run through
+`host_view.py`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ class Run:
 
     @property
     def data_dir(self) -> Path:
-        """A directory for agents' local resources (trackers, logs), shared by the machine's workers."""
+        """A directory for agents' local resources, shared by the machine's workers.
+
+        Trackers and logs are such resources.
+        """
         data_dir = self._execution.settings.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         return data_dir
@@ -60,11 +63,14 @@ class Run:
         return self._execution.step(key, fn)
 
     def plan(self, steps: list[str]) -> None:
-        """Name the run's steps ahead, in the order it reaches them, for a host that draws a plan."""
+        """Name the run's steps ahead, in order reached, for a host that draws plans."""
         self._execution.name_steps(steps)
 
     def recorded(self, key: str) -> Any:
-        """What step `key` recorded, or `ABSENT` before it has run: a read that runs and records nothing."""
+        """What step `key` recorded, or `ABSENT` before it ran.
+
+        It is a read that runs and records nothing.
+        """
         entry = self._execution.journal_entry(names.step(key))
         return ABSENT if entry is None else entry["v"]
 
@@ -82,19 +88,19 @@ class Run:
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.
 
-        The first time, the run parks until someone answers. On replay the recorded
-        answers are returned. Asking the same `key` again (an unusable answer) opens
-        a new attempt; the fourth attempt fails the run.
+        The first time, the run parks until someone answers. On replay the recorded answers are
+        returned. Asking the same `key` again, after an unusable answer, opens a new attempt. The fourth
+        attempt fails the run.
 
-        `context` is the JSON-able facts the person decides on (at most 2,000 characters
-        of canonical JSON, else `ContextError` before anything is recorded). It is shown
-        with the question and recorded with the answer; on replay, an answer given on
-        other facts than `context` now is void for this run, and the question is asked
-        again as the key's next attempt, showing what changed.
+        `context` is the JSON-able facts the person decides on. It is at most 2,000 characters of
+        canonical JSON. Otherwise `ContextError` is raised before anything is recorded. It is shown with
+        the question and recorded with the answer. On replay, an answer given on facts other than the
+        current `context` is void for this run. The question is then asked again as the key's next
+        attempt, showing what changed.
 
-        A secret item's value is returned here (and by `secret`) and nowhere else: it is
-        sealed at rest under `PARLEY_SECRET_KEY` until the run ends. Without the key, a
-        request with a secret item fails the run (`SecretKeyMissing`) before anything is recorded.
+        A secret item's value is returned here, and by `secret`, and nowhere else. It is sealed at rest
+        under `PARLEY_SECRET_KEY` until the run ends. Without the key, a request with a secret item
+        fails the run (`SecretKeyMissing`). That happens before anything is recorded.
         """
         asked = ask_one.ask(self._execution, request, key, context)
         self._secrets.update(asked.secrets)
@@ -112,13 +118,13 @@ class Run:
         key: str | None = None,
         **request_options: Any,
     ) -> Decision:
-        """Ask a person to approve `action` with `args`: they approve, edit the editable args first, or reject.
+        """Ask a person to approve `action` with `args`.
 
-        The approval is bound to `args` as `ask`'s `context` binds an answer: proposed args that
-        differ on replay void it, and it is asked again showing old → new. An edited approval is
-        bound to the edited args too, so an agent that proposes what was approved is not asked again.
-        `schema` (JSON Schema or a pydantic model) types the editable args; without it their types
-        are inferred from the values.
+        They approve, edit the editable args first, or reject. The approval is bound to `args`, as
+        `ask`'s `context` binds an answer. Proposed args that differ on replay void it. It is then asked
+        again, showing old → new. An edited approval is bound to the edited args too. So an agent
+        proposing what was approved is not asked again. `schema` (JSON Schema or a pydantic model) types
+        the editable args. Without it, their types are inferred from the values.
         """
         request = approval_request(action, args, schema=schema, editable=editable, **request_options)
         key = key or self._execution.keys.next_key()  # the key `ask` would give it
@@ -145,11 +151,12 @@ class Run:
         context: Context | None = None,
         **request_options: Any,
     ) -> M:
-        """Ask for `model`'s fields (one item each, see `workers.interaction.forms`) and return the instance.
+        """Ask for `model`'s fields and return the instance.
 
-        The model's own validators run where the answers are accepted: their errors are the
-        form's, and nothing is accepted. A field no item can ask for is refused here, before
-        anything is recorded or posted (`FormError`, naming the field).
+        Each field is one item (see `workers.interaction.forms`). The model's own validators run where
+        the answers are accepted. Their errors are the form's, and nothing is accepted. A field no item
+        can ask for is refused here, naming it (`FormError`). That happens before anything is recorded
+        or posted.
         """
         request = form_request(model, reason, **request_options)
         return form_result(model, self.ask(request, key=key, context=context))
@@ -157,21 +164,22 @@ class Run:
     def ask_all(
         self, requests: dict[str, Request], context: dict[str, Context] | None = None
     ) -> dict[str, dict[str, AnswerValue]]:
-        """Put every request at once (each its own message and assignees); return each one's answers by its key.
+        """Put every request at once and return each one's answers by its key.
 
-        The run parks until all are answered and resumes once, after the last answer; each question
-        is locked as soon as it is answered, and expires by its own `on_expiry`. The keys are ask
-        keys: asking one again opens its next attempt, within the same limit. `context` maps a key
-        to the facts that question's answer is bound to, as for `ask`.
+        Each request has its own message and assignees. The run parks until all are answered and resumes
+        once, after the last answer. Each question is locked as soon as it is answered. It expires by
+        its own `on_expiry`. The keys are ask keys: asking one again opens its next attempt, within the
+        same limit. `context` maps a key to the facts its answer is bound to, as for `ask`.
         """
         return ask_group.ask_all(self._execution, requests, context)
 
     def ask_any(
         self, requests: dict[str, Request], context: dict[str, Context] | None = None
     ) -> tuple[str, dict[str, AnswerValue]]:
-        """Put every request at once; resume on the first answer and return `(its key, its answers)`.
+        """Put every request at once, resume on the first answer, return `(key, answers)`.
 
-        The other questions close as "no longer needed"; a late answer to one is refused with that reason.
+        The other questions close as "no longer needed". A late answer to one is refused with that
+        reason.
         """
         return ask_group.ask_any(self._execution, requests, context)
 
@@ -183,34 +191,36 @@ class Run:
         key: str | None = None,
         context: Context | None = None,
     ) -> dict[str, dict[str, AnswerValue]]:
-        """Put `request` to each assignee separately; return each person's own answers by user id.
+        """Put `request` to each assignee separately, returning answers by user id.
 
-        One message, with progress ("2 of 3 answered: @A, @B"; what they answered too when
-        `request.show_answers`); each person answers once, for themselves. The run resumes when
-        `quorum` people answered (default: everyone), and the others' answers are no longer needed.
+        One message shows progress, like "2 of 3 answered: @A, @B". With `request.show_answers`, it
+        shows what they answered too. Each person answers once, for themselves. The run resumes when
+        `quorum` people answered, by default everyone. The others' answers are then no longer needed.
         """
         return ask_each.ask_each(self._execution, request, quorum, key=key, context=context)
 
     def secret(self, item_id: str) -> str:
-        """The value of the secret item `item_id` as last answered in this execution (see `ask`).
+        """The value of secret item `item_id` as last answered in this execution.
 
-        For code that needs a secret the model only saw a placeholder of (`workers.llm`): a
-        tool reads it here. `AgentError` when no secret answer to `item_id` was returned yet.
+        See `ask`. A tool reads here a secret the model saw only a placeholder of (`workers.llm`).
+        Raises `AgentError` when no secret answer to `item_id` was returned yet.
         """
         if item_id not in self._secrets:
             raise AgentError(f"no secret answer to {item_id!r} in this run yet; ask it with run.ask first")
         return self._secrets[item_id]
 
     def context_changed(self, key: str) -> bool:
-        """True when the answer the last `ask` of `key` returned was asked again because the
-        facts of the answer before it had changed (that answer was void); False otherwise,
-        and before `ask` of `key` in this execution."""
+        """Whether the last `ask` of `key` was asked again because facts changed.
+
+        True when the answer before it was void. False otherwise, and before any `ask` of `key` this
+        execution.
+        """
         return self._execution.keys.changed(key)
 
 
 def execution_of(run: Run) -> Execution:
-    """The execution under `run`, for Parley's own agents and tests, never an author's.
+    """The execution under `run`, for Parley's own agents and tests, never authors.
 
-    The built-in `question` agent writes through it; a test agent reads its epoch.
+    The built-in `question` agent writes through it. A test agent reads its epoch.
     """
     return run._execution

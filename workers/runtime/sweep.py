@@ -1,8 +1,8 @@
-"""The periodic sweep: expiries, reminders, escalations, lapsed leases, queued runs without a job, retention.
+"""The periodic sweep: expiries, reminders, escalations, lapsed leases, jobless runs, retention.
 
-It runs as an RQ job scheduled on a fixed grid of time slots (`parley-sweep-<slot>`,
-unique), so any number of workers schedule it and exactly one sweep runs per slot.
-Every action it takes is an atomic transition, so a repeated sweep is harmless.
+It runs as an RQ job scheduled on a fixed grid of time slots (`parley-sweep-<slot>`, unique). So
+any number of workers schedule it, and exactly one sweep runs per slot. Every action it takes is
+an atomic transition, so a repeated sweep is harmless.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class SweepReport:
 def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     now = time.time() if now is None else now
     report = SweepReport()
-    _expire(runtime, now, report)
+    report.expired = expire_due(runtime, now)
     _remind(runtime, now, report)
     report.escalated = escalate_due(runtime, now)
     _lapsed(runtime, now, report)
@@ -59,8 +59,13 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     return report
 
 
-def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
+def expire_due(runtime: Runtime, now: float) -> list[str]:
+    """Close every open question due by `now` as expired; returns their ids.
+
+    The sweep's first step, apart so a caller can expire without the rest.
+    """
     store = runtime.store
+    expired: list[str] = []
     for iid in store.due_expiries(now):
         interrupt = store.interrupt(iid)
         if interrupt is None or interrupt.state is not InterruptState.OPEN:
@@ -70,13 +75,14 @@ def _expire(runtime: Runtime, now: float, report: SweepReport) -> None:
         if interrupt.group:  # one of several asked at once: its group resumes the run when complete
             if isinstance(close_member(runtime, interrupt, CloseMode.EXPIRE, "parley", defaults, now=now), Closed):
                 metrics.QUESTIONS_EXPIRED.inc()
-                report.expired.append(iid)
+                expired.append(iid)
             continue
         if isinstance(store.close(interrupt, CloseMode.EXPIRE, "parley", defaults, now=now), Closed):
             # The resumed run shows the expiry on the question (see execute._lock_closed_question).
             enqueue_run(runtime.queue, interrupt.run_id, job_ids.resume(interrupt.run_id, iid))
             metrics.QUESTIONS_EXPIRED.inc()
-            report.expired.append(iid)
+            expired.append(iid)
+    return expired
 
 
 def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
@@ -135,11 +141,12 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
 
 
 def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
-    """Queued runs whose job is gone get one.
+    """Give a new job to each queued run whose job is gone.
 
-    Gone: never enqueued (a crash between acceptance and enqueue), ended, or abandoned (a
-    worker took it, then died before claiming the run; RQ would only notice after the job's
-    timeout, or at its ten-minute maintenance, and until then the run would sit queued).
+    A job may never have been enqueued, through a crash between acceptance and enqueue. It may have
+    ended. It may be abandoned: a worker took it, then died before claiming the run. RQ would notice
+    only after the job's timeout, or at its ten-minute maintenance. Until then the run would sit
+    queued.
     """
     store = runtime.store
     taken = _taken_at(runtime.queue)
@@ -173,18 +180,22 @@ def _requeue(runtime: Runtime, now: float, report: SweepReport) -> None:
 
 
 def _purge(runtime: Runtime, now: float, report: SweepReport) -> None:
-    """Delete finished runs older than `PARLEY_RETENTION` (0 keeps them), a bounded batch per pass."""
+    """Delete finished runs older than `PARLEY_RETENTION`, a bounded batch per pass.
+
+    0 keeps them.
+    """
     retention = runtime.settings.retention
     if retention > 0:
         report.purged = purge_finished(runtime, retention, now=now, limit=PURGE_PER_SWEEP)
 
 
 def _abandoned(job: Job | None, status: JobStatus | None, taken_at: float | None, now: float, lease_ttl: float) -> bool:
-    """A job taken more than a lease ago whose run is still queued: its worker died before the claim.
+    """A job taken over a lease ago whose run is still queued.
 
-    A live worker starts a job within milliseconds of taking it, and claims the run (queued →
-    running) as the first thing the job does. Taken: started (RQ's `started_at`), or not
-    started yet and first seen in RQ's intermediate queue at `taken_at` (see `_taken_at`).
+    Its worker died before the claim. A live worker starts a job within milliseconds of taking it.
+    Claiming the run (queued → running) is the first thing the job does. Taken means started (RQ's
+    `started_at`). Or not yet started and first seen in RQ's intermediate queue at `taken_at` (see
+    `_taken_at`).
     """
     if job is not None and status == JobStatus.STARTED and job.started_at is not None:
         taken_at = job.started_at.timestamp()
@@ -192,13 +203,13 @@ def _abandoned(job: Job | None, status: JobStatus | None, taken_at: float | None
 
 
 def _taken_at(queue: Queue) -> dict[str, float]:
-    """When a sweep first saw each job a worker took from `queue` and has not started.
+    """When a sweep first saw each job taken from `queue` but not started.
 
-    RQ moves a job into the queue's intermediate queue as a worker takes it (LMOVE), and out
-    as the job starts, a round trip or two later in the same process. Nothing names the
-    worker in between, so a job that stays there was dropped: its worker died, or lost Redis
-    and went back to waiting for work. Each sweep sets RQ's own first-seen mark on every such
-    job, so a job's clock starts within a sweep interval of its taking.
+    RQ moves a job into the queue's intermediate queue as a worker takes it (LMOVE). It moves it out
+    as the job starts, a round trip or two later in the same process. Nothing names the worker in
+    between. So a job that stays there was dropped: its worker died, or lost Redis and went back to
+    waiting. Each sweep sets RQ's own first-seen mark on every such job. So a job's clock starts
+    within a sweep interval of its taking.
     """
     intermediate = queue.intermediate_queue
     seen: dict[str, float] = {}
@@ -209,7 +220,7 @@ def _taken_at(queue: Queue) -> dict[str, float]:
 
 
 def schedule_next(runtime: Runtime, now: float | None = None) -> None:
-    """Schedule the sweep for the next slot of the grid, once however many workers ask."""
+    """Schedule the sweep for the grid's next slot, once however many workers ask."""
     interval = runtime.settings.sweep_interval
     slot = int((time.time() if now is None else now) // interval) + 1
     at = datetime.fromtimestamp(slot * interval, tz=UTC)

@@ -1,12 +1,12 @@
-"""The threads of `parley worker` that deliver webhooks: RQ workers on the webhooks' own queue.
+"""The threads of `parley worker` that deliver webhooks, on the webhooks' own queue.
 
-A delivery waits on someone else's server. On the agents' queue, a few receivers that never
-answer held every worker, and no run went on until their attempts timed out. Here each thread
-is an RQ worker (`ParleySimpleWorker`, jobs run in that thread) on `parley-webhooks` alone, so
-the agents' worker never takes a delivery and a delivery never waits behind a run. A job's
-timeout is RQ's timer-based one (its signal-based one works in the main thread only); signals
-stay the main worker's, and these threads end with the process: a delivery cut off then is
-failed by RQ's registries and retried under its `Retry`, like one whose worker died.
+A delivery waits on someone else's server. On the agents' queue, a few silent receivers held
+every worker. No run went on until their attempts timed out. Here each thread is an RQ worker
+(`ParleySimpleWorker`) running jobs in that thread. It works on `parley-webhooks` alone. So the
+agents' worker never takes a delivery, and a delivery never waits behind a run. A job's timeout
+is RQ's timer-based one, since signal-based timeouts work only in the main thread. Signals stay
+the main worker's. These threads end with the process. A delivery cut off then is failed by RQ's
+registries. It is retried under its `Retry`, like one whose worker died.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 
+from workers.exceptions import ParleyError
 from workers.logs import Log
-from workers.runtime.job_guard import ParleyJob
+from workers.runtime.rq_jobs import LeanJob
 from workers.runtime.rq_workers import ParleySimpleWorker
 from workers.runtime.wiring import Runtime
 
@@ -28,38 +30,71 @@ log = Log("parley.worker")
 
 
 class WebhookWorker(ParleySimpleWorker):
-    """An RQ worker that runs in a thread of its own: timer-based job timeouts, no signal handlers."""
+    """An RQ worker in a thread of its own: timer-based timeouts, no signal handlers."""
 
     death_penalty_class = TimerDeathPenalty
+    deliveries: Deliveries | None = None
 
     def _install_signal_handlers(self) -> None:
         """Signals are the main thread's (Python accepts handlers there only)."""
 
+    def register_birth(self) -> None:
+        """Register, unless the process is stopping: then end this thread's work instead."""
+        if self.deliveries is None:
+            super().register_birth()
+            return
+        with self.deliveries.lock:
+            if self.deliveries.closed.is_set():
+                raise DeliveriesStopped(self.name)
+            super().register_birth()
+
+
+class DeliveriesStopped(ParleyError):
+    """The process stopped its deliveries before this worker registered."""
+
 
 class Deliveries:
-    """The delivery threads of one `parley worker`, and the RQ worker each runs now."""
+    """The delivery threads of one `parley worker`, and each one's current RQ worker."""
 
     def __init__(self) -> None:
         self.threads: list[threading.Thread] = []
         self.workers: dict[int, WebhookWorker] = {}
+        self.closed = threading.Event()  # set as the process exits: no thread registers a worker again
+        self.lock = threading.Lock()  # a thread registers its next worker, or `stop` ends them, not both
 
     def join(self) -> None:
         for thread in self.threads:
             thread.join()
 
     def stop(self) -> None:
-        """Record the workers' end in Redis as the process exits (the threads end with it), so no
-        stale worker is listed; a delivery they were running is retried by RQ, as above."""
-        for worker in list(self.workers.values()):
-            with contextlib.suppress(redis.RedisError):
-                worker.register_death()
+        """Record the workers' end in Redis as the process exits, so none is listed stale.
+
+        The threads end with the process. A delivery they were running is retried by RQ, as above.
+        A thread between two workers (after losing Redis) starts no new one once this ran.
+        """
+        with self.lock:
+            self.closed.set()
+            for worker in list(self.workers.values()):
+                with contextlib.suppress(redis.RedisError):
+                    worker.register_death()
+
+    def next_worker(self, n: int, make: Callable[[], WebhookWorker]) -> WebhookWorker | None:
+        """Thread `n`'s next worker; None once the process is stopping."""
+        with self.lock:
+            if self.closed.is_set():
+                return None
+            worker = self.workers[n] = make()
+            worker.deliveries = self
+            return worker
 
 
 def start_webhook_workers(
     runtime: Runtime, count: int, *, name: str | None, burst: bool, logging_level: str
 ) -> Deliveries:
-    """Start `count` delivery threads on `runtime.webhook_queue`; each works until the process ends (or, in
-    `burst`, until the queue is empty)."""
+    """Start `count` delivery threads on `runtime.webhook_queue`, working until the process ends.
+
+    In `burst`, each works until the queue is empty.
+    """
     deliveries = Deliveries()
     for n in range(count):
         worker_name = f"{name}-webhooks-{n}" if name else None
@@ -75,19 +110,23 @@ def start_webhook_workers(
 
 
 def _work(deliveries: Deliveries, n: int, runtime: Runtime, name: str | None, burst: bool, logging_level: str) -> None:
-    """Work the webhooks' queue; after losing Redis (a restart, a failover), wait and work again."""
+    """Work the webhooks' queue, and after losing Redis wait and work again.
+
+    Losing Redis means a restart or a failover.
+    """
     delay = 0.5
-    while True:
-        worker = deliveries.workers[n] = WebhookWorker(
-            [runtime.webhook_queue],
-            connection=runtime.redis,
-            serializer=JSONSerializer,
-            name=name,
-            job_class=ParleyJob,
+
+    def make() -> WebhookWorker:
+        return WebhookWorker(
+            [runtime.webhook_queue], connection=runtime.redis, serializer=JSONSerializer, name=name, job_class=LeanJob
         )
+
+    while (worker := deliveries.next_worker(n, make)) is not None:
         try:
             worker.work(burst=burst, with_scheduler=False, logging_level=logging_level)
             delay = 0.5
+        except DeliveriesStopped:
+            return
         except (redis.ConnectionError, redis.TimeoutError):
             log.warning("webhook worker lost Redis", worker=worker.name, exc=True)
         except Exception:

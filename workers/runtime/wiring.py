@@ -1,8 +1,8 @@
 """`Runtime`: the parts a process wires together once, at its entry point.
 
-RQ calls job functions by dotted path with ids only, so the job function finds the
-process's runtime here. `install` is called by the composition root (the `parley`
-CLI, or a test); nothing is created at import time.
+RQ calls job functions by dotted path with ids only. So the job function finds the process's
+runtime here. The composition root calls `install`: the `parley` CLI, or a test. Nothing is
+created at import time.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from workers.runtime.queues import WEBHOOK_QUEUE_NAME, queue
 from workers.store.receipts import DEFAULT_RETENTION as DEFAULT_RECEIPT_RETENTION
 from workers.store.receipts import ReceiptBook
 from workers.store.records import InterruptRecord
-from workers.store.replication import Replication
+from workers.store.replication import WAIT_TIMEOUT_MS, Replication
 from workers.store.runs import RunStore
 from workers.store.sealed import SecretBox
 
@@ -40,9 +40,14 @@ class RuntimeSettings:
     data_dir: Path = Path(".parley")
     secret_key: str | None = field(default=None, repr=False)  # PARLEY_SECRET_KEY: seals secret answers
     min_replicas: int = 0  # replicas that must hold an accepted answer before it is acked (workers.store.replication)
+    replica_wait_ms: int = WAIT_TIMEOUT_MS  # how long an ack waits for those replicas
     receipt_key: bytes | None = field(default=None, repr=False)  # PARLEY_RECEIPT_KEY's PEM: signs receipts
     receipt_retention: float = DEFAULT_RECEIPT_RETENTION  # PARLEY_RECEIPT_RETENTION; 0 keeps receipts forever
     receipt_trusted: bytes | None = None  # PARLEY_RECEIPT_KEYS' PEM: public keys of rotated signers
+
+    def replication(self) -> Replication:
+        """How accepted answers wait for replicas, from these settings."""
+        return Replication(self.min_replicas, self.replica_wait_ms)
 
 
 @dataclass
@@ -63,7 +68,8 @@ class Runtime:
         key = self.settings.receipt_key
         signer = Signer.from_pem(key) if key else None
         trusted = KeyRing.from_pem_text(self.settings.receipt_trusted) if self.settings.receipt_trusted else None
-        self.receipts = ReceiptBook(self.redis, signer, self.settings.receipt_retention, trusted)
+        replication = self.settings.replication()  # a receipt is handed out once replicas hold it
+        self.receipts = ReceiptBook(self.redis, signer, self.settings.receipt_retention, trusted, replication)
 
     @classmethod
     def build(
@@ -77,7 +83,7 @@ class Runtime:
         box = SecretBox(settings.secret_key) if settings.secret_key else None
         return cls(
             redis=redis,
-            store=RunStore(redis, box, Replication(settings.min_replicas)),
+            store=RunStore(redis, box, settings.replication()),
             queue=queue(redis),
             hosts=hosts or InteractorRouter(),
             registry=registry or REGISTRY,

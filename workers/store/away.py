@@ -1,13 +1,13 @@
-"""Who is away, until when, and whom their questions go to meanwhile, per workspace.
+"""Who is away, until when, and who takes their questions, per workspace.
 
-A record expires with its `until`, so a person is back on time with nothing to sweep; the
-index lists a workspace's absences for App Home and `parley people list`. Questions already
-open stay where they are: only questions asked while someone is away go to their delegate.
+A record expires with its `until`, so a person is back on time with nothing to sweep. The index
+lists a workspace's absences for App Home and `parley people list`. Questions already open stay
+where they are. Only questions asked during an absence go to the delegate.
 
-`stand_ins` maps the people a question is put to onto who answers it now. A delegate who is
-also away is followed once more; a chain that comes back to someone already on it stops
-before them, so it never loops. Nobody is asked twice: a delegate already asked takes the
-absent person's place once.
+`stand_ins` maps the people a question is put to onto who answers it now. A delegate who is also
+away is followed once more. A chain that comes back to someone on it stops before them, so it
+never loops. Nobody is asked twice: a delegate already asked takes the absent person's place
+once.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from redis import Redis
 
 from workers.store import keys
-from workers.store.replies import reply
+from workers.store.replies import as_text, reply, text_hash
 
 
 @dataclass(frozen=True)
 class Away:
-    """`user` is away until `until` (epoch seconds); `delegate` answers for them meanwhile."""
+    """`user` is away until `until` (epoch seconds), and `delegate` answers meanwhile."""
 
     user: str
     until: float
@@ -36,14 +36,17 @@ HOPS = 2
 
 @dataclass(frozen=True)
 class StandIns:
-    """Who is asked now (`people`), and for each delegate the absent people they answer for."""
+    """Who is asked now (`people`), and whom each delegate answers for."""
 
     people: list[str]
     standing_in: dict[str, list[dict[str, float | str]]] = field(default_factory=dict)
 
 
 class AwayStore:
-    """Absences by workspace (`team`; "" applies in every workspace, as `parley people` sets) and person."""
+    """Absences by workspace (`team`) and person.
+
+    Team "" applies in every workspace, as `parley people` sets it.
+    """
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
@@ -60,7 +63,7 @@ class AwayStore:
         return Away(user, until, delegate, by)
 
     def clear(self, team: str, user: str) -> bool:
-        """Mark `user` back; False when they were not away."""
+        """Mark `user` back, or return False if they were not away."""
         with self.redis.pipeline(transaction=True) as pipe:
             pipe.delete(keys.away(team, user))
             pipe.zrem(keys.away_index(team), user)
@@ -68,13 +71,13 @@ class AwayStore:
         return bool(gone)
 
     def get(self, team: str, user: str, now: float | None = None) -> Away | None:
-        """`user`'s absence in `team`, or set for every workspace (team ""), if still on at `now`."""
+        """`user`'s absence in `team` or in every workspace (""), if on at `now`."""
         found = self._get(team, user, now)
         return found if found is not None or not team else self._get("", user, now)
 
     def _get(self, team: str, user: str, now: float | None) -> Away | None:
         raw = reply(self.redis.hgetall(keys.away(team, user)))
-        fields = {_s(k): _s(v) for k, v in raw.items()}
+        fields = text_hash(raw)
         if not fields.get("until"):
             return None
         until = float(fields["until"])
@@ -83,8 +86,14 @@ class AwayStore:
         return Away(user, until, fields.get("delegate", ""), fields.get("set_by", ""))
 
     def stand_ins(self, team: str, people: list[str], now: float | None = None) -> StandIns:
-        """`people` with each absent person replaced by their delegate, each person once."""
+        """`people` with each absent person replaced by their delegate, each person once.
+
+        Nobody away is the usual case: one `EXISTS` over every absence key that could apply
+        says so, where reading each person's absences took one or two commands a person."""
         now = time.time() if now is None else now
+        teams = [team, ""] if team else [""]
+        if not people or not self.redis.exists(*(keys.away(t, p) for p in people for t in teams)):
+            return StandIns(list(dict.fromkeys(people)), {})
         asked: list[str] = []
         standing_in: dict[str, list[dict[str, float | str]]] = {}
         for person in people:
@@ -105,9 +114,5 @@ class AwayStore:
     def listed(self, team: str, now: float | None = None) -> list[Away]:
         """Everyone of `team` away at `now`, soonest back first."""
         now = time.time() if now is None else now
-        users = [_s(u) for u in reply(self.redis.zrangebyscore(keys.away_index(team), now, "+inf"))]
+        users = [as_text(u) for u in reply(self.redis.zrangebyscore(keys.away_index(team), now, "+inf"))]
         return [a for u in users if (a := self._get(team, u, now)) is not None]
-
-
-def _s(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

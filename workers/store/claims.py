@@ -1,10 +1,10 @@
 """Claim and release: one person takes a question put to many, and may give it back.
 
-A question asked with `Request.claim` may be answered by anyone it was put to. A claim makes
-the claimer its only assignee, so acceptance (the `CLOSE` script) refuses everyone else with
-no change there; the assignees before it are kept and put back on release. Each change is one
-script, with its waiting-index entries and its history entry, so twenty concurrent clicks make
-one claimer and nineteen refusals that write nothing.
+Anyone a `Request.claim` question was put to may answer it. A claim makes the claimer its only
+assignee. So acceptance (the `CLOSE` script) refuses everyone else, with no change there. The
+assignees before it are kept and put back on release. Each change is one script, with its
+waiting-index entries and history entry. So twenty concurrent clicks make one claimer, and
+nineteen refusals that write nothing.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class ClaimStore:
         self._release = redis.register_script(RELEASE)
 
     def claim(self, interrupt_id: str, run_id: str, user: str, now: float | None = None) -> Change:
-        """Make `user` the only one who may answer `interrupt_id`; once, whoever clicks first."""
+        """Make `user` the only one who may answer `interrupt_id`, once, first click wins."""
         res = self._claim(
             keys=[keys.interrupt(interrupt_id), keys.history(run_id)],
             args=[interrupt_id, user, repr(time.time() if now is None else now), keys.waiting_index("")],
@@ -99,7 +99,7 @@ class ClaimStore:
         return change_of(res)
 
     def release(self, interrupt_id: str, run_id: str, user: str, *, admin: bool = False) -> Change:
-        """Give the question back to everyone it was put to; the claimer's, or an admin's, call."""
+        """Give the question back to everyone asked, by its claimer or an admin."""
         res = self._release(
             keys=[keys.interrupt(interrupt_id), keys.history(run_id), keys.escalate_index()],
             args=[interrupt_id, user, repr(time.time()), keys.waiting_index(""), "1" if admin else "0"],

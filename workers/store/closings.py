@@ -1,12 +1,12 @@
-"""`Closings`: wakes the long-polls waiting on questions, from one pub/sub subscription per process.
+"""`Closings`: wakes long-polls waiting on questions, from one pub/sub subscription per process.
 
-The store's CLOSE script publishes the id of every question it closes (answered, expired,
-cancelled) on `keys.closed_channel()`, in the same atomic step. A process that serves
-long-polls subscribes once and resolves an asyncio future per waiter: a waiter holds no
-thread and no Redis connection of its own, and never polls.
+The store's CLOSE script publishes the id of every question it closes on
+`keys.closed_channel()`. It does so in the same atomic step, whether answered, expired or
+cancelled. A process serving long-polls subscribes once, and resolves an asyncio future per
+waiter. A waiter holds no thread and no Redis connection of its own, and never polls.
 
-A message missed while the subscription reconnects cannot be replayed (pub/sub keeps
-nothing), so on every reconnect all waiters are woken to read the state again.
+Pub/sub keeps nothing, so a message missed while reconnecting cannot be replayed. So every
+reconnect wakes all waiters to read the state again.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Closings:
         self._ready = asyncio.Event()
 
     async def start(self, timeout: float = 5.0) -> None:
-        """Subscribe, and return once the subscription is live (so no close is missed after it)."""
+        """Subscribe, and return once the subscription is live, so no later close is missed."""
         self._task = asyncio.create_task(self._run(), name="parley-closings")
         await asyncio.wait_for(self._ready.wait(), timeout)
 
@@ -50,7 +50,10 @@ class Closings:
         return sum(len(v) for v in self._waiters.values())
 
     def watch(self, interrupt_id: str) -> asyncio.Future[None]:
-        """A future that resolves when `interrupt_id` closes; register it before reading the state."""
+        """A future that resolves when `interrupt_id` closes.
+
+        Register it before reading the state.
+        """
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters[interrupt_id].add(fut)
         return fut

@@ -1,17 +1,17 @@
-"""One way to reach Redis from a URL: plain, TLS, a unix socket, or the master a Sentinel names.
+"""One way to reach Redis from a URL: plain, TLS, a unix socket, or a Sentinel's master.
 
-Every Parley process (the bot, the workers, RQ inside them, the CLI) gets its client from
-`connect`, so `REDIS_URL` means the same thing everywhere:
+Every Parley process gets its client from `connect`: the bot, the workers, RQ inside them, the
+CLI. So `REDIS_URL` means the same thing everywhere:
 
-- `redis://`, `rediss://` (TLS) and `unix://` are redis-py's own `from_url` forms; TLS
-  options such as `ssl_ca_certs`, `ssl_certfile`, `ssl_keyfile` and `ssl_cert_reqs` go
-  in the query string.
+- `redis://`, `rediss://` (TLS) and `unix://` are redis-py's own `from_url` forms. TLS options
+  go in the query string. Examples are `ssl_ca_certs`, `ssl_certfile`, `ssl_keyfile` and
+  `ssl_cert_reqs`.
 - `redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]` asks those
-  Sentinels for the master of `service`; `?sentinel_password=` (and `sentinel_username=`)
+  Sentinels for the master of `service`. `?sentinel_password=` (and `sentinel_username=`)
   authenticate to the Sentinels themselves. redis-py has no URL form for Sentinel, so the
-  parsing is ours; the connections are redis-py's `Sentinel.master_for`, whose pool asks
-  the Sentinels for the master again whenever a connection is made, so a client (and the
-  RQ worker holding it) follows a failover without a restart.
+  parsing is ours. The connections are redis-py's `Sentinel.master_for`. Its pool asks the
+  Sentinels for the master again on every new connection. So a client, and the RQ worker holding
+  it, follows a failover without a restart.
 """
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ class SentinelTarget:
 
 
 def parse_sentinel_url(url: str) -> SentinelTarget:
-    """Parse a `redis+sentinel://` URL; a ValueError says exactly what is wrong with it."""
+    """Parse a `redis+sentinel://` URL.
+
+    A ValueError says exactly what is wrong with it.
+    """
     if not url.startswith(SENTINEL_SCHEME):
         raise ValueError(f"a Sentinel URL starts with {SENTINEL_SCHEME}")
     rest, _, query = url[len(SENTINEL_SCHEME) :].partition("?")
@@ -87,7 +90,7 @@ def _host_port(part: str) -> tuple[str, int]:
 
 
 def check_url(url: str) -> None:
-    """Raise ValueError unless `url` is a form `connect` takes (no connection is made)."""
+    """Raise ValueError unless `connect` takes `url`, without connecting."""
     if not url.startswith(SCHEMES):
         raise ValueError(f"must start with {', '.join(SCHEMES[:-1])} or {SCHEMES[-1]}")
     if url.startswith(SENTINEL_SCHEME):
@@ -95,7 +98,10 @@ def check_url(url: str) -> None:
 
 
 def connect(url: str, **options: Any) -> redis.Redis:
-    """A client for `url`; `options` are redis-py connection options (timeouts, retry, health checks)."""
+    """A client for `url`, with redis-py connection `options`.
+
+    Options are timeouts, retry and health checks.
+    """
     if not url.startswith(SENTINEL_SCHEME):
         return redis.Redis.from_url(url, **options)
     target, sentinel_kwargs, auth = _sentinel_parts(url, options)
@@ -105,7 +111,10 @@ def connect(url: str, **options: Any) -> redis.Redis:
 
 
 def connect_async(url: str, **options: Any) -> aioredis.Redis:
-    """An asyncio client for `url`, in every form `connect` takes (the long-polls' pub/sub uses it)."""
+    """An asyncio client for `url`, in every form `connect` takes.
+
+    The long-polls' pub/sub uses it.
+    """
     if not url.startswith(SENTINEL_SCHEME):
         client: aioredis.Redis = aioredis.Redis.from_url(url, **options)
         return client
@@ -116,7 +125,10 @@ def connect_async(url: str, **options: Any) -> aioredis.Redis:
 
 
 def sibling(client: redis.Redis, *, max_connections: int, **overrides: Any) -> redis.Redis:
-    """A client of the same server (or the same Sentinel service) with its own small pool and `overrides`."""
+    """A client of the same server or Sentinel service, with its own small pool.
+
+    `overrides` change its options.
+    """
     pool = client.connection_pool
     kwargs = {k: v for k, v in pool.connection_kwargs.items() if k != "connection_pool"}
     kwargs.update(overrides)
@@ -134,7 +146,7 @@ def sibling(client: redis.Redis, *, max_connections: int, **overrides: Any) -> r
 
 
 def _sentinel_parts(url: str, options: dict[str, Any]) -> tuple[SentinelTarget, dict[str, Any], dict[str, Any]]:
-    """For a Sentinel `url`: its parts, the options the Sentinels themselves get, and the master's auth."""
+    """A Sentinel `url`'s parts, the Sentinels' own options, and the master's auth."""
     target = parse_sentinel_url(url)
     sentinel_kwargs = {k: options[k] for k in _SENTINEL_SOCKET_OPTIONS if k in options}
     if target.sentinel_password:

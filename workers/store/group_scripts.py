@@ -1,14 +1,14 @@
-"""Lua scripts for questions asked at once (`ask_all`, `ask_any`, `ask_each`): open, park, close a member.
+"""Lua scripts for questions asked at once: open, park, close a member.
 
-A group is several questions (its members, each an ordinary interrupt with its own message,
-assignees and expiry) that one run waits on together. The run record's `interrupt` names
-the group. Each member closes on its own (an answer, an expiry, a cancel) in one atomic
-step, and the step that brings the group to its `need` (every member, the first, or a
-quorum) also closes the members still open as `not_needed` and queues the run: the run is
-resumed once, by exactly one of the closing steps, however the answers race.
+These serve `ask_all`, `ask_any` and `ask_each`. A group is several questions that one run waits
+on together. Each member is an ordinary interrupt with its own message, assignees and expiry.
+The run record's `interrupt` names the group. Each member closes on its own in one atomic step:
+an answer, an expiry, a cancel. One step brings the group to its `need`: every member, the
+first, or a quorum. That step also closes the still-open members as `not_needed` and queues the
+run. So exactly one closing step resumes the run, however the answers race.
 
-Like `scripts`, every script checks before it writes, a refusal writes nothing, and a
-repeated call does not change the outcome.
+Like `scripts`, every script checks before it writes. A refusal writes nothing. A repeated call
+does not change the outcome.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ return 1
 # (followed by the ids it closed as not needed), or {0, reason, detail...}. An answer the
 # member already accepted (a redelivery, or the same answers from the same person again)
 # returns {2} and writes nothing new.
-# KEYS: run, interrupt, group, expiry, remind, accepted, history, receipts pending (each
+# KEYS: run, interrupt, group, expiry, remind, accepted (not written), history, receipts pending (each
 # answered, expired or cancelled member is marked for its signed receipt, `workers.receipts`)
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json, token, history json, resume job id, interrupt prefix,
@@ -165,7 +165,6 @@ end
 redis.call('HSET', KEYS[3], 'state', G_DONE, 'done_at', ARGV[5])
 set_status(KEYS[1], ARGV[1], ARGV[2], 'queued', ARGV[5])
 redis.call('HSET', KEYS[1], 'job', ARGV[11])
-redis.call('ZADD', KEYS[6], ARGV[5], ARGV[1])
 return {1, 1, unpack(dropped)}
 """
 )

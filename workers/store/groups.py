@@ -1,9 +1,9 @@
 """`GroupStore`: questions asked at once (`ask_all`, `ask_any`, `ask_each`) in Redis.
 
-A group's members are ordinary interrupts (`InterruptRecord`, with `group` set), so a
-member is answered, refused, reminded and listed as any question is; the group hash adds
-what the members share: how they resume the run (`mode`, `need`) and, for `ask_each`,
-the one message they share and which member is whose.
+A group's members are ordinary interrupts (`InterruptRecord`, with `group` set). So a member is
+answered, refused, reminded and listed like any question. The group hash adds what members
+share: how they resume the run (`mode`, `need`). For `ask_each`, it adds the one shared message
+and which member is whose.
 """
 
 from __future__ import annotations
@@ -20,15 +20,25 @@ from redis import Redis
 from workers.exceptions import StaleEpoch
 from workers.interaction import Answer, GroupInfo
 from workers.store import group_scripts, job_ids, keys, scripts
-from workers.store.pieces import compact
-from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
+from workers.store.records import (
+    CloseMode,
+    GroupState,
+    InterruptRecord,
+    InterruptState,
+    RefusalReason,
+    RunRecord,
+    message_fields,
+)
 from workers.store.refusal import Refusal
 from workers.store.replication import Replication
-from workers.store.replies import reply
+from workers.store.replies import as_text, reply, text_hash
 
 
 class GroupMode(StrEnum):
-    """How a group resumes its run: after every answer, the first, or a quorum of people's own."""
+    """How a group resumes its run: after every answer, the first, or a quorum.
+
+    A quorum counts people's own answers.
+    """
 
     ALL = "all"
     ANY = "any"
@@ -62,10 +72,10 @@ class GroupRecord(BaseModel):
 
 @dataclass(frozen=True)
 class MemberClose:
-    """What closing one member did: refused (`refusal`), or closed, and whether that completed the group.
+    """What closing one member did: refused (`refusal`), or closed, perhaps completing the group.
 
-    `UNCONFIRMED` is the one refusal that wrote: the answer was accepted on the master (and
-    `done`, `dropped` say what that did) but fewer replicas than asked for confirmed it in time.
+    `UNCONFIRMED` is the one refusal that wrote. The master accepted the answer, and `done` and
+    `dropped` say what that did. But fewer replicas than asked for confirmed it in time.
     """
 
     refusal: Refusal | None = None
@@ -76,7 +86,7 @@ class MemberClose:
 
 @dataclass(frozen=True)
 class NewMember:
-    """One question about to be opened in a group: its interrupt's hash and its ask key's attempts."""
+    """One question about to open in a group: its interrupt's hash, its key's attempts."""
 
     fields: dict[str, str]
     journal_field: str
@@ -84,9 +94,10 @@ class NewMember:
 
 
 class GroupStore:
-    """Opens, parks and closes groups; `RunStore.groups` is the one instance a process uses.
+    """Opens, parks and closes groups, as `RunStore.groups`, one per process.
 
-    `replication` is the `RunStore`'s: a member's answer waits for replicas as a single question's does.
+    `replication` is the `RunStore`'s. A member's answer waits for replicas as a single question's
+    does.
     """
 
     def __init__(self, redis: Redis, replication: Replication | None = None) -> None:
@@ -109,7 +120,7 @@ class GroupStore:
         people: dict[str, str] | None = None,
         journal: dict[str, Any] | None = None,
     ) -> tuple[GroupRecord, list[InterruptRecord]]:
-        """Record the intent to ask every member (state `posting`) before anything is posted."""
+        """Record the intent to ask every member (state `posting`) before posting anything."""
         group = {
             "id": gid,
             "run_id": run.id,
@@ -133,29 +144,35 @@ class GroupStore:
 
     def group(self, gid: str) -> GroupRecord | None:
         data = reply(self.redis.hgetall(keys.group(gid)))
-        return GroupRecord.from_hash(_decode(data)) if data else None
+        return GroupRecord.from_hash(text_hash(data)) if data else None
 
     def members(self, group: GroupInfo) -> list[InterruptRecord]:
         """Every member of `group`, in the order they were asked, in one round trip."""
         pipe = self.redis.pipeline(transaction=False)
         for iid in group.members:
             pipe.hgetall(keys.interrupt(iid))
-        return [InterruptRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+        return [InterruptRecord.from_hash(text_hash(d)) for d in pipe.execute() if d]
 
     def member_for(self, gid: str, user: str) -> InterruptRecord | None:
-        """`user`'s own member of the `ask_each` group `gid`; None when they were not asked (or no such group)."""
+        """`user`'s own member of `ask_each` group `gid`.
+
+        None when they were not asked, or there is no such group.
+        """
         raw = reply(self.redis.hget(keys.group(gid), "people"))
         iid = json.loads(raw).get(user) if raw else None
         data = reply(self.redis.hgetall(keys.interrupt(iid))) if iid else None
-        return InterruptRecord.from_hash(_decode(data)) if data else None
+        return InterruptRecord.from_hash(text_hash(data)) if data else None
 
     def set_message(self, gid: str, message: dict[str, Any]) -> None:
-        """Where the shared message of an `ask_each` group was posted, on the group and every member."""
+        """Record where an `ask_each` group's shared message was posted, on all its records.
+
+        The group and every member get it.
+        """
         group = self.group(gid)
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(keys.group(gid), "message", json.dumps(message))
         for iid in group.members if group else []:
-            pipe.hset(keys.interrupt(iid), "message", compact(message))
+            pipe.hset(keys.interrupt(iid), mapping=message_fields(message))
         pipe.execute()
 
     def park(self, run_id: str, epoch: int, gid: str) -> None:
@@ -193,11 +210,11 @@ class GroupStore:
         counts: bool = True,
         now: float | None = None,
     ) -> MemberClose:
-        """Answer, expire or cancel a member in one atomic step; `entry` is its history line.
+        """Answer, expire or cancel a member in one atomic step, with `entry` as history.
 
         With `replication.min_replicas` set, an answer is followed by `WAIT` on the same connection
-        (`Replication.run_and_wait`); one accepted but confirmed by fewer replicas comes back as
-        `UNCONFIRMED`, kept on the master, and the same person's same answers are then the same acceptance.
+        (`Replication.run_and_wait`). An answer confirmed by fewer replicas comes back `UNCONFIRMED`,
+        kept on the master. The same person's same answers are then the same acceptance.
         """
         now = time.time() if now is None else now
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in answers or []])
@@ -223,26 +240,18 @@ class GroupStore:
         if res[0] == 0:
             return MemberClose(refusal=Refusal.from_reply(res))
         again = res[0] == 2
-        done, dropped = (False, []) if again else (bool(int(res[1])), [_s(x) for x in res[2:]])
+        done, dropped = (False, []) if again else (bool(int(res[1])), [as_text(x) for x in res[2:]])
         if short is not None:  # accepted on the master, not yet on enough replicas: kept, and resubmittable
             unconfirmed = Refusal(RefusalReason.UNCONFIRMED, replicas=short, again=again)
             return MemberClose(unconfirmed, again=again, done=done, dropped=dropped)
         return MemberClose(again=again, done=done, dropped=dropped)
 
     def mark_shown(self, interrupt_id: str) -> None:
-        """Remember that a member's closing is shown on its message, so the resumed run need not show it again."""
+        """Note that a member's close is shown on its message, so the resume skips it."""
         self.redis.hset(keys.interrupt(interrupt_id), "shown", "1")
 
     def drop_synchronously(self, interrupt: InterruptRecord) -> None:
-        """Close a member a synchronous host never put to anyone, because the run went on without it."""
+        """Close a member a synchronous host never asked, since the run went on without it."""
         self.redis.hset(
             keys.interrupt(interrupt.id), mapping={"state": InterruptState.NOT_NEEDED.value, "closed_by": "parley"}
         )
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _decode(data: dict[Any, Any]) -> dict[str, str]:
-    return {_s(k): _s(v) for k, v in data.items()}

@@ -1,8 +1,8 @@
 """Run, question and group ids: minted here, and their kind read here.
 
-An id is unguessable and carries no authority (the server checks every action); its first
-letter says what it names, so a run parked on `run.interrupt` is known to wait on one
-question or on a group of them (`ask_all`, `ask_any`, `ask_each`) without a read.
+An id is unguessable and carries no authority, as the server checks every action. Its first
+letter says what it names. So a run parked on `run.interrupt` is known to wait on one question
+or a group without a read. Groups come from `ask_all`, `ask_any` and `ask_each`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ def new_group_id() -> str:
 
 
 def is_group(some_id: str) -> bool:
-    """True when `some_id` (a run's `interrupt`, an ask key's attempt) names a group of questions."""
+    """True when `some_id` names a group of questions.
+
+    It may be a run's `interrupt` or an ask key's attempt.
+    """
     return some_id.startswith(GROUP)
 
 

@@ -1,15 +1,15 @@
 """Slack installations and OAuth states in Redis: slack_sdk's `InstallationStore` and `OAuthStateStore`.
 
-slack_sdk ships these interfaces with file, SQLite, SQLAlchemy and Amazon S3 implementations,
-and none for Redis; Parley keeps all its state in one Redis, so they are implemented here, on
-the store layer's keys (`keys.install_*`, `keys.oauth_state`). Records are JSON (the models'
-own attributes, as slack_sdk's file store writes them), never pickled.
+slack_sdk implements these interfaces with files, SQLite, SQLAlchemy and Amazon S3, but not
+Redis. Parley keeps all its state in one Redis, so they are implemented here. They use the store
+layer's keys (`keys.install_*`, `keys.oauth_state`). Records are JSON, never pickled: the
+models' own attributes, as slack_sdk's file store writes them.
 
-A workspace is addressed by `(enterprise, team)`; an org-wide install (`is_enterprise_install`)
-is one installation for the whole organisation, kept under its enterprise with no team, and
-every lookup that says `is_enterprise_install` finds it whatever team the payload names.
-Only the latest installation is kept (per workspace, and per installing user); slack_sdk's
-history of earlier ones serves nothing Parley does.
+A workspace is addressed by `(enterprise, team)`. An org-wide install (`is_enterprise_install`)
+is one installation for the whole organisation. It is kept under its enterprise with no team.
+Every lookup saying `is_enterprise_install` finds it, whatever team the payload names. Only the
+latest installation is kept, per workspace and per installing user. slack_sdk's history of
+earlier ones serves nothing Parley does.
 """
 
 from __future__ import annotations
@@ -93,10 +93,10 @@ class RedisInstallationStore(InstallationStore):
         user_id: str | None = None,
         is_enterprise_install: bool | None = False,
     ) -> Installation | None:
-        """The workspace's latest installation (or `user_id`'s), carrying the latest bot token.
+        """The workspace's latest installation (or `user_id`'s), with the latest bot token.
 
-        A user's own installation may predate a reinstall that replaced the bot token, so the
-        bot fields come from the latest bot record, as slack_sdk's stores do.
+        A user's own installation may predate a reinstall that replaced the bot token. So the bot fields
+        come from the latest bot record, as in slack_sdk's stores.
         """
         e, t = _ids(enterprise_id, team_id, is_enterprise_install)
         data = _load(reply(self.redis.get(keys.install_installer(e, t, user_id))))
@@ -119,7 +119,7 @@ class RedisInstallationStore(InstallationStore):
     def delete_installation(
         self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None
     ) -> None:
-        """Delete `user_id`'s installation of the workspace, or (no user) every installation of it."""
+        """Delete `user_id`'s installation of the workspace, or without a user all of them."""
         e, t = _ids(enterprise_id, team_id)
         index = keys.install_installers(e, t)
         pipe = self.redis.pipeline(transaction=True)
@@ -140,11 +140,11 @@ class RedisInstallationStore(InstallationStore):
 class RedisOAuthStateStore(OAuthStateStore):
     """slack_sdk's `OAuthStateStore`, stateless until consumed: issuing a state writes nothing.
 
-    A state is `<nonce>.<expiry in ms>.<HMAC of both with SLACK_STATE_SECRET>`, so a visit to
-    `/slack/install` (which anyone may make, as often as they like) costs Redis nothing. A
-    state Parley did not sign, or one past its expiry, is refused before Redis is asked; a
-    valid one is recorded when the redirect consumes it (SET NX, kept until it would have
-    expired anyway), so it is consumed once.
+    A state is `<nonce>.<expiry in ms>.<HMAC of both with SLACK_STATE_SECRET>`. So a visit to
+    `/slack/install` costs Redis nothing, though anyone may visit as often as they like. A state
+    Parley did not sign, or past its expiry, is refused before Redis is asked. A valid one is
+    recorded when the redirect consumes it, with SET NX. It is kept until it would have expired
+    anyway. So it is consumed once.
     """
 
     def __init__(
@@ -174,7 +174,10 @@ class RedisOAuthStateStore(OAuthStateStore):
         return f"{signed}.{self._sign(signed)}"
 
     def consume(self, state: str) -> bool:
-        """True once for a state signed here and not expired; the first consume records it, so a second is false."""
+        """True once for a state signed here and unexpired.
+
+        The first consume records it, so a second is false.
+        """
         signed, _, signature = (state or "").rpartition(".")
         nonce, _, expiry = signed.partition(".")
         if not nonce or not expiry.isdigit() or not hmac.compare_digest(signature, self._sign(signed)):

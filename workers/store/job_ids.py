@@ -1,7 +1,7 @@
 """Every RQ job id Parley uses, built in one place.
 
-A job id names one execution a run may get, so that `unique=True` enqueues make each
-of them happen once however many processes ask (a bot, a sweep, an admin).
+A job id names one execution a run may get. So `unique=True` enqueues make each happen once,
+however many processes ask. Those are a bot, a sweep or an admin.
 """
 
 from __future__ import annotations
@@ -18,17 +18,20 @@ def resume(run_id: str, interrupt_id: str) -> str:
 
 
 def show(interrupt_id: str) -> str:
-    """Showing that one of several questions asked at once was answered, before its run resumes."""
+    """Showing a group's answered question on its message, before the run resumes."""
     return f"show-{interrupt_id}"
 
 
 def cancelled(run_id: str) -> str:
-    """Showing an admin's cancel of `run_id` on its messages, and telling its webhook or workflow."""
+    """Showing an admin's cancel of `run_id`, and telling its webhook or workflow."""
     return f"cancelled-{run_id}"
 
 
 def retry(run_id: str, epoch: int) -> str:
-    """The retry after an execution at `epoch` raised; no other execution shares an epoch."""
+    """The retry after an execution at `epoch` raised.
+
+    No other execution shares an epoch.
+    """
     return f"retry-{run_id}-{epoch}"
 
 
@@ -38,12 +41,12 @@ def admin_retry(run_id: str, epoch: int) -> str:
 
 
 def lapse(run_id: str, epoch: int) -> str:
-    """The execution that takes over a run whose worker's lease at `epoch` lapsed."""
+    """The execution taking over a run whose lease at `epoch` lapsed."""
     return f"lapse-{run_id}-{epoch}"
 
 
 def hand_back(run_id: str, epoch: int) -> str:
-    """The execution that takes over a run a stopped terminal handed back at `epoch`."""
+    """The execution taking over a run a stopped terminal handed back at `epoch`."""
     return f"handback-{run_id}-{epoch}"
 
 
@@ -58,11 +61,11 @@ def sweep(slot: int) -> str:
 
 
 def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "") -> list[str]:
-    """Every job id run `run_id` could have had, for deleting its job records with the run.
+    """Every job id run `run_id` could have had, to delete its job records.
 
-    Its first execution, a resume per question, the effects of a cancel, a retry, a lapse, a
-    hand-back and an admin's retry per epoch it reached, and its current job (which may be a
-    `requeue` of one of those).
+    These are its first execution, a resume per question and its cancel's effects. Per epoch
+    reached, they add a retry, a lapse, a hand-back and an admin's retry. Its current job comes
+    last, maybe a `requeue` of one of those.
     """
     ids = [first(run_id), *(resume(run_id, iid) for iid in interrupt_ids), cancelled(run_id)]
     for e in range(epoch + 1):
@@ -73,10 +76,13 @@ def of_run(run_id: str, interrupt_ids: list[str], epoch: int, current: str = "")
 
 
 def webhook(question_id: str, event: str) -> str:
-    """The delivery of one webhook event of an API question (retried under the same id)."""
+    """The delivery of one webhook event of an API question, retried under one id."""
     return f"webhook-{question_id}-{event}"
 
 
 def signal(question_id: str) -> str:
-    """The delivery of an API question's outcome to its Temporal workflow (retried under the same id)."""
+    """The delivery of an API question's outcome to its Temporal workflow.
+
+    It is retried under the same id.
+    """
     return f"signal-{question_id}"

@@ -1,19 +1,19 @@
-"""Who may answer an open question, as it changes: user groups, escalation, reassignment, notices.
+"""Who may answer an open question, as it changes: groups, escalation, reassignment, notices.
 
-An interrupt's `assignees` field is always the people who may answer it now; acceptance (the
-`CLOSE` script) checks the answerer against it and nothing else. This module changes that
-field, one atomic script per change, each with its waiting-index entries and (for escalation
-and reassignment) its history entry in the same step:
+An interrupt's `assignees` field always holds who may answer it now. Acceptance (the `CLOSE`
+script) checks the answerer against it and nothing else. This module changes that field, one
+atomic script per change. Each writes its waiting-index entries in the same step. Escalation and
+reassignment also write their history entry then:
 
-- `resolve`: the host records the members of the user groups among the assignees, and the
-  people escalation will add, before the question is posted (state `posting` only);
-- `escalate`: the sweep adds the escalation people once `escalate_at` has passed, unless
-  someone claimed the question (`workers.store.claims`): a claim counts as taking it up;
-- `reassign`: an assignee hands their place to another person, or an admin hands the whole
-  question over (a claim moves with it);
-- `first_notice`: whether a person is told of a question for the first time (the DM dedupe).
+- `resolve`: before posting (state `posting` only), the host records who may answer. That is the
+  members of user groups among the assignees, and the people escalation will add.
+- `escalate`: the sweep adds the escalation people once `escalate_at` has passed. Not if someone
+  claimed the question (`workers.store.claims`), since a claim counts as taking it up.
+- `reassign`: an assignee hands their place to another person. Or an admin hands the whole
+  question over, and a claim moves with it.
+- `first_notice`: whether a person is told of a question for the first time, to dedupe DMs.
 
-Everything works per interrupt, so it applies to each question of a run however many are open.
+Everything works per interrupt. So it applies to each question of a run, however many are open.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from redis import Redis
 
 from workers.store import keys
-from workers.store.replies import reply
+from workers.store.replies import as_text, reply
 
 _LIB = """
 local function has(list, value)
@@ -119,7 +119,7 @@ return redis.call('HSETNX', KEYS[1], 'notified:' .. ARGV[1], '1')
 
 @dataclass(frozen=True)
 class Change:
-    """The outcome of an escalation or a reassignment: done, and who was added or removed; or why not."""
+    """An escalation's or reassignment's outcome: who was added or removed, or why not."""
 
     done: bool
     reason: str = ""
@@ -139,17 +139,20 @@ class PeopleStore:
     def resolve(
         self, interrupt_id: str, assignees: list[str], groups: dict[str, list[str]], escalate_to: list[str] | None
     ) -> bool:
-        """Record who may answer, groups resolved to members; only before the question is open."""
+        """Record who may answer, groups resolved, only before the question opens."""
         args = [json.dumps(assignees), json.dumps(groups), json.dumps(escalate_to) if escalate_to is not None else ""]
         return bool(self._resolve(keys=[keys.interrupt(interrupt_id)], args=args))
 
     def due_escalations(self, now: float, limit: int = 100) -> list[str]:
-        """Questions whose escalation time has passed (some may have closed since; `escalate` says)."""
+        """Questions whose escalation time has passed.
+
+        Some may have closed since, which `escalate` tells.
+        """
         found = reply(self.redis.zrangebyscore(keys.escalate_index(), "-inf", now, start=0, num=limit))
         return [x.decode() if isinstance(x, bytes) else str(x) for x in found]
 
     def escalate(self, interrupt_id: str, run_id: str, now: float | None = None) -> Change:
-        """Add the escalation people to `interrupt_id` if it is open and due; once."""
+        """Add the escalation people to `interrupt_id` once, if open and due."""
         now = time.time() if now is None else now
         res = self._escalate(
             keys=[keys.interrupt(interrupt_id), keys.escalate_index(), keys.history(run_id)],
@@ -166,16 +169,15 @@ class PeopleStore:
         return change_of(res)
 
     def first_notice(self, interrupt_id: str, user: str) -> bool:
-        """True the first time `user` is to be told of `interrupt_id` (one DM per person per question)."""
+        """True the first time `user` is to be told of `interrupt_id`.
+
+        That makes one DM per person per question.
+        """
         return bool(self._notice(keys=[keys.interrupt(interrupt_id)], args=[user]))
-
-
-def _s(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def change_of(res: list[object]) -> Change:
     """A script's `{1, people json}` or `{0, why}` as a `Change`."""
     if int(str(res[0])) == 1:
-        return Change(True, people=tuple(json.loads(_s(res[1]))))
-    return Change(False, reason=_s(res[1]))
+        return Change(True, people=tuple(json.loads(as_text(res[1]))))
+    return Change(False, reason=as_text(res[1]))

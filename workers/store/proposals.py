@@ -1,8 +1,8 @@
-"""Answers read from a plain-words reply, kept until the person who replied confirms them.
+"""Answers read from a plain-words reply, kept until the replier confirms them.
 
-A proposal names its question, the person who replied and the answers the model read.
-Confirm takes it once, and only for that person: one script checks and deletes it, so a
-double click or a second person's click accepts nothing. Unconfirmed, it expires.
+A proposal names its question, the replier and the answers the model read. Confirm takes it
+once, and only for that person. One script checks and deletes it. So a double click or a second
+person's click accepts nothing. Unconfirmed, it expires.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from redis import Redis
 
 from workers.interaction import Answer
 from workers.store import keys
-from workers.store.replies import reply
+from workers.store.replies import reply, text_hash
 
 PROPOSAL_TTL = 24 * 3600
 
@@ -67,20 +67,17 @@ class ProposalStore:
         return proposal_id
 
     def get(self, proposal_id: str) -> Proposal | None:
-        fields = _decoded(reply(self.redis.hgetall(keys.reply_proposal(proposal_id))))
+        fields = text_hash(reply(self.redis.hgetall(keys.reply_proposal(proposal_id))))
         return Proposal.of(proposal_id, fields) if fields else None
 
     def take(self, proposal_id: str, user: str) -> Proposal | None:
-        """The proposal, deleted, if `user` made it; None otherwise (and nothing changes)."""
+        """The proposal, deleted, if `user` made it.
+
+        Otherwise None, and nothing changes.
+        """
         flat = [
             x.decode() if isinstance(x, bytes) else str(x)
             for x in self._take(keys=[keys.reply_proposal(proposal_id)], args=[user])
         ]
         fields = dict(zip(flat[::2], flat[1::2], strict=True))
         return Proposal.of(proposal_id, fields) if fields else None
-
-
-def _decoded(raw: dict[bytes | str, bytes | str]) -> dict[str, str]:
-    return {
-        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v) for k, v in raw.items()
-    }

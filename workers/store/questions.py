@@ -1,16 +1,17 @@
 """`QuestionStore`: what the HTTP API keeps in Redis beside the runs it starts.
 
-An API question is a run of the built-in `question` agent (its id is the run's id); this
-store holds what the run does not: which token asked, where, the callback and metadata,
-the idempotency keys, the rate-limit logs (`rates.py`: per token, and of failed bearer tokens per
-client address), the tokens themselves (by the sha256 of their value only), the state of
-each webhook delivery, and the asker's sealed copy of a question's secret answers until it
-reads them once.
+An API question is a run of the built-in `question` agent, sharing its id. This store holds what
+the run does not:
+- which token asked, where, the callback and metadata
+- the idempotency keys
+- the rate-limit logs (`rates.py`), per token and of failed bearer tokens per client address
+- the tokens themselves, by their value's sha256 only
+- the state of each webhook delivery
+- the asker's sealed copy of a question's secret answers, until read once
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -20,30 +21,21 @@ from redis.client import Pipeline
 from redis.exceptions import WatchError
 
 from workers.logs import Log
-from workers.store import journal_names, keys
+from workers.store import idempotency, journal_names, keys, question_hashes
+from workers.store.idempotency import Binding, Bound
 from workers.store.rates import RateLog
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
-from workers.store.replies import reply
+from workers.store.replies import as_text, reply, text_hash
 from workers.store.runs import stage_create
 from workers.store.sealed import SecretBox
 
 log = Log("parley.questions")
-IDEMPOTENCY_TTL = 86400  # an Idempotency-Key is remembered for a day
 REVEALED = "revealed"  # what a question's secrets key holds once the asker has read them
 _UNASKED = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 
 
-@dataclass(frozen=True)
-class Binding:
-    """An Idempotency-Key (by its sha256) of one owner, to bind to a question made from a body (its digest)."""
-
-    owner: str
-    key_digest: str
-    body_digest: str
-
-
 class QuestionStore:
-    """All API state lives behind this class; the Redis connection is passed in."""
+    """All API state, behind one class given its Redis connection."""
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
@@ -51,7 +43,10 @@ class QuestionStore:
 
     # ---- tokens ----------------------------------------------------------------
     def add_token(self, record: ApiTokenRecord) -> bool:
-        """Store a new token under its name; False when the name is taken (nothing written)."""
+        """Store a new token under its name.
+
+        False, with nothing written, when the name is taken.
+        """
         if not self.redis.hsetnx(keys.api_tokens(), record.name, record.token_hash):
             return False
         self.redis.hset(keys.api_token(record.token_hash), mapping=record.to_hash())
@@ -59,48 +54,56 @@ class QuestionStore:
 
     def token_by_name(self, name: str) -> ApiTokenRecord | None:
         token_hash = self.redis.hget(keys.api_tokens(), name)
-        return self.token_by_hash(_s(token_hash)) if token_hash is not None else None
+        return self.token_by_hash(as_text(token_hash)) if token_hash is not None else None
 
     def token_by_hash(self, token_hash: str) -> ApiTokenRecord | None:
         data = reply(self.redis.hgetall(keys.api_token(token_hash)))
-        return ApiTokenRecord.from_hash(_decode(data)) if data else None
+        return ApiTokenRecord.from_hash(text_hash(data)) if data else None
 
     def tokens(self) -> list[ApiTokenRecord]:
-        hashes = [_s(h) for h in reply(self.redis.hvals(keys.api_tokens()))]
+        hashes = [as_text(h) for h in reply(self.redis.hvals(keys.api_tokens()))]
         pipe = self.redis.pipeline(transaction=False)
         for h in hashes:
             pipe.hgetall(keys.api_token(h))
-        found = [ApiTokenRecord.from_hash(_decode(d)) for d in pipe.execute() if d]
+        found = [ApiTokenRecord.from_hash(text_hash(d)) for d in pipe.execute() if d]
         return sorted(found, key=lambda t: t.name)
 
     def revoke_token(self, name: str) -> bool:
-        """Delete a token by name; its questions stay. False when there is no such token."""
+        """Delete a token by name, keeping its questions.
+
+        False when there is no such token.
+        """
         token_hash = self.redis.hget(keys.api_tokens(), name)
         if token_hash is None:
             return False
         pipe = self.redis.pipeline(transaction=True)
         pipe.hdel(keys.api_tokens(), name)
-        pipe.delete(keys.api_token(_s(token_hash)))
+        pipe.delete(keys.api_token(as_text(token_hash)))
         pipe.execute()
         return True
 
     # ---- rate limits -----------------------------------------------------------
     def hit(self, bucket: str, limit: int, window: int, now: float | None = None, *, cost: int = 1) -> float:
-        """Count `cost` requests of `bucket` (a token's owner id, a client address) if they fit in
-        `limit` over any `window` seconds: 0 when they do, else the seconds until they would."""
+        """Count `cost` requests of `bucket` if they fit `limit` over any `window` seconds.
+
+        A bucket is a token's owner id, or a client address. Returns 0 when they fit, else the seconds
+        until they would.
+        """
         return self.rates.hit(bucket, limit, window, now, cost=cost)
 
     def over(self, bucket: str, limit: int, window: int, now: float | None = None) -> float:
-        """Like `hit` without counting: the seconds until `bucket` has room when it is full, else 0."""
+        """Like `hit` without counting.
+
+        Returns the seconds until a full `bucket` has room, else 0.
+        """
         return self.rates.over(bucket, limit, window, now)
 
     # ---- idempotency -----------------------------------------------------------
-    def release_idempotency(self, owner: str, key_digest: str, question_id: str) -> None:
+    def release_idempotency(self, binding: Binding, question_id: str) -> None:
         """Forget a key whose question was never created (its creation was refused)."""
-        key = keys.api_idempotency(owner, key_digest)
-        raw = reply(self.redis.get(key))
-        if raw and json.loads(raw).get("question_id") == question_id:
-            self.redis.delete(key)
+        for name, raw in zip(binding.names, reply(self.redis.mget(binding.names)), strict=True):
+            if raw and idempotency.question_of(as_text(raw)) == question_id:
+                self.redis.delete(name)
 
     # ---- questions -------------------------------------------------------------
     def create(
@@ -110,26 +113,24 @@ class QuestionStore:
         started_by: str,
         conversation: dict[str, Any],
         binding: Binding | None = None,
-    ) -> dict[str, str] | None:
-        """Create the question's queued run (id `record.id`) and the API's record of it, in one step,
-        with `binding`'s Idempotency-Key bound to it in the same step: a failed create binds nothing.
+    ) -> Bound | None:
+        """Create the question's queued run (`record.id`) and the API's record, in one step.
 
-        Returns None once created, or the binding that holds when the key is bound already (and
-        then writes nothing).
+        `binding`'s Idempotency-Key is bound to it in that step, so a failed create binds nothing.
+        Returns None once created. If the key is bound already, it returns the binding that holds and
+        writes nothing.
         """
         with self.redis.pipeline(transaction=True) as pipe:
             while True:
                 try:
                     if binding is not None:
-                        key = keys.api_idempotency(binding.owner, binding.key_digest)
-                        pipe.watch(key)
-                        raw = reply(pipe.get(key))
-                        if raw:
-                            return dict(json.loads(raw))
+                        pipe.watch(*binding.names)
+                        held = next((as_text(v) for v in reply(pipe.mget(binding.names)) if v), None)
+                        if held is not None:
+                            return idempotency.bound(held, binding)
                     pipe.multi()
                     if binding is not None:
-                        bound = {"question_id": record.id, "body": binding.body_digest}
-                        pipe.set(key, json.dumps(bound), ex=IDEMPOTENCY_TTL)
+                        pipe.set(binding.name, binding.value(record.id), ex=idempotency.TTL)
                     stage_create(
                         pipe, record.id, agent, record.request.reason, started_by, conversation, record.created_at
                     )
@@ -142,18 +143,19 @@ class QuestionStore:
                     continue
 
     def withdraw(self, record: ApiQuestionRecord, binding: Binding | None) -> bool:
-        """Delete a question whose run has not asked it yet (nothing posted), with its key's binding.
+        """Delete a question its run has not asked yet, with its key's binding.
 
-        Only deletions, which Redis accepts even when it is full. False, and nothing deleted, when
-        the run asked its question or left `queued`/`running`, or anything touched it meanwhile.
+        Nothing was posted. This makes only deletions, which Redis accepts even when full. It returns
+        False and deletes nothing in some cases. The run may have asked its question, or left
+        `queued`/`running`. Or something touched it meanwhile.
         """
         qid = record.id
         with self.redis.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(keys.run(qid), keys.journal(qid))
                 status = reply(pipe.hget(keys.run(qid), "status"))
-                asked = any(_s(f).startswith(journal_names.ASK) for f in reply(pipe.hkeys(keys.journal(qid))))
-                if asked or status is None or _s(status) not in _UNASKED:
+                asked = any(as_text(f).startswith(journal_names.ASK) for f in reply(pipe.hkeys(keys.journal(qid))))
+                if asked or status is None or as_text(status) not in _UNASKED:
                     return False
                 pipe.multi()
                 pipe.delete(keys.run(qid), keys.journal(qid), keys.history(qid), keys.api_question(qid))
@@ -164,36 +166,40 @@ class QuestionStore:
                 pipe.zrem(keys.api_owned(record.owner) if record.owner else keys.api_questions(record.token), qid)
                 pipe.zrem(keys.api_all_questions(), qid)
                 if binding is not None:  # bound with the question, in the same step: it is this question's
-                    pipe.delete(keys.api_idempotency(binding.owner, binding.key_digest))
+                    pipe.delete(binding.name)
                 pipe.execute()
                 return True
             except WatchError:
                 return False
 
     def get(self, question_id: str) -> ApiQuestionRecord | None:
-        data = reply(self.redis.hgetall(keys.api_question(question_id)))
-        return ApiQuestionRecord.from_hash(_decode(data)) if data else None
+        [data] = question_hashes.read(self.redis, [question_id])
+        return ApiQuestionRecord.from_hash(data) if data else None
 
     def read(self, question_id: str) -> ApiQuestionRecord | UnreadableQuestion | None:
-        """As `get`, but a record this version cannot read comes back as `UnreadableQuestion`."""
-        data = reply(self.redis.hgetall(keys.api_question(question_id)))
-        return _parsed(question_id, _decode(data)) if data else None
+        """As `get`, but an unreadable record comes back as `UnreadableQuestion`."""
+        [data] = question_hashes.read(self.redis, [question_id])
+        return _parsed(question_id, data) if data else None
 
     def many(self, ids: Iterable[str]) -> list[ApiQuestionRecord | UnreadableQuestion]:
-        """Several questions in one round trip, in order; one that cannot be read is an `UnreadableQuestion`."""
+        """Several questions in order, in one or two round trips.
+
+        An unreadable one is an `UnreadableQuestion`.
+        """
         ids = list(ids)
-        pipe = self.redis.pipeline(transaction=False)
-        for qid in ids:
-            pipe.hgetall(keys.api_question(qid))
-        return [_parsed(qid, _decode(d)) for qid, d in zip(ids, pipe.execute(), strict=True) if d]
+        return [_parsed(qid, d) for qid, d in zip(ids, question_hashes.read(self.redis, ids), strict=True) if d]
+
+    def refer(self, record: ApiQuestionRecord, interrupt_id: str) -> None:
+        """Keep the question's request and context in its interrupt alone (`question_hashes.refer`)."""
+        question_hashes.refer(self.redis, record, interrupt_id)
 
     def page(
         self, owner: str | None, before: float | None, limit: int, *, legacy: str = "", since: float = 0.0
     ) -> list[tuple[str, float]]:
-        """Question ids with their creation times, newest first, created before `before` (a cursor).
+        """Question ids with creation times, newest first, created before `before` (a cursor).
 
-        `owner` None: every question (an admin's listing). `legacy`: also the questions asked
-        under that name before questions had owners, created at `since` or later.
+        `owner` None lists every question, for an admin. `legacy` adds questions asked under that name
+        before owners existed. Those must be created at `since` or later.
         """
         top: Any = f"({before!r}" if before is not None else "+inf"
         ranges = [(keys.api_all_questions() if owner is None else keys.api_owned(owner), "-inf")]
@@ -202,11 +208,14 @@ class QuestionStore:
         pipe = self.redis.pipeline(transaction=False)
         for index, bottom in ranges:
             pipe.zrevrangebyscore(index, top, bottom, start=0, num=limit, withscores=True)
-        rows = [(_s(m), float(sc)) for found in pipe.execute() for m, sc in found]
+        rows = [(as_text(m), float(sc)) for found in pipe.execute() for m, sc in found]
         return sorted(rows, key=lambda row: row[1], reverse=True)[:limit]
 
     def forget(self, question_ids: list[str]) -> int:
-        """Delete the API's records of questions whose runs were purged (retention); how many there were."""
+        """Delete the API's records of questions whose runs retention purged.
+
+        Returns how many there were.
+        """
         if not question_ids:
             return 0
         reads = self.redis.pipeline(transaction=False)
@@ -219,36 +228,45 @@ class QuestionStore:
             if name is None:
                 continue
             pipe.delete(keys.api_question(qid))
-            pipe.zrem(keys.api_owned(_s(owner)) if owner else keys.api_questions(_s(name)), qid)
+            pipe.zrem(keys.api_owned(as_text(owner)) if owner else keys.api_questions(as_text(name)), qid)
             pipe.zrem(keys.api_all_questions(), qid)
         pipe.execute()
         return sum(name is not None for name, _ in found)
 
     # ---- secret answers, for the asker alone, once ------------------------------
     def keep_secrets(self, question_id: str, values: dict[str, str], box: SecretBox, ttl: float) -> None:
-        """Keep the question's secret answers sealed for its asker, for `ttl` seconds (0: until retention
-        deletes the question); never over a copy kept or read before, so a replayed run cannot re-arm it."""
+        """Keep the question's secret answers sealed for its asker, for `ttl` seconds.
+
+        0 keeps them until retention deletes the question. It never writes over a copy kept or read
+        before. So a replayed run cannot re-arm it.
+        """
         expiry = int(ttl) if ttl >= 1 else None
         self.redis.set(keys.api_secrets(question_id), box.seal(values), nx=True, ex=expiry)
 
     def sealed_secrets(self, question_id: str, interrupt_id: str) -> tuple[str, bool] | None:
-        """The sealed secret answers to reveal, and whether they are the question's kept copy (else the
-        run's own, read before its run has ended and kept them); None when they were read or are gone."""
+        """The sealed secret answers to reveal, and whether they are the kept copy.
+
+        Otherwise they are the run's own, read before the run ended and kept them. None when they were
+        read or are gone.
+        """
         kept = self.redis.get(keys.api_secrets(question_id))
         if kept is not None:
-            return None if _s(kept) == REVEALED else (_s(kept), True)
+            return None if as_text(kept) == REVEALED else (as_text(kept), True)
         live = self.redis.hget(keys.secrets(question_id), interrupt_id) if interrupt_id else None
-        return (_s(live), False) if live is not None else None
+        return (as_text(live), False) if live is not None else None
 
     def claim_secrets(self, question_id: str, seen: str | None, ttl: float) -> bool:
-        """Mark the question's secrets read, deleting the kept copy; True only for the one caller that
-        finds the key as it saw it (`seen`, None: no copy kept yet). WATCH makes it once."""
+        """Mark the question's secrets read, deleting the kept copy.
+
+        True only for the one caller that finds the key as it saw it. `seen` None means no copy was kept
+        yet. WATCH makes it happen once.
+        """
         key = keys.api_secrets(question_id)
         with self.redis.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(key)
                 now = pipe.get(key)
-                if (None if now is None else _s(now)) != seen:
+                if (None if now is None else as_text(now)) != seen:
                     return False
                 pipe.multi()
                 pipe.set(key, REVEALED, ex=int(ttl) if ttl >= 1 else None)
@@ -264,14 +282,19 @@ class QuestionStore:
         """The delivery of a Temporal target's signal (see `workers.questions.signals`)."""
         self.redis.hset(keys.api_question(question_id), "signal", state.model_dump_json())
 
-    def announce_signal(self, question_id: str, state: WebhookState, enqueue: Callable[[Pipeline], object]) -> None:
-        """Record a signal to deliver and, in the same transaction, `enqueue` its delivery job on the
-        pipeline: a process killed between the two would leave one announced that no job delivers."""
+    def announce_signal(
+        self, question_id: str, state: WebhookState, enqueue: Callable[[Pipeline], object]
+    ) -> list[Any]:
+        """Record a signal to deliver, and `enqueue` its job in the same transaction.
+
+        The job goes on the pipeline. A process killed between the two would leave an announced signal
+        no job delivers. Returns the transaction's replies, `enqueue`'s last.
+        """
         with self.redis.pipeline(transaction=True) as pipe:
             pipe.multi()
             pipe.hset(keys.api_question(question_id), "signal", state.model_dump_json())
             enqueue(pipe)
-            pipe.execute()
+            return list(pipe.execute())
 
     def webhook(self, question_id: str) -> WebhookState | None:
         raw = reply(self.redis.hget(keys.api_question(question_id), "webhook"))
@@ -280,7 +303,7 @@ class QuestionStore:
 
 @dataclass(frozen=True)
 class UnreadableQuestion:
-    """A question's record this version cannot read: what a listing can still say about it."""
+    """A question record this version cannot read, as much as a listing can say."""
 
     id: str
     token: str
@@ -302,11 +325,3 @@ def _parsed(question_id: str, data: dict[str, str]) -> ApiQuestionRecord | Unrea
         error = str(exc).splitlines()[0]
         token, team, owner = data.get("token", ""), data.get("team", ""), data.get("owner", "")
         return UnreadableQuestion(question_id, token, team, created, error, owner)
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _decode(data: dict[Any, Any]) -> dict[str, str]:
-    return {_s(k): _s(v) for k, v in data.items()}

@@ -1,17 +1,17 @@
-"""Sliding-window rate limits of the HTTP API: at most `limit` in any span of `window` seconds.
+"""Sliding-window rate limits of the HTTP API: at most `limit` in any `window` seconds.
 
-A fixed window let twice the limit through across a window's edge (the end of one
-window, then the start of the next). Here each bucket (a token's owner id, a client
-address's failed tokens) keeps a log of when it spent: a list, newest first, trimmed to
-`limit` entries. A request reads the log under WATCH and is recorded in MULTI/EXEC only
-when it fits, so every `parley serve` process shares one exact count; a write between
-the read and the record retries after a short random wait. Plain commands rather than a Lua script: the rate is
-counted even while Redis refuses scripts, and a refused request writes nothing.
+A fixed window let twice the limit through across a window's edge. That is one window's end,
+then the next one's start. Here each bucket keeps a log of when it spent. A bucket is a token's
+owner id, or a client address's failed tokens. The log is a list, newest first, trimmed to
+`limit` entries. A request reads the log under WATCH. It is recorded in MULTI/EXEC only when it
+fits. So every `parley serve` process shares one exact count. A write between the read and the
+record retries after a short random wait. Plain commands are used rather than a Lua script. So
+the rate is counted even while Redis refuses scripts. A refused request writes nothing.
 
-GCRA was not enough: with a burst of `limit` it still passes nearly twice `limit` in
-one window's span. The `limits` library's moving window fits the algorithm, but it
-reads the clock itself and builds its own keys on its own connection; this keeps
-`now` injectable (the tests drive time) and every key in `workers.store.keys`.
+GCRA was not enough. With a burst of `limit`, it still passes nearly twice `limit` in one
+window's span. The `limits` library's moving window fits the algorithm. But it reads the clock
+itself and builds its own keys on its own connection. This keeps `now` injectable, so the tests
+drive time. It also keeps every key in `workers.store.keys`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ CONTENDED_WAIT = 0.5
 
 
 class RateLog:
-    """The API's per-bucket sliding-window logs; reached through `QuestionStore.hit` and `over`."""
+    """The API's per-bucket sliding-window logs, via `QuestionStore.hit` and `over`."""
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
@@ -45,10 +45,10 @@ class RateLog:
         return sorted((t for t in map(float, raw) if t > now - window), reverse=True)
 
     def hit(self, bucket: str, limit: int, window: int, now: float | None = None, *, cost: int = 1) -> float:
-        """Record `cost` requests of `bucket` if they fit in `limit` over the last `window` seconds.
+        """Record `cost` requests of `bucket` if they fit `limit` over the last `window` seconds.
 
-        Returns 0 when they fit (and are counted), else the seconds until they would fit;
-        a refused request is not counted, so a client that waits is let in on time.
+        Returns 0 when they fit and are counted, else the seconds until they would fit. A refused
+        request is not counted. So a client that waits is let in on time.
         """
         now = time.time() if now is None else now
         if cost > limit:
@@ -72,7 +72,7 @@ class RateLog:
         return CONTENDED_WAIT
 
     def over(self, bucket: str, limit: int, window: int, now: float | None = None) -> float:
-        """Without counting: the seconds until `bucket` has room again when its log is full, else 0."""
+        """The seconds until a full `bucket` has room again, else 0, without counting."""
         now = time.time() if now is None else now
         recent = self._recent(reply(self.redis.lrange(keys.api_rate(bucket), 0, limit - 1)), now, window)
         return 0.0 if len(recent) < limit else max(0.001, recent[limit - 1] + window - now)

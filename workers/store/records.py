@@ -11,13 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from workers.interaction import Answer, ContextChange, Request
+from workers.interaction.context import canonical_form, digest
 from workers.interaction.models import STORED
 from workers.interaction.views import QuestionState
-from workers.store.pieces import gathered, spread
+from workers.store.pieces import compact, gathered, spread
 
 
 class RunStatus(StrEnum):
-    """Where a run is in its life; see the state machine in the README."""
+    """Where a run is in its life, per the README's state machine."""
 
     QUEUED = "queued"
     RUNNING = "running"
@@ -44,7 +45,10 @@ InterruptState = QuestionState
 
 
 class CloseMode(StrEnum):
-    """How a question is closed: answered, expired or cancelled (the closing scripts' `mode`)."""
+    """How a question closes: answered, expired or cancelled.
+
+    It is the closing scripts' `mode`.
+    """
 
     ANSWER = "answer"
     EXPIRE = "expire"
@@ -60,7 +64,7 @@ _CLOSE_EVENTS = {CloseMode.ANSWER: "answered", CloseMode.EXPIRE: "expired", Clos
 
 
 class GroupState(StrEnum):
-    """Where a group of questions asked at once is: open, done (its run was queued), or cancelled."""
+    """Where a group of questions is: open, done (run queued), or cancelled."""
 
     OPEN = "open"
     DONE = "done"
@@ -68,10 +72,10 @@ class GroupState(StrEnum):
 
 
 class RefusalReason(StrEnum):
-    """Why an answer (or an expiry, or a cancel) was not accepted; nothing was written.
+    """Why an answer, expiry or cancel was not accepted, with nothing written.
 
-    The store's Lua scripts reply with these values, acceptance raises them, and each
-    host words them for people. One list, so a new reason cannot be half-handled.
+    The store's Lua scripts reply with these values. Acceptance raises them. Each host words them
+    for people. It is one list, so a new reason cannot be half-handled.
     """
 
     UNKNOWN = "unknown"  # no such question
@@ -123,7 +127,7 @@ class RunRecord(_Record):
 
     @classmethod
     def unreadable(cls, run_id: str, data: dict[str, str], error: str) -> RunRecord:
-        """A stand-in for a run hash this version cannot read, so that a listing shows it and goes on."""
+        """A stand-in for an unreadable run hash, so a listing shows it and goes on."""
 
         def number(name: str) -> float:
             try:
@@ -155,9 +159,22 @@ class RunRecord(_Record):
 
 
 def stored_request(request: Request) -> str:
-    """A request's JSON as kept in Redis: without its null fields, which read back as the same
-    request (no field of a request has a default other than null where null is allowed)."""
-    return request.model_dump_json(exclude_none=True)
+    """A request's JSON as kept in Redis, without what reads back the same when left out.
+
+    Null fields and fields at their defaults are left out. No default depends on another field.
+    An option labelled with its own value is kept as that bare string. `Option` reads it back
+    as the same option. A request of two items takes about half the bytes.
+    """
+    data = request.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    for item in data["items"]:
+        if "options" in item:
+            item["options"] = [_bare(option) for option in item["options"]]
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _bare(option: dict[str, Any]) -> dict[str, Any] | str:
+    """An option as its value alone when that is all it says (its label is its value)."""
+    return option["value"] if option == {"value": option["value"], "label": option["value"]} else option
 
 
 @lru_cache(maxsize=4096)
@@ -212,9 +229,38 @@ class InterruptRecord(_Record):
         fields["request"] = _request(data["request"])
         fields["answers"] = [Answer.model_validate(a) for a in _json(data, "answers", [])]
         fields["context"] = _json(data, "context", None)
+        if data.get("context") and not data.get("context_digest"):
+            fields["context_digest"] = context_digest(data["context"])
         for name in _JSON_FIELDS:
             fields[name] = _json(data, name, _JSON_FIELDS[name])
+        if data.get(SHOWN_DIGEST):  # kept apart from the message's place (`message_fields`)
+            fields["message"] = {**fields["message"], SHOWN_DIGEST: data[SHOWN_DIGEST]}
         return cls.model_validate(fields)
+
+
+SHOWN_DIGEST = "blocks_digest"
+"""The digest of the blocks a host posted: part of an interrupt's `message`, kept in its own field."""
+
+
+def message_fields(message: dict[str, Any]) -> dict[str, str]:
+    """Where a question was posted, as an interrupt's hash keeps it: the blocks' digest apart.
+
+    Together the place and the 64-character digest pass Redis's 64-byte compact limit, which
+    would turn the whole hash into a table. The digest's field is always written, empty
+    when there is none, so no digest outlives the message it described.
+    """
+    place = {k: v for k, v in message.items() if k != SHOWN_DIGEST}
+    return {"message": compact(place), SHOWN_DIGEST: str(message.get(SHOWN_DIGEST) or "")}
+
+
+@lru_cache(maxsize=4096)
+def context_digest(context_json: str) -> str:
+    """The sha256 of a question's context in canonical form, read from the context it keeps.
+
+    It is not stored: 64 characters more would take a question's hash past a size class.
+    A question written before keeps its own digest, which is the same.
+    """
+    return digest(canonical_form(json.loads(context_json)))
 
 
 _SPREAD = ("request", "context", "context_changes")
@@ -248,9 +294,27 @@ class HistoryEntry(_Record):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+STARTED = "started"
+STARTED_FIELDS = ("created_at", "started_by", "agent", "text")
+"""The run hash's fields its history's first entry, the start, is made from."""
+
+
+def with_start(entries: list[HistoryEntry], run: dict[str, str | None]) -> list[HistoryEntry]:
+    """A run's history led by its start, made from the run's hash (`STARTED_FIELDS`).
+
+    The start repeats what the run's hash holds, so it is not stored: a list of one entry
+    would cost a pending question a third of a kilobyte. Runs created before still have it first.
+    """
+    if (entries and entries[0].event == STARTED) or not run.get("created_at"):
+        return entries
+    detail = {"agent": run.get("agent") or "", "text": run.get("text") or ""}
+    start = HistoryEntry(at=float(run["created_at"] or 0), event=STARTED, by=run.get("started_by") or "", detail=detail)
+    return [start, *entries]
+
+
 # ---- the HTTP API (workers/store/questions.py) ----------------------------------------
 class ApiTokenRecord(_Record):
-    """An API token as stored: its name, the sha256 of its value, its scopes and webhook secret."""
+    """An API token as stored: name, value's sha256, scopes and webhook secret."""
 
     name: str
     token_hash: str
@@ -263,8 +327,10 @@ class ApiTokenRecord(_Record):
 
     @property
     def owner(self) -> str:
-        """Who this token's questions belong to: derived from its hash, so a new token under a revoked
-        token's name is someone else (the name is only shown)."""
+        """Who this token's questions belong to, derived from its hash.
+
+        So a new token under a revoked token's name is someone else. The name is only shown.
+        """
         return f"{TOKEN_OWNER}{self.token_hash[:24]}"
 
     def to_hash(self) -> dict[str, str]:
@@ -287,7 +353,7 @@ class ApiTokenRecord(_Record):
 
 
 class WebhookState(_Record):
-    """Where one webhook delivery is: pending (being tried), delivered, or failed after every attempt."""
+    """Where a webhook delivery is: pending, delivered, or failed after every attempt."""
 
     id: str
     event: str
@@ -302,7 +368,10 @@ class WebhookState(_Record):
 
 
 class TemporalTarget(_Record):
-    """A Temporal workflow waiting on a question: its outcome is signalled to it (`workers.questions.signals`)."""
+    """A Temporal workflow waiting on a question, to be signalled its outcome.
+
+    See `workers.questions.signals`.
+    """
 
     workflow_id: str
     namespace: str
@@ -310,7 +379,7 @@ class TemporalTarget(_Record):
 
 
 class ApiQuestionRecord(_Record):
-    """What the API keeps about a question beside its run (whose id it shares)."""
+    """What the API keeps about a question beside its run, whose id it shares."""
 
     id: str
     token: str  # the asker's name, shown as the question's origin
@@ -328,16 +397,17 @@ class ApiQuestionRecord(_Record):
     quorum: int | None = None  # asked of each assignee separately (`run.ask_each`); answered when this many did
     team: str = ""  # the asking token's workspace, when it has one
     owner: str = ""  # who the question belongs to (`ApiTokenRecord.owner`, `mcp:<origin>`); "": asked before owners
+    asked: str = ""  # the interrupt that holds the request and context, which the hash then leaves out
 
     def to_hash(self) -> dict[str, str]:
+        """The record's fields as its hash keeps them: empty text is left out, and reads back empty."""
+        text = {"channel": self.channel, "user": self.user, "thread_ts": self.thread_ts}
+        text["callback_url"] = self.callback_url
         data = {
             "id": self.id,
             "token": self.token,
-            "channel": self.channel,
-            "user": self.user,
-            "thread_ts": self.thread_ts,
-            "callback_url": self.callback_url,
-            **spread("metadata", json.dumps(self.metadata)),
+            **{name: value for name, value in text.items() if value},
+            **spread("metadata", compact(self.metadata)),
             **spread("request", stored_request(self.request)),
             "created_at": repr(self.created_at),
         }
@@ -346,7 +416,7 @@ class ApiQuestionRecord(_Record):
         if self.owner:
             data["owner"] = self.owner
         if self.context is not None:
-            data.update(spread("context", json.dumps(self.context)))
+            data.update(spread("context", compact(self.context)))
         if self.temporal is not None:
             data["temporal"] = self.temporal.model_dump_json()
         if self.quorum is not None:

@@ -1,10 +1,11 @@
-"""`Refusal`: why an answer (or an expiry, or a cancel) was not accepted, one typed value from the
-closing script's reply to the words a host shows.
+"""`Refusal`: why an answer, expiry or cancel was not accepted, as one typed value.
 
-The store decodes a script's reply into it (`Refusal.from_reply`), acceptance adds what only it
-knows (the assignees, the labels of invalid items), and each host words it in one place
-(`bot/slack/refusals.py` for Slack, `workers.runtime.acceptance.plain_text` for the terminal and
-the command line). Each field is set for the reasons that say it and left empty otherwise.
+It carries the closing script's reply through to the words a host shows. The store decodes a
+script's reply into it (`Refusal.from_reply`). Acceptance adds what only it knows: the
+assignees, and the labels of invalid items. Each host words it in one place. For Slack that is
+`bot/slack/refusals.py`. For the terminal and command line, it is
+`workers.runtime.acceptance.plain_text`. Each field is set for the reasons that say it, and left
+empty otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workers.store.records import RefusalReason
+from workers.store.replies import as_text
 
 POSTING = "posting"
 """`Refusal.status` of a `NOT_OPEN` question that is still being posted."""
@@ -22,7 +24,10 @@ POSTING = "posting"
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a close was refused; nothing was written, except for `UNCONFIRMED` (see `replicas`)."""
+    """Why a close was refused, with nothing written.
+
+    `UNCONFIRMED` is the exception (see `replicas`).
+    """
 
     reason: RefusalReason
     by: str = ""  # ANSWERED: who answered; CANCELLED: who cancelled
@@ -41,8 +46,8 @@ class Refusal:
     @classmethod
     def from_reply(cls, reply: Sequence[Any]) -> Refusal:
         """A closing script's refusal, `{0, reason, detail...}` (see `scripts.CLOSE`), decoded."""
-        reason = RefusalReason(_s(reply[1]))
-        detail = [_s(x) for x in reply[2:]]
+        reason = RefusalReason(as_text(reply[1]))
+        detail = [as_text(x) for x in reply[2:]]
         first = detail[0] if detail else ""
         if reason is RefusalReason.ANSWERED:
             return cls(reason, by=first, at=_float(detail[1] if len(detail) > 1 else ""))
@@ -59,7 +64,3 @@ class Refusal:
 
 def _float(raw: str) -> float | None:
     return float(raw) if raw else None
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

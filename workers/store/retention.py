@@ -1,13 +1,13 @@
-"""Retention in Redis: which finished runs are past their keeping time, and deleting one whole.
+"""Retention in Redis: which finished runs are past their time, and deleting one whole.
 
-A finished run (succeeded, failed, cancelled, expired) keeps its record, journal,
-history, questions, thread key and index entries until this removes them; Redis runs
-with `noeviction`, so without it Redis would fill up and refuse writes. Live runs
-(queued, running, paused) are never deleted: the `PURGE` script re-checks that the run
-is still finished and old enough in the same atomic step that deletes it, so a run an
-admin retried in the meantime keeps its journal. `RunStore.retention` is the one
-instance a process uses; the RQ job records a purged run leaves are deleted by
-`workers.runtime.retention`, which asks `Purged.job_ids` for their ids.
+A finished run keeps its records until this removes them. Finished means succeeded, failed,
+cancelled or expired. Its records are its hash, journal, history, questions, thread key and
+index entries. Redis runs with `noeviction`, so without this it would fill up and refuse writes.
+Live runs (queued, running, paused) are never deleted. The `PURGE` script re-checks that the run
+is finished and old enough. It does so in the same atomic step that deletes it. So a run an
+admin retried meanwhile keeps its journal. `RunStore.retention` is the one instance a process
+uses. `workers.runtime.retention` deletes the RQ job records a purged run leaves. It asks
+`Purged.job_ids` for their ids.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 from redis import Redis
 
 from workers.store import job_ids, journal_names, keys, scripts
-from workers.store.pieces import read_field
+from workers.store.pieces import read_field, read_fields
 from workers.store.records import FINAL_STATUSES, RunStatus
+from workers.store.replies import as_text
 
 _FINAL = sorted(s.value for s in FINAL_STATUSES)
 _CONVERSATION_CHANGED = "changed"
@@ -28,7 +29,7 @@ _CONVERSATION_CHANGED = "changed"
 
 @dataclass(frozen=True)
 class Purged:
-    """What a purged run was: enough to find the RQ job records it may have left."""
+    """What a purged run was, enough to find its leftover RQ job records."""
 
     run_id: str
     epoch: int
@@ -48,38 +49,61 @@ class Retention:
         self._purge = redis.register_script(scripts.PURGE)
 
     def expired_finished(self, cutoff: float, limit: int | None = 100) -> list[str]:
-        """Finished runs last updated at or before `cutoff`, oldest first; at most `limit` (None: all).
+        """Finished runs last updated by `cutoff`, oldest first, at most `limit` (None: all).
 
-        Reads `idx:status:<final>` by score (the run's `updated_at`), never the keyspace.
+        It reads `idx:status:<final>` by score (the run's `updated_at`), never the keyspace.
         """
         start, num = (None, None) if limit is None else (0, limit)
         pipe = self.redis.pipeline(transaction=False)
         for status in _FINAL:
             pipe.zrangebyscore(keys.status_index(status), "-inf", cutoff, start=start, num=num, withscores=True)
-        merged = sorted((score, _s(member)) for rows in pipe.execute() for member, score in rows)
+        merged = sorted((score, as_text(member)) for rows in pipe.execute() for member, score in rows)
         ids = [run_id for _, run_id in merged]
         return ids if limit is None else ids[:limit]
 
     def purge(self, run_id: str, cutoff: float) -> Purged | None:
-        """Delete `run_id` and all it owns if it is finished and was last updated by `cutoff`.
+        """Delete `run_id` and all it owns, if finished and last updated by `cutoff`.
 
-        None when it was not deleted: it is live, newer than `cutoff`, or already gone
-        (whose stray index entries, if any, are removed). Idempotent.
+        None when it was not deleted: live, newer than `cutoff`, or already gone. A gone run's stray
+        index entries are removed. It is idempotent.
         """
         for _ in range(3):  # the conversation is read first to name the thread key; re-read if it moved
             conversation = read_field(self.redis, keys.run(run_id), "conversation") or ""
-            res = self._purge(keys=self._keys(run_id, conversation), args=self._args(run_id, cutoff, conversation))
-            if res[0] == 1:
-                purged = Purged(run_id, int(_s(res[1]) or 0), _s(res[2]), tuple(_s(x) for x in res[3:]))
-                # What Slack's agent surfaces keep of the run (each expires anyway), and its questions'
-                # receipt marks where nothing signs receipts: a crash here leaves only those behind.
-                self.redis.delete(keys.session_status(run_id), keys.plan(run_id))
-                if purged.interrupts:
-                    self.redis.zrem(keys.receipts_pending(), *purged.interrupts)
+            done, purged = self._outcome(run_id, self._purge(*self._call(run_id, cutoff, conversation)))
+            if done:
                 return purged
-            if res[0] == 2 or _s(res[1]) != _CONVERSATION_CHANGED:
-                return None
         return None
+
+    def purge_many(self, run_ids: list[str], cutoff: float) -> list[Purged]:
+        """`purge` for each of `run_ids`, in two round trips for the whole batch.
+
+        A run whose conversation changed since it was read goes through `purge`, which reads it again.
+        """
+        conversations = read_fields(self.redis, [keys.run(run_id) for run_id in run_ids], "conversation")
+        batch = self.redis.pipeline(transaction=False)
+        for run_id, conversation in zip(run_ids, conversations, strict=True):
+            self._purge(*self._call(run_id, cutoff, conversation or ""), client=batch)
+        purged: list[Purged] = []
+        again: list[str] = []
+        for run_id, res in zip(run_ids, batch.execute() if run_ids else [], strict=True):
+            done, one = self._outcome(run_id, res)
+            if not done:
+                again.append(run_id)
+            elif one is not None:
+                purged.append(one)
+        return purged + [p for p in (self.purge(run_id, cutoff) for run_id in again) if p is not None]
+
+    def _call(self, run_id: str, cutoff: float, conversation: str) -> tuple[list[str], list[str]]:
+        return self._keys(run_id, conversation), self._args(run_id, cutoff, conversation)
+
+    @staticmethod
+    def _outcome(run_id: str, res: list[Any]) -> tuple[bool, Purged | None]:
+        """Whether the script's reply is final, and the run it purged if any."""
+        if res[0] == 1:
+            return True, Purged(run_id, int(as_text(res[1]) or 0), as_text(res[2]), tuple(as_text(x) for x in res[3:]))
+        if res[0] == 2 or as_text(res[1]) != _CONVERSATION_CHANGED:
+            return True, None
+        return False, None  # the conversation moved since it was read: read it again
 
     @staticmethod
     def _keys(run_id: str, conversation: str) -> list[str]:
@@ -93,6 +117,9 @@ class Retention:
             keys.remind_index(),
             keys.accepted_index(),
             keys.secrets(run_id),
+            keys.session_status(run_id),
+            keys.plan(run_id),
+            keys.receipts_pending(),
         ]
         conv: dict[str, Any] = json.loads(conversation) if conversation else {}
         if conv.get("channel") and conv.get("thread_ts"):
@@ -113,7 +140,3 @@ class Retention:
             keys.group(""),
             journal_names.ASK,
         ]
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

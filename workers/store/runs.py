@@ -13,7 +13,6 @@ from redis import Redis
 
 from workers.exceptions import RunNotFound, SecretKeyMissing, StaleEpoch
 from workers.interaction import Answer, ContextChange, Request
-from workers.interaction.context import canonical, digest
 from workers.logs import Log
 from workers.store import ids, job_ids, journal_names, keys, scripts
 from workers.store.away import AwayStore
@@ -21,9 +20,10 @@ from workers.store.claims import ClaimStore
 from workers.store.groups import GroupStore
 from workers.store.ids import new_id as new_id  # re-exported for callers that mint run ids here
 from workers.store.people import PeopleStore
-from workers.store.pieces import compact, read_field, spread, stale_pieces
+from workers.store.pieces import read_field, spread, stale_pieces
 from workers.store.proposals import ProposalStore
 from workers.store.records import (
+    STARTED_FIELDS,
     CloseMode,
     HistoryEntry,
     InterruptRecord,
@@ -31,11 +31,13 @@ from workers.store.records import (
     RefusalReason,
     RunRecord,
     RunStatus,
+    message_fields,
     stored_request,
+    with_start,
 )
 from workers.store.refusal import Refusal
 from workers.store.replication import Replication
-from workers.store.replies import reply
+from workers.store.replies import as_text, reply, text_hash
 from workers.store.retention import Retention
 from workers.store.sealed import SecretBox, split
 from workers.store.starts import StartStore
@@ -43,7 +45,7 @@ from workers.store.starts import StartStore
 
 @dataclass(frozen=True)
 class Claim:
-    """A worker's claim on a queued run: its new epoch with the run and journal, or why not."""
+    """A worker's claim on a queued run: new epoch, run and journal, or why not."""
 
     epoch: int
     old: str
@@ -55,9 +57,12 @@ class Claim:
 
 @dataclass(frozen=True)
 class Closed:
-    """A close that went through. `again`: the answer is the one the question already holds, from
-    the same delivery or the same person (a double click, a resubmission after `UNCONFIRMED`);
-    the first acceptance counted, recorded and queued it, so nothing is to be done twice."""
+    """A close that went through.
+
+    `again`: the answer is the one the question already holds. It came from the same delivery or
+    person. Examples are a double click, or a resubmission after `UNCONFIRMED`. The first acceptance
+    counted, recorded and queued it, so nothing is done twice.
+    """
 
     again: bool = False
 
@@ -68,7 +73,7 @@ RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _run_or_unreadable(run_id: str, data: dict[str, str]) -> RunRecord:
-    """The run, or for a record this version cannot read a stand-in saying so (a listing goes on)."""
+    """The run, or a stand-in saying it is unreadable, so a listing goes on."""
     try:
         return RunRecord.from_hash(data)
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError and bad JSON are ValueErrors
@@ -77,10 +82,10 @@ def _run_or_unreadable(run_id: str, data: dict[str, str]) -> RunRecord:
 
 
 class RunStore:
-    """All of a run's state lives behind this class; the Redis connection is passed in.
+    """All of a run's state, behind one class given its Redis connection.
 
-    `box` seals secret answers (from `PARLEY_SECRET_KEY`); without it a secret answer is refused.
-    `replication` says how many replicas must hold an accepted answer before it is acked.
+    `box` seals secret answers (from `PARLEY_SECRET_KEY`). Without it, a secret answer is refused.
+    `replication` says how many replicas must hold an accepted answer before the ack.
     """
 
     def __init__(self, redis: Redis, box: SecretBox | None = None, replication: Replication | None = None) -> None:
@@ -94,6 +99,7 @@ class RunStore:
         self._park = redis.register_script(scripts.PARK)
         self._thread = redis.register_script(scripts.THREAD)
         self._close = redis.register_script(scripts.CLOSE)
+        self._unwatch_queued = redis.register_script(scripts.UNWATCH_QUEUED)
         self.retention = Retention(redis)  # finding and deleting finished runs past their keeping time
         self.groups = GroupStore(redis, self.replication)  # questions asked at once: ask_all, ask_any, ask_each
         self.people = PeopleStore(redis)  # who may answer an open question: groups, escalation, reassignment
@@ -106,7 +112,7 @@ class RunStore:
     def create(
         self, agent: str, text: str, started_by: str, conversation: dict[str, Any], run_id: str | None = None
     ) -> RunRecord:
-        """Create a queued run; `run_id` is one chosen beforehand (admitted by `starts.admit`)."""
+        """Create a queued run with `run_id`, chosen beforehand (admitted by `starts.admit`)."""
         run_id = run_id or new_id(ids.RUN)
         pipe = self.redis.pipeline(transaction=True)
         written = stage_create(pipe, run_id, agent, text, started_by, conversation, time.time())
@@ -114,14 +120,17 @@ class RunStore:
         return RunRecord.from_hash(written)  # what was just written: no read back
 
     def get(self, run_id: str) -> RunRecord:
-        """The run `run_id`; `RunNotFound` when there is none, or when `run_id` cannot be a run's id (a
-        tampered `<id>:history` would otherwise name the run's history, journal or another key)."""
+        """The run `run_id`, or `RunNotFound`.
+
+        `RunNotFound` also when `run_id` cannot be a run's id. A tampered `<id>:history` would otherwise
+        name the run's history, journal or another key.
+        """
         if RUN_ID.fullmatch(run_id) is None:
             raise RunNotFound(run_id)
         data = reply(self.redis.hgetall(keys.run(run_id)))
         if not data:
             raise RunNotFound(run_id)
-        return RunRecord.from_hash(_decode(data))
+        return RunRecord.from_hash(text_hash(data))
 
     def find(self, run_id: str) -> RunRecord | None:
         try:
@@ -130,7 +139,7 @@ class RunStore:
             return None
 
     def conversation(self, run_id: str) -> dict[str, Any]:
-        """The run's conversation as Redis has it now (its thread, once a host started one)."""
+        """The run's conversation as Redis has it now, with any thread a host started."""
         raw = read_field(self.redis, keys.run(run_id), "conversation")
         if raw is None:
             raise RunNotFound(run_id)
@@ -139,18 +148,24 @@ class RunStore:
 
     def interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         data = reply(self.redis.hgetall(keys.interrupt(interrupt_id)))
-        return InterruptRecord.from_hash(_decode(data)) if data else None
+        return InterruptRecord.from_hash(text_hash(data)) if data else None
 
     def journal(self, run_id: str) -> dict[str, Any]:
         """Every journal entry of `run_id`, decoded."""
-        return {_s(k): json.loads(v) for k, v in reply(self.redis.hgetall(keys.journal(run_id))).items()}
+        return {as_text(k): json.loads(v) for k, v in reply(self.redis.hgetall(keys.journal(run_id))).items()}
 
     def journal_get(self, run_id: str, field: str) -> Any:
         raw = reply(self.redis.hget(keys.journal(run_id), field))
         return None if raw is None else json.loads(raw)
 
     def history(self, run_id: str) -> list[HistoryEntry]:
-        return [HistoryEntry.model_validate_json(x) for x in reply(self.redis.lrange(keys.history(run_id), 0, -1))]
+        """The run's history, oldest first, its start made from the run's hash (`records.with_start`)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.lrange(keys.history(run_id), 0, -1)
+        pipe.hmget(keys.run(run_id), list(STARTED_FIELDS))
+        raw, start = pipe.execute()
+        fields = {k: None if v is None else as_text(v) for k, v in zip(STARTED_FIELDS, start, strict=True)}
+        return with_start([HistoryEntry.model_validate_json(x) for x in raw], fields)
 
     def add_history(self, run_id: str, event: str, by: str = "", **detail: Any) -> None:
         self.redis.rpush(keys.history(run_id), history_entry(event, by, **detail))
@@ -159,20 +174,23 @@ class RunStore:
     def transition(
         self, run_id: str, allowed: Iterable[RunStatus], new: RunStatus, **options: Any
     ) -> tuple[bool, str, str]:
-        """Move `run_id` to `new` if it is in `allowed`; returns (done, epoch or reason, old status).
+        """Move `run_id` to `new` if it is in `allowed`.
 
-        `options` are `transition_call`'s: the epoch that fences a worker's write, the lease, a
-        history entry (from `history_entry`) appended and `journal` entries recorded in the same
-        atomic step, and field values for the run.
+        Returns (done, epoch or reason, old status). `options` are `transition_call`'s. The epoch fences
+        a worker's write, and the lease goes with it. A history entry (from `history_entry`) is appended
+        in the same atomic step. `journal` entries are recorded in it too, and field values set for the
+        run.
         """
         call_keys, argv = transition_call(run_id, allowed, new, **options)
         done, second, old = self._transition(keys=call_keys, args=argv)
-        return bool(done), _s(second), _s(old)
+        return bool(done), as_text(second), as_text(old)
 
     def claim(self, run_id: str, lease_until: float) -> Claim:
-        """Move a queued run to running under a new epoch and lease, and read the run, its
-        journal and the question it was parked on in the same step: an execution starts with
-        one round trip."""
+        """Move a queued run to running under a new epoch and lease.
+
+        The same step reads the run, its journal and the question it was parked on. So an execution
+        starts with one round trip.
+        """
         # CLAIM takes TRANSITION's arguments without field pairs, its journal as fifth key, and the
         # interrupt key prefix last.
         call_keys, argv = transition_call(
@@ -180,14 +198,14 @@ class RunStore:
         )
         reply = self._claim(keys=[*call_keys[:4], keys.journal(run_id)], args=[*argv, keys.interrupt("")])
         if not reply[0]:
-            return Claim(epoch=0, refused=_s(reply[1]), old=_s(reply[2]))
+            return Claim(epoch=0, refused=as_text(reply[1]), old=as_text(reply[2]))
         run, journal, question = _pairs(reply[3]), _pairs(reply[4]), _pairs(reply[5])
         return Claim(
-            epoch=int(_s(reply[1])),
-            old=_s(reply[2]),
-            record=RunRecord.from_hash(_decode(run)),
-            journal={_s(k): json.loads(v) for k, v in journal.items()},
-            interrupt=InterruptRecord.from_hash(_decode(question)) if question else None,
+            epoch=int(as_text(reply[1])),
+            old=as_text(reply[2]),
+            record=RunRecord.from_hash(text_hash(run)),
+            journal={as_text(k): json.loads(v) for k, v in journal.items()},
+            interrupt=InterruptRecord.from_hash(text_hash(question)) if question else None,
         )
 
     def record(
@@ -201,10 +219,10 @@ class RunStore:
         history: str = "",
         also: dict[str, Any] | None = None,
     ) -> bool:
-        """Journal `value` under `field`; raises `StaleEpoch` when this worker lost the run.
+        """Journal `value` under `field`, or raise `StaleEpoch` if this worker lost the run.
 
-        `history` (from `history_entry`) is appended in the same atomic step when the value is written;
-        `also` holds more entries written with it whatever `only_if_absent` finds.
+        `history` (from `history_entry`) is appended in the same atomic step when the value is written.
+        `also` holds more entries written with it, whatever `only_if_absent` finds.
         """
         argv = [str(epoch), field, json.dumps(value), "1" if only_if_absent else "0", history, journal_names.STEP]
         for name, entry in (also or {}).items():
@@ -226,10 +244,11 @@ class RunStore:
         context: str = "",
         changes: list[ContextChange] | None = None,
     ) -> InterruptRecord:
-        """Record the intent to ask (attempt `len(attempts)` of `key`) before anything is posted.
+        """Record the intent to ask, before posting anything.
 
-        `context` is the JSON of the facts the answer will be bound to (digested in canonical form); `changes` what
-        differed from the facts of the attempt before, whose answer they voided.
+        This is attempt `len(attempts)` of `key`. `context` is the JSON of the facts the answer will be
+        bound to. It is digested in canonical form. `changes` is what differed from the previous
+        attempt's facts, voiding its answer.
         """
         iid = attempts[-1]
         team = str(run.conversation.get("team", ""))
@@ -258,29 +277,12 @@ class RunStore:
         return InterruptRecord.from_hash(fields)
 
     def set_message(self, interrupt_id: str, message: dict[str, Any]) -> None:
-        """Remember where a host posted the question, so it is never posted twice."""
-        self.redis.hset(keys.interrupt(interrupt_id), "message", compact(message))
+        """Remember where a host posted the question, so it is never posted again."""
+        self.redis.hset(keys.interrupt(interrupt_id), mapping=message_fields(message))
 
     def park(self, run_id: str, epoch: int, interrupt: InterruptRecord) -> None:
-        res = self._park(
-            keys=[
-                keys.run(run_id),
-                keys.interrupt(interrupt.id),
-                keys.leases_index(),
-                keys.expiry_index(),
-                keys.remind_index(),
-                keys.escalate_index(),
-            ],
-            args=[
-                run_id,
-                keys.status_index(""),
-                str(epoch),
-                repr(time.time()),
-                interrupt.id,
-                keys.waiting_index(""),
-                compact(interrupt.message),
-            ],
-        )
+        park_keys, park_args = park_call(run_id, epoch, time.time(), interrupt.id, interrupt.message)
+        res = self._park(keys=park_keys, args=park_args)
         if res != 1:
             raise StaleEpoch(run_id, epoch)
 
@@ -294,13 +296,13 @@ class RunStore:
         token: str = "",
         now: float | None = None,
     ) -> Refusal | Closed:
-        """Answer, expire or cancel `interrupt` in one atomic step; a `Refusal` wrote nothing.
+        """Answer, expire or cancel `interrupt` in one atomic step.
 
-        Secret values are sealed and kept apart from the answers, which keep `SECRET_MASK`;
-        `SecretKeyMissing` when there is a secret and no key (nothing is written).
-        Except `UNCONFIRMED`: the answer was accepted on the master but fewer replicas than
-        `replication.min_replicas` confirmed it in time (`workers.store.replication`); its `replicas`
-        say how many did, and `again` whether the answer was already the question's.
+        A `Refusal` wrote nothing. Secret values are sealed and kept apart from the answers, which keep
+        `SECRET_MASK`. A secret without a key raises `SecretKeyMissing`, writing nothing. `UNCONFIRMED`
+        is the exception. The master accepted the answer, but too few replicas confirmed it in time. The
+        minimum is `replication.min_replicas` (`workers.store.replication`). Its `replicas` say how many
+        did. `again` says whether the answer was already the question's.
         """
         now = time.time() if now is None else now
         stored, sealed = self._seal(answers or [])
@@ -344,7 +346,10 @@ class RunStore:
         return Closed(again=again)
 
     def close_synchronously(self, interrupt: InterruptRecord, answers: list[Answer], *, by: str, epoch: int) -> None:
-        """Record answers a synchronous host (the terminal) collected in-process (secrets sealed, as in `close`)."""
+        """Record answers a synchronous host (the terminal) collected in-process.
+
+        Secrets are sealed, as in `close`.
+        """
         stored, sealed = self._seal(answers)
         answers_json = json.dumps([a.model_dump(exclude_none=True) for a in stored])
         self.record(interrupt.run_id, epoch, journal_names.answered(interrupt.id), by)
@@ -372,7 +377,10 @@ class RunStore:
         pipe.execute()
 
     def _seal(self, answers: list[Answer]) -> tuple[list[Answer], str]:
-        """The answers as stored (secrets masked) and their secret values sealed ('' when there are none)."""
+        """The answers as stored (secrets masked), and their secret values sealed.
+
+        The sealed text is '' when there are none.
+        """
         stored, values = split(answers)
         if not values:
             return stored, ""
@@ -381,18 +389,20 @@ class RunStore:
         return stored, self.box.seal(values)
 
     def secret_answers(self, run_id: str, interrupt_id: str) -> dict[str, str] | None:
-        """The secret values given to `interrupt_id`, opened; None when none are held (the run ended
-        once since: they are deleted with every ending, and a retried run asks again)."""
+        """The secret values given to `interrupt_id`, opened, or None if none are held.
+
+        None means the run ended once since. Every ending deletes them, and a retried run asks again.
+        """
         raw = self.redis.hget(keys.secrets(run_id), interrupt_id)
         if raw is None:
             return None
         if self.box is None:
             raise SecretKeyMissing()
-        return self.box.open(_s(raw))
+        return self.box.open(as_text(raw))
 
     # ---- the run's conversation ----------------------------------------------------
     def set_thread(self, run_id: str, conversation: dict[str, Any]) -> None:
-        """Record the thread a host started for the run, and find the run by that thread later."""
+        """Record the run's host-started thread, to find the run by it later."""
         thread = keys.thread(conversation["channel"], conversation["thread_ts"])
         written = spread("conversation", json.dumps(conversation))
         stale = stale_pieces("conversation", written)
@@ -400,9 +410,9 @@ class RunStore:
         self._thread(keys=[keys.run(run_id), thread], args=argv)
 
     def thread_run(self, channel: str, thread_ts: str) -> str | None:
-        """The run whose conversation is this thread, if any, whichever team delivered the event."""
+        """The run whose conversation is this thread, whichever team delivered the event."""
         raw = self.redis.get(keys.thread(channel, thread_ts))
-        return None if raw is None else _s(raw)
+        return None if raw is None else as_text(raw)
 
     def first_delivery(self, delivery_id: str, ttl: float) -> bool:
         """True the first time `delivery_id` is seen within `ttl` seconds (Slack redelivers)."""
@@ -410,11 +420,11 @@ class RunStore:
 
     # ---- admin writes ---------------------------------------------------------------
     def forget_final(self, run_id: str) -> None:
-        """Drop the record that the final message was posted, so a retried run posts its new one."""
+        """Forget that the final message was posted, so a retry posts its own."""
         self.redis.hdel(keys.journal(run_id), journal_names.effect(journal_names.FINAL))
 
     def forget_attempt(self, run_id: str, key: str, interrupt_id: str) -> bool:
-        """Drop `interrupt_id` as the last attempt of ask `key`, so a replay asks it afresh."""
+        """Drop `interrupt_id` as ask `key`'s last attempt, so a replay asks afresh."""
         field = journal_names.ask(key)
         attempts = self.journal_get(run_id, field) or []
         if not attempts or attempts[-1] != interrupt_id:
@@ -429,12 +439,12 @@ class RunStore:
         pipe = self.redis.pipeline(transaction=False)
         for run_id in run_ids:
             pipe.hgetall(keys.run(run_id))
-        return [_run_or_unreadable(i, _decode(d)) for i, d in zip(run_ids, pipe.execute(), strict=True) if d]
+        return [_run_or_unreadable(i, text_hash(d)) for i, d in zip(run_ids, pipe.execute(), strict=True) if d]
 
     def list_ids(self, status: RunStatus | None, *, offset: int = 0, limit: int = 20) -> list[str]:
         """Run ids newest first, one page of an index; never a keyspace scan."""
         index = keys.all_runs_index() if status is None else keys.status_index(status)
-        return [_s(x) for x in reply(self.redis.zrevrange(index, offset, offset + limit - 1))]
+        return [as_text(x) for x in reply(self.redis.zrevrange(index, offset, offset + limit - 1))]
 
     def count(self, status: RunStatus) -> int:
         return int(reply(self.redis.zcard(keys.status_index(status))))
@@ -446,7 +456,7 @@ class RunStore:
         return {s.value: int(n) for s, n in zip(RunStatus, pipe.execute(), strict=True)}
 
     def waiting_on(self, user: str, *, limit: int = 20) -> list[str]:
-        return [_s(x) for x in reply(self.redis.zrange(keys.waiting_index(user), 0, limit - 1))]
+        return [as_text(x) for x in reply(self.redis.zrange(keys.waiting_index(user), 0, limit - 1))]
 
     def due_expiries(self, now: float, limit: int = 100) -> list[str]:
         """Open questions whose deadline has passed."""
@@ -461,34 +471,40 @@ class RunStore:
         return self._due(keys.leases_index(), now, limit)
 
     def due_queued(self, before: float, limit: int = 100) -> list[str]:
-        """Runs queued (by a start, an answer or a retry) before `before`, which should have a job."""
-        return self._due(keys.accepted_index(), before, limit)
+        """Runs queued before `before` that should have a job.
+
+        A start, an answer or a retry queues them. The queued status index lists them,
+        each scored by when the run was last queued.
+        """
+        return self._due(keys.status_index(RunStatus.QUEUED), before, limit)
 
     def unschedule_expiry(self, interrupt_id: str) -> None:
         """Stop watching a question that is no longer open for its expiry."""
         self.redis.zrem(keys.expiry_index(), interrupt_id)
 
     def take_reminder(self, interrupt_id: str) -> bool:
-        """Claim a due reminder; False when another sweep took it."""
+        """Claim a due reminder, or False if another sweep took it."""
         return bool(self.redis.zrem(keys.remind_index(), interrupt_id))
 
     def schedule_reminder(self, interrupt_id: str, at: float) -> None:
-        """Remind again at `at`; a question closed by then is skipped by the sweep."""
+        """Remind again at `at`, unless the sweep finds the question closed."""
         self.redis.zadd(keys.remind_index(), {interrupt_id: at})
 
     def unwatch_queued(self, run_id: str) -> None:
-        """Stop watching a run that is no longer queued for a missing job."""
-        self.redis.zrem(keys.accepted_index(), run_id)
+        """Stop watching a run for a missing job, once it is gone or no longer queued."""
+        self._unwatch_queued(keys=[keys.run(run_id), keys.status_index(RunStatus.QUEUED)], args=[run_id])
 
     def _due(self, index_key: str, now: float, limit: int) -> list[str]:
-        return [_s(x) for x in reply(self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit))]
+        return [as_text(x) for x in reply(self.redis.zrangebyscore(index_key, "-inf", now, start=0, num=limit))]
 
 
 def stage_create(
     pipe: Any, run_id: str, agent: str, text: str, started_by: str, conversation: dict[str, Any], now: float
 ) -> dict[str, str]:
-    """Queue on `pipe` every write that creates a queued run (also used to seed benchmarks); returns
-    the run's hash as written."""
+    """Queue on `pipe` every write creating a queued run, returning its hash.
+
+    Benchmarks also use it for seeding.
+    """
     record = {
         "id": run_id,
         "agent": agent,
@@ -505,8 +521,7 @@ def stage_create(
     pipe.hset(keys.run(run_id), mapping=record)
     pipe.zadd(keys.status_index(RunStatus.QUEUED), {run_id: now})
     pipe.zadd(keys.all_runs_index(), {run_id: now})
-    pipe.zadd(keys.accepted_index(), {run_id: now})
-    pipe.rpush(keys.history(run_id), history_entry("started", started_by, agent=agent, text=text))
+    # no history entry: the history's start is the hash (`records.with_start`)
     return record
 
 
@@ -524,9 +539,12 @@ def interrupt_fields(
     changes: list[ContextChange] | None = None,
     standing_in: dict[str, list[dict[str, float | str]]] | None = None,
 ) -> dict[str, str]:
-    """The hash of a question about to be posted (state `posting`), with the facts it is bound to."""
+    """The hash of a question about to be posted, with the facts bound to it.
+
+    Its state is `posting`.
+    """
     expires_in = request.expires_in
-    bound = {**spread("context", context), "context_digest": digest(canonical(json.loads(context)))} if context else {}
+    bound = spread("context", context) if context else {}  # its digest is read from it (`records.context_digest`)
     if changes:
         bound.update(spread("context_changes", json.dumps([c.model_dump(mode="json") for c in changes])))
     if standing_in:
@@ -549,9 +567,10 @@ def interrupt_fields(
 
 
 def _reminders(request: Request, now: float) -> dict[str, str]:
-    """When the reminders are due: at half-life, then the last call a lead before expiry.
+    """When reminders are due: at half-life, then a last call before expiry.
 
-    A last call due before half-life is the only reminder: two close together say nothing more.
+    The last call comes a lead before expiry. If due before half-life, it is the only reminder. Two
+    close together say nothing more.
     """
     if not request.expires_in:
         return {"remind_at": ""}
@@ -575,16 +594,28 @@ def _bound_to(interrupt: InterruptRecord) -> dict[str, str]:
 
 
 def history_entry(event: str, by: str = "", **detail: Any) -> str:
-    """One history line as stored, for `add_history` or a transition that records its own."""
+    """One history line as stored, for `add_history` or a recording transition."""
     return HistoryEntry(at=time.time(), event=event, by=by, detail=detail).model_dump_json()
-
-
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _transition_keys(run_id: str) -> list[str]:
     return [keys.run(run_id), keys.leases_index(), keys.accepted_index(), keys.history(run_id)]
+
+
+def park_call(
+    run_id: str, epoch: int, now: float, interrupt_id: str, message: dict[str, Any]
+) -> tuple[list[str], list[Any]]:
+    """The PARK script's keys and arguments, for `RunStore.park` and the bench's seeding."""
+    park_keys = [
+        keys.run(run_id),
+        keys.interrupt(interrupt_id),
+        keys.leases_index(),
+        keys.expiry_index(),
+        keys.remind_index(),
+        keys.escalate_index(),
+    ]
+    args = [run_id, keys.status_index(""), str(epoch), repr(now), interrupt_id, keys.waiting_index("")]
+    return park_keys, [*args, *message_fields(message).values()]
 
 
 def transition_call(
@@ -601,8 +632,10 @@ def transition_call(
     now: float | None = None,
     **fields: Any,
 ) -> tuple[list[str], list[Any]]:
-    """The KEYS and ARGV of one TRANSITION call (see `RunStore.transition`), also for a caller that
-    runs the script itself, in a pipeline say."""
+    """The KEYS and ARGV of one TRANSITION call (see `RunStore.transition`).
+
+    It also serves a caller running the script itself, say in a pipeline.
+    """
     argv: list[Any] = [  # in the order `scripts.TRANSITION` documents
         run_id,
         keys.status_index(""),
@@ -625,7 +658,3 @@ def transition_call(
 def _pairs(flat: list[Any]) -> dict[Any, Any]:
     """A Lua HGETALL reply (a flat list) as a dict."""
     return dict(zip(flat[0::2], flat[1::2], strict=True))
-
-
-def _decode(data: dict[Any, Any]) -> dict[str, str]:
-    return {_s(k): _s(v) for k, v in data.items()}

@@ -1,12 +1,12 @@
 """Lua scripts: each run transition is one atomic step on the Redis server.
 
-Why Lua rather than WATCH/MULTI: a transition reads several fields, checks them and
-writes many keys; a script does that in one round trip with no retry loop, which
-keeps the Slack ack path short. Every script is idempotent: redis-py may re-send a
-command after a dropped connection, and a repeated call must not change the outcome.
+Why Lua rather than WATCH/MULTI? A transition reads several fields, checks them and writes many
+keys. A script does that in one round trip with no retry loop. That keeps the Slack ack path
+short. Every script is idempotent. redis-py may re-send a command after a dropped connection. A
+repeated call must not change the outcome.
 
-Key names arrive in KEYS or, for per-status and per-user indexes, as prefixes built
-by `workers.store.keys` and passed in ARGV.
+Key names arrive in KEYS. Per-status and per-user indexes come as prefixes in ARGV, built by
+`workers.store.keys`.
 """
 
 from __future__ import annotations
@@ -46,14 +46,17 @@ end
 # worker's write, when its epoch still matches), with its history entry in the same
 # step: a reader never sees a run ended without the entry that says how. A run that
 # ends, however it ends, loses its sealed secret answers in the same step.
-# KEYS: run, leases, accepted, history, secrets, journal   ARGV: run_id, idx_prefix, allowed
+# KEYS: run, leases, accepted (no longer written: `keys.accepted_index`), history, secrets, journal
+# ARGV: run_id, idx_prefix, allowed
 # (space separated), epoch or '', new status, now, lease ('keep'|'clear'|<until>), bump_epoch
 # ('0'|'1'), failures delta, history entry json or '', journal entries (a JSON object of field
 # to JSON text, or ''), then from ARGV[PAIRS] field/value pairs for the run. The journal
 # entries let the write that ends a run also record the "done" of the effect just before it.
-_TRANSITION_BODY = """
+_TRANSITION_READ = """
 local cur = redis.call('HMGET', KEYS[1], 'status', 'epoch')
 local st, epoch = cur[1], cur[2]
+"""
+_TRANSITION_BODY = """
 if not st then return {0, 'missing', ''} end
 if ARGV[4] ~= '' and epoch ~= ARGV[4] then return {0, 'stale', st} end
 local ok = false
@@ -71,9 +74,6 @@ if ARGV[8] == '1' then  -- the epoch as HINCRBY would leave it, written with the
 end
 move_status(KEYS[1], ARGV[1], ARGV[2], st, ARGV[5], ARGV[6], fields)
 if ARGV[9] ~= '0' then redis.call('HINCRBY', KEYS[1], 'failures', tonumber(ARGV[9])) end
--- Only a queued run is in the accepted index: a claim takes a running run out of it.
-if ARGV[5] == 'queued' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1])
-elseif st ~= 'running' then redis.call('ZREM', KEYS[3], ARGV[1]) end
 if ARGV[11] ~= '' then
   local entries = {}
   for f, v in pairs(cjson.decode(ARGV[11])) do entries[#entries + 1] = f; entries[#entries + 1] = v end
@@ -81,26 +81,39 @@ if ARGV[11] ~= '' then
 end
 if ARGV[10] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[10]) end
 """
-TRANSITION = _LIB + _FINAL + "local PAIRS = 12\n" + _TRANSITION_BODY
+TRANSITION = _LIB + _FINAL + "local PAIRS = 12\n" + _TRANSITION_READ + _TRANSITION_BODY
 TRANSITION += "if FINAL[ARGV[5]] then redis.call('DEL', KEYS[5]) end\n"
 TRANSITION += "return {1, epoch, st}\n"
 
 # A worker's claim: TRANSITION to running with a new epoch, then the run, its journal and
 # the question it was parked on as they stand after it, so an execution starts in one round trip.
+# The run is read whole once, before the move, and returned with the move's writes applied;
+# a run never claimed (epoch 0) has an empty journal, which is not read.
 # KEYS: run, leases, accepted, history, journal (TRANSITION's first four; it never ends a
 # run, so it has no secrets to delete)   ARGV: as TRANSITION up to ARGV[11] (always ''),
 # then the interrupt key prefix; no field/value pairs.
 CLAIM = (
     _LIB
     + "local PAIRS = #ARGV + 1\n"
+    + """
+local run = {}
+local read = redis.call('HGETALL', KEYS[1])
+for i = 1, #read, 2 do run[read[i]] = read[i + 1] end
+local st, epoch = run.status, run.epoch
+local never_claimed = epoch == '0'  -- no execution has journaled in it yet
+"""
     + _TRANSITION_BODY
     + """
-local run = redis.call('HGETALL', KEYS[1])
-local iid
-for i = 1, #run, 2 do if run[i] == 'interrupt' then iid = run[i + 1] end end
+for i = 1, #fields, 2 do run[fields[i]] = tostring(fields[i + 1]) end
+run.status, run.updated_at = ARGV[5], ARGV[6]
+if ARGV[9] ~= '0' then run.failures = string.format('%d', (tonumber(run.failures) or 0) + tonumber(ARGV[9])) end
+local flat = {}
+for f, v in pairs(run) do flat[#flat + 1] = f; flat[#flat + 1] = v end
 local q = {}
-if iid and iid ~= '' then q = redis.call('HGETALL', ARGV[12] .. iid) end
-return {1, epoch, st, run, redis.call('HGETALL', KEYS[5]), q}
+if run.interrupt and run.interrupt ~= '' then q = redis.call('HGETALL', ARGV[12] .. run.interrupt) end
+local journal = {}
+if not never_claimed then journal = redis.call('HGETALL', KEYS[5]) end
+return {1, epoch, st, flat, journal, q}
 """
 )
 
@@ -160,7 +173,7 @@ return 1
 
 # Park a running run on its open question and free the worker.
 # KEYS: run, interrupt, leases, expiry, remind, escalate   ARGV: run_id, idx_prefix, epoch, now,
-# iid, waiting_prefix, message json
+# iid, waiting_prefix, message json, the digest of its blocks (`records.message_fields`)
 PARK = (
     _LIB
     + """
@@ -171,7 +184,7 @@ end
 if cur[3] ~= ARGV[5] then return -2 end
 move_status(KEYS[1], ARGV[1], ARGV[2], cur[2], 'paused', ARGV[4], {'lease_until', 0})
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HSET', KEYS[2], 'state', 'open', 'message', ARGV[7])
+redis.call('HSET', KEYS[2], 'state', 'open', 'message', ARGV[7], 'blocks_digest', ARGV[8])
 local q = redis.call('HMGET', KEYS[2], 'expires_at', 'remind_at', 'escalate_at', 'asked_at', 'assignees')
 local exp, rem, esc, asked = q[1], q[2], q[3], q[4]
 if exp and exp ~= '' then redis.call('ZADD', KEYS[4], exp, ARGV[5]) end
@@ -196,9 +209,11 @@ DECLINE_TOKEN = "decline"
 def close_argv(
     interrupt_id: str, run_id: str, now: float, mode: str, actor: str, answers: str, token: str, entry: str, resume: str
 ) -> list[str]:
-    """The ARGV both closing scripts (`CLOSE` and `group_scripts.CLOSE_MEMBER`) begin with, in
-    their order: run_id, idx_prefix, waiting_prefix, iid, now, mode, actor, answers json,
-    token, history json, resume job id."""
+    """The ARGV both closing scripts begin with, in order.
+
+    The scripts are `CLOSE` and `group_scripts.CLOSE_MEMBER`. The order is: run_id, idx_prefix,
+    waiting_prefix, iid, now, mode, actor, answers json, token, history json, resume job id.
+    """
     return [
         run_id,
         keys.status_index(""),
@@ -214,7 +229,7 @@ def close_argv(
     ]
 
 
-# KEYS: run, interrupt, expiry, remind, accepted, leases, history, secrets, receipts pending
+# KEYS: run, interrupt, expiry, remind, accepted (not written), leases, history, secrets, receipts pending
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json (secrets masked), token, history json, job id of the resume,
 #       sealed secret values or '', pub/sub channel
@@ -276,7 +291,6 @@ if ARGV[6] == M_CANCEL then
 else
   run_fields[#run_fields + 1] = 'job'; run_fields[#run_fields + 1] = ARGV[11]
   move_status(KEYS[1], ARGV[1], ARGV[2], st, 'queued', ARGV[5], run_fields)
-  redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
 end
 redis.call('RPUSH', KEYS[7], ARGV[10])
 redis.call('PUBLISH', ARGV[13], ARGV[4])
@@ -292,8 +306,11 @@ return {1}
 # entries, journal, history and record. Everything is read and checked before the first
 # write, so a refusal or a malformed value writes nothing. A run that is already gone
 # leaves only stray index entries, which are removed ({2}); running it again is harmless.
+# What Slack's agent surfaces keep of the run (session status, plan) and its questions'
+# marks awaiting a receipt go in the same step.
 # Returns {1, epoch, job, interrupt ids...}, {2}, or {0, reason, status}.
-# KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, secrets, [thread]
+# KEYS: run, journal, history, runs index, leases, expiry, remind, accepted, secrets,
+#       session status, plan, receipts pending, [thread]
 # ARGV: run_id, cutoff, final statuses, every status (both space separated), idx_prefix,
 #       waiting_prefix, interrupt_prefix, the conversation json the caller read, group_prefix,
 #       the ask prefix of journal fields (`journal_names.ASK`)
@@ -306,7 +323,7 @@ local run = redis.call('HMGET', KEYS[1], 'status', 'updated_at', 'conversation',
 local st = run[1]
 if not st then
   unindex()
-  redis.call('DEL', KEYS[2], KEYS[3], KEYS[9])
+  redis.call('DEL', KEYS[2], KEYS[3], KEYS[9], KEYS[10], KEYS[11])
   return {2}
 end
 local final = false
@@ -358,8 +375,16 @@ for _, o in ipairs(owned) do
   if gid then redis.call('DEL', ARGV[9] .. gid) end
   redis.call('DEL', ARGV[7] .. o[1])
 end
-if KEYS[10] and redis.call('GET', KEYS[10]) == ARGV[1] then redis.call('DEL', KEYS[10]) end
+for _, iid in ipairs(iids) do redis.call('ZREM', KEYS[12], iid) end
+if KEYS[13] and redis.call('GET', KEYS[13]) == ARGV[1] then redis.call('DEL', KEYS[13]) end
 unindex()
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10], KEYS[11])
 return {1, run[5] or '0', run[6] or '', unpack(iids)}
+"""
+
+# Stop the sweep watching a run for a missing job: out of the queued index, unless it is
+# queued again by now (the sweep read it before).   KEYS: run, queued index   ARGV: run_id
+UNWATCH_QUEUED = """
+if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+return 1
 """

@@ -1,16 +1,15 @@
 """Secret answers at rest: sealed with Fernet under `PARLEY_SECRET_KEY`, opened only for the run.
 
-A secret answer (`ItemType.SECRET`) is never written to Redis in the clear. The store keeps
-the question's answers with the value replaced by `SECRET_MASK` (so history, `parley runs
-show`, the Inspect view and the locked message have nothing to show) and the values
-themselves in the run's `secrets` hash, one Fernet token per question. Fernet
-(`cryptography`) is authenticated encryption with a versioned token format; nothing here is
-written by hand beyond choosing what goes in the token.
+A secret answer (`ItemType.SECRET`) is never written to Redis in the clear. The store keeps the
+answers with the value replaced by `SECRET_MASK`. So history, `parley runs show`, Inspect and
+the locked message have nothing to show. The values themselves go in the run's `secrets` hash,
+one Fernet token per question. Fernet (`cryptography`) is authenticated encryption with a
+versioned token format. Nothing here is hand-written beyond choosing what goes in the token.
 
-`PARLEY_SECRET_KEY` may hold several keys, comma-separated, for rotation (`MultiFernet`): the
-first seals, every one opens. Once every sealed copy made under an old key is gone (each lives
-only as long as its run, or its API question's reveal), the old key is dropped from the list,
-and copies of it left on disk (AOF, RDB, backups) can no longer be opened.
+`PARLEY_SECRET_KEY` may hold several comma-separated keys for rotation (`MultiFernet`). The
+first seals, and every one opens. A sealed copy lives only as long as its run, or its API
+question's reveal. Once all copies under an old key are gone, that key is dropped from the list.
+Copies left on disk (AOF, RDB, backups) can then no longer be opened.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ class SecretBox:
     """Seals and opens the secret values of one question's answers."""
 
     def __init__(self, key: str) -> None:
-        """`key`: one Fernet key, or several separated by commas (the first seals, all open)."""
+        """`key`: one Fernet key, or several comma-separated (the first seals, all open)."""
         parts = [p.strip() for p in (key.decode() if isinstance(key, bytes) else str(key)).split(",")]
         fernets: list[Fernet] = []
         for n, part in enumerate(parts, 1):
@@ -58,6 +57,6 @@ class SecretBox:
 
 
 def split(answers: list[Answer]) -> tuple[list[Answer], dict[str, str]]:
-    """The answers as they may be stored (secrets masked), and the secret values by item id."""
+    """The answers as storable (secrets masked), and the secret values by item id."""
     secrets = {a.id: a.secret for a in answers if a.secret is not None}
     return [a.masked() for a in answers], secrets

@@ -1,4 +1,4 @@
-"""What Parley remembers of Slack's agent surfaces: workspaces that lack one, each run's session status."""
+"""What Parley remembers of Slack's agent surfaces: lacking workspaces, runs' session status."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ STATUS_KEPT_FOR = 90 * 86400
 
 
 class SurfaceStore:
-    """Two small string keys: a workspace's missing surface, and a run's last session status."""
+    """Two small string keys: a workspace's missing surface, a run's last session status."""
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
@@ -26,20 +26,24 @@ class SurfaceStore:
         return bool(self.redis.exists(keys.surface_off(team, method)))
 
     def mark_lacking(self, team: str, method: str, error: str) -> bool:
-        """Remember that `team` refused `method` with `error`; True the first time (within a day)."""
+        """Remember that `team` refused `method` with `error`.
+
+        True the first time within a day.
+        """
         return bool(self.redis.set(keys.surface_off(team, method), error, nx=True, ex=LACKING_FOR))
 
     def swap_status(self, run_id: str, status: str, *, create: bool = False) -> str | None:
-        """Record `status` as the run's session status; returns the one it replaced.
+        """Record `status` as the run's session status, returning the one replaced.
 
-        Without `create`, a run with no session (its thread started before Parley kept them, or an
-        API question's) is left without one: nothing is recorded and None is returned."""
+        Without `create`, a run with no session is left without one. Its thread started before Parley
+        kept sessions, or it is an API question's. Nothing is recorded then, and None is returned.
+        """
         key = keys.session_status(run_id)
         old = reply(self.redis.set(key, status, ex=STATUS_KEPT_FOR, get=True, xx=not create))
         return old.decode() if isinstance(old, bytes) else old
 
     def plan(self, run_id: str) -> dict[str, Any] | None:
-        """The run's live plan as last saved (its tasks and its message), or None."""
+        """The run's last saved live plan, its tasks and message, or None."""
         raw = reply(self.redis.get(keys.plan(run_id)))
         return json.loads(raw) if raw else None
 

@@ -1,9 +1,9 @@
-"""How fast runs may be started from Slack: token buckets per person and per channel, and a cap on
-a person's open runs, checked and taken in one atomic step before a run is created.
+"""How fast runs may be started from Slack, checked and taken atomically before creating one.
 
-Why written here rather than with a rate-limit library: the three checks must pass or fail
-together (a refusal takes nothing from either bucket), and the open-runs count reads the runs'
-own statuses; one Lua script does both in a single round trip on the `/parley` ack path.
+The limits are token buckets per person and per channel, and a cap on a person's open runs. Why
+here and not with a rate-limit library? The three checks must pass or fail together, and a
+refusal takes nothing from either bucket. And the open-runs count reads the runs' own statuses.
+One Lua script does both in a single round trip on the `/parley` ack path.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from workers.store.records import LIVE_STATUSES
 
 @dataclass(frozen=True)
 class Rate:
-    """`count` starts per `per` seconds: a bucket of `count` tokens refilled evenly over `per`."""
+    """`count` starts per `per` seconds: `count` tokens refilled evenly over `per`."""
 
     count: int
     per: float
@@ -32,8 +32,11 @@ class Rate:
 
 @dataclass(frozen=True)
 class StartLimits:
-    """The limits on starting runs from Slack; None turns one off
-    (`PARLEY_STARTS_PER_USER`, `PARLEY_STARTS_PER_CHANNEL`, `PARLEY_OPEN_RUNS_PER_USER`)."""
+    """The limits on starting runs from Slack, each turned off by None.
+
+    They come from `PARLEY_STARTS_PER_USER`, `PARLEY_STARTS_PER_CHANNEL` and
+    `PARLEY_OPEN_RUNS_PER_USER`.
+    """
 
     per_user: Rate | None = Rate(10, 60.0)
     per_channel: Rate | None = Rate(30, 60.0)
@@ -50,8 +53,11 @@ class StartLimit(StrEnum):
 
 @dataclass(frozen=True)
 class Admission:
-    """A start let through (`refused` None; the run id is now counted as open), or which limit
-    refused it and in how many seconds a token comes back (0 for open runs: when one ends)."""
+    """A start let through, or which limit refused it and for how long.
+
+    Let through, `refused` is None and the run id now counts as open. Refused, it says in how many
+    seconds a token comes back. For open runs that is 0, meaning when one ends.
+    """
 
     refused: StartLimit | None = None
     retry_after: float = 0.0
@@ -108,7 +114,7 @@ return {'', '0'}
 
 
 class StartStore:
-    """Admission of run starts; reached as `RunStore.starts`."""
+    """Admission of run starts, reached as `RunStore.starts`."""
 
     def __init__(self, redis: Redis) -> None:
         self._admit = redis.register_script(ADMIT)
@@ -116,8 +122,10 @@ class StartStore:
     def admit(
         self, limits: StartLimits, *, team: str, channel: str, user: str, run_id: str, now: float | None = None
     ) -> Admission:
-        """Let `user` start `run_id` in `channel` of `team` if every limit allows it, taking one
-        token from each bucket and counting the run as open; otherwise take nothing."""
+        """Let `user` start `run_id` in `channel` of `team` if every limit allows.
+
+        It then takes one token from each bucket and counts the run as open. Otherwise it takes nothing.
+        """
         now = time.time() if now is None else now
         user_rate, channel_rate = limits.per_user or Rate(0, 1.0), limits.per_channel or Rate(0, 1.0)
         refused, wait = self._admit(

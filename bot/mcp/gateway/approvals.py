@@ -1,18 +1,19 @@
-"""An `ask` rule's tool call: put to people in Slack as an approval, forwarded upstream once if approved.
+"""An `ask` rule's tool call: approved by people in Slack, then forwarded upstream once.
 
-The approval is an ordinary approval question (`QuestionService`, `run.approve`'s `Request`), so
-it is a Parley run with its history, in `parley runs list`, Inspect and the App Home. It shows
-the tool, its description and the arguments, with the rule's `redact` paths as "••••" and never
-editable: what is forwarded is the approved arguments with the redacted values put back from
-the call, which this process alone holds (they never reach Slack or Redis). A redacted value is
-also removed by value (`bot.mcp.scrub`) from the other arguments shown, the history, and the
-upstream's result or error, so an upstream that echoes it shows it to nobody.
+The approval is an ordinary approval question: `QuestionService`, with `run.approve`'s
+`Request`. So it is a Parley run with its history, in `parley runs list`, Inspect and the App
+Home. It shows the tool, its description and the arguments. The rule's `redact` paths show as
+"••••", never editable. What is forwarded is the approved arguments, with the redacted values
+put back from the call. Only this process holds those, and they never reach Slack or Redis. A
+redacted value is also removed by value (`bot.mcp.scrub`) elsewhere. That covers the other
+arguments shown, the history, and the upstream's result or error. So an upstream that echoes it
+shows it to nobody.
 
-Forwarding is claimed first (`workers.questions.forwarding`), so a call is forwarded at most once; a call
-whose client went away while it waited is claimed as such, and the decision that comes later is
-recorded in the run's history as not forwarded. A standing approval (`allow_standing`) lets later
-calls of the same tool from the same MCP session go without asking, each recorded in the history
-of the run that granted it.
+Forwarding is claimed first (`workers.questions.forwarding`), so a call is forwarded at most
+once. A call whose client went away while waiting is claimed as such. The later decision is
+recorded in the run's history as not forwarded. A standing approval (`allow_standing`) lets
+later calls of the same tool, from the same MCP session, go unasked. Each is recorded in the
+history of the run that granted it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def error(text: str) -> types.CallToolResult:
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call to the gateway: the upstream tool, its arguments, its rule and who calls from where."""
+    """One tool call to the gateway: upstream tool, arguments, rule, and its caller."""
 
     target: Target
     arguments: dict[str, Any]
@@ -87,10 +88,11 @@ class Approvals:
         self._watchers: set[asyncio.Task[None]] = set()
 
     async def ask(self, call: Call, progress: Progress | None) -> types.CallToolResult:
-        """The upstream's result once the call is approved; a tool error when it is not, saying why.
+        """The upstream's result once the call is approved, else a tool error saying why.
 
-        It waits as every MCP wait does (`workers.questions.waiting`); a client that goes away
-        leaves the question open, and its decision is recorded as not forwarded."""
+        It waits as every MCP wait does (`workers.questions.waiting`). A client that goes away leaves
+        the question open. Its decision is recorded as not forwarded.
+        """
         name = call.target.full_name
         if call.rule.allow_standing:
             granted = await self.forwarding.standing(call.session, name)
@@ -177,7 +179,10 @@ class Approvals:
         return result
 
     async def _refused(self, call: Call, arguments: dict[str, Any], run_id: str, by: str) -> str | None:
-        """Why the approved call may not be forwarded now (its tool changed, or its arguments do not fit)."""
+        """Why the approved call may not be forwarded now.
+
+        Its tool changed, or its arguments do not fit.
+        """
         name = call.target.full_name
         changed = still_the_same(self.upstreams, call.target)
         if changed is not None:
@@ -195,7 +200,10 @@ class Approvals:
         return None
 
     async def _client_gone(self, call: Call, qid: str) -> None:
-        """The call was cancelled, or its session closed, while it waited: it is never forwarded now."""
+        """The call was cancelled, or its session closed, while waiting.
+
+        It is never forwarded now.
+        """
         before = await self.forwarding.claim(qid, CLIENT_GONE)
         if before is not None:
             return
@@ -207,7 +215,7 @@ class Approvals:
         task.add_done_callback(self._watchers.discard)
 
     async def _record_late_decision(self, call: Call, qid: str) -> None:
-        """Wait for the decision on a call whose client went away, and record it as not forwarded."""
+        """Await the decision on a call whose client left, recording it as not forwarded."""
         try:
             view = await self.service.waiting.until(call.caller, qid, Patience.within(self.config.expires_in + 120))
             if view.decision is not None:

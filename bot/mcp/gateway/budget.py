@@ -1,8 +1,8 @@
 """How many elicitations an upstream may put to people, so one call cannot flood a channel.
 
-Each upstream's `elicitations` in the rules file caps them per tool call (`per_call`, 3 by
-default) and per minute (`per_minute`, 10 by default). Past either cap the upstream gets
-`decline` at once, nobody is asked, and the log says why.
+Each upstream's `elicitations` in the rules file caps them per tool call and per minute.
+`per_call` is 3 by default, and `per_minute` 10. Past either cap the upstream gets `decline` at
+once. Nobody is asked, and the log says why.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ class Budget:
         self._recent: dict[str, deque[float]] = {}
 
     def spend(self, upstream: str, call: object | None) -> str | None:
-        """Take one elicitation of `upstream` (within `call`, when known); why not, past a cap."""
+        """Take one elicitation of `upstream`, within `call` when known.
+
+        Past a cap, it returns why not.
+        """
         known = self.config.upstreams.get(upstream)
         limits = known.elicitations if known is not None else ElicitationLimits()
         now = time.monotonic()

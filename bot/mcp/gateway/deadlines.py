@@ -1,8 +1,8 @@
 """How long an upstream may take over one call, and how durations are said.
 
-Each call to an upstream runs under a deadline (the upstream's `timeout` in the rules file).
-People answering that upstream's elicitation is not the upstream's time: while one is asked,
-the deadlines of the upstream's calls stand still, and they run on from where they stopped.
+Each call to an upstream runs under a deadline, the upstream's `timeout` in the rules file.
+People answering that upstream's elicitation do not use the upstream's time. While one is asked,
+the deadlines of the upstream's calls stand still. They then run on from where they stopped.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Clock:
 
     @contextlib.contextmanager
     def deadline(self) -> Iterator[anyio.CancelScope]:
-        """A scope cancelled once the call has run `seconds` of the upstream's own time."""
+        """A scope cancelled once the call ran `seconds` of the upstream's own time."""
         scope = anyio.CancelScope()
         self._left[scope] = self.seconds
         if not self._held:

@@ -1,8 +1,9 @@
-"""The redacted values of the calls in flight, kept from what their upstreams ask people.
+"""The redacted values of calls in flight, kept from what their upstreams ask people.
 
-While a call runs, its upstream may send an elicitation that echoes a redacted argument; on a
-handshake-era connection it carries no link to its call. So each upstream's elicitations are
-scrubbed of the redacted values of every call in flight on that upstream before anyone sees them.
+While a call runs, its upstream may send an elicitation echoing a redacted argument. On a
+handshake-era connection, it carries no link to its call. So each upstream's elicitations are
+scrubbed of the redacted values of every call in flight there. This happens before anyone sees
+them.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class InFlight:
         return Scrubber.joined(self._calls.get(upstream, []))
 
     def guarding(self, elicit: Elicit) -> Elicit:
-        """`elicit`, given each elicitation with the redacted values of its upstream's calls removed."""
+        """`elicit`, given each elicitation without its upstream's calls' redacted values."""
 
         async def guarded(upstream: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
             scrubber = self.scrubber(upstream)

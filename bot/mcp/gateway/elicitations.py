@@ -1,26 +1,26 @@
 """An upstream's elicitation (`elicitation/create`), put to people in Slack as a question.
 
-Whichever way the SDK's client delivers it (a server-initiated request on a handshake-era
-connection, or an `InputRequiredResult` of the tool call on a 2026-07-28 one), it arrives in the
-upstream session's `elicitation_callback` and is asked here, in the rules file's `channel`, of
-its `assignees`, expiring after its `expires_in`, as an ordinary question (a Parley run):
+The SDK's client delivers it one of two ways. On a handshake-era connection, it is a
+server-initiated request. On a 2026-07-28 one, it is an `InputRequiredResult` of the tool call.
+Either way it arrives in the upstream session's `elicitation_callback`. It is asked here as an
+ordinary question, a Parley run. It goes in the rules file's `channel`, to its `assignees`,
+expiring after its `expires_in`:
 
-- form mode: the `requestedSchema`'s properties are the items
-  (`workers.interaction.elicitation`); answered, it is `accept` with the content typed as the
-  schema says; closed by a person, `decline`; expired, or cancelled by the gateway, `cancel`
-  (`bot.mcp.elicitation.elicit_result`). A schema outside the subset is not asked: the upstream
-  gets an `invalid params` error naming the property (on a 2026-07-28 connection the gateway's
-  caller gets it as the call's tool error);
+- Form mode: the `requestedSchema`'s properties are the items
+  (`workers.interaction.elicitation`). Answered, it is `accept`, with the content typed as the
+  schema says. Closed by a person, it is `decline`. Expired, or cancelled by the gateway, it is
+  `cancel` (`bot.mcp.elicitation.elicit_result`). A schema outside the subset is not asked. The
+  upstream gets an `invalid params` error naming the property. On a 2026-07-28 connection, the
+  gateway's caller gets it as the call's tool error.
 - URL mode: the message and the link, with a "Done" button (`accept`, no content) and a
-  "Decline" one; expired, `cancel`.
+  "Decline" one. Expired, it is `cancel`.
 
-The question names the upstream tool and who called it when the elicitation is known to come
-within a gateway call (`Elicitations.calling`): on a 2026-07-28 connection it arrives in the
-call's own context; a handshake-era `elicitation/create` carries no link to its call, so it is
-the call's when that call is the only one waiting on that upstream, else the upstream's alone.
-Nothing of the message or the answers is logged; only the question's run id, the upstream and
-the outcome. An upstream past its `elicitations` caps gets `decline` and nobody is asked
-(`budget`).
+The question names the upstream tool and its caller, when known to come within a gateway call
+(`Elicitations.calling`). On a 2026-07-28 connection, it arrives in the call's own context. A
+handshake-era `elicitation/create` carries no link to its call. So it is the call's when that
+call alone waits on that upstream. Otherwise it is the upstream's alone. Nothing of the message
+or answers is logged. Only the question's run id, the upstream and the outcome are. An upstream
+past its `elicitations` caps gets `decline`, and nobody is asked (`budget`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ DONE, DECLINE = "done", "decline"
 
 @dataclass(frozen=True)
 class Asking:
-    """The gateway call an upstream's elicitation belongs to: the tool, who called it, how to report progress."""
+    """The gateway call an upstream's elicitation belongs to.
+
+    It gives the tool, who called it, and how to report progress.
+    """
 
     upstream: str
     tool: str
@@ -77,7 +80,7 @@ class Elicitations:
 
     @contextlib.asynccontextmanager
     async def calling(self, call: Asking) -> AsyncIterator[None]:
-        """Within this block, `call` waits on its upstream: the elicitations it causes are asked as its own."""
+        """Within this block `call` waits on its upstream, owning the elicitations it causes."""
         token = _asking.set(call)
         calls = self._calls.setdefault(call.upstream, [])
         calls.append(call)
@@ -96,7 +99,7 @@ class Elicitations:
         return waiting[0] if len(waiting) == 1 else None
 
     async def answer(self, upstream: str, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        """`upstream`'s elicitation asked in Slack, and its outcome once people answered or it expired."""
+        """`upstream`'s elicitation asked in Slack, with its outcome once answered or expired."""
         call = self._call_of(upstream)
         caller = call.caller if call is not None else Caller(f"upstream {upstream}", via="mcp")
         who = f"{call.tool}, called by {call.caller.name}," if call is not None else f"The upstream {upstream}"
@@ -125,7 +128,7 @@ class Elicitations:
         return result
 
     def _question(self, who: str, params: types.ElicitRequestParams) -> tuple[QuestionCreate, dict[str, Any] | None]:
-        """The question that asks `params`, and the form's schema (None in URL mode)."""
+        """The question asking `params`, and the form's schema (None in URL mode)."""
         common: dict[str, Any] = {"assignees": list(self.config.assignees), "expires_in": self.config.expires_in}
         if isinstance(params, types.ElicitRequestURLParams):
             reason = f"{who} asks you to open a link: {params.message}\n{params.url}"

@@ -1,9 +1,9 @@
-"""The gateway over streamable HTTP at `/mcp/gateway` in `parley serve`, behind the same bearer tokens as `/mcp`.
+"""The gateway over streamable HTTP at `/mcp/gateway`, behind `/mcp`'s bearer tokens.
 
-Mounted when the setting `PARLEY_MCP_CONFIG` names a rules file with `upstreams`. The upstream
-sessions open in the server's lifespan and close when it stops. The manager is stateless, as
-`/mcp`'s, so the MCP session a standing approval belongs to is the bearer token's (and the
-client's `Mcp-Session-Id`, when it sends one).
+It is mounted in `parley serve` when `PARLEY_MCP_CONFIG` names a rules file with `upstreams`.
+The upstream sessions open in the server's lifespan, and close when it stops. The manager is
+stateless, as `/mcp`'s is. So a standing approval's MCP session is the bearer token's. It is
+also the client's `Mcp-Session-Id`, when it sends one.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ PATH = "/mcp/gateway"
 
 
 def token_session(ctx: ServerRequestContext[Any]) -> str:
-    """The MCP session of an HTTP call: its token's owner, and the client's session id when it sent one."""
+    """An HTTP call's MCP session: its token's owner, plus any client session id."""
     owner = token_caller(ctx).owner
     headers = ctx.request.headers if ctx.request is not None else {}
     return f"http:{owner}:{headers.get('mcp-session-id', '')}"
@@ -44,7 +44,7 @@ def gateway_route(
     *,
     progress_every: float = PROGRESS_EVERY,
 ) -> tuple[Route, Callable[[], AbstractAsyncContextManager[None]]]:
-    """The `/mcp/gateway` route, and the lifespan that opens the upstreams and runs its session manager."""
+    """The `/mcp/gateway` route, and the lifespan opening upstreams and running its manager."""
     upstreams = Upstreams(config)
     server = build_gateway(service, upstreams, token_caller, token_session, progress_every=progress_every)
     security = security or transport_security(LOOPBACK_HOSTS, ())

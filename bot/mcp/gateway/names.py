@@ -1,9 +1,9 @@
 """Upstream tool names with characters outside ASCII, flagged where people and clients see them.
 
-Rules match names without regard to case or compatibility forms (`bot.mcp.rules.folded`), but a
-look-alike letter (a Cyrillic e, U+0435, in `delete_file`) still slips past a `delete_*` glob. Such a
-name is logged as a warning with its upstream, and its tool is listed with a note leading its
-description, which clients show to people and to models.
+Rules match names regardless of case or compatibility forms (`bot.mcp.rules.folded`). But a
+look-alike letter still slips past a `delete_*` glob. An example is a Cyrillic e, U+0435, in
+`delete_file`. Such a name is logged as a warning with its upstream. Its tool is listed with a
+note leading its description. Clients show that to people and models.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ def note(name: str) -> str:
 
 
 def flagged(upstream: str, tool: types.Tool) -> types.Tool:
-    """`tool` as listed: unchanged when its name is ASCII, else noted in its description and logged."""
+    """`tool` as listed: unchanged when its name is ASCII, else noted and logged.
+
+    The note goes in its description.
+    """
     if tool.name.isascii():
         return tool
     log.warning("upstream lists a tool named outside ASCII", upstream=upstream, tool=ascii(tool.name))

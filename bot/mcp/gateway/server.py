@@ -1,11 +1,11 @@
 """The gateway's MCP server: lists the upstreams' tools and routes each call by its rule.
 
-`allow` forwards the call, `deny` is a tool error carrying the rule's reason, `ask` waits for an
-approval in Slack (`approvals`). A call to a name it lists no tool under is JSON-RPC invalid
-params (-32602), as the spec and `/mcp` have it; one to an upstream it cannot reach is a tool error
-saying so. Either way nothing is asked or forwarded. A rule's redacted values are removed from
-whatever comes back, and from the upstream's elicitations while the call runs (`bot.mcp.scrub`,
-`echoes`). `serverInfo.version` is Parley's own.
+`allow` forwards the call. `deny` is a tool error carrying the rule's reason. `ask` waits for an
+approval in Slack (`approvals`). A call to a name with no listed tool is JSON-RPC invalid params
+(-32602). That is as the spec and `/mcp` have it. A call to an unreachable upstream is a tool
+error saying so. Either way nothing is asked or forwarded. A rule's redacted values are removed
+from whatever comes back. They are also removed from the upstream's elicitations while the call
+runs (`bot.mcp.scrub`, `echoes`). `serverInfo.version` is Parley's own.
 """
 
 from __future__ import annotations
@@ -103,7 +103,10 @@ def build_gateway(
     *,
     progress_every: float = PROGRESS_EVERY,
 ) -> Server[Any]:
-    """The gateway's MCP server over `upstreams` (open); run it over stdio or mount it over HTTP."""
+    """The gateway's MCP server over open `upstreams`.
+
+    Run it over stdio, or mount it over HTTP.
+    """
     approvals = Approvals(service, upstreams, upstreams.config, progress_every=progress_every)
     elicitations = Elicitations(service, upstreams.config, progress_every=progress_every)
     in_flight = InFlight()

@@ -1,15 +1,16 @@
 """The gateway's client sessions to its upstream MCP servers, and the tools it lists for them.
 
-Each upstream is held open by a task of its own (the SDK's `Client`, over stdio or streamable
-HTTP), so an upstream that fails to start, or dies later, is an error on its own tools' calls
-and never stops the gateway or the other upstreams. One that goes away is reconnected, after a
-wait that doubles up to a minute; until then its tools are not listed. Its tools are read again
-when it says they changed (`notifications/tools/list_changed`). It is reached over the
-handshake-era protocol unless its `protocol` says otherwise, so an upstream's `ctx.elicit`
-works, and each call has the upstream's `timeout` (`deadlines`). A tool is listed as `<upstream>.<tool>`
-(unprefixed with `flat`, which needs exactly one upstream) with the upstream's input schema,
-description, annotations and output schema unchanged (a name outside ASCII is noted, `names`);
-the rules always see the full name.
+A task of its own holds each upstream open: the SDK's `Client`, over stdio or streamable HTTP.
+An upstream may fail to start, or die later. That is an error on its own tools' calls. It never
+stops the gateway or the other upstreams. One that goes away is reconnected after a wait that
+doubles up to a minute. Until then its tools are not listed. Its tools are read again when it
+says they changed (`notifications/tools/list_changed`). It is reached over the handshake-era
+protocol unless its `protocol` says otherwise. So an upstream's `ctx.elicit` works. Each call
+has the upstream's `timeout` (`deadlines`).
+
+A tool is listed as `<upstream>.<tool>`. With `flat` it is unprefixed, which needs exactly one
+upstream. The upstream's input schema, description, annotations and output schema are unchanged.
+A name outside ASCII is noted (`names`). The rules always see the full name.
 """
 
 from __future__ import annotations
@@ -47,16 +48,16 @@ Elicit = Callable[[str, types.ElicitRequestParams], Awaitable[types.ElicitResult
 
 
 class GatewayError(ParleyError):
-    """A call the gateway cannot route: an unknown tool or upstream, or an upstream it cannot reach."""
+    """A call the gateway cannot route: unknown tool or upstream, or unreachable upstream."""
 
 
 class UnknownTool(GatewayError):
-    """A name the gateway lists no tool under: a protocol error (invalid params), not a tool error."""
+    """A name with no listed tool: a protocol error (invalid params), not a tool error."""
 
 
 @dataclass(frozen=True)
 class Target:
-    """One upstream tool: where it lives, its name there, the name the rules match and the listed tool."""
+    """One upstream tool: its upstream, its name there, its rules name, its listing."""
 
     upstream: str
     tool: types.Tool
@@ -69,7 +70,10 @@ class Target:
 async def _client(
     upstream: Upstream, held: contextlib.AsyncExitStack, on_elicit: Any, mode: ConnectMode, watch: Watch
 ) -> Client:
-    """The SDK's client for `upstream`, not yet connected; an HTTP client it needs is closed with `held`."""
+    """The SDK's unconnected client for `upstream`.
+
+    An HTTP client it needs is closed with `held`.
+    """
     options: dict[str, Any] = {"elicitation_callback": on_elicit, "mode": mode, "message_handler": watch.message}
     if upstream.command is not None:
         command, *args = upstream.command
@@ -83,7 +87,7 @@ async def _client(
 
 
 class Watch:
-    """What one upstream session says about itself: that it went away, or that its tools changed."""
+    """What an upstream session says of itself: it went away, or its tools changed."""
 
     def __init__(self) -> None:
         self.gone = anyio.Event()
@@ -106,9 +110,11 @@ class Upstreams:
         mode: ConnectMode | None = None,
         backoff: tuple[float, float] = BACKOFF,
     ) -> None:
-        """`mode` overrides each upstream's `protocol` (the SDK's negotiation; "legacy": the handshake).
+        """`mode` overrides each upstream's `protocol`.
 
-        `backoff`: the first and the longest wait before reconnecting to an upstream that went away."""
+        A protocol is the SDK's negotiation, or "legacy" for the handshake. `backoff`: the first and
+        longest wait before reconnecting to a departed upstream.
+        """
         if not config.upstreams:
             raise RulesError("the gateway's rules file names no `upstreams`")
         if flat and len(config.upstreams) != 1:
@@ -140,7 +146,7 @@ class Upstreams:
         self._stop.set()
 
     async def _hold(self, name: str, upstream: Upstream, *, task_status: TaskStatus[None]) -> None:
-        """Keep `name`'s session open until the gateway stops, reconnecting with backoff when it goes."""
+        """Keep `name`'s session open until the gateway stops, reconnecting with backoff."""
         started = False
 
         def ready() -> None:
@@ -161,7 +167,10 @@ class Upstreams:
                 await self._stop.wait()
 
     async def _session(self, name: str, upstream: Upstream, ready: Callable[[], None]) -> float:
-        """Open `name`'s session, list its tools, and hold it while it lasts: how long it was up."""
+        """Open `name`'s session, list its tools, and hold it while it lasts.
+
+        Returns how long it was up.
+        """
 
         async def on_elicit(
             context: ClientRequestContext, params: types.ElicitRequestParams
@@ -199,7 +208,10 @@ class Upstreams:
         return anyio.current_time() - since if since is not None else 0.0
 
     async def _watch(self, name: str, client: Client, watch: Watch) -> None:
-        """Until the gateway stops or the upstream goes: re-read its tools each time it says they changed."""
+        """Re-read the upstream's tools whenever it says they changed.
+
+        This goes on until the gateway stops or the upstream goes.
+        """
         async with anyio.create_task_group() as tg:
 
             async def until(event: anyio.Event) -> None:
@@ -227,7 +239,10 @@ class Upstreams:
         return out
 
     def resolve(self, listed_name: str) -> Target:
-        """The upstream tool listed as `listed_name`; `GatewayError` saying what is wrong otherwise."""
+        """The upstream tool listed as `listed_name`.
+
+        Otherwise `GatewayError` says what is wrong.
+        """
         if self.flat:
             upstream, tool = next(iter(self.config.upstreams)), listed_name
         else:
@@ -248,8 +263,10 @@ class Upstreams:
     async def call(
         self, target: Target, arguments: dict[str, Any], meta: dict[str, Any] | None = None
     ) -> types.CallToolResult:
-        """The upstream's result for `target` called with `arguments` (and `meta`, the approval's receipt, as
-        `_meta`); an upstream that fails is a tool error."""
+        """The upstream's result for `target` called with `arguments`.
+
+        `meta`, the approval's receipt, goes as `_meta`. An upstream that fails is a tool error.
+        """
         client = self.clients.get(target.upstream)
         if client is None:
             raise GatewayError(f"upstream {target.upstream!r} is unreachable: {self.errors.get(target.upstream)}")
@@ -268,7 +285,7 @@ class Upstreams:
         raise GatewayError(f"upstream {target.upstream!r} gave no result for {target.tool.name}")
 
     def current(self, target: Target) -> types.Tool | None:
-        """The tool `target` names as its upstream lists it now; None when it is gone."""
+        """The tool `target` names as its upstream lists it now, or None if gone."""
         return next((t for t in self.tools.get(target.upstream, []) if t.name == target.tool.name), None)
 
 

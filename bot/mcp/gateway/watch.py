@@ -1,7 +1,7 @@
-"""Noticing that an upstream went away, so the gateway stops listing it and reconnects.
+"""Noticing an upstream went away, so the gateway stops listing it and reconnects.
 
-`watched` wraps a transport of the SDK's client: when the upstream closes its end (a stdio
-server that exited, say), the event `gone` is set. Nothing else about the stream changes.
+`watched` wraps a transport of the SDK's client. When the upstream closes its end, the event
+`gone` is set. A stdio server that exited is an example. Nothing else about the stream changes.
 """
 
 from __future__ import annotations
