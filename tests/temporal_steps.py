@@ -24,14 +24,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
 
-def start(temporal: TemporalDev, workflow: str, arg: Any = None) -> str:
-    """Start `workflow` of `temporal_workflows` with `arg`; its workflow id."""
+def start(temporal: TemporalDev, workflow: str, arg: Any = None, *, task_queue: str = TASK_QUEUE) -> str:
+    """Start `workflow` of `temporal_workflows` with `arg` on `task_queue`; its workflow id."""
     workflow_id = f"{workflow}-{uuid.uuid4().hex[:8]}"
 
     async def go() -> None:
         client = await Client.connect(temporal.address)
         args = [] if arg is None else [arg]
-        await client.start_workflow(workflow, args=args, id=workflow_id, task_queue=TASK_QUEUE)
+        await client.start_workflow(workflow, args=args, id=workflow_id, task_queue=task_queue)
 
     asyncio.run(go())
     return workflow_id

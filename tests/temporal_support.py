@@ -115,12 +115,22 @@ class TemporalWorker:
     parley_url: str
     token: str
     log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def running(cls, address: str, parley_url: str, token: str, log_path: Path) -> Iterator[TemporalWorker]:
-        """A generator for module-scoped fixtures: a started worker on `TASK_QUEUE`, always stopped."""
-        worker = cls(address, TASK_QUEUE, parley_url, token, log_path).start()
+    def running(
+        cls,
+        address: str,
+        parley_url: str,
+        token: str,
+        log_path: Path,
+        *,
+        task_queue: str = TASK_QUEUE,
+        env: dict[str, str] | None = None,
+    ) -> Iterator[TemporalWorker]:
+        """A generator for module-scoped fixtures: a started worker on `task_queue`, always stopped."""
+        worker = cls(address, task_queue, parley_url, token, log_path, dict(env or {})).start()
         try:
             yield worker
         finally:
@@ -140,6 +150,7 @@ class TemporalWorker:
             "TEMPORAL_TASK_QUEUE": self.task_queue,
             "PARLEY_URL": self.parley_url,
             "PARLEY_TOKEN": self.token,
+            **self.env,
         }
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(

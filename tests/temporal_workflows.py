@@ -1,6 +1,7 @@
 """Workflows the Temporal tests run, and their worker: `python -m temporal_workflows` (tests on PYTHONPATH).
 
-The worker reads `TEMPORAL_ADDRESS`, `TEMPORAL_TASK_QUEUE`, `PARLEY_URL` and `PARLEY_TOKEN`, registers
+The worker reads `TEMPORAL_ADDRESS`, `TEMPORAL_TASK_QUEUE`, `PARLEY_URL`, `PARLEY_TOKEN` and, to hold each
+created question's activity for a test, `PARLEY_TEST_HOLD_DIR`. It registers
 these workflows and Parley's activities, and prints `ready` once it polls.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from temporalio import workflow
@@ -119,9 +122,32 @@ class SignalWaitWorkflow:
 WORKFLOWS = [AskWorkflow, GatherWorkflow, ScopeWorkflow, ApproveWorkflow, AskEachWorkflow, SignalWaitWorkflow]
 
 
+class HeldParley:
+    """A `Parley` whose `submit` holds its result until the test opens the question's gate.
+
+    With `PARLEY_TEST_HOLD_DIR` set, each created question writes `<key>.created` there. The
+    activity returns only once `<key>.go` exists. So a test can act while the question exists
+    and the workflow has not yet learnt its id.
+    """
+
+    def __init__(self, parley: Parley, folder: Path) -> None:
+        self.parley, self.folder = parley, folder
+        self.submit_approval, self.cancel = parley.submit_approval, parley.cancel
+
+    def submit(self, request: Any, *, idempotency_key: str, **fields: Any) -> str:
+        question_id = self.parley.submit(request, idempotency_key=idempotency_key, **fields)
+        (self.folder / f"{idempotency_key}.created").write_text(question_id)
+        deadline = time.monotonic() + 25  # inside the activity's 30 s: a test that never opens it fails, not hangs
+        while not (self.folder / f"{idempotency_key}.go").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return question_id
+
+
 async def serve() -> None:
     client = await Client.connect(os.environ["TEMPORAL_ADDRESS"])
-    parley = Parley(os.environ["PARLEY_URL"], token=os.environ["PARLEY_TOKEN"])
+    parley: Any = Parley(os.environ["PARLEY_URL"], token=os.environ["PARLEY_TOKEN"])
+    if held := os.environ.get("PARLEY_TEST_HOLD_DIR"):
+        parley = HeldParley(parley, Path(held))
     activities = parley_temporal.ParleyActivities(parley).activities()
     worker = Worker(client, task_queue=os.environ["TEMPORAL_TASK_QUEUE"], workflows=WORKFLOWS, activities=activities)
     async with worker:

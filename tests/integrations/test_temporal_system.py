@@ -38,6 +38,7 @@ from temporal_steps import (
     unreachable_serve,
 )
 from temporal_support import SHIP_REQUEST, TemporalDev, TemporalWorker, stack_env
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 from parley.client import Parley
@@ -47,6 +48,7 @@ pytestmark = pytest.mark.system
 CHANNEL = "C0GENERAL"
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "temporal_refund.py"
 CAROL, DAVE, ERIN = "U0CAROL", "U0DAVE", "U0ERIN"
+HELD_QUEUE = "parley-tests-held"
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +70,20 @@ def token(stack: SlackStack) -> Token:
 @pytest.fixture(scope="module")
 def worker(stack: SlackStack, temporal: TemporalDev, token: Token) -> Iterator[TemporalWorker]:
     yield from TemporalWorker.for_stack(temporal, stack, token.token)
+
+
+@pytest.fixture(scope="module")
+def held_worker(stack: SlackStack, temporal: TemporalDev, token: Token) -> Iterator[TemporalWorker]:
+    """A second worker, on `HELD_QUEUE`, whose create activity waits for the test (`HeldParley`)."""
+    (stack.data_dir / "held").mkdir(exist_ok=True)
+    yield from TemporalWorker.running(
+        temporal.address,
+        f"http://127.0.0.1:{stack.port}",
+        token.token,
+        stack.data_dir / "tworker-held.log",
+        task_queue=HELD_QUEUE,
+        env={"PARLEY_TEST_HOLD_DIR": str(stack.data_dir / "held")},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +237,30 @@ def test_cancelling_the_workflow_locks_the_slack_message_as_cancelled(
     assert stack.wait_for("the question to be cancelled", lambda: _status(stack, token, question["id"]) == "cancelled")
 
 
+def test_a_cancel_before_the_workflow_learns_its_question_still_cancels_it(
+    stack: SlackStack, temporal: TemporalDev, token: Token, held_worker: TemporalWorker
+) -> None:
+    """The question exists, but its create activity has not returned when the cancel comes."""
+    wid = start(temporal, "AskWorkflow", {"request": SHIP_REQUEST, "channel": CHANNEL}, task_queue=HELD_QUEUE)
+    [question] = questions_of(stack, token, wid)
+    held = stack.data_dir / "held"
+    key = question["temporal"]["key"]
+    stack.wait_for("the create activity to hold its result", lambda: (held / f"{key}.created").exists())
+
+    async def cancel() -> None:
+        client = await Client.connect(temporal.address)
+        await client.get_workflow_handle(wid).cancel()
+
+    asyncio.run(cancel())
+    stack.wait_for("the workflow to take the cancel", lambda: _cancel_taken(temporal, wid))
+    (held / f"{key}.go").touch()
+    stack.wait_for("the question to be cancelled", lambda: _status(stack, token, question["id"]) == "cancelled")
+    stack.wait_for("the message locked", lambda: "parley_submit" not in json.dumps(message_of(stack, question)))
+    with pytest.raises(WorkflowFailureError):
+        result(temporal, wid)
+    assert status(temporal, wid) is WorkflowExecutionStatus.CANCELED
+
+
 def test_cancelling_the_awaiting_scope_cancels_the_question_and_the_workflow_goes_on(
     stack: SlackStack, temporal: TemporalDev, token: Token, worker: TemporalWorker
 ) -> None:
@@ -241,6 +281,18 @@ def test_parley_runs_cancel_delivers_cancelled(
     )
     got = result(temporal, wid)
     assert (got["status"], got["question_id"], got["answers"]) == ("cancelled", question["id"], None)
+
+
+def _cancel_taken(temporal: TemporalDev, wid: str) -> bool:
+    """Whether a workflow task completed after the cancel request: the workflow code has seen it."""
+
+    async def go() -> bool:
+        client = await Client.connect(temporal.address)
+        kinds = [e.event_type async for e in client.get_workflow_handle(wid).fetch_history_events()]
+        asked = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+        return asked in kinds and EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in kinds[kinds.index(asked) :]
+
+    return asyncio.run(go())
 
 
 def _status(stack: SlackStack, token: Token, question_id: str) -> str:

@@ -393,6 +393,7 @@ def test_a_rate_limited_question_is_posted_exactly_once(stack: SlackStack) -> No
     stack.wait_status(run, "paused")
     stack.settle(quiet=1.5)
     posts = stack.calls("chat.postMessage", lambda c: c["args"].get("thread_ts") == run.root_ts, since=mark)
-    assert [c["status"] for c in posts] == [429, 200]
+    shown = [(c["status"], c["args"].get("text", "")[:60]) for c in posts]
+    assert [c["status"] for c in posts] == [429, 200], f"{shown}\n{stack.logs(20000)}"
     assert all(is_question({"blocks": blocks_of(c)}) for c in posts)
     assert [m["ts"] for m in stack.thread(run) if is_question(m)] == [question["ts"]]

@@ -189,13 +189,37 @@ def _target() -> dict[str, str]:
 
 
 async def _post(activity_name: str, body: dict[str, Any], key: str) -> str:
-    return str(
-        await workflow.execute_activity(
-            activity_name,
-            args=[body, key],
-            start_to_close_timeout=ACTIVITY_TIMEOUT,
-            retry_policy=ACTIVITY_RETRY,
-        )
+    """The id of the question the activity created.
+
+    A cancel arriving meanwhile does not cancel the activity. Its question may exist already,
+    with the activity's result not yet recorded. So the activity is awaited to its end under
+    `asyncio.shield`. The question it created is cancelled, then the cancellation goes on.
+    """
+    created = workflow.start_activity(
+        activity_name,
+        args=[body, key],
+        start_to_close_timeout=ACTIVITY_TIMEOUT,
+        retry_policy=ACTIVITY_RETRY,
+    )
+    try:
+        return str(await asyncio.shield(created))
+    except asyncio.CancelledError:
+        try:
+            question_id = str(await created)
+        except Exception:  # it created no question: nothing to cancel, the cancel goes on
+            raise asyncio.CancelledError() from None
+        await _cancel(question_id)
+        raise
+
+
+async def _cancel(question_id: str) -> None:
+    """Cancel `question_id` in Parley, so its Slack message is locked as cancelled."""
+    await workflow.execute_activity(
+        CANCEL,
+        question_id,
+        start_to_close_timeout=ACTIVITY_TIMEOUT,
+        retry_policy=RetryPolicy(maximum_attempts=5),
+        cancellation_type=workflow.ActivityCancellationType.ABANDON,
     )
 
 
@@ -210,13 +234,7 @@ async def _wait(key: str, question_id: str) -> QuestionOutcome:
     try:
         await workflow.wait_condition(lambda: waits.outcome(key) is not None)
     except asyncio.CancelledError:
-        await workflow.execute_activity(
-            CANCEL,
-            question_id,
-            start_to_close_timeout=ACTIVITY_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=5),
-            cancellation_type=workflow.ActivityCancellationType.ABANDON,
-        )
+        await _cancel(question_id)
         raise
     outcome = waits.outcome(key)
     assert outcome is not None
