@@ -302,6 +302,8 @@ def killed_inside_question_post(ctx: Ctx) -> None:
     gate = secrets.token_hex(4)
     r = ctx.start(gate=gate)
     ctx.wait_status(r, "running")
+    # The gate step's plan is posted in the thread first: the hold must fall on the question's post.
+    stack.wait_for("the run's plan", lambda: any(m["text"].startswith("Plan of") for m in stack.thread(r)))
     stack.settle(quiet=0.3)
     stack.ws.faults.hold_next("chat.postMessage", 30.0)  # the next post is the question: served, reply held
     ctx.open_gate(gate)

@@ -384,6 +384,10 @@ def test_a_rate_limited_question_is_posted_exactly_once(stack: SlackStack) -> No
     gate = f"gate-{tag()}"
     run = stack.start_run("s-gate", json.dumps({"gate": gate}))
     stack.wait_status(run, "running")
+    # The gate step's plan is posted in the thread first: the 429 must fall on the question's post.
+    in_thread = lambda c: c["args"].get("thread_ts") == run.root_ts  # noqa: E731
+    stack.wait_call("chat.postMessage", in_thread, what="the run's plan in its thread")
+    stack.settle(quiet=0.5)
     mark = stack.mark()
     stack.ws.faults.fail_next("chat.postMessage", status=429, retry_after=1)
     (stack.data_dir / "gates").mkdir(exist_ok=True)
@@ -392,7 +396,7 @@ def test_a_rate_limited_question_is_posted_exactly_once(stack: SlackStack) -> No
     question = stack.question(run)
     stack.wait_status(run, "paused")
     stack.settle(quiet=1.5)
-    posts = stack.calls("chat.postMessage", lambda c: c["args"].get("thread_ts") == run.root_ts, since=mark)
+    posts = stack.calls("chat.postMessage", in_thread, since=mark)
     shown = [(c["status"], c["args"].get("text", "")[:60]) for c in posts]
     assert [c["status"] for c in posts] == [429, 200], f"{shown}\n{stack.logs(20000)}"
     assert all(is_question({"blocks": blocks_of(c)}) for c in posts)
