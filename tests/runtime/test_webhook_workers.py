@@ -1,4 +1,4 @@
-"""`parley worker`'s delivery threads: once the process stops them, none registers again.
+"""`parley worker`'s delivery threads: once the process stops them, none registers again, and they end.
 
 A delivery thread whose RQ worker gave up starts a new one. If that happened after the process
 had recorded its workers' end, the new worker stayed listed though its process was gone. Real
@@ -56,3 +56,5 @@ def test_no_delivery_worker_registers_after_the_stop(tmp_path: Path) -> None:
         assert _listed(r, "stopping-webhooks-") == []
     finally:
         server.stop()
+    # Waiting for a job when Redis went away, each thread ends, and does not retry Redis for good.
+    _wait("the delivery threads to end", lambda: not any(t.is_alive() for t in deliveries.threads))

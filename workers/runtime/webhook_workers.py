@@ -15,10 +15,13 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import redis
+from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
+from rq.worker import WorkerStatus
 
 from workers.exceptions import ParleyError
 from workers.logs import Log
@@ -37,6 +40,17 @@ class WebhookWorker(ParleySimpleWorker):
 
     def _install_signal_handlers(self) -> None:
         """Signals are the main thread's (Python accepts handlers there only)."""
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        """Beat, unless the process stopped its deliveries while this waited for a job.
+
+        RQ beats before each wait for a job, and again after losing Redis. So a stopped thread
+        ends there, and never retries a lost Redis for good. A delivery under way is not cut off.
+        """
+        deliveries = self.deliveries
+        if deliveries is not None and deliveries.closed.is_set() and self.get_state() == WorkerStatus.IDLE:
+            raise StopRequested()
+        super().heartbeat(timeout, pipeline)
 
     def register_birth(self) -> None:
         """Register, unless the process is stopping: then end this thread's work instead."""
@@ -69,8 +83,9 @@ class Deliveries:
     def stop(self) -> None:
         """Record the workers' end in Redis as the process exits, so none is listed stale.
 
-        The threads end with the process. A delivery they were running is retried by RQ, as above.
-        A thread between two workers (after losing Redis) starts no new one once this ran.
+        A delivery they were running is retried by RQ, as above. A thread waiting for a job ends
+        at its next beat, or with the process. A thread between two workers (after losing Redis)
+        starts no new one once this ran.
         """
         with self.lock:
             self.closed.set()
