@@ -43,6 +43,8 @@ def test_no_delivery_worker_registers_after_the_stop(tmp_path: Path) -> None:
         runtime = make_runtime(r, tmp_path)
         deliveries = start_webhook_workers(runtime, 2, name="stopping", burst=False, logging_level="WARNING")
         _wait("both delivery threads registered", lambda: len(_listed(r, "stopping-webhooks-")) == 2)
+        _wait("both listening on their channels", lambda: all(w.pubsub_thread for w in deliveries.workers.values()))
+        listening = [w.pubsub_thread for w in deliveries.workers.values()]
 
         deliveries.stop()  # as the process exits
         assert _listed(r, "stopping-webhooks-") == []
@@ -58,3 +60,4 @@ def test_no_delivery_worker_registers_after_the_stop(tmp_path: Path) -> None:
         server.stop()
     # Waiting for a job when Redis went away, each thread ends, and does not retry Redis for good.
     _wait("the delivery threads to end", lambda: not any(t.is_alive() for t in deliveries.threads))
+    _wait("their pubsub threads to end too", lambda: not any(t is not None and t.is_alive() for t in listening))

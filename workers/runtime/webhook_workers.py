@@ -52,6 +52,20 @@ class WebhookWorker(ParleySimpleWorker):
             raise StopRequested()
         super().heartbeat(timeout, pipeline)
 
+    def teardown(self) -> None:
+        """RQ's teardown, then the worker's pubsub thread stopped, even without Redis.
+
+        RQ records the worker's death first. With Redis gone that write fails, and RQ leaves the
+        thread running. It would retry Redis for as long as the process lives.
+        """
+        try:
+            super().teardown()
+        finally:
+            thread, self.pubsub_thread = self.pubsub_thread, None
+            if thread is not None and thread.is_alive():
+                thread.stop()  # it ends within its retry's sleep; its pubsub closes as it does
+                thread.join(timeout=1)
+
     def register_birth(self) -> None:
         """Register, unless the process is stopping: then end this thread's work instead."""
         if self.deliveries is None:
