@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -23,6 +24,7 @@ from typing import Any
 
 import httpx
 import redis
+from parallel import xdist_worker
 from slack_forms import button_action, find_element, form_state, is_question
 from slack_payloads import (
     ADMIN,
@@ -57,11 +59,38 @@ def snapshot(client: redis.Redis) -> dict[bytes, bytes | None]:
 
 
 # ---- processes ---------------------------------------------------------------------------
+SERVER_PORTS = range(28000, 32500)
+"""The ports the tests' servers listen on, all below Linux's ephemeral range (32768 up).
+
+A port the kernel hands out for port 0 is an ephemeral one. A process started on it binds it a
+second or two later. Meanwhile any test's outgoing connection may take it as its source port.
+Each xdist worker draws from its own slice of 500, so two workers never pick the same port.
+"""
+_SLICE = 500
+_rounds: dict[int, list[int]] = {}  # by the slice's first port: the ports of this round not yet handed out
+
+
 def free_port() -> int:
-    """A loopback TCP port free at the time of asking."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback TCP port nobody listens on now, from this process's slice of `SERVER_PORTS`.
+
+    Ports come in a shuffled round, so a process is never handed one port twice in a row.
+    """
+    worker = xdist_worker()
+    slices = len(SERVER_PORTS) // _SLICE
+    first = SERVER_PORTS.start + _SLICE * ((slices - 1) if worker is None else worker % (slices - 1))
+    pending = _rounds.setdefault(first, [])
+    for _ in range(2 * _SLICE):
+        if not pending:
+            pending.extend(random.sample(range(first, first + _SLICE), _SLICE))
+        port = pending.pop()
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT does not hold it
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}-{first + _SLICE - 1}")
 
 
 def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:

@@ -11,17 +11,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 from runtime_helpers import make_runtime, parked
+from slack_stack import free_port
 
 from parley.metrics_setup import serve_metrics
 from workers.exceptions import ConfigError
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def paused(url: str) -> float:
