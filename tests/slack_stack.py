@@ -83,14 +83,21 @@ def free_port() -> int:
         if not pending:
             pending.extend(random.sample(range(first, first + _SLICE), _SLICE))
         port = pending.pop()
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT does not hold it
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
+        if can_listen(port):
             return port
     raise RuntimeError(f"no free port in {first}-{first + _SLICE - 1}")
+
+
+def can_listen(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (SO_REUSEADDR, as servers bind: TIME_WAIT is not held)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            return False
+    return True
 
 
 def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:

@@ -137,10 +137,19 @@ class TemporalWorker:
             worker.stop()
 
     @classmethod
-    def for_stack(cls, temporal: TemporalDev, stack: SlackStack, token: str) -> Iterator[TemporalWorker]:
+    def for_stack(
+        cls,
+        temporal: TemporalDev,
+        stack: SlackStack,
+        token: str,
+        *,
+        task_queue: str = TASK_QUEUE,
+        env: dict[str, str] | None = None,
+    ) -> Iterator[TemporalWorker]:
         """As `running`, reaching `stack`'s `parley serve` as `token`, logging beside its data."""
         parley_url = f"http://127.0.0.1:{stack.port}"
-        yield from cls.running(temporal.address, parley_url, token, stack.data_dir / "tworker.log")
+        log = stack.data_dir / ("tworker.log" if task_queue == TASK_QUEUE else f"tworker-{task_queue}.log")
+        yield from cls.running(temporal.address, parley_url, token, log, task_queue=task_queue, env=env)
 
     def start(self, timeout: float = 60.0) -> TemporalWorker:
         env = {

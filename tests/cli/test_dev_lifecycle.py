@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 from process_support import leftover_processes, read_proc_file
+from slack_stack import can_listen
 
 pytestmark = [
     pytest.mark.system,
@@ -56,18 +57,6 @@ def free_port_pair() -> int:
         if port_pair_free(port):
             return port
     raise RuntimeError(f"no three free consecutive ports in {DEV_PORTS}")
-
-
-def can_listen(port: int) -> bool:
-    """Whether a server could listen on ``port`` now (SO_REUSEADDR, as servers bind: TIME_WAIT is not held)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-            s.listen()
-        except OSError:
-            return False
-    return True
 
 
 def belonging_to(data_dir: Path, port: int) -> list[str]:

@@ -76,14 +76,8 @@ def worker(stack: SlackStack, temporal: TemporalDev, token: Token) -> Iterator[T
 def held_worker(stack: SlackStack, temporal: TemporalDev, token: Token) -> Iterator[TemporalWorker]:
     """A second worker, on `HELD_QUEUE`, whose create activity waits for the test (`HeldParley`)."""
     (stack.data_dir / "held").mkdir(exist_ok=True)
-    yield from TemporalWorker.running(
-        temporal.address,
-        f"http://127.0.0.1:{stack.port}",
-        token.token,
-        stack.data_dir / "tworker-held.log",
-        task_queue=HELD_QUEUE,
-        env={"PARLEY_TEST_HOLD_DIR": str(stack.data_dir / "held")},
-    )
+    env = {"PARLEY_TEST_HOLD_DIR": str(stack.data_dir / "held")}
+    yield from TemporalWorker.for_stack(temporal, stack, token.token, task_queue=HELD_QUEUE, env=env)
 
 
 @pytest.fixture(scope="module")
