@@ -257,15 +257,21 @@ class Topology:
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinel_servers)
         return f"redis+sentinel://{hosts}/{SERVICE}/{db}"
 
-    def restart_as_empty(self, server: Server) -> Server:
-        """Start a fresh, empty server on a dead one's port (the node coming back); Sentinel makes it a replica.
+    def restart_as_empty(self, server: Server, *, as_replica: bool = True) -> Server:
+        """Start a fresh, empty server on a dead one's port: the node coming back without its data.
 
-        It comes back with `replica-priority 0`, as docs/redis-ha.md advises for a node that lost
-        its data: until Sentinel converts and syncs it (about ten seconds) it is an empty master,
-        and a failover in that window (a slow reply from the new master on a loaded machine is
-        enough) would otherwise promote it and lose everything.
+        It comes back as docs/redis-ha.md advises: a replica of the master the Sentinels name
+        now, with `replica-priority 0`, so no failover promotes it, even before it has synced.
+        Started as a master instead (`as_replica=False`), it reports no priority: Sentinel
+        keeps it as a candidate until it converts the node, ten seconds or more later.
         """
-        fresh = data_server(f"{server.name}-again", server.workdir, "--replica-priority", "0", port=server.port).start()
+        extra = ["--replica-priority", "0"]
+        if as_replica:
+            port = self.sentinel_master(self.sentinel_servers[0]) if self.sentinel_servers else None
+            if port is None:
+                raise RuntimeError(f"no Sentinel names a master for {server.name} to follow")
+            extra += ["--replicaof", "127.0.0.1", str(port)]
+        fresh = data_server(f"{server.name}-again", server.workdir, *extra, port=server.port).start()
         self.extra_servers.append(fresh)
         return fresh
 

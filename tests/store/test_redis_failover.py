@@ -6,9 +6,9 @@ A real master, one replica and three Sentinels on loopback; a real `parley serve
 of a person of its own, in a modal), people start submitting one after another, and the
 master is killed with SIGKILL while they do. A person whose Submit is not acked as accepted
 (the modal shows an error: Redis unreachable, or no replica confirmed) submits again, as the
-message asks. The dead node comes back empty, as after losing its machine (with
-`replica-priority 0`, so that no failover promotes it before it holds anything), and Sentinel
-makes it the new master's replica.
+message asks. The dead node comes back empty, as after losing its machine, and as a replica
+of the new master with `replica-priority 0`, so that no failover promotes it before it holds
+anything (tests/store/test_returning_node.py).
 
 Receipts are signed (`PARLEY_RECEIPT_KEY`), and one more parked run is cancelled by an admin
 before the failover: its receipt is the sweep's to write. Meanwhile an observer exports the
@@ -59,9 +59,8 @@ RUNS = 6
 COLOURS = ["Red", "Green", "Blue"]
 STAGGER = (0.3, 0.5)  # seconds between one person's first Submit and the next's, drawn by the seed
 KILL_AT = (0.8, 1.3)  # seconds after the first Submit: about half the runs are answered before, half during
-# Sentinel turns the returning node into a replica at an INFO reply (every 10 s) once the node has
-# reported itself master for 8 s: 10-20 s here. A Sentinel held up for over 2 s on a loaded host
-# enters TILT mode and acts on nothing for 30 s; the waits leave room for one such pause.
+# The returning node syncs from the new master once started. A Sentinel held up for over 2 s on a
+# loaded host enters TILT mode and acts on nothing for 30 s; the waits leave room for one such pause.
 REJOIN_TIMEOUT = 90.0
 ANSWERING = 150.0  # seconds people keep submitting, from the first Submit: past the node's rejoining
 
@@ -207,7 +206,13 @@ def test_sentinel_failover_loses_no_accepted_answer_nor_receipt_and_repeats_no_e
         promoted = replica.client()
         assert promoted.execute_command("ROLE")[0] == b"master"
         promoted.close()
-        # ... and the dead node comes back empty; Sentinel makes it the new master's replica.
+        # Until a replica joins it, the new master confirms nothing: answers are kept unconfirmed
+        # and their people asked to submit again, and no export hands out the chain's head.
+        unconfirmed = time.monotonic() + 60
+        while not (auditor.refused and any("could not confirm" in r for p in people for r in p.refusals)):
+            assert time.monotonic() < unconfirmed, ([p.refusals for p in people], auditor.refused, auditor.unreachable)
+            time.sleep(0.1)
+        # ... and the dead node comes back empty, as the new master's replica.
         topology.restart_as_empty(old_master)
         topology.wait_replicas(replica, 1, timeout=REJOIN_TIMEOUT)
         for t in threads:
@@ -219,9 +224,6 @@ def test_sentinel_failover_loses_no_accepted_answer_nor_receipt_and_repeats_no_e
         # and some parked runs were answered only after the master was gone.
         assert any(p.refusals for p in people), "no Submit met the failover; the test did not exercise it"
         assert any(p.accepted_at is not None and p.accepted_at > killed_at for p in people)
-        # Until the returning node had synced, the new master had no replica to confirm answers:
-        # they were kept unconfirmed and their people asked to submit again.
-        assert any("could not confirm" in r for p in people for r in p.refusals), [p.refusals for p in people]
 
         for p in people:
             stack.wait_status(p.run, "succeeded", "failed", timeout=60)
@@ -271,8 +273,6 @@ def test_sentinel_failover_loses_no_accepted_answer_nor_receipt_and_repeats_no_e
         final = {(line["workspace"], line["sequence"]): line["digest"]["sha256"] for line in lines}
         assert auditor.handed and not auditor.forks, auditor.forks
         assert {place: final.get(place) for place in auditor.handed} == auditor.handed
-        # While the new master had no replica, no export could confirm the chain: none handed it out.
-        assert auditor.refused, (auditor.refused, auditor.unreachable)
         print(
             f"failover: seed {seed}, master killed {kill_at:.2f} s after the first Submit; exports handed out "
             f"{len(auditor.handed)} receipts, {auditor.refused} refused while no replica held the chain; "
