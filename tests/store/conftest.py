@@ -1,4 +1,4 @@
-"""Fixtures the store's Redis high-availability tests share: a master and one replica, no Sentinel."""
+"""Fixtures the store's Redis high-availability tests share: a master and one replica, with or without Sentinels."""
 
 from __future__ import annotations
 
@@ -26,3 +26,14 @@ def master(pair: Topology) -> Iterator[redis.Redis]:
     client = pair.master.client()
     yield client
     client.close()
+
+
+@pytest.fixture
+def topology(tmp_path: Path) -> Iterator[Topology]:
+    """A master, one replica and three Sentinels watching them, quick to fail over."""
+    with scratch_dir(tmp_path / "redis-logs") as workdir:
+        ha = Topology(workdir, replicas=1, sentinels=3, down_after_ms=1000, failover_timeout_ms=3000).start()
+        try:
+            yield ha
+        finally:
+            ha.stop()

@@ -26,7 +26,6 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from effect_counters import count
 from faults.conftest import DEFAULT_SEED
 from receipt_invariants import chain_violations, question_violations, states
 from receipt_support import key_files
-from redis_servers import Topology, have_redis_server, scratch_dir
+from redis_servers import Topology, have_redis_server
 from slack_forms import button_action, find_element, form_state
 from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import PARLEY, RunRef, SlackStack
@@ -145,16 +144,6 @@ def seed(request: pytest.FixtureRequest) -> int:
     """The fault suite's `--seed`, or its default."""
     chosen = request.config.getoption("--seed")
     return DEFAULT_SEED if chosen is None else int(chosen)
-
-
-@pytest.fixture
-def topology(tmp_path: Path) -> Iterator[Topology]:
-    with scratch_dir(tmp_path / "redis-logs") as workdir:
-        ha = Topology(workdir, replicas=1, sentinels=3, down_after_ms=1000, failover_timeout_ms=3000).start()
-        try:
-            yield ha
-        finally:
-            ha.stop()
 
 
 def test_sentinel_failover_loses_no_accepted_answer_nor_receipt_and_repeats_no_effect(

@@ -18,10 +18,9 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from redis_servers import SERVICE, Server, Topology, have_redis_server, scratch_dir
+from redis_servers import SERVICE, Server, Topology, have_redis_server
 
 pytestmark = [
     pytest.mark.system,
@@ -31,16 +30,6 @@ pytestmark = [
 # A Sentinel held up for over 2 s on a loaded host enters TILT mode and acts on nothing for
 # 30 s; the waits leave room for one such pause.
 TRIED = 90.0
-
-
-@pytest.fixture
-def topology(tmp_path: Path) -> Iterator[Topology]:
-    with scratch_dir(tmp_path / "redis-logs") as workdir:
-        ha = Topology(workdir, replicas=1, sentinels=3, down_after_ms=1000, failover_timeout_ms=3000).start()
-        try:
-            yield ha
-        finally:
-            ha.stop()
 
 
 def sentinel_events(topology: Topology, event: str) -> int:
