@@ -29,8 +29,9 @@ from bot.slack.blocks_home import (
     home_view,
     runs_list_blocks,
 )
+from bot.slack.blocks_inputs import ANSWER_ACTION_ID
+from bot.slack.blocks_locked import answered_blocks, closed_blocks, locked_text
 from bot.slack.blocks_question import (
-    ANSWER_ACTION_ID,
     CHOOSE_ACTION_PREFIX,
     CLAIM_ACTION_ID,
     DECLINE_ACTION_ID,
@@ -40,12 +41,9 @@ from bot.slack.blocks_question import (
     REASSIGN_ACTION_ID,
     RELEASE_ACTION_ID,
     SUBMIT_ACTION_ID,
-    answered_blocks,
     asked_by_line,
-    closed_blocks,
     fallback_text,
     is_fast_path,
-    locked_text,
     modal_view,
     origin_block,
     question_blocks,

@@ -13,7 +13,7 @@ from typing import Any
 from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject, SectionBlock
 
 from bot.slack import limits
-from bot.slack.blocks_question import _answer_text, _locked_reason
+from bot.slack.blocks_locked import answer_text, locked_reason
 from bot.slack.limits import SECTION_MAX
 from bot.slack.mrkdwn import clip, cut_escaped, user_ref
 from workers.interaction import QuestionProgress, Request
@@ -34,7 +34,7 @@ def _answers_section(request: Request, progress: QuestionProgress) -> list[Block
     lines = []
     for person, member in progress.answers[:MAX_PEOPLE_SHOWN]:
         by_id = {a.id: a for a in member.answers}
-        parts = [f"{clip(i.text, 60)}: {_answer_text(i, by_id.get(i.id), 200)}" for i in request.items]
+        parts = [f"{clip(i.text, 60)}: {answer_text(i, by_id.get(i.id), 200)}" for i in request.items]
         lines.append(f"• {user_ref(person)}: " + "; ".join(parts))
     return [SectionBlock(text=MarkdownTextObject(text=cut_escaped("\n".join(lines), SECTION_MAX)))]
 
@@ -60,7 +60,7 @@ def each_closed_blocks(request: Request, progress: QuestionProgress, *, cancelle
     if waiting and not cancelled:
         headline += "\nNo longer needed from " + ", ".join(user_ref(u) for u in waiting[:MAX_PEOPLE_SHOWN])
     blocks = [
-        *_locked_reason(request),
+        *locked_reason(request),
         *_answers_section(request, progress),
         SectionBlock(text=MarkdownTextObject(text=cut_escaped(headline, SECTION_MAX))),
     ]

@@ -1,4 +1,7 @@
-"""Block Kit for a question: the message people answer in a thread, its form, and its locked states.
+"""Block Kit for a question: the message people answer in a thread, and its form.
+
+Each item's input is built in `bot.slack.blocks_inputs`, and the locked states (answered,
+closed) in `bot.slack.blocks_locked`.
 
 The bot routes on this id scheme, and `bot.slack.form_state.parse_block_id` reads it back. `iid`
 is the interrupt's unguessable `token_urlsafe` id. `v` is the message version, bumped on every
@@ -35,56 +38,38 @@ agent wrote can pass for a line of Parley's own.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
     ButtonElement,
-    CheckboxesElement,
     ContextBlock,
-    DatePickerElement,
-    DateTimePickerElement,
-    EmailInputElement,
-    ExternalDataMultiSelectElement,
-    ExternalDataSelectElement,
     HeaderBlock,
-    InputBlock,
     MarkdownTextObject,
-    NumberInputElement,
-    Option,
-    PlainTextInputElement,
     PlainTextObject,
-    RadioButtonsElement,
     SectionBlock,
-    StaticMultiSelectElement,
-    StaticSelectElement,
-    TimePickerElement,
-    UrlInputElement,
     UserSelectElement,
 )
 from slack_sdk.models.views import View
 
 from bot.slack import limits
-from bot.slack.blocks_approval import approval_answered_blocks, approval_blocks, fixed_args_blocks
-from bot.slack.blocks_context import context_blocks, deciding_on, what_changed
+from bot.slack.blocks_approval import approval_blocks, fixed_args_blocks
+from bot.slack.blocks_context import context_blocks, what_changed
+from bot.slack.blocks_inputs import by_option_text, input_block, is_external, largest_fitting
 from bot.slack.limits import HEADER_MAX, LABEL_MAX, OPTION_DESCRIPTION_MAX, SECTION_MAX, utf16_len
 from bot.slack.mrkdwn import (
     assignee_ref,
     clip,
     cut_escaped,
-    date_token,
     escape,
     fold_blank_lines,
     origin_ref,
     split_escaped,
-    truncate,
-    user_ref,
 )
 from workers.interaction import Context, ContextChange
-from workers.interaction.models import Answer, Item, ItemType, Request
-from workers.interaction.validation import TYPED_FROM_TEXT, number_words, parse_datetime, show_number, value_text
+from workers.interaction.models import ItemType, Request
 
 EXTERNAL_SELECT_THRESHOLD = 100
 """Selects with more options than this load them from the options URL (external_select)."""
@@ -97,7 +82,6 @@ MAX_ASSIGNEES_SHOWN = 10
 FALLBACK_MAX = 4000
 """Slack's recommended ceiling for a message's top-level `text`, escaped."""
 
-ANSWER_ACTION_ID = "answer"
 SUBMIT_ACTION_ID = "parley_submit"
 OPEN_FORM_ACTION_ID = "parley_open_form"
 CHOOSE_ACTION_PREFIX = "parley_choose_"
@@ -108,29 +92,7 @@ RELEASE_ACTION_ID = "parley_release"
 FORM_CALLBACK_ID = "parley_form"
 
 _IID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_PLACEHOLDERS = {
-    ItemType.SELECT: "Choose an option",
-    ItemType.MULTI_SELECT: "Choose options",
-    ItemType.FREE_TEXT: "Type your answer",
-    ItemType.DATE: "Pick a date",
-    ItemType.SECRET: "Type the secret",
-    ItemType.NUMBER: "Type a number",
-    ItemType.BOOLEAN: "Yes or no",
-    ItemType.EMAIL: "name@example.com",
-    ItemType.URL: "https://…",
-    ItemType.TIME: "Pick a time",
-    ItemType.DATETIME: "Pick a date and time",
-}
-MODAL_ONLY = frozenset({ItemType.NUMBER, ItemType.EMAIL, ItemType.URL})
-"""Items whose own element Slack allows only in modals: a message shows them as a text input that
-Parley reads and validates at Submit (`workers.interaction.validation.from_text`)."""
-YES, NO = "true", "false"
-"""The option values of a boolean item's Yes / No radio buttons (and its one checkbox, `YES`)."""
-SECRET_HINT = "Sealed for the run alone: nobody sees it again, and it is deleted when the run ends."
 FORM_ONLY_NOTE = ":lock: This question asks for a secret, so it is answered only in its form: click *Answer in a form*."
-_SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
-OTHER_HINT = "Required: choose one, or fill in “{other}” below."
-"""Under a required choice that its "type your own" item may stand in for: Slack can only show both as optional."""
 
 
 def check_ids(iid: str, version: int) -> None:
@@ -161,153 +123,6 @@ def _reason_blocks(reason: str, prefix: str | None, id_base: str | None, *, allo
         body = f"*{clip(prefix, 100)}* {body}"
     chunks = [c for c in split_escaped(body, SECTION_MAX) if c.strip()] or ["…"]
     return [SectionBlock(block_id=ids(n), text=MarkdownTextObject(text=c)) for n, c in enumerate(chunks)]
-
-
-def _description(text: str | None, cap: int) -> str | None:
-    """An option's description cut to `cap` (none at 0), keeping a form within budget."""
-    return truncate(text, cap) if text and cap > 0 else None
-
-
-def _option(item: Item, value: str, description_cap: int = OPTION_DESCRIPTION_MAX) -> Option:
-    opt = item.option(value)
-    label = opt.label if opt else value
-    return Option(value=value, label=label, description=_description(opt.description if opt else None, description_cap))
-
-
-def format_hint(item: Item) -> str | None:
-    """The input's hint for what a typed item expects, where its element does not show it."""
-    if item.type is ItemType.NUMBER:
-        return number_words(item).capitalize()
-    if item.type is ItemType.FREE_TEXT and item.pattern_hint:
-        return f"Expected: {item.pattern_hint}"
-    if item.type is ItemType.DATETIME:
-        return "Answered in your Slack time zone; the run gets it in UTC."
-    return None
-
-
-def _typed_element(item: Item, placeholder: PlainTextObject, *, modal: bool) -> Any:
-    """The element of a number, boolean, email, URL, time or datetime item.
-
-    Number, email and URL inputs exist only in modals. In a message they are a plain text input,
-    read and validated at Submit. Slack wants a number input's bounds as strings.
-    """
-    default = item.default
-    text_default = value_text(default) if default is not None else None
-    if item.type in MODAL_ONLY and not modal:
-        return PlainTextInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_value=text_default)
-    if item.type is ItemType.NUMBER:
-        return NumberInputElement(
-            action_id=ANSWER_ACTION_ID,
-            placeholder=placeholder,
-            is_decimal_allowed=not item.integer,
-            min_value=show_number(item.min) if item.min is not None else None,
-            max_value=show_number(item.max) if item.max is not None else None,
-            initial_value=text_default,
-        )
-    if item.type is ItemType.EMAIL:
-        return EmailInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_value=text_default)
-    if item.type is ItemType.URL:
-        return UrlInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_value=text_default)
-    if item.type is ItemType.BOOLEAN:
-        yes, no = Option(value=YES, label="Yes"), Option(value=NO, label="No")
-        if not item.required:  # one checkbox: left unchecked, the answer is False
-            return CheckboxesElement(
-                action_id=ANSWER_ACTION_ID, options=[yes], initial_options=[yes] if default is True else None
-            )
-        initial = yes if default is True else no if default is False else None
-        return RadioButtonsElement(action_id=ANSWER_ACTION_ID, options=[yes, no], initial_option=initial)
-    if item.type is ItemType.TIME:
-        return TimePickerElement(
-            action_id=ANSWER_ACTION_ID,
-            placeholder=placeholder,
-            initial_time=default if isinstance(default, str) else None,
-        )
-    at = parse_datetime(default) if isinstance(default, str) else None
-    return DateTimePickerElement(action_id=ANSWER_ACTION_ID, initial_date_time=int(at.timestamp()) if at else None)
-
-
-def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRIPTION_MAX, modal: bool = False) -> Any:
-    """The input element for `item`, default pre-filled, descriptions cut to `description_cap`."""
-    placeholder = PlainTextObject(text=item.placeholder or _PLACEHOLDERS[item.type])
-    if item.type in TYPED_FROM_TEXT:
-        return _typed_element(item, placeholder, modal=modal)
-    default = item.default
-    options = [
-        Option(value=o.value, label=o.label, description=_description(o.description, description_cap))
-        for o in item.options or []
-    ]
-    if item.type is ItemType.SELECT:
-        initial = _option(item, default, description_cap) if isinstance(default, str) else None
-        if external:
-            return ExternalDataSelectElement(
-                action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_option=initial, min_query_length=0
-            )
-        return StaticSelectElement(
-            action_id=ANSWER_ACTION_ID, placeholder=placeholder, options=options, initial_option=initial
-        )
-    if item.type is ItemType.MULTI_SELECT:
-        initial_list = (
-            [_option(item, v, description_cap) for v in default] if isinstance(default, list) and default else None
-        )
-        if external:
-            return ExternalDataMultiSelectElement(
-                action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_options=initial_list, min_query_length=0
-            )
-        return StaticMultiSelectElement(
-            action_id=ANSWER_ACTION_ID, placeholder=placeholder, options=options, initial_options=initial_list
-        )
-    if item.type is ItemType.SECRET:  # never pre-filled: a secret has no default
-        return PlainTextInputElement(action_id=ANSWER_ACTION_ID, placeholder=placeholder, max_length=item.text_limit)
-    if item.type is ItemType.FREE_TEXT:
-        return PlainTextInputElement(
-            action_id=ANSWER_ACTION_ID,
-            placeholder=placeholder,
-            multiline=item.multiline,
-            max_length=item.text_limit,
-            initial_value=default if isinstance(default, str) and default else None,
-        )
-    return DatePickerElement(
-        action_id=ANSWER_ACTION_ID, placeholder=placeholder, initial_date=default if isinstance(default, str) else None
-    )
-
-
-def _input(
-    item: Item,
-    block_id: str,
-    *,
-    external: bool,
-    other: Item | None = None,
-    label_cap: int = LABEL_MAX,
-    description_cap: int = OPTION_DESCRIPTION_MAX,
-    modal: bool = False,
-) -> InputBlock:
-    """The input block for `item`.
-
-    With `other`, its "type your own" item, a required choice is optional to Slack. Slack has no
-    "one of these two" check, so the form's own validation asks for one.
-    """
-    text = fold_blank_lines(item.text)
-    label = truncate(text, label_cap)
-    one_of = other is not None and item.required
-    if label != text:
-        hint: str | None = _SHORTENED_HINT
-    elif item.is_secret:
-        hint = SECRET_HINT
-    elif one_of and other is not None:
-        hint = OTHER_HINT.format(other=truncate(other.text, LABEL_MAX))
-    else:
-        hint = format_hint(item)
-    return InputBlock(
-        block_id=block_id,
-        label=PlainTextObject(text=label),
-        element=_element(item, external=external, description_cap=description_cap, modal=modal),
-        optional=not item.required or one_of,
-        hint=PlainTextObject(text=hint) if hint else None,
-    )
-
-
-def _is_external(item: Item, threshold: int) -> bool:
-    return item.is_choice and len(item.options or []) > threshold
 
 
 def assignee_line(assignees: list[str]) -> str:
@@ -403,7 +218,7 @@ def question_blocks(
         limits.check_message_blocks(out)
         return out
     head += context_blocks(context, changes, iid, version)
-    if is_fast_path(request) and not _is_external(request.items[0], external_threshold):
+    if is_fast_path(request) and not is_external(request.items[0], external_threshold):
         item = request.items[0]
         buttons = [
             ButtonElement(
@@ -432,7 +247,7 @@ def question_blocks(
         limits.check_message_blocks(out)
         return out
 
-    external = {i.id for i in request.items if _is_external(i, external_threshold)}
+    external = {i.id for i in request.items if is_external(i, external_threshold)}
     actions = ActionsBlock(
         block_id=f"qa|{iid}|{version}",
         elements=[
@@ -444,7 +259,7 @@ def question_blocks(
 
     def build(label_cap: int) -> list[dict[str, Any]]:
         inputs = [
-            _input(
+            input_block(
                 i,
                 f"q|{iid}|{version}|{i.id}",
                 external=i.id in external,
@@ -457,36 +272,14 @@ def question_blocks(
 
     out = build(LABEL_MAX)
     # Shed option text first: the biggest static selects load their options on demand instead.
-    by_size = _by_option_text(request, external)
+    by_size = by_option_text(request, external)
     while limits.text_length(out) > QUESTION_TEXT_BUDGET and by_size:
         external.add(by_size.pop(0).id)
         out = build(LABEL_MAX)
     if limits.text_length(out) > QUESTION_TEXT_BUDGET:
-        out = build(_largest(40, LABEL_MAX, lambda cap: limits.text_length(build(cap)) <= QUESTION_TEXT_BUDGET))
+        out = build(largest_fitting(40, LABEL_MAX, lambda cap: limits.text_length(build(cap)) <= QUESTION_TEXT_BUDGET))
     limits.check_message_blocks(out)
     return out
-
-
-def _by_option_text(request: Request, external: set[str]) -> list[Item]:
-    """The choice items still showing their options, the most option text first."""
-    return sorted(
-        (i for i in request.items if i.is_choice and i.id not in external),
-        key=lambda i: -sum(utf16_len(o.label) + utf16_len(o.description or "") for o in i.options or []),
-    )
-
-
-def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
-    """The largest cap in `low..high` that `fits`, else `low`.
-
-    `fits` only turns false as the cap grows.
-    """
-    while low < high:
-        mid = (low + high + 1) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 def _form_only(request: Request, iid: str, version: int) -> list[Block]:
@@ -503,68 +296,6 @@ def _form_only(request: Request, iid: str, version: int) -> list[Block]:
     note = ContextBlock(elements=[MarkdownTextObject(text=FORM_ONLY_NOTE)])
     button = ButtonElement(text="Answer in a form", action_id=OPEN_FORM_ACTION_ID, value=iid, style="primary")
     return [listing, note, ActionsBlock(block_id=f"qa|{iid}|{version}", elements=[button])]
-
-
-def _answer_text(item: Item, answer: Answer | None, room: int, answered_by: str = "") -> str:
-    value = answer.value if answer else None
-    if value is None or value == [] or value == "":
-        return "_no answer_"
-    if item.is_secret:  # the value is never shown, not even masked: who gave it is all there is to say
-        return f"_provided by {user_ref(answered_by)}_" if answered_by else "_provided_"
-    if isinstance(value, list):
-        labels = [option.label if (option := item.option(v)) else v for v in value]
-        return clip(", ".join(labels), room)
-    if item.is_choice and isinstance(value, str):
-        opt = item.option(value)
-        return clip(opt.label if opt else value, room)
-    return clip(value_text(value), room)
-
-
-def _locked_reason(request: Request) -> list[Block]:
-    return [SectionBlock(text=MarkdownTextObject(text=clip(fold_blank_lines(request.reason), SECTION_MAX)))]
-
-
-def answered_blocks(
-    request: Request, answers: list[Answer], *, answered_by: str, answered_at: float, context: Context | None = None
-) -> list[dict[str, Any]]:
-    """The locked message after an answer: reason, facts given on, answers, who and when."""
-    if request.approval is not None:
-        out = _dicts(approval_answered_blocks(request, answers, answered_by=answered_by, answered_at=answered_at))
-        limits.check_message_blocks(out)
-        return out
-    by_id = {a.id: a for a in answers}
-    reason = _dicts([*_locked_reason(request), *([deciding_on(context)] if context is not None else [])])
-    share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(reason) - 200) // len(request.items))
-    sections: list[Block] = []
-    for item in request.items:
-        title = clip(item.text, max(60, min(1000, share // 2)))
-        body = _answer_text(item, by_id.get(item.id), max(20, share - utf16_len(title) - 3), answered_by)
-        sections.append(SectionBlock(text=MarkdownTextObject(text=f"*{title}*\n{body}")))
-    who = ContextBlock(
-        elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)}, {date_token(answered_at)}")]
-    )
-    out = [*reason, *_dicts([*sections, who])]
-    limits.check_message_blocks(out)
-    return out
-
-
-def closed_blocks(request: Request, *, status: str, detail: str = "", by: str | None = None) -> list[dict[str, Any]]:
-    """The locked message for a question closed unanswered.
-
-    `status` "cancelled" reads "Cancelled", and "declined" reads "Declined". Either names `by`, a
-    user id, when given. "expired" reads "Expired without an answer". `detail` is escaped free text
-    shown under it.
-    """
-    if status in ("cancelled", "declined"):
-        headline = f":no_entry_sign: {status.capitalize()}" + (f" by {user_ref(by)}" if by else "")
-    elif status == "expired":
-        headline = ":hourglass: Expired without an answer"
-    else:
-        headline = clip(status.capitalize(), 200)
-    text = headline + (f"\n{clip(detail, 1000)}" if detail else "")
-    out = _dicts([*_locked_reason(request), SectionBlock(text=MarkdownTextObject(text=text))])
-    limits.check_message_blocks(out)
-    return out
 
 
 def modal_view(
@@ -587,7 +318,7 @@ def modal_view(
     """
     check_ids(iid, version)
     reason = _reason_blocks(request.reason, None, f"fh|{iid}|{version}", allow_header=False)
-    external = {i.id for i in request.items if _is_external(i, external_threshold)}
+    external = {i.id for i in request.items if is_external(i, external_threshold)}
 
     approval = request.approval
     shown = [i for i in request.items if approval is None or i.id in approval.editable]  # Edit…: the arguments
@@ -596,7 +327,9 @@ def modal_view(
     def build(label_cap: int = LABEL_MAX, description_cap: int = OPTION_DESCRIPTION_MAX) -> dict[str, Any]:
         caps = {"label_cap": label_cap, "description_cap": description_cap}
         inputs = [
-            _input(i, f"f|{iid}|{i.id}", external=i.id in external, other=request.typed_other(i.id), modal=True, **caps)
+            input_block(
+                i, f"f|{iid}|{i.id}", external=i.id in external, other=request.typed_other(i.id), modal=True, **caps
+            )
             for i in shown
         ]
         return View(
@@ -610,15 +343,15 @@ def modal_view(
         ).to_dict()
 
     view = build()
-    by_size = _by_option_text(request, external)
+    by_size = by_option_text(request, external)
     while not limits.within_view_budget(view) and by_size:
         external.add(by_size.pop(0).id)
         view = build()
     if not limits.within_view_budget(view):
-        cap = _largest(0, OPTION_DESCRIPTION_MAX, lambda c: limits.within_view_budget(build(description_cap=c)))
+        cap = largest_fitting(0, OPTION_DESCRIPTION_MAX, lambda c: limits.within_view_budget(build(description_cap=c)))
         view = build(description_cap=cap)
         if not limits.within_view_budget(view):
-            labels = _largest(40, LABEL_MAX, lambda n: limits.within_view_budget(build(n, description_cap=0)))
+            labels = largest_fitting(40, LABEL_MAX, lambda n: limits.within_view_budget(build(n, description_cap=0)))
             view = build(labels, description_cap=0)
     limits.check_view(view)
     return view
@@ -628,12 +361,3 @@ def fallback_text(request: Request) -> str:
     """The message's top-level `text` (notifications, screen readers): escaped, at most 4000 chars."""
     lines = [f"Question: {escape(fold_blank_lines(request.reason))}", *(f"• {escape(i.text)}" for i in request.items)]
     return cut_escaped("\n".join(lines), FALLBACK_MAX)
-
-
-def locked_text(request: Request, outcome: str) -> str:
-    """A locked question's top-level `text`: its outcome and reason, escaped and cut.
-
-    Outcomes read "Answered by <@U…>", "Cancelled" or "Expired". The text is cut to Slack's 4,000
-    characters. Escaping alone can make a 3,000-character reason several times longer.
-    """
-    return cut_escaped(f"{outcome}: {escape(request.reason)}", FALLBACK_MAX)

@@ -17,7 +17,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from bot.slack.blocks_question import ANSWER_ACTION_ID, NO, YES
+from bot.slack.blocks_inputs import ANSWER_ACTION_ID, NO, YES
 from workers.exceptions import ParleyError
 from workers.interaction.models import ITEM_ID_PATTERN, Answer, Item, ItemType, Request
 from workers.interaction.validation import DATETIME_FORM

@@ -95,7 +95,7 @@ def test_the_shared_validator_accepts_both(tmp_path, surface):
 
 
 def test_the_locked_message_shows_each_answer_as_people_read_it():
-    from bot.slack.blocks_question import answered_blocks
+    from bot.slack.blocks_locked import answered_blocks
     from workers.interaction import Answer
 
     answers = [
