@@ -32,6 +32,7 @@ from typing import IO
 
 from parley.bootstrap import connect_redis
 from parley.settings import Settings
+from parley.stop_flag import StopFlag
 from workers.logs import is_terminal
 
 STOP_TIMEOUT = 8.0
@@ -105,7 +106,7 @@ class Supervisor:
         self.env = {"PARLEY_LOG_FORMAT": "text" if self.readable else "json", **env}
         self.children: list[Child] = []
         self.interrupts = 0
-        self.stopping = threading.Event()
+        self.stopping = StopFlag()  # set by `on_signal`: no lock (parley/stop_flag.py)
         self._checks: list[Callable[[], str | None]] = []
         self._stops: list[Callable[[], None]] = []
 

@@ -16,6 +16,7 @@ from rq.serializers import JSONSerializer
 from parley.bootstrap import build_runtime, connect_redis, question_config
 from parley.metrics_setup import serve_metrics
 from parley.settings import Settings
+from parley.stop_flag import StopFlag
 from workers.interaction import QuestionInfo, RunInfo
 from workers.logs import Log
 from workers.runtime.host import InteractorRouter
@@ -158,7 +159,7 @@ def run_worker(
     threading.Thread(target=_keep_sweep_scheduled, args=(runtime, stop), daemon=True, name="sweep-seed").start()
     cls = WORKER_CLASSES[worker_class]
     rq_level = "DEBUG" if settings.parley_log_level.upper() == "DEBUG" else "WARNING"
-    stopping = threading.Event()
+    stopping = StopFlag()  # set by signal handlers: no lock (parley/stop_flag.py)
     deliveries = start_webhook_workers(
         runtime, settings.parley_webhook_workers, name=name, burst=burst, logging_level=rq_level
     )
@@ -194,7 +195,7 @@ def run_worker(
         deliveries.stop()
 
 
-def _note_stop_requests(worker: Worker | SimpleWorker, stopping: threading.Event) -> None:
+def _note_stop_requests(worker: Worker | SimpleWorker, stopping: StopFlag) -> None:
     """Remember a SIGTERM/SIGINT RQ handled, telling a requested stop from RQ giving up."""
     request_stop = worker.request_stop
 
@@ -205,10 +206,10 @@ def _note_stop_requests(worker: Worker | SimpleWorker, stopping: threading.Event
     worker.request_stop = noted  # type: ignore[method-assign]
 
 
-def _wait_for_redis(client: redis.Redis, stopping: threading.Event, cap: float = 5.0) -> bool:
+def _wait_for_redis(client: redis.Redis, stopping: StopFlag, cap: float = 5.0) -> bool:
     """Ping until Redis answers (True) or a stop is requested meanwhile (False)."""
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
+        signal.signal(sig, stopping.set)
     delay = 0.1
     while not stopping.is_set():
         try:
