@@ -81,6 +81,11 @@ class FaultPlan:
                     return rule[1]
         return None
 
+    def pending(self) -> int:
+        """How many calls the queued rules are still waiting for."""
+        with self._lock:
+            return sum(rule[2] for rule in self._rules)
+
     def clear(self) -> None:
         """Drop every pending rule."""
         with self._lock:

@@ -122,6 +122,28 @@ def test_ask_each_quorum_two_of_three_clicking_at_once(stack: SlackStack) -> Non
     assert f"No longer needed from <@{loser}>" in locked
 
 
+def test_a_progress_update_landing_after_the_lock_leaves_the_message_locked(stack: SlackStack) -> None:
+    """Alice's progress update is held at Slack until Bob's answer has closed and locked the question.
+
+    Slack keeps the last update. The `show` job that drew Alice's progress reads the group again
+    after its update and draws it locked, so the controls never come back on a closed question.
+    """
+    run = start(stack, "s-each", {"people": [ALICE, BOB, CAROL], "quorum": 2})
+    (question,) = questions(stack, run, 1)
+    stack.settle(quiet=0.3)
+    mark = stack.mark()
+    stack.ws.faults.delay_next("chat.update", 4.0)
+    answer(stack, run, question, ALICE, "Approve")
+    stack.wait_for("Alice's progress update to reach Slack", lambda: stack.ws.faults.pending() == 0)
+    answer(stack, run, question, BOB, "Reject")
+    assert final(stack, run) == ":white_check_mark: Done: U0ALICE: Approve; U0BOB: Reject"
+    updated(stack, question["ts"], "1 of 3 answered, 2 needed: <@U0ALICE>", mark)  # the held one, served
+    stack.settle()
+    shown = stack.message(run, question["ts"])
+    assert "No longer needed from <@U0CAROL>" in texts(shown["blocks"]), texts(shown["blocks"])
+    assert "parley_submit" not in json.dumps(shown["blocks"])
+
+
 def test_ask_each_shows_progress_and_nobody_answers_twice_or_for_another(stack: SlackStack) -> None:
     run = start(stack, "s-each", {"people": [ALICE, CAROL], "show": True})
     (question,) = questions(stack, run, 1)

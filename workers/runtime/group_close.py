@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import redis
 
-from workers.interaction import Answer, OnExpiry
+from workers.interaction import Answer, Interactor, OnExpiry
 from workers.logs import Log
 from workers.runtime.host import QuestionProgress
 from workers.runtime.queues import enqueue_run, enqueue_show
@@ -27,9 +27,11 @@ from workers.store import ids, job_ids
 from workers.store.groups import GroupMode, GroupRecord
 from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.refusal import Refusal
-from workers.store.runs import Closed, history_entry
+from workers.store.runs import Closed, RunStore, history_entry
 
 log = Log("parley.group")
+REDRAWS = 3
+"""Draws of an `ask_each` message one `show` makes at most, chasing answers that keep coming."""
 
 
 def close_member(
@@ -117,11 +119,31 @@ def show(runtime: Runtime, run_id: str, interrupt_id: str) -> None:
     run = store.get(run_id)
     host = runtime.hosts.for_run(run)
     if group.mode is GroupMode.EACH:
-        host.group_progress(run, group, progress_of(group, store.groups.members(group)))
+        _draw_progress(store, host, run, group)
     elif interrupt.message:
         host.question_closed(run, interrupt)
         store.groups.mark_shown(interrupt.id)
     log.info("answer shown while the group waits", **{**run.log_context(), "interrupt_id": interrupt_id})
+
+
+def _draw_progress(store: RunStore, host: Interactor, run: RunRecord, group: GroupRecord) -> None:
+    """Draw an `ask_each` message's progress, and again while it changed under the draw.
+
+    Two draws can cross. This one read the group open, then the group closed, and the resumed
+    run locked the message before this update landed. Slack keeps the last update, so the
+    controls would come back on a closed question. Reading again after each update puts the
+    newer state last: a close after that read is locked by its resume, later still.
+    """
+    shown = progress_of(group, store.groups.members(group))
+    for _ in range(REDRAWS):
+        host.group_progress(run, group, shown)
+        latest = store.groups.group(group.id)
+        if latest is None:
+            return
+        now = progress_of(latest, store.groups.members(latest))
+        if now == shown:
+            return
+        group, shown = latest, now
 
 
 def progress_of(group: GroupRecord, members: list[InterruptRecord], *, answering: str = "") -> QuestionProgress:
