@@ -1,13 +1,17 @@
-"""Stop signals that come fast, as from a supervisor, systemd or a held Ctrl-C, always stop.
+"""Stopping `parley worker`: by signals that come fast, or by killing it outright.
 
 A Python signal handler runs between two bytecodes of the main thread, even inside another call
 of itself. One that takes a lock can wait for the thread it interrupted, for ever.
 `parley worker` did, setting a `threading.Event` from its SIGTERM and SIGINT handlers: a storm
 of both hung it in about three tries of ten here. Its handlers now set a plain flag (`StopFlag`).
+
+RQ forks its scheduler from the worker. A worker killed with SIGKILL left that process running
+for good; it now gets SIGTERM when the worker dies (`workers.runtime.parent_death`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -65,6 +69,65 @@ def test_a_worker_stops_under_a_storm_of_stop_signals(redis_url: str, tmp_path: 
             if worker.poll() is None:
                 worker.kill()
                 worker.wait(10)
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid`, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie nobody has reaped yet does not)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.system
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_killed_outright_leaves_no_scheduler_process(tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    env = parley_env("", tmp_path / "data")
+    del env["REDIS_URL"]  # the embedded Redis of its own data directory: no other scheduler holds its lock
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [*parley_command(), "worker"], env={**env, "PARLEY_LOG_LEVEL": "INFO"},
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    scheduler: list[int] = []  # RQ's scheduler: forked, so it has the worker's own command line
+    try:
+        deadline = time.monotonic() + 60
+        while not (scheduler := [c for c in children(worker.pid) if _cmdline(c) == _cmdline(worker.pid)]):
+            assert worker.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, f"no scheduler process\n{log.read_text(errors='replace')}"
+            time.sleep(0.1)
+        worker.kill()  # SIGKILL to the worker alone: its process group is left as it is
+        worker.wait(10)
+        deadline = time.monotonic() + 30
+        while alive(scheduler[0]):
+            assert time.monotonic() < deadline, "RQ's scheduler process outlived the killed worker"
+            time.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @pytest.mark.unit

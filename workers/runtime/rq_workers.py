@@ -63,6 +63,7 @@ from rq.suspension import WORKERS_SUSPENDED
 from rq.utils import now, utcformat
 from rq.worker.base import BaseWorker, WorkerStatus
 
+from workers.runtime.parent_death import forks_die_with_parent
 from workers.store.rq_beats import stage_beat, stage_exists, stage_stats
 
 COALESCE_SECONDS = 1.0
@@ -94,12 +95,13 @@ class _FewerRoundTrips(BaseWorker):
         """RQ's scheduler for this worker's queues and `also_scheduled`.
 
         `also_scheduled` holds the webhooks' retries. Their own workers run in threads, from which RQ's
-        scheduler process cannot be forked.
+        scheduler process cannot be forked. The scheduler process ends with this worker's.
         """
         own = self.queues
         self.queues = [*own, *self.also_scheduled]
         try:
-            super()._start_scheduler(*args, **kwargs)
+            with forks_die_with_parent():  # RQ's scheduler process would outlive a killed worker
+                super()._start_scheduler(*args, **kwargs)
         finally:
             self.queues = own
 

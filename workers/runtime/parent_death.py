@@ -1,0 +1,51 @@
+"""Child processes that end when their parent dies, by Linux's parent-death signal.
+
+RQ forks its scheduler from the worker and never checks that the worker is still there. A
+worker killed outright (the OOM killer, `kill -9` on its pid) left its scheduler running for
+good, holding the scheduler lock and a Redis connection. `parley dev` and `parley up` give
+their children the same signal (`parley.supervisor`). Elsewhere than Linux nothing changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Iterator
+
+PR_SET_PDEATHSIG = 1
+
+_forking = {"parent": 0}  # the forking process's pid while inside `forks_die_with_parent`
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Ask the kernel to send `sig` to this process when the thread that forked it ends."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+
+
+def _after_fork_in_child() -> None:
+    parent = _forking["parent"]
+    if not parent:
+        return
+    _forking["parent"] = 0
+    die_with_parent()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@contextlib.contextmanager
+def forks_die_with_parent() -> Iterator[None]:
+    """Processes `os.fork`ed inside this block get SIGTERM when the forking thread ends."""
+    _forking["parent"] = os.getpid()
+    try:
+        yield
+    finally:
+        _forking["parent"] = 0
