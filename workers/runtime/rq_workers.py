@@ -105,6 +105,11 @@ class _FewerRoundTrips(BaseWorker):
         finally:
             self.queues = own
 
+    def run_maintenance_tasks(self) -> None:
+        """RQ's upkeep, which starts the scheduler process too once this worker takes its lock."""
+        with forks_die_with_parent():
+            super().run_maintenance_tasks()
+
     def register_birth(self) -> None:
         self._written_state = self._pending_state = None  # a new key: its state is written afresh
         self._stats_sent_at = time.monotonic()
