@@ -31,7 +31,7 @@ from workers.store.runs import Closed, RunStore, history_entry
 
 log = Log("parley.group")
 REDRAWS = 3
-"""Draws of an `ask_each` message one `show` makes at most, chasing answers that keep coming."""
+"""Open draws of an `ask_each` message one `show` makes at most; a closed one is always drawn."""
 
 
 def close_member(
@@ -135,14 +135,16 @@ def _draw_progress(store: RunStore, host: Interactor, run: RunRecord, group: Gro
     newer state last: a close after that read is locked by its resume, later still.
     """
     shown = progress_of(group, store.groups.members(group))
-    for _ in range(REDRAWS):
+    for draws in range(1, REDRAWS + 2):
         host.group_progress(run, group, shown)
+        if shown.closed:
+            return  # a closed group's look is final
         latest = store.groups.group(group.id)
         if latest is None:
             return
         now = progress_of(latest, store.groups.members(latest))
-        if now == shown:
-            return
+        if now == shown or (draws >= REDRAWS and not now.closed):
+            return  # each later answer's own `show` draws it
         group, shown = latest, now
 
 
