@@ -306,19 +306,27 @@ def online_replicas(client: redis.Redis) -> int:
 
 
 @contextmanager
+def stopped(server: Server) -> Iterator[None]:
+    """`server` stopped (SIGSTOP): connected, answering nothing, until the block ends."""
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+
+
+@contextmanager
 def frozen(topology: Topology, n: int = 0) -> Iterator[None]:
     """Replica `n` stopped (SIGSTOP): connected, but confirming nothing until it continues.
 
     Back means caught up: on a loaded machine the replica may need longer than a short WAIT
     to work through what it missed while stopped.
     """
-    proc = topology.replica_servers[n].proc
-    assert proc is not None
-    proc.send_signal(signal.SIGSTOP)
     try:
-        yield
+        with stopped(topology.replica_servers[n]):
+            yield
     finally:
-        proc.send_signal(signal.SIGCONT)
         assert topology.master is not None
         probe = topology.master.client()
         probe.set("test:caught-up", 1)  # WAIT counts replicas holding this connection's writes

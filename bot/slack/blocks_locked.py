@@ -13,16 +13,12 @@ from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject, Sec
 from bot.slack import limits
 from bot.slack.blocks_approval import approval_answered_blocks
 from bot.slack.blocks_context import deciding_on
-from bot.slack.blocks_question import FALLBACK_MAX, QUESTION_TEXT_BUDGET
+from bot.slack.blocks_question import FALLBACK_MAX, QUESTION_TEXT_BUDGET, to_dicts
 from bot.slack.limits import SECTION_MAX, utf16_len
 from bot.slack.mrkdwn import clip, cut_escaped, date_token, escape, fold_blank_lines, user_ref
 from workers.interaction import Context
 from workers.interaction.models import Answer, Item, Request
 from workers.interaction.validation import value_text
-
-
-def _to_dicts(blocks: list[Block]) -> list[dict[str, Any]]:
-    return [b.to_dict() for b in blocks]
 
 
 def answer_text(item: Item, answer: Answer | None, room: int, answered_by: str = "") -> str:
@@ -49,11 +45,11 @@ def answered_blocks(
 ) -> list[dict[str, Any]]:
     """The locked message after an answer: reason, facts given on, answers, who and when."""
     if request.approval is not None:
-        out = _to_dicts(approval_answered_blocks(request, answers, answered_by=answered_by, answered_at=answered_at))
+        out = to_dicts(approval_answered_blocks(request, answers, answered_by=answered_by, answered_at=answered_at))
         limits.check_message_blocks(out)
         return out
     by_id = {a.id: a for a in answers}
-    reason = _to_dicts([*locked_reason(request), *([deciding_on(context)] if context is not None else [])])
+    reason = to_dicts([*locked_reason(request), *([deciding_on(context)] if context is not None else [])])
     share = min(SECTION_MAX, (QUESTION_TEXT_BUDGET - limits.text_length(reason) - 200) // len(request.items))
     sections: list[Block] = []
     for item in request.items:
@@ -63,7 +59,7 @@ def answered_blocks(
     who = ContextBlock(
         elements=[MarkdownTextObject(text=f"Answered by {user_ref(answered_by)}, {date_token(answered_at)}")]
     )
-    out = [*reason, *_to_dicts([*sections, who])]
+    out = [*reason, *to_dicts([*sections, who])]
     limits.check_message_blocks(out)
     return out
 
@@ -82,7 +78,7 @@ def closed_blocks(request: Request, *, status: str, detail: str = "", by: str | 
     else:
         headline = clip(status.capitalize(), 200)
     text = headline + (f"\n{clip(detail, 1000)}" if detail else "")
-    out = _to_dicts([*locked_reason(request), SectionBlock(text=MarkdownTextObject(text=text))])
+    out = to_dicts([*locked_reason(request), SectionBlock(text=MarkdownTextObject(text=text))])
     limits.check_message_blocks(out)
     return out
 

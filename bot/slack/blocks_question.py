@@ -103,7 +103,8 @@ def check_ids(iid: str, version: int) -> None:
         raise ValueError(f"message version must be a non-negative int, got {version!r}")
 
 
-def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+def to_dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+    """Blocks as the JSON Slack takes."""
     return [b.to_dict() for b in blocks]
 
 
@@ -214,7 +215,7 @@ def question_blocks(
     decline = [ButtonElement(text="Decline", action_id=DECLINE_ACTION_ID, value=iid)] if declinable else []
     if request.approval is not None:  # the arguments are the facts: shown as fields, with what changed above
         head += [what_changed(changes, f"qd|{iid}|{version}")] if changes else []
-        out = _dicts(approval_blocks(request, iid, version, head, reassign))
+        out = to_dicts(approval_blocks(request, iid, version, head, reassign))
         limits.check_message_blocks(out)
         return out
     head += context_blocks(context, changes, iid, version)
@@ -238,12 +239,12 @@ def question_blocks(
             ActionsBlock(block_id=f"qc|{iid}|{version}", elements=[*buttons, *decline]),
             reassign,
         ]
-        out = _dicts(blocks)
+        out = to_dicts(blocks)
         limits.check_message_blocks(out)
         return out
 
     if request.has_secret:
-        out = _dicts([*head, *_form_only(request, iid, version)])
+        out = to_dicts([*head, *_form_only(request, iid, version)])
         limits.check_message_blocks(out)
         return out
 
@@ -268,7 +269,7 @@ def question_blocks(
             )
             for i in request.items
         ]
-        return _dicts([*head, *inputs, actions, reassign])
+        return to_dicts([*head, *inputs, actions, reassign])
 
     out = build(LABEL_MAX)
     # Shed option text first: the biggest static selects load their options on demand instead.

@@ -14,13 +14,11 @@ became its replica, empty.
 
 from __future__ import annotations
 
-import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import pytest
-from redis_servers import SERVICE, Server, Topology, have_redis_server
+from redis_servers import SERVICE, Topology, have_redis_server, stopped
 
 pytestmark = [
     pytest.mark.system,
@@ -63,17 +61,6 @@ def wait_for(what: str, ready: Callable[[], bool], topology: Topology, timeout: 
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}\n{topology.logs()}")
         time.sleep(0.1)
-
-
-@contextmanager
-def stopped(server: Server) -> Iterator[None]:
-    """`server` stopped (SIGSTOP): connected, answering nothing, until the block ends."""
-    assert server.proc is not None
-    server.proc.send_signal(signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        server.proc.send_signal(signal.SIGCONT)
 
 
 def test_an_empty_returning_node_is_never_promoted_by_a_second_failover(topology: Topology) -> None:
