@@ -123,6 +123,59 @@ def test_a_worker_killed_outright_leaves_no_scheduler_process(tmp_path: Path) ->
             os.killpg(worker.pid, signal.SIGKILL)
 
 
+# A parent forking a child that installs no SIGTERM handler, as RQ's scheduler just after its fork.
+# The parent has a handler of its own, as the worker has. With `beside` set, another thread uses
+# the block meanwhile, as the webhooks' workers do with RQ's upkeep.
+_FORKING_PARENT = """
+import multiprocessing, signal, sys, threading, time
+from workers.runtime.parent_death import forks_die_with_parent
+signal.signal(signal.SIGTERM, lambda *_: None)
+entered, left = threading.Event(), threading.Event()
+def beside():
+    entered.wait()
+    with forks_die_with_parent():
+        pass
+    left.set()
+threading.Thread(target=beside, daemon=True).start()
+with forks_die_with_parent():
+    if sys.argv[1] == "beside":
+        entered.set()
+        left.wait()
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(120,))
+    child.start()
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.system
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("beside", ["alone", "beside"])
+def test_a_child_forked_in_the_block_ends_with_its_parent(beside: str) -> None:
+    """CI saw RQ's scheduler outlive its killed worker, for two reasons.
+
+    The block's mark was one value, and a webhooks' worker leaving the block in its thread cleared
+    it while the main thread forked. And a worker killed just after the fork sent its signal to the
+    handler the child inherited, which sets a stop flag nobody reads in the child.
+    """
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _FORKING_PARENT, beside], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        start_new_session=True, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        parent.kill()
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while alive(child):
+            assert time.monotonic() < deadline, "the child outlived its parent"
+            time.sleep(0.05)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(parent.pid, signal.SIGKILL)
+
+
 def _cmdline(pid: int) -> str:
     try:
         return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
