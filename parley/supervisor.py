@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import signal
@@ -40,13 +41,16 @@ READY_TIMEOUT = 60.0
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(supervisor: int) -> None:
     """In the child before exec: get SIGTERM when the supervisor dies.
 
-    This works on Linux only, and is ignored elsewhere.
+    A supervisor already gone by then sends nothing, so the child exits at once. This works on
+    Linux only, and is ignored elsewhere.
     """
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != supervisor:  # it died between the fork and the line above
+        os._exit(1)
 
 
 @dataclass
@@ -122,7 +126,7 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()) if sys.platform.startswith("linux") else None,
         )
         child = Child(name, proc, label or name, ready_line)
         self.children.append(child)

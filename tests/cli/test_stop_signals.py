@@ -196,3 +196,22 @@ def test_the_flag_set_by_a_signal_wakes_its_waiter() -> None:
         assert flag.is_set()
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_supervisors_child_forked_as_the_supervisor_dies_exits_before_exec() -> None:
+    """`parley dev`'s children ask for SIGTERM on its death. One forked just as it died must exit."""
+    from parley.supervisor import _die_with_parent
+
+    def run_in_child(supervisor: int) -> int:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _die_with_parent(supervisor)
+            finally:
+                os._exit(0)  # lived on, as the child of a live supervisor goes on to exec
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+    assert run_in_child(os.getpid()) == 0
+    assert run_in_child(1) == 1  # its supervisor gone: the child was handed to init
