@@ -108,6 +108,11 @@ def test_a_worker_killed_outright_leaves_no_scheduler_process(tmp_path: Path) ->
     scheduler: list[int] = []  # RQ's scheduler: forked, so it has the worker's own command line
     try:
         deadline = time.monotonic() + 60
+        # Before this line the embedded Redis starts: between its fork and exec, it has that command line too.
+        while "worker starting" not in log.read_text(errors="replace"):
+            assert worker.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, f"the worker did not start\n{log.read_text(errors='replace')}"
+            time.sleep(0.02)
         while not (scheduler := [c for c in children(worker.pid) if _cmdline(c) == _cmdline(worker.pid)]):
             assert worker.poll() is None, log.read_text(errors="replace")
             assert time.monotonic() < deadline, f"no scheduler process\n{log.read_text(errors='replace')}"

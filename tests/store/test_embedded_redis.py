@@ -7,6 +7,7 @@ no REDIS_URL: they start and stop their own servers in temporary directories.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -277,6 +278,41 @@ def test_a_busy_server_is_waited_for_not_doubled(tmp_path: Path, holders: Callab
         busy.close()
     assert servers_for(tmp_path / "data") == [holder.server_pid]
     assert reachable(holder.sock)
+
+
+def test_a_process_killed_while_its_server_starts_leaves_no_server_behind(tmp_path: Path) -> None:
+    """The server is stopped the moment it runs, and the process starting it is killed.
+
+    The reaper used to be started once the server answered, so that process left the server
+    running with nobody to stop it. It is started first now, and waits for the server.
+    """
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    starter = subprocess.Popen(
+        [sys.executable, "-c", HOLDER_SCRIPT, str(data)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, start_new_session=True,
+    )  # fmt: skip
+    children = Path(f"/proc/{starter.pid}/task/{starter.pid}/children")
+    server = 0
+    try:
+        deadline = time.monotonic() + 30
+        while not server:
+            assert starter.poll() is None and time.monotonic() < deadline, "the server was never started"
+            for pid in children.read_text().split():
+                with contextlib.suppress(OSError):
+                    if b"redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        os.kill(int(pid), signal.SIGSTOP)  # it cannot answer: its starter waits
+                        server = int(pid)
+        starter.kill()
+        starter.wait(10)
+        os.kill(server, signal.SIGCONT)
+        assert wait_for(lambda: not running(server), GONE_WITHIN + embedded.START_GRACE), "the server was orphaned"
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+        if server and running(server):
+            os.kill(server, signal.SIGKILL)
 
 
 def test_a_killed_reaper_is_replaced_by_the_next_start(tmp_path: Path, holders: Callable[..., HolderProcess]) -> None:

@@ -8,6 +8,7 @@ killed.
 Instead each Parley process holds one named connection (`parley-holder-<pid>`). A small reaper
 process beside the server shuts it down once no holder has been connected for a grace period.
 The kernel closes a killed process's socket. So even a SIGKILLed last holder leaves no orphan.
+The reaper is started before its server, so a process killed mid-start leaves none either.
 
 A lock file in the data directory serialises starting and reaping. Every `ensure_server` leaves
 a fresh claim there. The reaper stops a server only under that lock, and only with no claim
@@ -141,6 +142,7 @@ def ensure_server(data_dir: Path) -> Path:
             "maxmemory-policy noeviction\n"
             "hash-max-ziplist-value 2048\n"
         )
+        _start_reaper(sock)  # first: a process killed while the server starts leaves it a reaper
         subprocess.Popen(
             [_server_binary(), str(conf)],
             stdin=subprocess.DEVNULL,
@@ -150,7 +152,6 @@ def ensure_server(data_dir: Path) -> Path:
             close_fds=True,
         )
         _wait_up(sock, log)
-        _start_reaper(sock)
         _claim(data_dir)
         return sock
 
@@ -204,8 +205,14 @@ def reap(socket_path: Path) -> None:
     """Stop the server at `socket_path` once unheld for `REAP_GRACE` seconds.
 
     Only the server going away ends the reaper. A slow reply is waited out, as with a fork for a
-    rewrite or a paused machine. Otherwise the server would be orphaned.
+    rewrite or a paused machine. Otherwise the server would be orphaned. The reaper starts before
+    its server, so it first waits for the server to answer, as long as a start may take.
     """
+    deadline = time.monotonic() + START_TIMEOUT + START_GRACE
+    while _state(socket_path) == "down":
+        if time.monotonic() > deadline:
+            return  # the server never started: there is nothing to reap
+        time.sleep(0.05)
     client = _client(socket_path, 2)
     started = time.monotonic()
     empty_since: float | None = None
