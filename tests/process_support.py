@@ -19,6 +19,28 @@ def read_proc_file(path: Path) -> str:
         return ""
 
 
+def cmdline(pid: int) -> str:
+    """`pid`'s command line, its arguments joined by spaces; empty when it is gone."""
+    return read_proc_file(Path(f"/proc/{pid}/cmdline"))
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting to be reaped counts as gone)."""
+    status = read_proc_file(Path(f"/proc/{pid}/status"))
+    return bool(status) and "State:\tZ" not in status
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            status = read_proc_file(proc / "status")
+            if f"\nPPid:\t{pid}\n" in status and "State:\tZ" not in status:
+                found.append(int(proc.name))
+    return found
+
+
 def leftover_processes(data_dir: Path, *markers: str) -> list[str]:
     """Live processes (not this one) naming `data_dir` or any of `markers`, as `pid: command line`."""
     found = []

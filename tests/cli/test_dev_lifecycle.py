@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from process_support import leftover_processes, read_proc_file
+from process_support import children, cmdline, leftover_processes
 from slack_stack import can_listen
 
 pytestmark = [
@@ -62,19 +62,6 @@ def free_port_pair() -> int:
 def belonging_to(data_dir: Path, port: int) -> list[str]:
     """Processes whose command line or environment names this run's data directory, ports or worker."""
     return leftover_processes(data_dir, f"--port {port + 1}", f"parley-dev-{port}-", f"dev --port {port}")
-
-
-def _cmdline(pid: int) -> str:
-    return read_proc_file(Path(f"/proc/{pid}/cmdline"))
-
-
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and f"\nPPid:\t{pid}\n" in read_proc_file(proc / "status"):
-            found.append(int(proc.name))
-    return found
 
 
 class Dev:
@@ -137,7 +124,7 @@ def test_a_crashed_child_stops_everything_with_a_message(tmp_path: Path) -> None
     dev = Dev(tmp_path, 0)
     try:
         dev.wait_ready()
-        [worker] = [p for p in children(dev.proc.pid) if f"worker --name parley-dev-{dev.port}-" in _cmdline(p)]
+        [worker] = [p for p in children(dev.proc.pid) if f"worker --name parley-dev-{dev.port}-" in cmdline(p)]
         os.kill(worker, signal.SIGKILL)
         assert dev.proc.wait(30) == 1
         assert "parley dev: `parley worker` exited with code -9; stopped everything." in dev.output()

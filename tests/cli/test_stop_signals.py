@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_support import children, cmdline, running
 from terminal_support import parley_command, parley_env
 
 from parley.stop_flag import StopFlag
@@ -71,29 +72,6 @@ def test_a_worker_stops_under_a_storm_of_stop_signals(redis_url: str, tmp_path: 
                 worker.wait(10)
 
 
-def children(pid: int) -> list[int]:
-    """The live processes whose parent is `pid`, read from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie nobody has reaped yet does not)."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.system
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_worker_killed_outright_leaves_no_scheduler_process(tmp_path: Path) -> None:
@@ -113,14 +91,14 @@ def test_a_worker_killed_outright_leaves_no_scheduler_process(tmp_path: Path) ->
             assert worker.poll() is None, log.read_text(errors="replace")
             assert time.monotonic() < deadline, f"the worker did not start\n{log.read_text(errors='replace')}"
             time.sleep(0.02)
-        while not (scheduler := [c for c in children(worker.pid) if _cmdline(c) == _cmdline(worker.pid)]):
+        while not (scheduler := [c for c in children(worker.pid) if cmdline(c) == cmdline(worker.pid)]):
             assert worker.poll() is None, log.read_text(errors="replace")
             assert time.monotonic() < deadline, f"no scheduler process\n{log.read_text(errors='replace')}"
             time.sleep(0.1)
         worker.kill()  # SIGKILL to the worker alone: its process group is left as it is
         worker.wait(10)
         deadline = time.monotonic() + 30
-        while alive(scheduler[0]):
+        while running(scheduler[0]):
             assert time.monotonic() < deadline, "RQ's scheduler process outlived the killed worker"
             time.sleep(0.1)
     finally:
@@ -173,19 +151,12 @@ def test_a_child_forked_in_the_block_ends_with_its_parent(beside: str) -> None:
         parent.kill()
         parent.wait(10)
         deadline = time.monotonic() + 10
-        while alive(child):
+        while running(child):
             assert time.monotonic() < deadline, "the child outlived its parent"
             time.sleep(0.05)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 @pytest.mark.unit

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from process_support import running
 
 from workers.store import embedded
 
@@ -74,15 +75,6 @@ class HolderProcess:
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie waiting to be reaped counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def reachable(sock: Path) -> bool:
@@ -293,6 +285,7 @@ def test_a_process_killed_while_its_server_starts_leaves_no_server_behind(tmp_pa
         [sys.executable, "-c", HOLDER_SCRIPT, str(data)],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, start_new_session=True,
     )  # fmt: skip
+    # The kernel's list of its children, not a scan of /proc: the server must stop before it answers.
     children = Path(f"/proc/{starter.pid}/task/{starter.pid}/children")
     server = 0
     try:
