@@ -5,6 +5,10 @@ else could then stall the process, like one with `(a|a)*b` on forty a's. Such sc
 tool's arguments, or an upstream's input schema. Every pattern here goes through
 `workers.interaction.patterns` instead. A schema whose patterns RE2 cannot compile is refused
 when the validator is made. The refusal names the pattern's place.
+
+A `$ref` is followed only within the schema or to JSON Schema's own metaschemas. Left to
+itself, jsonschema fetches any other URL it names, with no timeout. A caller's schema could
+then make Parley GET an address inside its network, or hang on one.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
+from jsonschema_specifications import REGISTRY as METASCHEMAS
 
 from workers.interaction.patterns import problem, search
 
@@ -84,4 +89,4 @@ def linear_validator(schema: dict[str, Any]) -> Validator:
         cls,
         {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
     )
-    return linear(schema)
+    return linear(schema, registry=METASCHEMAS)  # a registry that retrieves nothing: see above

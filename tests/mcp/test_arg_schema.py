@@ -3,6 +3,9 @@ patterns matched by RE2 or left out, and schemas refused rather than half-used."
 
 from __future__ import annotations
 
+import http.server
+import threading
+
 import pytest
 
 from workers.interaction import Answer
@@ -59,13 +62,43 @@ def test_pattern_properties_are_matched_by_re2_or_left_out_with_what_they_cover(
     ("schema", "why"),
     [
         ({"$ref": "#"}, "refers to itself without end"),
-        ({"properties": {"x": {"$ref": "https://example.com/s.json"}}}, "cannot be followed"),
         ({"type": "no-such-type"}, "not valid JSON Schema"),
     ],
 )
 def test_a_schema_that_cannot_be_used_says_so(schema: dict[str, object], why: str) -> None:
     with pytest.raises(SchemaUnusable, match=why):
         problems(schema, {"x": 1})
+
+
+def test_a_ref_to_another_url_is_never_fetched() -> None:
+    """jsonschema's default fetches a `$ref`'s URL, with no timeout: a caller's schema would make
+    Parley GET an address inside its network. It cannot be followed instead, and nothing is asked."""
+    asked: list[str] = []
+
+    class Schemas(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            body = b'{"type": "integer"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/schema+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Schemas) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/s.json"
+        try:
+            with pytest.raises(SchemaUnusable, match="cannot be followed"):
+                problems({"properties": {"x": {"$ref": url}}}, {"x": "one"})
+        finally:
+            server.shutdown()
+    assert asked == []
+    metaschema = {"$ref": "https://json-schema.org/draft/2020-12/schema"}  # known to jsonschema: followed
+    assert problems(metaschema, {"type": 1}) != {}
 
 
 def test_a_schema_nested_too_deep_is_not_walked() -> None:

@@ -3,7 +3,7 @@
 The schema may come from anyone, like an upstream MCP server or an API caller. So RE2 matches
 its patterns, in linear time (`workers.json_schemas`). A pattern RE2 cannot compile is left out,
 like a backreference or a lookaround. Refusing a real tool's whole schema for it would be worse.
-Remote `$ref`s are never fetched. A schema too deep to walk, or not valid JSON Schema, is
+A `$ref` to another URL is never fetched: it cannot be followed. A schema too deep to walk, or not valid JSON Schema, is
 `SchemaUnusable`. It is never half-used.
 """
 
