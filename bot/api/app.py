@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -30,10 +31,27 @@ from workers.questions.models import ApprovalCreate, ConfirmBody, QuestionCreate
 __all__ = ["ApiError", "create_api", "problem"]
 log = Log("parley.api")
 READS = frozenset({"GET", "HEAD"})
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A `\\uD800`-`\\uDFFF` escape: the only way JSON text spells a UTF-16 surrogate."""
 
 
 def _json(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="json"), status_code=status)
+
+
+def _refuse_lone_surrogates(doc: Any) -> None:
+    """Refuse a string holding half of a surrogate pair, like `"\\ud800"` alone.
+
+    `json.loads` takes one, but it is not Unicode text: the reply, Redis and Slack
+    could not encode it later. Encoding the document once finds any, in C.
+    """
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        detail = "the body's JSON holds a lone surrogate (a \\ud800-\\udfff escape without its pair), not Unicode text"
+        raise ApiError(400, "Bad request", detail) from None
+    except RecursionError:
+        raise ApiError(400, "Bad request", "the body's JSON is nested too deeply") from None
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -83,15 +101,19 @@ class Api:
             return 0.0
 
     async def _body(self, request: Request) -> Any:
+        """The request's JSON document, or a 400 saying why it is not one."""
         raw = await request.body()
         if not raw.strip():
             raise ApiError(400, "The body is empty", "send a JSON object, with Content-Type: application/json")
         try:
-            return json.loads(raw or b"null")
+            doc = json.loads(raw or b"null")
         except ValueError as exc:
             raise ApiError(400, "Bad request", f"the body is not JSON: {exc}") from None
         except RecursionError:
             raise ApiError(400, "Bad request", "the body's JSON is nested too deeply") from None
+        if SURROGATE_ESCAPE.search(raw):
+            _refuse_lone_surrogates(doc)
+        return doc
 
     async def create(self, request: Request) -> Response:
         caller = await self.caller(request, TokenScope.ASK)

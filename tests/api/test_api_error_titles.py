@@ -3,6 +3,7 @@ and a channel may be named `#name`: resolved with `conversations.list`, or refus
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -100,3 +101,29 @@ def test_a_name_slack_will_not_list_is_refused_saying_where_ids_are(stack: Slack
     refused = problem_of(http(stack).post("/api/v1/questions", json=body, headers=token.auth), 422)
     assert refused["title"] == "No channel #general"
     assert "channel's id" in refused["detail"] and "C…" in refused["detail"], refused
+
+
+def test_a_lone_surrogate_anywhere_in_the_body_is_refused_and_asks_nothing(stack: SlackStack, token: Token) -> None:
+    """`"\\ud800"` without its pair parses as JSON but is not Unicode text: 400, nothing created or posted.
+
+    Context, metadata and an approval's args take any JSON, so nothing past the body's parse saw it:
+    the question was posted, then the reply failed to encode (500)."""
+    lone = '"\\ud800"'
+    bodies = [
+        ("/api/v1/questions", {"channel": "C0OPS", "request": approval("Lone?"), "context": {"service": "@"}}),
+        ("/api/v1/questions", {"channel": "C0OPS", "request": approval("Lone?"), "metadata": {"@": 1}}),
+        ("/api/v1/approvals", {"channel": "C0OPS", "action": "Deploy", "args": {"@": 1}}),
+    ]
+    listed = http(stack).get("/api/v1/questions", headers=token.auth).json()["questions"]
+    posted = len(stack.ws.messages("C0OPS"))
+    for path, body in bodies:
+        raw = json.dumps(body).replace('"@"', lone).encode()
+        refused = problem_of(http(stack).post(path, content=raw, headers=token.auth), 400)
+        assert "lone surrogate" in refused["detail"], refused
+    assert http(stack).get("/api/v1/questions", headers=token.auth).json()["questions"] == listed
+    assert len(stack.ws.messages("C0OPS")) == posted
+    paired = {"channel": "C0OPS", "request": approval("Paired?"), "context": {"service": "@"}}
+    raw = json.dumps(paired).replace('"@"', '"\\ud83d\\ude80"').encode()  # a whole pair: 🚀
+    created = http(stack).post("/api/v1/questions", content=raw, headers=token.auth)
+    assert created.status_code == 201, created.text
+    assert created.json()["context"] == {"service": "🚀"}
