@@ -9,11 +9,17 @@ when the validator is made. The refusal names the pattern's place.
 A `$ref` is followed only within the schema or to JSON Schema's own metaschemas. Left to
 itself, jsonschema fetches any other URL it names, with no timeout. A caller's schema could
 then make Parley GET an address inside its network, or hang on one.
+
+Within `step_budget`, checking an instance may take only so many keyword steps. `$ref`s can
+share subschemas, so a small schema can take exponential time: twenty `anyOf`s of two refs
+to the next cost about a million steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
@@ -21,7 +27,39 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 from jsonschema_specifications import REGISTRY as METASCHEMAS
 
+from workers.exceptions import ParleyError
 from workers.interaction.patterns import problem, search
+
+_STEPS: ContextVar[list[int] | None] = ContextVar("parley_schema_steps", default=None)
+"""The keyword steps left to the check under way in this context; None: unbounded."""
+
+
+class TooManySteps(ParleyError, ValueError):
+    """Checking an instance took more keyword steps than its `step_budget`."""
+
+
+@contextmanager
+def step_budget(steps: int) -> Iterator[None]:
+    """Bound the checks made inside, in this context, to `steps` keyword steps in all."""
+    token = _STEPS.set([steps])
+    try:
+        yield
+    finally:
+        _STEPS.reset(token)
+
+
+def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """`keyword`'s function, taking one step of the budget each time it is applied."""
+
+    def apply(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        left = _STEPS.get()
+        if left is not None:
+            left[0] -= 1
+            if left[0] < 0:
+                raise TooManySteps("the schema takes too many steps to check")
+        return keyword(validator, value, instance, schema)
+
+    return apply
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
@@ -85,8 +123,11 @@ def linear_validator(schema: dict[str, Any]) -> Validator:
     cls.check_schema(schema)
     if problems := schema_pattern_problems(schema):
         raise ValueError("; ".join(problems))
-    linear = extend(
-        cls,
-        {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
-    )
+    keywords = {
+        **cls.VALIDATORS,
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    }
+    linear = extend(cls, {name: _counted(keyword) for name, keyword in keywords.items()})
     return linear(schema, registry=METASCHEMAS)  # a registry that retrieves nothing: see above

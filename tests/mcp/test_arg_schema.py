@@ -101,6 +101,21 @@ def test_a_ref_to_another_url_is_never_fetched() -> None:
     assert problems(metaschema, {"type": 1}) != {}
 
 
+def test_a_schema_whose_refs_branch_without_end_is_stopped_at_its_step_budget() -> None:
+    """Each level is two refs to the next, and the last refuses: 2^16 paths from a schema of 2 KB.
+    Unbounded it took about 20 s; at 10,000 steps it is refused. A real tool's schema is well within."""
+    levels: dict[str, object] = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]} for i in range(16)
+    }
+    levels["d16"] = {"type": "integer"}
+    branching = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": levels}
+    with pytest.raises(SchemaUnusable, match="more than 10000 steps"):
+        problems(branching, {"x": "anything"})
+    few = {**branching, "properties": {"x": {"$ref": "#/$defs/d10"}}}  # 2^6 paths: checked
+    assert list(problems(few, {"x": "anything"})) == ["x"]
+    assert problems(PAY, {"amount": 50, "account": "internal-7"}) == {}
+
+
 def test_a_schema_nested_too_deep_is_not_walked() -> None:
     deep: dict[str, object] = {"type": "object"}
     for _ in range(200):

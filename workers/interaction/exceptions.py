@@ -35,6 +35,7 @@ class ParleyError(Exception):
         ├── AcceptRefused                     an answer not accepted (workers.runtime.acceptance)
         ├── ReassignRefused
         ├── SchemaUnusable                    a tool's input schema that cannot be checked against
+        ├── TooManySteps                      a schema check over its step budget (workers.json_schemas)
         ├── LLMError                          a model call that failed (workers.llm)
         ├── ToolError                         a tool's message to the model (workers.llm)
         ├── QuestionError                     the HTTP API's questions (workers.questions)

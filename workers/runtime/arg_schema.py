@@ -3,8 +3,9 @@
 The schema may come from anyone, like an upstream MCP server or an API caller. So RE2 matches
 its patterns, in linear time (`workers.json_schemas`). A pattern RE2 cannot compile is left out,
 like a backreference or a lookaround. Refusing a real tool's whole schema for it would be worse.
-A `$ref` to another URL is never fetched: it cannot be followed. A schema too deep to walk, or not valid JSON Schema, is
-`SchemaUnusable`. It is never half-used.
+A `$ref` to another URL is never fetched: it cannot be followed. A schema too deep to walk,
+too costly to check (`MAX_STEPS`), or not valid JSON Schema is `SchemaUnusable`. It is never
+half-used.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from workers.interaction import Answer, Request
 from workers.interaction.approval import decision_of
 from workers.interaction.exceptions import ParleyError
 from workers.interaction.patterns import problem
-from workers.json_schemas import linear_validator
+from workers.json_schemas import TooManySteps, linear_validator, step_budget
 
 MAX_DEPTH = 64
+MAX_STEPS = 10_000
+"""Keyword steps one check may take: a few hundred for a real tool's arguments, 0.3 s at most."""
 MAX_PROBLEMS = 5
 MESSAGE_MAX = 200
 _NAMED = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
@@ -99,11 +102,16 @@ def problems(schema: dict[str, Any], arguments: Any) -> dict[str, str]:
     """Each argument `schema` refuses, with why, by dotted path ("" for the whole)."""
     try:
         validator = linear_validator(_safe(schema))
-        found = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), _where(e.absolute_path)))
+        with step_budget(MAX_STEPS):
+            found = sorted(
+                validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), _where(e.absolute_path))
+            )
     except SchemaError as exc:
         raise SchemaUnusable(f"the schema is not valid JSON Schema: {exc.message[:MESSAGE_MAX]}") from None
     except Unresolvable as exc:
         raise SchemaUnusable(f"the schema has a $ref that cannot be followed: {exc}") from None
+    except TooManySteps:
+        raise SchemaUnusable(f"the schema takes more than {MAX_STEPS} steps to check") from None
     except ValueError as exc:  # a pattern `_safe` kept that RE2 still refuses: not expected
         raise SchemaUnusable(f"the schema's patterns cannot be matched: {exc}") from None
     except RecursionError:
