@@ -129,7 +129,8 @@ class Api:
         """`POST /approvals`: a question whose request carries the approval, bound to its args."""
         caller = await self.caller(request, TokenScope.ASK)
         try:
-            body = ApprovalCreate.model_validate(await self._body(request)).question()
+            approval = ApprovalCreate.model_validate(await self._body(request))
+            body = await self.service.in_thread(approval.question)  # checks its schema: up to 0.3 s of CPU
         except ValidationError as exc:
             raise QuestionInvalid(f"{exc.error_count()} problem(s) in the approval", _errors(exc)) from None
         except ValueError as exc:

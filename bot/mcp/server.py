@@ -146,7 +146,7 @@ class Tools:
         return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        body, wait = parse_request_approval(args)
+        body, wait = await self.service.in_thread(lambda: parse_request_approval(args))  # its schema is checked
         view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
         return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 

@@ -27,6 +27,7 @@ from starlette.routing import Mount
 
 from bot.api.app import create_api
 from bot.mcp.server import Tools
+from bot.mcp.tools import ToolInputError
 from bot.playground import LoopbackServer
 from parley.client import Parley
 from workers.interaction import Decision
@@ -171,6 +172,16 @@ def test_mcp_request_approval_takes_action_args_and_schema(bot: Bot, redis_url: 
     assert done["decision"]["args"]["note"] == "weekly" and done["decision"]["changes"] == [
         ["note", "nightly", "weekly"]
     ]
+
+
+def test_mcp_request_approval_refuses_a_schema_no_edit_could_be_checked_against(bot: Bot, redis_url: str) -> None:
+    service = QuestionService(bot.runtime, closings=Closings(aioredis.Redis.from_url(redis_url)))
+    caller = Caller("assistant", via="mcp")
+    tools = Tools(service, lambda ctx: caller)
+    args = {"channel": CHANNEL, "action": "Deploy api", "args": {"note": "x"}, "schema": {"$ref": "#"}}
+    with pytest.raises(ToolInputError, match="refers to itself without end"):
+        asyncio.run(tools.request_approval(caller, {**args, "wait_seconds": 0}))
+    assert bot.ws.messages(CHANNEL) == []
 
 
 def test_a_question_over_the_api_names_no_model(server: tuple[str, str]) -> None:

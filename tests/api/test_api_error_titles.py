@@ -127,3 +127,23 @@ def test_a_lone_surrogate_anywhere_in_the_body_is_refused_and_asks_nothing(stack
     created = http(stack).post("/api/v1/questions", content=raw, headers=token.auth)
     assert created.status_code == 201, created.text
     assert created.json()["context"] == {"service": "🚀"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"$ref": "#"}, "refers to itself without end"),
+        ({"type": "object", "properties": {"replicas": {"$ref": "http://127.0.0.1:9/s.json"}}}, "cannot be followed"),
+        ({"type": "object", "properties": {"replicas": {"type": "integer", "multipleOf": 0}}}, "not valid JSON Schema"),
+    ],
+)
+def test_an_approval_whose_schema_could_not_check_an_edit_is_refused(
+    stack: SlackStack, token: Token, schema: dict[str, Any], why: str
+) -> None:
+    """An edit must meet the approval's schema. One that cannot be checked against was taken, and
+    every edit then passed unchecked; now the approval is refused, and nothing is posted."""
+    posted = len(stack.ws.messages("C0OPS"))
+    body = {"channel": "C0OPS", "action": "Scale api", "args": {"replicas": 3}, "schema": schema}
+    refused = problem_of(http(stack).post("/api/v1/approvals", json=body, headers=token.auth), 422)
+    assert why in refused["detail"], refused
+    assert len(stack.ws.messages("C0OPS")) == posted

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from workers.interaction import AnswerValue, ContextChange, ContextError, Decision, FormError, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.context import DEPTH_MAX, canonical, too_deep
+from workers.runtime.arg_schema import problems
 
 METADATA_MAX = 4096  # bytes of compact JSON
 MAX_ASSIGNEES = 50  # ids in `assignees` (and in `escalate_to`): each person is sent a DM
@@ -182,7 +183,8 @@ class ApprovalCreate(_Body):
     def question(self) -> QuestionCreate:
         """This approval as the question the API asks, bound to `args`.
 
-        Its request carries the approval.
+        Its request carries the approval. `ValueError` says why it cannot be asked, like a
+        schema its edits could not be checked against (`SchemaUnusable`).
         """
         try:
             request = approval_request(
@@ -195,6 +197,8 @@ class ApprovalCreate(_Body):
             )
         except (FormError, ContextError) as exc:
             raise ValueError(str(exc)) from None
+        if request.approval is not None and request.approval.input_schema is not None:
+            problems(request.approval.input_schema, self.args)  # SchemaUnusable: edits could not be checked
         return QuestionCreate(
             request=request,
             channel=self.channel,
