@@ -407,6 +407,19 @@ class SlackStack:
         state, message = self.redis.hmget(f"parley:interrupt:{iid.decode()}", ["state", "message"])
         return state == b"open" and json.loads(message or b"{}").get("ts") == ts
 
+    def wait_open(self, message: dict[str, Any], timeout: float = 20.0) -> dict[str, Any]:
+        """`message`, once the question it carries (in its metadata) is open to answers.
+
+        Parley posts a question, then opens it: a click in between is refused as not open yet.
+        """
+        iid = message["metadata"]["event_payload"]["interrupt_id"]
+        assert self.redis is not None
+        redis_client = self.redis
+        self.wait_for(
+            f"question {iid} to open", lambda: redis_client.hget(f"parley:interrupt:{iid}", "state") == b"open", timeout
+        )
+        return message
+
     def message(self, run: RunRef, ts: str) -> dict[str, Any]:
         found = self.ws.message(run.channel, ts)
         assert found is not None
