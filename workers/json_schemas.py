@@ -48,18 +48,33 @@ def step_budget(steps: int) -> Iterator[None]:
         _STEPS.reset(token)
 
 
+def _step() -> None:
+    """Take one step of the budget in force, if any."""
+    left = _STEPS.get()
+    if left is not None:
+        left[0] -= 1
+        if left[0] < 0:
+            raise TooManySteps("the schema takes too many steps to check")
+
+
 def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
     """`keyword`'s function, taking one step of the budget each time it is applied."""
 
     def apply(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
-        left = _STEPS.get()
-        if left is not None:
-            left[0] -= 1
-            if left[0] < 0:
-                raise TooManySteps("the schema takes too many steps to check")
+        _step()
         return keyword(validator, value, instance, schema)
 
     return apply
+
+
+def _counted_boolean(checker: Any, instance: Any) -> bool:
+    """jsonschema's "boolean" type check, taking a step.
+
+    jsonschema's walk for `unevaluatedProperties` and `unevaluatedItems` follows `$ref`s without
+    applying keywords. Each of its calls starts with this check, so the budget bounds it too.
+    """
+    _step()
+    return isinstance(instance, bool)
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
@@ -129,5 +144,6 @@ def linear_validator(schema: dict[str, Any]) -> Validator:
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,
     }
-    linear = extend(cls, {name: _counted(keyword) for name, keyword in keywords.items()})
+    counted = {name: _counted(keyword) for name, keyword in keywords.items()}
+    linear = extend(cls, counted, type_checker=cls.TYPE_CHECKER.redefine("boolean", _counted_boolean))
     return linear(schema, registry=METASCHEMAS)  # a registry that retrieves nothing: see above

@@ -116,6 +116,30 @@ def test_a_schema_whose_refs_branch_without_end_is_stopped_at_its_step_budget() 
     assert problems(PAY, {"amount": 50, "account": "internal-7"}) == {}
 
 
+@pytest.mark.parametrize("keyword", ["unevaluatedProperties", "unevaluatedItems"])
+def test_the_walk_behind_unevaluated_keywords_is_stopped_at_the_budget_too(keyword: str) -> None:
+    """jsonschema finds what `unevaluated*` may skip by walking `$ref`s without applying keywords.
+    Forty levels of two ways to the next would take years; the check must end, refused, in a minute."""
+    levels: dict[str, object] = {
+        f"d{i}": {"$ref": f"#/$defs/d{i + 1}", "if": {}, "then": {"$ref": f"#/$defs/d{i + 1}"}} for i in range(40)
+    }
+    levels["d40"] = {}
+    schema = {keyword: False, "$ref": "#/$defs/d0", "$defs": levels}
+    ended: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            problems(schema, {"x": 1} if keyword == "unevaluatedProperties" else [1])
+        except SchemaUnusable as exc:
+            ended.append(exc)
+
+    checking = threading.Thread(target=check, daemon=True)  # on a failure it spins on, never joined
+    checking.start()
+    checking.join(60)
+    assert not checking.is_alive(), "the check did not end"
+    assert [str(e) for e in ended] == ["the schema takes more than 10000 steps to check"]
+
+
 def test_a_schema_nested_too_deep_is_not_walked() -> None:
     deep: dict[str, object] = {"type": "object"}
     for _ in range(200):
