@@ -25,7 +25,7 @@ import redis
 from runtime_helpers import make_runtime, work
 from slack_bolt import App, BoltResponse
 from slack_bolt.request import BoltRequest
-from slack_forms import button_action, find_element, form_state, is_question
+from slack_forms import button_action, find_element, form_state, is_question, past_posting
 from slack_payloads import (
     ADMIN,
     BOT_TOKEN,
@@ -90,6 +90,7 @@ class Bot:
         return self.send(slash_command_body(text, user=user, channel=channel), FORM)
 
     def interact(self, payload: dict[str, Any]) -> BoltResponse:
+        past_posting(self.runtime.store, payload)
         return self.send(interaction_body(payload), FORM)
 
     def event(self, event: dict[str, Any], *, team: str = TEAM_ID, **envelope: Any) -> BoltResponse:

@@ -9,11 +9,16 @@ Slack reports them.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from slack_payloads import action_ts
+
+from workers.store.records import InterruptState
+from workers.store.runs import RunStore
 
 
 def posted_blocks(posts: Iterable[dict[str, Any]], question_id: str) -> list[dict[str, Any]]:
@@ -202,3 +207,29 @@ def texts(blocks: list[dict[str, Any]]) -> str:
 
     walk(blocks)
     return "\n".join(found)
+
+
+def _state(store: RunStore, message: dict[str, Any]) -> InterruptState | None:
+    """The state of the question `message` carries in its metadata; None for any other message."""
+    payload = (message.get("metadata") or {}).get("event_payload") or {}
+    interrupt = store.interrupt(payload["interrupt_id"]) if payload.get("interrupt_id") else None
+    return interrupt.state if interrupt is not None else None
+
+
+def past_posting(store: RunStore, payload: dict[str, Any], timeout: float = 20.0) -> None:
+    """Wait while the question a click's message carries is still being posted.
+
+    Parley posts a question, then opens it, and refuses a click in between as not open yet.
+    A test clicks as soon as the stand-in holds the message, which may be before Parley has
+    opened the question. No person is that quick, and no test means to be.
+    """
+    message = payload.get("message")
+    deadline = time.monotonic() + timeout
+    while isinstance(message, dict):
+        try:
+            if _state(store, message) is not InterruptState.POSTING:
+                return
+        except redis.RedisError:  # a test of Redis trouble: the click goes as it is
+            return
+        assert time.monotonic() < deadline, f"the question at {message.get('ts')} was still being posted"
+        time.sleep(0.02)

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import redis
 from parallel import xdist_worker
-from slack_forms import button_action, find_element, form_state, is_question
+from slack_forms import button_action, find_element, form_state, is_question, past_posting
 from slack_payloads import (
     ADMIN,
     APP_TOKEN,
@@ -47,6 +47,7 @@ from slack_payloads import (
 
 from bot.playground import LoopbackServer, Workspace, make_webapi_app
 from workers.store.connection import connect
+from workers.store.runs import RunStore
 
 TESTS = Path(__file__).resolve().parent
 PARLEY = Path(sys.executable).with_name("parley")
@@ -333,6 +334,8 @@ class SlackStack:
         return self.send(slash_command_body(text, user=user, channel=channel, team=team), FORM)
 
     def interact(self, payload: dict[str, Any]) -> httpx.Response:
+        assert self.redis is not None
+        past_posting(RunStore(self.redis), payload)
         return self.send(interaction_body(payload), FORM)
 
     def event(self, event: dict[str, Any], *, team: str = TEAM_ID, eid: str | None = None) -> httpx.Response:
@@ -406,19 +409,6 @@ class SlackStack:
             return False
         state, message = self.redis.hmget(f"parley:interrupt:{iid.decode()}", ["state", "message"])
         return state == b"open" and json.loads(message or b"{}").get("ts") == ts
-
-    def wait_open(self, message: dict[str, Any], timeout: float = 20.0) -> dict[str, Any]:
-        """`message`, once the question it carries (in its metadata) is open to answers.
-
-        Parley posts a question, then opens it: a click in between is refused as not open yet.
-        """
-        iid = message["metadata"]["event_payload"]["interrupt_id"]
-        assert self.redis is not None
-        redis_client = self.redis
-        self.wait_for(
-            f"question {iid} to open", lambda: redis_client.hget(f"parley:interrupt:{iid}", "state") == b"open", timeout
-        )
-        return message
 
     def message(self, run: RunRef, ts: str) -> dict[str, Any]:
         found = self.ws.message(run.channel, ts)

@@ -92,7 +92,7 @@ def posted(stack: SlackStack, topic: str, channel: str = CHANNEL) -> dict[str, A
 
 def click_submit(stack: SlackStack, topic: str, choice: str, user: str, channel: str = CHANNEL) -> None:
     """`user` picks `choice` in the question's form and clicks Submit, as Slack sends it."""
-    message = stack.wait_open(posted(stack, topic, channel))
+    message = posted(stack, topic, channel)
     block, button = find_element(message["blocks"], "parley_submit")
     label = next(b["label"]["text"] for b in message["blocks"] if b.get("type") == "input" and "Plan" in json.dumps(b))
     payload = block_actions_payload(
@@ -191,10 +191,9 @@ def test_ask_human_takes_a_number_and_a_yes_no_and_returns_them_typed(
     }
 
     def submit() -> None:
-        question = stack.wait_for(
+        message = stack.wait_for(
             "the typed question", lambda: next((m for m in stack.ws.messages(CHANNEL) if about in json.dumps(m)), None)
         )
-        message = stack.wait_open(question)
         labels = {b["block_id"].split("|")[-1]: b["label"]["text"] for b in message["blocks"] if b["type"] == "input"}
         block, button = find_element(message["blocks"], "parley_submit")
         state = form_state(message["blocks"], {labels["replicas"]: "3", labels["go"]: "Yes"})
@@ -274,7 +273,7 @@ def test_stdio_questions_carry_the_origin_and_outlive_the_process(stack: SlackSt
 
 def open_form(stack: SlackStack, topic: str, user: str) -> Callable[[dict[str, str]], dict[str, Any]]:
     """`user` opens the question's form; returns how to submit it with fills, as Slack sends it, to bolt's reply."""
-    message = stack.wait_open(posted(stack, topic))
+    message = posted(stack, topic)
     block, button = find_element(message["blocks"], "parley_open_form")
     mark = stack.mark()
     click = block_actions_payload(
