@@ -82,6 +82,8 @@ def _nested(depth: int) -> dict[str, object]:
             {"request": {**REQUEST, "escalate_after": 90 * 86400 + 1, "escalate_to": ["U2B"]}, "channel": "C1A"},
             ["request", "escalate_after"],
         ),
+        ({"request": {**REQUEST, "expires_in": True}, "channel": "C1A"}, ["request", "expires_in"]),  # not 1 s
+        ({"request": {**REQUEST, "assignees": ["U2B", "U3C"]}, "channel": "C1A", "quorum": True}, ["quorum"]),
         ({"request": REQUEST, "channel": "C1A", "metadata": _nested(3000)}, ["metadata"]),
         ({"request": REQUEST, "channel": "C1A", "context": _nested(300)}, ["context"]),
         *[

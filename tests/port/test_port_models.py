@@ -302,3 +302,19 @@ def test_json_with_extra_fields_is_refused():
     data["items"][0]["colour"] = "red"
     with refused("Extra inputs are not permitted"):
         Request.model_validate(data)
+
+
+@pytest.mark.parametrize("field", ["expires_in", "escalate_after", "last_call"])
+@pytest.mark.parametrize("yes_no", [True, False])
+def test_a_yes_no_is_not_a_number_of_seconds(field: str, yes_no: bool) -> None:
+    """pydantic reads `true` as 1: `"expires_in": true` asked a question that expired in a second."""
+    fields = {"reason": "Ship?", "items": [{"id": "go", "text": "Go", "type": "boolean"}], "expires_in": 7200}
+    fields["escalate_to"] = ["U0BOB"] if field == "escalate_after" else []
+    with pytest.raises(ValidationError, match=rf"{field}\n.*not true or false"):
+        Request.model_validate({**fields, field: yes_no})
+    assert getattr(Request.model_validate({**fields, field: 600.0}), field) == 600  # a whole float still is one
+
+
+def test_a_yes_no_is_not_a_length() -> None:
+    with pytest.raises(ValidationError, match=r"max_length\n.*not true or false"):
+        Item.model_validate({"id": "note", "text": "Note", "type": "free_text", "max_length": True})

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     Field,
     StrictFloat,
     StrictInt,
@@ -57,6 +58,17 @@ STORED = {"stored": True}
 """The validation context of a request read back from the store: limits added since it was written do
 not make it unreadable (a question asked with a longer delay before `DELAY_MAX` still closes)."""
 _DELAY = Field(gt=0, description="seconds, at most 90 days", json_schema_extra={"maximum": DELAY_MAX})
+
+
+def _not_yes_no(value: Any) -> Any:
+    """Refuse `true` or `false` where a count is due: pydantic would read them as 1 and 0."""
+    if isinstance(value, bool):
+        raise ValueError("a whole number is due here, not true or false")
+    return value
+
+
+COUNT = BeforeValidator(_not_yes_no)
+"""For a field of seconds, characters or people: `"expires_in": true` is refused, not read as 1 s."""
 LAST_CALL_DEFAULT = 15 * 60
 """The last call's lead, in seconds, for a question longer than `LAST_CALL_FROM` that names none."""
 LAST_CALL_FROM = 3600
@@ -104,9 +116,9 @@ class Item(_Strict):
     required: bool = True
     default: AnswerValue = None
     multiline: bool = False
-    max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
+    max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX), COUNT] = None
     placeholder: Annotated[str | None, Field(max_length=PLACEHOLDER_MAX), AfterValidator(fits(PLACEHOLDER_MAX))] = None
-    min_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX)] = None
+    min_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX), COUNT] = None
     pattern: Annotated[str | None, Field(min_length=1, max_length=PATTERN_MAX)] = None
     """A regular expression the whole free-text answer must match."""
     pattern_hint: Annotated[
@@ -244,13 +256,13 @@ class Request(_Strict):
     reason: Annotated[str, Field(min_length=1, max_length=REASON_MAX), AfterValidator(fits(REASON_MAX))]
     items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
     assignees: list[str] = Field(default_factory=list)
-    expires_in: Annotated[int | None, _DELAY] = None
+    expires_in: Annotated[int | None, _DELAY, COUNT] = None
     on_expiry: OnExpiry = OnExpiry.FAIL
     show_answers: bool = False  # `ask_each`: the shared message shows what each person answered, not only who
-    escalate_after: Annotated[int | None, _DELAY] = None
+    escalate_after: Annotated[int | None, _DELAY, COUNT] = None
     """Seconds after which, still unanswered, the question is also put to `escalate_to`."""
     escalate_to: list[str] = Field(default_factory=list)
-    last_call: Annotated[int | None, Field(ge=0, description="seconds before expiry; 0: none")] = None
+    last_call: Annotated[int | None, Field(ge=0, description="seconds before expiry; 0: none"), COUNT] = None
     """Seconds before expiry of a last reminder; None: 15 minutes when `expires_in` is over an hour."""
     claim: bool = False
     """A Claim button: the first person to click it is the only one who may answer, until released."""

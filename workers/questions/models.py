@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from workers.interaction import AnswerValue, ContextChange, ContextError, Decision, FormError, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.context import DEPTH_MAX, canonical, too_deep
+from workers.interaction.models import COUNT
 from workers.runtime.arg_schema import problems
 
 METADATA_MAX = 4096  # bytes of compact JSON
@@ -84,6 +85,7 @@ class QuestionCreate(_Body):
     quorum: Annotated[
         int | None,
         Field(ge=1, description="ask each assignee separately; the question is answered when this many answered"),
+        COUNT,
     ] = None
 
     @field_validator("callback_url")
