@@ -211,8 +211,10 @@ def texts(blocks: list[dict[str, Any]]) -> str:
 
 def _state(store: RunStore, message: dict[str, Any]) -> InterruptState | None:
     """The state of the question `message` carries in its metadata; None for any other message."""
-    payload = (message.get("metadata") or {}).get("event_payload") or {}
-    interrupt = store.interrupt(payload["interrupt_id"]) if payload.get("interrupt_id") else None
+    metadata = message.get("metadata")
+    payload = metadata.get("event_payload") if isinstance(metadata, dict) else None
+    iid = payload.get("interrupt_id") if isinstance(payload, dict) else None
+    interrupt = store.interrupt(iid) if isinstance(iid, str) and iid else None
     return interrupt.state if interrupt is not None else None
 
 
