@@ -11,7 +11,7 @@ from typing import Any
 
 from slack_bolt import BoltContext
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.deps import BotDeps
 from bot.slack import blocks
@@ -76,14 +76,24 @@ def publish_home(
 ) -> None:
     """Publish `user`'s Home tab.
 
-    Admins see page `page` of the paused runs, of the tab's workspace.
+    Admins see page `page` of the paused runs, of the tab's workspace. A tab Slack refuses is
+    logged with whose it was; the person sees the tab as it last was, and opening it tries again.
     """
     view = blocks.home_view(
         waiting=waiting_entries(deps, client, user, context),
         admin=admin_section(deps, page, context) if deps.is_admin(user, context) else None,
         away=_away(deps, user, context),
     )
-    client.views_publish(user_id=user, view=view)
+    try:
+        client.views_publish(user_id=user, view=view)
+    except SlackApiError as exc:
+        log.warning("home tab not published", user=user, team=_team(context), error=exc.response.get("error"))
+    except (SlackClientError, OSError) as exc:
+        log.warning("home tab not published", user=user, team=_team(context), error=repr(exc))
+
+
+def _team(context: BoltContext | None) -> str:
+    return str(context.team_id or "") if context is not None else ""
 
 
 def _away(deps: BotDeps, user: str, context: BoltContext | None) -> Away | None:

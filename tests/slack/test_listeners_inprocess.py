@@ -8,6 +8,7 @@ Web API stand-in.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -350,6 +351,18 @@ def test_app_home_opened_publishes_waiting_questions_and_admin_runs(bot: Bot) ->
         "parley_admin_remind",
         "parley_inspect",
     ]
+
+
+def test_a_home_tab_slack_refuses_is_logged_as_whose_it_was(bot: Bot, caplog: pytest.LogCaptureFixture) -> None:
+    """bolt logged an error without the person (a traceback from its lazy listener); now a warning names them."""
+    caplog.set_level(logging.WARNING)
+    bot.ws.faults.fail_next("views.publish", status=200, error="invalid_blocks")
+    assert bot.event(app_home_opened_event("U0CAROL")).status == 200
+    bot.wait_call("views.publish", lambda c: c["args"].get("user_id") == "U0CAROL")
+    bot.settle()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    [told] = [r for r in caplog.records if r.getMessage() == "home tab not published"]
+    assert (told.ctx["user"], told.ctx["error"]) == ("U0CAROL", "invalid_blocks")
 
 
 def test_admin_cancel_from_the_home_tab_and_a_non_admin_refused(bot: Bot) -> None:
