@@ -3,11 +3,15 @@ patterns matched by RE2 or left out, and schemas refused rather than half-used."
 
 from __future__ import annotations
 
-import http.server
 import threading
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
+from bot.playground import LoopbackServer
 from workers.interaction import Answer
 from workers.interaction.approval import approval_answers, approval_request
 from workers.runtime.arg_schema import SchemaUnusable, edit_problems, problems
@@ -75,27 +79,13 @@ def test_a_ref_to_another_url_is_never_fetched() -> None:
     Parley GET an address inside its network. It cannot be followed instead, and nothing is asked."""
     asked: list[str] = []
 
-    class Schemas(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            asked.append(self.path)
-            body = b'{"type": "integer"}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/schema+json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    async def schema(request: Request) -> JSONResponse:
+        asked.append(request.url.path)
+        return JSONResponse({"type": "integer"}, media_type="application/schema+json")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Schemas) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/s.json"
-        try:
-            with pytest.raises(SchemaUnusable, match="cannot be followed"):
-                problems({"properties": {"x": {"$ref": url}}}, {"x": "one"})
-        finally:
-            server.shutdown()
+    server = LoopbackServer(Starlette(routes=[Route("/s.json", schema)]))
+    with server, pytest.raises(SchemaUnusable, match="cannot be followed"):
+        problems({"properties": {"x": {"$ref": server.url + "/s.json"}}}, {"x": "one"})
     assert asked == []
     metaschema = {"$ref": "https://json-schema.org/draft/2020-12/schema"}  # known to jsonschema: followed
     assert problems(metaschema, {"type": 1}) != {}
