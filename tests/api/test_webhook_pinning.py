@@ -145,3 +145,48 @@ def test_a_delivery_thread_keeps_its_connection_to_a_destination_and_a_client_pe
         for n in range(webhook_client.KEPT):
             webhook_client.client(f"https://127.0.0.1:{n + 2}", "", context)
         assert first.is_closed  # the least recently used, past the bound
+
+
+class _Flooding(BaseHTTPRequestHandler):
+    """Answers 200 with a 64 MiB body, noting how much of it the client took before closing."""
+
+    protocol_version = "HTTP/1.1"
+    size = 64 * 1024 * 1024
+    sent: list[int] = []
+    chunked = False
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.send_response(200)
+        if _Flooding.chunked:
+            self.send_header("transfer-encoding", "chunked")
+        else:
+            self.send_header("content-length", str(_Flooding.size))
+        self.end_headers()
+        chunk, sent = b"x" * 65536, 0
+        try:
+            while sent < _Flooding.size:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if _Flooding.chunked else chunk)
+                sent += len(chunk)
+            if _Flooding.chunked:
+                self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+        _Flooding.sent.append(sent)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_receiver_answering_with_a_flood_is_read_only_to_a_small_cap(chunked: bool) -> None:
+    """A receiver is the caller's: its answer's body is never needed, so it never fills the worker's memory."""
+    _Flooding.sent, _Flooding.chunked = [], chunked
+    with serving(_Flooding) as port:
+        resp = post(f"http://flood.parley.invalid:{port}/in", "127.0.0.1", content="{}", headers={}, timeout=10)
+        assert resp.status_code == 200  # delivered: the status is all an attempt reads
+        deadline = time.monotonic() + 15
+        while not _Flooding.sent and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert _Flooding.sent and _Flooding.sent[0] < _Flooding.size // 4  # cut off: kernel buffers, not the body

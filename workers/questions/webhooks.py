@@ -10,14 +10,15 @@ or the deadline raises. RQ then tries again after the next interval. The last fa
 recorded as `failed` on the question. Each attempt checks the destination again and connects to
 the address checked (`destinations.pinned`).
 
-An attempt has one deadline for all of it: connecting, sending, the answer (`webhook_timeout`).
-It has 2 s to connect. A token has at most `webhook_per_token` deliveries queued or running at
-once. That is RQ's `RateLimit`: the rest wait in order, off the queue, until one ends. So one
-token's backlog never stands in front of another's. At most a few attempts are in flight per
-host (`InFlight`). A delivery over that cap is put back a moment without using an attempt. A
-host that keeps timing out opens its circuit (`Circuits`). Attempts to it then fail at once
-until the cooldown ends. The question's `webhook` shows the circuit's state as its last attempt
-saw it.
+An attempt has one deadline for all of it: connecting, sending, the answer (`webhook_timeout`). It
+has 2 s to connect. Of the answer only the status counts, and at most `ANSWER_READ` bytes of its
+body are read: a receiver is the caller's, and may answer with gigabytes. A token has at most
+`webhook_per_token` deliveries queued or running at once. That is RQ's `RateLimit`: the rest wait
+in order, off the queue, until one ends. So one token's backlog never stands in front of another's.
+At most a few attempts are in flight per host (`InFlight`). A delivery over that cap is put back a
+moment without using an attempt. A host that keeps timing out opens its circuit (`Circuits`).
+Attempts to it then fail at once until the cooldown ends. The question's `webhook` shows the
+circuit's state as its last attempt saw it.
 
 Signing is the spec's three lines of HMAC-SHA256, with stdlib `hmac`. It is not taken from the
 `standardwebhooks` package. The tests verify with that package. So they check Parley against an
@@ -87,6 +88,10 @@ class CircuitOpen(QuestionError):
     """The destination host's circuit is open: the attempt is not made."""
 
 
+ANSWER_READ = 64 * 1024
+"""Bytes of a receiver's answer read at most: enough to keep a connection after a usual answer."""
+
+
 def post(
     url: str,
     address: str | None,
@@ -100,7 +105,9 @@ def post(
 
     Redirects are not followed. A receiver answering slowly, or one byte at a time, is cut off at
     the deadline. httpx's own timeouts apply to each read, not to the whole. The thread's kept
-    loop and client send it (`webhook_client`).
+    loop and client send it (`webhook_client`). The answer's body is read raw (never decoded) up
+    to `ANSWER_READ` bytes, so a short one keeps the connection; past that it is closed unread.
+    The response returned has its status and headers, and no body.
     """
     target, host_header, extensions = pinned(url, address)
     origin = httpx.URL(target)
@@ -110,9 +117,20 @@ def post(
 
     async def attempt() -> httpx.Response:
         async with asyncio.timeout(timeout):
-            return await kept.post(
-                target, content=content, headers={**headers, **host_header}, extensions=extensions, timeout=limits
+            sent = {**headers, **host_header}
+            request = kept.build_request(
+                "POST", target, content=content, headers=sent, extensions=extensions, timeout=limits
             )
+            resp = await kept.send(request, stream=True)
+            try:
+                read = 0
+                async for chunk in resp.aiter_raw():
+                    read += len(chunk)
+                    if read > ANSWER_READ:
+                        break  # closing the response unread drops its connection
+            finally:
+                await resp.aclose()
+            return resp
 
     try:
         return webhook_client.run(attempt)
