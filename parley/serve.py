@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute
 from bot.app import create_app
 from bot.asgi import make_asgi
 from bot.deps import BotDeps
+from bot.http_heads import HeadLimits
 from bot.mcp.events import RedisEventStore
 from bot.mcp.gateway.http import gateway_route
 from bot.mcp.http import mcp_route
@@ -197,7 +198,7 @@ def _metrics_stop() -> None:
 
 
 def run_asgi(app: Any, host: str, port: int, workers: int = 1) -> None:
-    """uvicorn, quiet.
+    """uvicorn, quiet, its request heads capped and read under a deadline (`HeadLimits`).
 
     With `workers` > 1, `app` is the import string of a factory.
     """
@@ -205,6 +206,7 @@ def run_asgi(app: Any, host: str, port: int, workers: int = 1) -> None:
         app,
         host=host,
         port=port,
+        http=HeadLimits,
         workers=workers if workers > 1 else None,
         factory=isinstance(app, str),
         log_level="warning",

@@ -23,6 +23,7 @@ from slack_payloads import EVENTS_PATH, FORM, block_actions_payload, interaction
 from slack_stack import SlackStack
 
 from bot.body_limits import API_BODY_MAX, BODY_DEADLINE, MCP_BODY_MAX, SLACK_BODY_MAX
+from bot.http_heads import HEAD_DEADLINE, HEAD_MAX
 
 pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1, extra_env={"PARLEY_API_RATE_LIMIT": "100000"})]
 
@@ -196,3 +197,70 @@ def test_mcp_has_its_cap_too(stack: SlackStack, token: Token) -> None:
     assert status_and_body(exchange(stack, declared))[0] == 413
     request = head(stack, "/mcp", "Transfer-Encoding: chunked", "Content-Type: application/json", *auth)
     assert status_and_body(exchange(stack, request, chunked(MCP_BODY_MAX + 1)))[0] == 413
+
+
+# ---- request heads -------------------------------------------------------------------------
+def test_a_head_over_its_cap_is_refused_with_431_before_the_app_sees_it(stack: SlackStack) -> None:
+    quiet = create_token(stack, "heads")
+    auth = [f"{k}: {v}" for k, v in quiet.auth.items()]
+    body = json.dumps({"request": approval("Asked with a head too big?"), "channel": CHANNEL}).encode()
+    request = head(stack, "/api/v1/questions", "Content-Type: application/json", f"Content-Length: {len(body)}", *auth)
+    padding = (f"X-Pad-{n}: {'a' * 1000}\r\n".encode() for n in range(1000))  # past the cap and a read
+    raw = exchange(stack, request[:-2], [*padding, b"\r\n" + body])
+    assert raw.startswith(b"HTTP/1.1 431 ") and b"connection: close" in raw, raw[:300]
+    assert f"headers over {HEAD_MAX} bytes".encode() in raw
+    assert stack.http is not None
+    listed = stack.http.get("/api/v1/questions", headers=quiet.auth).json()
+    assert listed["questions"] == []  # the app never saw it: nothing asked
+    assert stack.http.get("/healthz").status_code == 200
+
+
+async def slow_head(port: int, kind: str) -> tuple[float, bytes]:
+    """One client whose request head never ends: silent, dripping, or dripping on a kept connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+    if kind == "kept":  # a first request answered, then the next head drips
+        writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        first = await reader.readuntil(b"\r\n0\r\n\r\n")  # /healthz answers "ok", chunked
+        assert first.startswith(b"HTTP/1.1 200 "), first
+        started = time.monotonic()
+
+    async def dripping() -> None:
+        if kind == "silent":
+            return
+        writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        while True:
+            writer.write(b"X-Drip: 1\r\n")
+            await writer.drain()
+            await asyncio.sleep(1)
+
+    async def answer() -> bytes:
+        got = b""
+        try:
+            while data := await reader.read(65536):
+                got += data
+        except ConnectionError:
+            pass
+        return got
+
+    sender = asyncio.create_task(dripping())
+    try:
+        got = await asyncio.wait_for(answer(), timeout=HEAD_DEADLINE + 20)
+    except TimeoutError:
+        got = b"still open"
+    finally:
+        sender.cancel()
+        writer.close()
+    return time.monotonic() - started, got
+
+
+def test_heads_not_complete_in_time_are_refused_with_408_and_closed(stack: SlackStack) -> None:
+    async def scenario() -> list[tuple[str, float, bytes]]:
+        kinds = ["silent", "dripping", "kept"] * 10
+        ended = await asyncio.gather(*(slow_head(stack.port, kind) for kind in kinds))
+        return [(kind, took, got) for kind, (took, got) in zip(kinds, ended, strict=True)]
+
+    for kind, took, got in asyncio.run(scenario()):
+        assert got.startswith(b"HTTP/1.1 408 "), (kind, got[:200])
+        assert took < HEAD_DEADLINE + 10, (kind, took)  # cut off at the deadline, not when the client tires
+    assert stack.http is not None and stack.http.get("/healthz").status_code == 200
