@@ -28,13 +28,11 @@ from typing import Any
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
-    AuthorizationContext,
     BearerAuthBackend,
     RequireAuthMiddleware,
 )
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -48,6 +46,7 @@ from bot.mcp.events import RedisEventStore
 from bot.mcp.rebinding import LOOPBACK_HOSTS, transport_security
 from bot.mcp.rules import RulesConfig
 from bot.mcp.server import build_server
+from bot.mcp.sessions import ResumableSessions
 from workers.questions import Caller, QuestionService
 from workers.questions import tokens as tokens_mod
 from workers.questions.models import TokenScope
@@ -139,25 +138,6 @@ def token_caller(ctx: ServerRequestContext[Any]) -> Caller:
     return replace(caller, via="mcp")
 
 
-class ResumableSessions(StreamableHTTPSessionManager):
-    """The SDK's stateful session manager, each transport with its own event store view.
-
-    The SDK names a response stream by its request's id, which each session numbers anew. So one
-    store shared by every session would mix their streams. Scoped per session, a `Last-Event-ID` can
-    replay only its own session's events. The manager already refuses a session to any other token.
-    """
-
-    def __init__(self, app: Any, events: RedisEventStore, security: TransportSecuritySettings) -> None:
-        super().__init__(app=app, security_settings=security, retry_interval=RETRY_MS)
-        self.events = events
-
-    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
-        transport = super()._admit_session(requestor)
-        if transport is not None and transport.mcp_session_id is not None:
-            transport._event_store = self.events.for_session(transport.mcp_session_id)
-        return transport
-
-
 def mcp_route(
     service: QuestionService,
     security: TransportSecuritySettings | None = None,
@@ -176,7 +156,7 @@ def mcp_route(
     server = build_server(service, token_caller, rules)
     manager: StreamableHTTPSessionManager
     if events is not None:
-        manager = ResumableSessions(server, events, security)
+        manager = ResumableSessions(server, events, security, RETRY_MS)
     else:
         manager = StreamableHTTPSessionManager(app=server, stateless=True, security_settings=security)
     return Route(PATH, endpoint=ProblemResponses(behind_tokens(manager, service))), manager

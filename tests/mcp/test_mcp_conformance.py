@@ -33,6 +33,7 @@ from slack_payloads import block_actions_payload, view_submission_payload
 from slack_stack import SlackStack, free_port
 from test_mcp_system import CHANNEL, TRANSPORTS, click_submit, over_http, posted, questions, result_of
 
+from bot.mcp.sessions import SESSIONS_PER_TOKEN
 from parley.client import Parley
 
 pytestmark = [pytest.mark.system, pytest.mark.stack()]
@@ -330,6 +331,29 @@ def test_an_event_id_of_another_session_replays_nothing(stack: SlackStack, token
     finally:
         other.close()
     assert answer_of(raw.resume(priming["id"], 3), 3)["status"] == "waiting"
+
+
+def test_a_token_holds_a_bounded_number_of_sessions_and_never_another_tokens(stack: SlackStack) -> None:
+    """The SDK caps sessions for the whole process: one token filling them refused every other client."""
+    greedy, other = (create_token(stack, f"sessions-{n}", rate_limit=10_000) for n in ("greedy", "other"))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL,
+            "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+    accept = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{stack.port}", headers=accept, timeout=30) as http:
+        opened = [http.post("/mcp", json=init, headers=greedy.auth) for _ in range(SESSIONS_PER_TOKEN)]
+        assert {r.status_code for r in opened} == {200}
+        refused = http.post("/mcp", json=init, headers=greedy.auth)
+        assert refused.status_code == 429 and refused.headers["content-type"] == "application/problem+json"
+        assert f"{SESSIONS_PER_TOKEN} MCP sessions open" in refused.json()["detail"], refused.text
+        theirs = http.post("/mcp", json=init, headers=other.auth)
+        assert theirs.status_code == 200 and theirs.headers["mcp-session-id"]  # another token is not held up
+        ended = http.delete("/mcp", headers={**greedy.auth, "Mcp-Session-Id": opened[0].headers["mcp-session-id"]})
+        assert ended.status_code == 200, ended.text
+        again = http.post("/mcp", json=init, headers=greedy.auth)
+        assert again.status_code == 200, again.text  # a session ended frees its place
+        for resp in [*opened[1:], theirs, again]:
+            owner = other if resp is theirs else greedy
+            http.delete("/mcp", headers={**owner.auth, "Mcp-Session-Id": resp.headers["mcp-session-id"]})
 
 
 def test_several_server_processes_serve_mcp_stateless(stack: SlackStack, token: Token) -> None:
