@@ -315,3 +315,42 @@ def test_the_deploy_agent_binds_its_approval_to_the_release_it_reads_live(r: Red
     assert host.said == [
         (run_id, "The facts changed after an earlier answer; this one was given on billing v2.0.1 to staging.")
     ]
+
+
+@agent("t-approve-schema")
+def approve_schema_agent(run: Any, text: str) -> str:
+    """Proposes `FACTS`' args for approval, typed by the schema `FACTS` holds."""
+    facts = FACTS[run.run_id]
+    decision = run.approve("Scale api", facts["args"], schema=facts["schema"], key="scale")
+    return f"{decision.args['replicas']}"
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ({"$ref": "http://127.0.0.1:9/schema.json"}, "has a $ref that cannot be followed"),
+        ({"$ref": "#"}, "refers to itself without end"),
+        ({"type": "object", "properties": {"replicas": {"type": 7}}}, "is not valid JSON Schema"),
+    ],
+    ids=["remote-ref", "ref-loop", "not-a-schema"],
+)
+def test_an_approval_schema_no_edit_could_be_checked_against_fails_the_run_before_asking(
+    r: Redis, tmp_path: Path, schema: dict[str, Any], says: str
+) -> None:
+    """As the API refuses such an approval (422): its edits would otherwise pass unchecked."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = _start(rt, "t-approve-schema", {"args": {"replicas": 3}, "schema": schema})
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.FAILED and says in record.error, record.error  # at once: no retry
+    assert history_events(rt, run_id, "retry") == []
+    assert host.questions == [] and record.interrupt == ""
+
+
+def test_an_approval_schema_that_can_be_checked_is_asked(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    schema = {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1}}, "required": ["replicas"]}
+    run_id = _start(rt, "t-approve-schema", {"args": {"replicas": 3}, "schema": schema})
+    q1 = paused(rt, run_id)
+    accept(rt, q1, "U1", approved(rt, q1, [Answer(id="replicas", number=2)]))
+    work(rt)
+    assert rt.store.get(run_id).result == "2"

@@ -15,6 +15,7 @@ from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import ContextError, FormError, QuestionExpired
 from workers.logs import Log
+from workers.runtime.arg_schema import SchemaUnusable
 from workers.runtime.ask_group import show_closed_group
 from workers.runtime.execution import Execution
 from workers.runtime.lease import LeaseKeeper
@@ -69,7 +70,7 @@ def _replay(runtime: Runtime, run: Execution) -> str:
         reason = f"expired: {exc}"
         run.once(names.FINAL, lambda: host.failed(record, reason), ends_run=True)
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
-    except (AgentError, UnknownAgent, ContextError, FormError) as exc:  # no retry would fix these
+    except (AgentError, UnknownAgent, ContextError, FormError, SchemaUnusable) as exc:  # no retry would fix these
         return _fail(runtime, run, str(exc))
     except Exception as exc:
         return _retry_or_fail(runtime, run, exc)

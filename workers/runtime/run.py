@@ -23,6 +23,7 @@ from workers.interaction import AnswerValue, Context, Decision, Request
 from workers.interaction.approval import approval_request, decision_of
 from workers.interaction.forms import form_request, form_result
 from workers.runtime import ask_each, ask_group, ask_one
+from workers.runtime.arg_schema import problems
 from workers.runtime.execution import Execution
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord
@@ -124,9 +125,12 @@ class Run:
         `ask`'s `context` binds an answer. Proposed args that differ on replay void it. It is then asked
         again, showing old → new. An edited approval is bound to the edited args too. So an agent
         proposing what was approved is not asked again. `schema` (JSON Schema or a pydantic model) types
-        the editable args. Without it, their types are inferred from the values.
+        the editable args. Without it, their types are inferred from the values. A schema no edit could
+        be checked against fails the run before anything is asked (`SchemaUnusable`).
         """
         request = approval_request(action, args, schema=schema, editable=editable, **request_options)
+        if request.approval is not None and request.approval.input_schema is not None:
+            problems(request.approval.input_schema, args)  # SchemaUnusable, as the API's approvals
         key = key or self._execution.keys.next_key()  # the key `ask` would give it
         values = self.ask(request, key=key, context=args)
         answered = self._answered.get(key)
