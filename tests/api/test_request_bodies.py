@@ -111,10 +111,21 @@ async def drip(port: int, started: list[float], ended: list[tuple[float, bytes]]
         "Content-Length: 1000000\r\n\r\n".encode()
     )
     started.append(time.monotonic())
+    answer = await dripped_until_closed(reader, writer, b"a", BODY_DEADLINE + 20)
+    ended.append((time.monotonic(), answer))  # when it closed
+
+
+async def dripped_until_closed(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, drop: bytes, limit: float
+) -> bytes:
+    """Send `drop` each second (nothing if empty) and return what the server answers until it closes.
+
+    After `limit` seconds the answer is `b"still open"`.
+    """
 
     async def dripping() -> None:
-        while True:
-            writer.write(b"a")
+        while drop:
+            writer.write(drop)
             await writer.drain()
             await asyncio.sleep(1)
 
@@ -129,9 +140,9 @@ async def drip(port: int, started: list[float], ended: list[tuple[float, bytes]]
 
     sender = asyncio.create_task(dripping())
     try:
-        ended.append((time.monotonic(), await asyncio.wait_for(answer(), timeout=BODY_DEADLINE + 20)))
+        return await asyncio.wait_for(answer(), timeout=limit)
     except TimeoutError:
-        ended.append((time.monotonic(), b"still open"))
+        return b"still open"
     finally:
         sender.cancel()
         writer.close()
@@ -225,32 +236,9 @@ async def slow_head(port: int, kind: str) -> tuple[float, bytes]:
         assert first.startswith(b"HTTP/1.1 200 "), first
         started = time.monotonic()
 
-    async def dripping() -> None:
-        if kind == "silent":
-            return
+    if kind != "silent":
         writer.write(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
-        while True:
-            writer.write(b"X-Drip: 1\r\n")
-            await writer.drain()
-            await asyncio.sleep(1)
-
-    async def answer() -> bytes:
-        got = b""
-        try:
-            while data := await reader.read(65536):
-                got += data
-        except ConnectionError:
-            pass
-        return got
-
-    sender = asyncio.create_task(dripping())
-    try:
-        got = await asyncio.wait_for(answer(), timeout=HEAD_DEADLINE + 20)
-    except TimeoutError:
-        got = b"still open"
-    finally:
-        sender.cancel()
-        writer.close()
+    got = await dripped_until_closed(reader, writer, b"" if kind == "silent" else b"X-Drip: 1\r\n", HEAD_DEADLINE + 20)
     return time.monotonic() - started, got
 
 
