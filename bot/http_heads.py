@@ -8,8 +8,9 @@ hold every file descriptor `parley serve` has. uvicorn has no setting for either
 `HeadLimits` is its httptools protocol with both added. A head still not complete after
 `HEAD_MAX` bytes gets 431, and one not complete within `HEAD_DEADLINE` seconds gets 408. Both
 close the connection. Bytes are counted per read: a head may pass the cap by one (256 KiB). The
-clock starts at the connection, or at the first byte of the next request on a kept one.
-Between requests uvicorn's own keep-alive timeout applies.
+clock starts at the connection, or at the first read that leaves a head incomplete on a kept
+one. Between requests uvicorn's own keep-alive timeout applies, so a head one read completes
+costs no timer.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 HEAD_MAX = 64 * 1024
 """Bytes a request's line and headers may take; Slack's and browsers' take a few kilobytes."""
 HEAD_DEADLINE = 10.0
-"""Seconds from a connection, or a request's first byte, to the end of its headers."""
+"""Seconds from a connection, or from a kept one's first byte of a head, to the head's end."""
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,6 @@ class HeadLimits(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self.awaiting_head and self.head_timer is None and not self._answering():
-            self.head_timer = self.loop.call_later(HEAD_DEADLINE, self._head_late)
         heads = self.heads
         super().data_received(data)
         if self.heads != heads or not self.awaiting_head or self.transport.is_closing():
@@ -56,6 +55,8 @@ class HeadLimits(HttpToolsProtocol):
         self.head_bytes += len(data)
         if self.head_bytes > HEAD_MAX:
             self._refuse(431, "Request Header Fields Too Large", f"headers over {HEAD_MAX} bytes")
+        elif self.head_timer is None:  # only a head one read did not complete is timed
+            self.head_timer = self.loop.call_later(HEAD_DEADLINE, self._head_late)
 
     def on_headers_complete(self) -> None:
         self.heads += 1
@@ -65,15 +66,7 @@ class HeadLimits(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self.awaiting_head, self.head_bytes = True, 0  # the next head's clock starts at its first byte
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self.awaiting_head and self.head_bytes and self.head_timer is None:  # a head sent while we answered
-            self.head_timer = self.loop.call_later(HEAD_DEADLINE, self._head_late)
-
-    def _answering(self) -> bool:
-        return self.cycle is not None and not self.cycle.response_complete
+        self.awaiting_head, self.head_bytes = True, 0
 
     def _stop_clock(self) -> None:
         if self.head_timer is not None:
@@ -82,7 +75,8 @@ class HeadLimits(HttpToolsProtocol):
 
     def _head_late(self) -> None:
         self.head_timer = None
-        if self.awaiting_head and not self._answering() and not self.transport.is_closing():
+        answering = self.cycle is not None and not self.cycle.response_complete  # then keep-alive times it
+        if self.awaiting_head and not answering and not self.transport.is_closing():
             self._refuse(408, "Request Timeout", f"headers not complete within {HEAD_DEADLINE:g} s")
 
     def _refuse(self, status: int, phrase: str, detail: str) -> None:
