@@ -73,21 +73,28 @@ class HeadLimits(HttpToolsProtocol):
             self.head_timer.cancel()
             self.head_timer = None
 
+    def _answering(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
+
     def _head_late(self) -> None:
         self.head_timer = None
-        answering = self.cycle is not None and not self.cycle.response_complete  # then keep-alive times it
-        if self.awaiting_head and not answering and not self.transport.is_closing():
+        if self.awaiting_head and not self._answering() and not self.transport.is_closing():
             self._refuse(408, "Request Timeout", f"headers not complete within {HEAD_DEADLINE:g} s")
+        # while an answer is still being sent, uvicorn's keep-alive timeout follows it
 
     def _refuse(self, status: int, phrase: str, detail: str) -> None:
-        """Answer `status` in plain text and close; the app never saw this request."""
+        """Answer `status` in plain text and close; the app never saw this request.
+
+        A head sent while an earlier request is still being answered only closes the connection.
+        """
         self._stop_clock()
         self.awaiting_head = False
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "unknown"
         log.debug("request refused before the app: %s", detail, extra={"client": client, "status": status})
-        body = detail.encode()
-        self.transport.write(
-            b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
-            b"connection: close\r\n\r\n%s" % (status, phrase.encode(), len(body), body)
-        )
+        if not self._answering():
+            body = detail.encode()
+            self.transport.write(
+                b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n%s" % (status, phrase.encode(), len(body), body)
+            )
         self.transport.close()

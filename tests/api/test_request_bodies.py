@@ -252,3 +252,15 @@ def test_heads_not_complete_in_time_are_refused_with_408_and_closed(stack: Slack
         assert got.startswith(b"HTTP/1.1 408 "), (kind, got[:200])
         assert took < HEAD_DEADLINE + 10, (kind, took)  # cut off at the deadline, not when the client tires
     assert stack.http is not None and stack.http.get("/healthz").status_code == 200
+
+
+def test_a_head_too_big_behind_a_pending_answer_closes_without_answering_in_its_place(
+    stack: SlackStack, token: Token
+) -> None:
+    """HTTP/1.1 answers in order: a 431 written while a long-poll waits would read as the poll's answer."""
+    created = ask(stack, token, "Pipelined behind a long-poll?")
+    auth = "".join(f"{k}: {v}\r\n" for k, v in token.auth.items())
+    poll = f"GET /api/v1/questions/{created['id']}?wait=3 HTTP/1.1\r\nHost: 127.0.0.1:{stack.port}\r\n{auth}\r\n"
+    padding = (f"X-Pad-{n}: {'a' * 1000}\r\n".encode() for n in range(1000))
+    raw = exchange(stack, poll.encode() + b"GET /healthz HTTP/1.1\r\n", padding)
+    assert b" 431 " not in raw, raw[:300]  # closed, the poll unanswered: a client retries it
