@@ -48,10 +48,10 @@ class HeadLimits(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        heads = self.heads
+        heads, counting = self.heads, self.awaiting_head
         super().data_received(data)
-        if self.heads != heads or not self.awaiting_head or self.transport.is_closing():
-            return  # a head ended in this read: what follows it is a body, or the next head's start
+        if not counting or self.heads != heads or not self.awaiting_head or self.transport.is_closing():
+            return  # a body was read, or a head ended: what follows is a body or the next head's start
         self.head_bytes += len(data)
         if self.head_bytes > HEAD_MAX:
             self._refuse(431, "Request Header Fields Too Large", f"headers over {HEAD_MAX} bytes")

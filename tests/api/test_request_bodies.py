@@ -264,3 +264,13 @@ def test_a_head_too_big_behind_a_pending_answer_closes_without_answering_in_its_
     padding = (f"X-Pad-{n}: {'a' * 1000}\r\n".encode() for n in range(1000))
     raw = exchange(stack, poll.encode() + b"GET /healthz HTTP/1.1\r\n", padding)
     assert b" 431 " not in raw, raw[:300]  # closed, the poll unanswered: a client retries it
+
+
+def test_a_body_longer_than_a_head_may_be_is_read_as_a_body(stack: SlackStack, token: Token) -> None:
+    """Only a head counts toward the head's cap, even when its body ends in a long read."""
+    assert stack.http is not None
+    body = b"[" * 300_000 + b"]" * 300_000  # too deep to ask: refused by the app, not the protocol
+    resp = stack.http.post(
+        "/api/v1/questions", content=body, headers={**token.auth, "Content-Type": "application/json"}
+    )
+    assert resp.status_code == 400 and resp.headers["content-type"] == "application/problem+json", resp.text
