@@ -86,10 +86,9 @@ def publish_home(
     )
     try:
         client.views_publish(user_id=user, view=view)
-    except SlackApiError as exc:
-        log.warning("home tab not published", user=user, team=_team(context), error=exc.response.get("error"))
-    except (SlackClientError, OSError) as exc:
-        log.warning("home tab not published", user=user, team=_team(context), error=repr(exc))
+    except (SlackClientError, OSError) as exc:  # SlackApiError is a SlackClientError
+        error = exc.response.get("error") if isinstance(exc, SlackApiError) else repr(exc)
+        log.warning("home tab not published", user=user, team=_team(context), error=error)
 
 
 def _team(context: BoltContext | None) -> str:

@@ -11,7 +11,6 @@ refused. So a token holds at most `SESSIONS_PER_TOKEN`; past it, opening another
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext, authorization_context
@@ -38,13 +37,16 @@ class ResumableSessions(StreamableHTTPSessionManager):
     def __init__(self, app: Any, events: RedisEventStore, security: TransportSecuritySettings, retry_ms: int) -> None:
         super().__init__(app=app, security_settings=security, retry_interval=retry_ms)
         self.events = events
-        self.open_by_owner: Counter[str] = Counter()
+
+    def open_sessions(self, owner: str) -> int:
+        """How many sessions `owner`'s token holds open: the SDK's own record, counted when one opens."""
+        return sum(1 for held in self._session_owners.values() if _owner(held) == owner)
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = scope.get("user")
         owner = _owner(authorization_context(user)) if isinstance(user, AuthenticatedUser) else None
         opening = not any(name.decode("latin-1").lower() == MCP_SESSION_ID_HEADER for name, _ in scope["headers"])
-        if opening and owner is not None and self.open_by_owner[owner] >= SESSIONS_PER_TOKEN:
+        if opening and owner is not None and self.open_sessions(owner) >= SESSIONS_PER_TOKEN:
             idle = int(DEFAULT_SESSION_IDLE_TIMEOUT // 60)
             detail = (
                 f"this token has {SESSIONS_PER_TOKEN} MCP sessions open, the most it may: end one with DELETE,"
@@ -56,20 +58,9 @@ class ResumableSessions(StreamableHTTPSessionManager):
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         owner = _owner(requestor)
-        if owner is not None and self.open_by_owner[owner] >= SESSIONS_PER_TOKEN:
+        if owner is not None and self.open_sessions(owner) >= SESSIONS_PER_TOKEN:
             return None  # opened alongside the one that filled the quota: the SDK's 503
         transport = super()._admit_session(requestor)
         if transport is not None and transport.mcp_session_id is not None:
             transport._event_store = self.events.for_session(transport.mcp_session_id)
-            if owner is not None:
-                self.open_by_owner[owner] += 1
         return transport
-
-    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
-        if session_id in self._server_instances:  # the SDK may discard a session twice
-            owner = _owner(self._session_owners.get(session_id))
-            if owner is not None:
-                self.open_by_owner[owner] -= 1
-                if self.open_by_owner[owner] <= 0:
-                    del self.open_by_owner[owner]
-        await super()._discard_session(session_id, transport)
