@@ -117,7 +117,9 @@ def main() -> None:
     pyspy = shutil.which("py-spy")
     with Stack(url, client, args.parley_tree) as stack:
         stack.start_servers()
-        token = tokens.create(QuestionStore(client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9)
+        token = tokens.create(
+            QuestionStore(client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9, open_questions=10**9
+        )
         api = Api(stack.serve_port, token.token)
         waiting = [api.ask()["id"] for _ in range(OPEN_POLLS)]
         request, total = three_item_request(), ROUNDS * 2 * PER_ROUND + 64

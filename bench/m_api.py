@@ -342,7 +342,9 @@ def _ack_rows(stack: Stack, api: Api, cfg: Config) -> list[Row]:
 
 def measure(stack: Stack, cfg: Config) -> Result:
     flush(stack.client)
-    token = tokens.create(QuestionStore(stack.client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9)
+    token = tokens.create(
+        QuestionStore(stack.client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9, open_questions=10**9
+    )
     api = Api(stack.serve_port, token.token)
     rows = _ask_rows(stack, api, cfg)
     rows += _resume_rows(stack, api, cfg)

@@ -82,7 +82,9 @@ def _per_wait(footprint: dict[str, Any], n: int, what: str) -> float:
 def measure(stack: Stack, cfg: Config) -> Result:
     flush(stack.client)
     n = cfg.pick(200, 1000)
-    token = tokens.create(QuestionStore(stack.client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9)
+    token = tokens.create(
+        QuestionStore(stack.client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9, open_questions=10**9
+    )
     api = Api(stack.serve_port, token.token)
     procs = stack.parley_workers(1, "simple")
     clicks, poster = SubmitClicks(three_item_request()), Poster(stack.serve_port)

@@ -137,7 +137,9 @@ def start_workers(stack: Stack, url: str, client: redis.Redis, n: int) -> list[P
 
 
 def question_bytes(client: redis.Redis, port: int, n: int) -> dict[str, Any]:
-    token = tokens.create(QuestionStore(client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9)
+    token = tokens.create(
+        QuestionStore(client), f"bench-{secrets.token_hex(3)}", ["ask"], rate_limit=10**9, open_questions=10**9
+    )
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token.token}"})
 
     def ask(i: int) -> str:

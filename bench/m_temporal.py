@@ -83,14 +83,20 @@ def measure(stack: Stack, cfg: Config) -> Result:
     argv += ["--headless", "--http-port", str(free_port()), "--metrics-port", str(free_port()), "--log-level", "error"]
     server = stack.start_process("temporal-dev", argv)
     serve_port = free_port()
-    env = {"PARLEY_TEMPORAL_ADDRESS": address, "PARLEY_API_RATE_LIMIT": str(10**9)}
+    env = {
+        "PARLEY_TEMPORAL_ADDRESS": address,
+        "PARLEY_API_RATE_LIMIT": str(10**9),
+        "PARLEY_API_OPEN_QUESTIONS": str(10**9),
+    }
     serve = stack.start_process(
         "parley-serve-temporal", python_argv("-m", "parley.cli", "serve", "--port", str(serve_port)), **env
     )
     worker = stack.start_process("parley-worker-temporal", python_argv("-m", "parley.cli", "worker"), **env)
     loop = Loop()
     name = f"bench-{secrets.token_hex(3)}"
-    token = tokens.create(QuestionStore(stack.client), name, ["ask"], rate_limit=10**9, temporal=["ask-*"])
+    token = tokens.create(
+        QuestionStore(stack.client), name, ["ask"], rate_limit=10**9, open_questions=10**9, temporal=["ask-*"]
+    )
     parley = Parley(f"http://127.0.0.1:{serve_port}", token.token)
     api = httpx.Client(base_url=f"http://127.0.0.1:{serve_port}", headers={"Authorization": f"Bearer {token.token}"})
     request = three_item_request().model_dump(mode="json")

@@ -234,7 +234,7 @@ def profile_ask(stack: Stack, seconds: int) -> dict[str, Path]:
     from workers.store.questions import QuestionStore
 
     flush(stack.client)
-    token = tokens.create(QuestionStore(stack.client), "bench-profile", ["ask"], rate_limit=10**9)
+    token = tokens.create(QuestionStore(stack.client), "bench-profile", ["ask"], rate_limit=10**9, open_questions=10**9)
     api = Api(stack.serve_port, token.token)
     try:
         for _ in range(50):  # warm: imports, connections, scripts

@@ -120,6 +120,7 @@ def question_config(settings: Settings) -> QuestionConfig:
             webhook_per_host=settings.parley_webhook_per_host,
             rate_limit=settings.parley_api_rate_limit,
             rate_window=settings.parley_api_rate_window,
+            open_questions=settings.parley_api_open_questions,
             auth_failures=settings.parley_api_auth_failures,
             temporal=temporal_config(settings),
         )

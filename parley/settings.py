@@ -157,6 +157,7 @@ class Settings(BaseSettings):
     parley_webhook_per_host: int = Field(default=2, ge=1)  # attempts in flight at once per destination host
     parley_api_rate_limit: int = Field(default=120, ge=1)  # requests per token per window
     parley_api_rate_window: int = Field(default=60, ge=1)  # seconds
+    parley_api_open_questions: int = Field(default=1000, ge=1)  # questions a token may have open at once
     parley_api_auth_failures: int = Field(default=20, ge=1)  # bad bearer tokens per client address per window
     parley_mcp_origin: str = Field(default="mcp", min_length=1, max_length=64)  # `parley mcp`'s questions' origin
     parley_mcp_config: str | None = None  # the rules file (a path) of approve_tool_use; with `upstreams`, /mcp/gateway

@@ -26,7 +26,15 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
             print("parley tokens create: with many workspaces (OAuth mode), say which one: --team T…", file=sys.stderr)
             return 2
         scopes = args.scope or ["ask"]
-        new = tokens.create(store, args.name, scopes, args.rate_limit, team=args.team or "", temporal=args.temporal)
+        new = tokens.create(
+            store,
+            args.name,
+            scopes,
+            args.rate_limit,
+            team=args.team or "",
+            temporal=args.temporal,
+            open_questions=args.open_questions,
+        )
         if args.json:
             record = new.record
             shown = {"name": record.name, "scopes": record.scopes, "team": record.team or None}
@@ -46,6 +54,7 @@ def tokens_command(settings: Settings, args: argparse.Namespace) -> int:
         for t in found:
             created = dt.datetime.fromtimestamp(t.created_at).strftime("%Y-%m-%d %H:%M:%S")
             limit = f"  rate limit: {t.rate_limit}/window" if t.rate_limit else ""
+            limit += f"  open questions: {t.open_questions}" if t.open_questions else ""
             team = f"  workspace: {t.team}" if t.team else ""
             temporal = f"  temporal: {','.join(t.temporal)}" if t.temporal else ""
             print(f"{t.name}  scopes: {','.join(t.scopes)}  created {created}{limit}{team}{temporal}")
@@ -65,6 +74,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     create.add_argument("--scope", action="append", choices=["ask", "admin"], help="ask (default) and/or admin")
     create.add_argument(
         "--rate-limit", type=int, default=None, metavar="N", help="requests per window (default PARLEY_API_RATE_LIMIT)"
+    )
+    create.add_argument(
+        "--open-questions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="questions it may have open at once (default PARLEY_API_OPEN_QUESTIONS)",
     )
     create.add_argument(
         "--team", default=None, metavar="T…", help="the workspace its questions are asked in (needed with OAuth)"

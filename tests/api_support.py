@@ -39,15 +39,18 @@ def create_token(
     rate_limit: int | None = None,
     team: str | None = None,
     temporal: tuple[str, ...] = (),
+    open_questions: int | None = None,
 ) -> Token:
-    """`parley tokens create NAME [--scope …] [--team T…] [--temporal GLOB …]`, run as an operator would, and
-    its printed token and secret."""
+    """`parley tokens create NAME [--scope …] [--team T…] [--temporal GLOB …] [--open-questions N]`, run as an
+    operator would, and its printed token and secret."""
     argv = [str(PARLEY), "tokens", "create", name, *(a for s in scopes for a in ("--scope", s))]
     argv += [a for glob in temporal for a in ("--temporal", glob)]
     if rate_limit is not None:
         argv += ["--rate-limit", str(rate_limit)]
     if team is not None:
         argv += ["--team", team]
+    if open_questions is not None:
+        argv += ["--open-questions", str(open_questions)]
     out = subprocess.run(argv, env=stack.env(), capture_output=True, text=True, timeout=30, check=True).stdout
     values = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines() if "=" in line)
     return Token(name, values["PARLEY_TOKEN"], values["PARLEY_WEBHOOK_SECRET"])

@@ -315,6 +315,29 @@ def test_over_the_rate_limit_is_429_with_retry_after(stack: SlackStack) -> None:
     assert last.status_code == 429 and 1 <= int(last.headers["retry-after"]) <= 60
 
 
+def test_a_token_with_as_many_questions_open_as_it_may_is_refused_until_one_closes(
+    stack: SlackStack, ci: Token
+) -> None:
+    looping = create_token(stack, "looping", open_questions=3)
+    asked = [ask(stack, looping, f"Loop {n}?") for n in range(3)]
+    posts = len(stack.ws.calls("chat.postMessage"))
+    refused = post(stack, looping, {"request": approval("Loop 3?"), "channel": CHANNEL})
+    assert refused.status_code == 429 and refused.headers["content-type"] == "application/problem+json"
+    problem = refused.json()
+    assert problem["title"] == "Too many open questions" and (problem["open_questions"], problem["limit"]) == (3, 3)
+    assert "retry-after" not in refused.headers and "looping has 3 questions open" in problem["detail"]
+    assert len(stack.ws.calls("chat.postMessage")) == posts  # nothing was asked
+    assert len(get(stack, looping, "questions").json()["questions"]) == 3
+    ask(stack, ci, "Another token asks?")  # the cap is the token's own
+    assert stack.http is not None
+    cancelled = stack.http.post(f"/api/v1/questions/{asked[0]['id']}/cancel", headers=looping.auth)
+    assert cancelled.status_code == 200
+    ask(stack, looping, "Loop 3, once one closed?")
+    assert post(stack, looping, {"request": approval("Loop 4?"), "channel": CHANNEL}).status_code == 429
+    listed = subprocess.run([str(PARLEY), "tokens", "list"], env=stack.env(), capture_output=True, text=True)
+    assert "open questions: 3" in next(line for line in listed.stdout.splitlines() if line.startswith("looping "))
+
+
 def test_openapi_document_is_served(stack: SlackStack) -> None:
     assert stack.http is not None
     doc = stack.http.get("/api/v1/openapi.json").json()

@@ -24,17 +24,20 @@ from bot.playground.directory import User, UserGroup
 from bot.playground.workspace import TEAM_ID
 from workers.interaction import Item, ItemType, Request
 from workers.questions import Caller, QuestionService, tokens
+from workers.questions.config import QuestionConfig
 from workers.questions.exceptions import (
     QuestionConflict,
     QuestionError,
     QuestionInvalid,
     QuestionNotFound,
     QuestionRateLimited,
+    TooManyOpenQuestions,
 )
 from workers.questions.models import MAX_ASSIGNEES, QuestionCreate, QuestionStatus
 from workers.questions.waiting import listening
 from workers.runtime.retention import purge_finished
 from workers.runtime.sweep import sweep
+from workers.store import keys
 from workers.store.closings import Closings
 from workers.store.questions import QuestionStore
 
@@ -276,6 +279,28 @@ def test_each_person_a_question_dms_counts_against_the_tokens_rate(bot: Bot) -> 
     assert len(bot.ws.calls("chat.postMessage")) == posts  # nothing was asked
     assert len(service.list(caller).questions) == 1
     service.create(MCP, QuestionCreate(request=request("Local?", assignees=people), channel="C0GENERAL"))  # no limit
+
+
+def test_an_origin_past_its_open_questions_is_refused_and_closed_ones_leave_the_count(bot: Bot, r: redis.Redis) -> None:
+    service = QuestionService(bot.runtime, QuestionConfig(open_questions=2))
+    first, _ = service.create(MCP, QuestionCreate(request=request("One?"), channel="C0GENERAL"))
+    second, _ = service.create(MCP, QuestionCreate(request=request("Two?"), channel="C0GENERAL"))
+    open_set = keys.api_open(MCP.owner)
+    posts = len(bot.ws.calls("chat.postMessage"))
+    with pytest.raises(TooManyOpenQuestions) as caught:
+        service.create(MCP, QuestionCreate(request=request("Three?"), channel="C0GENERAL"))
+    assert caught.value.status == 429 and caught.value.extra == {"open_questions": 2, "limit": 2}
+    assert len(bot.ws.calls("chat.postMessage")) == posts and len(service.list(MCP).questions) == 2
+    other = Caller.of(tokens.create(service.store, "other", ["ask"]).record)
+    service.create(other, QuestionCreate(request=request("Not yours?"), channel="C0GENERAL"))  # its own count
+    assert click(bot, "C0GENERAL", str(first.message_ts), "approve", "U0CAROL") == 200
+    work(bot.runtime)
+    assert r.scard(open_set) == 2  # an answered question stays in the set until the cap is reached
+    third, _ = service.create(MCP, QuestionCreate(request=request("Three, now?"), channel="C0GENERAL"))
+    assert {m.decode() for m in r.smembers(open_set)} == {second.id, third.id}  # the answered one pruned
+    service.cancel(MCP, second.id)
+    assert second.id in purge_finished(bot.runtime, 0, now=time.time() + 1)
+    assert {m.decode() for m in r.smembers(open_set)} == {third.id}  # retention forgets it here too
 
 
 def test_a_user_group_in_an_api_question_is_dmed_to_fifty_of_its_members_at_most(bot: Bot) -> None:

@@ -369,6 +369,21 @@ def test_http_over_the_tokens_rate_limit_is_429(stack: SlackStack) -> None:
     assert int(statuses[-1].headers["retry-after"]) >= 1
 
 
+def test_a_token_past_its_open_questions_is_told_so_by_a_tool_error(stack: SlackStack) -> None:
+    capped = create_token(stack, "mcp-capped", open_questions=1)
+    first, second = topic(), topic()
+
+    async def scenario() -> CallToolResult:
+        async with over_http(stack, capped) as client:
+            result_of(await client.call_tool("ask_human", {**questions(first), "channel": CHANNEL, "wait_seconds": 0}))
+            return await client.call_tool("ask_human", {**questions(second), "channel": CHANNEL, "wait_seconds": 0})
+
+    refused = run(scenario)
+    assert refused.is_error and "mcp-capped has 1 question open" in refused.content[0].text  # type: ignore[union-attr]
+    posted(stack, first)
+    assert not any(f"Which plan for {second}?" in json.dumps(m) for m in stack.ws.messages(CHANNEL))
+
+
 def test_a_token_cannot_read_another_tokens_question(stack: SlackStack, token: Token) -> None:
     other = create_token(stack, "mcp-other")
     about = topic()

@@ -38,6 +38,7 @@ class QuestionConfig:
     webhook_defer: int = 1  # seconds before a delivery held back by the host's cap is tried again
     rate_limit: int = 120  # requests per token per window
     rate_window: int = 60  # seconds
+    open_questions: int = 1000  # questions one token (or local origin) may have open at once
     auth_failures: int = 20  # bad bearer tokens per client address per window; then 429 for that address
     max_wait: int = 60  # the longest `?wait=` a GET may hold
     temporal: TemporalConfig = TemporalConfig()

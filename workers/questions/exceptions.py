@@ -98,6 +98,17 @@ class QuestionRateLimited(QuestionError):
         self.headers = {"Retry-After": str(max(1, math.ceil(retry_after)))}
 
 
+class TooManyOpenQuestions(QuestionError):
+    """The caller has as many questions open as it may (`PARLEY_API_OPEN_QUESTIONS`).
+
+    A question closes when it is answered, cancelled or expires. There is no Retry-After: when
+    depends on people.
+    """
+
+    status = 429
+    title = "Too many open questions"
+
+
 class QuestionNotPosted(QuestionError):
     """The question was created, but Redis failed before it was posted.
 

@@ -33,6 +33,7 @@ from workers.questions.exceptions import (
     QuestionNotPosted,
     QuestionRateLimited,
     SecretsUnavailable,
+    TooManyOpenQuestions,
 )
 from workers.questions.models import (
     DECLINABLE,
@@ -84,6 +85,7 @@ class Caller:
     owner: str = ""  # "": `mcp:<name>`
     since: float = 0.0  # when the owner came to be: questions asked under its name before owners existed, from then
     rate_limit: int | None = None  # a token's own rate limit (None: the API's); a local origin has none
+    open_questions: int | None = None  # a token's own cap on open questions (None: the API's)
     via: str = "api"  # how it asks: "api" (HTTP API) or "mcp"; Slack shows it above the question
     temporal: tuple[str, ...] = ()  # the workflow-id globs it may signal (a token's `--temporal`); none by default
 
@@ -108,6 +110,7 @@ class Caller:
             owner=token.owner,
             since=token.created_at,
             rate_limit=token.rate_limit,
+            open_questions=token.open_questions,
             temporal=tuple(token.temporal),
         )
 
@@ -148,6 +151,7 @@ class QuestionService:
         if body.temporal is not None:
             self._check_temporal(caller, body)
         body = self._channel_by_id(caller, body)
+        self._check_open(caller)
         self._charge_notices(caller, body)
         qid = new_id("r")
         binding: Binding | None = None
@@ -276,6 +280,18 @@ class QuestionService:
             return
         log.warning("question created but not posted yet", run_id=record.id, origin=record.token, error=repr(exc))
         raise QuestionNotPosted(record.id, binding is not None) from exc
+
+    def _check_open(self, caller: Caller) -> None:
+        """Refuse a question past the caller's cap on open ones (`TooManyOpenQuestions`, 429)."""
+        cap = caller.open_questions or self.config.open_questions
+        count = self.store.open.full(caller.owner, cap)
+        if count:
+            log.warning("question refused: too many open", origin=caller.name, open=count, cap=cap)
+            detail = (
+                f"{caller.name} has {count} question{'s' if count != 1 else ''} open and may have {cap} at once; "
+                "more may be asked as these are answered, cancelled or expire"
+            )
+            raise TooManyOpenQuestions(detail, open_questions=count, limit=cap)
 
     def _charge_notices(self, caller: Caller, body: QuestionCreate) -> None:
         """Charge the question's DMs against the token's rate limit, one request each.

@@ -62,8 +62,11 @@ def create(
     rate_limit: int | None = None,
     team: str = "",
     temporal: list[str] | None = None,
+    open_questions: int | None = None,
 ) -> NewToken:
-    """A new token `name` with `scopes` (default: ask) and an optional rate limit.
+    """A new token `name` with `scopes` (default: ask), and optional limits of its own.
+
+    `rate_limit` is its requests per window, `open_questions` how many it may have open at once.
 
     `team` is the Slack workspace its questions are asked in. For an admin token, it is also the
     only one it sees. With many workspaces (OAuth mode), it says which installation posts them.
@@ -82,6 +85,8 @@ def create(
         raise TokenError(f"--team {team!r}: a Slack workspace id (T…) or organisation id (E…)")
     if rate_limit is not None and rate_limit < 1:
         raise TokenError(f"--rate-limit must be at least 1 request per window, not {rate_limit}")
+    if open_questions is not None and open_questions < 1:
+        raise TokenError(f"--open-questions must be at least 1, not {open_questions}")
     for glob in temporal or []:
         if not GLOB_PATTERN.fullmatch(glob):
             raise TokenError(f"--temporal {glob!r}: a workflow-id glob of printable characters, no spaces")
@@ -94,6 +99,7 @@ def create(
         webhook_secret=secret,
         created_at=time.time(),
         rate_limit=rate_limit,
+        open_questions=open_questions,
         team=team,
         temporal=sorted(set(temporal or [])),
     )

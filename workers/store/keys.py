@@ -189,6 +189,14 @@ def api_owned(owner: str) -> str:
     return f"{PREFIX}api:owned:{owner}"
 
 
+def api_open(owner: str) -> str:
+    """Set: the question ids an owner may still have open.
+
+    Closed ones are dropped when the set reaches the owner's cap, so it holds about the cap at most.
+    """
+    return f"{PREFIX}api:open:{owner}"
+
+
 def api_all_questions() -> str:
     """Sorted set: every API question id, scored by creation time (admin listing)."""
     return f"{PREFIX}api:questions"

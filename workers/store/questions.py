@@ -23,6 +23,7 @@ from redis.exceptions import WatchError
 from workers.logs import Log
 from workers.store import idempotency, journal_names, keys, question_hashes
 from workers.store.idempotency import Binding, Bound
+from workers.store.open_questions import OpenQuestions
 from workers.store.rates import RateLog
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.replies import as_text, reply, text_hash
@@ -40,6 +41,7 @@ class QuestionStore:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self.rates = RateLog(redis)
+        self.open = OpenQuestions(redis)
 
     # ---- tokens ----------------------------------------------------------------
     def add_token(self, record: ApiTokenRecord) -> bool:
@@ -136,6 +138,7 @@ class QuestionStore:
                     )
                     pipe.hset(keys.api_question(record.id), mapping=record.to_hash())
                     pipe.zadd(keys.api_owned(record.owner), {record.id: record.created_at})
+                    self.open.stage_add(pipe, record.owner, record.id)
                     pipe.zadd(keys.api_all_questions(), {record.id: record.created_at})
                     pipe.execute()
                     return None
@@ -164,6 +167,8 @@ class QuestionStore:
                 for index in (keys.all_runs_index(), keys.accepted_index(), keys.leases_index()):
                     pipe.zrem(index, qid)
                 pipe.zrem(keys.api_owned(record.owner) if record.owner else keys.api_questions(record.token), qid)
+                if record.owner:
+                    self.open.stage_drop(pipe, record.owner, qid)
                 pipe.zrem(keys.api_all_questions(), qid)
                 if binding is not None:  # bound with the question, in the same step: it is this question's
                     pipe.delete(binding.name)
@@ -229,6 +234,8 @@ class QuestionStore:
                 continue
             pipe.delete(keys.api_question(qid))
             pipe.zrem(keys.api_owned(as_text(owner)) if owner else keys.api_questions(as_text(name)), qid)
+            if owner:
+                self.open.stage_drop(pipe, as_text(owner), qid)
             pipe.zrem(keys.api_all_questions(), qid)
         pipe.execute()
         return sum(name is not None for name, _ in found)

@@ -322,6 +322,7 @@ class ApiTokenRecord(_Record):
     webhook_secret: str
     created_at: float
     rate_limit: int | None = None  # requests per window; None: PARLEY_API_RATE_LIMIT
+    open_questions: int | None = None  # questions open at once; None: PARLEY_API_OPEN_QUESTIONS
     team: str = ""  # the Slack workspace (T…, or E… for an org-wide install) its questions belong to
     temporal: list[str] = Field(default_factory=list)  # workflow-id globs it may signal; none by default
 
@@ -343,6 +344,7 @@ class ApiTokenRecord(_Record):
         }
         data |= {"team": self.team} if self.team else {}
         data |= {"temporal": json.dumps(self.temporal)} if self.temporal else {}
+        data |= {"open_questions": str(self.open_questions)} if self.open_questions else {}
         return data | ({"rate_limit": str(self.rate_limit)} if self.rate_limit else {})
 
     @classmethod
