@@ -48,6 +48,15 @@ _COMMON = {
     "500": _problem("an unexpected error (logged)"),
     "503": {**_problem("Parley's Redis is down, full or failing over; try again"), "headers": _RETRY_AFTER},
 }
+_ASKING = {
+    "429": {
+        **_problem(
+            "over the token's rate limit, or too many failed tokens from the client's address (with Retry-After); "
+            "or the token has as many questions open as it may (`open_questions`, `limit`; no Retry-After)"
+        ),
+        "headers": _RETRY_AFTER,
+    }
+}
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -108,6 +117,7 @@ def openapi_document() -> dict[str, Any]:
                         "409": _problem("the Idempotency-Key was used with another body"),
                         "422": _problem("the question is invalid; `errors` lists each problem"),
                         **_COMMON,
+                        **_ASKING,
                     },
                 },
                 "get": {
@@ -136,6 +146,7 @@ def openapi_document() -> dict[str, Any]:
                         "403": _problem("the token lacks the ask scope, or the grant of its `temporal` workflow id"),
                         "422": _problem("the approval is invalid; `errors` lists each problem"),
                         **_COMMON,
+                        **_ASKING,
                     },
                 },
             },
