@@ -319,7 +319,9 @@ def test_a_token_with_as_many_questions_open_as_it_may_is_refused_until_one_clos
     stack: SlackStack, ci: Token
 ) -> None:
     looping = create_token(stack, "looping", open_questions=3)
-    asked = [ask(stack, looping, f"Loop {n}?") for n in range(3)]
+    asked = [ask(stack, looping, f"Loop {n}?") for n in range(2)]
+    keyed = post(stack, looping, {"request": approval("Loop 2?"), "channel": CHANNEL}, **{"Idempotency-Key": "loop-2"})
+    assert keyed.status_code == 201
     posts = len(stack.ws.calls("chat.postMessage"))
     refused = post(stack, looping, {"request": approval("Loop 3?"), "channel": CHANNEL})
     assert refused.status_code == 429 and refused.headers["content-type"] == "application/problem+json"
@@ -327,6 +329,8 @@ def test_a_token_with_as_many_questions_open_as_it_may_is_refused_until_one_clos
     assert problem["title"] == "Too many open questions" and (problem["open_questions"], problem["limit"]) == (3, 3)
     assert "retry-after" not in refused.headers and "looping has 3 questions open" in problem["detail"]
     assert len(stack.ws.calls("chat.postMessage")) == posts  # nothing was asked
+    again = post(stack, looping, {"request": approval("Loop 2?"), "channel": CHANNEL}, **{"Idempotency-Key": "loop-2"})
+    assert again.status_code == 200 and again.json()["id"] == keyed.json()["id"]  # a retry gets its question
     assert len(get(stack, looping, "questions").json()["questions"]) == 3
     ask(stack, ci, "Another token asks?")  # the cap is the token's own
     assert stack.http is not None

@@ -151,9 +151,6 @@ class QuestionService:
         if body.temporal is not None:
             self._check_temporal(caller, body)
         body = self._channel_by_id(caller, body)
-        self._check_open(caller)
-        self._charge_notices(caller, body)
-        qid = new_id("r")
         binding: Binding | None = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= 255:
@@ -163,6 +160,9 @@ class QuestionService:
                 hashlib.sha256(idempotency_key.encode()).hexdigest(),
                 _body_digest(body),
             )
+        self._check_open(caller, binding)
+        self._charge_notices(caller, body)
+        qid = new_id("r")
         request = body.request
         if body.user and not request.assignees:
             request = request.model_copy(update={"assignees": [body.user]})  # a DM: that person answers
@@ -281,11 +281,14 @@ class QuestionService:
         log.warning("question created but not posted yet", run_id=record.id, origin=record.token, error=repr(exc))
         raise QuestionNotPosted(record.id, binding is not None) from exc
 
-    def _check_open(self, caller: Caller) -> None:
-        """Refuse a question past the caller's cap on open ones (`TooManyOpenQuestions`, 429)."""
+    def _check_open(self, caller: Caller, binding: Binding | None) -> None:
+        """Refuse a question past the caller's cap on open ones (`TooManyOpenQuestions`, 429).
+
+        A retry whose Idempotency-Key made its question already passes, to be given that question.
+        """
         cap = caller.open_questions or self.config.open_questions
         count = self.store.open.full(caller.owner, cap)
-        if count:
+        if count and not (binding is not None and self.store.bound(binding) is not None):
             log.warning("question refused: too many open", origin=caller.name, open=count, cap=cap)
             detail = (
                 f"{caller.name} has {count} question{'s' if count != 1 else ''} open and may have {cap} at once; "

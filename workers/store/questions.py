@@ -101,6 +101,11 @@ class QuestionStore:
         return self.rates.over(bucket, limit, window, now)
 
     # ---- idempotency -----------------------------------------------------------
+    def bound(self, binding: Binding) -> Bound | None:
+        """The question `binding`'s key made already, if any."""
+        held = next((as_text(v) for v in reply(self.redis.mget(binding.names)) if v), None)
+        return idempotency.bound(held, binding) if held is not None else None
+
     def release_idempotency(self, binding: Binding, question_id: str) -> None:
         """Forget a key whose question was never created (its creation was refused)."""
         for name, raw in zip(binding.names, reply(self.redis.mget(binding.names)), strict=True):
