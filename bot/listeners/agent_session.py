@@ -30,6 +30,7 @@ from workers.runs import RunRecord
 log = Log("parley.agent_session")
 SEEN_TTL = 3600
 REFUSED = "Only Parley admins can stop this run. It goes on."
+ENDED = "This run has already ended, so there is nothing to stop."
 
 
 def ack_stopped(ack: Ack) -> None:
@@ -57,6 +58,8 @@ def on_stopped(
         runs.cancel(run.id, by=user)
     except AdminError as exc:
         log.info("stop of a run that is not live", **fields, reason=str(exc))
+        deps.slack.sessions.stopped_after_end(client, run, run.conversation, run.status.value)
+        _tell(client, channel, thread_ts, user, ENDED)
         return
     runs.note(run.id, "stopped", user, via="slack stop button")
     log.info("run stopped from Slack's stop button", **fields)

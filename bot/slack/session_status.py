@@ -10,7 +10,9 @@ an assistant thread, `assistant.threads.setStatus` says the same. An empty statu
 A run whose thread Parley started owns a session (`SESSION` in its conversation). The session
 is created by the run's first status, with its title: a worker that starts the thread just
 to ask creates it `suspended` at once, in one call. The last status set is kept per run in
-Redis, so a replay repeats no call.
+Redis, so a replay repeats no call. A status Slack did not take is put back in Redis. So the
+next change of the run, or a stop click once it ended, sends it again: a session never stays
+processing behind a run that ended because one call failed.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class SessionStatus:
         if old is not None:
             who = self.who(web, run, people)
             title = truncate(f"{run.agent} is waiting for {who}", TITLE_MAX)
-            self._tell(web, run, conversation, SUSPENDED, old, title, f"is waiting for {who}")
+            if not self._tell(web, run, conversation, SUSPENDED, old, title, f"is waiting for {who}"):
+                self.surfaces.store.restore_status(run.id, SUSPENDED, old)
 
     def resumed(self, web: WebClient, run: RunInfo, conversation: dict[str, Any]) -> None:
         """The run goes on after an answer: processing again, under its own title."""
@@ -71,13 +74,26 @@ class SessionStatus:
         """The run ended `how` (a `RunStatus` value): out of processing, never left "thinking"."""
         self._show(web, run, conversation, ENDS.get(how, ACTIVE), None, "")
 
+    def stopped_after_end(self, web: WebClient, run: RunInfo, conversation: dict[str, Any], how: str) -> None:
+        """Someone clicked stop on a run that ended `how`: show its end again, whatever Redis holds.
+
+        Slack shows the stop button only while a session is processing. A click after the end means
+        Slack missed the end's status, so it is sent once more.
+        """
+        status = ENDS.get(how, ACTIVE)
+        if not conversation.get(SESSION) or not self._shown_anywhere(run, conversation):
+            return
+        old = self.surfaces.store.swap_status(run.id, status, create=True) or PROCESSING
+        if not self._tell(web, run, conversation, status, old, None, ""):
+            self.surfaces.store.restore_status(run.id, status, old)
+
     def _show(
         self, web: WebClient, run: RunInfo, conversation: dict[str, Any], status: str, title: str | None, line: str
     ) -> None:
         """Record `status` as the run's, and tell Slack when its session must show it."""
         old = self._swap(run, conversation, status)
-        if old is not None:
-            self._tell(web, run, conversation, status, old, title, line)
+        if old is not None and not self._tell(web, run, conversation, status, old, title, line):
+            self.surfaces.store.restore_status(run.id, status, old)
 
     def _swap(self, run: RunInfo, conversation: dict[str, Any], status: str) -> str | None:
         """Record `status` as the run's session status; the one it replaced ("": the session is new).
@@ -108,21 +124,25 @@ class SessionStatus:
         old: str,
         title: str | None,
         line: str,
-    ) -> None:
+    ) -> bool:
         """Set the session to `status`, renamed `title` (None: kept), and a DM thread's assistant line.
 
-        A new session (`old` "") is created by the one call, with its title and who started it."""
+        A new session (`old` "") is created by the one call, with its title and who started it.
+        False when Slack did not take the status, though the workspace has sessions: it failed."""
         where = {"channel_id": conversation["channel"], "thread_ts": conversation["thread_ts"]}
         setting = "agents.sessions.setStatus"
         if not old:
             title = title or run_title(run)
-            self.surfaces.call(web, run, setting, **where, status=status, title=title, initiator_user_id=run.started_by)
+            shown = self.surfaces.call(
+                web, run, setting, **where, status=status, title=title, initiator_user_id=run.started_by
+            )
         else:
-            self.surfaces.call(web, run, setting, **where, status=status)
+            shown = self.surfaces.call(web, run, setting, **where, status=status)
             if title is not None:
                 self.surfaces.call(web, run, "agents.sessions.rename", **where, title=title)
         if where["channel_id"].startswith("D") and (line or old):  # an assistant thread, maybe
             self.surfaces.call(web, run, "assistant.threads.setStatus", **where, status=line)
+        return shown is not None or not self.surfaces.available(run, setting)
 
     def who(self, web: WebClient, run: RunInfo, people: list[str]) -> str:
         """`@alice, @bob and 2 more`: the people a question waits on, by their Slack names."""

@@ -18,7 +18,9 @@ from inprocess_bot import CHANNEL, Bot, running_bot
 from runtime_helpers import work
 from slack_payloads import ADMIN
 
-from bot.listeners.agent_session import REFUSED
+from bot.listeners.agent_session import ENDED, REFUSED
+from workers.registry import load_agents
+from workers.store import keys
 from workers.store.records import InterruptState, RunStatus
 
 pytestmark = pytest.mark.integration
@@ -95,3 +97,22 @@ def test_a_stop_delivered_twice_cancels_once(bot: Bot) -> None:
     bot.wait_for("the run to be cancelled", lambda: bot.runtime.store.get(run.id).status is RunStatus.CANCELLED)
     bot.settle()
     assert [h.event for h in bot.runtime.store.history(run.id)].count("stopped") == 1
+
+
+def test_a_session_whose_end_slack_missed_is_ended_by_a_stop_click(bot: Bot) -> None:
+    load_agents(["agent_session_agents"])
+    bot.ws.faults.delay_next("agents.sessions.setStatus", 0.0, times=1)  # processing is shown
+    bot.ws.faults.fail_next("agents.sessions.setStatus", status=500, times=5)  # the end: 500, and every retry
+    run, root_ts = bot.started("as-done", "tidy up")
+    work(bot.runtime)
+    session = bot.ws.agents.sessions[(CHANNEL, root_ts)]
+    assert bot.runtime.store.get(run.id).status is RunStatus.SUCCEEDED and session.statuses == ["processing"]
+    assert bot.runtime.redis.get(keys.session_status(run.id)) == b"processing"  # the end Slack missed is due
+    bot.ws.faults.clear()
+
+    assert bot.event(stopped_event(ADMIN, root_ts)).status == 200  # the stop button Slack still shows
+    told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == ADMIN)
+    assert told["args"]["text"] == ENDED and session.statuses == ["processing", "closed"]
+    assert bot.runtime.redis.get(keys.session_status(run.id)) == b"closed"
+    assert bot.runtime.store.get(run.id).status is RunStatus.SUCCEEDED  # nothing was cancelled or posted
+    assert not bot.calls("chat.postMessage", lambda c: "Stopped" in str(c["args"].get("text")))

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import WatchError
 
 from workers.store import keys
 from workers.store.replies import reply
@@ -41,6 +42,26 @@ class SurfaceStore:
         key = keys.session_status(run_id)
         old = reply(self.redis.set(key, status, ex=STATUS_KEPT_FOR, get=True, xx=not create))
         return old.decode() if isinstance(old, bytes) else old
+
+    def restore_status(self, run_id: str, status: str, old: str) -> None:
+        """Put back `old` where `status` was recorded but Slack never showed it.
+
+        `old` "" means the run had no session yet. A status recorded since is left as it is.
+        """
+        key = keys.session_status(run_id)
+        with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(key)
+                if reply(pipe.get(key)) != status.encode():
+                    return
+                pipe.multi()
+                if old:
+                    pipe.set(key, old, ex=STATUS_KEPT_FOR)
+                else:
+                    pipe.delete(key)
+                pipe.execute()
+            except WatchError:
+                return  # another status was recorded meanwhile: it is the one to keep
 
     def plan(self, run_id: str) -> dict[str, Any] | None:
         """The run's last saved live plan, its tasks and message, or None."""
