@@ -77,6 +77,16 @@ def ask_agent(run: Any, text: str) -> str:
     return f"colour {answer['colour']}"
 
 
+@agent("t-big")
+def big_numbers_agent(run: Any, text: str) -> str:
+    """An approval naming a 64-bit id, then a whole number with no bound: both past 2**53."""
+    decided = run.approve("Delete order", {"order_id": 2**53 + 1}, editable=False)
+    rows = run.ask(
+        Request(reason="How many rows?", items=[Item(id="n", text="Rows", type=ItemType.NUMBER, integer=True)])
+    )
+    return f"approved {decided.approved}, rows {rows['n']}"
+
+
 @agent("t-each")
 def each_agent(run: Any, text: str) -> str:
     """The colour asked of each of text's assignees on their own (`ask_each`), going on at text's quorum."""

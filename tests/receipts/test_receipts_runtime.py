@@ -14,10 +14,11 @@ import agents_for_tests  # noqa: F401  (registers t-ask, t-each)
 import pytest
 from receipt_support import predicate, ring
 from redis import Redis
-from runtime_helpers import make_runtime, parked, start, work
+from runtime_helpers import make_runtime, parked, paused, start, work
 
 from workers.interaction import Answer
 from workers.receipts import Signer
+from workers.receipts.canonical import digest
 from workers.receipts.verify import verify_envelope
 from workers.runtime import admin
 from workers.runtime.acceptance import AcceptRefused, accept
@@ -231,3 +232,20 @@ def test_inspect_and_parley_runs_show_name_each_receipts_digest(rt: Runtime, red
     shown = cli("runs", "show", run_id, env={"REDIS_URL": redis_url})
     assert shown.returncode == 0, shown.stderr
     assert f"question {iid}: answered  sha256:{receipt.digest}  (T1 #1)" in shown.stdout
+
+
+def test_numbers_past_two_to_the_53_are_stated_as_strings_and_every_close_gets_its_receipt(
+    rt: Runtime, signer: Signer
+) -> None:
+    run_id, approval = parked(rt, "t-big")
+    accept(rt, approval, "U1", [Answer(id="_decision", choice="approve")])
+    work(rt)
+    rows = paused(rt, run_id)
+    accept(rt, rows, "U1", [Answer(id="n", number=10**17)])
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED  # neither receipt held its run back
+    first, second = (rt.receipts.get(iid) for iid in (approval, rows))
+    assert first is not None and second is not None and rt.redis.zcard(keys.receipts_pending()) == 0
+    approved = predicate(first.line(), ring(signer))["approval"]
+    assert approved["arguments_digest"] == digest({"order_id": 2**53 + 1}) == digest({"order_id": str(2**53 + 1)})
+    assert predicate(second.line(), ring(signer))["answers"] == [{"item": "n", "value": str(10**17)}]

@@ -18,7 +18,7 @@ from typing import Any
 
 from redis import Redis
 from redis.client import Pipeline
-from redis.exceptions import WatchError
+from redis.exceptions import RedisError, WatchError
 
 from workers import metrics
 from workers.logs import Log
@@ -341,6 +341,12 @@ class ReceiptBook:
         ids = [as_text(i) for i in found]
         written = 0
         for iid in ids:
-            if self.write(iid) is not None:
-                written += 1
+            try:
+                done = self.write(iid)
+            except RedisError:
+                raise  # Redis is away: the next sweep tries them all again
+            except Exception as exc:  # one question's receipt failing must not hold back the others'
+                log.error("a receipt could not be written", interrupt_id=iid, error=repr(exc))
+                continue
+            written += done is not None
         return written
