@@ -144,6 +144,14 @@ def escape_agent(run: Any, text: str) -> str:
     return f"{NASTY} answered {answers['why']} / {answers['pick']}"
 
 
+@agent("s-team", description="Asks which team, whose names hold &, < and >, and reports it")
+def team_agent(run: Any, text: str) -> str:
+    teams = ["R&D", "Sales & Marketing", "<none>"]
+    item = Item(id="team", text="Which team?", type=ItemType.SELECT, options=teams)
+    answers = run.ask(_request(params(text), [item], "Which team runs it?"))
+    return f"team {answers['team']}"
+
+
 @agent("s-huge", description="Asks a question too big for any Slack message")
 def huge_agent(run: Any, text: str) -> str:
     def big(n: int) -> Item:

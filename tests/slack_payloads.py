@@ -333,12 +333,13 @@ def thread_reply_event(
 
     `user_team`: the replier belongs to another organisation (a shared channel), so the
     event carries their team as `team`, `user_team` and `source_team`, and their profile.
-    `channel_type`: "channel", "group", "im" (a DM) or "mpim" (a group DM).
+    `channel_type`: "channel", "group", "im" (a DM) or "mpim" (a group DM). `text` is what the person
+    typed: Slack sends its `&`, `<` and `>` escaped, so this does too.
     """
     event: dict[str, Any] = {
         "type": "message",
         "user": user,
-        "text": text,
+        "text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
         "ts": ts,
         "thread_ts": thread_ts,
         "parent_user_id": BOT_USER_ID,

@@ -10,6 +10,7 @@ from slack_sdk import WebClient
 
 from bot.deps import BotDeps
 from bot.home_tab import publish_home
+from bot.slack.mrkdwn import unescape
 from bot.slack.refusals import ONE_FIELD_DETAIL, tell_refusal
 from bot.slack.reply_reading import Reply
 from workers.interaction import ChoiceError, reply_answers, reply_item
@@ -97,7 +98,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
             deps.after_ack(tell_refusal, deps.client, refused, event["channel"], event.get("thread_ts"))
         return
     try:
-        answers = reply_answers(interrupt.request, item, event.get("text") or "")
+        answers = reply_answers(interrupt.request, item, unescape(str(event.get("text") or "")))
     except ChoiceError as exc:
         if _read_by_model(deps, client, run, interrupt, event):
             ack()
@@ -128,7 +129,7 @@ def _read_by_model(
     reply = Reply(
         interrupt=interrupt,
         user=user,
-        text=str(event.get("text") or ""),
+        text=unescape(str(event.get("text") or "")),
         channel=str(event["channel"]),
         thread_ts=str(event["thread_ts"]),
         log_context={**run.log_context(), "interrupt_id": interrupt.id, "user": user},

@@ -33,6 +33,15 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def unescape(text: str) -> str:
+    """A message's text as its author typed it: Slack sends `&`, `<` and `>` escaped.
+
+    Only those three are escaped (https://docs.slack.dev/messaging/formatting-message-text#escaping).
+    `&amp;` goes last, so a typed "&lt;" stays "&lt;".
+    """
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def _is_blank(line: str) -> bool:
     """A line showing nothing: only whitespace and invisible format characters, like zero-width spaces."""
     return all(c.isspace() or unicodedata.category(c) in ("Cf", "Zs") for c in line)

@@ -73,7 +73,7 @@ def refusal_text(outcome: AnswerOutcome) -> str:
         case RefusalReason.NOT_OPEN:
             return "This question is not waiting for an answer right now; try again in a moment."
         case RefusalReason.AMBIGUOUS:
-            return f"I couldn't tell which option you meant: {escape(d.message)}"
+            return cut_escaped(f"I couldn't tell which option you meant: {escape(d.message)}", TEXT_MAX)
         case RefusalReason.FORM_ONLY:
             return (
                 ":lock: This question asks for a secret, so it is answered only in its form: click "

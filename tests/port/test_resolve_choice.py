@@ -236,3 +236,28 @@ def test_no_reply_answers_several_required_items_a_text_item_or_a_secret() -> No
     assert reply_item(Request(reason="r", items=[Item(id="t", text="t", type="free_text")])) is None
     secret = Request(reason="r", items=[_select("a"), Item(id="s", text="s", type="secret", required=False)])
     assert reply_item(secret) is None
+
+
+@pytest.mark.parametrize("reply", ["approve?", "Approve??", "1?", "a", "ap", "No. 1", "no 1"])
+def test_an_approval_is_never_read_from_a_question_a_start_or_no(reply: str) -> None:
+    deploy = approval_request("Deploy api", {"service": "api", "replicas": 3}, editable=["replicas"])
+    decision = deploy.item(DECISION_ID)
+    assert decision is not None
+    with pytest.raises(ChoiceError):
+        reply_answers(deploy, decision, reply)
+    assert next(a.value for a in reply_answers(deploy, decision, "approve")) == "approve"
+
+
+@pytest.mark.parametrize("reply", ["medium?", "2?", "the second one?"])
+def test_a_reply_that_asks_answers_nothing(reply: str) -> None:
+    with pytest.raises(ChoiceError, match="asks rather than answers"):
+        resolve_choice(SEVERITY, reply)
+
+
+@pytest.mark.parametrize(
+    "reply", ["." * 39_999 + "x", "x" + " ." * 20_000, "2" + ")" * 40_000], ids=["dots", "spaced", "parens"]
+)
+def test_a_long_reply_is_refused_at_once_and_quoted_short(reply: str) -> None:
+    with pytest.raises(ChoiceError) as caught:  # the trailing-filler pattern took seconds on these
+        resolve_choice(SEVERITY, reply)
+    assert len(str(caught.value)) < 200

@@ -131,3 +131,22 @@ def test_a_reply_to_a_question_with_several_fields_is_told_why_once_privately(bo
     other = thread_reply_event(user="U0CAROL", channel=CHANNEL, text="2", ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
     assert bot.event(other).status == 200
     bot.wait_call("chat.postEphemeral", lambda c: c["args"]["user"] == "U0CAROL")
+
+
+@pytest.mark.parametrize("typed", ["R&D", "<none>", "sales & marketing"])
+def test_a_reply_naming_an_option_with_and_or_angle_brackets_answers_it(bot: Bot, typed: str) -> None:
+    paused = bot.paused("s-team")  # Slack sends the typed "&", "<" and ">" escaped
+    reply = thread_reply_event(user="U0BOB", channel=CHANNEL, text=typed, ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    assert bot.event(reply).status == 200
+    answered = answers_of(bot.runtime.store.interrupt(paused.interrupt.id))
+    assert answered == {"team": {"R&D": "R&D", "<none>": "<none>"}.get(typed, "Sales & Marketing")}
+
+
+def test_a_long_reply_is_refused_at_once_quoting_only_its_start(bot: Bot) -> None:
+    paused = bot.paused("s-pick")
+    text = "&" * 20_000 + "." * 20_000 + "x"
+    reply = thread_reply_event(user="U0BOB", channel=CHANNEL, text=text, ts=bot.ws.next_ts(), thread_ts=paused.root_ts)
+    assert bot.event(reply).status == 200  # at once: the trailing-filler pattern took seconds before the ack
+    told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == "U0BOB")
+    assert "is not one of the options" in told["args"]["text"] and len(told["args"]["text"]) < 1000
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {}

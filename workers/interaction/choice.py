@@ -44,26 +44,40 @@ for _stem, _n in (
     _ORDINAL_WORDS[_stem + "o"] = _ORDINAL_WORDS[_stem + "a"] = _n
 
 # Filler around an ordinal: "the second one", "option 2", "#2", "o segundo", "a segunda opção".
-_LEADING = re.compile(r"^(?:(?:the|o|a|option|opcao|number|numero|no)\b\.?\s*|#\s*)+")
+_LEADING = re.compile(r"^(?:(?:the|o|a|option|opcao|number|numero)\b\.?\s*|#\s*)+")
 _TRAILING = re.compile(r"(?:\s+(?:one|option|opcao))?\s*[.!)]*$")
 # "2", "2nd", "2º"/"2ª" (which normalise to "2o"/"2a").
 _NUMBER = re.compile(r"^(\d{1,3})(?:st|nd|rd|th|o|a)?$")
+ORDINAL_MAX = 40
+"""The longest reply read as an ordinal ("a segunda opcao" is 16): the patterns stay linear."""
+NAME_MAX = 160
+"""The longest reply read as an option's name: a label is at most 75 characters, a value 150."""
+QUOTED_MAX = 80
+"""How much of a reply a refusal quotes back."""
 
 
 def _normalise(text: str) -> str:
     """Casefold, drop accents, collapse whitespace and strip quotes and end punctuation."""
     decomposed = unicodedata.normalize("NFKD", text)
     bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(bare.casefold().split()).strip("\"'`").rstrip(".!?").strip()
+    return " ".join(bare.casefold().split()).strip("\"'`").rstrip(".!").strip()
 
 
 def _ordinal(text: str) -> int | None:
     """The 1-based position `text` names (-1 for "last"), or None."""
+    if len(text) > ORDINAL_MAX:
+        return None
     core = _TRAILING.sub("", _LEADING.sub("", text)).strip()
     number = _NUMBER.match(core)
     if number:
         return int(number.group(1))
     return _ORDINAL_WORDS.get(core)
+
+
+def _quoted(text: str) -> str:
+    """`text` as a refusal quotes it: trimmed, and cut to `QUOTED_MAX` characters."""
+    text = text.strip()
+    return repr(text if len(text) <= QUOTED_MAX else text[: QUOTED_MAX - 1] + "…")
 
 
 def _numbered(item: Item) -> str:
@@ -105,22 +119,23 @@ def reply_answers(request: Request, item: Item, text: str) -> list[Answer]:
 
     Raises `ChoiceError` when `text` names no single option of `item`.
     """
-    if item.type is ItemType.SELECT:
-        answers = [Answer.for_item(item, resolve_choice(item, text))]
+    if item.type is ItemType.SELECT:  # an approval's decision is never guessed from a start: "a" is not Approve
+        answers = [Answer.for_item(item, resolve_choice(item, text, by_prefix=request.approval is None))]
     else:  # read as a person typed it; validation reads "yes" or "3" into the item's own type
         answers = [Answer(id=item.id, free_text=text)]
     answers += [Answer.for_item(i, i.default) for i in request.items if i is not item and i.default is not None]
     return answers
 
 
-def resolve_choice(item: Item, text: str) -> str:
+def resolve_choice(item: Item, text: str, *, by_prefix: bool = True) -> str:
     """The value of the option of `item` that the typed reply `text` names.
 
     Readings are tried in order, so the least surprising one wins:
     1. an exact label or value (an option literally called "2" or "Last" is honoured)
     2. an ordinal: "2", "#2", "option 2", "the second one", "last", "segunda", "o último"
-    3. a unique label or value prefix ("med" for "Medium")
-    Matching ignores case, accents and repeated whitespace. Anything else raises `ChoiceError`. Its
+    3. a unique label or value prefix ("med" for "Medium"), unless `by_prefix` is False
+    Matching ignores case, accents and repeated whitespace. A reply ending in "?" asks rather than
+    answers, and a reply longer than any name names none. Anything else raises `ChoiceError`. Its
     message lists the options by number. Its `.candidates` holds the values still in play: the
     matching ones, or all.
     """
@@ -131,12 +146,16 @@ def resolve_choice(item: Item, text: str) -> str:
     wanted = _normalise(text)
     if not wanted:
         raise ChoiceError(f"Please pick one of: {_numbered(item)}", values)
+    if wanted.endswith("?"):
+        raise ChoiceError(f"{_quoted(text)} asks rather than answers; reply with one of: {_numbered(item)}", values)
+    if len(wanted) > NAME_MAX:
+        raise ChoiceError(f"{_quoted(text)} is not one of the options: {_numbered(item)}", values)
 
     exact = [o.value for o in options if wanted in (_normalise(o.label), _normalise(o.value))]
     if len(exact) == 1:
         return exact[0]
     if len(exact) > 1:
-        message = f"{text.strip()!r} matches more than one option; reply with its number: {_numbered(item)}"
+        message = f"{_quoted(text)} matches more than one option; reply with its number: {_numbered(item)}"
         raise ChoiceError(message, exact)
 
     position = _ordinal(wanted)
@@ -150,14 +169,16 @@ def resolve_choice(item: Item, text: str) -> str:
         )
 
     prefixed = [
-        o.value for o in options if _normalise(o.label).startswith(wanted) or _normalise(o.value).startswith(wanted)
+        o.value
+        for o in options
+        if by_prefix and (_normalise(o.label).startswith(wanted) or _normalise(o.value).startswith(wanted))
     ]
     if len(prefixed) == 1:
         return prefixed[0]
     if prefixed:
         names = ", ".join(o.label for o in options if o.value in prefixed)
         raise ChoiceError(
-            f"{text.strip()!r} could be any of {names}; reply with a number or more of the name: {_numbered(item)}",
+            f"{_quoted(text)} could be any of {names}; reply with a number or more of the name: {_numbered(item)}",
             prefixed,
         )
-    raise ChoiceError(f"{text.strip()!r} is not one of the options: {_numbered(item)}", values)
+    raise ChoiceError(f"{_quoted(text)} is not one of the options: {_numbered(item)}", values)
