@@ -10,14 +10,15 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.deps import BotDeps
 from bot.slack.blocks_question import CLAIM_ACTION_ID, RELEASE_ACTION_ID
-from bot.slack.payload_fields import channel_of, clicked, thread_of
+from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
+from bot.slack.refusals import refusal_text
 from workers.logs import Log
-from workers.runs import ClaimRefused
+from workers.runs import AnswerOutcome, ClaimRefused, InterruptRecord, Where
 
 log = Log("parley.actions")
 
@@ -26,7 +27,7 @@ def ack_claim(ack: Ack) -> None:
     ack()
 
 
-def do_claim(body: dict[str, Any], client: WebClient, deps: BotDeps, *, releasing: bool) -> None:
+def do_claim(body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps, *, releasing: bool) -> None:
     """After the ack: claim or release the button's question, or tell the clicker why not."""
     by, iid = body["user"]["id"], str(clicked(body).get("value") or "")
     interrupt = deps.runs.interrupt(iid)
@@ -34,17 +35,32 @@ def do_claim(body: dict[str, Any], client: WebClient, deps: BotDeps, *, releasin
         _tell(client, body, "This question no longer exists.")
         return
     ctx = {"run_id": interrupt.run_id, "interrupt_id": iid, "user": by, "team": interrupt.team}
-    if interrupt.team and (body.get("team") or {}).get("id") not in (None, interrupt.team):
-        log.info("claim from another workspace refused", **ctx)
+    if not acts_here(client, body, deps, interrupt):
+        log.info("claim refused: not where the question is", **ctx, channel=channel_of(body), releasing=releasing)
         return
     try:
         if releasing:
-            deps.runs.release(interrupt, by=by, is_admin=deps.is_admin(by))
+            deps.runs.release(interrupt, by=by, is_admin=deps.is_admin(by, context))
         else:
             deps.runs.claim(interrupt, by=by)
     except ClaimRefused as exc:
         log.info("claim refused", **ctx, channel=channel_of(body), why=str(exc), releasing=releasing)
         _tell(client, body, f":warning: {exc}")
+
+
+def acts_here(client: WebClient, body: dict[str, Any], deps: BotDeps, interrupt: InterruptRecord) -> bool:
+    """Whether a click may act on `interrupt` where it was made; else the clicker is told why.
+
+    The place is checked as for an answer (`RunService.misplaced`): its workspace, or its own shared
+    channel, and its own message.
+    """
+    where = Where(
+        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
+    )
+    refusal = deps.runs.misplaced(interrupt, where)
+    if refusal is not None:
+        _tell(client, body, refusal_text(AnswerOutcome.refused(interrupt.id, body["user"]["id"], refusal)))
+    return refusal is None
 
 
 def _tell(client: WebClient, body: dict[str, Any], text: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
@@ -24,9 +24,10 @@ from bot.deps import BotDeps
 from bot.slack.blocks_question import REASSIGN_ACTION_ID
 from bot.slack.form_state import parse_block_id
 from bot.slack.mrkdwn import user_ref
-from bot.slack.payload_fields import channel_of, clicked, thread_of
+from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
+from bot.slack.refusals import refusal_text
 from workers.logs import Log
-from workers.runs import ReassignRefused
+from workers.runs import AnswerOutcome, ReassignRefused, Where
 
 log = Log("parley.actions")
 
@@ -35,7 +36,7 @@ def ack_reassign(ack: Ack) -> None:
     ack()
 
 
-def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
+def do_reassign(body: dict[str, Any], client: WebClient, context: BoltContext, deps: BotDeps) -> None:
     """After the ack: check the pick, hand over the question, tell the new assignee and clicker."""
     action = clicked(body)
     by, to = body["user"]["id"], str(action.get("selected_user") or "")
@@ -47,12 +48,19 @@ def do_reassign(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:
         return
     if not to:
         return  # the selection was cleared
+    where = Where(
+        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
+    )
+    refusal = deps.runs.misplaced(interrupt, where)  # as an answer's place is checked
+    if refusal is not None:
+        _tell(client, body, refusal_text(AnswerOutcome.refused(iid, by, refusal)))
+        return
     try:
         updated = deps.runs.reassign(
             interrupt,
             by=by,
             to=to,
-            is_admin=deps.is_admin(by),
+            is_admin=deps.is_admin(by, context),
             to_is_bot=to != by and _is_bot(client, to),
         )
     except ReassignRefused as exc:

@@ -21,6 +21,7 @@ from slack_forms import find_element, form_state, texts, users_select_action, us
 from slack_payloads import ADMIN, block_actions_payload
 
 from bot.playground.directory import User
+from bot.playground.workspace import TEAM_ID
 from bot.slack.blocks_question import CLAIM_ACTION_ID, REASSIGN_ACTION_ID, RELEASE_ACTION_ID
 from workers.interaction import Item, ItemType, Request
 from workers.receipts import Signer
@@ -135,6 +136,27 @@ def test_an_admin_reassigns_a_claimed_question_and_the_claim_moves(bot: Bot) -> 
     bot.wait_for("the hand-over", lambda: "Claimed by <@U0P02>" in texts(current(bot, paused).question["blocks"]))
     assert current(bot, paused).interrupt.assignees == ["U0P02"]
     assert current(bot, paused).interrupt.claimed_by == "U0P02"
+
+
+def test_a_claim_is_taken_where_an_answer_is_and_refused_aloud_elsewhere(bot: Bot) -> None:
+    bot.ws.add_user(User("U0ERIN", "erin"))  # a Slack Connect partner, asked in the shared channel
+    paused = bot.paused("s-form", {"claim": True, "assignees": ["U0ERIN", "U0BOB"]})
+    elsewhere = bot.click(paused, CLAIM_ACTION_ID, user="U0BOB", channel="C0OPS", message_ts="1.000001")  # a copy
+    assert elsewhere.status == 200
+    bot.wait_for("the refusal", lambda: ephemerals(bot, "it can only be answered on its own message there"))
+    assert current(bot, paused).interrupt.claimed_by == ""
+    assert bot.click(paused, CLAIM_ACTION_ID, user="U0ERIN", team="T0PARTNER").status == 200  # its own message
+    bot.wait_for("the partner's claim", lambda: current(bot, paused).interrupt.claimed_by == "U0ERIN")
+
+
+def test_an_admin_of_the_questions_workspace_may_release_its_claim(bot: Bot) -> None:
+    bot.deps.team_admins = {TEAM_ID: frozenset({"U0CAROL"})}  # an admin of this workspace only
+    paused = bot.paused("s-form", {"claim": True, "assignees": ["U0BOB", "U0ALICE"]})
+    claim(bot, paused, "U0BOB")
+    bot.wait_for("the claim", lambda: "Claimed by" in texts(current(bot, paused).question["blocks"]))
+    assert bot.click(current(bot, paused), RELEASE_ACTION_ID, user="U0CAROL").status == 200
+    bot.wait_for("the release", lambda: current(bot, paused).interrupt.claimed_by == "")
+    assert not ephemerals(bot, "Only the person who claimed")
 
 
 def test_an_unclaimed_question_escalates_and_a_claimed_one_does_not(bot: Bot) -> None:

@@ -22,7 +22,7 @@ from workers.runs import inline
 from workers.runs.lookup import lookup
 from workers.runs.start import StartRefused, begin, create_run, start_run
 from workers.runtime import admin, claims
-from workers.runtime.acceptance import AnswerOutcome, accept, try_accept, unavailable
+from workers.runtime.acceptance import AnswerOutcome, accept, same_workspace, try_accept, unavailable, where_asked
 from workers.runtime.decline import decline
 from workers.runtime.people import reassign
 from workers.runtime.retention import purge_finished
@@ -30,7 +30,8 @@ from workers.runtime.wiring import Runtime
 from workers.store.away import Away
 from workers.store.closings import Closings
 from workers.store.proposals import Proposal
-from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store.records import HistoryEntry, InterruptRecord, InterruptState, RefusalReason, RunRecord, RunStatus
+from workers.store.refusal import Refusal
 from workers.store.starts import StartLimits
 
 
@@ -180,6 +181,18 @@ class RunService:
         writes nothing.
         """
         return reassign(self.runtime, interrupt, by=by, to=to, is_admin=is_admin, to_is_bot=to_is_bot)
+
+    def misplaced(self, interrupt: InterruptRecord, where: Where) -> Refusal | None:
+        """Why a click on `interrupt` from `where` may not act on it, as an answer's would be refused.
+
+        Claim, Release and Reassign act on the question like an answer. So they are taken only
+        where an answer would be: its workspace (or its own channel, shared), on its own message.
+        """
+        if where.team is not None and not same_workspace(interrupt, where.team, where.enterprise, where.channel):
+            return Refusal(RefusalReason.WRONG_TEAM, team=interrupt.team, payload_team=where.team)
+        if not where_asked(interrupt, where.channel, where.message_ts):
+            return Refusal(RefusalReason.WRONG_PLACE, channel=str(interrupt.message.get("channel", "")))
+        return None
 
     def claim(self, interrupt: InterruptRecord, *, by: str) -> InterruptRecord:
         """`by` takes a question asked with `claim`, and the run's host shows it.
