@@ -143,7 +143,7 @@ STREAM_TEXT_MAX = 12_000
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 
-def _markdown(args: dict[str, Any]) -> str:
+def markdown_of(args: dict[str, Any]) -> str:
     """The text a stream call adds: its `markdown_text`, then its chunks' `markdown_text`.
 
     slack_sdk sends these.
@@ -185,16 +185,16 @@ def start_stream(ws: Workspace, args: dict[str, Any], token: str, request: Reque
         raise SlackError("invalid_thread_ts")
     if not channel.startswith("D") and not (args.get("recipient_user_id") and args.get("recipient_team_id")):
         raise SlackError("invalid_arguments")  # required when streaming to channels
-    msg = ws.post_message(channel, _markdown(args), thread_ts=thread_ts)
-    ws.agents.streams[msg["ts"]] = [_markdown(args)]
+    msg = ws.post_message(channel, markdown_of(args), thread_ts=thread_ts)
+    ws.agents.streams[msg["ts"]] = [markdown_of(args)]
     ws.agents.live.add(msg["ts"])
     return {"channel": channel, "ts": msg["ts"]}
 
 
 def append_stream(ws: Workspace, args: dict[str, Any], token: str, request: Request) -> dict[str, Any]:
     channel, ts, msg = _streaming(ws, args)
-    ws.agents.streams[ts].append(_markdown(args))
-    ws.update_message(channel, ts, msg["text"] + _markdown(args))
+    ws.agents.streams[ts].append(markdown_of(args))
+    ws.update_message(channel, ts, msg["text"] + markdown_of(args))
     return {"channel": channel, "ts": ts}
 
 
@@ -209,9 +209,9 @@ def stop_stream(
     blocks = args.get("blocks")
     if blocks is not None and check is not None:
         check(blocks)
-    ws.agents.streams[ts].append(_markdown(args))
+    ws.agents.streams[ts].append(markdown_of(args))
     ws.agents.live.discard(ts)
-    ws.update_message(channel, ts, msg["text"] + _markdown(args), blocks)
+    ws.update_message(channel, ts, msg["text"] + markdown_of(args), blocks)
     return {"channel": channel, "ts": ts, "message": ws.message(channel, ts)}
 
 

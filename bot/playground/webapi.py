@@ -258,6 +258,10 @@ class _Api:
             raise SlackError("message_not_found")
         if current["user"] != self.ws.bot_user_id:
             raise SlackError("cant_update_message")
+        if "markdown_text" in args:  # not with text or blocks; up to 12,000 characters, as chat.appendStream's
+            if "text" in args or "blocks" in args:
+                raise SlackError("invalid_arguments")
+            args = {"text": agent_methods.markdown_of(args)}
         if "blocks" in args:
             _check_blocks(args["blocks"])
             agent_methods.refuse_agent_blocks(self.ws, args["blocks"])

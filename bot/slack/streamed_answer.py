@@ -86,12 +86,41 @@ def stream_answer(surfaces: AgentSurfaces, web: WebClient, run: RunInfo, where: 
             surfaces.refused(run, "chat.startStream", str(exc.response.get("error") or "unknown"))
             return False  # nothing shown yet: the answer is posted instead
         _remember(surfaces, run, "chat.startStream", str(exc.response.get("error") or "unknown"))
-        log.warning("the streamed answer was cut short", **run.log_context(), stream_ts=stream.ts)
+        return _cut_short(surfaces, web, stream, run, where, text, feedback, str(exc.response.get("error")))
     except (SlackClientError, OSError) as exc:
-        log.warning("the answer could not be streamed", **run.log_context(), error=str(exc))
-        return stream.ts is not None
+        if stream.ts is None:
+            log.warning("the answer could not be streamed", **run.log_context(), error=str(exc))
+            return False
+        return _cut_short(surfaces, web, stream, run, where, text, feedback, str(exc))
     _stop(surfaces, stream, run, feedback)
     return True
+
+
+def _cut_short(
+    surfaces: AgentSurfaces,
+    web: WebClient,
+    stream: ChatStream,
+    run: RunInfo,
+    where: dict[str, str],
+    text: str,
+    feedback: bool,
+    error: str,
+) -> bool:
+    """Show the whole answer in a stream that failed part-way, and say whether it shows.
+
+    The stream is stopped where it can be, then its message is updated to the whole text: an
+    update is idempotent, so a part that reached Slack unseen is not shown twice. slack_sdk's
+    `ChatStream.ts` names this fallback. False when the update fails too: the host then posts
+    the answer, so nothing of it is lost.
+    """
+    log.warning("the streamed answer was cut short", **run.log_context(), stream_ts=stream.ts, error=error)
+    _stop(surfaces, stream, run, feedback)
+    try:
+        web.chat_update(channel=where["channel"], ts=str(stream.ts), markdown_text=text)
+        return True
+    except (SlackApiError, SlackClientError, OSError) as exc:
+        log.warning("the cut short answer was not completed; posting it", **run.log_context(), error=str(exc))
+        return False
 
 
 def _remember(surfaces: AgentSurfaces, run: RunInfo, method: str, error: str) -> None:

@@ -86,3 +86,35 @@ def test_a_workspace_without_streaming_gets_the_answer_posted(bot: Bot) -> None:
     work(bot.runtime)
     assert len(bot.calls("chat.startStream")) == 1  # remembered: not tried again in this workspace
     assert any("The invoice was paid" in m["text"] for m in bot.ws.thread(CHANNEL, second_root))
+
+
+FAULTS = {
+    "refused": lambda f: f.fail_next("chat.appendStream", status=200, error="message_not_in_streaming_state"),
+    "rate-limited": lambda f: f.fail_next("chat.appendStream", status=429, retry_after=0, times=6),
+    "timed-out": lambda f: f.hold_next("chat.appendStream", 4.0),  # served, its reply lost past 2 s
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_stream_that_fails_part_way_ends_with_the_whole_answer_once(
+    r: redis.Redis, tmp_path: Path, fault: str
+) -> None:
+    with running_bot(r, tmp_path, client_timeout=2) as bot:
+        load_agents(["agent_session_agents"])
+        FAULTS[fault](bot.ws.faults)
+        run, root_ts = bot.started("as-answer", "what is due?")
+        work(bot.runtime)
+        assert bot.runtime.store.get(run.id).status is RunStatus.SUCCEEDED
+        shown = [m for m in bot.ws.thread(CHANNEL, root_ts) if "The invoice was paid" in m["text"]]
+        assert [m["text"] for m in shown] == [ANSWER]  # the streamed message, completed: never cut, never twice
+        assert not bot.calls("chat.postMessage", lambda c: "The invoice was paid" in str(c["args"].get("text")))
+
+
+def test_a_stream_that_cannot_be_completed_has_its_answer_posted(bot: Bot) -> None:
+    bot.ws.faults.fail_next("chat.appendStream", status=200, error="message_not_in_streaming_state")
+    bot.ws.faults.fail_next("chat.update", status=200, error="edit_window_closed")
+    run, root_ts = bot.started("as-answer", "what is due?")
+    work(bot.runtime)
+    assert bot.runtime.store.get(run.id).status is RunStatus.SUCCEEDED
+    posted = [m for m in bot.ws.thread(CHANNEL, root_ts) if m["text"].startswith(":white_check_mark:")]
+    assert len(posted) == 1 and "nothing else is due" in posted[0]["text"]  # the part streamed stays above it
