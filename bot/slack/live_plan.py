@@ -8,7 +8,8 @@ Updates are coalesced: the message changes at most once per `INTERVAL` seconds. 
 Tier 3 method, 50+ calls a minute per workspace
 (https://docs.slack.dev/apis/web-api/rate-limits). A change inside the interval is shown by a
 timer when it ends. Or a forced update shows it sooner, when the run parks, finishes, fails or
-is cancelled. So the plan never stays behind.
+is cancelled. So the plan never stays behind. A post or update Slack did not take is tried again
+an interval later, a few times: the run's end is often the plan's last change.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from workers.interaction import RunInfo
 
 INTERVAL = 3.0
 """Seconds between two updates of one plan message: 20 a minute, inside Tier 3's 50."""
+RETRIES = 5
+"""Times a plan's failed post or update is tried again, an interval apart: nothing else may."""
 PLANNED = "plan"
 """The conversation's mark: False in a thread Parley started, True once the run has a plan.
 
@@ -193,7 +196,12 @@ class LivePlan:
             if reply is not None:
                 plan["message"] = {"channel": reply["channel"], "ts": reply["ts"]}
         else:
-            self.surfaces.call(
+            reply = self.surfaces.call(
                 web, run, "chat.update", surface="plan", channel=msg["channel"], ts=msg["ts"], text=text, blocks=blocks
             )
-        plan["shown"], plan["shown_at"] = plan["version"], time.time()
+        failed = plan.get("failed", 0) + 1
+        if reply is None and self.surfaces.available(run, "plan") and failed <= RETRIES:
+            plan["failed"] = failed  # not shown: a timer tries again, as for a change inside the interval
+            self._later(web, run, where, self.interval)
+            return
+        plan["shown"], plan["shown_at"], plan["failed"] = plan["version"], time.time(), 0

@@ -102,6 +102,19 @@ def test_fifty_steps_update_the_plan_no_faster_than_once_per_interval(bot: Bot, 
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+def test_a_plan_update_slack_did_not_take_is_tried_again_until_it_shows_the_end(bot: Bot) -> None:
+    bot.ws.faults.fail_next("chat.update", status=500)  # the end's forced update: the run's only one
+    run, root_ts = bot.started("as-steps", "count")
+    work(bot.runtime)
+    assert bot.runtime.store.get(run.id).status is RunStatus.SUCCEEDED
+    assert any(c.get("error") == "internal_error" for c in bot.calls("chat.update"))
+    bot.wait_for(  # a timer tries again an interval later: nothing else would, the run has ended
+        "the plan to show the run's end",
+        lambda: all(status == "complete" for _, status in cards(plan_messages(bot, root_ts)[0])),
+        timeout=4 * INTERVAL,
+    )
+
+
 def test_a_step_that_raises_shows_an_error_card(bot: Bot) -> None:
     run, root_ts = bot.started("as-step-fails", "x")
     work(bot.runtime)
