@@ -103,6 +103,8 @@ def verify_receipt(settings: Settings, file: str, keys: list[str] | None) -> int
     except ValueError:
         wrapped = None
     many = wrapped.get("receipts") if isinstance(wrapped, dict) else None
+    if isinstance(wrapped, dict) and "receipts" in wrapped and not (isinstance(many, list) and many):
+        raise ReceiptError("no receipts in the file: `receipts` is empty or not a list")
     lines = [json.dumps(r) for r in many] if isinstance(many, list) else [text.decode(errors="replace")]
     for line in lines:
         checked = verify_text(line, ring)

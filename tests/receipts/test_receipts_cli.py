@@ -122,6 +122,20 @@ def test_bad_input_gets_one_line_verdicts_never_a_traceback(
     assert nokeys.returncode == 1 and "no keys to verify with" in nokeys.stdout
 
 
+def test_a_receipt_copied_onto_another_question_or_an_empty_body_is_bad(
+    rt: Runtime, keys: tuple[Signer, Path, Path], tmp_path: Path
+) -> None:
+    _, _, public = keys
+    mine, theirs = answered(rt, "red"), answered(rt, "green")
+    copied = {**theirs, "question_id": mine["question_id"], "run_id": mine["run_id"]}  # served as mine
+    for name, body in {"copied": copied, "grouped": {"receipts": [copied]}}.items():
+        done = cli("receipts", "verify", str(write(tmp_path / f"{name}.json", body)), "--keys", str(public))
+        assert done.returncode == 1 and done.stdout.startswith("bad: question_id"), done
+        assert run_snippet(tmp_path / f"{name}.json", public).returncode != 0
+    empty = cli("receipts", "verify", str(write(tmp_path / "empty.json", {"receipts": []})), "--keys", str(public))
+    assert empty.returncode == 1 and empty.stdout.startswith("bad: no receipts"), empty
+
+
 @pytest.fixture
 def audit(rt: Runtime, redis_url: str, tmp_path: Path) -> list[str]:
     """Four receipts of workspace T1, exported with `parley audit export`."""
@@ -153,6 +167,15 @@ def test_audit_verify_names_a_deleted_line(audit: list[str], keys: tuple[Signer,
 def test_audit_verify_names_a_reordered_pair(audit: list[str], keys: tuple[Signer, Path, Path], tmp_path: Path) -> None:
     code, said = verify_log([audit[0], audit[2], audit[1], audit[3]], tmp_path, keys[2])
     assert code == 1 and said.startswith("bad: line 2: "), said
+
+
+@pytest.mark.parametrize(("field", "value"), [("question_id", "q-other"), ("run_id", "r-other"), ("sequence", 9)])
+def test_audit_verify_names_a_line_saying_other_than_its_signature(
+    audit: list[str], keys: tuple[Signer, Path, Path], tmp_path: Path, field: str, value: Any
+) -> None:
+    edited = {**json.loads(audit[1]), field: value}
+    code, said = verify_log([audit[0], json.dumps(edited), *audit[2:]], tmp_path, keys[2])
+    assert code == 1 and said.startswith(f"bad: line 2: {field}"), said
 
 
 def test_audit_verify_names_an_edited_answer(audit: list[str], keys: tuple[Signer, Path, Path], tmp_path: Path) -> None:

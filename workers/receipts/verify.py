@@ -57,17 +57,44 @@ def verify_envelope(envelope: dict[str, Any], ring: KeyRing, claimed: str | None
     return Verified(body, digest)
 
 
-def verify_text(text: str | bytes, ring: KeyRing) -> Verified:
-    """A receipt as a file holds it: a DSSE envelope, or the API's answer.
+NO_WORKSPACE = "-"
+"""How a chain without a workspace is named outside the signature; signed, it is ""."""
 
-    The API answers with the envelope and digest.
+
+def verify_text(text: str | bytes, ring: KeyRing) -> Verified:
+    """A receipt as a file holds it: a DSSE envelope, or the API's answer (an audit log's line).
+
+    The API answers with the envelope, its digest, and the question, run, workspace and place in
+    the chain it belongs to. Each of those given must be what the signed statement says. Else a
+    receipt copied onto another question would read as that question's.
     """
     outer = parse(text)
     wrapped = json.loads(text)
     claimed = None
     if isinstance(wrapped, dict) and isinstance(wrapped.get("digest"), dict):
         claimed = str(wrapped["digest"].get("sha256", ""))
-    return verify_envelope(outer, ring, claimed)
+    verified = verify_envelope(outer, ring, claimed)
+    if isinstance(wrapped, dict) and "envelope" in wrapped:
+        _same_as_signed(wrapped, verified.predicate)
+    return verified
+
+
+def _same_as_signed(wrapped: dict[str, Any], predicate: dict[str, Any]) -> None:
+    """Refuse a wrapper field that says other than the signed predicate."""
+    given_question = predicate.get("question")
+    question: dict[str, Any] = given_question if isinstance(given_question, dict) else {}
+    signed = {
+        "question_id": question.get("id"),
+        "run_id": question.get("run_id"),
+        "workspace": predicate.get("workspace") or NO_WORKSPACE,
+        "sequence": predicate.get("sequence"),
+    }
+    for field, value in signed.items():
+        given = wrapped.get(field)
+        if field == "workspace" and given == "":
+            given = NO_WORKSPACE
+        if field in wrapped and given != value:
+            raise ReceiptError(f"{field} {given!r} is not the signed {value!r}: the receipt belongs elsewhere")
 
 
 @dataclass
