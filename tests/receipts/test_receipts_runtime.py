@@ -19,6 +19,7 @@ from runtime_helpers import make_runtime, parked, paused, start, work
 from workers.interaction import Answer
 from workers.receipts import Signer
 from workers.receipts.canonical import digest
+from workers.receipts.keys import public_pem
 from workers.receipts.verify import verify_envelope
 from workers.runtime import admin
 from workers.runtime.acceptance import AcceptRefused, accept
@@ -161,12 +162,15 @@ def test_rotation_old_and_new_receipts_both_verify(r: Redis, tmp_path: Path) -> 
     _, before = parked(first, "t-ask", {})
     accept(first, before, "U1", RED)
     work(first)
-    second = make_runtime(r, tmp_path, receipt_key=new.private_pem())
+    trusted = public_pem(old.public).encode()  # PARLEY_RECEIPT_KEYS: the rotated key, given out of band
+    second = make_runtime(r, tmp_path, receipt_key=new.private_pem(), receipt_trusted=trusted)
     _, after = parked(second, "t-ask", {})
     accept(second, after, "U1", RED)
     work(second)
-    published = second.receipts.keyring()  # every key that signed here, as GET /receipts/keys lists them
+    published = second.receipts.keyring()  # the keys it was given, as GET /receipts/keys lists them
     assert len(published) == 2
+    alone = make_runtime(r, tmp_path, receipt_key=new.private_pem())  # never trusts what Redis recorded
+    assert len(alone.receipts.keyring()) == 1 and alone.receipts.recorded_keyids() == sorted([old.keyid, new.keyid])
     for iid in (before, after):
         receipt = second.receipts.get(iid)
         assert receipt is not None

@@ -22,6 +22,7 @@ from stacks import Stacks
 
 from workers.receipts import KeyRing, Signer
 from workers.receipts.canonical import digest
+from workers.receipts.keys import public_pem
 from workers.receipts.verify import verify_text
 
 pytestmark = pytest.mark.system
@@ -114,12 +115,16 @@ def test_the_keys_endpoint_publishes_the_signing_key_and_others_see_no_receipt(
 ) -> None:
     other = create_token(stack, "someone-else")
     request = {"reason": "Ok?", "items": [{"id": "ok", "text": "OK", "type": "boolean"}]}
+    assert stack.redis is not None
+    planted = Signer.generate()  # a key written into Redis by someone who can write Redis
+    stack.redis.hset("parley:receipts:keys", planted.keyid, public_pem(planted.public))
     with api_client(stack, token) as client:
         published = client.get("/receipts/keys").json()
         created = client.post("/questions", json={"request": request, "channel": CHANNEL}).json()
         client.post(f"/questions/{created['id']}/cancel")
         receipt_of(client, created["id"], stack)
     assert published["current"] == keys[0].keyid
-    assert [k["keyid"] for k in published["keys"]] == [keys[0].keyid]
+    assert [k["keyid"] for k in published["keys"]] == [keys[0].keyid]  # never the planted one
+    assert published["unconfigured"] == [planted.keyid]  # named, so an operator sees it
     with api_client(stack, other) as client:
         assert client.get(f"/questions/{created['id']}/receipt").status_code == 404

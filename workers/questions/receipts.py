@@ -40,10 +40,17 @@ def question_receipt(service: QuestionService, caller: Caller, question_id: str)
 
 
 def published_keys(service: QuestionService) -> dict[str, Any]:
-    """`GET /api/v1/receipts/keys`: every public key that verifies this Parley's receipts."""
+    """`GET /api/v1/receipts/keys`: the public keys this Parley was configured to trust.
+
+    `unconfigured` names keys recorded as signing here that are not among them: a process with
+    another key, or a key added to Redis by hand. They are named, never published.
+    """
     book: ReceiptBook = service.runtime.receipts
     current = book.signer.keyid if book.signer is not None else None
-    return {"current": current, "keys": book.keyring().listing()}
+    ring = book.keyring()
+    listed = ring.listing()
+    known = {k["keyid"] for k in listed}
+    return {"current": current, "keys": listed, "unconfigured": [k for k in book.recorded_keyids() if k not in known]}
 
 
 def with_view_receipt(service: QuestionService, view: QuestionView) -> QuestionView:

@@ -99,13 +99,20 @@ class ReceiptBook:
         return self.redis.zscore(keys.receipts_pending(), interrupt_id) is not None
 
     def keyring(self) -> KeyRing:
-        """Every key that signed a receipt here, and the signer's own."""
-        pems = b"".join(as_text(p).encode() for p in reply(self.redis.hvals(keys.receipt_keys())))
-        ring = KeyRing.from_pem_text(pems) if pems else KeyRing()
+        """The keys this process was given: its signer's and `PARLEY_RECEIPT_KEYS`'.
+
+        The keys recorded in Redis are never trusted: whoever can write Redis could add one, and
+        then sign a receipt that verifies with it.
+        """
+        ring = KeyRing()
         ring.merge(self.trusted)
         if self.signer is not None:
             ring.add(self.signer.public)
         return ring
+
+    def recorded_keyids(self) -> list[str]:
+        """The ids of every key a process recorded signing with here."""
+        return sorted(as_text(k) for k in reply(self.redis.hkeys(keys.receipt_keys())))
 
     def workspaces(self) -> list[str]:
         return sorted(as_text(w) for w in reply(self.redis.smembers(keys.receipt_workspaces())))
