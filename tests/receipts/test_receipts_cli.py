@@ -205,6 +205,27 @@ def test_audit_verify_names_a_fork(audit: list[str], keys: tuple[Signer, Path, P
     assert code == 1 and said.startswith("bad: line 5: "), said
 
 
+def test_a_receipt_deleted_in_redis_shows_as_a_gap_and_a_listless_chain_is_still_exported(
+    audit: list[str], rt: Runtime, redis_url: str, keys: tuple[Signer, Path, Path], tmp_path: Path
+) -> None:
+    second = json.loads(audit[1])["question_id"]
+    rt.redis.delete(f"parley:receipt:{second}")  # someone with Redis deletes receipt 2
+    rt.redis.srem("parley:receipts:workspaces", "T1")  # and the chain's name from the list
+    done = cli("audit", "export", env={"REDIS_URL": redis_url})
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 3, done.stderr
+    code, said = verify_log(done.stdout.splitlines(), tmp_path, keys[2])
+    assert code == 1 and said.startswith("bad: line 2: chain broken"), said
+    assert rt.redis.zcard("parley:receipts:chain:T1") == 4  # the export read it, and left its index whole
+
+
+def test_with_min_replicas_a_chain_whose_newest_receipt_is_gone_is_not_exported_as_empty(
+    audit: list[str], rt: Runtime, redis_url: str
+) -> None:
+    rt.redis.delete(f"parley:receipt:{json.loads(audit[-1])['question_id']}")  # no replica holds the rest
+    done = cli("audit", "export", "--team", "T1", env={"REDIS_URL": redis_url, "PARLEY_REDIS_MIN_REPLICAS": "1"})
+    assert done.returncode == 1 and done.stdout == "" and "not yet on 1 replica" in done.stderr, done
+
+
 def test_audit_export_since_keeps_the_later_receipts(rt: Runtime, redis_url: str) -> None:
     answered(rt)
     env = {"REDIS_URL": redis_url}

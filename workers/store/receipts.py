@@ -28,6 +28,7 @@ from workers.receipts.keys import KeyRing, Signer, public_pem
 from workers.receipts.statement import statement
 from workers.store import keys
 from workers.store.pieces import gathered
+from workers.store.receipt_chains import ChainReader
 from workers.store.receipt_records import Receipt as Receipt
 from workers.store.receipt_records import pairs
 from workers.store.receipt_replicas import (
@@ -68,6 +69,7 @@ class ReceiptBook:
         self.trusted = trusted or KeyRing()  # public keys of rotated signers, from `PARLEY_RECEIPT_KEYS`
         self.replication = replication or Replication()  # replicas that must hold a receipt handed out
         self.heads = ChainHeads()  # this process's furthest receipt of each chain, to notice a loss
+        self.chains = ChainReader(redis)
         self._touch = redis.register_script(TOUCH)
 
     # ---- reading ---------------------------------------------------------------
@@ -115,29 +117,10 @@ class ReceiptBook:
         return sorted(as_text(k) for k in reply(self.redis.hkeys(keys.receipt_keys())))
 
     def workspaces(self) -> list[str]:
-        return sorted(as_text(w) for w in reply(self.redis.smembers(keys.receipt_workspaces())))
+        return self.chains.workspaces()
 
     def chain(self, workspace: str, batch: int = 500) -> Iterator[Receipt]:
-        """A workspace's receipts in chain order.
-
-        Ones past retention are gone from its start.
-        """
-        start = 0
-        while True:
-            found = reply(self.redis.zrange(keys.receipt_chain(workspace), start, start + batch - 1))
-            ids = [as_text(i) for i in found]
-            if not ids:
-                return
-            pipe = self.redis.pipeline(transaction=False)
-            for iid in ids:
-                pipe.hgetall(keys.receipt(iid))
-            for iid, data in zip(ids, pipe.execute(), strict=True):
-                if data:
-                    yield Receipt.from_hash(iid, text_hash(data))
-                else:  # expired with retention: the chain starts after it now
-                    self.redis.zrem(keys.receipt_chain(workspace), iid)
-                    start -= 1
-            start += batch
+        return self.chains.chain(workspace, batch)
 
     # ---- writing ---------------------------------------------------------------
     def write(self, interrupt_id: str) -> Receipt | None:
@@ -280,7 +263,18 @@ class ReceiptBook:
         if self.confirmed([(head["question_id"], head["digest"])]):
             return int(head["sequence"])
         if not self.redis.exists(keys.receipt(head["question_id"])):
-            return 0  # gone with retention, and every receipt before it with it
+            newest = self.chains.newest_kept(workspace)
+            if newest is None:
+                return 0  # gone with retention, and every receipt before it with it
+            log.error(  # retention takes the oldest first: the newest gone alone was deleted, or lowered
+                "the newest receipt of a chain is gone; exporting up to the newest kept",
+                workspace=workspace,
+                interrupt_id=head["question_id"],
+                sequence=int(head["sequence"]),
+                kept=newest.sequence,
+            )
+            if self.confirmed([(newest.interrupt_id, newest.digest)]):
+                return newest.sequence
         wanted = self.replication.min_replicas
         raise ReceiptUnconfirmed(f"the newest receipts of workspace {workspace} are not yet on {wanted} replica(s)")
 

@@ -1,0 +1,79 @@
+"""Reading a workspace's chain of receipts: its receipts in order, and its newest kept.
+
+A read never hides a deletion. Retention takes receipts from a chain's start, so only those
+leave its index here. A receipt gone after one still kept stays in the index, and an export
+shows the gap, which `parley audit verify` names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from redis import Redis
+
+from workers.logs import Log
+from workers.store import keys
+from workers.store.receipt_records import Receipt
+from workers.store.replies import as_text, reply, text_hash
+
+log = Log("parley.receipts")
+
+
+class ChainReader:
+    """A Redis's receipt chains, reached as `ReceiptBook.chains`."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+
+    def workspaces(self) -> list[str]:
+        """Every workspace with a chain: those listed, and those whose chain index exists.
+
+        An export must not lose a chain because its name left the list.
+        """
+        listed = {as_text(w) for w in reply(self.redis.smembers(keys.receipt_workspaces()))}
+        prefix = keys.receipt_chain("")
+        indexed = {as_text(k)[len(prefix) :] for k in self.redis.scan_iter(match=prefix + "*", count=1000)}
+        return sorted(listed | indexed)
+
+    def chain(self, workspace: str, batch: int = 500) -> Iterator[Receipt]:
+        """A workspace's receipts in chain order.
+
+        Ones past retention are gone from its start, and leave its index here. A receipt gone
+        after one still kept is not retention's doing: it is skipped and its place kept, so the
+        exported log shows the gap.
+        """
+        start, kept = 0, False
+        while True:
+            found = reply(self.redis.zrange(keys.receipt_chain(workspace), start, start + batch - 1))
+            ids = [as_text(i) for i in found]
+            if not ids:
+                return
+            pipe = self.redis.pipeline(transaction=False)
+            for iid in ids:
+                pipe.hgetall(keys.receipt(iid))
+            for iid, data in zip(ids, pipe.execute(), strict=True):
+                if data:
+                    kept = True
+                    yield Receipt.from_hash(iid, text_hash(data))
+                elif not kept:  # expired with retention: the chain starts after it now
+                    self.redis.zrem(keys.receipt_chain(workspace), iid)
+                    start -= 1
+                else:
+                    log.error("a receipt in the middle of its chain is gone", workspace=workspace, interrupt_id=iid)
+            start += batch
+
+    def newest_kept(self, workspace: str, batch: int = 100) -> Receipt | None:
+        """The chain's newest receipt still stored, walking back from its end."""
+        start = 0
+        while True:
+            found = reply(self.redis.zrevrange(keys.receipt_chain(workspace), start, start + batch - 1))
+            ids = [as_text(i) for i in found]
+            if not ids:
+                return None
+            pipe = self.redis.pipeline(transaction=False)
+            for iid in ids:
+                pipe.hgetall(keys.receipt(iid))
+            for iid, data in zip(ids, pipe.execute(), strict=True):
+                if data:
+                    return Receipt.from_hash(iid, text_hash(data))
+            start += batch
