@@ -26,8 +26,8 @@ from receipt_support import key_files
 
 from bot.mcp.rules import RulesConfig, parse_config
 from bot.slack.api_host import ApiQuestionHost
-from workers.receipts import Signer
-from workers.receipts.upstream import DIGEST, RECEIPT
+from workers.receipts import KeyRing, ReceiptError, Signer
+from workers.receipts.upstream import DIGEST, RECEIPT, check_call
 
 pytestmark = pytest.mark.integration
 UPSTREAM = Path(__file__).resolve().parents[1] / "receipt_upstream.py"
@@ -105,3 +105,9 @@ def test_an_approved_call_carries_its_receipt_and_the_upstream_refuses_other_arg
     same = anyio.run(straight_to_the_upstream, approved)  # the check is not simply refusing everything
     assert not same.is_error, text_of(same)
     assert [v["verdict"][:7] for v in verdicts(root)] == ["ok", "refused", "ok"]
+    ring = KeyRing.from_files([keys[2]])
+    check_call(meta, approved, ring, tool="deploys.deploy")  # the gateway's full name, or the upstream's own
+    with pytest.raises(ReceiptError, match="not a call of 'delete'"):
+        check_call(meta, approved, ring, tool="delete")  # another tool with the same arguments
+    with pytest.raises(ReceiptError, match="older than 0 s"):
+        check_call(meta, approved, ring, tool="deploy", max_age=0)

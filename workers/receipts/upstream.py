@@ -4,11 +4,17 @@ The gateway forwards an approved call with its receipt (`RECEIPT`) and digest (`
 `_meta`. An upstream holding Parley's public keys checks it with `check_call`. That shows a
 person approved exactly the arguments received. The digest covers the arguments as shown. For a
 rule that redacts values, the check compares against the shown form.
+
+The receipt names the tool as the gateway shows it (`Call <upstream>.<tool>`). Given `tool`, the
+check refuses a receipt for another tool, and given `max_age`, one closed longer ago. A receipt
+is not used up: an upstream that must act once per approval remembers `question.id`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from workers.receipts.canonical import digest
@@ -26,8 +32,15 @@ def call_meta(line: Mapping[str, Any]) -> dict[str, Any]:
     return {RECEIPT: dict(line), DIGEST: line["digest"]["sha256"]}
 
 
-def check_call(meta: Mapping[str, Any] | None, arguments: Mapping[str, Any], ring: KeyRing) -> Verified:
-    """The verified receipt, when it approves exactly `arguments`.
+def check_call(
+    meta: Mapping[str, Any] | None,
+    arguments: Mapping[str, Any],
+    ring: KeyRing,
+    *,
+    tool: str | None = None,
+    max_age: float | None = None,
+) -> Verified:
+    """The verified receipt, when it approves exactly `arguments` (for `tool`, within `max_age` s).
 
     Otherwise `ReceiptError` says why not.
     """
@@ -44,4 +57,18 @@ def check_call(meta: Mapping[str, Any] | None, arguments: Mapping[str, Any], rin
         raise ReceiptError(f"the receipt does not approve this call: it says {predicate.get('outcome')}")
     if approval.get("arguments_digest") != digest(dict(arguments)):
         raise ReceiptError("the arguments differ from the ones a person approved")
+    action = str(approval.get("action") or "")
+    if tool is not None and action != f"Call {tool}" and not action.endswith(f".{tool}"):
+        raise ReceiptError(f"the receipt approves {action!r}, not a call of {tool!r}")
+    if max_age is not None and time.time() - _closed_at(predicate) > max_age:
+        raise ReceiptError(f"the approval is older than {max_age:g} s")
     return verified
+
+
+def _closed_at(predicate: Mapping[str, Any]) -> float:
+    """When the approval closed, per its receipt; 0 when it does not say."""
+    closed = (predicate.get("when") or {}).get("closed")
+    try:
+        return datetime.fromisoformat(str(closed).replace("Z", "+00:00")).timestamp() if closed else 0.0
+    except ValueError:
+        return 0.0
