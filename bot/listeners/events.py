@@ -83,6 +83,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         ack()
         return
     user = event["user"]
+    asked = not interrupt.assignees or user in interrupt.assignees
     item = reply_item(interrupt.request)
     if item is None and _read_by_model(deps, client, run, interrupt, event):
         ack()
@@ -103,6 +104,9 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         if _read_by_model(deps, client, run, interrupt, event):
             ack()
             return
+        if not asked:  # it names no option, and its writer was not asked: talk, not an answer
+            ack()
+            return
         outcome = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.AMBIGUOUS, message=str(exc)))
     else:
         enterprise = body.get("enterprise_id") or None
@@ -110,6 +114,8 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
         where = Where(team=team, enterprise=enterprise, channel=event["channel"])
         outcome = runs.answer(interrupt, user, answers, token=token, where=where)
     ack()
+    if not outcome.ok and not asked and not runs.first_delivery(f"reply-not-asked:{interrupt.id}:{user}", HINT_TTL):
+        return  # someone not asked is told once per question that it is not theirs, not at every reply
     if not outcome.ok:
         deps.after_ack(tell_refusal, client, outcome, event["channel"], event.get("thread_ts"))
 

@@ -150,3 +150,25 @@ def test_a_long_reply_is_refused_at_once_quoting_only_its_start(bot: Bot) -> Non
     told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == "U0BOB")
     assert "is not one of the options" in told["args"]["text"] and len(told["args"]["text"]) < 1000
     assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {}
+
+
+def test_people_not_asked_talk_in_the_thread_unbothered_and_are_told_once_if_they_answer(bot: Bot) -> None:
+    paused = bot.paused("s-pick", {"assignees": ["U0BOB"]})
+
+    def say(text: str) -> None:
+        reply = thread_reply_event(
+            user="U0CAROL", channel=CHANNEL, text=text, ts=bot.ws.next_ts(), thread_ts=paused.root_ts
+        )
+        assert bot.event(reply).status == 200
+
+    for chat in ("thanks, watching this", "any news?", "ok"):
+        say(chat)
+    bot.settle()
+    assert not bot.calls("chat.postEphemeral", lambda c: c["args"].get("user") == "U0CAROL")  # talk, not answers
+    say("production")
+    said = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == "U0CAROL")
+    assert "not yours to answer" in said["args"]["text"]
+    say("staging eu")
+    bot.settle()
+    assert len(bot.calls("chat.postEphemeral", lambda c: c["args"].get("user") == "U0CAROL")) == 1  # once
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {}
