@@ -253,3 +253,38 @@ def test_numbers_past_two_to_the_53_are_stated_as_strings_and_every_close_gets_i
     approved = predicate(first.line(), ring(signer))["approval"]
     assert approved["arguments_digest"] == digest({"order_id": 2**53 + 1}) == digest({"order_id": str(2**53 + 1)})
     assert predicate(second.line(), ring(signer))["answers"] == [{"item": "n", "value": str(10**17)}]
+
+
+def test_an_answer_from_a_shared_channels_other_workspace_is_attested_as_that_workspaces(
+    rt: Runtime, signer: Signer
+) -> None:
+    shared = {"channel": "CSHARED", "ts": "1700000000.000100"}
+
+    def posted(iid: str) -> None:  # as the Slack host records the post
+        rt.redis.hset(keys.interrupt(iid), "message", json.dumps(shared))
+
+    _, iid = parked(rt, "t-ask", {"assignees": ["UEXT", "U1"]})
+    posted(iid)
+    accept(rt, iid, "UEXT", RED, team="T2", channel=shared["channel"], message_ts=shared["ts"])  # a partner
+    work(rt)
+    receipt = rt.receipts.get(iid)
+    assert receipt is not None
+    said = predicate(receipt.line(), ring(signer))
+    assert (said["who"]["user"], said["who"]["team"], said["workspace"]) == ("UEXT", "T2", "T1")
+
+    each = start(rt, "t-each", {"assignees": ["UA", "UB"]})
+    work(rt)
+    group = rt.store.groups.group(rt.store.get(each).interrupt)
+    assert group is not None
+    members = {q.assignees[0]: q.id for q in rt.store.groups.members(group)}
+    for member in members.values():
+        posted(member)
+    accept(rt, members["UA"], "UA", RED, team="T2", channel=shared["channel"], message_ts=shared["ts"])
+    accept(rt, members["UB"], "UB", RED, team="T1", channel=shared["channel"], message_ts=shared["ts"])
+    work(rt)
+    teams = {
+        predicate(r.line(), ring(signer))["who"]["user"]: predicate(r.line(), ring(signer))["who"]["team"]
+        for r in rt.receipts.of_run(each)
+    }
+    assert teams == {"UA": "T2", "UB": "T1"}
+    assert not rt.redis.hexists(keys.interrupt(members["UB"]), "answered_team")  # kept only where it differs

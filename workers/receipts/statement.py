@@ -102,7 +102,8 @@ def _who(question: InterruptRecord, origin: str, conversation: dict[str, Any], o
         return {"user": person, "attests": ATTESTS["terminal"]}
     if origin != "slack" and outcome == "cancelled" and person == conversation.get("origin"):
         return {"user": person, "token": True, "attests": ATTESTS["api"]}  # cancelled by the asker's own token
-    who: dict[str, Any] = {"user": person, "team": question.team or None, "attests": ATTESTS["slack"]}
+    team = question.answered_team if outcome != "cancelled" and question.answered_team else question.team
+    who: dict[str, Any] = {"user": person, "team": team or None, "attests": ATTESTS["slack"]}
     if question.enterprise:
         who["enterprise"] = question.enterprise
     return who

@@ -243,6 +243,7 @@ def accept(
     if broken:  # an edit the action's own schema refuses: the person fixes the field it names
         labels = {item.id: item.text for item in interrupt.request.items}
         raise AcceptRefused(Refusal(RefusalReason.INVALID, errors=broken, labels=labels))
+    answered_team = team if team and interrupt.team and team != interrupt.team else ""  # a shared channel's
     if interrupt.group:  # one of several questions asked at once: the run resumes when its group is complete
         closed = close_member(
             runtime,
@@ -253,6 +254,7 @@ def accept(
             token=token or secrets.token_hex(8),
             resume=not resume_here,
             on_done=lambda: _tell_accepted(runtime, interrupt, ctx),  # its outcome is known, as a single one's
+            answered_team=answered_team,
         )
         if isinstance(closed, Refusal) and closed.reason is RefusalReason.UNCONFIRMED:  # kept, queued: as below
             if not closed.again:
@@ -267,7 +269,8 @@ def accept(
         log.info("answer accepted", **ctx, group=interrupt.group, again=closed.again)
         return Accepted(run_id=interrupt.run_id, interrupt=interrupt, answers=valid, answered_by=user)
     try:
-        closed = store.close(interrupt, CloseMode.ANSWER, user, valid, token or secrets.token_hex(8))
+        token = token or secrets.token_hex(8)
+        closed = store.close(interrupt, CloseMode.ANSWER, user, valid, token, answered_team=answered_team)
     except SecretKeyMissing as exc:  # this process cannot seal it: nothing was written
         log.error("secret answer refused", **ctx, problem=str(exc))
         raise AcceptRefused(Refusal(RefusalReason.UNAVAILABLE, message=str(exc))) from None

@@ -45,6 +45,7 @@ def close_member(
     now: float | None = None,
     resume: bool = True,
     on_done: Callable[[], None] | None = None,
+    answered_team: str = "",
 ) -> Refusal | Closed:
     """Close group member `interrupt` as `mode`.
 
@@ -68,7 +69,15 @@ def close_member(
     )
     counts = mode != CloseMode.EXPIRE or interrupt.request.on_expiry is OnExpiry.USE_DEFAULTS
     closed = runtime.store.groups.close(
-        interrupt, mode, actor, entry, answers, token=token, counts=counts, now=time.time() if now is None else now
+        interrupt,
+        mode,
+        actor,
+        entry,
+        answers,
+        token=token,
+        counts=counts,
+        now=time.time() if now is None else now,
+        answered_team=answered_team,
     )
     refusal = closed.refusal
     unconfirmed = refusal is not None and refusal.reason is RefusalReason.UNCONFIRMED

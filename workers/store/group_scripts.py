@@ -135,6 +135,7 @@ if ARGV[6] == M_ANSWER then
   if not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
+  if ARGV[14] and ARGV[14] ~= '' then redis.call('HSET', KEYS[2], 'answered_team', ARGV[14]) end
   redis.call('HSET', KEYS[1], 'failures', 0)
 else
   if not expired then return {0, R_NOT_DUE, q.expires_at or ''} end

@@ -209,6 +209,7 @@ class GroupStore:
         token: str = "",
         counts: bool = True,
         now: float | None = None,
+        answered_team: str = "",
     ) -> MemberClose:
         """Answer, expire or cancel a member in one atomic step, with `entry` as history.
 
@@ -233,6 +234,7 @@ class GroupStore:
             *scripts.close_argv(interrupt.id, interrupt.run_id, now, mode, actor, answers_json, token, entry, resume),
             keys.interrupt(""),
             "1" if counts else "0",
+            answered_team,
         ]
         res, short = self.replication.closing(
             self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER

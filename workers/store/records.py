@@ -200,6 +200,7 @@ class InterruptRecord(_Record):
     answers: list[Answer] = Field(default_factory=list)
     answered_by: str = ""
     answered_at: float | None = None
+    answered_team: str = ""  # the answerer's workspace, kept only where it is not `team` (a shared channel)
     closed_by: str = ""
     team: str = ""
     enterprise: str = ""

@@ -295,8 +295,11 @@ class RunStore:
         answers: list[Answer] | None = None,
         token: str = "",
         now: float | None = None,
+        answered_team: str = "",
     ) -> Refusal | Closed:
         """Answer, expire or cancel `interrupt` in one atomic step.
+
+        `answered_team` is the answerer's workspace where it is not the question's (a shared channel).
 
         A `Refusal` wrote nothing. Secret values are sealed and kept apart from the answers, which keep
         `SECRET_MASK`. A secret without a key raises `SecretKeyMissing`, writing nothing. `UNCONFIRMED`
@@ -333,6 +336,7 @@ class RunStore:
             *scripts.close_argv(interrupt.id, interrupt.run_id, now, mode, actor, answers_json, token, entry, resume),
             sealed,
             keys.closed_channel(),
+            answered_team,
         ]
         res, short = self.replication.closing(
             self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER

@@ -232,7 +232,7 @@ def close_argv(
 # KEYS: run, interrupt, expiry, remind, accepted (not written), leases, history, secrets, receipts pending
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json (secrets masked), token, history json, job id of the resume,
-#       sealed secret values or '', pub/sub channel
+#       sealed secret values or '', pub/sub channel, the answerer's workspace where not the question's ('')
 # The closed question's id is published on the channel, in the same step, to wake its waiters,
 # and marked for its signed receipt (`workers.receipts`), which a worker writes from that mark.
 CLOSE = (
@@ -271,6 +271,7 @@ if ARGV[6] == M_ANSWER then
   if q.assignees ~= '[]' and not list_has(q.assignees, ARGV[7]) then return {0, R_NOT_ALLOWED, q.assignees} end
   redis.call('HSET', KEYS[2], 'state', 'answered', 'answers', ARGV[8], 'answered_by', ARGV[7],
     'answered_at', ARGV[5], 'accept_token', ARGV[9])
+  if ARGV[14] and ARGV[14] ~= '' then redis.call('HSET', KEYS[2], 'answered_team', ARGV[14]) end
   if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[8], ARGV[4], ARGV[12]) end
   run_fields = {'failures', 0}  -- an answer is progress: failures count afresh
 elseif ARGV[6] == M_EXPIRE then
