@@ -218,6 +218,15 @@ def test_a_receipt_deleted_in_redis_shows_as_a_gap_and_a_listless_chain_is_still
     assert rt.redis.zcard("parley:receipts:chain:T1") == 4  # the export read it, and left its index whole
 
 
+def test_a_chain_whose_head_pointer_was_deleted_goes_on_after_its_newest_receipt(
+    audit: list[str], rt: Runtime, redis_url: str, keys: tuple[Signer, Path, Path], tmp_path: Path
+) -> None:
+    rt.redis.delete("parley:receipts:head:T1")
+    assert answered(rt, "red")["sequence"] == 5  # not 1: that would fork the chain
+    done = cli("audit", "export", "--team", "T1", env={"REDIS_URL": redis_url})
+    assert verify_log(done.stdout.splitlines(), tmp_path, keys[2]) == (0, "ok: 5 receipts verified, every chain intact")
+
+
 def test_with_min_replicas_a_chain_whose_newest_receipt_is_gone_is_not_exported_as_empty(
     audit: list[str], rt: Runtime, redis_url: str
 ) -> None:

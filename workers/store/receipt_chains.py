@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from redis import Redis
+from redis.client import Pipeline
 
 from workers.logs import Log
 from workers.store import keys
@@ -77,3 +78,24 @@ class ChainReader:
                 if data:
                     return Receipt.from_hash(iid, text_hash(data))
             start += batch
+
+
+def head_from_index(pipe: Pipeline, workspace: str) -> dict[str, str]:
+    """The chain's head read from its index, when its head pointer is gone; {} for a new chain.
+
+    The pointer is never expired, so it was deleted. Starting again at 1 would fork the chain:
+    it goes on after the newest receipt the index holds, as long as that receipt is kept.
+    """
+    top = reply(pipe.zrevrange(keys.receipt_chain(workspace), 0, 0, withscores=True))
+    if not top:
+        return {}
+    newest, place = as_text(top[0][0]), int(top[0][1])
+    found = reply(pipe.hget(keys.receipt(newest), "digest"))
+    log.error(
+        "a receipt chain's head was gone; it goes on after the newest receipt its index holds",
+        workspace=workspace,
+        interrupt_id=newest,
+        sequence=place,
+        kept=found is not None,
+    )
+    return {"digest": as_text(found), "sequence": str(place)} if found is not None else {}

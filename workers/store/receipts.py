@@ -28,7 +28,7 @@ from workers.receipts.keys import KeyRing, Signer, public_pem
 from workers.receipts.statement import statement
 from workers.store import keys
 from workers.store.pieces import gathered
-from workers.store.receipt_chains import ChainReader
+from workers.store.receipt_chains import ChainReader, head_from_index
 from workers.store.receipt_records import Receipt as Receipt
 from workers.store.receipt_records import pairs
 from workers.store.receipt_replicas import (
@@ -164,7 +164,7 @@ class ReceiptBook:
             keys.receipt(seen_id),
         ]
         with self.redis.pipeline(transaction=True) as pipe:
-            pipe.watch(keys.receipt(interrupt_id), keys.receipt_head(workspace))
+            pipe.watch(keys.receipt(interrupt_id), keys.receipt_head(workspace), keys.receipt_chain(workspace))
             found = read_watched(pipe, read_keys, [interrupt_id, seen_id])
             exists, head_flat, run_flat, question_flat, closed_at, seen_digest, seen_pending = found
             if exists:
@@ -182,7 +182,7 @@ class ReceiptBook:
                 )
                 return None
             question = now_held
-            head = pairs(head_flat)
+            head = pairs(head_flat) or head_from_index(pipe, workspace)
             run_raw = gathered(pairs(run_flat), "conversation")
             conversation = json.loads(run_raw) if run_raw else {}
             sequence = int(head.get("sequence", "0")) + 1
