@@ -217,7 +217,10 @@ def any_agent(run: Any, text: str) -> str:
 def each_agent(run: Any, text: str) -> str:
     p = params(text)
     bump(run.data_dir, run.run_id, "exec")
-    request = _decision("Approve the release?", p["people"]).model_copy(update={"show_answers": p.get("show", False)})
+    timing = {k: p[k] for k in ("expires_in", "escalate_after", "escalate_to", "last_call") if k in p}
+    request = _decision("Approve the release?", p["people"]).model_copy(
+        update={"show_answers": p.get("show", False), **timing}
+    )
     got = run.ask_each(request, quorum=p.get("quorum"))
     return "; ".join(f"{user}: {answers['decision']}" for user, answers in sorted(got.items()))
 

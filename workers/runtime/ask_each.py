@@ -36,6 +36,11 @@ def ask_each(
     if not isinstance(request, Request):
         raise AgentError(f"ask_each needs a Request, not a {type(request).__name__}")
     no_secret(request, key or "ask_each")
+    if request.escalate_after is not None:  # each person answers their own: nobody else can answer for them
+        raise AgentError(
+            "ask_each puts the question to each person on their own, so it cannot be escalated: "
+            "leave out escalate_after (a reminder and a last call still go out), or use ask_all"
+        )
     request = with_assignees(run, request)
     key = run.keys.key(key)
     people = _people(run, key, list(request.assignees))

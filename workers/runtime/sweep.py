@@ -24,7 +24,7 @@ from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
-from workers.store.records import CloseMode, InterruptState, RunStatus
+from workers.store.records import CloseMode, InterruptRecord, InterruptState, RunStatus
 from workers.store.runs import Closed, history_entry
 
 log = Log("parley.sweep")
@@ -87,19 +87,38 @@ def expire_due(runtime: Runtime, now: float) -> list[str]:
 
 def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
     store = runtime.store
+    shared: set[str] = set()  # members of an ask_each reminded on their shared message in this pass
     for iid in store.due_reminders(now):
-        if not store.take_reminder(iid):
-            continue  # another sweep took it
+        if iid in shared or not store.take_reminder(iid):
+            continue  # reminded with its group, or another sweep took it
         interrupt = store.interrupt(iid)
         if interrupt is None or interrupt.state is not InterruptState.OPEN:
             continue
         run = store.get(interrupt.run_id)
         last_call = interrupt.last_call_at is not None and now >= interrupt.last_call_at
-        runtime.hosts.for_run(run).remind(run, interrupt, last_call=last_call)
+        sharing = _sharing(runtime, interrupt)
+        shown = interrupt
+        if sharing:  # ask_each: one reminder on the shared message, naming everyone yet to answer
+            for other in sharing:
+                store.take_reminder(other.id)
+                shared.add(other.id)
+            shown = interrupt.model_copy(update={"assignees": sorted({p for m in sharing for p in m.assignees})})
+        runtime.hosts.for_run(run).remind(run, shown, last_call=last_call)
         store.add_history(run.id, "reminded", "parley", interrupt_id=iid, **({"last_call": True} if last_call else {}))
-        if not last_call and interrupt.last_call_at is not None:
-            store.schedule_reminder(iid, interrupt.last_call_at)
+        for member in sharing or [interrupt]:  # each open member keeps the last call, in case this one is answered
+            if not last_call and member.last_call_at is not None:
+                store.schedule_reminder(member.id, member.last_call_at)
         report.reminded.append(iid)
+
+
+def _sharing(runtime: Runtime, interrupt: InterruptRecord) -> list[InterruptRecord]:
+    """The open members of an `ask_each` question, who share one message; [] for any other question."""
+    if not interrupt.group:
+        return []
+    group = runtime.store.groups.group(interrupt.group)
+    if group is None or not group.message:
+        return []  # ask_all and ask_any: each member is a question of its own, reminded on its own
+    return [m for m in runtime.store.groups.members(group) if m.state is InterruptState.OPEN]
 
 
 def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
