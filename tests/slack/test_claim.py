@@ -159,6 +159,29 @@ def test_an_admin_of_the_questions_workspace_may_release_its_claim(bot: Bot) -> 
     assert not ephemerals(bot, "Only the person who claimed")
 
 
+def test_a_claim_handed_on_and_then_released_goes_back_to_whom_it_was_handed(bot: Bot) -> None:
+    paused = bot.paused("s-form", {"claim": True, "assignees": ["U0P01", "U0P02"]})
+    claim(bot, paused, "U0P01")
+    bot.wait_for("the claim", lambda: "Claimed by" in texts(current(bot, paused).question["blocks"]))
+    now = current(bot, paused)
+    block, element = find_element(now.question["blocks"], REASSIGN_ACTION_ID)
+    payload = block_actions_payload(  # the claimer hands their place, and so the claim, to U0P03
+        user="U0P01",
+        message=now.question,
+        channel=now.channel,
+        action=users_select_action(block, element, "U0P03"),
+        state_values={**form_state(now.question["blocks"], {}), **users_select_state(block, element, "U0P03")},
+    )
+    assert bot.interact(payload).status == 200
+    bot.wait_for("the hand-over", lambda: current(bot, paused).interrupt.claimed_by == "U0P03")
+    bot.wait_for("the message", lambda: "Claimed by <@U0P03>" in texts(current(bot, paused).question["blocks"]))
+    assert bot.click(current(bot, paused), RELEASE_ACTION_ID, user="U0P03").status == 200
+    bot.wait_for("the release", lambda: current(bot, paused).interrupt.claimed_by == "")
+    assert current(bot, paused).interrupt.assignees == ["U0P02", "U0P03"]  # not U0P01, who handed it on
+    assert bot.runtime.store.waiting_on("U0P03") == [paused.interrupt.id]
+    assert bot.runtime.store.waiting_on("U0P01") == []
+
+
 def test_an_unclaimed_question_escalates_and_a_claimed_one_does_not(bot: Bot) -> None:
     fields = {"claim": True, "expires_in": 3600, "escalate_after": 600, "escalate_to": ["U0ALICE"]}
     quiet = bot.paused("s-form", {**fields, "assignees": ["U0P01", "U0P02"]})

@@ -102,7 +102,15 @@ redis.call('ZADD', ARGV[6] .. ARGV[3], q.asked_at, ARGV[1])
 local handoffs = cjson.decode(q.handoffs or '[]')
 handoffs[#handoffs + 1] = {by = ARGV[2], from = removed, to = ARGV[3], at = tonumber(ARGV[5])}
 redis.call('HSET', KEYS[1], 'assignees', cjson.encode(kept), 'handoffs', cjson.encode(handoffs))
-if (q.claimed_by or '') ~= '' and has(removed, q.claimed_by) then redis.call('HSET', KEYS[1], 'claimed_by', ARGV[3]) end
+if (q.claimed_by or '') ~= '' and has(removed, q.claimed_by) then
+  -- the claim moves to `to`, and so does the place a release gives back: those removed, to `to`
+  local before = {}
+  for _, u in ipairs(cjson.decode(q.claimed_from or '[]')) do
+    if not has(removed, u) and u ~= ARGV[3] then before[#before + 1] = u end
+  end
+  before[#before + 1] = ARGV[3]
+  redis.call('HSET', KEYS[1], 'claimed_by', ARGV[3], 'claimed_from', cjson.encode(before))
+end
 local entry = cjson.encode({at = tonumber(ARGV[5]), event = 'reassigned', by = ARGV[2], detail = {
   interrupt_id = ARGV[1], key = q.key, attempt = tonumber(q.attempt), from = removed, to = ARGV[3]}})
 redis.call('RPUSH', KEYS[2], entry)
