@@ -16,6 +16,8 @@ from parley.bootstrap import away_store, connect_redis
 from parley.settings import Settings
 
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+LONGEST = 366 * 86400
+"""The furthest ahead an absence may end: a year."""
 
 
 def until_of(text: str, now: float | None = None) -> float:
@@ -24,25 +26,32 @@ def until_of(text: str, now: float | None = None) -> float:
     Times are UTC unless they say otherwise.
     """
     now = time.time() if now is None else now
-    if m := re.fullmatch(r"(\d+)([dhm])", text.strip()):
-        return now + int(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)]
+    if m := re.fullmatch(r"(\d{1,9})([dhm])", text.strip()):
+        return _bounded(now + int(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)], now)
     try:
         at = dt.datetime.fromisoformat(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date, a date and time, or a duration like 3d") from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=dt.UTC)
-    return at.timestamp()
+    return _bounded(at.timestamp(), now)
+
+
+def _bounded(until: float, now: float) -> float:
+    if until > now + LONGEST:
+        raise argparse.ArgumentTypeError("an absence ends within a year: give an earlier --until")
+    return until
 
 
 def people_command(settings: Settings, args: argparse.Namespace) -> int:
     store = away_store(connect_redis(settings))
     team = args.team or ""
-    if args.people_command == "list":
-        found = store.listed(team)
-        for a in found:
+    if args.people_command == "list":  # without --team: every workspace's, each named
+        found = [(team, a) for a in store.listed(team)] if team else store.listed_everywhere()
+        for where, a in found:
             back = dt.datetime.fromtimestamp(a.until, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-            print(f"{a.user}  away until {back}  questions go to {a.delegate}")
+            place = "" if team else f"  ({f'workspace {where}' if where else 'every workspace'})"
+            print(f"{a.user}  away until {back}  questions go to {a.delegate}{place}")
         if not found:
             print("nobody is away")
         return 0
@@ -77,5 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     back.add_argument("user")
     psub.add_parser("list", help="everyone away now")
     for each in psub.choices.values():
-        each.add_argument("--team", default=None, metavar="T…", help="the workspace (with OAuth, many workspaces)")
+        each.add_argument(
+            "--team", default=None, metavar="T…", help="one workspace (default: every workspace, each named by list)"
+        )
     people.set_defaults(people_commands=list(psub.choices))

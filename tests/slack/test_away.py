@@ -164,3 +164,36 @@ def test_parley_people_sets_lists_and_ends_an_absence(
     assert main(["people", "away", "nobody", "--until", "3d", "--delegate", "U0DANA"]) == 2
     assert main(["people", "back", "U0CAROL"]) == 0
     assert AwayStore(r).stand_ins("T0ANY", ["U0CAROL"]).people == ["U0CAROL"]
+
+
+def test_an_absence_set_by_an_operator_ends_when_the_person_says_they_are_back(bot: Bot) -> None:
+    bot.runtime.store.away.set(
+        "", "U0CAROL", time.time() + WEEK, DANA, by="cli"
+    )  # `parley people away`, all workspaces
+    assert bot.event(app_home_opened_event("U0CAROL")).status == 200
+    bot.wait_for(
+        "Home to say so", lambda: "You are away until" in texts((bot.ws.home("U0CAROL") or {}).get("blocks", []))
+    )
+    home = bot.ws.home("U0CAROL")
+    assert home is not None
+    block, button = find_element(home["blocks"], AWAY_BACK_ACTION_ID)
+    assert (
+        bot.interact(home_actions_payload(user="U0CAROL", view=home, action=button_action(block, button))).status == 200
+    )
+    bot.wait_for("Carol back", lambda: bot.runtime.store.away.get(TEAM_ID, "U0CAROL") is None)
+    assert bot.runtime.store.away.stand_ins(TEAM_ID, ["U0CAROL"]).people == ["U0CAROL"]
+
+
+def test_parley_people_sees_absences_set_from_app_home_and_refuses_one_past_a_year(
+    r: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    AwayStore(r).set(TEAM_ID, "U0CAROL", time.time() + WEEK, "U0DANA", by="U0CAROL")  # as App Home saves it
+    assert main(["people", "list"]) == 0
+    assert "U0CAROL  away until" in (said := capsys.readouterr().out) and f"workspace {TEAM_ID}" in said
+    assert main(["people", "back", "U0CAROL"]) == 0
+    assert "U0CAROL is back" in capsys.readouterr().out and AwayStore(r).get(TEAM_ID, "U0CAROL") is None
+    with pytest.raises(SystemExit):
+        main(["people", "away", "U0CAROL", "--until", "99999999d", "--delegate", "U0DANA"])
+    assert "within a year" in capsys.readouterr().err
+    assert main(["people", "list"]) == 0 and "nobody is away" in capsys.readouterr().out

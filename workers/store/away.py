@@ -63,12 +63,23 @@ class AwayStore:
         return Away(user, until, delegate, by)
 
     def clear(self, team: str, user: str) -> bool:
-        """Mark `user` back, or return False if they were not away."""
+        """Mark `user` back in `team`, or return False if they were not away there.
+
+        An absence set for every workspace ("") applies in `team` too, so it ends as well: someone
+        back is back. With `team` "", every workspace's absence of `user` ends.
+        """
+        teams = {team, ""} if team else set(self.teams())
         with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(keys.away(team, user))
-            pipe.zrem(keys.away_index(team), user)
-            gone, _ = pipe.execute()
-        return bool(gone)
+            for each in teams:
+                pipe.delete(keys.away(each, user))
+                pipe.zrem(keys.away_index(each), user)
+            done = pipe.execute()
+        return any(done[0::2])
+
+    def teams(self) -> list[str]:
+        """Every workspace with an index of absences ("" for every workspace's)."""
+        prefix = keys.away_index("")
+        return sorted({"", *(as_text(k)[len(prefix) :] for k in self.redis.scan_iter(match=prefix + "*"))})
 
     def get(self, team: str, user: str, now: float | None = None) -> Away | None:
         """`user`'s absence in `team` or in every workspace (""), if on at `now`."""
@@ -110,6 +121,10 @@ class AwayStore:
             if who not in asked:
                 asked.append(who)
         return StandIns(asked, standing_in)
+
+    def listed_everywhere(self, now: float | None = None) -> list[tuple[str, Away]]:
+        """Everyone away at `now` in each workspace ("" for every workspace), by workspace."""
+        return [(team, a) for team in self.teams() for a in self.listed(team, now)]
 
     def listed(self, team: str, now: float | None = None) -> list[Away]:
         """Everyone of `team` away at `now`, soonest back first."""
