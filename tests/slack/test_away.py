@@ -21,6 +21,7 @@ from slack_payloads import TEAM_ID, app_home_opened_event, home_actions_payload,
 from bot.playground.directory import User
 from bot.slack.blocks_away import AWAY_BACK_ACTION_ID, AWAY_OPEN_ACTION_ID, DELEGATE_BLOCK, UNTIL_BLOCK
 from parley.cli import main
+from workers.runtime.sweep import sweep
 from workers.store.away import AwayStore
 from workers.store.records import RunStatus
 
@@ -112,6 +113,17 @@ def test_a_quorum_counts_the_delegates_answer_once(bot: Bot) -> None:
 
 
 # ---- App Home -----------------------------------------------------------------------------------
+def test_an_escalation_to_someone_away_goes_to_their_delegate(bot: Bot) -> None:
+    bot.runtime.store.away.set(TEAM_ID, ALICE, time.time() + WEEK, DANA, by=ALICE)
+    fields = {"assignees": ["U0BOB"], "expires_in": 3600, "escalate_after": 600, "escalate_to": [ALICE]}
+    paused = bot.paused("s-form", fields)
+    sweep(bot.runtime, now=paused.interrupt.asked_at + 601)
+    escalated = bot.runtime.store.interrupt(paused.interrupt.id)
+    assert escalated is not None and escalated.assignees == ["U0BOB", DANA]  # not Alice, who is away
+    told = bot.wait_call("conversations.open", lambda c: c["args"].get("users") == DANA)
+    assert told is not None and not bot.calls("conversations.open", lambda c: c["args"].get("users") == ALICE)
+
+
 def test_a_person_sets_away_from_app_home_and_comes_back(bot: Bot) -> None:
     assert bot.event(app_home_opened_event("U0CAROL")).status == 200
     bot.wait_call("views.publish", lambda c: c["args"].get("user_id") == "U0CAROL")

@@ -46,7 +46,9 @@ def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
     for iid in store.people.due_escalations(now):
         interrupt = store.interrupt(iid)
         run_id = interrupt.run_id if interrupt else ""
-        change = store.people.escalate(iid, run_id, now=now)
+        to = list(interrupt.escalate_to) if interrupt is not None else []
+        who = store.away.stand_ins(interrupt.team, to, now).people if interrupt is not None and to else None
+        change = store.people.escalate(iid, run_id, now=now, who=who)  # someone away: their delegate
         if not change.done or interrupt is None:
             continue
         escalated = store.interrupt(iid)

@@ -45,7 +45,7 @@ return 1
 # Add the escalation people to an open question whose `escalate_at` has passed.
 # A question still being posted stays due (it is parked in a moment); one that is closed,
 # gone or already escalated leaves the due set. Returns {1, added json} or {0, why}.
-# KEYS: interrupt, escalate index, history   ARGV: iid, now, waiting_prefix
+# KEYS: interrupt, escalate index, history   ARGV: iid, now, waiting_prefix, who json ('': `escalate_to`)
 ESCALATE = (
     _LIB
     + """
@@ -59,7 +59,7 @@ if q.state ~= 'open' or (q.escalated_at or '') ~= '' or (q.escalate_at or '') ==
 end
 if tonumber(ARGV[2]) < tonumber(q.escalate_at) then return {0, 'not_due'} end
 local assignees = cjson.decode(q.assignees)
-local to = cjson.decode(q.escalate_to or '[]')
+local to = cjson.decode((ARGV[4] and ARGV[4] ~= '') and ARGV[4] or (q.escalate_to or '[]'))
 local added = {}
 for _, u in ipairs(to) do
   if not has(assignees, u) then
@@ -159,12 +159,17 @@ class PeopleStore:
         found = reply(self.redis.zrangebyscore(keys.escalate_index(), "-inf", now, start=0, num=limit))
         return [x.decode() if isinstance(x, bytes) else str(x) for x in found]
 
-    def escalate(self, interrupt_id: str, run_id: str, now: float | None = None) -> Change:
-        """Add the escalation people to `interrupt_id` once, if open and due."""
+    def escalate(
+        self, interrupt_id: str, run_id: str, now: float | None = None, who: list[str] | None = None
+    ) -> Change:
+        """Add the escalation people to `interrupt_id` once, if open and due.
+
+        `who` replaces its `escalate_to`: the same people, each away one by their delegate.
+        """
         now = time.time() if now is None else now
         res = self._escalate(
             keys=[keys.interrupt(interrupt_id), keys.escalate_index(), keys.history(run_id)],
-            args=[interrupt_id, repr(now), keys.waiting_index("")],
+            args=[interrupt_id, repr(now), keys.waiting_index(""), json.dumps(who) if who else ""],
         )
         return change_of(res)
 
