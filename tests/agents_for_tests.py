@@ -87,6 +87,45 @@ def big_numbers_agent(run: Any, text: str) -> str:
     return f"approved {decided.approved}, rows {rows['n']}"
 
 
+SEEN: dict[str, list[Any]] = {}
+"""What each execution of `t-values` saw its steps return, by run id."""
+
+
+@agent("t-values")
+def values_agent(run: Any, text: str) -> str:
+    """Steps of values JSON does not give back as they were, then a question."""
+    seen = (run.step("tuple", lambda: (1, 2)), run.step("keys", lambda: {1: "one"}))
+    SEEN.setdefault(run.run_id, []).append(seen)
+    run.ask(_colour())
+    return "done"
+
+
+@agent("t-nested")
+def nested_agent(run: Any, text: str) -> str:
+    """A counted effect whose step returns a list nested 2,000 deep."""
+
+    def charge() -> list[Any]:
+        bump(run.data_dir, run.run_id, "charge")
+        nested: list[Any] = []
+        for _ in range(2000):
+            nested = [nested]
+        return nested
+
+    run.step("charge", charge)
+    return "charged"
+
+
+@agent("t-finally")
+def finally_agent(run: Any, text: str) -> str:
+    """Two questions inside try, and a counted release step in its finally."""
+    try:
+        run.ask(_colour(), key="first")
+        run.ask(_colour(), key="second")
+    finally:
+        run.step("release", lambda: bump(run.data_dir, run.run_id, "release"))
+    return "released"
+
+
 @agent("t-each")
 def each_agent(run: Any, text: str) -> str:
     """The colour asked of each of text's assignees on their own (`ask_each`), going on at text's quorum."""

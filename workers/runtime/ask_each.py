@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from workers.exceptions import AgentError, StaleEpoch, Suspend
+from workers.exceptions import AgentError, StaleEpoch
 from workers.interaction import AnswerValue, Context, OnExpiry, QuestionExpired, Request
 from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
@@ -143,7 +143,7 @@ def _wait_each(
             return _each_answers(group.key, [x for x in members if x.state is InterruptState.ANSWERED])
     run.durable(lambda: store.groups.park(run.run_id, run.epoch, group.id), "park")
     run.log.info("paused on a question to each", group=group.id, people=list(group.people), need=group.need)
-    raise Suspend(run.run_id, group.id)
+    run.suspend(group.id)
 
 
 def _present(run: Execution, key: str, people: list[str]) -> list[str]:

@@ -17,7 +17,7 @@ from enum import StrEnum
 from functools import partial
 
 from workers import metrics
-from workers.exceptions import AgentError, StaleEpoch, Suspend
+from workers.exceptions import AgentError, StaleEpoch
 from workers.interaction import AnswerValue, Context, ContextChange, OnExpiry, QuestionExpired, Request
 from workers.interaction import answers_to_values as values_of
 from workers.interaction.context import as_given, canonical
@@ -275,7 +275,7 @@ def _wait(
         return got
     run.durable(lambda: store.groups.park(run.run_id, run.epoch, gid), "park")
     run.log.info("paused on questions", group=gid, mode=mode.value, questions=[m.id for m in open_now])
-    raise Suspend(run.run_id, gid)
+    run.suspend(gid)
 
 
 def _keep_message(run: Execution, member: InterruptRecord, view: HostView) -> None:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from workers import metrics
-from workers.exceptions import SecretKeyMissing, StaleEpoch, Suspend
+from workers.exceptions import SecretKeyMissing, StaleEpoch
 from workers.interaction import AnswerValue, Context, OnExpiry, QuestionExpired, Request, answers_to_values
 from workers.interaction.context import as_given, canonical
 from workers.runtime.attempts import AttemptWalk
@@ -111,4 +111,4 @@ def _solicit(run: Execution, interrupt: InterruptRecord, *, opened_earlier: bool
     parked = view.interrupt  # with where the host posted it, and who it asks
     run.durable(lambda: run.store.park(run.run_id, run.epoch, parked), "park")
     run.log.info("paused", key=interrupt.key, attempt=interrupt.attempt, assignees=interrupt.assignees)
-    raise Suspend(run.run_id, interrupt.id)
+    run.suspend(interrupt.id)

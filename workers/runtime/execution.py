@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
-from workers.exceptions import NotSerializable
+from workers.exceptions import NotSerializable, Suspend
 from workers.logs import Log
 from workers.runtime.attempts import KeyCalls
 from workers.runtime.host import Host
@@ -51,6 +51,7 @@ class Execution(PlanSteps):
         self._interrupts: dict[str, InterruptRecord | None] = dict(interrupts or {})  # read with the claim
         self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
         self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
+        self._parked: Suspend | None = None  # set as the run parks: nothing of it may run after that
         self.log = log.bind(**record.log_context())
 
     @property
@@ -117,21 +118,35 @@ class Execution(PlanSteps):
         )
         self.noted({**also, field: value})
 
+    def suspend(self, question_id: str) -> NoReturn:
+        """Park here: raise `Suspend`, and refuse every step from now on, in a `finally:` too.
+
+        The run is parked already, so a step's `fn` would run at each park and never be recorded.
+        """
+        self._parked = Suspend(self.run_id, question_id)
+        raise self._parked
+
     def step(self, key: str, fn: Callable[[], T]) -> T:
-        """Run `fn` once per run and record its JSON result; a replay returns the record."""
+        """Run `fn` once per run and record its JSON result; a replay returns the record.
+
+        The first execution returns what the record holds too, so a tuple is a list, and a key
+        a string, in every execution alike. A value JSON cannot hold fails the run at once.
+        """
+        if self._parked is not None:
+            raise self._parked
         field = names.step(key)
         recorded = self.journal_entry(field)
         if recorded is not None:
             return cast(T, recorded["v"])
         result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
         try:
-            json.dumps(result)
-        except (TypeError, ValueError) as exc:
+            kept = json.loads(json.dumps({"v": result}, allow_nan=False))
+        except (TypeError, ValueError, RecursionError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
-        self.write(field, {"v": result})
+        self.write(field, kept)
         self.progressed = True
         self.log.info("step recorded", step=key)
-        return result
+        return cast(T, kept["v"])
 
     def read_interrupt(self, iid: str) -> InterruptRecord | None:
         """An interrupt, read once per execution.
@@ -187,6 +202,8 @@ class Execution(PlanSteps):
         such an effect whether or not one was recorded. A worker that lost the run may perform it after
         the new worker did. It then just shows again what that one showed.
         """
+        if self._parked is not None:
+            raise self._parked
         field = names.effect(name)
         if self.journal_entry(field) == "done" or field in self._ending or field in self._pending:
             return
