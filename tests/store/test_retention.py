@@ -316,3 +316,14 @@ def test_a_thread_recorded_after_the_batch_read_is_read_again_and_purged(r: Redi
     assert len(client.trips) > 2  # the script refused the run's stale conversation: read it again
     assert rt.store.thread_run("C2", "2.0") is None  # the thread's key went with the run
     assert mentions(r, set(ids)) == []
+
+
+def test_a_run_that_asked_ten_thousand_questions_is_purged_with_its_batch(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path, retention=60)
+    ids = [start(rt, "t-flaky", {"fail": 0}) for _ in range(3)]
+    work(rt)
+    many = [f"q{n:05d}" for n in range(10_000)]  # what a run answered by a synchronous host could ask
+    r.hset(keys.journal(ids[1]), "ask:many", json.dumps(many))
+    swept = sweep(rt, now=time.time() + LATER)  # Lua's unpack refused past about 8,000: the sweep raised
+    assert swept.purged == ids
+    assert [k for k in r.scan_iter("parley:*")] == []

@@ -51,8 +51,10 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     report.escalated = escalate_due(runtime, now)
     _lapsed(runtime, now, report)
     _requeue(runtime, now, report)
-    _purge(runtime, now, report)
-    report.receipts = runtime.receipts.sweep(now, runtime.settings.retention)
+    try:
+        _purge(runtime, now, report)
+    finally:  # a purge that fails never holds back the receipts
+        report.receipts = runtime.receipts.sweep(now, runtime.settings.retention)
     if any((report.expired, report.reminded, report.escalated, report.lapsed, report.requeued, report.purged)):
         found = {k: v for k, v in report.__dict__.items() if v and k != "purged"}
         log.info("sweep", **found, **({"purged": len(report.purged)} if report.purged else {}))

@@ -18,11 +18,13 @@ from typing import Any
 
 from redis import Redis
 
+from workers.logs import Log
 from workers.store import job_ids, journal_names, keys, scripts
 from workers.store.pieces import read_field, read_fields
 from workers.store.records import FINAL_STATUSES, RunStatus
 from workers.store.replies import as_text
 
+log = Log("parley.retention")
 _FINAL = sorted(s.value for s in FINAL_STATUSES)
 _CONVERSATION_CHANGED = "changed"
 
@@ -85,7 +87,10 @@ class Retention:
             self._purge(*self._call(run_id, cutoff, conversation or ""), client=batch)
         purged: list[Purged] = []
         again: list[str] = []
-        for run_id, res in zip(run_ids, batch.execute() if run_ids else [], strict=True):
+        for run_id, res in zip(run_ids, batch.execute(raise_on_error=False) if run_ids else [], strict=True):
+            if isinstance(res, Exception):  # one run's failure never stops the others' purge
+                log.error("a finished run could not be purged", run_id=run_id, error=str(res))
+                continue
             done, one = self._outcome(run_id, res)
             if not done:
                 again.append(run_id)
@@ -100,7 +105,8 @@ class Retention:
     def _outcome(run_id: str, res: list[Any]) -> tuple[bool, Purged | None]:
         """Whether the script's reply is final, and the run it purged if any."""
         if res[0] == 1:
-            return True, Purged(run_id, int(as_text(res[1]) or 0), as_text(res[2]), tuple(as_text(x) for x in res[3:]))
+            questions = tuple(str(q) for q in json.loads(as_text(res[3])))  # one JSON list: a reply of many is capped
+            return True, Purged(run_id, int(as_text(res[1]) or 0), as_text(res[2]), questions)
         if res[0] == 2 or as_text(res[1]) != _CONVERSATION_CHANGED:
             return True, None
         return False, None  # the conversation moved since it was read: read it again

@@ -355,8 +355,9 @@ add(run[4])
 for _, e in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   for iid in string.gmatch(e, '"interrupt_id":"([^"]+)"') do add(iid) end
 end
-local groups = {}
-for _, gid in ipairs({unpack(iids)}) do  -- questions asked at once: an ask_each attempt names its group
+local groups, named = {}, {}
+for i = 1, #iids do named[i] = iids[i] end  -- a copy by hand: unpack fails past about 8,000 values
+for _, gid in ipairs(named) do  -- questions asked at once: an ask_each attempt names its group
   local g = redis.call('HMGET', ARGV[9] .. gid, 'run_id', 'members')
   if g[1] == ARGV[1] then
     groups[gid] = true
@@ -380,7 +381,7 @@ for _, iid in ipairs(iids) do redis.call('ZREM', KEYS[12], iid) end
 if KEYS[13] and redis.call('GET', KEYS[13]) == ARGV[1] then redis.call('DEL', KEYS[13]) end
 unindex()
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10], KEYS[11])
-return {1, run[5] or '0', run[6] or '', unpack(iids)}
+return {1, run[5] or '0', run[6] or '', #iids > 0 and cjson.encode(iids) or '[]'}
 """
 
 # Stop the sweep watching a run for a missing job: out of the queued index, unless it is
