@@ -115,6 +115,12 @@ def nested_agent(run: Any, text: str) -> str:
     return "charged"
 
 
+@agent("t-loud")
+def loud_agent(run: Any, text: str) -> str:
+    """Raises an exception whose message is a megabyte."""
+    raise RuntimeError("x" * 1_000_000)
+
+
 @agent("t-finally")
 def finally_agent(run: Any, text: str) -> str:
     """Two questions inside try, and a counted release step in its finally."""

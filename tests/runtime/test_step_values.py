@@ -15,6 +15,7 @@ from runtime_helpers import make_runtime, parked, paused, start, work
 
 from workers.interaction import Answer
 from workers.runtime.acceptance import accept
+from workers.store import keys
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
@@ -52,3 +53,13 @@ def test_a_step_in_a_finally_around_questions_runs_once_and_never_at_a_park(r: R
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
     assert count(tmp_path, run_id, "release") == 1
+
+
+def test_a_huge_exception_is_kept_clipped_in_the_runs_error_and_history(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-loud")
+    work(rt)
+    failed = rt.store.get(run_id)
+    assert failed.status is RunStatus.FAILED and failed.error.endswith("more characters)")
+    assert len(failed.error) < 5000
+    assert r.memory_usage(keys.history(run_id)) < 100_000  # it was stored whole eight times: 8 MB

@@ -71,7 +71,7 @@ def _replay(runtime: Runtime, run: Execution) -> str:
         run.once(names.FINAL, lambda: host.failed(record, reason), ends_run=True)
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
     except (AgentError, UnknownAgent, ContextError, FormError, SchemaUnusable) as exc:  # no retry would fix these
-        return _fail(runtime, run, str(exc))
+        return _fail(runtime, run, clipped(str(exc)))
     except Exception as exc:
         return _retry_or_fail(runtime, run, exc)
 
@@ -130,8 +130,17 @@ def _fail(runtime: Runtime, run: Execution, reason: str) -> str:
     return _end(runtime, run, RunStatus.FAILED, error=reason)
 
 
+REASON_MAX = 4000
+"""Characters of an exception kept as a run's error, and of its trace: it is stored several times."""
+
+
+def clipped(text: str, limit: int = REASON_MAX) -> str:
+    """`text` cut to `limit` characters, saying how much more there was."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
 def _retry_or_fail(runtime: Runtime, run: Execution, exc: Exception) -> str:
-    reason = f"{type(exc).__name__}: {exc}"
+    reason = clipped(f"{type(exc).__name__}: {exc}")
     # Failures are counted while no progress is made: a step recorded by this execution
     # (or an answer accepted since the last one) started the count afresh.
     failures = (0 if run.progressed else run.record.failures) + 1
@@ -143,7 +152,7 @@ def _retry_or_fail(runtime: Runtime, run: Execution, exc: Exception) -> str:
     # Named by the epoch, which no other execution shares: the failure count starts
     # over after an admin retry, and a job id used before would not be enqueued again.
     job_id = job_ids.retry(run.run_id, run.epoch)
-    entry = history_entry("retry", error=reason, failures=failures, trace=traceback.format_exc(-3))
+    entry = history_entry("retry", error=reason, failures=failures, trace=clipped(traceback.format_exc(-3)))
 
     def requeue() -> tuple[bool, str, str]:
         return runtime.store.transition(
