@@ -121,6 +121,17 @@ def loud_agent(run: Any, text: str) -> str:
     raise RuntimeError("x" * 1_000_000)
 
 
+@agent("t-history")
+def history_agent(run: Any, text: str) -> str:
+    """Notes tokens, asks, notes tokens again, and asks once more."""
+    run.history("tokens", used=100)
+    run.step("usage", lambda: run.history("tokens", used=7))  # kept once by its step, as the LLM loop's
+    run.ask(_colour(), key="first")
+    run.history("tokens", used=50)
+    run.ask(_colour(), key="second")
+    return "noted"
+
+
 @agent("t-finally")
 def finally_agent(run: Any, text: str) -> str:
     """Two questions inside try, and a counted release step in its finally."""

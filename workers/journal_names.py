@@ -61,6 +61,11 @@ def say(n: int) -> str:
     return f"say:{n}"
 
 
+def history(n: int) -> str:
+    """The effect of the run's `n`th `history` entry, counted from 1 per execution."""
+    return f"history:{n}"
+
+
 def lock(question_or_group_id: str) -> str:
     """The effect showing a closed question or `ask_each` group without controls."""
     return f"lock:{question_or_group_id}"

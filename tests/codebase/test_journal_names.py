@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "workers" / "journal_names.py"
 # A string that begins with one of these (or names one quoted, in Lua) spells a journal name itself.
-SPELLED = re.compile(r"^(step|ask|fx|void|answered|people|lock|supersede|say|llm):")
+SPELLED = re.compile(r"^(step|ask|fx|void|answered|people|lock|supersede|say|history|llm):")
 QUOTED = re.compile(r"'(step|ask|fx|void|answered):'")
 
 
@@ -26,6 +26,7 @@ def test_the_stored_format_is_unchanged() -> None:
     assert names.ask("#1") == "ask:#1"
     assert names.effect(names.FINAL) == "fx:final"
     assert names.effect(names.say(2)) == "fx:say:2"
+    assert names.effect(names.history(2)) == "fx:history:2"
     assert names.effect(names.lock("qA")) == "fx:lock:qA"
     assert names.effect(names.supersede("qB")) == "fx:supersede:qB"
     assert names.void("qC") == "void:qC"

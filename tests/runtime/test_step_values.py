@@ -63,3 +63,15 @@ def test_a_huge_exception_is_kept_clipped_in_the_runs_error_and_history(r: Redis
     assert failed.status is RunStatus.FAILED and failed.error.endswith("more characters)")
     assert len(failed.error) < 5000
     assert r.memory_usage(keys.history(run_id)) < 100_000  # it was stored whole eight times: 8 MB
+
+
+def test_a_history_entry_is_added_once_however_often_the_run_replays(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id, first = parked(rt, "t-history")
+    accept(rt, first, "U1", RED)
+    work(rt)
+    accept(rt, paused(rt, run_id), "U1", RED)
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    noted = [h.detail for h in rt.store.history(run_id) if h.event == "tokens"]
+    assert noted == [{"used": 100}, {"used": 7}, {"used": 50}]  # each replay added the others again

@@ -52,6 +52,7 @@ class Execution(PlanSteps):
         self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
         self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
         self._parked: Suspend | None = None  # set as the run parks: nothing of it may run after that
+        self.in_step = 0  # how deep in steps' functions this execution is: a replay runs none of them
         self.log = log.bind(**record.log_context())
 
     @property
@@ -138,7 +139,11 @@ class Execution(PlanSteps):
         recorded = self.journal_entry(field)
         if recorded is not None:
             return cast(T, recorded["v"])
-        result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
+        self.in_step += 1
+        try:
+            result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
+        finally:
+            self.in_step -= 1
         try:
             kept = json.loads(json.dumps({"v": result}, allow_nan=False))
         except (TypeError, ValueError, RecursionError) as exc:

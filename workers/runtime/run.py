@@ -38,6 +38,7 @@ class Run:
     def __init__(self, execution: Execution) -> None:
         self._execution = execution
         self._says = 0
+        self._histories = 0
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
         self._answered: dict[str, InterruptRecord] = {}  # the question whose answers `ask` of a key last returned
 
@@ -76,9 +77,21 @@ class Run:
         return ABSENT if entry is None else entry["v"]
 
     def history(self, event: str, **detail: Any) -> None:
-        """Add an entry to the run's history (e.g. token usage), shown by `parley runs show`."""
+        """Add an entry to the run's history (e.g. token usage), shown by `parley runs show`, once.
+
+        A replay adds nothing: each call is counted per execution, as `say`'s are. Inside a step's
+        function, which a replay never runs, the step keeps it once and nothing is counted.
+        """
         ex = self._execution
-        ex.durable(lambda: ex.store.add_history(ex.run_id, event, "agent", **detail), "add history")
+
+        def add() -> None:
+            ex.store.add_history(ex.run_id, event, "agent", **detail)
+
+        if ex.in_step:
+            ex.durable(add, "add history")
+            return
+        self._histories += 1
+        ex.once(names.history(self._histories), add)
 
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing."""
