@@ -68,6 +68,7 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
         retry_delays=tuple(settings.parley_retry_delays),
         requeue_grace=settings.parley_requeue_grace,
         retention=settings.parley_retention,
+        run_timeout=settings.parley_run_timeout,
         data_dir=settings.parley_data_dir,
         secret_key=settings.parley_secret_key.get_secret_value() if settings.parley_secret_key else None,
         min_replicas=settings.parley_redis_min_replicas,

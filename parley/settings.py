@@ -138,6 +138,7 @@ class Settings(BaseSettings):
     parley_retry_delays: Annotated[list[float], NoDecode] = Field(default_factory=lambda: [1.0, 5.0, 15.0])
     parley_requeue_grace: float = Field(default=10.0, ge=0)
     parley_retention: float = DEFAULT_RETENTION  # seconds; 0 keeps finished runs forever
+    parley_run_timeout: float = 3600.0  # seconds one execution of a run may take; 0: no bound
     parley_secret_key: SecretStr | None = None  # Fernet key sealing secret answers; never shown
     parley_redis_min_replicas: int = Field(default=0, ge=0)  # replicas holding an answer before its ack
     parley_receipt_key: Path | None = None  # PEM file of the Ed25519 key signing receipts; never shown
@@ -187,7 +188,9 @@ class Settings(BaseSettings):
         mode="before",
     )(_split)
     _admins = field_validator("parley_admins", mode="before")(parse_admins)
-    _duration = field_validator("parley_retention", "parley_receipt_retention", mode="before")(parse_duration)
+    _duration = field_validator("parley_retention", "parley_receipt_retention", "parley_run_timeout", mode="before")(
+        parse_duration
+    )
     _rates = field_validator("parley_starts_per_user", "parley_starts_per_channel", mode="before")(parse_rate)
 
     @field_validator("parley_receipt_key", "parley_receipt_keys", mode="before")

@@ -132,6 +132,19 @@ def history_agent(run: Any, text: str) -> str:
     return "noted"
 
 
+@agent("t-slow-step")
+def slow_step_agent(run: Any, text: str) -> str:
+    """A counted step that takes two seconds."""
+
+    def deploy() -> int:
+        bump(run.data_dir, run.run_id, "deploy")
+        time.sleep(2)
+        return 1
+
+    run.step("deploy", deploy)
+    return "deployed"
+
+
 @agent("t-finally")
 def finally_agent(run: Any, text: str) -> str:
     """Two questions inside try, and a counted release step in its finally."""

@@ -75,3 +75,14 @@ def test_a_history_entry_is_added_once_however_often_the_run_replays(r: Redis, t
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
     noted = [h.detail for h in rt.store.history(run_id) if h.event == "tokens"]
     assert noted == [{"used": 100}, {"used": 7}, {"used": 50}]  # each replay added the others again
+
+
+def test_an_execution_past_its_timeout_fails_at_once_never_running_its_step_again(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path, run_timeout=1.0)
+    run_id = start(rt, "t-slow-step")
+    work(rt)
+    failed = rt.store.get(run_id)
+    assert failed.status is RunStatus.FAILED and "PARLEY_RUN_TIMEOUT (1 s)" in failed.error
+    assert count(tmp_path, run_id, "deploy") == 1  # retried, it deployed four times
+    unbounded = make_runtime(r, tmp_path, run_timeout=0)
+    assert unbounded.queue.enqueue(print).timeout == -1  # 0: no bound, not RQ's 180 s

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 import traceback
 
+from rq.timeouts import JobTimeoutException
+
 from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
 from workers.interaction import ContextError, FormError, QuestionExpired
@@ -72,6 +74,9 @@ def _replay(runtime: Runtime, run: Execution) -> str:
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
     except (AgentError, UnknownAgent, ContextError, FormError, SchemaUnusable) as exc:  # no retry would fix these
         return _fail(runtime, run, clipped(str(exc)))
+    except JobTimeoutException:  # a retry would run its unrecorded step again, from the start
+        bound = runtime.settings.run_timeout
+        return _fail(runtime, run, f"the execution ran past PARLEY_RUN_TIMEOUT ({bound:g} s) and was stopped")
     except Exception as exc:
         return _retry_or_fail(runtime, run, exc)
 

@@ -72,8 +72,10 @@ class ParleyQueue(Queue):
                 listing.execute()
 
 
-def queue(redis: Redis, name: str = QUEUE_NAME) -> Queue:
-    return ParleyQueue(name, connection=redis, serializer=JSONSerializer)
+def queue(redis: Redis, name: str = QUEUE_NAME, *, timeout: float | None = None) -> Queue:
+    """The queue `name`; `timeout` bounds each job it enqueues (0: no bound; None: RQ's 180 s)."""
+    default = None if timeout is None else (int(timeout) if timeout > 0 else -1)
+    return ParleyQueue(name, connection=redis, serializer=JSONSerializer, default_timeout=default)
 
 
 def enqueue_run(q: Queue, run_id: str, job_id: str, *, delay: float = 0) -> bool:

@@ -37,6 +37,7 @@ class RuntimeSettings:
     max_asks_per_key: int = 3
     requeue_grace: float = 10.0
     retention: float = 30 * 86400.0  # finished runs are deleted this long after they ended; 0 keeps them
+    run_timeout: float = 3600.0  # PARLEY_RUN_TIMEOUT: one execution's longest run; 0: no bound
     data_dir: Path = Path(".parley")
     secret_key: str | None = field(default=None, repr=False)  # PARLEY_SECRET_KEY: seals secret answers
     min_replicas: int = 0  # replicas that must hold an accepted answer before it is acked (workers.store.replication)
@@ -84,7 +85,7 @@ class Runtime:
         return cls(
             redis=redis,
             store=RunStore(redis, box, settings.replication()),
-            queue=queue(redis),
+            queue=queue(redis, timeout=settings.run_timeout),
             hosts=hosts or InteractorRouter(),
             registry=registry or REGISTRY,
             settings=settings,
