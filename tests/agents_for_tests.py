@@ -145,6 +145,18 @@ def slow_step_agent(run: Any, text: str) -> str:
     return "deployed"
 
 
+@agent("t-huge-step")
+def huge_step_agent(run: Any, text: str) -> str:
+    """A counted step returning 65 MB of text."""
+
+    def fetch() -> str:
+        bump(run.data_dir, run.run_id, "fetch")
+        return "x" * (65 * 1024 * 1024)
+
+    run.step("fetch", fetch)
+    return "fetched"
+
+
 @agent("t-finally")
 def finally_agent(run: Any, text: str) -> str:
     """Two questions inside try, and a counted release step in its finally."""

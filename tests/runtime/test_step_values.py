@@ -41,6 +41,15 @@ def test_a_value_too_deep_for_json_fails_the_run_once_and_its_effect_runs_once(r
     assert count(tmp_path, run_id, "charge") == 1  # it was retried, charging again, three times
 
 
+def test_a_step_value_past_what_a_step_records_fails_the_run_once(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    run_id = start(rt, "t-huge-step")
+    work(rt)
+    failed = rt.store.get(run_id)
+    assert failed.status is RunStatus.FAILED and "a step records 67108864" in failed.error
+    assert count(tmp_path, run_id, "fetch") == 1
+
+
 def test_a_step_in_a_finally_around_questions_runs_once_and_never_at_a_park(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
     run_id, first = parked(rt, "t-finally")

@@ -23,6 +23,9 @@ from workers.store.records import InterruptRecord, RunRecord
 from workers.store.runs import RunStore
 
 T = TypeVar("T")
+STEP_MAX = 64 * 1024 * 1024
+"""Characters of JSON a step may record: Redis refuses a value past 512 MB, and a write that big
+would hold the worker retrying it while its lease holds."""
 log = Log("parley.run")
 
 
@@ -145,9 +148,12 @@ class Execution(PlanSteps):
         finally:
             self.in_step -= 1
         try:
-            kept = json.loads(json.dumps({"v": result}, allow_nan=False))
+            dumped = json.dumps({"v": result}, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
+        if len(dumped) > STEP_MAX:
+            raise NotSerializable(f"step {key!r} returned {len(dumped)} characters of JSON; a step records {STEP_MAX}")
+        kept = json.loads(dumped)
         self.write(field, kept)
         self.progressed = True
         self.log.info("step recorded", step=key)
