@@ -33,12 +33,12 @@ from bot.slack.blocks_approval import (
 )
 from bot.slack.form_state import StateError, parse_block_id, parse_state_values
 from bot.slack.limits import BlockLimitError
-from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
+from bot.slack.payload_fields import channel_of, clicked, team_of, thread_of, where_of
 from bot.slack.refusals import tell_refusal
 from workers.interaction import Answer, Request
 from workers.interaction.approval import approval_answers
 from workers.logs import Log
-from workers.runs import AnswerOutcome, InterruptRecord, Refusal, RefusalReason, Where
+from workers.runs import AnswerOutcome, InterruptRecord, Refusal, RefusalReason
 
 log = Log("parley.actions")
 CHOOSE_ACTION = re.compile(rf"^{blocks.CHOOSE_ACTION_PREFIX}\d+$")
@@ -62,14 +62,7 @@ def _accept(
 
     That is the workspace, organisation, channel and message.
     """
-    return deps.runs.answer(interrupt, body["user"]["id"], answers, token=_token(body, action), where=_where(body))
-
-
-def _where(body: dict[str, Any]) -> Where:
-    """Where a click came from: workspace, organisation, channel and message."""
-    return Where(
-        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
-    )
+    return deps.runs.answer(interrupt, body["user"]["id"], answers, token=_token(body, action), where=where_of(body))
 
 
 def _open(deps: BotDeps, iid: str, user: str, team: str) -> InterruptRecord | AnswerOutcome:
@@ -168,7 +161,7 @@ def decline_outcome(body: dict[str, Any], deps: BotDeps) -> AnswerOutcome:
     interrupt = _open(deps, iid, user, team)
     if isinstance(interrupt, AnswerOutcome):
         return interrupt
-    return deps.runs.decline(interrupt, user, where=_where(body))
+    return deps.runs.decline(interrupt, user, where=where_of(body))
 
 
 def _declined(body: dict[str, Any], client: WebClient, deps: BotDeps) -> None:

@@ -15,10 +15,10 @@ from slack_sdk import WebClient
 
 from bot.deps import BotDeps
 from bot.slack.blocks_question import CLAIM_ACTION_ID, RELEASE_ACTION_ID
-from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
+from bot.slack.payload_fields import channel_of, clicked, thread_of, where_of
 from bot.slack.refusals import refusal_text
 from workers.logs import Log
-from workers.runs import AnswerOutcome, ClaimRefused, InterruptRecord, Where
+from workers.runs import AnswerOutcome, ClaimRefused, InterruptRecord
 
 log = Log("parley.actions")
 
@@ -54,10 +54,7 @@ def acts_here(client: WebClient, body: dict[str, Any], deps: BotDeps, interrupt:
     The place is checked as for an answer (`RunService.misplaced`): its workspace, or its own shared
     channel, and its own message.
     """
-    where = Where(
-        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
-    )
-    refusal = deps.runs.misplaced(interrupt, where)
+    refusal = deps.runs.misplaced(interrupt, where_of(body))
     if refusal is not None:
         _tell(client, body, refusal_text(AnswerOutcome.refused(interrupt.id, body["user"]["id"], refusal)))
     return refusal is None

@@ -24,10 +24,10 @@ from bot.deps import BotDeps
 from bot.slack.blocks_question import REASSIGN_ACTION_ID
 from bot.slack.form_state import parse_block_id
 from bot.slack.mrkdwn import user_ref
-from bot.slack.payload_fields import channel_of, clicked, enterprise_of, message_of, team_of, thread_of
+from bot.slack.payload_fields import channel_of, clicked, thread_of, where_of
 from bot.slack.refusals import refusal_text
 from workers.logs import Log
-from workers.runs import AnswerOutcome, ReassignRefused, Where
+from workers.runs import AnswerOutcome, ReassignRefused
 
 log = Log("parley.actions")
 
@@ -48,10 +48,7 @@ def do_reassign(body: dict[str, Any], client: WebClient, context: BoltContext, d
         return
     if not to:
         return  # the selection was cleared
-    where = Where(
-        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
-    )
-    refusal = deps.runs.misplaced(interrupt, where)  # as an answer's place is checked
+    refusal = deps.runs.misplaced(interrupt, where_of(body))  # as an answer's place is checked
     if refusal is not None:
         _tell(client, body, refusal_text(AnswerOutcome.refused(iid, by, refusal)))
         return

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workers.runs import Where
+
 
 def clicked(body: dict[str, Any]) -> dict[str, Any]:
     """The action a `block_actions` payload reports (Slack sends one per click)."""
@@ -34,6 +36,13 @@ def channel_of(body: dict[str, Any]) -> str | None:
 def message_of(body: dict[str, Any]) -> str | None:
     """The `ts` of the message clicked in; None on a Home tab or in a modal."""
     return (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
+
+
+def where_of(body: dict[str, Any]) -> Where:
+    """Where a click came from: workspace, organisation, channel and message."""
+    return Where(
+        team=team_of(body), enterprise=enterprise_of(body), channel=channel_of(body), message_ts=message_of(body)
+    )
 
 
 def thread_of(body: dict[str, Any]) -> str | None:

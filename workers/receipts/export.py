@@ -8,19 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
 
-from workers.receipts.verify import statement_of
-from workers.store.receipts import Receipt, ReceiptBook
-
-
-def closed_at(receipt: Receipt) -> float:
-    """When the receipt's question closed, per its statement (0 if unsaid)."""
-    closed = (statement_of(receipt.envelope).get("predicate", {}).get("when") or {}).get("closed")
-    try:
-        return datetime.fromisoformat(str(closed).replace("Z", "+00:00")).timestamp() if closed else 0.0
-    except ValueError:
-        return 0.0
+from workers.receipts.verify import closed_at, statement_of
+from workers.store.receipts import ReceiptBook
 
 
 def export_lines(book: ReceiptBook, team: str | None = None, since: float | None = None) -> Iterator[str]:
@@ -35,6 +25,6 @@ def export_lines(book: ReceiptBook, team: str | None = None, since: float | None
         for receipt in book.chain(workspace):
             if receipt.sequence > upto:
                 break  # written after the head was confirmed: the next export has it
-            if since is not None and closed_at(receipt) < since:
+            if since is not None and closed_at(statement_of(receipt.envelope).get("predicate", {})) < since:
                 continue
             yield json.dumps(receipt.line(), separators=(",", ":"))

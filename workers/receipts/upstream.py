@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from workers.receipts.canonical import digest
 from workers.receipts.errors import ReceiptError
 from workers.receipts.keys import KeyRing
-from workers.receipts.verify import Verified, verify_envelope
+from workers.receipts.verify import Verified, closed_at, verify_envelope
 
 RECEIPT = "parley/receipt"
 DIGEST = "parley/receipt_digest"
@@ -60,15 +59,6 @@ def check_call(
     action = str(approval.get("action") or "")
     if tool is not None and action != f"Call {tool}" and not action.endswith(f".{tool}"):
         raise ReceiptError(f"the receipt approves {action!r}, not a call of {tool!r}")
-    if max_age is not None and time.time() - _closed_at(predicate) > max_age:
+    if max_age is not None and time.time() - closed_at(predicate) > max_age:
         raise ReceiptError(f"the approval is older than {max_age:g} s")
     return verified
-
-
-def _closed_at(predicate: Mapping[str, Any]) -> float:
-    """When the approval closed, per its receipt; 0 when it does not say."""
-    closed = (predicate.get("when") or {}).get("closed")
-    try:
-        return datetime.fromisoformat(str(closed).replace("Z", "+00:00")).timestamp() if closed else 0.0
-    except ValueError:
-        return 0.0

@@ -6,6 +6,7 @@ import base64
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from workers.receipts.canonical import sha256
@@ -25,6 +26,15 @@ def statement_of(envelope: dict[str, Any]) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError):
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def closed_at(predicate: dict[str, Any]) -> float:
+    """When a receipt's question closed, per its predicate's `when.closed` (0 if unsaid)."""
+    closed = (predicate.get("when") or {}).get("closed")
+    try:
+        return datetime.fromisoformat(str(closed).replace("Z", "+00:00")).timestamp() if closed else 0.0
+    except ValueError:
+        return 0.0
 
 
 @dataclass(frozen=True)

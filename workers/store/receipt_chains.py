@@ -45,14 +45,10 @@ class ChainReader:
         """
         start, kept = 0, False
         while True:
-            found = reply(self.redis.zrange(keys.receipt_chain(workspace), start, start + batch - 1))
-            ids = [as_text(i) for i in found]
-            if not ids:
+            found = self._stored(reply(self.redis.zrange(keys.receipt_chain(workspace), start, start + batch - 1)))
+            if not found:
                 return
-            pipe = self.redis.pipeline(transaction=False)
-            for iid in ids:
-                pipe.hgetall(keys.receipt(iid))
-            for iid, data in zip(ids, pipe.execute(), strict=True):
+            for iid, data in found:
                 if data:
                     kept = True
                     yield Receipt.from_hash(iid, text_hash(data))
@@ -67,17 +63,21 @@ class ChainReader:
         """The chain's newest receipt still stored, walking back from its end."""
         start = 0
         while True:
-            found = reply(self.redis.zrevrange(keys.receipt_chain(workspace), start, start + batch - 1))
-            ids = [as_text(i) for i in found]
-            if not ids:
+            found = self._stored(reply(self.redis.zrevrange(keys.receipt_chain(workspace), start, start + batch - 1)))
+            if not found:
                 return None
-            pipe = self.redis.pipeline(transaction=False)
-            for iid in ids:
-                pipe.hgetall(keys.receipt(iid))
-            for iid, data in zip(ids, pipe.execute(), strict=True):
+            for iid, data in found:
                 if data:
                     return Receipt.from_hash(iid, text_hash(data))
             start += batch
+
+    def _stored(self, members: list[bytes]) -> list[tuple[str, dict[bytes, bytes]]]:
+        """Each chain member's id and its receipt's hash ({} once gone), in one round trip."""
+        ids = [as_text(m) for m in members]
+        pipe = self.redis.pipeline(transaction=False)
+        for iid in ids:
+            pipe.hgetall(keys.receipt(iid))
+        return list(zip(ids, pipe.execute() if ids else [], strict=True))
 
 
 def head_from_index(pipe: Pipeline, workspace: str) -> dict[str, str]:
