@@ -189,6 +189,13 @@ def gate_agent(run: Any, text: str) -> str:
     return f"{made} {after}"
 
 
+@agent("t-many")
+def many_agent(run: Any, text: str) -> str:
+    """Asks `n` questions one after another, each under its own key."""
+    picked = [run.ask(_colour(), key=f"colour-{i}")["colour"] for i in range(int(_params(text).get("n", 3)))]
+    return " ".join(str(p) for p in picked)
+
+
 @agent("t-reask")
 def reask_agent(run: Any, text: str) -> str:
     """Asks the same key again until the answer is green."""

@@ -13,7 +13,7 @@ import pytest
 from noting_redis import NotingRedis
 from redis import Redis
 from redis.commands.core import Script
-from runtime_helpers import parked, runtime_and_host, work
+from runtime_helpers import parked, paused, runtime_and_host, work
 
 from workers.exceptions import RunNotFound
 from workers.interaction import Answer
@@ -179,3 +179,26 @@ def test_a_first_claim_reads_no_journal_and_a_later_one_reads_it(r: Redis, tmp_p
 
     assert first == [] and later == ["HGETALL"]
     assert claims[0].journal == {"step:one": "done"}
+
+
+def test_a_resume_reads_every_earlier_question_in_one_round_trip(noted: NotingRedis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(noted, tmp_path)
+    run_id, iid = parked(rt, "t-many", {"n": 6})
+    asked = [iid]
+    for n in range(5):
+        accept(rt, asked[-1], "U1", [Answer(id="colour", choice="red" if n % 2 else "green")])
+        work(rt)
+        asked.append(paused(rt, run_id))
+    accept(rt, asked[-1], "U1", [Answer(id="colour", choice="red")])
+    noted.clear()
+
+    work(rt)
+
+    assert rt.store.get(run_id).result == "green red green red green red"
+    question_keys = {keys.interrupt(q) for q in asked}
+    reads = [
+        [c[1] for c in trip] for trip in noted.trips if any(c[0] == "HGETALL" and c[1] in question_keys for c in trip)
+    ]
+    assert len(reads) == 1, f"the earlier questions took {len(reads)} round trips"
+    assert sorted(reads[0]) == sorted(question_keys - {keys.interrupt(asked[-1])}), "the parked one came with the claim"
+    assert len(host.closed) == 6

@@ -19,6 +19,7 @@ from workers.runtime.lease import LeaseKeeper
 from workers.runtime.plan import PlanSteps
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store import journal_names as names
+from workers.store.ids import is_question
 from workers.store.records import InterruptRecord, RunRecord
 from workers.store.runs import RunStore
 
@@ -162,11 +163,25 @@ class Execution(PlanSteps):
     def read_interrupt(self, iid: str) -> InterruptRecord | None:
         """An interrupt, read once per execution.
 
-        Nothing else changes it while this execution owns the run.
+        Nothing else changes it while this execution owns the run. The first miss reads every
+        question the journal names in one round trip, as a replay walks them all.
         """
         if iid not in self._interrupts:
-            self._interrupts[iid] = self.read(lambda: self.store.interrupt(iid), "read a question")
+            wanted = [iid, *(q for q in self._journalled_questions() if q != iid and q not in self._interrupts)]
+            self._interrupts.update(self.read(lambda: self.store.interrupts(wanted), "read questions"))
         return self._interrupts[iid]
+
+    def _journalled_questions(self) -> list[str]:
+        """The ids of the questions the journal's ask keys hold, groups left out."""
+        self.journal_entry(names.ASK)  # reads the journal once
+        journal = self._journal or {}
+        return [
+            attempt
+            for field, attempts in journal.items()
+            if field.startswith(names.ASK) and isinstance(attempts, list)
+            for attempt in attempts
+            if isinstance(attempt, str) and is_question(attempt)
+        ]
 
     # ---- writes that ride out an outage --------------------------------------------------
     def durable(self, call: Callable[[], T], what: str, *, carries_pending: bool = False) -> T:

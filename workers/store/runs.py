@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +149,17 @@ class RunStore:
     def interrupt(self, interrupt_id: str) -> InterruptRecord | None:
         data = reply(self.redis.hgetall(keys.interrupt(interrupt_id)))
         return InterruptRecord.from_hash(text_hash(data)) if data else None
+
+    def interrupts(self, interrupt_ids: Sequence[str]) -> dict[str, InterruptRecord | None]:
+        """Several questions read in one round trip, None for each one gone."""
+        pipe = self.redis.pipeline(transaction=False)
+        for iid in interrupt_ids:
+            pipe.hgetall(keys.interrupt(iid))
+        found = pipe.execute()
+        return {
+            iid: InterruptRecord.from_hash(text_hash(data)) if data else None
+            for iid, data in zip(interrupt_ids, found, strict=True)
+        }
 
     def journal(self, run_id: str) -> dict[str, Any]:
         """Every journal entry of `run_id`, decoded."""
