@@ -12,7 +12,7 @@ from slack_sdk import WebClient
 
 from bot.slack.host import SlackHost
 from bot.slack.reply_reading import ReplyReader
-from bot.slack.tenant import Tenant
+from bot.slack.tenant import Tenant, owned
 from workers.logs import Log
 from workers.runs import RunRecord, RunService, StartLimits
 
@@ -49,14 +49,6 @@ class BotDeps:
         """The request's workspace in OAuth mode, or None (every run) with one workspace."""
         return Tenant.of(context) if self.many_workspaces else None
 
-    def run_filter(self, context: BoltContext) -> Callable[[RunRecord], bool] | None:
-        """Keeps the request's workspace runs in OAuth mode, or None with one workspace.
-
-        None means every run.
-        """
-        tenant = self.tenant(context)
-        return None if tenant is None else (lambda run: tenant.owns(run.conversation))
-
     def is_admin(self, user: str, context: BoltContext | None = None) -> bool:
         """An admin everywhere, or of the request's workspace: its team or enterprise."""
         if user in self.admins:
@@ -64,6 +56,32 @@ class BotDeps:
         tenant = Tenant.of(context) if context is not None else None
         where = (tenant.team, tenant.enterprise) if tenant else ()
         return any(user in self.team_admins.get(w, ()) for w in where if w)
+
+    def admin_over(self, user: str, context: BoltContext | None, conversation: Mapping[str, Any]) -> bool:
+        """Whether `user` may act as an admin on a run with `conversation`, from `context`'s workspace.
+
+        An admin everywhere reaches the workspace's runs. A team's admin reaches only that team's
+        runs, and an enterprise's admin its organisation's. So no team's admin acts on another
+        team's run, from a shared channel or under an org-wide install.
+        """
+        if context is not None and not owned(self.tenant(context), conversation):
+            return False
+        if user in self.admins:
+            return True
+        tenant = Tenant.of(context) if context is not None else None
+        if tenant is None:
+            return False
+        team, enterprise = conversation.get("team"), conversation.get("enterprise")
+        return bool(
+            (tenant.team and tenant.team == team and user in self.team_admins.get(tenant.team, ()))
+            or (tenant.enterprise and tenant.enterprise == enterprise and user in self.team_admins.get(enterprise, ()))
+        )
+
+    def admin_filter(self, user: str, context: BoltContext) -> Callable[[RunRecord], bool] | None:
+        """Keeps the runs `user` administers from `context`, or None for every run (an admin everywhere)."""
+        if user in self.admins and self.tenant(context) is None:
+            return None
+        return lambda run: self.admin_over(user, context, run.conversation)
 
     def after_ack(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run a Web API call off the answer path, without holding up the ack.

@@ -63,8 +63,8 @@ def waiting_entries(
     return entries
 
 
-def admin_section(deps: BotDeps, page: int, context: BoltContext | None = None) -> dict[str, Any]:
-    where = deps.run_filter(context) if context is not None else None
+def admin_section(deps: BotDeps, user: str, page: int, context: BoltContext | None = None) -> dict[str, Any]:
+    where = deps.admin_filter(user, context) if context is not None else None
     listing = deps.runs.list_runs(RunStatus.PAUSED, page=page, per_page=blocks.HOME_PAGE_SIZE, where=where)
     runs = [deps.runs.summarize(r) for r in listing.runs]
     counts = deps.runs.counts(where)
@@ -81,7 +81,7 @@ def publish_home(
     """
     view = blocks.home_view(
         waiting=waiting_entries(deps, client, user, context),
-        admin=admin_section(deps, page, context) if deps.is_admin(user, context) else None,
+        admin=admin_section(deps, user, page, context) if deps.is_admin(user, context) else None,
         away=_away(deps, user, context),
     )
     try:

@@ -40,7 +40,7 @@ def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContex
     user, run_id = body["user"]["id"], str(action.get("value", ""))
     action_id = action.get("action_id", "")
     in_home = (body.get("container") or {}).get("type") == "view"
-    if not deps.is_admin(user, context) or not _in_workspace(deps, context, run_id, action_id):
+    if not deps.is_admin(user, context) or not _in_workspace(deps, context, user, run_id, action_id):
         log.warning("admin action refused", user=user, run_id=run_id, action=action_id)
         _tell(client, body, user, "Only Parley admins can do that.")
         return
@@ -64,13 +64,12 @@ def do_admin_action(body: dict[str, Any], client: WebClient, context: BoltContex
         publish_home(deps, client, user, page=page, context=context)
 
 
-def _in_workspace(deps: BotDeps, context: BoltContext, run_id: str, action_id: str) -> bool:
-    """With many workspaces, admins act only on their own workspace's runs."""
-    tenant = deps.tenant(context)
-    if tenant is None or action_id == blocks.ADMIN_PAGE_ACTION_ID:
+def _in_workspace(deps: BotDeps, context: BoltContext, user: str, run_id: str, action_id: str) -> bool:
+    """Admins act only on the runs their reach covers (`BotDeps.admin_over`)."""
+    if action_id == blocks.ADMIN_PAGE_ACTION_ID:
         return True
     run = deps.runs.find(run_id)
-    return run is None or tenant.owns(run.conversation)
+    return run is None or deps.admin_over(user, context, run.conversation)
 
 
 def _tell(client: WebClient, body: dict[str, Any], user: str, text: str) -> None:

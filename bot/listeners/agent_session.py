@@ -72,9 +72,8 @@ def on_stopped(
 
 
 def _may_cancel(deps: BotDeps, context: BoltContext, run: RunRecord, user: str) -> bool:
-    """The admins' Cancel rule: an admin, of the run's own workspace when there are many."""
-    tenant = deps.tenant(context)
-    return deps.is_admin(user, context) and (tenant is None or tenant.owns(run.conversation))
+    """The admins' Cancel rule: an admin whose reach covers the run (`BotDeps.admin_over`)."""
+    return deps.admin_over(user, context, run.conversation)
 
 
 def _tell(client: WebClient, channel: str, thread_ts: str, user: str, text: str) -> None:

@@ -87,7 +87,7 @@ def on_parley(ack: Ack, body: dict[str, Any], context: BoltContext, deps: BotDep
         if not deps.is_admin(user, context):
             ack(response_type="ephemeral", text="Only Parley admins can list runs.")
             return
-        where = deps.run_filter(context)
+        where = deps.admin_filter(user, context)
         page = deps.runs.list_runs(RunStatus.PAUSED, per_page=20, where=where)
         runs = [RunSummary.of(r) for r in page.runs]
         ack(

@@ -34,7 +34,7 @@ def may_inspect(deps: BotDeps, user: str, detail: RunDetail, context: BoltContex
     if tenant is not None and not tenant.owns(detail.run.conversation):
         return False
     asked = [q.assignees for q in detail.questions] + ([detail.interrupt.assignees] if detail.interrupt else [])
-    return deps.is_admin(user, context) or any(user in assignees for assignees in asked)
+    return deps.admin_over(user, context, detail.run.conversation) or any(user in assignees for assignees in asked)
 
 
 def view_for(deps: BotDeps, user: str, run_id: str, page: int, context: BoltContext | None = None) -> dict[str, Any]:

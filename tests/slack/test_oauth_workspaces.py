@@ -21,15 +21,18 @@ import pytest
 import redis
 from oauth_stack import STATE_COOKIE, OAuthStack, Reply, get, oauth_stack
 from runtime_helpers import history_events
-from slack_forms import button_action, find_element, is_question
+from slack_forms import button_action, find_element, form_state, is_question, users_select_action, users_select_state
 from slack_payloads import (
     block_actions_payload,
     event_callback_body,
+    home_actions_payload,
     interaction_body,
     slash_command_body,
     slash_command_fields,
 )
 
+from bot.playground import Channel, User
+from bot.slack.blocks_question import CLAIM_ACTION_ID, REASSIGN_ACTION_ID, RELEASE_ACTION_ID
 from bot.slack.refusals import WRONG_WORKSPACE
 from workers.store.records import InterruptState, RunStatus
 
@@ -242,3 +245,99 @@ def test_admins_and_listings_are_the_workspaces_own(stack: OAuthStack) -> None:
     assert run_a in shown and run_b not in shown
     refused = stack.form(slash_command_body("runs", user="U0ALICE", channel="C0BETA", team=BETA))
     assert refused.json()["text"] == "Only Parley admins can list runs."
+
+
+@pytest.fixture
+def shared(r: redis.Redis, redis_url: str, tmp_path: Path) -> Iterator[OAuthStack]:
+    """A and B installed, each with its own admin; C0GENERAL is A's channel, shared with B."""
+    with oauth_stack(r, redis_url, tmp_path, parley_admins={ALPHA: ["U0ALICE"], BETA: ["U0BETA"]}) as s:
+        s.ws.add_user(User("U0BEEF", "beef", "Beta Colleague"))
+        for team in (ALPHA, BETA):
+            assert s.install(team).status == 200
+        yield s
+
+
+def _ephemerals_to(stack: OAuthStack, user: str, n: int) -> list[str]:
+    """The first `n` ephemeral texts posted to `user`, waited for (the listeners run after the ack)."""
+
+    def told() -> list[str] | None:
+        texts = [c["args"]["text"] for c in stack.calls("chat.postEphemeral", lambda c: c["args"]["user"] == user)]
+        return texts if len(texts) >= n else None
+
+    return list(stack.wait_for(f"{n} ephemeral(s) to {user}", told))
+
+
+def test_another_workspaces_admin_can_neither_reassign_nor_release_in_a_shared_channel(shared: OAuthStack) -> None:
+    """B's admin clicks Reassign… and Release on A's question inside the channel A shares with B: both refused."""
+    params = json.dumps({"assignees": ["U0ALICE", "U0BOB"], "claim": True})
+    run = run_paused(shared, "s-form", team=ALPHA, user="U0ALICE", channel="C0GENERAL", params=params)
+    [question] = [m for m in shared.ws.thread("C0GENERAL", run.conversation["thread_ts"]) if is_question(m)]
+    block, select = find_element(question["blocks"], REASSIGN_ACTION_ID)
+    reassign = block_actions_payload(
+        user="U0BETA",
+        team=BETA,
+        message=question,
+        channel="C0GENERAL",
+        action=users_select_action(block, select, "U0BEEF"),
+        state_values={**form_state(question["blocks"], {}), **users_select_state(block, select, "U0BEEF")},
+    )
+    assert shared.form(interaction_body(reassign)).status == 200
+    [refusal] = _ephemerals_to(shared, "U0BETA", 1)
+    assert refusal == ":warning: Only the people asked, or a Parley admin, can reassign this question."
+    interrupt = shared.worker.store.interrupt(run.interrupt)
+    assert interrupt is not None and interrupt.assignees == ["U0ALICE", "U0BOB"]
+
+    block, button = find_element(question["blocks"], CLAIM_ACTION_ID)
+    claim = block_actions_payload(
+        user="U0BOB", team=ALPHA, message=question, channel="C0GENERAL", action=button_action(block, button)
+    )
+    assert shared.form(interaction_body(claim)).status == 200
+    shared.wait_for("Bob's claim", lambda: shared.worker.store.interrupt(run.interrupt).claimed_by == "U0BOB")
+    release = block_actions_payload(
+        user="U0BETA",
+        team=BETA,
+        message=question,
+        channel="C0GENERAL",
+        action={
+            "type": "button",
+            "action_id": RELEASE_ACTION_ID,
+            "block_id": block["block_id"],
+            "value": run.interrupt,
+        },
+    )
+    assert shared.form(interaction_body(release)).status == 200
+    _, refused = _ephemerals_to(shared, "U0BETA", 2)
+    assert refused.startswith(":warning:")
+    assert shared.worker.store.interrupt(run.interrupt).claimed_by == "U0BOB"
+    assert [h.event for h in shared.worker.store.history(run.id)] == ["started", "claimed"]
+
+
+@pytest.fixture
+def org(r: redis.Redis, redis_url: str, tmp_path: Path) -> Iterator[OAuthStack]:
+    """An org-wide install of E0ORG; U0ORG is the admin of its team T0ORG1 only."""
+    with oauth_stack(r, redis_url, tmp_path, parley_admins={ORG_TEAM: ["U0ORG"]}) as s:
+        s.ws.add_channel(Channel("C0ORG2", "org2"))
+        s.ws.add_user(User("U0ORG2", "org2", "Other Team Person"))
+        assert s.install(None, enterprise=ORG).status == 200
+        yield s
+
+
+def test_a_teams_admin_under_an_org_wide_install_sees_and_cancels_only_that_teams_runs(org: OAuthStack) -> None:
+    fields = {"enterprise_id": ORG, "enterprise_name": ORG, "is_enterprise_install": "true"}
+    mine = run_paused(org, "s-pick", team=ORG_TEAM, user="U0ORG", channel="C0ORG", **fields)
+    other = run_paused(org, "s-pick", team="T0ORG2", user="U0ORG2", channel="C0ORG2", **fields)
+    listing = org.form(
+        urlencode({**slash_command_fields("runs", user="U0ORG", channel="C0ORG", team=ORG_TEAM), **fields})
+    )
+    shown = json.dumps(listing.json())
+    assert mine.id in shown and other.id not in shown
+
+    for run in (other, mine):
+        action = {"type": "button", "action_id": "parley_admin_cancel", "block_id": "b1", "value": run.id}
+        click = home_actions_payload(user="U0ORG", view={"id": "V0HOME"}, action=action, team=ORG_TEAM)
+        click.update({"enterprise": {"id": ORG, "name": ORG}, "is_enterprise_install": True})
+        assert org.form(interaction_body(click)).status == 200
+    org.wait_for("the own team's run cancelled", lambda: org.worker.store.get(mine.id).status is RunStatus.CANCELLED)
+    assert org.worker.store.get(other.id).status is RunStatus.PAUSED
+    refused = org.calls("chat.postMessage", lambda c: c["args"]["channel"] == "U0ORG")
+    assert [c["args"]["text"] for c in refused][:1] == ["Only Parley admins can do that."]

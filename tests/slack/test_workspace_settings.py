@@ -100,12 +100,23 @@ def test_a_workspace_owns_its_runs_and_an_org_wide_install_every_team_of_its_org
 
 
 def test_single_workspace_mode_does_not_scope() -> None:
-    single, many = deps(many=False), deps(many=True)
-    assert single.tenant(context("T1")) is None and single.run_filter(context("T1")) is None
-    keep = many.run_filter(context("T1"))
+    single, many = deps(many=False, admins=frozenset({"U0"})), deps(many=True, admins=frozenset({"U0"}))
+    assert single.tenant(context("T1")) is None and single.admin_filter("U0", context("T1")) is None
+    keep = many.admin_filter("U0", context("T1"))
     assert keep is not None
     single.pool.shutdown()
     many.pool.shutdown()
+
+
+def test_an_admin_reaches_the_runs_of_the_team_or_organisation_it_admins() -> None:
+    d = deps(many=True, admins=frozenset({"U0"}), team_admins={"T1": frozenset({"U1"}), "E1": frozenset({"U2"})})
+    t1, t2 = {"team": "T1", "enterprise": "E1"}, {"team": "T2", "enterprise": "E1"}
+    org = context("T1", "E1", org=True)
+    assert d.admin_over("U1", org, t1) and not d.admin_over("U1", org, t2)  # a team's admin: its team alone
+    assert d.admin_over("U2", org, t1) and d.admin_over("U2", org, t2)  # the organisation's admin: every team
+    assert d.admin_over("U0", org, t2) and not d.admin_over("U0", context("T3"), t1)  # never another tenant's
+    assert not d.admin_over("U1", context("T2"), {"team": "T1"})  # from another workspace's shared channel
+    d.pool.shutdown()
 
 
 def test_web_clients_need_one_client_or_an_installation_store() -> None:
