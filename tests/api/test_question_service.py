@@ -139,6 +139,22 @@ def test_cancel_closes_once_and_others_see_nothing(bot: Bot) -> None:
     assert service.get(Caller("auditor", frozenset({"admin"})), view.id).status is QuestionStatus.CANCELLED
 
 
+def test_a_question_answered_before_its_run_resumed_cannot_be_cancelled(bot: Bot) -> None:
+    """The answer is in and the run queued to resume: a cancel is 409 and the answer stands."""
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Ship it?"), channel="C0GENERAL"))
+    assert click(bot, "C0GENERAL", str(view.message_ts), "approve", "U0CAROL") == 200
+
+    with pytest.raises(QuestionConflict, match="the question is answered; only a waiting question can be cancelled"):
+        service.cancel(MCP, view.id)
+
+    assert bot.runtime.store.get(view.id).status.value == "queued"
+    work(bot.runtime)
+    assert bot.runtime.store.get(view.id).status.value == "succeeded"
+    got = service.get(MCP, view.id)
+    assert got.status is QuestionStatus.ANSWERED and got.answers == {"d": "approve"}
+
+
 def test_a_question_slack_refuses_to_post_fails_at_once(bot: Bot) -> None:
     service = QuestionService(bot.runtime)
     with pytest.raises(QuestionInvalid, match="channel_not_found"):

@@ -506,14 +506,17 @@ class QuestionService:
         409 when it has closed already.
         """
         self._readable(caller, question_id)
-        try:
-            admin.cancel(self.runtime, question_id, by=caller.name)
-        except (AdminError, RunNotFound) as exc:
-            view = self.get(caller, question_id)
-            raise QuestionConflict(
-                f"the question is {view.status.value}; only a waiting question can be cancelled"
-            ) from exc
-        return self.get(caller, question_id)
+        for _ in range(3):  # a worker that took the run meanwhile: try again as it now stands
+            try:
+                admin.cancel(self.runtime, question_id, by=caller.name, waiting_only=True)
+                return self.get(caller, question_id)
+            except (AdminError, RunNotFound) as exc:
+                view = self.get(caller, question_id)
+                if view.status is not QuestionStatus.WAITING:
+                    raise QuestionConflict(
+                        f"the question is {view.status.value}; only a waiting question can be cancelled"
+                    ) from exc
+        raise QuestionConflict("the question changed while it was being cancelled; try again")
 
     def confirm(self, caller: Caller, question_id: str, context: dict[str, Any] | None) -> ConfirmResult:
         """Whether `context` holds the facts the question was asked and answered on.

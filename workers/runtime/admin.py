@@ -216,11 +216,12 @@ def show(runtime: Runtime, run_id: str) -> RunDetail:
     )
 
 
-def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
+def cancel(runtime: Runtime, run_id: str, by: str, *, waiting_only: bool = False) -> RunRecord:
     """Cancel a live run, closing a paused run's question so nobody answers it.
 
     The cancel is one atomic write. A worker then shows it on the run's messages and tells its
-    webhook or workflow. That job is queued here (`cancel_effects`).
+    webhook or workflow. That job is queued here (`cancel_effects`). With `waiting_only` (the
+    API's cancel of a question) a run whose question has closed is left alone.
     """
     store = runtime.store
     run = store.get(run_id)
@@ -237,10 +238,13 @@ def cancel(runtime: Runtime, run_id: str, by: str) -> RunRecord:
             cancel_effects.enqueue(runtime, cancelled)
             return cancelled
         run = store.get(run_id)
+    if waiting_only and run.interrupt and run.status is not RunStatus.PAUSED:
+        raise AdminError(f"run {run_id}'s question has closed; only a waiting question can be cancelled")
     ok, reason, old = store.transition(
         run_id,
         [RunStatus.QUEUED, RunStatus.RUNNING],
         RunStatus.CANCELLED,
+        epoch=run.epoch if waiting_only else None,  # not past a worker that has since asked
         lease="clear",
         bump_epoch=True,
         history=history_entry("cancelled", by),
