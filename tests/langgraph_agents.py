@@ -28,6 +28,7 @@ from slack_agents import params
 
 from workers import AgentRun, agent
 from workers.integrations.langgraph import run_graph
+from workers.interaction import Item, ItemType, Request
 
 
 def _gate(path: Path, timeout: float = 60.0) -> None:
@@ -238,3 +239,35 @@ def approve_or_reject(run: AgentRun, text: str) -> str:
     with _saver(run) as saver:
         out = run_graph(run, approval_graph(saver), {"action_details": "Transfer $500", "status": "pending"})
     return f"status: {out['status']}"
+
+
+# ---- a secret: refused as an interrupt, asked with run.ask before the graph instead ----------------
+TOKEN = Request(reason="Your API token", items=[Item(id="token", text="Token", type=ItemType.SECRET)])
+
+
+class Login(TypedDict, total=False):
+    done: str
+
+
+def login_graph(run: AgentRun, checkpointer: Any, interrupting: bool) -> Any:
+    def log_in(state: Login) -> Login:
+        bump(run.data_dir, run.run_id, "log-in")
+        token = interrupt(TOKEN)["token"] if interrupting else run.secret("token")
+        (run.data_dir / "counters" / f"{run.run_id}.token").write_text(token)
+        return {"done": f"logged in with a token of {len(token)} characters"}
+
+    graph = StateGraph(Login)
+    graph.add_node("log_in", log_in)
+    graph.add_edge(START, "log_in")
+    graph.add_edge("log_in", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+@agent("lg-secret", description="A graph logging in with a token a person gives")
+def secret_login(run: AgentRun, text: str) -> str:
+    interrupting = bool(params(text).get("interrupt"))
+    if not interrupting:
+        run.ask(TOKEN, key="token")  # the value stays in the run; the node reads it with run.secret
+    with _saver(run) as saver:
+        out = run_graph(run, login_graph(run, saver, interrupting), {})
+    return str(out["done"])

@@ -16,7 +16,15 @@ from typing import Any
 from effect_counters import bump
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
 from pydantic_ai.exceptions import ModelHTTPError
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import ExternalToolset
@@ -126,3 +134,87 @@ def refused_agent(run: AgentRun, text: str) -> str:
         raise ModelHTTPError(401, "standin-model", {"error": {"message": "bad key"}})
 
     return str(run_agent(run, Agent(FunctionModel(model)), "hello"))
+
+
+EARLIER_RECORD = "recorded by an earlier version"
+"""A tool result an earlier version recorded under the call id alone, before its worker stopped."""
+
+
+@agent("t-pai-same-id", description="A Pydantic AI agent whose model numbers tool call ids per response")
+def same_id_agent(run: AgentRun, text: str) -> str:
+    if params(text).get("earlier_record"):  # the journal an earlier version's worker left mid-step
+        run.step("pydantic_ai:1:tool:call_0", lambda: {"result": EARLIER_RECORD})
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        bump(run.data_dir, run.run_id, "model")
+        returns = tool_returns(messages)
+        if len(returns) < 2:  # `call_0` every turn, as a server numbering the calls of each response does
+            query = "ab"[len(returns)]
+            return ModelResponse(parts=[ToolCallPart("lookup", {"q": query}, tool_call_id="call_0")])
+        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returns))])
+
+    looker: Agent[AgentRun, str | DeferredToolRequests] = Agent(
+        FunctionModel(model), deps_type=AgentRun, output_type=[str, DeferredToolRequests]
+    )
+
+    @looker.tool
+    def lookup(ctx: RunContext[AgentRun], q: str) -> str:
+        """Look something up."""
+        bump(ctx.deps.data_dir, ctx.deps.run_id, f"lookup.{q}")
+        return f"result for {q}"
+
+    return str(run_agent(run, looker, "look up a, then b", deps=run))
+
+
+VPN_LOGIN = ToolDefinition(
+    name="vpn_login",
+    description="The person's VPN one-time code",
+    parameters_json_schema={
+        "type": "object",
+        "properties": {"code": {"type": "string", "format": "password", "writeOnly": True}},
+        "required": ["code"],
+    },
+)
+
+
+def seen_path(data_dir: Path, run_id: str) -> Path:
+    """Every message history the model was sent for `run_id`, one JSON line per model call."""
+    return data_dir / "pai-seen" / f"{run_id}.jsonl"
+
+
+def used_path(data_dir: Path, run_id: str) -> Path:
+    """The code `connect` logged in with, as the agent's own code read it from the run."""
+    return data_dir / "pai-used" / f"{run_id}.txt"
+
+
+@agent("t-pai-secret", description="A Pydantic AI agent whose external tool asks a person for a one-time code")
+def secret_agent(run: AgentRun, text: str) -> str:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        path = seen_path(run.data_dir, run.run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as fh:
+            fh.write(ModelMessagesTypeAdapter.dump_json(messages) + b"\n")
+        returns = tool_returns(messages)
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("vpn_login", {}, tool_call_id="login")])
+        if len(returns) == 1:
+            return ModelResponse(parts=[ToolCallPart("connect", {}, tool_call_id="connect")])
+        return ModelResponse(parts=[TextPart(" | ".join(f"{p.tool_name}: {p.content}" for p in returns))])
+
+    vpn: Agent[AgentRun, str | DeferredToolRequests] = Agent(
+        FunctionModel(model),
+        deps_type=AgentRun,
+        output_type=[str, DeferredToolRequests],
+        toolsets=[ExternalToolset([VPN_LOGIN])],
+    )
+
+    @vpn.tool
+    def connect(ctx: RunContext[AgentRun]) -> str:
+        """Connect to the VPN with the code the person gave."""
+        bump(ctx.deps.data_dir, ctx.deps.run_id, "connect")
+        path = used_path(ctx.deps.data_dir, ctx.deps.run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(ctx.deps.secret("code"))
+        return "connected"
+
+    return str(run_agent(run, vpn, "connect me to the VPN", deps=run))

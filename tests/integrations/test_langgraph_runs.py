@@ -7,12 +7,14 @@ the shapes an interrupt is asked by, and the shipped `lg_refund` agent.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from pathlib import Path
 from typing import Any, TypedDict
 
-import langgraph_agents  # noqa: F401 (registers lg-two and lg-hitl)
+import langgraph_agents  # registers lg-two, lg-hitl and lg-secret
 import pytest
+from cryptography.fernet import Fernet
 from effect_counters import count
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -20,11 +22,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from redis import Redis
 from runtime_helpers import paused, runtime_and_host, start, work
+from secret_support import keys_holding
 
 from workers import registry
 from workers.exceptions import AgentUnavailable
 from workers.integrations.langgraph import CALL_MARK, RUN_MARK, GraphNotDurable, _call, durable_checkpointer
-from workers.integrations.langgraph_pauses import choice_value, plan, questions
+from workers.integrations.langgraph_pauses import GraphError, Pause, choice_value, plan, questions
 from workers.interaction import Answer, Request
 from workers.interaction.approval import approval_answers
 from workers.logs import Log
@@ -234,3 +237,41 @@ def test_a_call_whose_step_was_never_recorded_is_taken_up_not_made_again(tmp_pat
         _call(compiled, saver, config(1), resume, said) == ended == {"json": {"name": "Ada", "greeting": "Hello, Ada!"}}
     )
     assert entered == ["ask", "ask", "greet"]  # LangGraph enters the interrupted node once more, to resume it
+
+
+def test_an_interrupt_asking_a_secret_is_refused_before_anyone_is_asked(r: Redis, tmp_path: Path) -> None:
+    """A graph resumes with its answers, which LangGraph keeps in the checkpointer in clear: a secret
+    item is refused where the interrupt is planned, as `ask_all` and MCP refuse one."""
+    rt, host = runtime_and_host(r, tmp_path, secret_key=Fernet.generate_key().decode())
+    run_id = start(rt, "lg-secret", {"interrupt": True})
+    work(rt)
+    record = rt.store.get(run_id)
+    assert (record.status, host.questions) == (RunStatus.FAILED, [])
+    assert "has a secret item" in record.error and "run.ask before run_graph" in record.error
+    assert count(tmp_path, run_id, "log-in") == 1  # not retried
+
+    token = langgraph_agents.TOKEN
+    refused = r"interrupt 'i1' has a secret item: LangGraph keeps .* in its checkpointer, in clear"
+    for value in (token, token.model_dump(mode="json")):
+        with pytest.raises(GraphError, match=refused):
+            plan("i1", value)
+    earlier = Pause(id="i1", kind="request", request=token.model_dump(mode="json"))  # as an earlier version planned
+    with pytest.raises(GraphError, match=refused):
+        questions(earlier, "k")
+
+
+def test_a_secret_asked_before_the_graph_is_read_in_a_node_and_never_checkpointed(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path, secret_key=Fernet.generate_key().decode())
+    run_id = start(rt, "lg-secret", {})
+    work(rt)
+    question = rt.store.interrupt(paused(rt, run_id))
+    assert question is not None and question.request.has_secret
+    token = f"tok-{secrets.token_hex(10)}"
+    accept(rt, question.id, "U1", [Answer(id="token", secret=token)])
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == f"logged in with a token of {len(token)} characters"
+    assert (tmp_path / "counters" / f"{run_id}.token").read_text() == token  # the node read it with run.secret
+    assert [f.name for f in tmp_path.rglob("*.sqlite*") if token.encode() in f.read_bytes()] == []
+    assert keys_holding(r, token) == []

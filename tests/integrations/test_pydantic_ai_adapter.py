@@ -7,18 +7,22 @@ shapes: deferred calls asked at once and read back, replay from the journal, ext
 from __future__ import annotations
 
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from effect_counters import count
 from llm_standin import ChatStandin, call, calls, final, last_tool_result
-from pai_agents import PROPOSED, payments
+from pai_agents import EARLIER_RECORD, PROPOSED, payments, seen_path, used_path
 from redis import Redis
 from runtime_helpers import runtime_and_host, start, work
+from secret_support import keys_holding
 
-from workers.interaction import Answer
+from workers.interaction import Answer, ItemType
 from workers.interaction.approval import approval_answers
+from workers.interaction.tools import SECRET_PLACEHOLDER
 from workers.registry import load_agents
 from workers.runtime.acceptance import accept
 from workers.runtime.wiring import Runtime
@@ -157,3 +161,47 @@ def test_the_docs_snippet_loads_without_a_key_and_runs_on_the_parley_llm_model(
     record = rt.store.get(run_id)
     assert (record.status, record.result) == (RunStatus.SUCCEEDED, "Done: refunded 30.0 on A-7"), record.error
     assert [body["model"] for body in model.requests] == ["the-teams-model"] * 2 and model.problems == []
+
+
+def test_a_call_id_a_later_response_uses_again_runs_its_own_tool(r: Redis, tmp_path: Path) -> None:
+    """A model numbering call ids per response (`call_0` every turn): each call runs, once."""
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-pai-same-id", {})
+    work(rt)
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "result for a | result for b"), record.error
+    assert (count(tmp_path, run_id, "lookup.a"), count(tmp_path, run_id, "lookup.b")) == (1, 1)
+    tools = sorted(k for k in rt.store.journal(run_id) if ":tool:" in k)
+    assert tools == ["step:pydantic_ai:1:model:1:tool:call_0", "step:pydantic_ai:1:model:2:tool:call_0"]
+
+
+def test_a_tool_result_an_earlier_version_recorded_by_call_id_is_replayed_once(r: Redis, tmp_path: Path) -> None:
+    """A run stopped mid-step by an earlier version, its first `call_0` recorded under the id alone:
+    that call is not run again, and the later `call_0`, which that version never ran, runs."""
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-pai-same-id", {"earlier_record": True})
+    work(rt)
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == f"{EARLIER_RECORD} | result for b"
+    assert (count(tmp_path, run_id, "lookup.a"), count(tmp_path, run_id, "lookup.b")) == (0, 1)
+
+
+def test_a_secret_an_external_tool_asks_reaches_the_agents_code_but_not_the_model(r: Redis, tmp_path: Path) -> None:
+    """docs/llm.md: a secret answer never reaches the model, nor the journal; `run.secret` gives it."""
+    rt, _ = runtime_and_host(r, tmp_path, secret_key=Fernet.generate_key().decode())
+    run_id = start(rt, "t-pai-secret", {})
+    work(rt)
+    [question] = members(rt, run_id).values()
+    assert [(i.id, i.type) for i in question.request.items] == [("code", ItemType.SECRET)]
+    code = f"otp-{secrets.token_hex(10)}"
+    accept(rt, question.id, "U1", [Answer(id="code", secret=code)])
+    work(rt)
+
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    seen = seen_path(tmp_path, run_id).read_text()
+    assert code not in seen and SECRET_PLACEHOLDER in seen  # the model read the placeholder only
+    assert keys_holding(r, code) == []  # the journal's messages included
+    assert record.result == f"vpn_login: {{'code': '{SECRET_PLACEHOLDER}'}} | connect: connected"
+    assert used_path(tmp_path, run_id).read_text() == code and count(tmp_path, run_id, "connect") == 1

@@ -3,7 +3,8 @@
 Each interrupt's value is read by its shape (`plan`):
 
 - A Parley `Request`, or a dict that validates as one. It is asked as is, and resumed with its
-  answers by item id.
+  answers by item id. One with a secret item is refused (`SECRET_REFUSED`): LangGraph keeps a
+  resume value in its checkpointer, in clear.
 - LangChain v1's `HumanInTheLoopMiddleware` request: `HITLRequest`, with `action_requests` and
   `review_configs`. It lives in `langchain.agents.middleware.human_in_the_loop`. Each action is
   one approval. It resumes with `{"decisions": [...]}` in the actions' order. Approve is
@@ -51,12 +52,16 @@ NO_WORDS = frozenset([*_NO.split(), "wait", "hold"])
 _YES = "yes y yep yeah true approve approved ok okay proceed"
 YES_WORDS = frozenset(_YES.split())
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+SECRET_REFUSED = (
+    "interrupt {id!r} has a secret item: LangGraph keeps what a graph resumes with in its checkpointer, "
+    "in clear; ask secrets with run.ask before run_graph, and read them in a node with run.secret"
+)
 
 
 class GraphError(AgentError):
     """A graph run that cannot go on.
 
-    An interrupt was answered with a decision its action does not allow.
+    An interrupt asks a secret, or was answered with a decision its action does not allow.
     """
 
 
@@ -109,7 +114,7 @@ def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
     It is answered as `response_schema` says, if given.
     """
     if isinstance(value, Request):
-        return Pause(id=interrupt_id, kind="request", request=value.model_dump(mode="json"))
+        return _request(interrupt_id, value)
     if isinstance(value, dict):
         if "action_requests" in value and "review_configs" in value:
             actions = _hitl_actions(value)
@@ -125,8 +130,19 @@ def plan(interrupt_id: str, value: Any, response_schema: Any = None) -> Pause:
             except ValidationError:
                 pass
             else:
-                return Pause(id=interrupt_id, kind="request", request=request.model_dump(mode="json"))
+                return _request(interrupt_id, request)
     return _choice(interrupt_id, value)
+
+
+def _request(interrupt_id: str, request: Request) -> Pause:
+    """A request asked as is, unless it has a secret item."""
+    _no_secret(interrupt_id, request)
+    return Pause(id=interrupt_id, kind="request", request=request.model_dump(mode="json"))
+
+
+def _no_secret(interrupt_id: str, request: Request) -> None:
+    if request.has_secret:
+        raise GraphError(SECRET_REFUSED.format(id=interrupt_id))
 
 
 def _choice(interrupt_id: str, value: Any) -> Pause:
@@ -207,7 +223,9 @@ def questions(pause: Pause, key: str) -> list[Question]:
     There is one, or one per HITL action.
     """
     if pause.kind == "request":
-        return [Question(key=key, request=Request.model_validate(pause.request))]
+        request = Request.model_validate(pause.request)
+        _no_secret(pause.id, request)  # as an earlier version recorded it: its answer is not sent to the graph
+        return [Question(key=key, request=request)]
     if pause.kind == "choice":
         return [Question(key=key, request=_choice_request(pause))]
     if pause.kind == "text":

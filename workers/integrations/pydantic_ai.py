@@ -5,8 +5,9 @@ types. It runs on the framework driver (`workers.integrations.driver`). Each run
 one driver step (`pydantic_ai:<n>`), up to an output or deferred tool calls. The step holds the
 message history (`ModelMessagesTypeAdapter`). So a replay after an answer repeats no model call
 and no tool. Inside such a run, every model response and tool result is a step too. These are
-`<step>:model:<n>` and `<step>:tool:<call id>`, read back with `run.recorded`. So a worker dying
-halfway repeats neither when the run is taken over.
+`<step>:model:<n>` and `<step>:model:<n>:tool:<call id>`, a tool result under the response that
+made the call (0: a deferred call the run resumes). They are read back with `run.recorded`. So a
+worker dying halfway repeats neither when the run is taken over.
 
 This module keeps the two translations. Deferred calls become pending questions, asked at once:
 - A call needing approval (`approve.<n>`) is `run.approve`'s request. The tool's JSON schema
@@ -15,7 +16,8 @@ This module keeps the two translations. Deferred calls become pending questions,
   carrying the reason the model reads.
 - An external call (`call.<n>`) is a form the model fills in and a person completes. The tool's
   parameters are the items, and the model's args their defaults. The answers are the tool's
-  result.
+  result. A secret item's answer is `SECRET_PLACEHOLDER` there. The agent's code reads the value
+  with `run.secret(item_id)`.
 
 Some failures fail the run at once (`AgentError`). These are a model refusing the request (a bad
 key, an unknown model), or an agent set up wrong. A network failure or a 5xx is an ordinary
@@ -44,10 +46,11 @@ from pydantic_core import to_jsonable_python
 
 from workers.agent_run import ABSENT, AgentRun
 from workers.exceptions import AgentError
-from workers.integrations.driver import Keys, Pending, Replies, drive
+from workers.integrations.driver import Keys, Pending, Replies, Reply, drive
 from workers.interaction import Decision, Item, ItemType, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.schema_items import readable, schema_items
+from workers.interaction.tools import SECRET_PLACEHOLDER
 from workers.llm import LLMConfig, llm_config_from_env
 from workers.logs import Log, redacted
 
@@ -68,6 +71,7 @@ class _Journal(AbstractCapability[Any]):
 
     def __init__(self, run: AgentRun, prefix: str) -> None:
         self._run, self._prefix, self._requests = run, prefix, 0
+        self._called: set[str] = set()  # the tool call ids this run of the agent has met
 
     async def wrap_model_request(self, ctx: RunContext[Any], *, request_context: Any, handler: Any) -> ModelResponse:
         self._requests += 1
@@ -82,8 +86,16 @@ class _Journal(AbstractCapability[Any]):
     async def wrap_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, handler: Any
     ) -> Any:
-        key = f"{self._prefix}:tool:{call.tool_call_id}"
+        # Keyed by the response that made the call too: some models number call ids per response
+        # (`call_0` every turn), so an id alone may name an earlier call with another result.
+        key = f"{self._prefix}:model:{self._requests}:tool:{call.tool_call_id}"
         recorded = self._run.recorded(key)
+        if recorded is ABSENT and call.tool_call_id not in self._called:
+            # An earlier version keyed a result by call id alone. It ran only an id's first call of a
+            # run of the agent, so that call alone may be its record. A run it stopped mid-way then
+            # repeats no tool. A later call with that id was never run, and runs now.
+            recorded = self._run.recorded(f"{self._prefix}:tool:{call.tool_call_id}")
+        self._called.add(call.tool_call_id)
         if recorded is not ABSENT:
             return recorded["result"]
         result = await handler(args)
@@ -162,8 +174,9 @@ def _pending(deferred: DeferredToolRequests, tools: dict[str, ToolDefinition]) -
     return pending
 
 
-def _results(deferred: DeferredToolRequests, replies: Replies) -> DeferredToolResults:
+def _results(deferred: DeferredToolRequests, pending: list[Pending], replies: Replies) -> DeferredToolResults:
     """The replies as the results Pydantic AI resumes with, by tool call id."""
+    asked = {p.id: p.request for p in pending}
     results = DeferredToolResults()
     for n, call in enumerate(deferred.approvals, 1):
         decision = replies[f"approve.{n}"]
@@ -175,8 +188,20 @@ def _results(deferred: DeferredToolRequests, replies: Replies) -> DeferredToolRe
         else:
             results.approvals[call.tool_call_id] = ToolDenied(message=decision.reason or NO_REASON)
     for n, call in enumerate(deferred.calls, 1):
-        results.calls[call.tool_call_id] = replies[f"call.{n}"]
+        results.calls[call.tool_call_id] = _hidden(asked[f"call.{n}"], replies[f"call.{n}"])
     return results
+
+
+def _hidden(request: Request, reply: Reply) -> Reply:
+    """An external call's answers as the model reads them, each secret given as `SECRET_PLACEHOLDER`.
+
+    So the value is in no model request and no journal entry. The agent's code gets it with
+    `run.secret(item_id)`, as `workers.llm`'s tools do.
+    """
+    if not isinstance(reply, dict):
+        return reply
+    secret = {item.id for item in request.items if item.is_secret}
+    return {k: SECRET_PLACEHOLDER if k in secret and isinstance(v, str) and v else v for k, v in reply.items()}
 
 
 Resume = tuple[list[ModelMessage], DeferredToolResults]
@@ -234,7 +259,7 @@ class _Agent:
 
     def resume(self, outcome: dict[str, Any], pending: list[Pending], replies: Replies) -> Resume:
         history = ModelMessagesTypeAdapter.validate_python(outcome["messages"])
-        return history, _results(_DEFERRED.validate_python(outcome["deferred"]), replies)
+        return history, _results(_DEFERRED.validate_python(outcome["deferred"]), pending, replies)
 
     def output(self, step: str, outcome: dict[str, Any]) -> Any:
         return self._live[step] if step in self._live else _decoded(self._agent, outcome["output"])
