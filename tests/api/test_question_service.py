@@ -100,6 +100,34 @@ def test_create_posts_then_wait_is_woken_by_the_answer(bot: Bot, redis_url: str)
     assert "Answered by" in str(bot.ws.message("C0GENERAL", str(view.message_ts)))
 
 
+def test_a_wait_on_a_quorum_question_returns_its_answers_once_its_run_has_them(bot: Bot, redis_url: str) -> None:
+    """The group's close wakes the wait, which follows the run to its result, long before the timeout."""
+    service = QuestionService(bot.runtime)
+    req = request("Each of you?", assignees=["U0CAROL", "U0DAVE"])
+    view, _ = service.create(MCP, QuestionCreate(request=req, channel="C0GENERAL", quorum=2))
+    got: list[object] = []
+
+    async def scenario() -> None:
+        service.closings = Closings(aioredis.Redis.from_url(redis_url))
+        async with listening(service):
+            got.append(await service.wait(MCP, view.id, 30))
+            got.append(time.monotonic())
+
+    waiter = threading.Thread(target=lambda: asyncio.run(scenario()))
+    waiter.start()
+    time.sleep(0.3)
+    assert click(bot, "C0GENERAL", str(view.message_ts), "approve", "U0CAROL") == 200
+    assert click(bot, "C0GENERAL", str(view.message_ts), "reject", "U0DAVE") == 200
+    work(bot.runtime)  # the run's last step: its result holds each one's answers
+    finished = time.monotonic()
+    waiter.join(35)
+
+    answered, returned = got
+    assert answered.status is QuestionStatus.ANSWERED  # type: ignore[attr-defined]
+    assert answered.answers_by == {"U0CAROL": {"d": "approve"}, "U0DAVE": {"d": "reject"}}  # type: ignore[attr-defined]
+    assert returned - finished < 5.0  # type: ignore[operator]  # not the 30 s timeout (slack for a loaded machine)
+
+
 def test_wait_times_out_waiting(bot: Bot, redis_url: str) -> None:
     service = QuestionService(bot.runtime)
     view, _ = service.create(MCP, QuestionCreate(request=request("Wait for me?"), channel="C0GENERAL"))

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -52,6 +53,7 @@ from workers.questions.webhooks import DestinationRefused, check_destination
 from workers.runs.start import begin
 from workers.runtime import admin
 from workers.runtime.wiring import Runtime
+from workers.store import ids
 from workers.store.closings import Closings
 from workers.store.idempotency import Binding
 from workers.store.questions import QuestionStore, UnreadableQuestion
@@ -60,6 +62,7 @@ from workers.store.records import (
     TOKEN_OWNER,
     ApiQuestionRecord,
     ApiTokenRecord,
+    GroupState,
     InterruptRecord,
     TemporalTarget,
 )
@@ -68,6 +71,8 @@ from workers.store.runs import new_id
 AGENT = "question"
 HOST = "api"
 T = TypeVar("T")
+QUORUM_FIRST_READ, QUORUM_LAST_READ = 0.02, 1.0
+"""Seconds between reads of a quorum's run once its group has ended: doubling, capped."""
 log = Log("parley.questions")
 
 
@@ -464,8 +469,10 @@ class QuestionService:
     async def wait(self, caller: Caller, question_id: str, timeout: float) -> QuestionView:
         """The question once it leaves `waiting`, or as it is after `timeout` seconds.
 
-        The service's close notifications (`Closings`) wake it, never polling. No thread is held while
-        it waits, only for each short read. An MCP call waits through `waiting`.
+        The service's close notifications (`Closings`) wake it. No thread is held while it waits,
+        only for each short read. A quorum's group publishes its close, but its answers are the
+        run's result: in the moment between the two, short reads follow the run. An MCP call waits
+        through `waiting`.
         """
         closings = self.closings
         if closings is None:
@@ -473,25 +480,40 @@ class QuestionService:
         timeout = max(0.0, min(timeout, float(self.config.max_wait)))
         record = await self.in_thread(lambda: self._record(caller, question_id))
         view, iid = await self.in_thread(lambda: self._view(record))
-        deadline = asyncio.get_running_loop().time() + timeout
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + timeout, QUORUM_FIRST_READ
         while view.status is QuestionStatus.WAITING:
-            remaining = deadline - asyncio.get_running_loop().time()
+            remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            fut = closings.watch(iid or question_id)
-            try:
-                view, iid = await self.in_thread(lambda: self._view(record))  # closed while we subscribed?
-                if view.status is not QuestionStatus.WAITING:
-                    break
-                await asyncio.wait_for(asyncio.shield(fut), remaining)
-            except TimeoutError:
-                break
-            finally:
-                closings.forget(iid or question_id, fut)
+            if ids.is_group(iid) and await self.in_thread(partial(self._group_ended, iid)):
+                await asyncio.sleep(min(pause, remaining))  # the run's last step, after the quorum
+                pause = min(pause * 2, QUORUM_LAST_READ)
+            else:
+                await self._closed(closings, iid or question_id, record, remaining)
             view, iid = await self.in_thread(lambda: self._view(record))
         if view.status is not QuestionStatus.WAITING and self.runtime.receipts.signer is not None:
             await self.in_thread(lambda: self._receipts_first(view))  # a thread hop only when it writes
         return view
+
+    async def _closed(
+        self, closings: Closings, watched: str, record: ApiQuestionRecord | UnreadableQuestion, remaining: float
+    ) -> None:
+        """Return once `watched` closes, or after `remaining` seconds."""
+        fut = closings.watch(watched)
+        try:
+            view, _ = await self.in_thread(lambda: self._view(record))  # closed while we subscribed?
+            if view.status is QuestionStatus.WAITING:
+                await asyncio.wait_for(asyncio.shield(fut), remaining)
+        except TimeoutError:
+            pass
+        finally:
+            closings.forget(watched, fut)
+
+    def _group_ended(self, gid: str) -> bool:
+        """Whether a quorum's group has ended, leaving its run to finish."""
+        group = self.runtime.store.groups.group(gid)
+        return group is not None and group.state is not GroupState.OPEN
 
     async def in_thread(self, fn: Callable[[], T]) -> T:
         """Run a short store read on the service's threads, never Slack's ack threads."""

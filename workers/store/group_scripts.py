@@ -77,7 +77,10 @@ return 1
 # answered, expired or cancelled member is marked for its signed receipt, `workers.receipts`)
 # ARGV: run_id, idx_prefix, waiting_prefix, iid, now, mode ('answer'|'expire'|'cancel'),
 #       actor, answers json, token, history json, resume job id, interrupt prefix,
-#       counts ('1': an expiry that counts as an answer, its defaults; '0': one that ends the group)
+#       counts ('1': an expiry that counts as an answer, its defaults; '0': one that ends the group),
+#       the answerer's workspace where not the question's (''), pub/sub channel
+# A group that ends (done or cancelled) has its id published on the channel in the same step, so
+# a long-poll on a quorum question wakes (`workers.store.closings`).
 CLOSE_MEMBER = (
     _LIB
     + _REASONS
@@ -128,6 +131,7 @@ if ARGV[6] == M_CANCEL then
   set_status(KEYS[1], ARGV[1], ARGV[2], 'cancelled', ARGV[5])
   redis.call('HINCRBY', KEYS[1], 'epoch', 1)
   redis.call('RPUSH', KEYS[7], ARGV[10])
+  redis.call('PUBLISH', ARGV[15], q.group)
   return {1, 1}
 end
 if ARGV[6] == M_ANSWER then
@@ -166,6 +170,7 @@ end
 redis.call('HSET', KEYS[3], 'state', G_DONE, 'done_at', ARGV[5])
 set_status(KEYS[1], ARGV[1], ARGV[2], 'queued', ARGV[5])
 redis.call('HSET', KEYS[1], 'job', ARGV[11])
+redis.call('PUBLISH', ARGV[15], q.group)
 return {1, 1, unpack(dropped)}
 """
 )

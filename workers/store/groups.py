@@ -235,6 +235,7 @@ class GroupStore:
             keys.interrupt(""),
             "1" if counts else "0",
             answered_team,
+            keys.closed_channel(),
         ]
         res, short = self.replication.closing(
             self.redis, self._close, close_keys, close_args, answer=mode == CloseMode.ANSWER
