@@ -2,8 +2,9 @@
 
 The store's CLOSE script publishes the id of every question it closes on
 `keys.closed_channel()`. It does so in the same atomic step, whether answered, expired or
-cancelled. CLOSE_MEMBER publishes a group's id when the group ends, for a quorum's waiters. A process serving long-polls subscribes once, and resolves an asyncio future per
-waiter. A waiter holds no thread and no Redis connection of its own, and never polls.
+cancelled. CLOSE_MEMBER publishes a group's id when the group ends, for a quorum's waiters.
+A process serving long-polls subscribes once, and resolves an asyncio future per waiter. A
+waiter holds no thread and no Redis connection of its own.
 
 Pub/sub keeps nothing, so a message missed while reconnecting cannot be replayed. So every
 reconnect wakes all waiters to read the state again.
