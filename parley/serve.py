@@ -13,6 +13,7 @@ then answers 404 for it. One process keeps MCP sessions, whose streams resume fr
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -57,6 +58,8 @@ from workers.store.event_logs import EventLogs
 
 log = Log("parley.serve")
 SOCKET_MODE_READY = "Connected to Slack over Socket Mode."
+SOCKET_MODE_LOGGER = "parley.socket_mode"
+"""The logger of the Socket Mode connection, held at INFO or above (see `serve`)."""
 
 
 def check_settings(settings: Settings, *, socket_mode: bool = False) -> None:
@@ -238,7 +241,13 @@ def serve(
         bolt, client = build_bot(settings, socket_mode=True)
         if metrics:
             serve_metrics(RunStore(client), *metrics)
-        handler = SocketModeHandler(bolt, app_token=settings.slack_app_token)
+        # Not the app's logger, which the handler would take: at DEBUG (PARLEY_LOG_LEVEL), slack_sdk's
+        # Socket Mode client logs every envelope whole ("on_message invoked: …"). Those hold form
+        # values and typed replies, secret answers included. Its own logger, held at INFO or above,
+        # keeps its connection lines and drops the payloads.
+        quiet = logging.getLogger(SOCKET_MODE_LOGGER)
+        quiet.setLevel(max(logging.INFO, logging.getLogger().getEffectiveLevel()))
+        handler = SocketModeHandler(bolt, app_token=settings.slack_app_token, logger=quiet)
         handler.client.web_client.base_url = settings.slack_api_url
         try:
             handler.connect()

@@ -58,3 +58,23 @@ def secret_agent(run: Any, text: str) -> str:
         go = run.ask(go_request, key="go")["go"]
     whole = _digest(token) == digest and run.secret("token") == token
     return f"token came back whole: {'yes' if whole else 'no'}; {go}"
+
+
+def _token(run: Any, text: str) -> str:
+    """The deploy token, asked as `s-secret` asks it (its `assignees` from the run's text)."""
+    request = Request(
+        reason="The deploy needs a token",
+        items=[Item(id="token", text=TOKEN_LABEL, type=ItemType.SECRET)],
+        assignees=_params(text).get("assignees", []),
+    )
+    return run.ask(request, key="token")["token"]
+
+
+@agent("s-secret-int", description="Asks for a token in secret, then reads it as a number: the error quotes it")
+def secret_int_agent(run: Any, text: str) -> str:
+    return str(int(_token(run, text)))  # ValueError: invalid literal for int() with base 10: '<the token>'
+
+
+@agent("s-secret-echo", description="Asks for a token in secret and returns it in its result")
+def secret_echo_agent(run: Any, text: str) -> str:
+    return f"the token is {_token(run, text)}"

@@ -15,14 +15,14 @@ from rq.timeouts import JobTimeoutException
 
 from workers import metrics
 from workers.exceptions import AgentError, StaleEpoch, Suspend, UnknownAgent
-from workers.interaction import ContextError, FormError, QuestionExpired
+from workers.interaction import SECRET_MASK, ContextError, FormError, QuestionExpired
 from workers.logs import Log
 from workers.runtime.arg_schema import SchemaUnusable
 from workers.runtime.ask_group import show_closed_group
 from workers.runtime.execution import Execution
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.queues import enqueue_run
-from workers.runtime.run import Run
+from workers.runtime.run import Run, opened_secrets
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store import journal_names as names
@@ -56,29 +56,30 @@ def execute(runtime: Runtime, run_id: str) -> str:
 def _replay(runtime: Runtime, run: Execution) -> str:
     """Replay the agent from the start and record how this execution ended."""
     record, host = run.record, run.host
+    author = Run(run)
     try:
         _lock_closed_question(runtime, run)
         show_closed_group(run, record)
         spec = runtime.registry.get(record.agent)
-        result = spec.fn(Run(run), record.text)
-        run.once(names.FINAL, lambda: host.finished(record, str(result)), ends_run=True)
-        return _end(runtime, run, RunStatus.SUCCEEDED, result=str(result))
+        result = masked(author, str(spec.fn(author, record.text)))
+        run.once(names.FINAL, lambda: host.finished(record, result), ends_run=True)
+        return _end(runtime, run, RunStatus.SUCCEEDED, result=result)
     except Suspend:
         return RunStatus.PAUSED.value
     except StaleEpoch:
         run.log.info("execution lost the run; stopping without writing", epoch=run.epoch)
         return "stale"
     except QuestionExpired as exc:
-        reason = f"expired: {exc}"
+        reason = masked(author, f"expired: {exc}")
         run.once(names.FINAL, lambda: host.failed(record, reason), ends_run=True)
         return _end(runtime, run, RunStatus.EXPIRED, error=reason)
     except (AgentError, UnknownAgent, ContextError, FormError, SchemaUnusable) as exc:  # no retry would fix these
-        return _fail(runtime, run, clipped(str(exc)))
+        return _fail(runtime, run, clipped(masked(author, str(exc))))
     except JobTimeoutException:  # a retry would run its unrecorded step again, from the start
         bound = runtime.settings.run_timeout
         return _fail(runtime, run, f"the execution ran past PARLEY_RUN_TIMEOUT ({bound:g} s) and was stopped")
     except Exception as exc:
-        return _retry_or_fail(runtime, run, exc)
+        return _retry_or_fail(runtime, run, exc, author)
 
 
 def _lock_closed_question(runtime: Runtime, run: Execution) -> None:
@@ -144,20 +145,37 @@ def clipped(text: str, limit: int = REASON_MAX) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
-def _retry_or_fail(runtime: Runtime, run: Execution, exc: Exception) -> str:
-    reason = clipped(f"{type(exc).__name__}: {exc}")
+def masked(author: Run, text: str) -> str:
+    """`text` with each secret value `author`'s execution opened replaced by `SECRET_MASK`.
+
+    A result, or an exception's message (`int(token)` quotes the token), may hold one. Its repr's
+    escaped form is masked too. Longer values go first, so one holding another is masked whole.
+    Mask before clipping: a clip could cut a value, leaving its start unmasked.
+    """
+    for value in sorted(opened_secrets(author), key=len, reverse=True):
+        if value:
+            text = text.replace(value, SECRET_MASK).replace(repr(value)[1:-1], SECRET_MASK)
+    return text
+
+
+def _retry_or_fail(runtime: Runtime, run: Execution, exc: Exception, author: Run) -> str:
+    reason = clipped(masked(author, f"{type(exc).__name__}: {exc}"))
+    trace = clipped(masked(author, traceback.format_exc(-3)))
     # Failures are counted while no progress is made: a step recorded by this execution
     # (or an answer accepted since the last one) started the count afresh.
     failures = (0 if run.progressed else run.record.failures) + 1
     if failures > runtime.settings.max_retries:
-        run.log.error("run failed after retries", exc=True, failures=failures)
+        if opened_secrets(author):  # the exception's own text may quote a secret: log its masked trace
+            run.log.error("run failed after retries", failures=failures, trace=masked(author, traceback.format_exc()))
+        else:
+            run.log.error("run failed after retries", exc=True, failures=failures)
         return _fail(runtime, run, reason)
     delays = runtime.settings.retry_delays
     delay = delays[min(failures - 1, len(delays) - 1)] if delays else 0.0
     # Named by the epoch, which no other execution shares: the failure count starts
     # over after an admin retry, and a job id used before would not be enqueued again.
     job_id = job_ids.retry(run.run_id, run.epoch)
-    entry = history_entry("retry", error=reason, failures=failures, trace=clipped(traceback.format_exc(-3)))
+    entry = history_entry("retry", error=reason, failures=failures, trace=trace)
 
     def requeue() -> tuple[bool, str, str]:
         return runtime.store.transition(

@@ -40,6 +40,7 @@ class Run:
         self._says = 0
         self._histories = 0
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
+        self._opened: set[str] = set()  # every secret value `ask` returned this execution, for `opened_secrets`
         self._answered: dict[str, InterruptRecord] = {}  # the question whose answers `ask` of a key last returned
 
     @property
@@ -118,6 +119,7 @@ class Run:
         """
         asked = ask_one.ask(self._execution, request, key, context)
         self._secrets.update(asked.secrets)
+        self._opened.update(asked.secrets.values())
         if asked.answered is not None:
             self._answered[asked.key] = asked.answered
         return asked.values
@@ -241,3 +243,11 @@ def execution_of(run: Run) -> Execution:
     The built-in `question` agent writes through it. A test agent reads its epoch.
     """
     return run._execution
+
+
+def opened_secrets(run: Run) -> frozenset[str]:
+    """Every secret value `run`'s execution opened so far, for the runtime to mask, never authors.
+
+    It holds an answer asked again too, which `run.secret` no longer returns.
+    """
+    return frozenset(run._opened)

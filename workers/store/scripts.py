@@ -249,7 +249,10 @@ if q.state == 'answered' then
   -- The same delivery (its token), or the same person sending the same answers again (told to
   -- resubmit when a replica did not confirm in time), is the acceptance already made. The
   -- rewrite of a field to its own value is replicated, so a WAIT after it covers that acceptance.
-  if ARGV[6] == M_ANSWER and (q.accept_token == ARGV[9] or (q.answered_by == ARGV[7] and q.answers == ARGV[8])) then
+  -- Answers holding a secret (sealed values given) compare masked, equal whatever the secret:
+  -- only the same token proves them the same, and any other is refused as already answered.
+  local same = q.answered_by == ARGV[7] and q.answers == ARGV[8] and (ARGV[12] or '') == ''
+  if ARGV[6] == M_ANSWER and (q.accept_token == ARGV[9] or same) then
     redis.call('HSET', KEYS[2], 'accept_token', q.accept_token)
     return {2}
   end
