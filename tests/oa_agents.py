@@ -10,7 +10,9 @@ each call is counted in a file (`tests/effect_counters.py`) and what it was sent
 results it ends with a text quoting them. Each tool counts its runs (`tool-<name>`); with
 `"gate"` each tool first counts `reached` and waits for that gate file, so a test can kill
 the worker after the answers and before any tool acted. `"then": path` adds a second round, one
-more `delete_file`; `"in_loop": true` calls `run_agent` from inside a running event loop.
+more `delete_file`; `"look": true` adds one calling `list_files`, which needs no approval;
+`"flaky": true` makes the model fail once, as a lost connection, when it has every result;
+`"in_loop": true` calls `run_agent` from inside a running event loop.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from agents import Agent, FunctionTool, ModelResponse, Usage, function_tool
 from agents.models.interface import Model
-from effect_counters import bump, counter_path
+from effect_counters import bump, count, counter_path
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from slack_agents import params
 
@@ -33,6 +35,7 @@ from workers.agent_run import AgentRun
 from workers.integrations.openai_agents import run_agent
 
 MODEL_CALLS = "model"
+MODEL_FAILURES = "model-failed"
 
 
 def model_inputs(data_dir: Path, run_id: str) -> list[list[dict[str, Any]]]:
@@ -59,10 +62,15 @@ def tool_outputs(items: list[dict[str, Any]]) -> dict[str, str]:
 
 class ScriptedModel(Model):
     """Asks for each round of `rounds` in turn (a round: tool calls made in one reply), the next once
-    every call of the one before has a result; then ends quoting every result by call id."""
+    every call of the one before has a result; then ends quoting every result by call id.
 
-    def __init__(self, data_dir: Path, run_id: str, rounds: list[list[ResponseFunctionToolCall]]) -> None:
-        self.data_dir, self.run_id, self.rounds = data_dir, run_id, rounds
+    `flaky`: the first request that has every result fails with a `ConnectionError` (counted in
+    `MODEL_FAILURES`), as a model endpoint out of reach; the SDK does not catch it."""
+
+    def __init__(
+        self, data_dir: Path, run_id: str, rounds: list[list[ResponseFunctionToolCall]], *, flaky: bool = False
+    ) -> None:
+        self.data_dir, self.run_id, self.rounds, self.flaky = data_dir, run_id, rounds, flaky
 
     async def get_response(
         self,
@@ -84,6 +92,9 @@ class ScriptedModel(Model):
             f.write(json.dumps(items, default=str) + "\n")
         done = tool_outputs(items)
         pending = next((r for r in self.rounds if any(c.call_id not in done for c in r)), None)
+        if pending is None and self.flaky and not count(self.data_dir, self.run_id, MODEL_FAILURES):
+            bump(self.data_dir, self.run_id, MODEL_FAILURES)
+            raise ConnectionError("the model endpoint is unreachable (a transient failure)")
         if pending is not None:
             output: list[Any] = list(pending)
         else:
@@ -104,7 +115,8 @@ def wait_for_gate(path: Path, timeout: float = 60.0) -> None:
 
 
 def counted_tools(run: AgentRun, gate: str | None) -> list[FunctionTool]:
-    """`delete_file` and `email_owner`, both needing approval; each counts its runs under `tool-<name>`."""
+    """`delete_file` and `email_owner`, both needing approval, and `list_files`, needing none; each
+    counts its runs under `tool-<name>`."""
 
     def act(name: str, what: str) -> str:
         if gate:
@@ -123,7 +135,13 @@ def counted_tools(run: AgentRun, gate: str | None) -> list[FunctionTool]:
         """Email the owner of the files."""
         return act("email_owner", f"emailed {address}")
 
-    return [delete_file, email_owner]
+    @function_tool
+    def list_files() -> str:
+        """List the files."""
+        bump(run.data_dir, run.run_id, "tool-list_files")
+        return "old.log, notes.txt"
+
+    return [delete_file, email_owner, list_files]
 
 
 @agent("oa-two", description="An OpenAI Agents SDK agent whose model calls two tools that need approval at once")
@@ -137,7 +155,9 @@ def two_tools(run: AgentRun, text: str) -> str:
     rounds = [calls[: p.get("calls", 2)]]
     if p.get("then"):  # a second round, asked once the first one's results are in
         rounds.append([tool_call("delete_file", {"path": p["then"]}, "call_then")])
-    model = ScriptedModel(run.data_dir, run.run_id, rounds)
+    if p.get("look"):
+        rounds.append([tool_call("list_files", {}, "call_list")])
+    model = ScriptedModel(run.data_dir, run.run_id, rounds, flaky=p.get("flaky", False))
     sdk_agent = Agent(name="cleanup", instructions="Tidy up.", model=model, tools=counted_tools(run, p.get("gate")))
 
     def go() -> Any:

@@ -2,7 +2,8 @@
 
 The OpenAI Agents SDK runs its own code on a scripted `Model` (tests/oa_agents.py). Its tool
 approvals become Parley approvals; the run parks once for all of them and resumes once, and
-the recorded steps keep a replay from calling the model or a tool again.
+the recorded steps keep a replay from calling the model or a tool again, a retry after the
+model failed halfway through a `Runner.run` included.
 """
 
 from __future__ import annotations
@@ -129,3 +130,27 @@ def test_run_agent_called_inside_a_running_event_loop(r: Redis, tmp_path: Path) 
     record = rt.store.get(run_id)
     assert record.status is RunStatus.SUCCEEDED and record.result == "call_delete: deleted old.log", record.error
     assert (count(tmp_path, run_id, "model"), count(tmp_path, run_id, "tool-delete_file")) == (2, 1)
+
+
+def test_a_model_failure_after_the_approved_tool_ran_retries_without_running_it_again(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "oa-two", {"calls": 1, "look": True, "flaky": True})
+    work(rt)
+    decide(rt, rt.store.interrupt(paused(rt, run_id)), approve=True)
+    work(rt)  # the resume: delete_file, list_files, then the model fails once; the retry ends the run
+
+    record = rt.store.get(run_id)
+    assert record.status is RunStatus.SUCCEEDED, record.error
+    assert record.result == "call_delete: deleted old.log; call_list: old.log, notes.txt"
+    assert count(tmp_path, run_id, "model-failed") == 1 and count(tmp_path, run_id, "exec") == 3
+    assert count(tmp_path, run_id, "tool-delete_file") == 1  # approved once, run once
+    assert count(tmp_path, run_id, "tool-list_files") == 1
+    inputs = model_inputs(tmp_path, run_id)
+    assert len(inputs) == 4  # the interruption, list_files asked for, the failed request and its retry
+    assert inputs[2] == inputs[3]  # the retry asked again only what failed: the reply before came from its record
+    step = "step:oa:2"  # each tool result under the response that made the call: 0, the call resumed
+    assert rt.store.journal_get(run_id, f"{step}:model:0:tool:call_delete")["v"] == {"result": "deleted old.log"}
+    assert rt.store.journal_get(run_id, f"{step}:model:1")["v"]["output"][0]["call_id"] == "call_list"
+    assert rt.store.journal_get(run_id, f"{step}:model:1:tool:call_list")["v"] == {"result": "old.log, notes.txt"}
+    usage = [h.detail for h in rt.store.history(run_id) if h.event == "llm usage"]
+    assert usage == [{"agent": "cleanup", "requests": 3, "input_tokens": 30, "output_tokens": 15, "total_tokens": 45}]
