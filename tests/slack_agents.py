@@ -262,3 +262,20 @@ def approve_agent(run: Any, text: str) -> str:
         "Scale api", {"service": "api", "replicas": 3}, editable=False, assignees=p.get("assignees", [])
     )
     return f"approved: {decision.approved}"
+
+
+@agent("s-each-claim", description="Asks each person separately with a Claim button, which ask_each refuses")
+def each_claim_agent(run: Any, text: str) -> str:
+    p = params(text)
+    bump(run.data_dir, run.run_id, "exec")
+    got = run.ask_each(_decision("Approve the release?", p["people"]).model_copy(update={"claim": True}))
+    return "; ".join(f"{user}: {answers['decision']}" for user, answers in sorted(got.items()))
+
+
+@agent("s-any-claim", description="Asks the channel, to be claimed, and one person at once; goes on with the first")
+def any_claim_agent(run: Any, text: str) -> str:
+    p = params(text)
+    bump(run.data_dir, run.run_id, "exec")
+    channel = _decision("Who takes the pager?", []).model_copy(update={"claim": True})
+    key, got = run.ask_any({"channel": channel, "person": _decision("Or you?", [p["b"]])})
+    return f"{key} {got['decision']}"

@@ -216,7 +216,7 @@ def on_reject(ack: Ack, body: dict[str, Any], client: WebClient, deps: BotDeps) 
 
     It opens from the click.
     """
-    _open_modal(ack, body, client, deps, lambda request, iid, channel: reject_view(request, iid, channel=channel))
+    _open_modal(ack, body, client, deps, lambda request, iid, channel, **_: reject_view(request, iid, channel=channel))
 
 
 def _open_modal(
@@ -240,7 +240,8 @@ def _open_modal(
     flog = log.bind(run_id=interrupt.run_id, interrupt_id=iid, team=team_of(body), channel=channel_of(body), user=user)
     history = deps.runs.note
     try:
-        view = build(interrupt.request, iid, channel=channel_of(body))
+        # Opened from an `ask_each` message (a group's id), the form is one person's own: not reassignable.
+        view = build(interrupt.request, iid, channel=channel_of(body), reassignable=iid == interrupt.id)
     except (BlockLimitError, SlackObjectFormationError) as exc:
         problems = exc.problems if isinstance(exc, BlockLimitError) else [str(exc)]
         flog.warning("the form is beyond Slack's limits", problems=problems)

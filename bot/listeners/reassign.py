@@ -28,7 +28,7 @@ from bot.slack.mrkdwn import user_ref
 from bot.slack.payload_fields import channel_of, clicked, thread_of, where_of
 from bot.slack.refusals import refusal_text
 from workers.logs import Log
-from workers.runs import AnswerOutcome, ReassignRefused
+from workers.runs import AnswerOutcome, InterruptState, ReassignRefused
 
 log = Log("parley.actions")
 
@@ -68,6 +68,10 @@ def do_reassign(body: dict[str, Any], client: WebClient, context: BoltContext, d
         return
     except LookupError:
         _tell(client, body, ":warning: Slack does not know that person; pick someone else.")
+        return
+    if updated.state is not InterruptState.OPEN:  # answered (or closed) as it was handed over: nobody was told
+        closed = updated.state.value.replace("_", " ")
+        _tell(client, body, f"This question closed meanwhile ({closed}), so nobody was told.")
         return
     _tell(client, body, f"Reassigned to {user_ref(to)}; they have been told." + _yours_no_more(by, updated.assignees))
 

@@ -19,6 +19,7 @@ re-render. Slack wants fresh block_ids each time a message is updated.
     qn|{iid}|{v}           who was added or handed the question since it was asked (escalation, reassignment)
     qr|{iid}|{v}           "Reassign…": a users select, action_id "parley_reassign"
     fr|{iid}|{v}           the same "Reassign…" select in the modal
+                           (neither where not `reassignable`: an `ask_each` question's people answer their own)
     qt|{iid}|{v}           fast-path question text
     qd|{iid}|{v}           what changed since an answer voided by changed facts (`blocks_context`)
     qx|{iid}|{v}           "You are deciding on": the facts the answer is bound to (`blocks_context`)
@@ -183,10 +184,13 @@ def question_blocks(
     asked_by: str | None = None,
     declinable: bool = False,
     claimed_by: str = "",
+    reassignable: bool = True,
 ) -> list[dict[str, Any]]:
     """The question message for interrupt `iid`: reason, assignees, inputs, Submit row, "Reassign…".
 
     A question asked with `claim` has "Claim" beside "Reassign…", or "Release" once `claimed_by`.
+    An `ask_each` question is not `reassignable`: each person answers their own, so it has no
+    "Reassign…".
 
     `notes` are mrkdwn lines saying who was added or handed the question since it was asked.
     `asked_line`, when given, replaces the "Asked of …" line made from `assignees`.
@@ -212,10 +216,12 @@ def question_blocks(
     head = [*origin, *head, meta, *(news if notes else [])]
     claim = ("release" if claimed_by else "claim") if request.claim else None
     reassign = reassign_block(f"qr|{iid}|{version}", claim, iid)
+    controls: list[Block] = [reassign] if reassignable else []
     decline = [ButtonElement(text="Decline", action_id=DECLINE_ACTION_ID, value=iid)] if declinable else []
     if request.approval is not None:  # the arguments are the facts: shown as fields, with what changed above
         head += [what_changed(changes, f"qd|{iid}|{version}")] if changes else []
-        out = to_dicts(approval_blocks(request, iid, version, head, reassign))
+        shown = approval_blocks(request, iid, version, head, reassign)
+        out = to_dicts([b for b in shown if controls or b is not reassign])
         limits.check_message_blocks(out)
         return out
     head += context_blocks(context, changes, iid, version)
@@ -237,7 +243,7 @@ def question_blocks(
                 text=MarkdownTextObject(text=clip(fold_blank_lines(item.text), SECTION_MAX)),
             ),
             ActionsBlock(block_id=f"qc|{iid}|{version}", elements=[*buttons, *decline]),
-            reassign,
+            *controls,
         ]
         out = to_dicts(blocks)
         limits.check_message_blocks(out)
@@ -269,7 +275,7 @@ def question_blocks(
             )
             for i in request.items
         ]
-        return to_dicts([*head, *inputs, actions, reassign])
+        return to_dicts([*head, *inputs, actions, *controls])
 
     out = build(LABEL_MAX)
     # Shed option text first: the biggest static selects load their options on demand instead.
@@ -306,11 +312,13 @@ def modal_view(
     version: int = 1,
     external_threshold: int = EXTERNAL_SELECT_THRESHOLD,
     channel: str | None = None,
+    reassignable: bool = True,
 ) -> dict[str, Any]:
     """The "Answer in a form" modal: full-length labels, Slack's own required-field checks.
 
     `channel` is where the form was opened from. Its submission then counts as given there, since a
-    submission carries no channel of its own.
+    submission carries no channel of its own. An `ask_each` question's form is not `reassignable`,
+    as its message is not.
 
     The form keeps within a modal's budget (`limits.MAX_VIEW_TEXT`, `limits.MAX_VIEW_JSON`), as the
     message keeps within its own. First the biggest static selects load their options as people
@@ -324,6 +332,7 @@ def modal_view(
     approval = request.approval
     shown = [i for i in request.items if approval is None or i.id in approval.editable]  # Edit…: the arguments
     fixed = fixed_args_blocks(request) if approval is not None else []
+    reassign = [reassign_block(f"fr|{iid}|{version}")] if reassignable else []
 
     def build(label_cap: int = LABEL_MAX, description_cap: int = OPTION_DESCRIPTION_MAX) -> dict[str, Any]:
         caps = {"label_cap": label_cap, "description_cap": description_cap}
@@ -340,7 +349,7 @@ def modal_view(
             title=PlainTextObject(text="Edit and approve" if approval else "Answer"),
             submit=PlainTextObject(text="Approve" if approval else "Submit"),
             close=PlainTextObject(text="Cancel"),
-            blocks=[*reason, *fixed, *inputs, reassign_block(f"fr|{iid}|{version}")],
+            blocks=[*reason, *fixed, *inputs, *reassign],
         ).to_dict()
 
     view = build()

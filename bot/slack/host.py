@@ -175,8 +175,9 @@ class SlackHost(AgentSurfacesHost):
         self._resolve_groups(run)
         asked = people.shown_assignees(run.interrupt) if run.interrupt else list(request.assignees)
         notes = people.notes(run.interrupt) if run.interrupt else []  # e.g. a delegate for someone away
+        progress = run.question_progress  # put to each person separately, who answer their own
         try:
-            if notes:
+            if notes or progress is not None:
                 question = blocks.question_blocks(
                     request,
                     iid,
@@ -184,6 +185,7 @@ class SlackHost(AgentSurfacesHost):
                     context=run.question_context,
                     changes=run.context_changes,
                     notes=notes,
+                    reassignable=progress is None,
                 )
             else:
                 question = self._templates.blocks(
@@ -193,7 +195,7 @@ class SlackHost(AgentSurfacesHost):
                     context=run.question_context,
                     changes=run.context_changes,
                 )
-            if (progress := run.question_progress) is not None:  # put to each person separately
+            if progress is not None:
                 question += progress_blocks(request, progress, iid, 1)
                 limits.check_message_blocks(question)
         except (BlockLimitError, SlackObjectFormationError) as exc:
@@ -320,14 +322,19 @@ class SlackHost(AgentSurfacesHost):
                 assignees=list(group.people),
                 context=members[0].context,
                 changes=members[0].context_changes,
+                reassignable=False,  # each person answers their own
             )
             body += progress_blocks(req, progress, group.id, version)
             text = blocks.fallback_text(req)
         self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
 
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
-        """Show the escalation on the question, and DM each added person a link."""
-        self.refresh_question(interrupt, run)
+        """Show the escalation on the question, and DM each added person a link.
+
+        A question closed meanwhile is only locked, and nobody is told.
+        """
+        if not self.refresh_question(interrupt, run):
+            return
         waited = people.waited(interrupt)
         text = "A question was escalated to you" + (f": it was unanswered after {waited}." if waited else ".")
         for user in added:
@@ -338,8 +345,12 @@ class SlackHost(AgentSurfacesHost):
         self.refresh_question(interrupt, run)
 
     def reassigned(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, to: str) -> None:
-        """Show the reassignment on the question, and DM the new assignee a link."""
-        self.refresh_question(interrupt, run)
+        """Show the reassignment on the question, and DM the new assignee a link.
+
+        A question closed meanwhile is only locked, and `to` is not told.
+        """
+        if not self.refresh_question(interrupt, run):
+            return
         web = self._web(run)
         people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
 
@@ -354,15 +365,16 @@ class SlackHost(AgentSurfacesHost):
         """Whether the run's question offers "Decline" (`bot.listeners.decline`): an agent's run's does not."""
         return False
 
-    def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> None:
+    def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> bool:
         """Post the open question again in place (`chat.update`), with who is asked and why.
 
         The message gets a new version, with fresh block ids. If the question closes meanwhile, the
-        locked message is put back. So an answered question never shows controls again.
+        locked message is put back. So an answered question never shows controls again. Returns
+        whether the question is still open then, so people may be pointed to it.
         """
         msg = interrupt.message
         if not msg.get("ts"):
-            return
+            return False
         version = int(msg.get("version", 1)) + 1
         body = blocks.question_blocks(
             interrupt.request,
@@ -384,6 +396,7 @@ class SlackHost(AgentSurfacesHost):
         now = self.store.interrupt(interrupt.id)
         if now is not None and now.state is not QuestionState.OPEN:
             self.lock_question(now, run)
+        return now is not None and now.state is QuestionState.OPEN
 
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         """`ids` with each user group replaced by its members (`usergroups.users.list`)."""

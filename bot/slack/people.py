@@ -34,7 +34,8 @@ def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[s
     """`ids` with each user group replaced by its members, and the groups' members.
 
     Members come in order, once each. A group Slack does not know fails the question, naming the
-    group. So does a missing scope. Asking nobody would leave the run waiting for good.
+    group. So do a missing scope and a group with no members. Asking nobody would leave the run
+    waiting for good.
     """
     people: list[str] = []
     groups: dict[str, list[str]] = {}
@@ -49,6 +50,8 @@ def resolve_groups(client: WebClient, ids: list[str]) -> tuple[list[str], dict[s
                 error = exc.response.get("error")
                 raise AgentError(f"the user group {i} could not be read from Slack ({error})") from exc
             groups[i] = [str(u) for u in resp.get("users") or []]
+            if not groups[i]:
+                raise AgentError(f"the user group {i} has no members in Slack, so nobody could answer")
         people.extend(groups[i])
     return list(dict.fromkeys(people)), groups
 

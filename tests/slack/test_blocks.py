@@ -440,6 +440,22 @@ def test_the_deploy_agents_approval_shows_each_argument_and_approve_edit_reject(
     assert (form["title"]["text"], form["submit"]["text"]) == ("Edit and approve", "Approve")
 
 
+@pytest.mark.parametrize("name", ["one_select", "fast_path", "approval"])
+def test_a_question_not_reassignable_has_no_reassign_on_its_message_or_form(name: str) -> None:
+    """An `ask_each` question: each person answers their own, so nobody hands it on."""
+    from workers.interaction.approval import approval_request
+
+    request = approval_request("Scale api", {"replicas": 3}) if name == "approval" else REQUESTS[name]()
+    assert blocks.REASSIGN_ACTION_ID in json.dumps(blocks.question_blocks(request, IID, assignees=ASKED))
+    assert blocks.REASSIGN_ACTION_ID in json.dumps(blocks.modal_view(request, IID))
+    message = blocks.question_blocks(request, IID, assignees=ASKED, reassignable=False)
+    assert blocks.REASSIGN_ACTION_ID not in json.dumps(message)
+    assert_valid_message(message)
+    form = blocks.modal_view(request, IID, reassignable=False)
+    assert blocks.REASSIGN_ACTION_ID not in json.dumps(form)
+    assert_valid_view(form)
+
+
 def test_run_message_texts_and_retry() -> None:
     assert blocks.run_started_text("U0AB", "ticket", "fix it") == "<@U0AB> started *ticket*: fix it"
     with_retry = blocks.failed_blocks("boom", "run-9", True)

@@ -6,6 +6,7 @@ and the sweep called as the worker calls it.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 
 import pytest
 import redis
-from inprocess_bot import Bot, PausedRun, answers_of, running_bot
+from effect_counters import count
+from inprocess_bot import CHANNEL, Bot, PausedRun, answers_of, running_bot
 from pydantic import ValidationError
 from receipt_support import predicate, ring
 from runtime_helpers import work
@@ -27,6 +29,7 @@ from workers.interaction import Item, ItemType, Request
 from workers.receipts import Signer
 from workers.receipts.canonical import blocks_digest
 from workers.runtime.sweep import sweep
+from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
 
@@ -199,6 +202,30 @@ def test_an_unclaimed_question_escalates_and_a_claimed_one_does_not(bot: Bot) ->
     bot.wait_for("the release", lambda: current(bot, taken).interrupt.claimed_by == "")
     sweep(bot.runtime, now=later + 1)
     assert "U0ALICE" in current(bot, taken).interrupt.assignees  # released, it is due again
+
+
+def test_a_channel_question_of_ask_any_is_claimed_and_answered_as_with_ask(bot: Bot) -> None:
+    run, root_ts = bot.started("s-any-claim", json.dumps({"b": "U0ALICE"}) + " go")
+    work(bot.runtime)
+    store = bot.runtime.store
+    paused_run = store.get(run.id)
+    assert paused_run.status is RunStatus.PAUSED, paused_run.error
+    group = store.groups.group(paused_run.interrupt)
+    assert group is not None
+    asked = next(m for m in store.groups.members(group) if m.key == "channel")
+    assert asked.assignees == []  # put to the channel, not to the starter
+    message = bot.ws.message(CHANNEL, asked.message["ts"])
+    assert message is not None and find_element(message["blocks"], CLAIM_ACTION_ID)
+    paused = PausedRun(paused_run, root_ts, message, asked)
+
+    claim(bot, paused, PEOPLE[3])
+    bot.wait_for("the claim", lambda: "Claimed by" in texts(current(bot, paused).question["blocks"]))
+    assert bot.click(current(bot, paused), "parley_submit", user=PEOPLE[3], fills={"Decision": "Approve"}).status == 200
+    bot.settle()
+    work(bot.runtime)
+    done = store.get(run.id)
+    assert (done.status, done.result) == (RunStatus.SUCCEEDED, "channel Approve")
+    assert count(bot.runtime.settings.data_dir, run.id, "exec") == 2  # the first execution and one resume
 
 
 def test_claim_is_refused_for_a_question_with_one_person() -> None:

@@ -6,6 +6,7 @@ in-process RQ worker, the sweep called as the worker calls it, and the Web API s
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,16 +14,17 @@ from typing import Any
 
 import pytest
 import redis
-from inprocess_bot import Bot, PausedRun, answers_of, running_bot
+from inprocess_bot import CHANNEL, Bot, PausedRun, answers_of, running_bot
 from runtime_helpers import work
-from slack_forms import find_element, form_state, texts, users_select_action, users_select_state
+from slack_forms import find_element, form_state, is_question, texts, users_select_action, users_select_state
 from slack_payloads import ADMIN, block_actions_payload, home_actions_payload
 
-from bot.playground.directory import User
+from bot.playground.directory import User, UserGroup
 from bot.slack import people
 from bot.slack.blocks_question import REASSIGN_ACTION_ID
 from workers.runtime.sweep import sweep
-from workers.store.records import InterruptState
+from workers.store.people import Change
+from workers.store.records import InterruptState, RunStatus
 
 pytestmark = pytest.mark.integration
 
@@ -89,6 +91,24 @@ def test_an_unknown_user_group_fails_the_run_naming_it(bot: Bot) -> None:
     work(bot.runtime)
     run = bot.runtime.store.get(run.id)
     assert run.status.value == "failed" and "S0NOBODY" in run.error and "no_such_subteam" in run.error
+
+
+@pytest.mark.parametrize(
+    ("agent", "params"),
+    [
+        ("s-form", {"assignees": ["S0EMPTY"]}),
+        ("s-any", {"a": "S0EMPTY", "b": "S0EMPTY"}),
+        ("s-each", {"people": ["S0EMPTY", "U0CAROL"]}),
+    ],
+)
+def test_a_user_group_with_no_members_fails_the_run_naming_it(bot: Bot, agent: str, params: dict[str, Any]) -> None:
+    bot.ws.add_usergroup(UserGroup("S0EMPTY", "empty", ()))  # usergroups.users.list answers no users
+    run, root_ts = bot.started(agent, json.dumps(params) + " x1")
+    work(bot.runtime)
+    failed = bot.runtime.store.get(run.id)
+    assert failed.status is RunStatus.FAILED and "S0EMPTY" in failed.error and "no members" in failed.error
+    assert "retry" not in [h.event for h in bot.runtime.store.history(run.id)]  # no retry would fill the group
+    assert not [m for m in bot.ws.thread(CHANNEL, root_ts) if is_question(m)]  # nobody was asked
 
 
 # ---- DMs to the people asked -----------------------------------------------------------------
@@ -203,3 +223,73 @@ def test_an_admin_reassigns_from_the_form_and_everyone_asked_is_replaced(bot: Bo
     moved = next(h for h in bot.runtime.store.history(paused.run.id) if h.event == "reassigned")
     assert (moved.by, moved.detail["from"], moved.detail["to"]) == (ADMIN, ["U0BOB", "U0CAROL"], "U0DAVE")
     assert len(dms(bot, "U0DAVE")) == 1
+
+
+# ---- a change racing an answer ---------------------------------------------------------------
+def locked(bot: Bot, paused: PausedRun) -> bool:
+    """Whether the question's message shows no controls any more."""
+    try:
+        find_element(current(bot, paused).question["blocks"], "parley_submit")
+    except LookupError:
+        return True
+    return False
+
+
+def test_an_escalation_racing_an_answer_tells_nobody(bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    paused = bot.paused("s-form", {"assignees": ["U0ALICE"], "escalate_after": 60, "escalate_to": ["U0CAROL"]})
+    store = bot.runtime.store
+    escalate = store.people.escalate
+
+    def escalate_then_answer(*args: Any, **kwargs: Any) -> Change:
+        change = escalate(*args, **kwargs)  # Alice's Submit lands right after the escalation's write
+        assert bot.click(paused, "parley_submit", user="U0ALICE", fills={"Colour": "Red"}).status == 200
+        return change
+
+    monkeypatch.setattr(store.people, "escalate", escalate_then_answer)
+    sweep(bot.runtime, now=time.time() + 61)
+    bot.settle()
+    assert dms(bot, "U0CAROL") == []
+    assert answers_of(store.interrupt(paused.interrupt.id)) == {"colour": "Red"}
+
+
+def test_a_reassignment_racing_an_answer_tells_nobody(bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    bot.ws.add_user(User("U0DAVE", "dave", "Dave"))
+    paused = bot.paused("s-form", {"assignees": ["U0ALICE", "U0CAROL"]})
+    store = bot.runtime.store
+    reassign = store.people.reassign
+
+    def reassign_then_answer(*args: Any, **kwargs: Any) -> Change:
+        change = reassign(*args, **kwargs)  # Alice's Submit lands right after Carol's reassignment
+        assert bot.click(paused, "parley_submit", user="U0ALICE", fills={"Colour": "Red"}).status == 200
+        return change
+
+    monkeypatch.setattr(store.people, "reassign", reassign_then_answer)
+    updated = bot.deps.runs.reassign(paused.interrupt, by="U0CAROL", to="U0DAVE", is_admin=False, to_is_bot=False)
+    bot.settle()
+    assert updated.state is InterruptState.ANSWERED  # what the clicker is told follows from this
+    assert dms(bot, "U0DAVE") == []
+
+
+@pytest.mark.parametrize("change", ["escalated", "reassigned"])
+def test_the_host_tells_nobody_of_a_question_answered_before_it_shows_a_change(bot: Bot, change: str) -> None:
+    """The store's change, then an answer, then the host's step: the host reads the question again."""
+    bot.ws.add_user(User("U0DAVE", "dave", "Dave"))
+    paused = bot.paused(
+        "s-form", {"assignees": ["U0ALICE", "U0CAROL"], "escalate_after": 60, "escalate_to": ["U0DAVE"]}
+    )
+    store, iid, run_id = bot.runtime.store, paused.interrupt.id, paused.run.id
+    if change == "escalated":
+        assert store.people.escalate(iid, run_id, now=time.time() + 61).done
+    else:
+        assert store.people.reassign(iid, run_id, "U0CAROL", "U0DAVE", whole=False).done
+    changed = store.interrupt(iid)  # as the runtime read it, still open
+    assert changed is not None and changed.state is InterruptState.OPEN
+    assert bot.click(paused, "parley_submit", user="U0ALICE", fills={"Colour": "Red"}).status == 200
+    bot.settle()  # answered and locked
+    if change == "escalated":
+        bot.deps.slack.escalated(paused.run, changed, ["U0DAVE"])
+    else:
+        bot.deps.slack.reassigned(paused.run, changed, by="U0CAROL", to="U0DAVE")
+    bot.settle()
+    assert dms(bot, "U0DAVE") == []
+    assert locked(bot, paused)  # the answered question shows no controls again

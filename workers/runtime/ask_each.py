@@ -41,6 +41,11 @@ def ask_each(
             "ask_each puts the question to each person on their own, so it cannot be escalated: "
             "leave out escalate_after (a reminder and a last call still go out), or use ask_all"
         )
+    if request.claim:  # each person answers their own: nobody takes the question from the others
+        raise AgentError(
+            "ask_each puts the question to each person on their own, so it cannot be claimed: "
+            "leave out claim, or ask one question with claim (run.ask, or a question of ask_any)"
+        )
     request = with_assignees(run, request)
     key = run.keys.key(key)
     people = _people(run, key, list(request.assignees))

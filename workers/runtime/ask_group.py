@@ -97,8 +97,13 @@ def _specs(run: Execution, requests: Mapping[str, Request], context: Mapping[str
 
 
 def with_assignees(run: Execution, request: Request) -> Request:
-    """The request as put, asked of the run's starter when it names nobody."""
-    return request if request.assignees else request.model_copy(update={"assignees": [run.started_by]})
+    """The request as put, asked of the run's starter when it names nobody.
+
+    A claim question naming nobody stays put to the whole channel, as with `run.ask`.
+    """
+    if request.assignees or request.claim:
+        return request
+    return request.model_copy(update={"assignees": [run.started_by]})
 
 
 def _facts(spec: _Spec) -> Context | None:

@@ -38,7 +38,8 @@ def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
     """Escalate every open question past its `escalate_after`, returning their ids.
 
     The store adds the escalation people once, so a second sweep finds it done. The run's host then
-    tells them and shows the escalation on the question.
+    tells them and shows the escalation on the question. A question answered meanwhile is left to
+    its answer, and nobody is told.
     """
     now = time.time() if now is None else now
     store = runtime.store
@@ -53,7 +54,7 @@ def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
             continue
         escalated = store.interrupt(iid)
         run = store.find(run_id)
-        if escalated is None or run is None:
+        if escalated is None or run is None or escalated.state is not InterruptState.OPEN:
             continue
         log.info("question escalated", **{**run.log_context(), "interrupt_id": iid}, added=list(change.people))
         runtime.hosts.for_run(run).escalated(run, escalated, list(change.people))
@@ -69,7 +70,8 @@ def reassign(
     A refusal raises `ReassignRefused`. An assignee hands over their own place. An admin who is not
     an assignee hands over the whole question, every assignee's place. Nobody hands a question to
     themselves, or to someone already asked. Nor to a bot (`to_is_bot`, as the host's directory
-    says). The run's host, whichever it is, then tells `to` and shows the change.
+    says). The run's host, whichever it is, then tells `to` and shows the change. A question
+    answered meanwhile comes back closed, and `to` is not told.
     """
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": by, "team": interrupt.team}
     if to == by:
@@ -95,6 +97,9 @@ def reassign(
     now = runtime.store.interrupt(interrupt.id)
     if now is None:
         raise ReassignRefused(_CLOSED["unknown"])
+    if now.state is not InterruptState.OPEN:  # answered meanwhile: its answer stands, nobody is pointed to it
+        return now
     if (run := runtime.store.find(interrupt.run_id)) is not None:
         runtime.hosts.for_run(run).reassigned(run, now, by=by, to=to)
+        now = runtime.store.interrupt(interrupt.id) or now  # as the host left it: closed if answered meanwhile
     return now
