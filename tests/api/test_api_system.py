@@ -292,6 +292,8 @@ def test_a_token_sees_only_its_own_questions_and_an_admin_sees_all(stack: SlackS
     assert listed["questions"][0]["id"] not in [q["id"] for q in rest["questions"]]
     boss = create_token(stack, "boss", "ask", "admin")
     assert get(stack, boss, f"questions/{mine['id']}").json()["origin"] == "ci-bot"
+    assert len(get(stack, ci, "questions", status="waiting", limit=0).json()["questions"]) == 1  # kept within 1..100
+    assert [get(stack, ci, "questions", limit=bad).status_code for bad in ("-1", "1e3", " 5")] == [422] * 3
 
 
 def test_confirm_compares_the_facts(stack: SlackStack, ci: Token) -> None:
