@@ -98,6 +98,20 @@ def test_reassign_hands_over_the_assignees_place_and_refusals_write_nothing(r: R
         reassign(rt, whole, by="U5", to="U6", is_admin=False, to_is_bot=False)
 
 
+def test_a_question_is_not_reassigned_to_someone_away_but_their_delegate_is_named(r: Redis, tmp_path: Path) -> None:
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, iid = parked(rt, "t-ask", {"assignees": ["U1"]})
+    q = rt.store.interrupt(iid)
+    assert q is not None
+    rt.store.away.set("T1", "U3", time.time() + 3600, "U4", by="U3")
+    before = dump_database(r)
+    with pytest.raises(ReassignRefused, match=r"<@U3> is away; reassign it to <@U4>, who answers for them"):
+        reassign(rt, q, by="U1", to="U3", is_admin=False, to_is_bot=False)
+    assert dump_database(r) == before and host.reassignments == []
+    moved = reassign(rt, q, by="U1", to="U4", is_admin=False, to_is_bot=False)
+    assert moved.assignees == ["U4"] and host.reassignments == [(run_id, iid, "U1", "U4")]
+
+
 def test_first_notice_is_once_per_person_per_question_and_never_creates_a_question(r: Redis, tmp_path: Path) -> None:
     rt, _ = runtime_and_host(r, tmp_path)
     _, iid = parked(rt, "t-ask", {"assignees": ["U1"]})

@@ -70,8 +70,9 @@ def reassign(
     A refusal raises `ReassignRefused`. An assignee hands over their own place. An admin who is not
     an assignee hands over the whole question, every assignee's place. Nobody hands a question to
     themselves, or to someone already asked. Nor to a bot (`to_is_bot`, as the host's directory
-    says). The run's host, whichever it is, then tells `to` and shows the change. A question
-    answered meanwhile comes back closed, and `to` is not told.
+    says). Nor to someone away, whose delegate is named instead. The run's host, whichever it is,
+    then tells `to` and shows the change. A question answered meanwhile comes back closed, and
+    `to` is not told.
     """
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": by, "team": interrupt.team}
     if to == by:
@@ -83,6 +84,8 @@ def reassign(
     own = by in interrupt.assignees
     if not own and not is_admin:
         raise ReassignRefused("Only the people asked, or a Parley admin, can reassign this question.")
+    if (delegate := runtime.store.away.stand_ins(interrupt.team, [to]).people[0]) != to:
+        raise ReassignRefused(f"<@{to}> is away; reassign it to <@{delegate}>, who answers for them.")
     change = runtime.store.people.reassign(interrupt.id, interrupt.run_id, by, to, whole=not own)
     if not change.done:
         log.info("reassignment refused", **ctx, to=to, reason=change.reason)
