@@ -3,7 +3,8 @@
 The question message is the ordinary one (`blocks_question.question_blocks`). The group's id
 goes where a question's id goes. A progress context block, `qp|{gid}|{v}`, is added: "2 of 3
 answered: @A, @B". With `show_answers`, it also shows what each person answered. Once the run
-goes on, the controls give way to the same progress, locked.
+goes on, the controls give way to the same progress, locked: expired, when a question expired
+before the quorum.
 """
 
 from __future__ import annotations
@@ -45,20 +46,26 @@ def progress_blocks(request: Request, progress: QuestionProgress, gid: str, vers
     return [b.to_dict() for b in [*_answers_section(request, progress), line]]
 
 
-def each_closed_blocks(request: Request, progress: QuestionProgress, *, cancelled: bool) -> list[dict[str, Any]]:
+def each_closed_blocks(
+    request: Request, progress: QuestionProgress, *, cancelled: bool, expired: bool = False
+) -> list[dict[str, Any]]:
     """The locked `ask_each` message: who answered, and who no longer needs to.
 
-    What they answered shows if shown.
+    `expired`: a question expired unanswered before the quorum, ending the wait. The message reads
+    expired, and those yet to answer as not having answered. What they answered shows if shown.
     """
     waiting = [u for u in progress.asked if u not in progress.answered]
     if cancelled:
         headline = ":no_entry_sign: Cancelled"
+    elif expired:
+        headline = ":hourglass: Expired: " + progress_line(progress)
     elif progress.answered:
         headline = ":white_check_mark: " + progress_line(progress)
     else:
         headline = ":hourglass: Closed without an answer"
     if waiting and not cancelled:
-        headline += "\nNo longer needed from " + ", ".join(user_ref(u) for u in waiting[:MAX_PEOPLE_SHOWN])
+        rest = "Not answered by " if expired else "No longer needed from "
+        headline += "\n" + rest + ", ".join(user_ref(u) for u in waiting[:MAX_PEOPLE_SHOWN])
     blocks = [
         *locked_reason(request),
         *_answers_section(request, progress),

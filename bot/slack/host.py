@@ -14,6 +14,7 @@ not invited to. The thread then goes to the starter's DM with Parley instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from slack_sdk import WebClient
@@ -36,6 +37,7 @@ from workers.exceptions import AgentError, NotInstalled
 from workers.interaction import (
     ContextChange,
     GroupInfo,
+    OnExpiry,
     Outcome,
     PausingRun,
     QuestionInfo,
@@ -60,6 +62,17 @@ log = Log("parley.slack")
 CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 """Errors of a post in a conversation Parley is not part of (and, for a DM or group DM, cannot join)."""
 NOT_NEEDED_DETAIL = "The run went on without this question (another one was answered first)."
+SIBLING_EXPIRED_DETAIL = "Another question of this run expired without an answer."
+EXPIRY_EVENT = "expired"
+"""The run history's entry for a question's expiry (`CloseMode.EXPIRE.event`)."""
+
+
+def expired_unanswered(questions: Iterable[QuestionInfo]) -> bool:
+    """Whether one of `questions`, asked together, expired without its defaults counting as its answer.
+
+    Such an expiry ends their wait (`group_scripts.CLOSE_MEMBER`): the others close unanswered.
+    """
+    return any(q.state is QuestionState.EXPIRED and q.request.on_expiry is not OnExpiry.USE_DEFAULTS for q in questions)
 
 
 class SlackHost(AgentSurfacesHost):
@@ -311,8 +324,9 @@ class SlackHost(AgentSurfacesHost):
             return
         req = members[0].request.model_copy(update={"assignees": list(group.people)})
         if progress.closed:
-            body = each_closed_blocks(req, progress, cancelled=group.state == "cancelled")
-            text = blocks.locked_text(req, progress.summary)
+            expired = group.state != "cancelled" and expired_unanswered(members)
+            body = each_closed_blocks(req, progress, cancelled=group.state == "cancelled", expired=expired)
+            text = blocks.locked_text(req, f"Expired: {progress.summary}" if expired else progress.summary)
         else:
             version = int(msg.get("version", 1))
             body = blocks.question_blocks(
@@ -402,6 +416,21 @@ class SlackHost(AgentSurfacesHost):
         """`ids` with each user group replaced by its members (`usergroups.users.list`)."""
         return people.resolve_groups(self._web(run), ids)[0]
 
+    def _sibling_expired(self, interrupt: QuestionInfo) -> bool:
+        """Whether `interrupt`, no longer needed, closed because a question asked with it expired unanswered.
+
+        A host sees no group's members: the run's history names the group of each question that expired.
+        """
+        record = self.store.interrupt(interrupt.id)
+        if record is None or not record.group:
+            return False
+        expired = [
+            str(entry.detail.get("interrupt_id", ""))
+            for entry in self.store.history(interrupt.run_id)
+            if entry.event == EXPIRY_EVENT and entry.detail.get("group") == record.group
+        ]
+        return expired_unanswered(q for iid in expired if (q := self.store.interrupt(iid)) is not None)
+
     # ---- message updates -------------------------------------------------------
     def lock_question(self, interrupt: QuestionInfo, run: RunInfo | None = None) -> None:
         """Replace the question's controls with its outcome: who answered what, or why it closed.
@@ -435,6 +464,9 @@ class SlackHost(AgentSurfacesHost):
         elif interrupt.state is QuestionState.EXPIRED:
             body = blocks.closed_blocks(req, status="expired")
             text = blocks.locked_text(req, "Expired")
+        elif interrupt.state is QuestionState.NOT_NEEDED and self._sibling_expired(interrupt):
+            body = blocks.closed_blocks(req, status="closed", detail=SIBLING_EXPIRED_DETAIL)
+            text = blocks.locked_text(req, "Closed")
         elif interrupt.state is QuestionState.NOT_NEEDED:
             body = blocks.closed_blocks(req, status="no longer needed", detail=NOT_NEEDED_DETAIL)
             text = blocks.locked_text(req, "No longer needed")
