@@ -63,6 +63,7 @@ CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 """Errors of a post in a conversation Parley is not part of (and, for a DM or group DM, cannot join)."""
 NOT_NEEDED_DETAIL = "The run went on without this question (another one was answered first)."
 SIBLING_EXPIRED_DETAIL = "Another question of this run expired without an answer."
+DEFAULTS_DETAIL = "Nobody answered in time, so the run went on with the defaults."
 EXPIRY_EVENT = "expired"
 """The run history's entry for a question's expiry (`CloseMode.EXPIRE.event`)."""
 
@@ -462,7 +463,8 @@ class SlackHost(AgentSurfacesHost):
             body = blocks.closed_blocks(req, status="declined" if declined else "cancelled", by=by)
             text = blocks.locked_text(req, f"Declined by {user_ref(by)}" if declined and by else "Cancelled")
         elif interrupt.state is QuestionState.EXPIRED:
-            body = blocks.closed_blocks(req, status="expired")
+            defaults = req.on_expiry is OnExpiry.USE_DEFAULTS  # the run went on with them
+            body = blocks.closed_blocks(req, status="expired", detail=DEFAULTS_DETAIL if defaults else "")
             text = blocks.locked_text(req, "Expired")
         elif interrupt.state is QuestionState.NOT_NEEDED and self._sibling_expired(interrupt):
             body = blocks.closed_blocks(req, status="closed", detail=SIBLING_EXPIRED_DETAIL)

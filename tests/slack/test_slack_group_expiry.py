@@ -214,3 +214,19 @@ def test_an_ask_any_question_left_by_an_answer_still_reads_no_longer_needed(bot:
     dropped = shown(bot, a)
     assert "No longer needed\nThe run went on without this question (another one was answered first)." in dropped
     assert "Closed" not in dropped and "expired" not in dropped
+
+
+def test_an_ask_all_question_whose_defaults_were_used_says_so(bot: Bot) -> None:
+    params = {
+        "a": {"assignees": [ALICE], "expires_in": 60, "on_expiry": "use_defaults", "default": "Reject"},
+        "b": {"assignees": [CAROL], "expires_in": 3600},
+    }
+    run_id, [a, b] = asked(bot, "t-expiry-all", params, 2)
+    expire(bot, 61)
+    answer(bot, b, CAROL)
+
+    run = bot.runtime.store.get(run_id)
+    assert run.status is RunStatus.SUCCEEDED and run.result == "a Reject, b Approve"
+    assert ":hourglass: Expired without an answer\nNobody answered in time, so the run went on with the defaults." in (
+        shown(bot, a)
+    )
