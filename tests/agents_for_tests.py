@@ -226,3 +226,12 @@ def all_escalate_agent(run: Any, text: str) -> str:
         {"a": _colour(assignees=["U1"]), "b": _colour(assignees=["U2"], escalate_after=30, escalate_to=["U9"])}
     )
     return f"{got['a']['colour']} {got['b']['colour']}"
+
+
+@agent("t-each-facts")
+def each_facts_agent(run: Any, text: str) -> str:
+    """`t-each` bound to the facts in the data directory's `facts.json`, as read at each execution."""
+    p = _params(text)
+    facts = json.loads((run.data_dir / "facts.json").read_text())
+    got = run.ask_each(_colour(assignees=p["assignees"]), key="each", context=facts)
+    return " ".join(f"{user}={answer['colour']}" for user, answer in sorted(got.items()))

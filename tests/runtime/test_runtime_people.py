@@ -17,8 +17,9 @@ from workers.interaction import Answer
 from workers.runtime.acceptance import AcceptRefused, accept
 from workers.runtime.people import ReassignRefused, reassign
 from workers.runtime.sweep import sweep
+from workers.runtime.wiring import Runtime
 from workers.store import keys
-from workers.store.records import RefusalReason, RunStatus
+from workers.store.records import InterruptRecord, RefusalReason, RunStatus
 
 pytestmark = pytest.mark.integration
 
@@ -135,3 +136,40 @@ def test_each_question_of_an_ask_all_escalates_on_its_own(r: Redis, tmp_path: Pa
     assert host.escalations == [(run_id, by_key["b"], ["U9"])]
     accept(rt, by_key["b"], "U9", RED)
     assert rt.store.get(run_id).status is RunStatus.PAUSED  # still waiting on the other question
+
+
+def _members(rt: Runtime, run_id: str) -> list[InterruptRecord]:
+    group = rt.store.groups.group(rt.store.get(run_id).interrupt)
+    assert group is not None
+    return rt.store.groups.members(group)
+
+
+def test_ask_each_names_whom_a_delegate_answers_for(r: Redis, tmp_path: Path) -> None:
+    rt, _ = runtime_and_host(r, tmp_path)
+    rt.store.away.set("T1", "U1", time.time() + 3600, "U2", by="U1")
+    (tmp_path / "facts.json").write_text('{"version": "1"}')
+    run_id = start(rt, "t-each-facts", {"assignees": ["U1", "U3"]})
+    work(rt)
+    [(u2, stands_in), (u3, nobody)] = [(m.assignees, m.standing_in) for m in _members(rt, run_id)]
+    assert (u2, u3) == (["U2"], ["U3"])
+    assert [entry["user"] for entry in stands_in["U2"]] == ["U1"] and nobody == {}
+
+
+def test_ask_each_asked_again_on_new_facts_asks_each_person_once(r: Redis, tmp_path: Path) -> None:
+    """Someone goes away naming another person asked as delegate: that person still holds one question."""
+    rt, _ = runtime_and_host(r, tmp_path)
+    (tmp_path / "facts.json").write_text('{"version": "1"}')
+    run_id = start(rt, "t-each-facts", {"assignees": ["U1", "U2"]})
+    work(rt)
+    for member in _members(rt, run_id):
+        accept(rt, member.id, member.assignees[0], RED)
+    (tmp_path / "facts.json").write_text('{"version": "2"}')  # the answers are void: asked again
+    rt.store.away.set("T1", "U1", time.time() + 3600, "U2", by="U1")
+    work(rt)
+
+    again = _members(rt, run_id)
+    assert [m.assignees for m in again] == [["U1"], ["U2"]]
+    for member in again:
+        accept(rt, member.id, member.assignees[0], RED)
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED and rt.store.get(run_id).result == "U1=red U2=red"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from typing import Any
 
 from workers.exceptions import AgentError, StaleEpoch
 from workers.interaction import AnswerValue, Context, OnExpiry, QuestionExpired, Request
@@ -21,6 +22,7 @@ from workers.runtime.execution import Execution
 from workers.runtime.host_view import EachView
 from workers.store import ids
 from workers.store import journal_names as names
+from workers.store.away import StandIns
 from workers.store.groups import GroupMode, GroupRecord, NewMember
 from workers.store.records import GroupState, InterruptRecord, InterruptState
 
@@ -56,7 +58,7 @@ def ask_each(
         raise AgentError(f"quorum must be a whole number from 1 to {len(people)} (the people asked), got {quorum!r}")
     # Someone away is asked through their delegate, once: a delegate asked anyway answers once,
     # so the quorum counts them once and can need no more people than are asked.
-    people = _present(run, key, people)
+    people, standing_in = _present(run, key, people)
     need = min(need, len(people))
     request = request.model_copy(update={"assignees": people})
     bound = canonical(context) if context is not None else ""
@@ -82,7 +84,9 @@ def ask_each(
     for person in people:
         iid = ids.new_question_id()
         mine = request.model_copy(update={"assignees": [person]})
-        fields = member_fields(run, key, [*attempts[:-1], iid], mine, shown, voided)
+        # Who stands in for whom was settled once for the key: a later attempt asks the same people.
+        asked = StandIns([person], {person: standing_in[person]} if person in standing_in else {})
+        fields = member_fields(run, key, [*attempts[:-1], iid], mine, shown, voided, asked)
         news.append(NewMember(fields, "", []))  # found by its group, not by the journal
         owners[person] = iid
     journal = {names.ask(key): attempts}
@@ -151,13 +155,21 @@ def _wait_each(
     run.suspend(group.id)
 
 
-def _present(run: Execution, key: str, people: list[str]) -> list[str]:
-    """`people` with each absent one replaced by their delegate, each once.
+def _present(run: Execution, key: str, people: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """`people` with each absent one replaced by their delegate, each once, and whom each answers for.
 
-    It is journalled for replays.
+    It is journalled for replays and for the key's later attempts.
     """
     team = str(run.record.conversation.get("team", ""))
-    return list(run.step(names.people(key) + ":away", lambda: run.store.away.stand_ins(team, people).people))
+
+    def read() -> dict[str, Any]:
+        found = run.store.away.stand_ins(team, people)
+        return {"people": found.people, "standing_in": found.standing_in}
+
+    recorded = run.step(names.people(key) + ":away", read)
+    if isinstance(recorded, list):  # recorded by an earlier version: the people alone
+        return list(recorded), {}
+    return list(recorded["people"]), dict(recorded["standing_in"])
 
 
 def _people(run: Execution, key: str, ids: list[str]) -> list[str]:

@@ -27,6 +27,7 @@ from workers.runtime.group_close import progress_of
 from workers.runtime.host_view import HostView
 from workers.store import ids
 from workers.store import journal_names as names
+from workers.store.away import StandIns
 from workers.store.groups import GroupMode, GroupRecord, NewMember
 from workers.store.records import GroupState, InterruptRecord, InterruptState, RunRecord
 from workers.store.runs import interrupt_fields
@@ -208,15 +209,21 @@ def _open_and_wait(
 
 
 def member_fields(
-    run: Execution, key: str, attempts: list[str], request: Request, shown: str, voided: list[ContextChange] | None
+    run: Execution,
+    key: str,
+    attempts: list[str],
+    request: Request,
+    shown: str,
+    voided: list[ContextChange] | None,
+    asked: StandIns | None = None,
 ) -> dict[str, str]:
     """The stored fields of a group's new question.
 
-    It is attempt `attempts[-1]` of ask key `key`.
+    It is attempt `attempts[-1]` of ask key `key`. Its assignees are `asked`, or their stand-ins now.
     """
     record = run.record
     team, now = str(record.conversation.get("team", "")), time.time()
-    asked = run.store.away.stand_ins(team, list(request.assignees), now)  # delegates of people away
+    asked = asked or run.store.away.stand_ins(team, list(request.assignees), now)  # delegates of people away
     fields = interrupt_fields(
         attempts[-1],
         record.id,
