@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -15,7 +16,7 @@ from workers.exceptions import ConfigError
 from workers.logs import redacted
 from workers.questions.config import QuestionConfig, TemporalConfig
 from workers.questions.config import install as install_questions
-from workers.registry import load_agents
+from workers.registry import RESTART, TRY_AGAIN, load_agents
 from workers.runs import RunService
 from workers.runtime.host import InteractorRouter
 from workers.runtime.wiring import Runtime, RuntimeSettings, install
@@ -61,6 +62,11 @@ def connect_redis(settings: Settings, *, request_path: bool = False) -> redis.Re
     return client
 
 
+def usable_data_dir(settings: Settings) -> Path:
+    """`PARLEY_DATA_DIR`, absolute and made if missing; one it cannot use is a `ConfigError`."""
+    return embedded.make_data_dir(settings.parley_data_dir)
+
+
 def runtime_settings(settings: Settings) -> RuntimeSettings:
     return RuntimeSettings(
         lease_ttl=settings.parley_lease_ttl,
@@ -78,15 +84,22 @@ def runtime_settings(settings: Settings) -> RuntimeSettings:
     )
 
 
-def build_runtime(settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None) -> Runtime:
-    """Load the agents, then build and install the runtime for job functions."""
-    registry = load_agents(settings.parley_agents)
+def build_runtime(
+    settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None, *, restart: str = RESTART
+) -> Runtime:
+    """Load the agents, then build and install the runtime for job functions.
+
+    `restart` says how to pick up a fixed agent module (`workers.registry.load_agents`).
+    """
+    registry = load_agents(settings.parley_agents, restart=restart)
     return install(Runtime.build(client, hosts=hosts, settings=runtime_settings(settings), registry=registry))
 
 
-def build_runs(settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None) -> RunService:
+def build_runs(
+    settings: Settings, client: redis.Redis, hosts: InteractorRouter | None = None, *, restart: str = RESTART
+) -> RunService:
     """The runs door of a process needing no Slack: the command line or terminal."""
-    return RunService(build_runtime(settings, client, hosts))
+    return RunService(build_runtime(settings, client, hosts, restart=restart))
 
 
 def terminal_runs(settings: Settings, host: TerminalHost) -> RunService:
@@ -96,7 +109,7 @@ def terminal_runs(settings: Settings, host: TerminalHost) -> RunService:
     """
     client = connect_redis(settings)
     host.drafts = host.drafts or Drafts(client)
-    return build_runs(settings, client, InteractorRouter({"terminal": host}))
+    return build_runs(settings, client, InteractorRouter({"terminal": host}), restart=TRY_AGAIN)
 
 
 def away_store(client: redis.Redis) -> AwayStore:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -141,7 +142,9 @@ def _refusal(args: argparse.Namespace) -> str | None:
         return f"parley runs: name a command: {', '.join(args.runs_commands)} (see parley runs --help)"
     if (found := receipts_cmd.refusal(args)) is not None:
         return found
-    if args.command == "run" and (args.agent is None) == (args.resume is None):
+    if args.command == "run" and args.agent is None and args.resume is None:
+        return "parley run: name an agent to start a run (parley run AGENT TEXT), or --resume RUN_ID to carry one on"
+    if args.command == "run" and args.agent is not None and args.resume is not None:
         return "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
     return None
 
@@ -159,7 +162,34 @@ def _metrics_setup(args: argparse.Namespace) -> None:
         prepare(serves_metrics=False, several_processes=False)
 
 
+def _importable_here() -> None:
+    """Let `PARLEY_AGENTS` name modules in the working directory, as `rq worker` and `uvicorn` do.
+
+    A console script's `sys.path` starts at its own folder, not the working directory. It goes last,
+    so a file there never hides a package Parley or an agent imports.
+    """
+    try:
+        here = os.getcwd()
+    except OSError:  # the working directory was removed: nothing there to import
+        return
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (else the process's), returning the exit status."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # here, where a reader gone is caught, not at exit
+    except BrokenPipeError:  # the reader went (`parley runs list | head`): Python's documented idiom
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 1
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    _importable_here()
     args = _parser().parse_args(argv)
     refusal = _refusal(args)
     if refusal:

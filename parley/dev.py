@@ -12,18 +12,20 @@ a message naming it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import secrets
 import sys
 from pathlib import Path
+from typing import IO
 
 import httpx
 
 from bot.playground.app import ServerThread, bind, create_playground_app
 from bot.playground.workspace import Workspace
-from parley.bootstrap import connect_redis, token_store
+from parley.bootstrap import connect_redis, token_store, usable_data_dir
 from parley.dev_env import playground_secret_key, scripted_model
 from parley.dev_receipts import playground_receipt_key
 from parley.settings import Settings
@@ -39,6 +41,8 @@ ADMIN = "U0ALICE"
 TRY = "/parley ticket Create ticket for login issue"
 MCP_TOKEN_NAME = "playground-mcp"
 """The token `parley dev` makes on each start (revoking the last one) for the MCP host configuration it prints."""
+DEV_LOCK = "dev.lock"
+"""The file in the data directory a live `parley dev` holds locked, holding its pid and port."""
 
 
 def _port_free(port: int) -> bool:
@@ -47,6 +51,31 @@ def _port_free(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def hold_data_dir(data_dir: Path, port: int) -> IO[str]:
+    """Lock `data_dir` (which exists) for this `parley dev`, or refuse if another holds it.
+
+    Two on one folder would share its embedded Redis and job queue. The lock is an `flock` on
+    `dev.lock`, which the kernel drops when the process dies, so a killed `parley dev` blocks no
+    later one. Keep the returned file open as long as the lock is to be held.
+    """
+    lock = open(data_dir / DEV_LOCK, "a+")  # noqa: SIM115  (held open for the process's life)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().split()
+        lock.close()
+        which = f" (pid {holder[0]}, port {holder[1]})" if len(holder) == 2 else ""
+        raise ConfigError(
+            f"parley dev is already running for the data directory {data_dir}{which}; "
+            "stop it first, or give this one its own PARLEY_DATA_DIR"
+        ) from None
+    lock.truncate(0)
+    lock.write(f"{os.getpid()} {port}\n")
+    lock.flush()
+    return lock
 
 
 def _parley_command() -> str:
@@ -100,7 +129,8 @@ class Dev:
         for port in (self.port, self.bot_port, self.metrics_port):
             if not _port_free(port):
                 raise ConfigError(
-                    f"port {port} is in use; pick another with --port (parley dev uses PORT, PORT+1 and PORT+2)"
+                    f"port {port} is in use; pick another with --port (parley dev uses PORT, PORT+1 and PORT+2); "
+                    "a second parley dev also needs a PARLEY_DATA_DIR of its own"
                 )
 
     def start(self) -> None:
@@ -184,11 +214,12 @@ class Dev:
 def run_dev(settings: Settings, *, port: int = 3000) -> int:
     """Run everything until Ctrl-C (exit 0) or a piece dies (exit 1)."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the playground's own requests are not news
-    dev = Dev(settings, port)
-    dev.check_ports()
-    return dev.supervisor.run(
-        settings,
-        start=dev.start,
-        ready=lambda: dev.supervisor.wait_until(dev.bot_answers, f"the bot did not answer {dev.healthz()}"),
-        banner=dev.banner,
-    )
+    with hold_data_dir(usable_data_dir(settings), port):
+        dev = Dev(settings, port)
+        dev.check_ports()
+        return dev.supervisor.run(
+            settings,
+            start=dev.start,
+            ready=lambda: dev.supervisor.wait_until(dev.bot_answers, f"the bot did not answer {dev.healthz()}"),
+            banner=dev.banner,
+        )

@@ -13,8 +13,10 @@ then answers 404 for it. One process keeps MCP sessions, whose streams resume fr
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -75,6 +77,27 @@ def check_settings(settings: Settings, *, socket_mode: bool = False) -> None:
         settings.require("slack_app_token")
     else:
         settings.require("slack_signing_secret")
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse, in one line, an address nothing can listen on, before claiming to serve.
+
+    Binding there is tried as uvicorn binds, then let go. Otherwise uvicorn would log a bare
+    `[Errno 98]` after the "serving" line, and exit 3.
+    """
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:  # as asyncio's servers do
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} is in use; pick another with --port") from None
+        raise ConfigError(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})") from None
 
 
 def reply_reader(runtime: Runtime) -> ReplyReader:
@@ -259,6 +282,7 @@ def serve(
         return 0
     check_settings(settings)
     gateway_config(settings)  # a bad rules file stops here, in words, before any process starts
+    check_port(host, port)
     settings = _mcp_hosts(settings, host)
     log.info("serving over HTTP", bind=f"{host}:{port}", workers=workers)
     app: Any

@@ -23,6 +23,7 @@ DEFAULT_RETENTION = 30 * 86400.0
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION_HELP = "a duration such as 30d, 12h, 15m, 90s, or a number of seconds"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def parse_duration(value: object) -> float:
@@ -198,6 +199,14 @@ class Settings(BaseSettings):
     def _receipt_paths(cls, v: object) -> object:
         return None if v == "" else v  # set but empty reads as unset
 
+    @field_validator("parley_log_level", mode="before")
+    @classmethod
+    def _log_level(cls, v: object) -> object:
+        level = str(v).strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)} (in any case), not {v!r}")
+        return level
+
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, v: str | None) -> str | None:
@@ -308,4 +317,4 @@ def load() -> Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         name = str(err["loc"][0]).upper() if err.get("loc") else "configuration"
-        raise ConfigError(f"{name}: {err['msg']}") from None
+        raise ConfigError(f"{name}: {str(err['msg']).removeprefix('Value error, ')}") from None

@@ -23,7 +23,7 @@ from parley.bootstrap import terminal_runs
 from parley.identity import os_user
 from parley.settings import Settings
 from workers.exceptions import ParleyError
-from workers.registry import load_agents
+from workers.registry import TRY_AGAIN, load_agents
 from workers.runs import RunRecord, RunService, RunStatus, StartRefused
 
 
@@ -93,9 +93,10 @@ def run_in_terminal(settings: Settings, agent_name: str, text: str) -> int:
 
     Returns 0 on success, 1 on failure, 130 when stopped.
     """
-    spec = load_agents(settings.parley_agents).startable(agent_name)  # UnknownAgent lists them; before Redis
-    if spec.usage and not text.strip():
-        raise CannotRun(f"{spec.name} needs its text: parley run {spec.name} {spec.usage}")
+    spec = load_agents(settings.parley_agents, restart=TRY_AGAIN).startable(agent_name)  # lists them; before Redis
+    if spec.usage and not text.strip():  # as `/parley NAME` in Slack: what it needs, then what it does
+        described = f"\n{spec.description}" if spec.description else ""
+        raise CannotRun(f"{spec.name} needs its text: parley run {spec.name} {spec.usage}{described}")
     require_terminal()
     host = TerminalHost()
     runs = terminal_runs(settings, host)

@@ -110,38 +110,45 @@ def agent(
     return register
 
 
-def missing_extra(name: str, extra: str) -> str:
+RESTART = "restart `parley dev` (or the worker and the bot)"
+"""How a long-running process picks up an installed extra or a fixed module."""
+TRY_AGAIN = "try again"
+"""The same for `parley run`, which loads the agents on each start."""
+
+
+def missing_extra(name: str, extra: str, restart: str = RESTART) -> str:
     """What to do about a shipped agent whose extra is not installed."""
     return (
         f"`{name}` needs the `{extra}` extra, which is not installed here: install `parley-slack[{extra}]` "
-        f"(in a clone: `pip install -e '.[{extra}]'`) and restart `parley dev` (or the worker and the bot)"
+        f"(in a clone: `pip install -e '.[{extra}]'`) and {restart}"
     )
 
 
-def broken_module(name: str, module: str, problem: str) -> str:
+def broken_module(name: str, module: str, problem: str, restart: str = RESTART) -> str:
     """What to do about an agent whose module failed to import."""
-    return (
-        f"`{name}` did not load: its module `{module}` failed to load ({problem}); "
-        "fix it and restart `parley dev` (or the worker and the bot)"
-    )
+    return f"`{name}` did not load: its module `{module}` failed to load ({problem}); fix it and {restart}"
 
 
 def declared_agents(module: str) -> list[str]:
-    """The agent names a module registers with `@agent("…")`, read without importing it."""
+    """The agent names a module registers with `@agent("…")`, read without importing it.
+
+    Empty when its source cannot be found or read.
+    """
     try:
         spec = importlib.util.find_spec(module)
         origin = spec.origin if spec else None
         source = Path(origin).read_text(encoding="utf-8") if origin and origin.endswith(".py") else ""
-    except Exception:  # its package fails to import too, or the file cannot be read: guess from its name
+    except Exception:  # its package fails to import too, or the file cannot be read
         source = ""
-    return _AGENT_NAMES.findall(source) or [module.rpartition(".")[2]]
+    return _AGENT_NAMES.findall(source)
 
 
-def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
+def load_agents(extra_modules: Iterable[str] = (), *, restart: str = RESTART) -> AgentRegistry:
     """Import the shipped agents and the modules listed in `PARLEY_AGENTS`.
 
     A module that fails to import is logged, and its agents are marked unavailable with the reason.
-    So the others keep running. Whoever starts a broken one learns why.
+    So the others keep running. Whoever starts a broken one learns why, and that after a fix they
+    must `restart`.
     """
     for module in BUILTIN_MODULES:
         try:
@@ -150,14 +157,16 @@ def load_agents(extra_modules: Iterable[str] = ()) -> AgentRegistry:
             if exc.name != module and str(exc.name).split(".")[0] not in OPTIONAL_FRAMEWORKS:
                 raise ConfigError(f"cannot import the shipped agents' module {module!r}: {exc}") from exc
     for name, extra in EXTRAS.items():
-        REGISTRY.unavailable(name, missing_extra(name, extra))
+        REGISTRY.unavailable(name, missing_extra(name, extra, restart))
     for module in extra_modules:
         try:
             importlib.import_module(module)
         except Exception as exc:  # any error of the user's module: report it, keep the rest
             problem = redacted(f"{type(exc).__name__}: {exc}")
             names = declared_agents(module)
-            log.error("agent module failed to load; the other agents run", module=module, agents=names, error=problem)
-            for name in names:
-                REGISTRY.unavailable(name, broken_module(name, module, problem))
+            log.error(
+                "agent module failed to load; the other agents run", module=module, agents=names or None, error=problem
+            )
+            for name in names or [module.rpartition(".")[2]]:  # unread: the agent is likely named as its module
+                REGISTRY.unavailable(name, broken_module(name, module, problem, restart))
     return REGISTRY

@@ -119,6 +119,53 @@ def test_parley_run_needs_an_agent_or_resume_but_not_both(parley: Parley) -> Non
     assert "not both" in one_line_refusal(*parley("run", "ticket", "--resume", "r1"))
 
 
+def test_parley_run_with_neither_an_agent_nor_resume_asks_for_one_and_does_not_say_not_both(parley: Parley) -> None:
+    neither = one_line_refusal(*parley("run"))
+    assert neither == (
+        "parley run: name an agent to start a run (parley run AGENT TEXT), or --resume RUN_ID to carry one on"
+    )
+    both = one_line_refusal(*parley("run", "ticket", "--resume", "r1"))
+    assert both == "parley run: name an agent to start a run, or --resume RUN_ID to carry one on, not both"
+
+
+def parley_process(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The `parley` console script, as a newcomer types it: its own process, with `env` added."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PARLEY_", "SLACK_", "REDIS_"))}
+    clean.update(env)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("parley")), *argv],
+        cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_a_bad_log_level_is_one_line_naming_the_variable_and_the_levels(tmp_path: Path) -> None:
+    done = parley_process(tmp_path, "runs", "list", PARLEY_LOG_LEVEL="verbose", PARLEY_DATA_DIR=str(tmp_path))
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == (
+        "parley: PARLEY_LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL (in any case), not 'verbose'\n"
+    ), done.stderr
+
+
+def test_a_data_dir_that_is_a_file_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    occupied = tmp_path / "parley"
+    occupied.write_text("not a folder")
+    done = parley_process(tmp_path, "runs", "list", PARLEY_DATA_DIR=str(occupied))  # the embedded Redis's folder
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == f"parley: PARLEY_DATA_DIR: cannot use {occupied.resolve()}: Not a directory\n", done.stderr
+
+
+def test_the_configuration_doc_lists_each_variable_once_and_no_doc_links_to_itself() -> None:
+    root = Path(__file__).resolve().parents[2]
+    rows = re.findall(r"^\| `([A-Z_]+)`", (root / "docs" / "configuration.md").read_text(), re.MULTILINE)
+    assert sorted({name for name in rows if rows.count(name) > 1}) == []
+    itself = []
+    for doc in [*root.glob("*.md"), *(root / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#\s:]+)(?:#[^)]*)?\)", doc.read_text()):
+            if (doc.parent / target).resolve() == doc.resolve():
+                itself.append(f"{doc.name} -> {target}")
+    assert itself == []
+
+
 def test_resume_refuses_runs_that_are_not_this_users_paused_or_queued_ones(
     parley: Parley, r: Redis, tmp_path: Path
 ) -> None:
@@ -148,8 +195,13 @@ def test_parley_run_takes_the_rest_of_the_line_as_the_text(parley: Parley) -> No
 
 
 def test_parley_run_without_the_text_an_agent_needs_says_what_it_needs(parley: Parley) -> None:
-    refusal = one_line_refusal(*parley("run", "ticket"))
-    assert refusal == "parley: ticket needs its text: parley run ticket <what is wrong>"
+    """As `/parley ticket` does in Slack: the text it needs, then what the agent does."""
+    code, out, err = parley("run", "ticket")
+    assert (code, out) == (2, "") and "Traceback" not in err, err
+    assert err.splitlines() == [
+        "parley: ticket needs its text: parley run ticket <what is wrong>",
+        "File a ticket in the local tracker: `/parley ticket Login fails on Safari`",
+    ]
 
 
 def test_tokens_create_prints_only_what_eval_can_use_and_json_on_request(parley: Parley, r: Redis) -> None:

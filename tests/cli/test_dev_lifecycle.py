@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -171,3 +172,49 @@ def _wait_gone(data_dir: Path, port: int) -> bool:
             return False
         time.sleep(0.2)
     return True
+
+
+def test_a_second_dev_on_the_same_data_dir_is_refused_and_the_first_keeps_working(tmp_path: Path) -> None:
+    """Two on one folder would share one embedded Redis and job queue: runs would go to the wrong playground."""
+    first = Dev(tmp_path, 0)
+    second: subprocess.Popen[str] | None = None
+    try:
+        first.wait_ready()
+        deadline = time.monotonic() + 30
+        while (found := re.search(r'"Bearer (pk_[^"]+)"', first.output())) is None:
+            assert time.monotonic() < deadline, first.output()
+            time.sleep(0.1)
+        token = found[1]
+        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL" and not k.startswith("SLACK_")}
+        env.update(PARLEY_DATA_DIR=str(first.data_dir))
+        second = subprocess.Popen(
+            [sys.executable, "-m", "parley.cli", "dev", "--port", str(free_port_pair())],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 2 and out == "", (second.returncode, out, err)
+        assert err == (
+            f"parley: parley dev is already running for the data directory {first.data_dir.resolve()} "
+            f"(pid {first.proc.pid}, port {first.port}); stop it first, or give this one its own PARLEY_DATA_DIR\n"
+        ), err
+
+        assert first.proc.poll() is None, first.output()
+        assert httpx.get(f"http://127.0.0.1:{first.port + 1}/healthz", timeout=5).status_code == 200
+        listed = httpx.get(
+            f"http://127.0.0.1:{first.port}/api/v1/questions", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
+        assert listed.status_code == 200, listed.text  # its MCP token was not revoked by a second start
+
+        os.kill(first.proc.pid, signal.SIGKILL)  # the kernel drops a killed one's lock: it blocks no next one
+        first.proc.wait(10)
+        again = Dev(tmp_path, 0)
+        try:
+            again.wait_ready()
+        finally:
+            again.kill()
+    finally:
+        if second is not None and second.poll() is None:
+            os.killpg(second.pid, signal.SIGKILL)
+            second.wait(10)
+        first.kill()

@@ -9,10 +9,12 @@ raises ModuleNotFoundError, as Python's own does, in the real processes `parley 
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
 import subprocess
+import symtable
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -260,3 +262,44 @@ def test_pai_invoice_and_oa_cleanup_run_offline_on_the_scripted_model(offline: D
     slash(offline, "/parley assistant What is on the release list?")  # no script for it: a failure saying why
     failed = thread_message(offline, lambda m: "scripted model drives only" in m.get("text", ""), "the refusal")
     assert failed["text"].startswith(":x: Failed") and "PARLEY_LLM_BASE_URL" in failed["text"], failed["text"]
+
+
+def client_examples() -> list[str]:
+    """docs/api.md's Python client programs for the playground: a block with imports starts one, the rest go on it."""
+    programs: list[str] = []
+    for block in re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.DOTALL):
+        if re.match(r"(import|from) ", block):
+            programs.append(block)
+        elif programs:
+            programs[-1] += block
+    return [p for p in programs if "localhost:3000" in p]
+
+
+def test_the_api_docs_python_examples_name_the_playgrounds_people_and_define_what_they_use() -> None:
+    """What api.md's client examples name is there under `parley dev`, as api.md says its commands run as written."""
+    from bot.playground.workspace import Workspace
+
+    programs = client_examples()
+    assert len(programs) == 2, programs  # Parley's and AsyncParley's
+    workspace = Workspace()
+    users = {u.id for u in workspace.users()}
+    channels = {c.id for c in workspace.channels()}
+    for program in programs:
+        code = "\n".join(line.split("#", 1)[0] for line in program.splitlines())  # what is run, not comments
+        assert set(re.findall(r'\buser="(\w+)"', code)) <= users, program
+        assert set(re.findall(r'\bchannel="(\w+)"', code)) <= channels, program
+        assert "callback_url=" not in code, program  # the playground posts webhooks only to this machine
+        assert undefined_names(program) == set(), program
+
+
+def undefined_names(program: str) -> set[str]:
+    """The names `program` uses that it neither defines, imports nor gets from builtins."""
+    top = symtable.symtable(program, "example.py", "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    used: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        used |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (table is top or s.is_global())}
+    return used - defined - set(dir(builtins))

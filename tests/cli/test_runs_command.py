@@ -136,3 +136,30 @@ def test_a_record_it_cannot_read_never_breaks_list_or_show(redis_url: str, r: Re
     shown = parley_runs(redis_url, tmp_path, "show", far)
     assert shown.returncode == 0, shown.stderr
     assert "waiting on U1" in shown.stdout and "expires ?" in shown.stdout
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
+def test_a_reader_that_stops_reading_ends_the_list_quietly(
+    unbuffered: str, redis_url: str, r: Redis, tmp_path: Path
+) -> None:
+    """`parley runs list | head -1`: the pipe is closed before the list is written, and nothing is said of it."""
+    rt = make_runtime(r, tmp_path)
+    for i in range(20):
+        rt.store.create("t-ask", f"queued {i}", "U2", {})
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+        "REDIS_URL": redis_url,
+        "PARLEY_DATA_DIR": str(tmp_path),
+        **({"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}),
+    }
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    try:
+        done = subprocess.run(
+            [str(PARLEY), "runs", "list"], env=env, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=30,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert done.stderr == "", done.stderr
+    assert done.returncode == 1  # as Python's documented idiom for a closed pipe exits

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,20 @@ def test_a_signing_secret_is_asked_for_before_serving_over_http(redis_url: str, 
     )  # fmt: skip
     assert done.returncode == 2 and "parley: SLACK_SIGNING_SECRET is not set" in done.stderr, done
     assert "serving over HTTP" not in done.stderr
+
+
+def test_a_busy_port_is_one_line_before_serving(redis_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "PARLEY_"))}
+    env.update(
+        REDIS_URL=redis_url, PARLEY_DATA_DIR=str(tmp_path), SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="s"
+    )
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "parley.cli", "serve", "--port", str(port)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == f"parley: port {port} is in use; pick another with --port\n", done.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pexpect
@@ -157,3 +158,62 @@ def test_parley_run_of_an_unknown_agent_lists_the_agents(redis_url: str, tmp_pat
     assert done.returncode != 0
     message = done.stdout + done.stderr
     assert re.search(r"unknown agent 'nosuchagent'; known agents: .*deploy.*ticket", message), message
+
+
+MY_AGENTS = """from workers import agent
+
+
+@agent("refund", description="Refund an order", usage="<order id>")
+def refund(run, text):
+    return f"Refunded {text}."
+"""
+BROKEN_AGENTS = """from workers import agent
+
+raise RuntimeError("REFUNDS_API_KEY is not set")
+
+
+@agent("refund", usage="<order id>")
+def refund(run, text): ...
+"""
+
+
+def in_this_folder(redis_url: str, folder: Path, agents: str) -> tuple[list[str], dict[str, str]]:
+    """The `parley` console script and its environment, run from `folder` as `PARLEY_AGENTS=agents parley ...`.
+
+    No PYTHONPATH: the modules are found only because `folder` is the working directory.
+    """
+    script = Path(sys.executable).with_name("parley")
+    assert script.exists(), "the console script is what a newcomer runs; `python -m` would find the folder anyway"
+    env = parley_env(redis_url, folder / "data")
+    env.pop("PYTHONPATH", None)
+    env["PARLEY_AGENTS"] = agents
+    return [str(script)], env
+
+
+def test_parley_run_finds_an_agent_module_in_the_working_directory(redis_url: str, tmp_path: Path) -> None:
+    (tmp_path / "my_agents.py").write_text(MY_AGENTS)
+    command, env = in_this_folder(redis_url, tmp_path, "my_agents")
+    term = pexpect.spawn(
+        command[0], [*command[1:], "run", "refund", "A100"], env=env, cwd=str(tmp_path), encoding="utf-8",
+        timeout=TIMEOUT,
+    )  # fmt: skip
+    term.expect_exact("Done: Refunded A100.")
+    assert finish(term) == 0
+
+
+def test_parley_run_of_an_agent_whose_module_fails_says_to_fix_it_and_try_again(redis_url: str, tmp_path: Path) -> None:
+    (tmp_path / "my_agents.py").write_text(BROKEN_AGENTS)
+    command, env = in_this_folder(redis_url, tmp_path, "my_agents,no_such_agents")
+    done = subprocess.run(
+        [*command, "run", "refund", "A100"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2, done
+    *logged, refusal = done.stderr.splitlines()
+    assert refusal == (
+        "parley: `refund` did not load: its module `my_agents` failed to load "
+        "(RuntimeError: REFUNDS_API_KEY is not set); fix it and try again"
+    )
+    lines = {line["module"]: line for line in map(json.loads, logged) if line.get("module")}
+    assert lines["my_agents"]["agents"] == ["refund"]  # read from its source
+    assert "agents" not in lines["no_such_agents"], lines  # nothing to read: no agent named after the module

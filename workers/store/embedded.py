@@ -14,10 +14,14 @@ A lock file in the data directory serialises starting and reaping. Every `ensure
 a fresh claim there. The reaper stops a server only under that lock, and only with no claim
 newer than its grace. So a process that found the server alive can connect its holder before a
 reap.
+
+Everything on one server shares one job queue, so only one `parley dev` may run per data
+directory (`parley.dev.hold_data_dir`).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import subprocess
@@ -29,6 +33,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from workers.exceptions import ConfigError
 from workers.store.replies import reply
 
 HOLDER_PREFIX = "parley-holder-"
@@ -41,6 +46,24 @@ START_TIMEOUT = 10.0
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "parley"
+
+
+def make_data_dir(data_dir: Path) -> Path:
+    """`data_dir`, absolute and made if missing.
+
+    One it cannot use (a file, or a path it may not write) is a `ConfigError` naming it.
+    """
+    # Absolute, because the server changes into `dir` before it opens its socket and log.
+    data_dir = Path(data_dir).resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file, or a link to one, is in the way
+        raise ConfigError(f"PARLEY_DATA_DIR: cannot use {data_dir}: {os.strerror(errno.ENOTDIR)}") from None
+    except OSError as exc:
+        raise ConfigError(f"PARLEY_DATA_DIR: cannot use {data_dir}: {exc.strerror or exc}") from None
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"PARLEY_DATA_DIR: cannot use {data_dir}: {os.strerror(errno.EACCES)}")
+    return data_dir
 
 
 def _server_binary() -> str:
@@ -116,9 +139,7 @@ def _lacks_reaper(socket_path: Path) -> bool:
 
 def ensure_server(data_dir: Path) -> Path:
     """Start the shared server for `data_dir` unless live, returning its socket path."""
-    # Absolute, because the server changes into `dir` before it opens its socket and log.
-    data_dir = Path(data_dir).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = make_data_dir(data_dir)
     sock = data_dir / "redis.sock"
     log = data_dir / "redis.log"
     with open(data_dir / "start.lock", "a") as lock:
