@@ -271,3 +271,43 @@ def secret_login(run: AgentRun, text: str) -> str:
     with _saver(run) as saver:
         out = run_graph(run, login_graph(run, saver, interrupting), {})
     return str(out["done"])
+
+
+# ---- a HITL review past the form's limit (nine arguments) and the binding's (a 5,000-character one) ---
+WIDE_ARGS = {
+    name: f"{name} as proposed"
+    for name in ["title", "owner", "team", "priority", "component", "version", "region", "summary", "due"]
+}
+"""Nine arguments: one more than an approval can make editable."""
+LONG_BODY = "".join(f"line {n:04d}\n" for n in range(500))
+"""5,000 characters: more than the 2,000 an approval binds whole."""
+
+
+class Review(TypedDict, total=False):
+    ran_with: dict[str, Any]
+
+
+@agent("lg-wide-long", description="A graph whose one HITL action has nine arguments, or a 5,000-character one")
+def wide_long_review(run: AgentRun, text: str) -> str:
+    args = {"title": "Quarterly notes", "body": LONG_BODY} if params(text).get("long") else WIDE_ARGS
+
+    def review(state: Review) -> Review:
+        request = {
+            "action_requests": [{"name": "publish", "args": args, "description": "Publish it"}],
+            "review_configs": [{"action_name": "publish", "allowed_decisions": ["approve", "edit", "reject"]}],
+        }
+        decision = interrupt(request)["decisions"][0]
+        if decision["type"] == "reject":
+            return {"ran_with": {}}
+        ran_with = decision["edited_action"]["args"] if decision["type"] == "edit" else args
+        bump(run.data_dir, run.run_id, "published")
+        (run.data_dir / "counters" / f"{run.run_id}.published-args").write_text(json.dumps(ran_with))
+        return {"ran_with": ran_with}
+
+    graph = StateGraph(Review)
+    graph.add_node("review", review)
+    graph.add_edge(START, "review")
+    graph.add_edge("review", END)
+    with _saver(run) as saver:
+        out = run_graph(run, graph.compile(checkpointer=saver), {})
+    return f"published with {len(out['ran_with'])} arguments"

@@ -218,3 +218,89 @@ def secret_agent(run: AgentRun, text: str) -> str:
         return "connected"
 
     return str(run_agent(run, vpn, "connect me to the VPN", deps=run))
+
+
+# ---- approvals past the form's limit (nine arguments) and the binding's (a 5,000-character one) -------
+WIDE = {
+    name: f"{name} as proposed"
+    for name in ["title", "owner", "team", "priority", "component", "version", "region", "summary", "due"]
+}
+"""Nine arguments: one more than an approval can make editable."""
+LONG_TEXT = "".join(f"line {n:04d}\n" for n in range(500))
+"""5,000 characters: more than the 2,000 an approval binds whole."""
+
+
+def effects_path(data_dir: Path, run_id: str) -> Path:
+    return data_dir / "pai-effects" / f"{run_id}.jsonl"
+
+
+def effects(data_dir: Path, run_id: str) -> list[dict[str, Any]]:
+    """The arguments each run of `file_ticket` or `save_notes` had, in order: one line per run."""
+    path = effects_path(data_dir, run_id)
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _effect(run: AgentRun, args: dict[str, Any]) -> None:
+    path = effects_path(run.data_dir, run.run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(args) + "\n")
+
+
+@agent("t-pai-wide", description="A Pydantic AI agent proposing a nine-argument call that needs approval")
+def wide_agent(run: AgentRun, text: str) -> str:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = tool_returns(messages)
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("file_ticket", WIDE, tool_call_id="ticket")])
+        return ModelResponse(parts=[TextPart(str(returns[0].content))])
+
+    filer: Agent[AgentRun, str | DeferredToolRequests] = Agent(
+        FunctionModel(model), deps_type=AgentRun, output_type=[str, DeferredToolRequests]
+    )
+
+    @filer.tool(requires_approval=True)
+    def file_ticket(
+        ctx: RunContext[AgentRun],
+        title: str,
+        owner: str,
+        team: str,
+        priority: str,
+        component: str,
+        version: str,
+        region: str,
+        summary: str,
+        due: str,
+    ) -> str:
+        """File a ticket."""
+        _effect(ctx.deps, {name: value for name, value in locals().items() if name in WIDE})
+        return f"filed {title}"
+
+    return str(run_agent(run, filer, "file the ticket", deps=run))
+
+
+@agent("t-pai-long", description="A Pydantic AI agent saving 5,000 characters of notes, once or twice at once")
+def long_agent(run: AgentRun, text: str) -> str:
+    calls = int(params(text).get("calls", 1))
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = tool_returns(messages)
+        if not returns:
+            parts = [
+                ToolCallPart("save_notes", {"path": f"notes-{n}.txt", "text": LONG_TEXT}, tool_call_id=f"save-{n}")
+                for n in range(calls)
+            ]
+            return ModelResponse(parts=parts)
+        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returns))])
+
+    saver: Agent[AgentRun, str | DeferredToolRequests] = Agent(
+        FunctionModel(model), deps_type=AgentRun, output_type=[str, DeferredToolRequests]
+    )
+
+    @saver.tool(requires_approval=True)
+    def save_notes(ctx: RunContext[AgentRun], path: str, text: str) -> str:
+        """Save notes to a file."""
+        _effect(ctx.deps, {"path": path, "text": text})
+        return f"saved {len(text)} characters to {path}"
+
+    return str(run_agent(run, saver, "save the notes", deps=run))

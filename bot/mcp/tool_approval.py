@@ -3,7 +3,8 @@
 `approve_tool_use` (Claude Code's permission prompt) and the gateway's `ask` rule both ask
 through here. The arguments are shown with the rule's `redact` paths as "••••". Every redacted
 value is scrubbed from the rest (`bot.mcp.scrub`). An argument holding anything redacted is
-never editable. Once approved, the arguments are the approver's, with edits applied. Each
+never editable. Arguments too long to bind whole are shown in part, bound by digest, and never
+editable. Once approved, the arguments are the call's, with the approver's edits applied. Each
 redacted value is put back from the call. The approval is asked in the rules file's `channel`,
 of its `assignees`. It expires after its `expires_in`. Each host words the verdict for its own
 client. Claude Code reads allow or deny, a gateway caller a tool error.
@@ -19,7 +20,7 @@ from bot.mcp.gateway.deadlines import human
 from bot.mcp.rules import RulesConfig
 from bot.mcp.scrub import Redaction
 from workers.interaction import ContextError, FormError
-from workers.interaction.approval import approval_request
+from workers.interaction.approval import approval_request, approved_args
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
 
 
@@ -78,7 +79,8 @@ class ToolApproval:
         if self.config.channel is None:
             raise ValueError("the rules file names no `channel` to ask in")
         options: dict[str, Any] = {
-            "editable": self.redaction.editable,
+            "fixed": [key for key in self.shown if key not in self.redaction.editable],
+            "in_part": True,
             "assignees": list(self.config.assignees),
             "expires_in": self.config.expires_in,
             "standing": standing,
@@ -93,8 +95,9 @@ class ToolApproval:
                 request = approval_request(action, self.shown, input_schema=schema, **options)  # the values type it
         except (FormError, ContextError) as exc:
             raise ValueError(str(exc)) from None
-        channel = self.config.channel
-        return QuestionCreate(request=request, channel=channel, context=self.shown, metadata=metadata or {})
+        assert request.approval is not None
+        bound = request.approval.args  # the arguments as shown, long ones in part
+        return QuestionCreate(request=request, channel=self.config.channel, context=bound, metadata=metadata or {})
 
     def verdict(self, view: QuestionView) -> Verdict | None:
         """What people decided once the approval closed, None while it waits."""
@@ -103,7 +106,7 @@ class ToolApproval:
         decision = view.decision
         if view.status is QuestionStatus.ANSWERED and decision is not None:
             if decision.approved:
-                arguments = self.redaction.approved(decision.args)
+                arguments = self.redaction.approved(approved_args(decision, self.shown))
                 return Verdict(
                     view.status, arguments, by=decision.by, edited=decision.edited, standing=decision.standing
                 )

@@ -9,9 +9,10 @@ Each interrupt's value is read by its shape (`plan`):
   `review_configs`. It lives in `langchain.agents.middleware.human_in_the_loop`. Each action is
   one approval. It resumes with `{"decisions": [...]}` in the actions' order. Approve is
   `approve`. Approve after Edit… is `edit`, with the edited args as `edited_action`. Reject is
-  `reject`, with its reason as the message. An action allowing only `respond` is a free-text
-  question, answered by the `respond` message. A Reject's reason is one too, where `respond` is
-  allowed and `reject` is not.
+  `reject`, with its reason as the message. Args too long to bind whole are shown in part,
+  never editable, and `edited_action` holds them whole. An action allowing only `respond` is a
+  free-text question, answered by the `respond` message. A Reject's reason is one too, where
+  `respond` is allowed and `reject` is not.
 - Its per-call form: `ToolApprovalRequest`, with `type` "tool_approval" and one tool call. The
   interrupt's `response_schema` lists the decisions allowed. It is asked the same way and
   resumed with the one decision.
@@ -36,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from workers.agent_run import Answers
 from workers.exceptions import AgentError
 from workers.interaction import Context, Decision, Item, ItemType, Option, Request
-from workers.interaction.approval import approval_request
+from workers.interaction.approval import approval_request, approved_args
 from workers.interaction.lengths import LABEL_MAX, REASON_MAX, utf16_prefix
 
 DECISIONS = ("approve", "edit", "reject", "respond")
@@ -253,8 +254,10 @@ def _action_question(action: Action, key: str) -> Question:
     if action.respond_only:
         label = utf16_prefix(f"Your answer, in place of {action.name}", LABEL_MAX)
         return Question(key=key, request=_free_text(reason, label), action=action)
-    request = approval_request(action.name, action.args, editable="edit" in action.allowed, reason=reason)
-    return Question(key=key, request=request, context=action.args, action=action)
+    editable = "edit" in action.allowed
+    request = approval_request(action.name, action.args, editable=editable, reason=reason, in_part=True)
+    assert request.approval is not None
+    return Question(key=key, request=request, context=request.approval.args, action=action)
 
 
 def resume_value(pause: Pause, asked: list[Question], answers: dict[str, Answers | Decision]) -> Any:
@@ -301,7 +304,7 @@ def hitl_decision(question: Question, answer: Answers | Decision) -> dict[str, A
         return {"type": "respond", "message": str(answer.get(ANSWER_ID) or "")}
     if answer.approved:
         if answer.edited or "approve" not in action.allowed:
-            return {"type": "edit", "edited_action": {"name": action.name, "args": answer.args}}
+            return {"type": "edit", "edited_action": {"name": action.name, "args": approved_args(answer, action.args)}}
         return {"type": "approve"}
     if "reject" in action.allowed:
         return {"type": "reject", **({"message": answer.reason} if answer.reason else {})}

@@ -11,9 +11,10 @@ worker dying halfway repeats neither when the run is taken over.
 
 This module keeps the two translations. Deferred calls become pending questions, asked at once:
 - A call needing approval (`approve.<n>`) is `run.approve`'s request. The tool's JSON schema
-  types the editable args. Its `EDITABLE` metadata may name the only ones. An approval goes back
-  as `ToolApproved`, with `override_args` when edited. A rejection goes back as `ToolDenied`,
-  carrying the reason the model reads.
+  types the editable args. Its `EDITABLE` metadata may name the only ones. Args too long to
+  bind whole are shown in part and bound by digest, never editable. An approval goes back as
+  `ToolApproved`, with `override_args` when edited: the model's args with the edits applied. A
+  rejection goes back as `ToolDenied`, carrying the reason the model reads.
 - An external call (`call.<n>`) is a form the model fills in and a person completes. The tool's
   parameters are the items, and the model's args their defaults. The answers are the tool's
   result. A secret item's answer is `SECRET_PLACEHOLDER` there. The agent's code reads the value
@@ -48,7 +49,7 @@ from workers.agent_run import ABSENT, AgentRun
 from workers.exceptions import AgentError
 from workers.integrations.driver import Keys, Pending, Replies, Reply, drive
 from workers.interaction import Decision, Item, ItemType, Request
-from workers.interaction.approval import approval_request
+from workers.interaction.approval import approval_request, approved_args
 from workers.interaction.schema_items import readable, schema_items
 from workers.interaction.tools import SECRET_PLACEHOLDER
 from workers.llm import LLMConfig, llm_config_from_env
@@ -167,8 +168,9 @@ def _pending(deferred: DeferredToolRequests, tools: dict[str, ToolDefinition]) -
         tool = tools.get(call.tool_name)
         schema = tool.parameters_json_schema if tool is not None else None
         editable = (tool.metadata or {}).get(EDITABLE, True) if tool is not None else True
-        request = approval_request(call.tool_name, call.args_as_dict(), schema=schema, editable=editable)
-        pending.append(Pending(f"approve.{n}", request, call.args_as_dict()))
+        request = approval_request(call.tool_name, call.args_as_dict(), schema=schema, editable=editable, in_part=True)
+        assert request.approval is not None
+        pending.append(Pending(f"approve.{n}", request, request.approval.args))  # bound to the args as shown
     for n, call in enumerate(deferred.calls, 1):
         pending.append(Pending(f"call.{n}", _call_request(call, tools.get(call.tool_name)), call.args_as_dict()))
     return pending
@@ -182,9 +184,8 @@ def _results(deferred: DeferredToolRequests, pending: list[Pending], replies: Re
         decision = replies[f"approve.{n}"]
         assert isinstance(decision, Decision)  # the driver reads an approval back as one
         if decision.approved:
-            results.approvals[call.tool_call_id] = ToolApproved(
-                override_args=decision.args if decision.edited else None
-            )
+            edited = approved_args(decision, call.args_as_dict()) if decision.edited else None
+            results.approvals[call.tool_call_id] = ToolApproved(override_args=edited)
         else:
             results.approvals[call.tool_call_id] = ToolDenied(message=decision.reason or NO_REASON)
     for n, call in enumerate(deferred.calls, 1):
