@@ -1,4 +1,4 @@
-"""The periodic sweep: expiries, reminders, escalations, lapsed leases, jobless runs, retention.
+"""The periodic sweep: expiries, reminders, escalations, lapsed leases, jobless runs, cut-off webhooks, retention.
 
 It runs as an RQ job scheduled on a fixed grid of time slots (`parley-sweep-<slot>`, unique). So
 any number of workers schedule it, and exactly one sweep runs per slot. Every action it takes is
@@ -18,6 +18,7 @@ from rq.job import Job, JobStatus
 
 from workers import metrics
 from workers.logs import Log
+from workers.questions.webhooks import fail_cut_off
 from workers.runtime.group_close import close_member
 from workers.runtime.people import escalate_due
 from workers.runtime.queues import SWEEP, enqueue_run
@@ -39,6 +40,7 @@ class SweepReport:
     escalated: list[str] = field(default_factory=list)
     lapsed: list[str] = field(default_factory=list)
     requeued: list[str] = field(default_factory=list)
+    webhooks_failed: list[str] = field(default_factory=list)  # questions whose webhook's last attempt was cut off
     purged: list[str] = field(default_factory=list)
     receipts: int = 0  # signed receipts written for questions closed without one yet
 
@@ -51,11 +53,13 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
     report.escalated = escalate_due(runtime, now)
     _lapsed(runtime, now, report)
     _requeue(runtime, now, report)
+    report.webhooks_failed = fail_cut_off(runtime, now)
     try:
         _purge(runtime, now, report)
     finally:  # a purge that fails never holds back the receipts
         report.receipts = runtime.receipts.sweep(now, runtime.settings.retention)
-    if any((report.expired, report.reminded, report.escalated, report.lapsed, report.requeued, report.purged)):
+    listed = (report.expired, report.reminded, report.escalated, report.lapsed, report.requeued, report.webhooks_failed)
+    if any(listed) or report.purged:
         found = {k: v for k, v in report.__dict__.items() if v and k != "purged"}
         log.info("sweep", **found, **({"purged": len(report.purged)} if report.purged else {}))
     return report
