@@ -199,6 +199,36 @@ def test_a_crashed_upstream_is_unlisted_and_reconnected_once_it_can_start(gatewa
     assert not back.is_error and back.structured_content == {"result": "back"}
 
 
+def test_an_approved_call_whose_upstream_went_down_says_so_and_is_not_forwarded(
+    gateway: Gateway, bot: Bot, files: Path
+) -> None:
+    async def scenario() -> CallToolResult:
+        got: dict[str, CallToolResult] = {}
+        async with gateway.open(config(files, rules=PAY_ASKED), backoff=(0.2, 0.5)) as client:
+
+            async def call() -> None:
+                with anyio.fail_after(60):
+                    got["r"] = await client.call_tool("files.pay", {"amount": 50, "account": "internal-7"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                message = await anyio.to_thread.run_sync(gateway.approval)
+                (files / DOWN).touch()  # it cannot start again, for now
+                with anyio.fail_after(20):
+                    await client.call_tool("files.crash", {})
+                await until("its tools to be unlisted", lambda: _none_listed(client))
+                await anyio.to_thread.run_sync(lambda: gateway.click(message, "parley_approve"))
+            (files / DOWN).unlink()
+        return got["r"]
+
+    result = anyio.run(scenario)
+    assert result.is_error and text_of(result).startswith("upstream 'files' is unreachable (")
+    assert text_of(result).endswith("nothing was forwarded: call it again once it is back")
+    assert payments(files) == []
+    events = [e for e in history(bot, question_run(bot)) if e["event"] in ("forwarded", "not forwarded")]
+    assert [(e["event"], e["by"]) for e in events] == [("not forwarded", APPROVER)]
+
+
 async def _none_listed(client: Client) -> bool:
     return not await listed(client)
 

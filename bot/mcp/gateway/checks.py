@@ -20,6 +20,7 @@ from bot.mcp.gateway.upstreams import Target, Upstreams
 from workers.questions import tool_calls
 
 CHANGED = "the tool changed while it waited for approval; call it again"
+NOT_FORWARDED_DOWN = "nothing was forwarded: call it again once it is back"
 
 
 def digest(tool: types.Tool) -> str:
@@ -49,6 +50,8 @@ def still_the_same(upstreams: Upstreams, target: Target) -> str | None:
     None when its upstream lists it unchanged.
     """
     now = upstreams.current(target)
+    if now is None and (down := upstreams.unreachable(target.upstream)) is not None:
+        return f"upstream {target.upstream!r} is unreachable ({down}); {NOT_FORWARDED_DOWN}"
     if now is None:
         return f"{target.full_name} is no longer listed by its upstream; nothing was forwarded"
     if digest(now) != digest(target.tool):

@@ -284,6 +284,10 @@ class Upstreams:
             )
         raise GatewayError(f"upstream {target.upstream!r} gave no result for {target.tool.name}")
 
+    def unreachable(self, upstream: str) -> str | None:
+        """Why `upstream` cannot be reached now, or None while it answers."""
+        return None if upstream in self.tools else self.errors.get(upstream)
+
     def current(self, target: Target) -> types.Tool | None:
         """The tool `target` names as its upstream lists it now, or None if gone."""
         return next((t for t in self.tools.get(target.upstream, []) if t.name == target.tool.name), None)
