@@ -60,9 +60,9 @@ class BotDeps:
     def admin_over(self, user: str, context: BoltContext | None, conversation: Mapping[str, Any]) -> bool:
         """Whether `user` may act as an admin on a run with `conversation`, from `context`'s workspace.
 
-        An admin everywhere reaches the workspace's runs. A team's admin reaches only that team's
-        runs, and an enterprise's admin its organisation's. So no team's admin acts on another
-        team's run, from a shared channel or under an org-wide install.
+        An admin everywhere, or of the organisation, reaches the workspace's runs. A team's admin
+        reaches its team's runs and runs of no team. So no team's admin acts on another team's run,
+        from a shared channel or under an org-wide install.
         """
         if context is not None and not owned(self.tenant(context), conversation):
             return False
@@ -71,11 +71,10 @@ class BotDeps:
         tenant = Tenant.of(context) if context is not None else None
         if tenant is None:
             return False
-        team, enterprise = conversation.get("team"), conversation.get("enterprise")
-        return bool(
-            (tenant.team and tenant.team == team and user in self.team_admins.get(tenant.team, ()))
-            or (tenant.enterprise and tenant.enterprise == enterprise and user in self.team_admins.get(enterprise, ()))
-        )
+        if tenant.enterprise and user in self.team_admins.get(tenant.enterprise, ()):
+            return True
+        team = conversation.get("team") or None
+        return bool(tenant.team and user in self.team_admins.get(tenant.team, ()) and team in (None, tenant.team))
 
     def admin_filter(self, user: str, context: BoltContext) -> Callable[[RunRecord], bool] | None:
         """Keeps the runs `user` administers from `context`, or None for every run (an admin everywhere)."""

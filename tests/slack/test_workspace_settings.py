@@ -116,6 +116,13 @@ def test_an_admin_reaches_the_runs_of_the_team_or_organisation_it_admins() -> No
     assert d.admin_over("U2", org, t1) and d.admin_over("U2", org, t2)  # the organisation's admin: every team
     assert d.admin_over("U0", org, t2) and not d.admin_over("U0", context("T3"), t1)  # never another tenant's
     assert not d.admin_over("U1", context("T2"), {"team": "T1"})  # from another workspace's shared channel
+    assert d.admin_over(
+        "U2", context("T1", "E1"), {"team": "T1"}
+    )  # the organisation's admin, on a run of no enterprise
+    single = deps(many=False, team_admins={"T1": frozenset({"U1"})})
+    assert single.admin_over("U1", context("T1"), {"host": "api"})  # a run of no team: the one workspace's
+    assert not single.admin_over("U1", context("T2"), {"team": "T1"})  # a Slack Connect partner's admin
+    single.pool.shutdown()
     d.pool.shutdown()
 
 
