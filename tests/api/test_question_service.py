@@ -183,6 +183,16 @@ def test_a_question_answered_before_its_run_resumed_cannot_be_cancelled(bot: Bot
     assert got.status is QuestionStatus.ANSWERED and got.answers == {"d": "approve"}
 
 
+def test_a_question_whose_post_slack_failed_can_be_cancelled_while_it_is_retried(bot: Bot) -> None:
+    bot.ws.faults.fail_next("chat.postMessage", status=500, times=10)  # the post is queued for a retry
+    service = QuestionService(bot.runtime)
+    view, _ = service.create(MCP, QuestionCreate(request=request("Ship it?"), channel="C0GENERAL"))
+    assert view.status is QuestionStatus.WAITING and bot.runtime.store.get(view.id).status.value == "queued"
+
+    assert service.cancel(MCP, view.id).status is QuestionStatus.CANCELLED
+    assert bot.runtime.store.get(view.id).status.value == "cancelled"
+
+
 def test_a_question_slack_refuses_to_post_fails_at_once(bot: Bot) -> None:
     service = QuestionService(bot.runtime)
     with pytest.raises(QuestionInvalid, match="channel_not_found"):

@@ -18,7 +18,15 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import ids, job_ids
 from workers.store import journal_names as names
-from workers.store.records import CloseMode, HistoryEntry, InterruptRecord, InterruptState, RunRecord, RunStatus
+from workers.store.records import (
+    CloseMode,
+    GroupState,
+    HistoryEntry,
+    InterruptRecord,
+    InterruptState,
+    RunRecord,
+    RunStatus,
+)
 from workers.store.runs import Closed, history_entry
 
 log = Log("parley.admin")
@@ -238,7 +246,7 @@ def cancel(runtime: Runtime, run_id: str, by: str, *, waiting_only: bool = False
             cancel_effects.enqueue(runtime, cancelled)
             return cancelled
         run = store.get(run_id)
-    if waiting_only and run.interrupt and run.status is not RunStatus.PAUSED:
+    if waiting_only and run.status is not RunStatus.PAUSED and _closed(runtime, run.interrupt):
         raise AdminError(f"run {run_id}'s question has closed; only a waiting question can be cancelled")
     ok, reason, old = store.transition(
         run_id,
@@ -256,6 +264,17 @@ def cancel(runtime: Runtime, run_id: str, by: str, *, waiting_only: bool = False
     cancelled = store.get(run_id)
     cancel_effects.enqueue(runtime, cancelled)  # an answer accepted before the cancel is shown
     return cancelled
+
+
+def _closed(runtime: Runtime, asked: str) -> bool:
+    """Whether the question (or group) a run asked has closed; one still being posted has not."""
+    if not asked:
+        return False
+    if ids.is_group(asked):
+        group = runtime.store.groups.group(asked)
+        return group is not None and group.state is not GroupState.OPEN
+    question = runtime.store.interrupt(asked)
+    return question is not None and question.state not in (InterruptState.OPEN, InterruptState.POSTING)
 
 
 def retry(runtime: Runtime, run_id: str, by: str) -> RunRecord:
