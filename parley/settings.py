@@ -24,6 +24,8 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION_HELP = "a duration such as 30d, 12h, 15m, 90s, or a number of seconds"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVEL_ALIASES = {"WARN": "WARNING", "FATAL": "CRITICAL"}
+"""The other names Python's logging takes for a level, read as the level they name."""
 
 
 def parse_duration(value: object) -> float:
@@ -203,6 +205,7 @@ class Settings(BaseSettings):
     @classmethod
     def _log_level(cls, v: object) -> object:
         level = str(v).strip().upper()
+        level = LOG_LEVEL_ALIASES.get(level, level)
         if level not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)} (in any case), not {v!r}")
         return level

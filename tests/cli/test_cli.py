@@ -22,6 +22,7 @@ from redis import Redis
 from runtime_helpers import make_runtime, parked
 
 from parley.cli import main
+from parley.settings import Settings
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store.records import RunStatus
 
@@ -144,6 +145,14 @@ def test_a_bad_log_level_is_one_line_naming_the_variable_and_the_levels(tmp_path
     assert done.stderr == (
         "parley: PARLEY_LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL (in any case), not 'verbose'\n"
     ), done.stderr
+
+
+def test_the_other_names_logging_takes_for_a_level_are_read_as_that_level() -> None:
+    assert [Settings(parley_log_level=name).parley_log_level for name in ("warn", " Fatal", "debug")] == [
+        "WARNING",
+        "CRITICAL",
+        "DEBUG",
+    ]
 
 
 def test_a_data_dir_that_is_a_file_is_one_line_naming_the_variable(tmp_path: Path) -> None:
