@@ -40,7 +40,7 @@ def do_claim(body: dict[str, Any], client: WebClient, context: BoltContext, deps
         return
     try:
         if releasing:
-            deps.runs.release(interrupt, by=by, is_admin=admin_over(deps, context, by, interrupt))
+            deps.runs.release(interrupt, by=by, is_admin=admins_question(deps, context, by, interrupt))
         else:
             deps.runs.claim(interrupt, by=by)
     except ClaimRefused as exc:
@@ -60,7 +60,7 @@ def acts_here(client: WebClient, body: dict[str, Any], deps: BotDeps, interrupt:
     return refusal is None
 
 
-def admin_over(deps: BotDeps, context: BoltContext, user: str, interrupt: InterruptRecord) -> bool:
+def admins_question(deps: BotDeps, context: BoltContext, user: str, interrupt: InterruptRecord) -> bool:
     """Whether `user` admins the question's run: an admin of another workspace is not, even in a shared channel."""
     run = deps.runs.find(interrupt.run_id)
     return run is not None and deps.admin_over(user, context, run.conversation)

@@ -21,7 +21,7 @@ from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
 from slack_sdk.models.views import View
 
 from bot.deps import BotDeps
-from bot.listeners.claims import admin_over
+from bot.listeners.claims import admins_question
 from bot.slack.blocks_question import REASSIGN_ACTION_ID
 from bot.slack.form_state import parse_block_id
 from bot.slack.mrkdwn import user_ref
@@ -58,7 +58,7 @@ def do_reassign(body: dict[str, Any], client: WebClient, context: BoltContext, d
             interrupt,
             by=by,
             to=to,
-            is_admin=admin_over(deps, context, by, interrupt),
+            is_admin=admins_question(deps, context, by, interrupt),
             to_is_bot=to != by and _is_bot(client, to),
         )
     except ReassignRefused as exc:

@@ -109,6 +109,9 @@ def test_a_question_is_not_reassigned_to_someone_away_but_their_delegate_is_name
     with pytest.raises(ReassignRefused, match=r"<@U3> is away; reassign it to <@U4>, who answers for them"):
         reassign(rt, q, by="U1", to="U3", is_admin=False, to_is_bot=False)
     assert dump_database(r) == before and host.reassignments == []
+    rt.store.away.set("T1", "U5", time.time() + 3600, "U1", by="U5")
+    with pytest.raises(ReassignRefused, match=r"<@U5> is away, and <@U1>, who answers for them, is already asked"):
+        reassign(rt, q, by="U1", to="U5", is_admin=False, to_is_bot=False)
     moved = reassign(rt, q, by="U1", to="U4", is_admin=False, to_is_bot=False)
     assert moved.assignees == ["U4"] and host.reassignments == [(run_id, iid, "U1", "U4")]
 

@@ -85,6 +85,8 @@ def reassign(
     if not own and not is_admin:
         raise ReassignRefused("Only the people asked, or a Parley admin, can reassign this question.")
     if (delegate := runtime.store.away.stand_ins(interrupt.team, [to]).people[0]) != to:
+        if delegate == by or delegate in interrupt.assignees:
+            raise ReassignRefused(f"<@{to}> is away, and <@{delegate}>, who answers for them, is already asked.")
         raise ReassignRefused(f"<@{to}> is away; reassign it to <@{delegate}>, who answers for them.")
     change = runtime.store.people.reassign(interrupt.id, interrupt.run_id, by, to, whole=not own)
     if not change.done:
