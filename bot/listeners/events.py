@@ -91,7 +91,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     if item is None:
         # Told once per person and question: a conversation in the thread is not nagged.
         ack()
-        if runs.first_delivery(f"reply-hint:{interrupt.id}:{user}", HINT_TTL):
+        if runs.first_delivery(_hint_key(interrupt, user), HINT_TTL):
             one = len(interrupt.request.items) == 1  # e.g. an optional yes/no, which a reply would only guess at
             refusal = Refusal(RefusalReason.SEVERAL_FIELDS, message=ONE_FIELD_DETAIL if one else "")
             refused = AnswerOutcome.refused(interrupt.id, user, refusal)
@@ -106,6 +106,9 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
             return
         if not asked:  # it names no option, and its writer was not asked: talk, not an answer
             ack()
+            return
+        if deps.reader is not None and not runs.first_delivery(_hint_key(interrupt, user), HINT_TTL):
+            ack()  # past the replier's readings: told once per question already, chatter is not answered
             return
         outcome = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.AMBIGUOUS, message=str(exc)))
     else:
@@ -127,7 +130,9 @@ def _read_by_model(
 
     This needs `PARLEY_LLM_ANSWERS=on`. The reading, and what it proposes, come after the ack.
     Nothing is accepted until the replier confirms. False when reading is off, the replier was not
-    asked, or too many wait.
+    asked, or too many wait. False too past the replier's readings of the question: the rule
+    path takes the reply. The replier hears "nothing was answered" once per question, from
+    either path.
     """
     user = str(event["user"])
     if deps.reader is None or (interrupt.assignees and user not in interrupt.assignees):
@@ -139,8 +144,14 @@ def _read_by_model(
         channel=str(event["channel"]),
         thread_ts=str(event["thread_ts"]),
         log_context={**run.log_context(), "interrupt_id": interrupt.id, "user": user},
+        first_told=partial(deps.runs.first_delivery, _hint_key(interrupt, user), HINT_TTL),
     )
     return deps.reader.read(client, reply)
+
+
+def _hint_key(interrupt: InterruptRecord, user: str) -> str:
+    """Once per question and person: told that a reply needs the form, or was not read."""
+    return f"reply-hint:{interrupt.id}:{user}"
 
 
 def register(app: App, deps: BotDeps) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+from http_servers import serving
 from llm_standin import ChatStandin, HTTPReply, call, calls, final, last_tool_result
 from redis import Redis
 from runtime_helpers import RecordingHost, make_runtime, parked, runtime_and_host, start, work
@@ -23,7 +25,7 @@ from workers.agents.assistant import CREATE_TICKET_SCHEMA  # importing it regist
 from workers.agents.tracker import read_tickets, tickets_path
 from workers.interaction import Answer
 from workers.llm import Tool, ToolError, llm_config_from_env, run_loop
-from workers.llm.client import LLMConfig, LLMNotConfigured, parse_completion
+from workers.llm.client import ChatClient, LLMConfig, LLMError, LLMNotConfigured, parse_completion
 from workers.llm.loop import ANSWERS_ARE_DATA, PEOPLE_TEXT_IS_DATA
 from workers.runtime.acceptance import accept
 from workers.runtime.sweep import sweep
@@ -348,6 +350,38 @@ def test_responses_are_normalised_to_the_shape_sent_back() -> None:
     assert [c["id"] for c in completion.tool_calls] == ["call_0", "x", "x_2"]
     assert completion.tool_calls[0]["function"]["arguments"] == '{"a": 1}'
     assert completion.usage == {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+
+
+class Trickle(BaseHTTPRequestHandler):
+    """A whole, valid completion sent one byte every 1.5 s, each network read within a 2 s timeout."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        completion = {"choices": [{"message": {"role": "assistant", "content": "done"}}]}
+        body = b" " * 12 + json.dumps(completion).encode()  # leading spaces: still JSON
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for i in range(12):
+                self.wfile.write(body[i : i + 1])
+                time.sleep(1.5)
+            self.wfile.write(body[12:])
+        except OSError:  # the client gave up
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout() -> None:
+    with serving(Trickle) as port:
+        config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout=2.0)
+        started = time.monotonic()
+        with ChatClient(config) as client, pytest.raises(LLMError, match="ReadTimeout"):
+            client.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 2.0 + 5  # the whole answer takes 18 s
 
 
 def test_tools_refuse_reserved_names_and_bad_schemas() -> None:

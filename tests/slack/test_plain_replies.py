@@ -121,7 +121,9 @@ def test_a_reply_is_read_and_nothing_is_answered_until_the_replier_confirms(bot:
     assert model.problems == []
 
 
-@pytest.mark.parametrize("text", ["no, don't approve", "not yet", "I wouldn't approve this", "approve it?"])
+@pytest.mark.parametrize(
+    "text", ["no, don't approve", "not yet", "I wouldn't approve this", "approve it?", "I wouldn\u2019t approve this"]
+)
 def test_a_reply_that_does_not_plainly_approve_never_proposes_approve(bot: Bot, model: ChatStandin, text: str) -> None:
     paused = approval(bot)
     model.add(reads({"_decision": "approve"}))  # the worst reading
@@ -194,7 +196,87 @@ def test_someone_not_asked_is_not_read_at_all(bot: Bot, model: ChatStandin) -> N
         ("yes but wait", False),
         ("approve?", False),
         ("go ahead", True),
+        ("approve", True),
+        ("yes, approve it", True),
+        ("LGTM", True),
+        ("ship it", True),
+        ("I wouldn\u2019t approve this", False),  # a curly apostrophe, as Slack on macOS and iOS sends
+        ("I couldn't approve this", False),
+        ("don\u2019t approve", False),
+        ("I didn't say approve", False),
+        ("you mustn't approve", False),
+        ("I'd approve if the amount were lower", False),
+        ("approve only if the cost is under 1k", False),
+        ("LGTM except the replica count", False),
+        ("ok, after the freeze ends", False),
     ],
 )
 def test_plainly_approves(text: str, approves: bool) -> None:
     assert plainly_approves(text) is approves
+
+
+@pytest.mark.parametrize(
+    ("reading", "shown", "raw"),
+    [
+        (
+            {"unreadable": "<!channel> answer at <https://evil.example/login|the form>"},
+            "&lt;!channel&gt; answer at &lt;https://evil.example/login|the form&gt;",
+            ["<!channel>", "<https://"],
+        ),
+        ({"answers": {"colour": "<!here>"}}, "&lt;!here&gt;", ["<!here>"]),
+    ],
+    ids=["unreadable", "invalid-value"],
+)
+def test_the_models_words_are_posted_as_plain_text(
+    bot: Bot, model: ChatStandin, reading: dict[str, Any], shown: str, raw: list[str]
+) -> None:
+    paused = bot.paused("s-form", {"assignees": [USER]})
+    model.add(final(json.dumps(reading)))
+    reply(bot, paused, "something purple-ish")
+    told = said(bot, paused, "could not read")
+    assert shown in told["text"]
+    posted = [str(c["args"].get("text")) for c in bot.calls("chat.postMessage")]
+    assert not [t for t in posted if any(markup in t for markup in raw)]
+
+
+def test_chatter_is_read_at_most_three_times_and_answered_once(bot: Bot, model: ChatStandin) -> None:
+    paused = bot.paused("s-form", {"assignees": [USER, "U0CAROL"]})
+    model.add(*[final(json.dumps({"unreadable": "it is chatter"}))] * 6)
+    for n, text in enumerate(["thanks!", "lol", "will look after lunch", "who owns this?", "ok", "brb"], 1):
+        reply(bot, paused, text)
+        bot.wait_for("the reading", lambda n=n: len(model.requests) >= min(n, 3))
+        bot.settle()
+    assert len(model.requests) == 3
+    told = [m for m in thread(bot, paused) if "Nothing was answered" in m["text"]]
+    assert len(told) == 1 and "could not read" in told[0]["text"]
+    assert bot.calls("chat.postEphemeral") == []  # nor told privately past the readings
+    assert state(bot, paused) is InterruptState.OPEN
+
+    reply(bot, paused, "hmm", user="U0CAROL")  # someone else asked has readings of their own
+    bot.wait_for("Carol's reply to be read", lambda: len(model.requests) == 4)
+    said(bot, paused, "<@U0CAROL>: I could not read that")
+    assert state(bot, paused) is InterruptState.OPEN
+
+
+def test_a_long_reading_is_shown_cut_and_its_confirm_records_it_whole(bot: Bot, model: ChatStandin) -> None:
+    paused = bot.paused("s-form", {"assignees": [USER]})
+    note = "word " * 589 + "word!"  # 2,950 characters: a valid note, too long to show whole
+    model.add(reads({"colour": "Green", "note": note}))
+    reply(bot, paused, "green, and a long note")
+    shown = proposal(bot, paused)
+    section = shown["blocks"][0]["text"]["text"]
+    assert "*Colour*: Green" in section and "cut here; Confirm records it whole" in section
+    assert note not in section and len(section) <= 3000
+    confirm(bot, paused, shown, USER)
+    assert answers_of(bot.runtime.store.interrupt(paused.interrupt.id)) == {"colour": "Green", "note": note}
+
+
+def test_a_reading_the_thread_cannot_show_is_not_kept(bot: Bot, model: ChatStandin) -> None:
+    paused = bot.paused("s-form", {"assignees": [USER]})
+    model.add(reads({"colour": "Green"}))
+    bot.ws.faults.fail_next("chat.postMessage", status=200, error="invalid_blocks")
+    reply(bot, paused, "the colour of grass")
+    told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == USER)
+    assert "Nothing was answered" in str(told["args"].get("text"))
+    assert bot.runtime.store.redis.keys("parley:proposal:*") == []
+    assert state(bot, paused) is InterruptState.OPEN

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -143,7 +144,7 @@ class ChatClient:
             body["tool_choice"] = "auto"
         url = redacted(self.config.url)  # as errors show it
         try:
-            response = self._http.post(self.config.url, json=body)
+            response = self._post(body)
         except httpx.HTTPError as exc:
             raise LLMError(f"cannot reach the model at {url}: {type(exc).__name__}: {redacted(str(exc))}") from exc
         if response.status_code >= 400:
@@ -155,6 +156,26 @@ class ChatClient:
                 f"the model at {url} answered with something that is not JSON: {response.text[:_EXCERPT]!r}"
             ) from None
         return parse_completion(data, url)
+
+    def _post(self, body: dict[str, Any]) -> httpx.Response:
+        """The whole response to `body`, read within the configured timeout.
+
+        httpx's timeout bounds each network read, not the call, so a server sending a byte at a time
+        could hold a call for ever. The body is read in chunks against one deadline for the call.
+        Past it, this raises `httpx.ReadTimeout`, as a server too slow to answer does.
+        """
+        deadline = time.monotonic() + self.config.timeout
+        with self._http.stream("POST", self.config.url, json=body) as response:
+            chunks: list[bytes] = []
+            for chunk in response.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(
+                        f"no whole answer within {self.config.timeout:g} s", request=response.request
+                    )
+                chunks.append(chunk)
+        headers = response.headers.copy()
+        headers.pop("content-encoding", None)  # the chunks are decoded already
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
 
 
 def _http_error(url: str, response: httpx.Response) -> LLMError:

@@ -27,10 +27,18 @@ SYSTEM = (
     'false, or text), or {"unreadable": "<why, in a few words>"} when it answers nothing clearly.'
 )
 NEGATIONS = re.compile(
-    r"\b(no|not|nope|nah|never|don'?t|doesn'?t|won'?t|wouldn'?t|shouldn'?t|can'?t|cannot|isn'?t|"
-    r"reject|deny|decline|stop|hold|wait|later|yet|unless|but|maybe|perhaps|hmm)\b|[?]",
+    r"\b(no|not|nope|nah|never|\w+n't|cannot|(?:ai|are|ca|could|did|do|does|had|has|have|is|must|need|should|"
+    r"was|were|wo|would)nt|reject|deny|decline|stop|hold|wait|later|yet|maybe|perhaps|hmm|"
+    r"if|unless|except|only|after|once|until|when|but|assuming|provided|pending)\b|[?]",
     re.IGNORECASE,
 )
+"""A word of refusal ("no", "not", any "n't"), of doubt, or of a condition ("if", "only", "after").
+
+Each alternative is a plain word, or one run of word characters before "n't", so a match takes
+time linear in the reply.
+"""
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+"""Typographic apostrophes, as Slack on macOS and iOS sends them, read as `'`."""
 AFFIRMATIONS = re.compile(r"\b(yes|yep|yeah|approve|approved|go|ship|lgtm|ok|okay|sure|do it)\b|👍", re.IGNORECASE)
 REPLY_MAX = 2000
 
@@ -47,7 +55,8 @@ def plainly_approves(text: str) -> bool:
 
     That is the only reading that may approve.
     """
-    return bool(AFFIRMATIONS.search(text)) and not NEGATIONS.search(text)
+    plain = text.translate(APOSTROPHES)
+    return bool(AFFIRMATIONS.search(plain)) and not NEGATIONS.search(plain)
 
 
 def question_of(request: Request) -> dict[str, Any]:

@@ -287,6 +287,11 @@ def reply_proposal(proposal_id: str) -> str:
     return f"{PREFIX}proposal:{proposal_id}"
 
 
+def reply_readings(interrupt_id: str, user: str) -> str:
+    """Counter with a TTL: how many of one person's replies to a question the model has read."""
+    return f"{PREFIX}readings:{interrupt_id}:{user}"
+
+
 def away(team: str, user: str) -> str:
     """Hash: a person away until a time, and their delegate meanwhile.
 

@@ -18,6 +18,7 @@ from workers.store import keys
 from workers.store.replies import reply, text_hash
 
 PROPOSAL_TTL = 24 * 3600
+READINGS_TTL = 24 * 3600
 
 # KEYS: proposal   ARGV: user   Returns the proposal's fields, deleted, or {} when not theirs or gone.
 TAKE = """
@@ -65,6 +66,18 @@ class ProposalStore:
             pipe.expire(keys.reply_proposal(proposal_id), ttl)
             pipe.execute()
         return proposal_id
+
+    def take_reading(self, interrupt_id: str, user: str, budget: int, ttl: int = READINGS_TTL) -> bool:
+        """Whether the model may read one more of `user`'s replies to `interrupt_id`.
+
+        Each person has `budget` readings per question, counted afresh after `ttl` seconds.
+        """
+        key = keys.reply_readings(interrupt_id, user)
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(key, 0, nx=True, ex=ttl)
+            pipe.incr(key)
+            _, count = pipe.execute()
+        return int(count) <= budget
 
     def get(self, proposal_id: str) -> Proposal | None:
         fields = text_hash(reply(self.redis.hgetall(keys.reply_proposal(proposal_id))))
