@@ -5,6 +5,10 @@ SIGKILLed while its attempt waits on the receiver, so it records nothing. RQ fin
 abandoned once its started-registry entry lapses, a minute and a half after the attempt began.
 The test runs RQ's own cleanup as of then (`StartedJobRegistry.cleanup(timestamp=…)`) rather
 than wait for it.
+
+The integration tests make that state with RQ's own calls on real Redis, and call the sweep's
+steps in-process. A job RQ fails hours after its start is still recorded. A step that raises
+holds back none after it.
 """
 
 from __future__ import annotations
@@ -14,22 +18,31 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from api_support import Token, approval, create_token
 from http_servers import BlackHole, black_hole
+from redis import Redis
+from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
+from runtime_helpers import make_runtime, start, work
 from slack_stack import SlackStack
 from stacks import Stacks
 
+from workers.questions.webhook_cut_off import CUT_OFF, fail_cut_off
+from workers.questions.webhooks import DELIVER, FAILURE_TTL
+from workers.runtime import sweep as sweeping
 from workers.runtime.queues import WEBHOOK_QUEUE_NAME
+from workers.runtime.wiring import Runtime
 from workers.store import job_ids
+from workers.store.questions import QuestionStore
+from workers.store.records import WebhookState
 from workers.store.runs import RunStore
-
-pytestmark = pytest.mark.system
 
 CHANNEL = "C0GENERAL"
 
@@ -68,6 +81,7 @@ def kill_during_attempt(stack: SlackStack, worker: subprocess.Popen[bytes], hole
     started.cleanup(timestamp=time.time() + 120)  # as RQ's next look would, once the entry lapsed
 
 
+@pytest.mark.system
 def test_a_worker_killed_mid_attempt_leads_to_the_next_and_after_the_last_to_failed(
     stack: SlackStack, hole: BlackHole
 ) -> None:
@@ -98,3 +112,52 @@ def test_a_worker_killed_mid_attempt_leads_to_the_next_and_after_the_last_to_fai
     failed = [e for e in RunStore(stack.redis).history(question_id) if e.event == "webhook failed"]
     assert len(failed) == 1, failed
     assert failed[0].detail["attempts"] == 2 and failed[0].detail["error"] == "the worker delivering it stopped"
+
+
+def pending_delivery(rt: Runtime, question_id: str) -> Job:
+    """A cancelled question's webhook, pending, and its delivery job (no retries left) as `announce` queues it."""
+    state = WebhookState(id=f"msg_{question_id}_cancelled", event="cancelled", payload="{}")
+    QuestionStore(rt.redis).set_webhook(question_id, state)
+    job_id = job_ids.webhook(question_id, "cancelled")
+    return rt.webhook_queue.enqueue(DELIVER, question_id, job_id=job_id, failure_ttl=FAILURE_TTL)
+
+
+@pytest.mark.integration
+def test_a_delivery_failed_just_now_is_recorded_though_its_attempt_began_hours_ago(r: Redis, tmp_path: Path) -> None:
+    rt = make_runtime(r, tmp_path)
+    job = pending_delivery(rt, "q-lost")
+    rt.webhook_queue.remove(job)  # taken by a worker on a machine since lost
+    hours_ago = datetime.now(UTC) - timedelta(hours=3)
+    with r.pipeline() as pipe:  # started three hours ago, as RQ's worker starts a job
+        job.prepare_for_execution("lost-worker", pipe)
+        Execution.create(job, ttl=90, pipeline=pipe)
+        job.enqueued_at = job.started_at = hours_ago
+        job.save(pipeline=pipe)
+        pipe.execute()
+    rt.webhook_queue.started_job_registry.cleanup(timestamp=time.time() + 120)  # no maintenance ran till now
+    failed = Job.fetch(job.id, connection=r, serializer=JSONSerializer)
+    assert failed.get_status() == JobStatus.FAILED and failed.ended_at is None  # the abandoned path sets no end
+    older = pending_delivery(rt, "q-older")  # a failure two hours ago, past the sweep's lookback
+    rt.webhook_queue.failed_job_registry.add(older, ttl=FAILURE_TTL - 2 * 3600)
+
+    assert fail_cut_off(rt, time.time()) == ["q-lost"]
+    hook = QuestionStore(r).webhook("q-lost")
+    assert hook is not None and (hook.status, hook.attempts, hook.last_error) == ("failed", 1, CUT_OFF)
+    assert [e.event for e in RunStore(r).history("q-lost")] == ["webhook failed"]
+    assert QuestionStore(r).webhook("q-older").status == "pending"  # type: ignore[union-attr]
+
+
+@pytest.mark.integration
+def test_a_sweep_whose_cut_off_step_raises_still_purges(
+    r: Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt = make_runtime(r, tmp_path, retention=60)
+    run_id = start(rt, "t-flaky", {"fail": 0})
+    work(rt)
+
+    def broken(runtime: Runtime, now: float) -> list[str]:
+        raise ConnectionError("Redis went away mid-step")
+
+    monkeypatch.setattr(sweeping, "fail_cut_off", broken)
+    report = sweeping.sweep(rt, now=time.time() + 3600)
+    assert report.webhooks_failed == [] and report.purged == [run_id]

@@ -6,9 +6,9 @@ optional reason follow. Every host answers it like any other request. A host tha
 approvals shows the arguments with Approve, Edit… and Reject. `decision_of` reads the answers
 back as a `Decision`, with the edits applied and listed.
 
-Arguments too long to bind whole may be shown in part (`in_part`). Each long value is then shown
-by its start and bound by its sha256. The caller keeps the whole arguments and runs with
-`approved_args`.
+Arguments too long to bind whole may be shown in part (`in_part`, see `approval_in_part`). Each
+long value is then shown by its start and bound by its sha256. The caller keeps the whole
+arguments and runs with `approved_args`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from workers.interaction.context import CONTEXT_MAX, canonical, canonical_form, digest, show_value, too_deep
-from workers.interaction.exceptions import ContextError
+from workers.interaction.approval_in_part import approved_args as approved_args
+from workers.interaction.approval_in_part import bound_args
+from workers.interaction.approval_in_part import shown_in_part as shown_in_part
 from workers.interaction.lengths import REASON_MAX
 from workers.interaction.models import (
     ITEM_ID_PATTERN,
@@ -45,8 +46,6 @@ APPROVE_STANDING = "approve_standing"
 """Approve this call and, for a while, later calls like it (the approval's `standing` says for what)."""
 MAX_EDITABLE = MAX_ITEMS - 2
 """Arguments that can be edited in one approval: the request's items less the decision and the reason."""
-IN_PART = "(shown in part: the first {shown:,} of {total:,} characters)"
-"""The note opening a value shown in part, before its start."""
 
 
 class Decision(BaseModel):
@@ -103,103 +102,6 @@ def _editable_names(args: dict[str, Any], editable: bool | list[str]) -> list[st
     return [n for n in args if n in editable]
 
 
-def _text_keys(value: Any) -> bool:
-    """Whether every object in `value` has text keys only, as JSON's do."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if not all(isinstance(key, str) for key in item):
-                return False
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return True
-
-
-def _too_long_only(args: Any, error: ContextError) -> str:
-    """`args` as canonical JSON, when being too long is all that keeps them from being bound.
-
-    Otherwise `error` is raised again: args that are not plain JSON are never shown in part.
-    """
-    if not isinstance(args, dict) or too_deep(args) or not _text_keys(args):
-        raise error
-    try:
-        text = canonical_form(args)
-    except (TypeError, ValueError):  # not JSON, or a number JSON cannot hold
-        raise error from None
-    if len(text) <= CONTEXT_MAX:
-        raise error
-    return text
-
-
-def _json_len(text: str) -> int:
-    return len(json.dumps(text)) - 2
-
-
-def _value_in_part(value: Any, room: int) -> str | None:
-    """`value` as text of at most `room` characters of JSON: a note, its start, its sha256.
-
-    None when not even the note and the digest fit.
-    """
-    text = value if isinstance(value, str) else show_value(value)
-    tail = f"… (sha256 {digest(canonical_form(value))})"
-    left = room - 2 - _json_len(IN_PART.format(shown=len(text), total=len(text)) + " " + tail)
-    if left < 0:
-        return None
-    shown = 0
-    for c in text:
-        left -= _json_len(c)
-        if left < 0:
-            break
-        shown += 1
-    return f"{IN_PART.format(shown=shown, total=len(text))} {text[:shown]}{tail}"
-
-
-def shown_in_part(args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`args` as an approval shows and binds them, and the names of those shown in part.
-
-    Args within `CONTEXT_MAX` characters of canonical JSON are returned whole. Otherwise the longest
-    values, one more at a time, become text: a note, their start, and their sha256. The digest keeps
-    the approval bound to every argument, since any change to a value changes it. `ContextError`
-    when the args are not plain JSON, or when even that does not fit.
-    """
-    try:
-        canonical(args)
-        return dict(args), []
-    except ContextError as exc:
-        whole = _too_long_only(args, exc)
-    longest = sorted(args, key=lambda n: len(canonical_form(args[n])), reverse=True)
-    for count in range(1, len(longest) + 1):
-        clipped = longest[:count]
-        rest = len(canonical_form({n: "" if n in clipped else v for n, v in args.items()}))
-        room = 2 + (CONTEXT_MAX - rest) // count  # each clipped value's share, its quotes counted in `rest`
-        parts = {n: _value_in_part(args[n], room) for n in clipped}
-        if all(p is not None for p in parts.values()):
-            shown = {n: parts.get(n, v) for n, v in args.items()}
-            canonical(shown)  # within CONTEXT_MAX by construction
-            return shown, clipped
-    raise ContextError(
-        f"the arguments are {len(whole):,} characters of canonical JSON, and even with their long values "
-        f"shown in part they take over the {CONTEXT_MAX:,} an approval shows; pass fewer arguments"
-    )
-
-
-def _bound(args: dict[str, Any], in_part: bool) -> tuple[dict[str, Any], list[str]]:
-    """The args an approval shows and is bound to, and those shown in part (see `shown_in_part`)."""
-    if in_part:
-        return shown_in_part(args)
-    try:
-        canonical(args)
-    except ContextError as exc:
-        whole = _too_long_only(args, exc)
-        raise ContextError(
-            f"the arguments are {len(whole):,} characters of canonical JSON, and an approval shows at most "
-            f"{CONTEXT_MAX:,}: pass shorter ones"
-        ) from None
-    return args, []
-
-
 def approval_request(
     action: str,
     args: dict[str, Any],
@@ -214,18 +116,17 @@ def approval_request(
 ) -> Request:
     """The request asking to approve `action` with `args`.
 
-    Arguments that no item fits are shown but not editable. So are those in `fixed`.
-    `editable=True` makes each argument editable, up to `MAX_EDITABLE`. Past that, only the first
-    `MAX_EDITABLE` in the args' order are. A person approving a tool expects Edit… to change its
-    arguments, so most stay editable rather than none. A tool's order most often puts first what
-    matters. The rest are shown in the form, not editable. Naming more than `MAX_EDITABLE` is a
-    `FormError`.
-    `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`).
-    `input_schema`: what edited arguments must meet, checked when answered (by default `schema`'s).
-    `in_part`: args too long to bind whole are shown in part (`shown_in_part`), never editable.
-    The approval's args are then those shown. `approved_args` gives what to run with.
+    Arguments no item fits are shown but not editable. So are those in `fixed`.
+    - `editable=True`: the first `MAX_EDITABLE` arguments in order are editable. People expect
+      Edit… to change a tool's arguments, so most stay editable. A tool most often puts first what
+      matters.
+    - `editable` as names: naming more than `MAX_EDITABLE` is a `FormError`.
+    - `standing`: the label of a third choice, a standing approval (`APPROVE_STANDING`).
+    - `input_schema`: what edits must meet when answered. It defaults to `schema`'s.
+    - `in_part`: args too long to bind whole are shown in part (`shown_in_part`). Those are never
+      editable. The caller runs with `approved_args`.
     """
-    shown, clipped = _bound(args, in_part)  # plain JSON of bounded size, or ContextError: the approval is bound to it
+    shown, clipped = bound_args(args, in_part)  # plain JSON of bounded size, or ContextError: bound to it
     if input_schema is None and schema is not None:
         input_schema = schema_of(schema)
     typed = schema_items(schema_of(schema), only=list(args)) if schema is not None else {}
@@ -263,16 +164,6 @@ def approval_request(
         {"reason": options.pop("reason", None) or action[:REASON_MAX], **options}
         | {"items": [*items, decision, reason], "approval": approval}
     )
-
-
-def approved_args(decision: Decision, proposed: dict[str, Any]) -> dict[str, Any]:
-    """The args to run with: the decision's, with each value shown in part put back whole.
-
-    `proposed` holds the args as the approval was asked with them (`in_part`). Without values
-    shown in part, these are `decision.args`.
-    """
-    _, in_part = shown_in_part(proposed)
-    return {**decision.args, **{name: proposed[name] for name in in_part}}
 
 
 def approval_answers(

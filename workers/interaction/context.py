@@ -49,7 +49,7 @@ class ContextChange(BaseModel):
     new: Any = None
 
 
-def _problem(value: Any, where: str) -> str | None:
+def json_problem(value: Any, where: str) -> str | None:
     """Why `value` is not plain JSON, or None.
 
     Plain JSON is objects with text keys, lists, text, numbers, booleans and null.
@@ -59,12 +59,12 @@ def _problem(value: Any, where: str) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{where} is {value}, which JSON cannot hold"
     if isinstance(value, list | tuple):
-        return next((p for n, v in enumerate(value) if (p := _problem(v, f"{where}[{n}]"))), None)
+        return next((p for n, v in enumerate(value) if (p := json_problem(v, f"{where}[{n}]"))), None)
     if isinstance(value, dict):
         for key, v in value.items():
             if not isinstance(key, str):
                 return f"{where} has the key {key!r}, which is not text"
-            if problem := _problem(v, f"{where}.{key}"):
+            if problem := json_problem(v, f"{where}.{key}"):
                 return problem
         return None
     return f"{where} is a {type(value).__name__}, which is not JSON"
@@ -97,7 +97,7 @@ def canonical(context: Any) -> str:
         raise ContextError(f"context must be a dict of facts, not a {type(context).__name__}")
     if too_deep(context):
         raise ContextError(f"context nests more than {DEPTH_MAX} levels of objects and lists")
-    if problem := _problem(context, "context"):
+    if problem := json_problem(context, "context"):
         raise ContextError(problem)
     text = canonical_form(context)
     if len(text) > CONTEXT_MAX:

@@ -10,7 +10,7 @@ or the deadline raises. RQ then tries again after the next interval. The last fa
 recorded as `failed` on the question. Each attempt checks the destination again and connects to
 the address checked (`destinations.pinned`). A worker killed mid-attempt records nothing. RQ
 retries its job once it finds it abandoned. After the last attempt, the sweep records the
-delivery failed (`fail_cut_off`).
+delivery failed (`webhook_cut_off`).
 
 An attempt has one deadline for all of it: connecting, sending, the answer (`webhook_timeout`). It
 has 2 s to connect. Of the answer only the status counts, and at most `ANSWER_READ` bytes of its
@@ -41,8 +41,6 @@ from datetime import UTC, datetime
 
 import httpx
 from rq import Retry, get_current_job
-from rq.exceptions import DeserializationError
-from rq.job import Job
 from rq.rate_limit import RateLimit
 
 from workers import metrics
@@ -75,7 +73,6 @@ __all__ = [
     "announce",
     "check_destination",
     "deliver",
-    "fail_cut_off",
     "pinned",
     "post",
     "sign",
@@ -94,11 +91,6 @@ SLOT_MARGIN = 30.0
 """Seconds an in-flight slot outlives its attempt's deadline, should the worker die holding it."""
 FAILURE_TTL = 7 * 86400
 """Seconds RQ keeps a delivery's failed job, in its failed registry too."""
-CUT_OFF_LOOKBACK = 3600.0
-"""Seconds back the sweep looks for deliveries RQ failed that `deliver` did not record (`fail_cut_off`)."""
-CUT_OFF_PAGE = 20
-"""Failed jobs the sweep reads at a time, latest first."""
-CUT_OFF = "the worker delivering it stopped"
 
 
 class AttemptTimedOut(QuestionError):
@@ -244,7 +236,7 @@ def deliver(question_id: str) -> str | Retry:
         address = check_destination(question.callback_url, cfg.webhook_allow, cfg.webhook_loopback)
     except DestinationRefused as exc:  # no retry would change this
         state = state.model_copy(update={"attempts": state.attempts + 1, "status": "failed", "last_error": str(exc)})
-        runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=str(exc))
+        runtime.store.add_history(question_id, "webhook failed", "parley", **history_detail(state), error=str(exc))
         store.set_webhook(question_id, state)
         metrics.webhook_attempt("refused")
         log.warning("webhook refused", **ctx, error=str(exc))
@@ -274,77 +266,16 @@ def deliver(question_id: str) -> str | Retry:
     if failure is not None:
         error = f"{type(failure).__name__}: {failure}"[:300]
         if final:  # in the run's history, so admins see it (`parley runs show`, Slack's Inspect)
-            runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=error)
+            runtime.store.add_history(question_id, "webhook failed", "parley", **history_detail(state), error=error)
         update = {"status": "failed" if final else "pending", "last_error": error, **_circuit_fields(circuit)}
         store.set_webhook(question_id, state.model_copy(update=update))
         log.warning("webhook attempt failed", **ctx, error=error, final=final, circuit=circuit.state)
         raise failure
-    runtime.store.add_history(question_id, "webhook delivered", "parley", **_detail(state))
+    runtime.store.add_history(question_id, "webhook delivered", "parley", **history_detail(state))
     delivered = {"status": "delivered", "delivered_at": time.time(), "last_error": "", **_circuit_fields(circuit)}
     store.set_webhook(question_id, state.model_copy(update=delivered))
     log.info("webhook delivered", **ctx, status=state.last_status)
     return "delivered"
-
-
-def fail_cut_off(runtime: Runtime, now: float) -> list[str]:
-    """Record as failed each webhook still pending whose job RQ failed; returns their question ids.
-
-    `deliver` records its own last failure. A worker killed mid-attempt (SIGKILL, out of memory, a
-    lost machine) records nothing. RQ finds its job abandoned once the job's started-registry entry
-    lapses. With retries left RQ runs the next attempt. After the last it moves the job to its failed
-    registry, and the webhook would stay `pending` for good. The sweep reads that registry, latest
-    first, back to the jobs last seen `CUT_OFF_LOOKBACK` seconds ago. Each such webhook is recorded
-    failed, the cut-off attempt counted, with a `webhook failed` history entry. Few jobs fail in an
-    hour: a token has only a few deliveries under way at once (`webhook_per_token`).
-    """
-    registry = runtime.webhook_queue.failed_job_registry
-    recorded: list[str] = []
-    start = 0
-    while True:
-        ids = registry.get_job_ids(start, start + CUT_OFF_PAGE - 1, desc=True, cleanup=False)
-        for job in Job.fetch_many(ids, connection=runtime.redis, serializer=registry.serializer):
-            if job is None:
-                continue
-            if _last_seen(job) < now - CUT_OFF_LOOKBACK:
-                return recorded  # the rest failed before it
-            question_id = _question_of(job)
-            if question_id is not None and _record_cut_off(runtime, question_id, job):
-                recorded.append(question_id)
-        if len(ids) < CUT_OFF_PAGE:
-            return recorded
-        start += CUT_OFF_PAGE
-
-
-def _last_seen(job: Job) -> float:
-    """When RQ last enqueued, started or ended `job`: its failure came after."""
-    return max((at.timestamp() for at in (job.enqueued_at, job.started_at, job.ended_at) if at), default=0.0)
-
-
-def _question_of(job: Job) -> str | None:
-    """The question whose webhook `job` delivers; None for a Temporal signal's job."""
-    try:
-        return str(job.args[0]) if job.func_name == DELIVER and job.args else None
-    except DeserializationError:  # not a job Parley wrote
-        return None
-
-
-def _record_cut_off(runtime: Runtime, question_id: str, job: Job) -> bool:
-    """Record the question's webhook failed, if `job` delivers it and it is still pending.
-
-    Its attempts are RQ's count when that is more: every attempt but the last used one of the job's
-    retries, those cut off too.
-    """
-    store = QuestionStore(runtime.redis)
-    state = store.webhook(question_id)
-    if state is None or state.status != "pending" or job_ids.webhook(question_id, state.event) != job.id:
-        return False  # delivered, or recorded already
-    made = len(job.retry_intervals or ()) - (job.retries_left or 0) + 1
-    update = {"attempts": max(state.attempts + 1, made), "status": "failed", "last_error": CUT_OFF}
-    state = state.model_copy(update=update)
-    runtime.store.add_history(question_id, "webhook failed", "parley", **_detail(state), error=CUT_OFF)
-    store.set_webhook(question_id, state)
-    log.warning("webhook failed: its last attempt was cut off", run_id=question_id, webhook_id=state.id)
-    return True
 
 
 def _attempt(
@@ -406,5 +337,6 @@ def _circuit_fields(circuit: Circuit) -> dict[str, object]:
     return {"circuit": circuit.state, "circuit_open_until": circuit.open_until}
 
 
-def _detail(state: WebhookState) -> dict[str, object]:
+def history_detail(state: WebhookState) -> dict[str, object]:
+    """What a history entry of the delivery says: its id, event and attempts."""
     return {"webhook_id": state.id, "webhook_event": state.event, "attempts": state.attempts}
