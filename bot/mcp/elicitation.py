@@ -9,7 +9,8 @@ returns the outcome as MCP's `ElicitResult` does:
 - `decline` when a person closed it without answering. That is declining in Slack (its "Decline"
   button), or cancelling there (`cancelled_by` a Slack user id).
 - `cancel` when nobody answered. It expired, was cancelled by its asker or by Parley, or could
-  not be posted.
+  not be posted. The asker's own cancel is `cancel` whatever its name: a token may be named
+  like a Slack user id (`WORKFLOW`).
 
 `content` is there only with `accept`, as in `ElicitResult`. `elicit_result` serves anything
 else that forwards `elicitation/create` to people. Give it the question and the schema.
@@ -34,9 +35,15 @@ def elicit_action(view: QuestionView) -> str | None:
         return None
     if view.status is QuestionStatus.ANSWERED:
         return "accept"
-    if view.status is QuestionStatus.CANCELLED and _PERSON.match(view.cancelled_by or ""):
+    if view.status is QuestionStatus.CANCELLED and _by_a_person(view):
         return "decline"
     return "cancel"
+
+
+def _by_a_person(view: QuestionView) -> bool:
+    """Whether a person in Slack cancelled the question: a Slack user id, not its asker's own name."""
+    by = view.cancelled_by or ""
+    return by != view.origin and _PERSON.match(by) is not None
 
 
 def elicit_result(view: QuestionView, schema: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -17,8 +17,14 @@ one, as Claude Code requires. `serverInfo.version` is the installed distribution
 
 `approve_tool_use` is Claude Code's permission prompt (`bot.mcp.permission`). The rules file the
 server is built with decides it (`bot.mcp.rules`), or a person in Slack. It answers allow or
-deny. It is a tool error only for arguments that are not a permission prompt, or a failing
-store.
+deny. It is a tool error only for arguments that are not a permission prompt. A failing store
+is a deny saying so.
+
+A call cancelled while it waits withdraws the question it asked: its client never got the
+question's id, so nobody is to answer it. A call is cancelled by the client, by a session ended
+with DELETE, or by a stdio host that exits. A stream that drops on a resumable session cancels
+nothing. Redis down, full or failing over is a tool error saying so and when to try again, as
+`/api/v1`'s 503.
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ from importlib.metadata import version
 from typing import Any
 
 import mcp_types as types
+import redis
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
+from bot.api.errors import RETRY_AFTER_OUTAGE, is_redis_trouble
 from bot.mcp.gateway.deadlines import human
 from bot.mcp.outputs import OutputCheck, declare
 from bot.mcp.permission import (
@@ -80,6 +88,7 @@ INSTRUCTIONS = (
     "approve_tool_use is Claude Code's permission prompt."
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
+UNAVAILABLE = f"Parley's Redis is unavailable; try again in {RETRY_AFTER_OUTAGE} s"
 
 TOOLS = [
     declare(ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_SCHEMA, RESULT_SCHEMA),
@@ -138,16 +147,35 @@ class Tools:
         except QuestionError as exc:
             log.info("tool refused", tool=params.name, origin=caller.name, error=exc.detail)
             return _error(_question_error(exc))
+        except redis.RedisError as exc:
+            if not is_redis_trouble(exc):
+                raise
+            log.warning("Redis unavailable; tool call refused", tool=params.name, origin=caller.name, error=str(exc))
+            if params.name != APPROVE_TOOL_USE:
+                return _error(UNAVAILABLE)
+            result = deny(UNAVAILABLE)
         return OUTPUTS.result(params.name, result)
+
+    def _asking(self, caller: Caller, wait: float) -> Patience:
+        """Wait at most `wait` seconds; a call cancelled meanwhile withdraws its question.
+
+        Its client never got the question's id, so nobody could read the answer.
+        """
+
+        async def gone(question_id: str) -> None:
+            view = await self.service.waiting.withdraw(caller, question_id)
+            log.info("question withdrawn: its call was cancelled", run_id=question_id, status=view.status.value)
+
+        return Patience(seconds=wait, when_gone=gone)
 
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_ask_human(args, caller.name)
-        view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
+        view, _ = await self.service.waiting.ask(caller, body, self._asking(caller, wait))
         return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = await self.service.in_thread(lambda: parse_request_approval(args))  # its schema is checked
-        view, _ = await self.service.waiting.ask(caller, body, Patience.within(wait))
+        view, _ = await self.service.waiting.ask(caller, body, self._asking(caller, wait))
         return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
 
     async def approve_tool_use(

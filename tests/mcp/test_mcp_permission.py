@@ -147,3 +147,11 @@ def test_results_carry_action_and_typed_content() -> None:
     assert tool_result(view(QuestionStatus.WAITING, metadata=shape)) == {"status": "waiting", "question_id": "r1"}
     assert "action" not in tool_result(view(QuestionStatus.ANSWERED, answers={"n": 4}))  # asked with questions
     assert elicit_result(view(QuestionStatus.WAITING), SCHEMA) is None
+
+
+@pytest.mark.parametrize("asker", ["WORKFLOW", "UPLOADER", "U0BOB", "probe-lower"])
+def test_an_askers_own_cancel_is_cancel_whatever_its_name(asker: str) -> None:
+    mine = view(QuestionStatus.CANCELLED, cancelled_by=asker).model_copy(update={"origin": asker})
+    assert elicit_result(mine, SCHEMA) == {"action": "cancel"}
+    by_person = view(QuestionStatus.CANCELLED, cancelled_by="U0CAROL").model_copy(update={"origin": asker})
+    assert elicit_result(by_person, SCHEMA) == {"action": "decline"}  # a person in Slack, asked by `asker`

@@ -122,6 +122,45 @@ def test_ask_human_takes_the_new_item_types() -> None:
     assert body.request.items[0].type.value == "datetime"
 
 
+def form(**ticket: Any) -> dict[str, Any]:
+    """`ask_human` arguments asking one string property, `ticket`, with the keywords given."""
+    schema = {"type": "object", "properties": {"ticket": {"type": "string", **ticket}}}
+    return {"channel": "C0GENERAL", "message": "Which ticket?", "requested_schema": schema}
+
+
+@pytest.mark.parametrize(
+    ("bounds", "expected"),
+    [
+        ({"maxLength": 0}, "maxLength 0 leaves nothing to type"),
+        ({"maxLength": -1}, "maxLength must be a whole number of characters, 0 or more, not -1"),
+        ({"maxLength": "3"}, "maxLength must be a whole number of characters, 0 or more, not '3'"),
+        ({"maxLength": 2.5}, "maxLength must be a whole number of characters, 0 or more, not 2.5"),
+        ({"minLength": "3"}, "minLength must be a whole number of characters, 0 or more, not '3'"),
+        ({"minLength": True}, "minLength must be a whole number of characters, 0 or more, not True"),
+        ({"minLength": -2}, "minLength must be a whole number of characters, 0 or more, not -2"),
+        ({"minLength": 5, "maxLength": 3}, "maxLength 3 is below minLength 5"),
+        ({"minLength": 5000}, "minLength 5000 is over the 3000 characters"),
+    ],
+)
+def test_string_bounds_that_bound_nothing_are_refused_naming_the_property(
+    bounds: dict[str, Any], expected: str
+) -> None:
+    message = problems(form(**bounds))
+    assert f"requested_schema: property 'ticket': {expected}" in message, message
+
+
+def test_string_bounds_that_fit_are_the_items_own() -> None:
+    def item(**bounds: Any) -> tuple[int | None, int | None]:
+        body, _ = parse_ask_human(form(**bounds))
+        [asked] = body.request.items
+        return asked.min_length, asked.max_length
+
+    assert item(minLength=2, maxLength=12) == (2, 12)
+    assert item(minLength=3, maxLength=3) == (3, 3)
+    assert item(minLength=0) == (None, None)  # 0: no bound
+    assert item(maxLength=5000) == (None, None)  # past Slack's text input: Slack's own limit bounds it
+
+
 def test_every_problem_is_listed_at_once() -> None:
     bad = {"questions": [{"id": "a", "type": "single"}], "channel": "C0GENERAL", "wait_seconds": 99}
     message = problems(bad)

@@ -99,6 +99,31 @@ def choices(node: dict[str, Any]) -> list[str | Option] | None:
     return _titled(node.get("oneOf")) or _titled(node.get("anyOf"))
 
 
+def _lengths(node: dict[str, Any]) -> tuple[int | None, int | None]:
+    """A string's `minLength` and `maxLength` as a free-text item's bounds; None where there is none.
+
+    `FormError` for a bound that is not a whole number 0 or more, a `maxLength` of 0 (nothing could
+    be typed) or below `minLength`, and a `minLength` past Slack's text input. A `maxLength` past it
+    is Slack's limit.
+    """
+    given: dict[str, int] = {}
+    for key in ("minLength", "maxLength"):
+        if key not in node:
+            continue
+        value = node[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise FormError(f"{key} must be a whole number of characters, 0 or more, not {value!r}")
+        given[key] = value
+    low, high = given.get("minLength"), given.get("maxLength")
+    if high == 0:
+        raise FormError("maxLength 0 leaves nothing to type; give at least 1, or leave it out")
+    if low is not None and low > TEXT_INPUT_MAX:
+        raise FormError(f"minLength {low} is over the {TEXT_INPUT_MAX} characters Slack's text input takes")
+    if low is not None and high is not None and high < low:
+        raise FormError(f"maxLength {high} is below minLength {low}; no answer could fit")
+    return low or None, high if high is not None and high <= TEXT_INPUT_MAX else None
+
+
 def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, required: bool) -> Item | None:
     """The item asking for property `name` described by `node`.
 
@@ -139,12 +164,12 @@ def field_item(name: str, node: dict[str, Any], defs: dict[str, Any], *, require
             return Item(type=_FORMATS[fmt], **common)
         if fmt is not None:
             return None
-        longest = node.get("maxLength")
+        shortest, longest = _lengths(node)
         return Item(
             type=ItemType.FREE_TEXT,
             multiline=bool(node.get("multiline")),
-            max_length=longest if isinstance(longest, int) and 0 < longest <= TEXT_INPUT_MAX else None,
-            min_length=node.get("minLength") or None,
+            max_length=longest,
+            min_length=shortest,
             pattern=node.get("pattern"),
             **common,
         )
