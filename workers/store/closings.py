@@ -6,9 +6,8 @@ cancelled. CLOSE_MEMBER publishes a group's id when the group ends, for a quorum
 A process serving long-polls subscribes once, and resolves an asyncio future per waiter. A
 waiter holds no thread and no Redis connection of its own.
 
-Pub/sub keeps nothing, so a message missed while reconnecting cannot be replayed. So losing
-the subscription, and every reconnect, wakes all waiters to read the state again; with Redis
-down, that read fails and ends the wait at once.
+Pub/sub keeps nothing, so a message missed while reconnecting cannot be replayed. So every
+reconnect wakes all waiters to read the state again.
 """
 
 from __future__ import annotations
@@ -89,7 +88,6 @@ class Closings:
                         self._wake(data.decode() if isinstance(data, bytes) else str(data))
             except (RedisError, OSError):
                 log.warning("question close subscription lost; resubscribing", exc=True)
-                self._wake()  # each waiter reads again: a store that is down ends its wait now
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
