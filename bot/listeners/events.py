@@ -12,7 +12,7 @@ from bot.deps import BotDeps
 from bot.home_tab import publish_home
 from bot.slack.mrkdwn import unescape
 from bot.slack.refusals import ONE_FIELD_DETAIL, tell_refusal
-from bot.slack.reply_reading import Reply
+from bot.slack.reply_reading import Reading, Reply
 from workers.interaction import ChoiceError, reply_answers, reply_item
 from workers.logs import Log
 from workers.runs import AnswerOutcome, InterruptRecord, Refusal, RefusalReason, RunRecord, RunStatus, Where
@@ -85,7 +85,7 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     user = event["user"]
     asked = not interrupt.assignees or user in interrupt.assignees
     item = reply_item(interrupt.request)
-    if item is None and _read_by_model(deps, client, run, interrupt, event):
+    if item is None and _read_by_model(deps, client, run, interrupt, event) is Reading.QUEUED:
         ack()
         return
     if item is None:
@@ -101,13 +101,14 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
     try:
         answers = reply_answers(interrupt.request, item, unescape(str(event.get("text") or "")))
     except ChoiceError as exc:
-        if _read_by_model(deps, client, run, interrupt, event):
+        reading = _read_by_model(deps, client, run, interrupt, event)
+        if reading is Reading.QUEUED:
             ack()
             return
         if not asked:  # it names no option, and its writer was not asked: talk, not an answer
             ack()
             return
-        if deps.reader is not None and not runs.first_delivery(_hint_key(interrupt, user), HINT_TTL):
+        if reading is Reading.SPENT and not runs.first_delivery(_hint_key(interrupt, user), HINT_TTL):
             ack()  # past the replier's readings: told once per question already, chatter is not answered
             return
         outcome = AnswerOutcome.refused(interrupt.id, user, Refusal(RefusalReason.AMBIGUOUS, message=str(exc)))
@@ -125,18 +126,17 @@ def on_thread_reply(ack: Ack, body: dict[str, Any], event: dict[str, Any], clien
 
 def _read_by_model(
     deps: BotDeps, client: WebClient, run: RunRecord, interrupt: InterruptRecord, event: dict[str, Any]
-) -> bool:
+) -> Reading | None:
     """Hand a reply no rule reads to the model, if the replier may answer.
 
     This needs `PARLEY_LLM_ANSWERS=on`. The reading, and what it proposes, come after the ack.
-    Nothing is accepted until the replier confirms. False when reading is off, the replier was not
-    asked, or too many wait. False too past the replier's readings of the question: the rule
-    path takes the reply. The replier hears "nothing was answered" once per question, from
-    either path.
+    Nothing is accepted until the replier confirms. None when reading is off or the replier was
+    not asked; otherwise what the reader did. A reply not read takes the rule path. Past the
+    replier's readings, they hear "nothing was answered" once per question, from either path.
     """
     user = str(event["user"])
     if deps.reader is None or (interrupt.assignees and user not in interrupt.assignees):
-        return False
+        return None
     reply = Reply(
         interrupt=interrupt,
         user=user,

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from slack_sdk import WebClient
@@ -54,6 +55,14 @@ def _told_first() -> bool:
     return True
 
 
+class Reading(StrEnum):
+    """What became of a reply handed to the reader."""
+
+    QUEUED = "queued"
+    BUSY = "busy"  # the person has one in flight, or too many wait: the rule path answers
+    SPENT = "spent"  # the person's readings of the question are used up
+
+
 @dataclass(frozen=True)
 class Reply:
     """One reply to read: whose, to which question, and where to answer."""
@@ -78,23 +87,29 @@ class ReplyReader:
     _busy: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def read(self, client: WebClient, reply: Reply) -> bool:
-        """Queue `reply` for reading.
+    def read(self, client: WebClient, reply: Reply) -> Reading:
+        """Queue `reply` for reading, or say why not.
 
-        False when the person has one in flight, or too many wait. False too past the person's
+        `BUSY` when the person has one in flight, or too many wait. `SPENT` past the person's
         `READS_PER_QUESTION` readings of the question.
         """
         with self._lock:
             if reply.user in self._busy or len(self._busy) >= MAX_PENDING:
-                return False
+                return Reading.BUSY
             self._busy.add(reply.user)
-        if not self.proposals.take_reading(reply.interrupt.id, reply.user, READS_PER_QUESTION):
+        try:
+            taken = self.proposals.take_reading(reply.interrupt.id, reply.user, READS_PER_QUESTION)
+        except BaseException:
+            with self._lock:
+                self._busy.discard(reply.user)
+            raise
+        if not taken:
             with self._lock:
                 self._busy.discard(reply.user)
             log.info("reply not read: the replier's readings of this question are used up", **reply.log_context)
-            return False
+            return Reading.SPENT
         self.pool.submit(self._read, client, reply)
-        return True
+        return Reading.QUEUED
 
     def _read(self, client: WebClient, reply: Reply) -> None:
         try:

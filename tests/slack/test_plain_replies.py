@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,6 +210,9 @@ def test_someone_not_asked_is_not_read_at_all(bot: Bot, model: ChatStandin) -> N
         ("approve only if the cost is under 1k", False),
         ("LGTM except the replica count", False),
         ("ok, after the freeze ends", False),
+        ("I don\u00b4t approve", False),  # an acute accent, as German and Spanish keyboards type it
+        ("I don`t approve", False),
+        ("I don\uff07t approve", False),  # a fullwidth apostrophe
     ],
 )
 def test_plainly_approves(text: str, approves: bool) -> None:
@@ -279,4 +283,27 @@ def test_a_reading_the_thread_cannot_show_is_not_kept(bot: Bot, model: ChatStand
     told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == USER)
     assert "Nothing was answered" in str(told["args"].get("text"))
     assert bot.runtime.store.redis.keys("parley:proposal:*") == []
+    assert state(bot, paused) is InterruptState.OPEN
+
+
+def test_a_reply_sent_while_the_last_is_read_gets_the_rules_answer(bot: Bot, model: ChatStandin) -> None:
+    """Told once already, a quick correction while a reading is in flight is not dropped in silence."""
+    paused = bot.paused("s-pick", {"assignees": [USER]})
+    gate = threading.Event()
+
+    def held(body: dict[str, Any]) -> dict[str, Any]:
+        gate.wait(20)
+        return final(json.dumps({"unreadable": "still chatter"}))
+
+    model.add(final(json.dumps({"unreadable": "it is chatter"})), held)
+    reply(bot, paused, "thanks!")
+    said(bot, paused, "I could not read that")
+    reply(bot, paused, "hmm")
+    bot.wait_for("the second reading", lambda: len(model.requests) == 2)
+    try:
+        reply(bot, paused, "whichever is cheapest")
+        told = bot.wait_call("chat.postEphemeral", lambda c: c["args"].get("user") == USER)
+        assert "couldn't tell which option" in str(told["args"].get("text"))
+    finally:
+        gate.set()
     assert state(bot, paused) is InterruptState.OPEN

@@ -37,7 +37,8 @@ NEGATIONS = re.compile(
 Each alternative is a plain word, or one run of word characters before "n't", so a match takes
 time linear in the reply.
 """
-APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+APOSTROPHES = str.maketrans(dict.fromkeys("\u2019\u2018\u02bc\u00b4`\uff07\u2032", "'"))
+"""Marks people type for an apostrophe: curly, modifier, acute, backtick, fullwidth, prime."""
 """Typographic apostrophes, as Slack on macOS and iOS sends them, read as `'`."""
 AFFIRMATIONS = re.compile(r"\b(yes|yep|yeah|approve|approved|go|ship|lgtm|ok|okay|sure|do it)\b|👍", re.IGNORECASE)
 REPLY_MAX = 2000
