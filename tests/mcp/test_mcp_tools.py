@@ -159,6 +159,7 @@ def test_string_bounds_that_fit_are_the_items_own() -> None:
     assert item(minLength=3, maxLength=3) == (3, 3)
     assert item(minLength=0) == (None, None)  # 0: no bound
     assert item(maxLength=5000) == (None, None)  # past Slack's text input: Slack's own limit bounds it
+    assert item(maxLength=12.0) == (None, 12)  # JSON Schema's integers include 12.0
 
 
 def test_every_problem_is_listed_at_once() -> None:

@@ -111,6 +111,8 @@ def _lengths(node: dict[str, Any]) -> tuple[int | None, int | None]:
         if key not in node:
             continue
         value = node[key]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integers include 3.0
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise FormError(f"{key} must be a whole number of characters, 0 or more, not {value!r}")
         given[key] = value
