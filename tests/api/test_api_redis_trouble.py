@@ -151,8 +151,13 @@ def test_a_question_that_cannot_be_withdrawn_is_named_and_a_retry_with_its_key_r
     worker = stack.spawn_worker("late-worker")  # its sweep finds the queued question and posts it, once
     try:
         stack.wait_for("the question to be posted", lambda: posted(stack, "Flush the DNS?"))
-        view = stack.http.get(f"/api/v1/questions/{kept}", params={"wait": 0}, headers=ci.auth).json()
-        assert view["status"] == "waiting" and view["message_ts"], view
+
+        def shown() -> dict[str, Any] | None:  # the post is recorded just after Slack took it
+            view = stack.http.get(f"/api/v1/questions/{kept}", params={"wait": 0}, headers=ci.auth).json()
+            return view if view["message_ts"] else None
+
+        view = stack.wait_for("the post to be recorded", shown)
+        assert view["status"] == "waiting", view
         assert len(posted(stack, "Flush the DNS?")) == 1
     finally:
         stop_process_group(worker)
