@@ -59,5 +59,8 @@ def test_no_delivery_worker_registers_after_the_stop(tmp_path: Path) -> None:
     finally:
         server.stop()
     # Waiting for a job when Redis went away, each thread ends, and does not retry Redis for good.
-    _wait("the delivery threads to end", lambda: not any(t.is_alive() for t in deliveries.threads))
-    _wait("their pubsub threads to end too", lambda: not any(t is not None and t.is_alive() for t in listening))
+    # Each ends after one reconnect: redis-py's default retry backs off up to 2 + 4 + 8 s, and RQ's
+    # pubsub handler sleeps 2 s. On a quiet machine the delivery threads took 6.5-12.5 s. So the
+    # bound is a minute: a thread retrying Redis for good still fails it.
+    _wait("the delivery threads to end", lambda: not any(t.is_alive() for t in deliveries.threads), 60.0)
+    _wait("their pubsub threads to end too", lambda: not any(t is not None and t.is_alive() for t in listening), 60.0)
