@@ -10,21 +10,21 @@ Where the thread goes: in a public channel, Parley joins first (`conversations.j
 delivers a channel's messages, and so typed answers, only to its members. Parley may be unable
 to post in a conversation. That is a DM or group DM between people, or a private channel it was
 not invited to. The thread then goes to the starter's DM with Parley instead.
+
+How a posted question's message changes afterwards is `bot.slack.host_messages`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 
 from bot.slack import blocks, limits, people
-from bot.slack.blocks_context import superseded_blocks, superseded_text
-from bot.slack.blocks_each import each_closed_blocks, progress_blocks
+from bot.slack.blocks_each import progress_blocks
 from bot.slack.clients import WebClients
-from bot.slack.host_agents import AgentSurfacesHost
+from bot.slack.host_messages import QuestionMessages
 from bot.slack.last_call import last_call_text
 from bot.slack.limits import BlockLimitError
 from bot.slack.live_plan import PLANNED
@@ -33,16 +33,11 @@ from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
 from bot.slack.session_status import SESSION
-from workers.exceptions import AgentError, NotInstalled
+from workers.exceptions import AgentError
 from workers.interaction import (
-    ContextChange,
-    GroupInfo,
-    OnExpiry,
     Outcome,
     PausingRun,
     QuestionInfo,
-    QuestionProgress,
-    QuestionState,
     Request,
     RunInfo,
 )
@@ -61,22 +56,9 @@ def slack_refusal(response: Any) -> str:
 log = Log("parley.slack")
 CANNOT_POST_HERE = frozenset({"channel_not_found", "not_in_channel"})
 """Errors of a post in a conversation Parley is not part of (and, for a DM or group DM, cannot join)."""
-NOT_NEEDED_DETAIL = "The run went on without this question (another one was answered first)."
-SIBLING_EXPIRED_DETAIL = "Another question of this run expired without an answer."
-DEFAULTS_DETAIL = "Nobody answered in time, so the run went on with the defaults."
-EXPIRY_EVENT = "expired"
-"""The run history's entry for a question's expiry (`CloseMode.EXPIRE.event`)."""
 
 
-def expired_unanswered(questions: Iterable[QuestionInfo]) -> bool:
-    """Whether one of `questions`, asked together, expired without its defaults counting as its answer.
-
-    Such an expiry ends their wait (`group_scripts.CLOSE_MEMBER`): the others close unanswered.
-    """
-    return any(q.state is QuestionState.EXPIRED and q.request.on_expiry is not OnExpiry.USE_DEFAULTS for q in questions)
-
-
-class SlackHost(AgentSurfacesHost):
+class SlackHost(QuestionMessages):
     """Talks in the run's thread through the Web API, needing `chat:write`.
 
     `client` is the one `WebClient`, in single-workspace mode. In OAuth mode, it is the `WebClients`
@@ -300,48 +282,12 @@ class SlackHost(AgentSurfacesHost):
         self.lock_question(interrupt, run)
         self._question_done(run, interrupt)
 
-    def question_superseded(self, run: RunInfo, interrupt: QuestionInfo, changes: list[ContextChange]) -> None:
-        """Replace the answered question with "Superseded: the facts changed" and what changed."""
-        msg = interrupt.message
-        if not msg.get("ts"):
-            return
-        body = superseded_blocks(interrupt.request, changes, answered_by=interrupt.answered_by)
-        self._web(run).chat_update(
-            channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
-        )
-
     def remind(self, run: RunInfo, interrupt: QuestionInfo, *, last_call: bool = False) -> None:
         if last_call:
             self._post(run, last_call_text(self._web(run), interrupt))
             return
         who = ", ".join(user_ref(u) for u in interrupt.assignees)
         self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
-
-    def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
-        """Update an `ask_each` question's shared message: its progress, or once closed its outcome."""
-        msg = group.message
-        members = self.store.groups.members(group) if msg.get("ts") else []
-        if not members:
-            return
-        req = members[0].request.model_copy(update={"assignees": list(group.people)})
-        if progress.closed:
-            expired = group.state != "cancelled" and expired_unanswered(members)
-            body = each_closed_blocks(req, progress, cancelled=group.state == "cancelled", expired=expired)
-            text = blocks.locked_text(req, f"Expired: {progress.summary}" if expired else progress.summary)
-        else:
-            version = int(msg.get("version", 1))
-            body = blocks.question_blocks(
-                req,
-                group.id,
-                version=version,
-                assignees=list(group.people),
-                context=members[0].context,
-                changes=members[0].context_changes,
-                reassignable=False,  # each person answers their own
-            )
-            body += progress_blocks(req, progress, group.id, version)
-            text = blocks.fallback_text(req)
-        self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
 
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
         """Show the escalation on the question, and DM each added person a link.
@@ -369,111 +315,6 @@ class SlackHost(AgentSurfacesHost):
         web = self._web(run)
         people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
 
-    def asked_by(self, run: RunInfo) -> str | None:
-        """The line opening the run's question messages, saying who asked.
-
-        None when the run's thread says it.
-        """
-        return None
-
-    def declinable(self, run: RunInfo) -> bool:
-        """Whether the run's question offers "Decline" (`bot.listeners.decline`): an agent's run's does not."""
-        return False
-
-    def refresh_question(self, interrupt: QuestionInfo, run: RunInfo) -> bool:
-        """Post the open question again in place (`chat.update`), with who is asked and why.
-
-        The message gets a new version, with fresh block ids. If the question closes meanwhile, the
-        locked message is put back. So an answered question never shows controls again. Returns
-        whether the question is still open then, so people may be pointed to it.
-        """
-        msg = interrupt.message
-        if not msg.get("ts"):
-            return False
-        version = int(msg.get("version", 1)) + 1
-        body = blocks.question_blocks(
-            interrupt.request,
-            interrupt.id,
-            version=version,
-            assignees=people.shown_assignees(interrupt),
-            context=interrupt.context,
-            changes=interrupt.context_changes,
-            notes=people.notes(interrupt),
-            asked_by=self.asked_by(run),
-            declinable=self.declinable(run),
-            claimed_by=interrupt.claimed_by,
-        )
-        self._web(run).chat_update(
-            channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
-        )
-        shown = {"blocks_digest": blocks_digest(body)} if msg.get("blocks_digest") else {}  # made with receipts on
-        self.store.set_message(interrupt.id, {**msg, "version": version, **shown})
-        now = self.store.interrupt(interrupt.id)
-        if now is not None and now.state is not QuestionState.OPEN:
-            self.lock_question(now, run)
-        return now is not None and now.state is QuestionState.OPEN
-
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         """`ids` with each user group replaced by its members (`usergroups.users.list`)."""
         return people.resolve_groups(self._web(run), ids)[0]
-
-    def _sibling_expired(self, interrupt: QuestionInfo) -> bool:
-        """Whether `interrupt`, no longer needed, closed because a question asked with it expired unanswered.
-
-        A host sees no group's members: the run's history names the group of each question that expired.
-        """
-        record = self.store.interrupt(interrupt.id)
-        if record is None or not record.group:
-            return False
-        expired = [
-            str(entry.detail.get("interrupt_id", ""))
-            for entry in self.store.history(interrupt.run_id)
-            if entry.event == EXPIRY_EVENT and entry.detail.get("group") == record.group
-        ]
-        return expired_unanswered(q for iid in expired if (q := self.store.interrupt(iid)) is not None)
-
-    # ---- message updates -------------------------------------------------------
-    def lock_question(self, interrupt: QuestionInfo, run: RunInfo | None = None) -> None:
-        """Replace the question's controls with its outcome: who answered what, or why it closed.
-
-        A question of a workspace that uninstalled Parley has nobody to show it to, so it is skipped.
-        """
-        msg = interrupt.message
-        if not msg.get("ts"):
-            return
-        run = run or self.store.get(interrupt.run_id)
-        try:
-            web = self._web(run)
-        except NotInstalled as exc:
-            log.info("question not locked: " + str(exc), **{**run.log_context(), "interrupt_id": interrupt.id})
-            return
-        req = interrupt.request
-        if interrupt.state is QuestionState.ANSWERED:
-            body = blocks.answered_blocks(
-                req,
-                interrupt.answers,
-                answered_by=interrupt.answered_by,
-                answered_at=interrupt.answered_at or 0.0,
-                context=interrupt.context,
-            )
-            text = blocks.locked_text(req, f"Answered by {user_ref(interrupt.answered_by)}")
-        elif interrupt.state is QuestionState.CANCELLED:
-            by = interrupt.closed_by if interrupt.closed_by.startswith(("U", "W")) else None
-            declined = by is not None and self.declinable(run)  # a person closed an elicitation: MCP's `decline`
-            body = blocks.closed_blocks(req, status="declined" if declined else "cancelled", by=by)
-            text = blocks.locked_text(req, f"Declined by {user_ref(by)}" if declined and by else "Cancelled")
-        elif interrupt.state is QuestionState.EXPIRED:
-            defaults = req.on_expiry is OnExpiry.USE_DEFAULTS  # the run went on with them
-            body = blocks.closed_blocks(req, status="expired", detail=DEFAULTS_DETAIL if defaults else "")
-            text = blocks.locked_text(req, "Expired")
-        elif interrupt.state is QuestionState.NOT_NEEDED and self._sibling_expired(interrupt):
-            body = blocks.closed_blocks(req, status="closed", detail=SIBLING_EXPIRED_DETAIL)
-            text = blocks.locked_text(req, "Closed")
-        elif interrupt.state is QuestionState.NOT_NEEDED:
-            body = blocks.closed_blocks(req, status="no longer needed", detail=NOT_NEEDED_DETAIL)
-            text = blocks.locked_text(req, "No longer needed")
-        else:
-            return
-        if asked_by := self.asked_by(run):
-            body = [blocks.origin_block(asked_by), *body]
-        web.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
