@@ -162,20 +162,6 @@ def _metrics_setup(args: argparse.Namespace) -> None:
         prepare(serves_metrics=False, several_processes=False)
 
 
-def _importable_here() -> None:
-    """Let `PARLEY_AGENTS` name modules in the working directory, as `rq worker` and `uvicorn` do.
-
-    A console script's `sys.path` starts at its own folder, not the working directory. It goes last,
-    so a file there never hides a package Parley or an agent imports.
-    """
-    try:
-        here = os.getcwd()
-    except OSError:  # the working directory was removed: nothing there to import
-        return
-    if here not in sys.path and "" not in sys.path:
-        sys.path.append(here)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line `argv` (else the process's), returning the exit status."""
     try:
@@ -189,7 +175,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _command(argv: Sequence[str] | None) -> int:
-    _importable_here()
     args = _parser().parse_args(argv)
     refusal = _refusal(args)
     if refusal:

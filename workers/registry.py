@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,15 +161,50 @@ def load_agents(extra_modules: Iterable[str] = (), *, restart: str = RESTART) ->
                 raise ConfigError(f"cannot import the shipped agents' module {module!r}: {exc}") from exc
     for name, extra in EXTRAS.items():
         REGISTRY.unavailable(name, missing_extra(name, extra, restart))
-    for module in extra_modules:
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # any error of the user's module: report it, keep the rest
-            problem = redacted(f"{type(exc).__name__}: {exc}")
-            names = declared_agents(module)
-            log.error(
-                "agent module failed to load; the other agents run", module=module, agents=names or None, error=problem
-            )
-            for name in names or [module.rpartition(".")[2]]:  # unread: the agent is likely named as its module
-                REGISTRY.unavailable(name, broken_module(name, module, problem, restart))
+    with _working_directory_importable():
+        for module in extra_modules:
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # any error of the user's module: report it, keep the rest
+                problem = redacted(f"{type(exc).__name__}: {exc}")
+                names = declared_agents(module)
+                log.error(
+                    "agent module failed to load; the other agents run",
+                    module=module,
+                    agents=names or None,
+                    error=problem,
+                )
+                for name in names or [module.rpartition(".")[2]]:  # unread: the agent is likely named as its module
+                    REGISTRY.unavailable(name, broken_module(name, module, problem, restart))
     return REGISTRY
+
+
+@contextmanager
+def _working_directory_importable() -> Iterator[None]:
+    """Let `PARLEY_AGENTS` name modules in the working directory, while they load and no longer.
+
+    A console script's `sys.path` starts at its own folder, not the working directory. The directory
+    goes last, so a file there never hides an installed package. It is taken out again once the
+    modules are loaded. So a stray file there, named like an optional package that is not installed,
+    is never imported later in that package's place.
+    """
+    try:
+        here = os.getcwd()
+    except OSError:  # the working directory was removed: nothing there to import
+        here = ""
+    added = bool(here) and here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.append(here)
+    try:
+        yield
+    finally:
+        if added:
+            _drop_last(here)
+
+
+def _drop_last(entry: str) -> None:
+    """Remove the last `entry` from `sys.path`: the one appended, should a module have added it too."""
+    for i in range(len(sys.path) - 1, -1, -1):
+        if sys.path[i] == entry:
+            del sys.path[i]
+            return

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from certificates import signed_certificate
 from http_servers import serving
 from llm_standin import ChatStandin, HTTPReply, call, calls, final, last_tool_result
 from redis import Redis
@@ -382,6 +383,39 @@ def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout() -> None:
         with ChatClient(config) as client, pytest.raises(LLMError, match="ReadTimeout"):
             client.complete([{"role": "user", "content": "hi"}])
         assert time.monotonic() - started < 2.0 + 5  # the whole answer takes 18 s
+
+
+class TrickleHeaders(BaseHTTPRequestHandler):
+    """The status line and headers sent one byte every 0.5 s for 30 s, each network read within a 1 s timeout."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            for _ in range(60):
+                self.wfile.write(b"z")
+                time.sleep(0.5)
+            self.wfile.write(b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        except OSError:  # the client gave up
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_server_trickling_its_headers_is_cut_off_at_the_timeout(
+    tls: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca, cert, key = signed_certificate(tmp_path, "localhost")
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # httpx reads it when a client is made
+    with serving(TrickleHeaders, (cert, key) if tls else None) as port:
+        base_url = f"https://localhost:{port}/v1" if tls else f"http://127.0.0.1:{port}/v1"
+        config = LLMConfig(base_url=base_url, model="m", timeout=1.0)
+        started = time.monotonic()
+        with ChatClient(config) as client, pytest.raises(LLMError, match="ReadTimeout: no whole answer within 1 s"):
+            client.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 10  # the headers alone take 30 s
 
 
 def test_tools_refuse_reserved_names_and_bad_schemas() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from workers.exceptions import AgentError, ConfigError, ParleyError
+from workers.llm.deadline import CallDeadline
 from workers.logs import redacted
 
 ENV_BASE_URL = "PARLEY_LLM_BASE_URL"
@@ -126,6 +126,7 @@ class ChatClient:
         if config.api_key is not None:
             headers["Authorization"] = f"Bearer {config.api_key.get_secret_value()}"
         self._http = httpx.Client(headers=headers, timeout=config.timeout, transport=transport)
+        self._deadline = CallDeadline()
 
     def __enter__(self) -> ChatClient:
         return self
@@ -161,21 +162,29 @@ class ChatClient:
         """The whole response to `body`, read within the configured timeout.
 
         httpx's timeout bounds each network read, not the call, so a server sending a byte at a time
-        could hold a call for ever. The body is read in chunks against one deadline for the call.
-        Past it, this raises `httpx.ReadTimeout`, as a server too slow to answer does.
+        could hold a call for ever. One deadline covers the call, from connecting to the last byte
+        (`CallDeadline`). Past it, this raises `httpx.ReadTimeout`, as a server too slow to answer does.
         """
-        deadline = time.monotonic() + self.config.timeout
-        with self._http.stream("POST", self.config.url, json=body) as response:
-            chunks: list[bytes] = []
-            for chunk in response.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout(
-                        f"no whole answer within {self.config.timeout:g} s", request=response.request
-                    )
-                chunks.append(chunk)
+        request = self._http.build_request("POST", self.config.url, json=body, extensions=self._deadline.extensions)
+        late = httpx.ReadTimeout(f"no whole answer within {self.config.timeout:g} s", request=request)
+        with self._deadline.running(self.config.timeout) as passed:
+            try:
+                response = self._http.send(request, stream=True)
+                try:
+                    chunks: list[bytes] = []
+                    for chunk in response.iter_bytes():
+                        if passed():  # a transport without sockets to shut is still cut off here
+                            raise late
+                        chunks.append(chunk)
+                finally:
+                    response.close()
+            except httpx.HTTPError as exc:
+                if exc is not late and passed():  # the deadline shut the connection under it
+                    raise late from exc
+                raise
         headers = response.headers.copy()
         headers.pop("content-encoding", None)  # the chunks are decoded already
-        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=request)
 
 
 def _http_error(url: str, response: httpx.Response) -> LLMError:
