@@ -6,11 +6,11 @@ the question's metadata (`ELICITATION`). So `get_answer`, in any process and at 
 returns the outcome as MCP's `ElicitResult` does:
 
 - `accept` with `content` when it is answered. The answers are typed as the schema says.
-- `decline` when a person closed it without answering. That is declining in Slack (its "Decline"
-  button), or cancelling there (`cancelled_by` a Slack user id).
-- `cancel` when nobody answered. It expired, was cancelled by its asker or by Parley, or could
-  not be posted. The asker's own cancel is `cancel` whatever its name: a token may be named
-  like a Slack user id (`WORKFLOW`).
+- `decline` when a person asked declined it in Slack (its "Decline" button). The view says so
+  (`declined`), as the question's record does.
+- `cancel` when nobody answered. It expired, could not be posted, or was cancelled: by its asker,
+  an admin (a token, or the App Home's Cancel) or Parley. `cancelled_by` cannot tell a person
+  from a token named like a Slack user id (`WORKFLOW`, `U123ABC`), so it is not read.
 
 `content` is there only with `accept`, as in `ElicitResult`. `elicit_result` serves anything
 else that forwards `elicitation/create` to people. Give it the question and the schema.
@@ -18,7 +18,6 @@ else that forwards `elicitation/create` to people. Give it the question and the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,6 @@ from workers.interaction.elicitation import content_from_answers
 from workers.questions.models import ELICITATION, QuestionStatus, QuestionView
 
 __all__ = ["ELICITATION", "elicit_action", "elicit_result"]
-_PERSON = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
 def elicit_action(view: QuestionView) -> str | None:
@@ -35,15 +33,9 @@ def elicit_action(view: QuestionView) -> str | None:
         return None
     if view.status is QuestionStatus.ANSWERED:
         return "accept"
-    if view.status is QuestionStatus.CANCELLED and _by_a_person(view):
+    if view.status is QuestionStatus.CANCELLED and view.declined:
         return "decline"
     return "cancel"
-
-
-def _by_a_person(view: QuestionView) -> bool:
-    """Whether a person in Slack cancelled the question: a Slack user id, not its asker's own name."""
-    by = view.cancelled_by or ""
-    return by != view.origin and _PERSON.match(by) is not None
 
 
 def elicit_result(view: QuestionView, schema: Mapping[str, Any]) -> dict[str, Any] | None:

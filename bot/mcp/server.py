@@ -20,11 +20,13 @@ server is built with decides it (`bot.mcp.rules`), or a person in Slack. It answ
 deny. It is a tool error only for arguments that are not a permission prompt. A failing store
 is a deny saying so.
 
-A call cancelled while it waits withdraws the question it asked: its client never got the
-question's id, so nobody is to answer it. A call is cancelled by the client, by a session ended
-with DELETE, or by a stdio host that exits. A stream that drops on a resumable session cancels
-nothing. Redis down, full or failing over is a tool error saying so and when to try again, as
-`/api/v1`'s 503.
+A call cancelled before its result is sent withdraws the question it asked: its client never
+got the question's id, so nobody is to answer it. That holds while the question is still being
+created and posted, too. A call is cancelled by the client, by a session ended with DELETE, or
+by a stdio host that exits. A stream that drops on a resumable session cancels nothing. Redis
+down, full or failing over is a tool error saying so and when to try again, as `/api/v1`'s 503.
+If Redis fails while a call waits on the question it asked, the error names that question. The
+question stays open, and the model is told to call `get_answer` with it, not to ask again.
 """
 
 from __future__ import annotations
@@ -76,8 +78,9 @@ from bot.mcp.tools import (
 from workers.logs import Log
 from workers.questions import Caller, QuestionService
 from workers.questions.exceptions import QuestionConflict, QuestionError
+from workers.questions.models import QuestionView
 from workers.questions.receipts import with_view_receipt
-from workers.questions.waiting import Patience, Progress
+from workers.questions.waiting import Patience, Progress, WaitLost
 
 log = Log("parley.mcp")
 NAME = "parley"
@@ -89,6 +92,11 @@ INSTRUCTIONS = (
 )
 CallerOf = Callable[[ServerRequestContext[Any]], Caller]
 UNAVAILABLE = f"Parley's Redis is unavailable; try again in {RETRY_AFTER_OUTAGE} s"
+WAIT_LOST = (
+    "Parley's Redis became unavailable while this call waited on question {id}. The question was asked "
+    "and stays open; people may still answer it. Do not ask again: call get_answer with question_id "
+    f'"{{id}}" once Redis is back (try again in {RETRY_AFTER_OUTAGE} s).'
+)
 
 TOOLS = [
     declare(ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_SCHEMA, RESULT_SCHEMA),
@@ -144,6 +152,19 @@ class Tools:
                 raise MCPError(code=INTERNAL_ERROR, message=f"tool {params.name!r} is listed but not served")
         except ToolInputError as exc:
             return _error(str(exc))
+        except WaitLost as exc:
+            if not is_redis_trouble(exc.error):
+                raise
+            log.warning(
+                "Redis unavailable while waiting; the question stays open",
+                run_id=exc.question_id,
+                tool=params.name,
+                origin=caller.name,
+                error=str(exc.error),
+            )
+            if params.name != APPROVE_TOOL_USE:
+                return _error(WAIT_LOST.format(id=exc.question_id))
+            result = deny(UNAVAILABLE)
         except QuestionError as exc:
             log.info("tool refused", tool=params.name, origin=caller.name, error=exc.detail)
             return _error(_question_error(exc))
@@ -170,13 +191,30 @@ class Tools:
 
     async def ask_human(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = parse_ask_human(args, caller.name)
-        view, _ = await self.service.waiting.ask(caller, body, self._asking(caller, wait))
-        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
+        patience = self._asking(caller, wait)
+        view, _ = await self.service.waiting.ask(caller, body, patience)
+        return await self._result(caller, view, patience)
 
     async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         body, wait = await self.service.in_thread(lambda: parse_request_approval(args))  # its schema is checked
-        view, _ = await self.service.waiting.ask(caller, body, self._asking(caller, wait))
-        return tool_result(await self.service.in_thread(lambda: with_view_receipt(self.service, view)))
+        patience = self._asking(caller, wait)
+        view, _ = await self.service.waiting.ask(caller, body, patience)
+        return await self._result(caller, view, patience)
+
+    async def _result(self, caller: Caller, asked: QuestionView, patience: Patience) -> dict[str, Any]:
+        """The result naming the question; a call cancelled meanwhile withdraws it.
+
+        Without Redis a closed question comes without its receipt, not as an error.
+        """
+        view = asked
+        try:
+            view = await self.service.in_thread(lambda: with_view_receipt(self.service, asked))
+        except redis.RedisError as exc:  # a later get_answer carries the receipt
+            if not is_redis_trouble(exc):
+                raise
+            log.warning("receipt not read: Redis unavailable", run_id=asked.id, origin=caller.name, error=str(exc))
+        await self.service.waiting.kept(caller, view, patience)
+        return tool_result(view)
 
     async def approve_tool_use(
         self, caller: Caller, args: dict[str, Any], progress: Progress | None = None

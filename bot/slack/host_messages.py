@@ -168,7 +168,7 @@ class QuestionMessages(AgentSurfacesHost):
             text = blocks.locked_text(req, f"Answered by {user_ref(interrupt.answered_by)}")
         elif interrupt.state is QuestionState.CANCELLED:
             by = interrupt.closed_by if interrupt.closed_by.startswith(("U", "W")) else None
-            declined = by is not None and self.declinable(run)  # a person closed an elicitation: MCP's `decline`
+            declined = interrupt.declined and self.declinable(run)  # its Decline button: MCP's `decline`
             body = blocks.closed_blocks(req, status="declined" if declined else "cancelled", by=by)
             text = blocks.locked_text(req, f"Declined by {user_ref(by)}" if declined and by else "Cancelled")
         elif interrupt.state is QuestionState.EXPIRED:

@@ -1,4 +1,4 @@
-"""An MCP call that ends before its answer withdraws its question, and an asker's own cancel is `cancel`.
+"""An MCP call that ends before its answer withdraws its question; a cancel is `cancel`, a decline `decline`.
 
 A call cut short never returned the `question_id`, so nobody could read the answer. Its client's
 timeout (`notifications/cancelled`), its session's `DELETE`, a dropped stream where `/mcp` keeps
@@ -6,7 +6,8 @@ no sessions, or a stdio host exiting cancels the question, locks its message and
 token's open-question cap. A stream that only drops on a resumable session leaves it waiting.
 Over `/mcp` of a live `parley serve` and over `parley mcp`, with the `mcp` package's own client
 (raw HTTP or stdio where a stream is dropped, a session ended or a host gone by hand), real
-workers and the Web API stand-in.
+workers and the Web API stand-in. A question cancelled by any token, its asker or an admin named
+like a Slack user id (`WORKFLOW`, `U123ABC`), is `cancel`; only a person's Decline is `decline`.
 """
 
 from __future__ import annotations
@@ -196,6 +197,35 @@ def test_an_askers_own_cancel_is_cancel_and_a_persons_decline_is_decline(stack: 
     assert (got["mine"]["status"], got["mine"]["cancelled_by"], got["mine"]["action"]) == ("cancelled", name, "cancel")
     theirs_said = (got["theirs"]["status"], got["theirs"]["cancelled_by"], got["theirs"]["action"])
     assert theirs_said == ("cancelled", "U0CAROL", "decline")
+    for qid, declined in ((got["mine"]["question_id"], False), (got["theirs"]["question_id"], True)):
+        shown = stack.http.get(f"/api/v1/questions/{qid}", headers=token.auth).json()  # the API's view says so too
+        assert (shown["status"], shown["declined"]) == ("cancelled", declined), shown
+
+
+@pytest.mark.parametrize("admin", ["U123ABC", "WATCHDOG"])
+def test_an_admin_tokens_cancel_is_cancel_whatever_its_name(stack: SlackStack, admin: str) -> None:
+    """Another token's cancel is `cancel`, even named like a Slack user id."""
+    asker, canceller = create_token(stack, f"asker-for-{admin.lower()}"), create_token(stack, admin, "admin")
+    about = f"Scale {uuid.uuid4().hex[:6]}?"
+    got: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with over_http(stack, asker) as client:
+            args = {"channel": CHANNEL, "message": about, "requested_schema": FORM, "wait_seconds": 0}
+            qid = str(result_of(await client.call_tool("ask_human", args))["question_id"])
+            cancel = f"/api/v1/questions/{qid}/cancel"
+            resp = await anyio.to_thread.run_sync(lambda: stack.http.post(cancel, headers=canceller.auth))
+            assert resp.status_code == 200, resp.text
+            got["mcp"] = result_of(await client.call_tool("get_answer", {"question_id": qid, "wait_seconds": 10}))
+
+    anyio.run(scenario)
+    said = got["mcp"]
+    assert (said["status"], said["cancelled_by"], said["action"]) == ("cancelled", admin, "cancel"), said
+    for token in (asker, canceller):  # the API's view, as the asker and as the admin read it
+        shown = stack.http.get(f"/api/v1/questions/{said['question_id']}", headers=token.auth).json()
+        assert (shown["status"], shown["cancelled_by"], shown["declined"]) == ("cancelled", admin, False), shown
+    stack.wait_for("its message to read cancelled", lambda: locked(stack, shown["message_ts"]))
+    assert "Declined" not in texts(stack.ws.message(CHANNEL, shown["message_ts"])["blocks"])  # nor in Slack
 
 
 def find_posted(stack: SlackStack, text: str) -> dict[str, Any]:

@@ -139,7 +139,7 @@ def test_results_carry_action_and_typed_content() -> None:
     shape = {ELICITATION: {"type": "object", "properties": {"n": {"type": "integer"}}}}
     accepted = tool_result(view(QuestionStatus.ANSWERED, answers={"n": 4.0}, metadata=shape))
     assert (accepted["action"], accepted["content"]) == ("accept", {"n": 4})
-    by_person = tool_result(view(QuestionStatus.CANCELLED, cancelled_by="U0BOB", metadata=shape))
+    by_person = tool_result(view(QuestionStatus.CANCELLED, cancelled_by="U0BOB", declined=True, metadata=shape))
     by_asker = tool_result(view(QuestionStatus.CANCELLED, cancelled_by="desk", metadata=shape))
     expired = tool_result(view(QuestionStatus.EXPIRED, metadata=shape))
     assert [r["action"] for r in (by_person, by_asker, expired)] == ["decline", "cancel", "cancel"]
@@ -153,5 +153,14 @@ def test_results_carry_action_and_typed_content() -> None:
 def test_an_askers_own_cancel_is_cancel_whatever_its_name(asker: str) -> None:
     mine = view(QuestionStatus.CANCELLED, cancelled_by=asker).model_copy(update={"origin": asker})
     assert elicit_result(mine, SCHEMA) == {"action": "cancel"}
-    by_person = view(QuestionStatus.CANCELLED, cancelled_by="U0CAROL").model_copy(update={"origin": asker})
-    assert elicit_result(by_person, SCHEMA) == {"action": "decline"}  # a person in Slack, asked by `asker`
+    by_person = view(QuestionStatus.CANCELLED, cancelled_by="U0CAROL", declined=True)
+    assert elicit_result(by_person.model_copy(update={"origin": asker}), SCHEMA) == {"action": "decline"}
+
+
+@pytest.mark.parametrize("admin", ["WORKFLOW", "U123ABC", "W0ADMIN", "U0CAROL", "ops-admin"])
+def test_a_cancel_by_any_other_name_is_cancel_and_only_a_decline_is_decline(admin: str) -> None:
+    """Another token's cancel reads `cancel`: a user-id-like name proves nothing."""
+    theirs = view(QuestionStatus.CANCELLED, cancelled_by=admin)
+    assert elicit_result(theirs, SCHEMA) == {"action": "cancel"}
+    declined = view(QuestionStatus.CANCELLED, cancelled_by=admin, declined=True)
+    assert elicit_result(declined, SCHEMA) == {"action": "decline"}

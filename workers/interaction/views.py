@@ -106,6 +106,11 @@ class QuestionInfo(Protocol):
     def closed_by(self) -> str: ...
 
     @property
+    def declined(self) -> bool:
+        """Whether a person asked closed it with Decline, rather than anyone cancelling it."""
+        ...
+
+    @property
     def team(self) -> str: ...
 
     @property

@@ -12,9 +12,9 @@ from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from workers.interaction import AnswerValue, ContextChange, ContextError, Decision, FormError, Request
+from workers.interaction import AnswerValue, ContextError, Decision, FormError, Request
 from workers.interaction.approval import approval_request
 from workers.interaction.context import DEPTH_MAX, canonical, too_deep
 from workers.interaction.models import COUNT
@@ -87,6 +87,15 @@ class QuestionCreate(_Body):
         Field(ge=1, description="ask each assignee separately; the question is answered when this many answered"),
         COUNT,
     ] = None
+    _whole_args: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def whole_args(self) -> dict[str, Any] | None:
+        """An approval's args whole, when some are shown in part (`ApprovalCreate.question`).
+
+        Never read from a body. The question keeps them, and its decision carries them.
+        """
+        return self._whole_args
 
     @field_validator("callback_url")
     @classmethod
@@ -167,12 +176,15 @@ class ApprovalCreate(_Body):
 
     The approval is put in `channel`. It is bound to `args`, as a question's answer is to its
     `context`. `schema`, the JSON Schema of an object, types the editable args. Without it they are
-    inferred from their values.
+    inferred from their values. Args over the 2,000 characters an approval binds have their longest
+    values shown in part, bound by their sha256 and not editable. The decision carries them whole.
     """
 
     channel: Annotated[str, Field(pattern=CHANNEL_PATTERN, description="a channel id (C…, G…)")]
     action: Annotated[str, Field(min_length=1, max_length=3000, description="what is to be done")]
-    args: dict[str, Any] = Field(description="the arguments proposed for it")
+    args: dict[str, Any] = Field(
+        description="the arguments proposed for it; past 2,000 characters, the longest are shown in part"
+    )
     schema_: dict[str, Any] | None = Field(default=None, alias="schema", description="JSON Schema of the args")
     editable: bool | list[str] = Field(default=True, description="which args the approver may edit")
     assignees: list[str] = Field(default_factory=list, max_length=MAX_ASSIGNEES)
@@ -183,10 +195,11 @@ class ApprovalCreate(_Body):
     )
 
     def question(self) -> QuestionCreate:
-        """This approval as the question the API asks, bound to `args`.
+        """This approval as the question the API asks, bound to `args` as shown.
 
-        Its request carries the approval. `ValueError` says why it cannot be asked, like a
-        schema its edits could not be checked against (`SchemaUnusable`).
+        Its request carries the approval. Args shown in part go with it whole (`whole_args`).
+        `ValueError` says why it cannot be asked, like args too long even in part, or a schema its
+        edits could not be checked against (`SchemaUnusable`).
         """
         try:
             request = approval_request(
@@ -196,18 +209,19 @@ class ApprovalCreate(_Body):
                 editable=self.editable,
                 assignees=self.assignees,
                 expires_in=self.expires_in,
+                in_part=True,
             )
         except (FormError, ContextError) as exc:
             raise ValueError(str(exc)) from None
-        if request.approval is not None and request.approval.input_schema is not None:
+        assert request.approval is not None
+        if request.approval.input_schema is not None:
             problems(request.approval.input_schema, self.args)  # SchemaUnusable: edits could not be checked
-        return QuestionCreate(
-            request=request,
-            channel=self.channel,
-            callback_url=self.callback_url,
-            temporal=self.temporal,
-            context=self.args,
+        shown = request.approval.args
+        question = QuestionCreate(
+            request=request, channel=self.channel, callback_url=self.callback_url, temporal=self.temporal, context=shown
         )
+        question._whole_args = dict(self.args) if shown != self.args else None
+        return question
 
 
 class WebhookView(_Body):
@@ -263,6 +277,9 @@ class QuestionView(_Body):
     reason: str
     context: dict[str, Any] | None = None
     cancelled_by: str | None = None
+    declined: bool = Field(
+        default=False, description="cancelled by a person asked, who declined it in Slack (its Decline button)"
+    )
     error: str | None = None
     webhook: WebhookView | None = None
     temporal: TemporalView | None = None
@@ -295,25 +312,6 @@ class ConfirmResult(_Body):
     status: QuestionStatus
     context_digest: str
     unchanged: bool = True
-
-
-class ErrorItem(_Body):
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class Problem(_Body):
-    """An error, as RFC 9457 `application/problem+json`."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str = "about:blank"
-    title: str
-    status: int
-    detail: str
-    errors: list[ErrorItem] | None = None
-    changes: list[ContextChange] | None = None
 
 
 class Event(_Body):

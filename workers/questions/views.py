@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workers.interaction import answers_to_values
-from workers.interaction.approval import decision_of
+from workers.interaction.approval import approved_args, decision_of
 from workers.questions.models import QuestionStatus, QuestionView, TemporalView, WebhookView
 from workers.store.questions import UnreadableQuestion
 from workers.store.records import ApiQuestionRecord, InterruptRecord, InterruptState, RunRecord, RunStatus
@@ -82,6 +82,8 @@ def build_view(
     decision = None
     if approval and interrupt is not None and answers is not None and status is QuestionStatus.ANSWERED:
         decision = decision_of(interrupt.request, answers, interrupt.answered_by)
+        if question.whole_args is not None:  # values shown in part go back whole, as asked
+            decision = decision.model_copy(update={"args": approved_args(decision, question.whole_args)})
     return QuestionView(
         id=question.id,
         kind="approval" if approval else "question",
@@ -103,6 +105,7 @@ def build_view(
         cancelled_by=(interrupt.closed_by or None)
         if interrupt is not None and status is QuestionStatus.CANCELLED
         else None,
+        declined=interrupt is not None and status is QuestionStatus.CANCELLED and interrupt.declined,
         error=(run.error or None) if run is not None and status is QuestionStatus.FAILED else None,
         webhook=WebhookView(
             id=hook.id,

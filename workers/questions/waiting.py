@@ -7,6 +7,11 @@ gateway's approvals and elicitations. While a call waits, its client hears progr
 seconds. It then withdraws the question. A client that goes away mid-wait cancels the question,
 or runs the caller's `when_gone`. This is shielded from the call's own cancellation. So nobody
 answers what nobody waits for.
+
+A worker thread creates and posts the question; a cancel cannot stop it. A call cancelled
+meanwhile withdraws the question once the thread returns (`kept`). Redis failing while `ask`
+waits is `WaitLost`, naming the question, which stays open. Its caller reads it later, never
+asking twice.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
+import redis
 
-from workers.exceptions import ConfigError
+from workers.exceptions import ConfigError, ParleyError
 from workers.logs import Log
 from workers.questions.exceptions import QuestionError
 from workers.questions.models import QuestionCreate, QuestionStatus, QuestionView
@@ -35,6 +42,18 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 """Progress as MCP reports it: seconds waited, the total expected (or None), and a message."""
 Gone = Callable[[str], Awaitable[None]]
 """What happens to question `id` when its client went away; shielded from the call's cancellation."""
+
+
+class WaitLost(ParleyError):
+    """Redis failed while a call waited on the question it asked.
+
+    The question stays open, and people may still answer it. `error` is Redis's.
+    """
+
+    def __init__(self, question_id: str, error: redis.RedisError) -> None:
+        self.question_id = question_id
+        self.error = error
+        super().__init__(f"question {question_id} was asked, but Redis failed while waiting on it: {error}")
 
 
 @dataclass(frozen=True)
@@ -100,15 +119,34 @@ class Waiting:
         """Ask `body` and wait on it as `patience` says.
 
         Returns the question as it ended, and whether it was created. `key` is an idempotency key. A
-        second call with it joins the first call's question.
+        second call with it joins the first call's question. Redis failing during the wait is
+        `WaitLost`, naming the question.
         """
         service = self.service
         view, created = await service.in_thread(lambda: service.create(caller, body, key))
         asked = "question asked" if created else "question joined"
         log.info(asked, run_id=view.id, origin=caller.name, channel=view.channel or "", wait=patience.seconds)
+        await self.kept(caller, view, patience)  # cancelled while it was created and posted: withdrawn
         if patience.seconds <= 0:
             return view, created
-        return await self.until(caller, view.id, patience), created
+        try:
+            return await self.until(caller, view.id, patience), created
+        except redis.RedisError as exc:
+            raise WaitLost(view.id, exc) from exc
+
+    async def kept(self, caller: Caller, view: QuestionView, patience: Patience) -> None:
+        """Raise the call's pending cancellation, ending its waiting question first.
+
+        A cancel held off by a thread takes effect here. Call it before a result names the
+        question. A cancelled call's client never sees that id.
+        """
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except anyio.get_cancelled_exc_class():
+            if view.status is QuestionStatus.WAITING:
+                with anyio.CancelScope(shield=True):  # the client went away: nobody is to answer for it now
+                    await self._gone(caller, view.id, patience)
+            raise
 
     async def until(self, caller: Caller, question_id: str, patience: Patience) -> QuestionView:
         """Wait on the question as `patience` says.
