@@ -13,6 +13,10 @@ the worker after the answers and before any tool acted. `"then": path` adds a se
 more `delete_file`; `"look": true` adds one calling `list_files`, which needs no approval;
 `"flaky": true` makes the model fail once, as a lost connection, when it has every result;
 `"in_loop": true` calls `run_agent` from inside a running event loop.
+
+`oa-long`: the model calls `save_notes` with 5,000 characters of text (`LONG_TEXT`), once or
+(`"calls": 2`) twice in one reply, each needing approval. Each save appends the arguments it ran
+with to `<run>.saved.jsonl` (`saved`).
 """
 
 from __future__ import annotations
@@ -170,3 +174,32 @@ def two_tools(run: AgentRun, text: str) -> str:
 
         return str(asyncio.run(inside()))
     return str(go())
+
+
+LONG_TEXT = "".join(f"line {n:04d}\n" for n in range(500))
+"""5,000 characters: more than the 2,000 an approval binds whole."""
+
+
+def saved(data_dir: Path, run_id: str) -> list[dict[str, Any]]:
+    """The arguments each run of `save_notes` had, in order: one line per run."""
+    path = counter_path(data_dir, run_id, "saved.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@agent("oa-long", description="An OpenAI Agents SDK agent saving 5,000 characters of notes, once or twice at once")
+def long_notes(run: AgentRun, text: str) -> str:
+    p = params(text)
+
+    @function_tool(needs_approval=True)
+    def save_notes(path: str, text: str) -> str:
+        """Save notes to a file."""
+        out = counter_path(run.data_dir, run.run_id, "saved.jsonl")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("a") as f:
+            f.write(json.dumps({"path": path, "text": text}) + "\n")
+        return f"saved {len(text)} characters to {path}"
+
+    calls = [tool_call("save_notes", {"path": f"notes-{n}.txt", "text": LONG_TEXT}, f"call_{n}") for n in range(2)]
+    model = ScriptedModel(run.data_dir, run.run_id, [calls[: p.get("calls", 1)]])
+    sdk_agent = Agent(name="notes", instructions="Save the notes.", model=model, tools=[save_notes])
+    return str(run_agent(run, sdk_agent, "save the notes"))

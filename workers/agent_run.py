@@ -97,7 +97,8 @@ class AgentRun(Protocol):
     ) -> Decision:
         """Ask a person to approve `action` with `args`, which they may edit first.
 
-        The decision is bound to the args.
+        The decision is bound to the args. Args too long to show whole are shown in part, and the
+        decision holds them whole.
         """
         ...
 

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from workers.exceptions import ParleyError
 from workers.logs import Log
 from workers.questions.exceptions import QuestionError
-from workers.questions.models import Problem
+from workers.questions.problem import Problem
 
 log = Log("parley.api")
 PROBLEM = "application/problem+json"

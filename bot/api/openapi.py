@@ -16,11 +16,11 @@ from workers.questions.models import (
     ConfirmBody,
     ConfirmResult,
     Event,
-    Problem,
     QuestionCreate,
     QuestionPage,
     QuestionView,
 )
+from workers.questions.problem import Problem
 
 REF = "#/components/schemas/{model}"
 MODELS = (QuestionCreate, ApprovalCreate, QuestionView, QuestionPage, ConfirmBody, ConfirmResult, Problem, Event)

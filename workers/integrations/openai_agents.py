@@ -11,8 +11,10 @@ a model error or a worker's death repeats neither. This covers the agent and the
 
 Each interruption comes from a tool made with `needs_approval`. It becomes an approval of
 `tool_name` with its arguments, not editable. The SDK approves a call as the model made it, and
-cannot change its arguments. One interruption is `run.approve`. Several are one `run.ask_all`
-under `oa:<n>:<call id>`. So the run parks once and resumes once.
+cannot change its arguments. Arguments over the 2,000 characters an approval binds have their
+longest values shown in part, bound by their sha256. The call still runs with them whole. One
+interruption is `run.approve`. Several are one `run.ask_all` under `oa:<n>:<call id>`. So the run
+parks once and resumes once.
 
 The answers go back through the SDK's own resume. That is `state.approve(item)`, or
 `state.reject(item, rejection_message=...)`. The rejection message is the tool result the model
@@ -121,10 +123,16 @@ class _Runner:
         if not pending:
             return None
         self._said.info("approvals needed", step=step, tools=[p["tool"] for p in pending])
-        return [
-            Pending(p["call_id"], approval_request(p["tool"], p["args"], editable=False, **self._options), p["args"])
-            for p in pending
-        ]
+        return [self._approval(p["call_id"], p["tool"], p["args"]) for p in pending]
+
+    def _approval(self, call_id: str, tool: str, args: dict[str, Any]) -> Pending:
+        """One call's approval, bound to its args as shown: long values in part, by their sha256.
+
+        The SDK runs the call with the arguments it holds, whole.
+        """
+        request = approval_request(tool, args, editable=False, in_part=True, **self._options)
+        assert request.approval is not None
+        return Pending(call_id, request, request.approval.args)
 
     def resume(self, outcome: dict[str, Any], pending: list[Pending], replies: Replies) -> Resume:
         decisions = {p.id: _decision(replies[p.id]).model_dump(mode="json") for p in pending}

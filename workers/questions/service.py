@@ -206,6 +206,7 @@ class QuestionService:
             owner=caller.owner,
             temporal=temporal,
             quorum=body.quorum,
+            whole_args=body.whole_args,
         )
         bound = self.store.create(record, AGENT, caller.name, conversation, binding)
         if bound is not None:  # the key made its question earlier: nothing written

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from workers.agent_run import ABSENT
 from workers.exceptions import AgentError
 from workers.interaction import AnswerValue, Context, Decision, Request
-from workers.interaction.approval import approval_request, decision_of
+from workers.interaction.approval import approval_request, approved_args, decision_of
 from workers.interaction.forms import form_request, form_result
 from workers.runtime import ask_each, ask_group, ask_one
 from workers.runtime.arg_schema import problems
@@ -142,16 +142,20 @@ class Run:
         proposing what was approved is not asked again. `schema` (JSON Schema or a pydantic model) types
         the editable args. Without it, their types are inferred from the values. A schema no edit could
         be checked against fails the run before anything is asked (`SchemaUnusable`).
+
+        Args over the 2,000 characters an approval binds have their longest values shown in part: a
+        note, their start and their sha256 (`approval_in_part`). Those are bound by that digest and
+        never editable. The decision's args hold them whole, with the edits applied.
         """
-        request = approval_request(action, args, schema=schema, editable=editable, **request_options)
-        if request.approval is not None and request.approval.input_schema is not None:
+        request = approval_request(action, args, schema=schema, editable=editable, in_part=True, **request_options)
+        assert request.approval is not None
+        if request.approval.input_schema is not None:
             problems(request.approval.input_schema, args)  # SchemaUnusable, as the API's approvals
         key = key or self._execution.keys.next_key()  # the key `ask` would give it
-        values = self.ask(request, key=key, context=args)
+        values = self.ask(request, key=key, context=request.approval.args)  # bound to the args as shown
         answered = self._answered.get(key)
-        decision = decision_of(
-            answered.request if answered else request, values, answered.answered_by if answered else ""
-        )
+        shown = decision_of(answered.request if answered else request, values, answered.answered_by if answered else "")
+        decision = shown.model_copy(update={"args": approved_args(shown, args)})  # values shown in part, whole
         if decision.edited and answered is not None:
             ex, fields = self._execution, [c[0] for c in decision.changes]
             ex.once(

@@ -401,6 +401,8 @@ class ApiQuestionRecord(_Record):
     team: str = ""  # the asking token's workspace, when it has one
     owner: str = ""  # who the question belongs to (`ApiTokenRecord.owner`, `mcp:<origin>`); "": asked before owners
     asked: str = ""  # the interrupt that holds the request and context, which the hash then leaves out
+    whole_args: dict[str, Any] | None = None
+    """An approval's args whole, when some are shown in part: its decision carries them (`approved_args`)."""
 
     def to_hash(self) -> dict[str, str]:
         """The record's fields as its hash keeps them: empty text is left out, and reads back empty."""
@@ -420,6 +422,8 @@ class ApiQuestionRecord(_Record):
             data["owner"] = self.owner
         if self.context is not None:
             data.update(spread("context", compact(self.context)))
+        if self.whole_args is not None:
+            data.update(spread("whole_args", compact(self.whole_args)))
         if self.temporal is not None:
             data["temporal"] = self.temporal.model_dump_json()
         if self.quorum is not None:
@@ -428,11 +432,13 @@ class ApiQuestionRecord(_Record):
 
     @classmethod
     def from_hash(cls, data: dict[str, str]) -> ApiQuestionRecord:
-        data = {**data, **{name: v for name in ("metadata", "request", "context") if (v := gathered(data, name))}}
+        spread_out = ("metadata", "request", "context", "whole_args")
+        data = {**data, **{name: v for name in spread_out if (v := gathered(data, name))}}
         fields: dict[str, Any] = dict(data)
         fields["metadata"] = json.loads(data.get("metadata") or "{}")
         fields["request"] = _request(data["request"])
         fields["context"] = json.loads(data["context"]) if data.get("context") else None
+        fields["whole_args"] = json.loads(data["whole_args"]) if data.get("whole_args") else None
         fields["webhook"] = WebhookState.model_validate_json(data["webhook"]) if data.get("webhook") else None
         fields["temporal"] = TemporalTarget.model_validate_json(data["temporal"]) if data.get("temporal") else None
         fields["signal"] = WebhookState.model_validate_json(data["signal"]) if data.get("signal") else None
