@@ -18,9 +18,9 @@ from slack_payloads import block_actions_payload
 from workers.interaction import Item, ItemType, Request
 from workers.interaction.context import canonical, digest
 from workers.questions import Caller, QuestionService
+from workers.questions.admission import body_digest as _body_digest
 from workers.questions.exceptions import QuestionConflict
 from workers.questions.models import QuestionCreate
-from workers.questions.service import _body_digest
 from workers.runtime.retention import purge_finished
 from workers.store import keys
 from workers.store.idempotency import Binding
