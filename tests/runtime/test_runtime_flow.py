@@ -56,6 +56,28 @@ def test_run_that_asks_twice_pauses_twice_and_finishes(r: Redis, tmp_path: Path)
     assert len(host.questions) == 2
 
 
+def _says_in_and_after_a_step(run: Any, text: str) -> str:
+    run.step("fetch", lambda: run.say("fetching") or 1)  # a replay never runs this function
+    run.say("fetched")
+    run.ask(Request(reason="Go on?", items=[Item(id="ok", text="OK", type=ItemType.FREE_TEXT)]))
+    run.say("going on")
+    run.say("nearly there")
+    return "done"
+
+
+agent("test-says-in-a-step")(_says_in_and_after_a_step)
+
+
+def test_a_say_inside_a_step_shifts_no_later_say_on_replay(r: Redis, tmp_path: Path) -> None:
+    """Each say is posted once: none after the park is taken for one before it."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, question = parked(rt, "test-says-in-a-step")
+    accept(rt, question, "U1", [Answer(id="ok", free_text="yes")])
+    work(rt)
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert [text for rid, text in host.said if rid == run_id] == ["fetching", "fetched", "going on", "nearly there"]
+
+
 def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
     _, q1 = parked(rt, "test-two-questions")

@@ -95,9 +95,17 @@ class Run:
         ex.once(names.history(self._histories), add)
 
     def say(self, text: str) -> None:
-        """Post progress to the run's conversation, once: a replay posts nothing."""
-        self._says += 1
+        """Post progress to the run's conversation, once: a replay posts nothing.
+
+        Each call is counted per execution. Inside a step's function, which a replay never runs,
+        it is posted as the step runs and not counted. Counting it shifted every later say by one
+        on replay, so the first say after a park was taken as done and never posted.
+        """
         ex = self._execution
+        if ex.in_step:
+            ex.host.say(ex.record, text)
+            return
+        self._says += 1
         ex.once(names.say(self._says), lambda: ex.host.say(ex.record, text))
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
