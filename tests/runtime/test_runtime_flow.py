@@ -78,6 +78,33 @@ def test_a_say_inside_a_step_shifts_no_later_say_on_replay(r: Redis, tmp_path: P
     assert [text for rid, text in host.said if rid == run_id] == ["fetching", "fetched", "going on", "nearly there"]
 
 
+def _asks_in_and_after_a_step(run: Any, text: str) -> str:
+    first = run.step("pick", lambda: run.ask(_free("First?"))["v"])  # a replay never runs this function
+    second = run.ask(_free("Second?"))["v"]
+    return f"{first} {second}"
+
+
+def _free(reason: str) -> Request:
+    return Request(reason=reason, items=[Item(id="v", text="Value", type=ItemType.FREE_TEXT)])
+
+
+agent("test-asks-in-a-step")(_asks_in_and_after_a_step)
+
+
+def test_an_ask_inside_a_step_leaves_a_later_ask_its_own_answer(r: Redis, tmp_path: Path) -> None:
+    """The ask after a recorded step is not handed the answer asked inside it."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, q1 = parked(rt, "test-asks-in-a-step")
+    accept(rt, q1, "U1", [Answer(id="v", free_text="one")])
+    work(rt)
+    q2 = paused(rt, run_id)
+    accept(rt, q2, "U1", [Answer(id="v", free_text="two")])
+    work(rt)
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "one two")
+    assert [iid for rid, iid in host.questions if rid == run_id] == [q1, q2]
+
+
 def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
     _, q1 = parked(rt, "test-two-questions")

@@ -37,6 +37,15 @@ class KeyCalls:
         self._asks += 1
         return key or f"#{self._asks}"
 
+    @property
+    def asks(self) -> int:
+        """How many asks this execution has counted so far."""
+        return self._asks
+
+    def skip(self, asks: int) -> None:
+        """Count `asks` made inside a recorded step, whose function a replay does not run."""
+        self._asks += asks
+
     def next_key(self) -> str:
         """The key the next ask that names none will be given."""
         return f"#{self._asks + 1}"

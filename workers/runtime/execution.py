@@ -136,20 +136,26 @@ class Execution(PlanSteps):
 
         The first execution returns what the record holds too, so a tuple is a list, and a key
         a string, in every execution alike. A value JSON cannot hold fails the run at once.
+        The record counts the asks `fn` made. A replay counts them too, so every later ask
+        keeps its key and its own answer.
         """
         if self._parked is not None:
             raise self._parked
         field = names.step(key)
         recorded = self.journal_entry(field)
         if recorded is not None:
+            asked = recorded.get("asks", 0)
+            self.keys.skip(asked if isinstance(asked, int) else 0)
             return cast(T, recorded["v"])
+        asks_before = self.keys.asks
         self.in_step += 1
         try:
             result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
         finally:
             self.in_step -= 1
+        asked = self.keys.asks - asks_before
         try:
-            dumped = json.dumps({"v": result}, allow_nan=False)
+            dumped = json.dumps({"v": result, **({"asks": asked} if asked else {})}, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
         if len(dumped) > STEP_MAX:
