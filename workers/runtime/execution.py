@@ -57,6 +57,7 @@ class Execution(PlanSteps):
         self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
         self._parked: Suspend | None = None  # set as the run parks: nothing of it may run after that
         self.in_step = 0  # how deep in steps' functions this execution is: a replay runs none of them
+        self.says = 0  # `run.say` calls so far, each done once under its number
         self.log = log.bind(**record.log_context())
 
     @property
@@ -136,26 +137,26 @@ class Execution(PlanSteps):
 
         The first execution returns what the record holds too, so a tuple is a list, and a key
         a string, in every execution alike. A value JSON cannot hold fails the run at once.
-        The record counts the asks `fn` made. A replay counts them too, so every later ask
-        keeps its key and its own answer.
+        The record counts the asks and says `fn` made. A replay counts them too, so every later
+        ask keeps its key and answer, and every later say its number.
         """
         if self._parked is not None:
             raise self._parked
         field = names.step(key)
         recorded = self.journal_entry(field)
         if recorded is not None:
-            asked = recorded.get("asks", 0)
-            self.keys.skip(asked if isinstance(asked, int) else 0)
+            self.keys.skip(_count(recorded, "asks"))
+            self.says += _count(recorded, "says")
             return cast(T, recorded["v"])
-        asks_before = self.keys.asks
+        asks, says = self.keys.asks, self.says
         self.in_step += 1
         try:
             result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
         finally:
             self.in_step -= 1
-        asked = self.keys.asks - asks_before
+        made = {"asks": self.keys.asks - asks, "says": self.says - says}
         try:
-            dumped = json.dumps({"v": result, **({"asks": asked} if asked else {})}, allow_nan=False)
+            dumped = json.dumps({"v": result, **{k: n for k, n in made.items() if n}}, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
         if len(dumped) > STEP_MAX:
@@ -256,3 +257,9 @@ class Execution(PlanSteps):
         the transition to `durable` with `carries_pending=True`.
         """
         return {**self._pending, **self._ending}
+
+
+def _count(recorded: dict[str, Any], what: str) -> int:
+    """How many `what` (asks, says) a recorded step's function made; 0 in older records."""
+    n = recorded.get(what, 0)
+    return n if isinstance(n, int) else 0

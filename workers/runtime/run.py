@@ -37,7 +37,6 @@ class Run:
 
     def __init__(self, execution: Execution) -> None:
         self._execution = execution
-        self._says = 0
         self._histories = 0
         self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
         self._opened: set[str] = set()  # every secret value `ask` returned this execution, for `opened_secrets`
@@ -97,16 +96,12 @@ class Run:
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing.
 
-        Each call is counted per execution. Inside a step's function, which a replay never runs,
-        it is posted as the step runs and not counted. Counting it shifted every later say by one
-        on replay, so the first say after a park was taken as done and never posted.
+        Each call is counted per execution. A recorded step counts the says its function made,
+        which a replay never runs (`Execution.step`). So each later say keeps its number.
         """
         ex = self._execution
-        if ex.in_step:
-            ex.host.say(ex.record, text)
-            return
-        self._says += 1
-        ex.once(names.say(self._says), lambda: ex.host.say(ex.record, text))
+        ex.says += 1
+        ex.once(names.say(ex.says), lambda: ex.host.say(ex.record, text))
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.
