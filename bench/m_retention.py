@@ -42,8 +42,10 @@ from workers.runtime.queues import QUEUE_NAME, enqueue_run
 from workers.runtime.sweep import sweep
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store import journal_names, keys
+from workers.store.question_closes import Closed
 from workers.store.records import CloseMode, RunStatus
-from workers.store.runs import Closed, RunStore, history_entry
+from workers.store.run_writes import history_entry
+from workers.store.runs import RunStore
 
 SEEDED = 10_000
 TARGET = 1.10  # used_memory after the purge, at most this times the empty figure

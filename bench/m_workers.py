@@ -32,8 +32,8 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import keys
 from workers.store.job_ids import resume as resume_job_id
+from workers.store.question_closes import Closed
 from workers.store.records import CloseMode, RunStatus
-from workers.store.runs import Closed
 
 RAW_QUEUE = "bench-raw"
 CLASSES = ("simple", "fork", "spawn", "pool-simple", "pool-fork")

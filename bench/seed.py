@@ -30,7 +30,8 @@ from workers.interaction import Request
 from workers.store import ids, journal_names, keys
 from workers.store.pieces import gathered, read_field
 from workers.store.records import RunStatus
-from workers.store.runs import RunStore, interrupt_fields, park_call, stage_create, transition_call
+from workers.store.run_writes import interrupt_fields, park_call, stage_create, transition_call
+from workers.store.runs import RunStore
 
 DUMMY_IID = "qBENCHDUMMYIID00000000"
 ANSWER_STATE = {

@@ -26,7 +26,8 @@ from faults.agents import CRASH_POINTS, marker_path
 from faults.conftest import FaultStack, Ledger
 from faults.invariants import Checker, Expect, unchanged
 from workers.interaction import Answer
-from workers.store.runs import Closed, RunStore
+from workers.store.question_closes import Closed
+from workers.store.runs import RunStore
 
 ACK_DEADLINE = 3.0
 COLOURS = ("Red", "Green", "Blue")

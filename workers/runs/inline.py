@@ -19,7 +19,7 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store.records import RunRecord, RunStatus
-from workers.store.runs import history_entry
+from workers.store.run_writes import history_entry
 
 
 def retry_delay(runtime: Runtime, failures: int) -> float:

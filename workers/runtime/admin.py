@@ -18,6 +18,7 @@ from workers.runtime.queues import enqueue_run
 from workers.runtime.wiring import Runtime
 from workers.store import ids, job_ids
 from workers.store import journal_names as names
+from workers.store.question_closes import Closed
 from workers.store.records import (
     CloseMode,
     GroupState,
@@ -27,7 +28,7 @@ from workers.store.records import (
     RunRecord,
     RunStatus,
 )
-from workers.store.runs import Closed, history_entry
+from workers.store.run_writes import history_entry
 
 log = Log("parley.admin")
 UNREADABLE = (ValueError, KeyError, TypeError)

@@ -30,7 +30,7 @@ from workers.store import journal_names as names
 from workers.store.away import StandIns
 from workers.store.groups import GroupMode, GroupRecord, NewMember
 from workers.store.records import GroupState, InterruptRecord, InterruptState, RunRecord
-from workers.store.runs import interrupt_fields
+from workers.store.run_writes import interrupt_fields
 
 MAX_AT_ONCE = 20
 """Questions one `ask_all`/`ask_any` may post, and people one `ask_each` may ask."""

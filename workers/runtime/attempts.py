@@ -18,7 +18,7 @@ from workers.interaction.approval import decision_of
 from workers.interaction.context import canonical, changes, digest
 from workers.store import journal_names as names
 from workers.store.records import InterruptRecord
-from workers.store.runs import history_entry
+from workers.store.run_writes import history_entry
 
 if TYPE_CHECKING:  # the execution holds a `KeyCalls`; the walk reads the execution
     from workers.runtime.execution import Execution

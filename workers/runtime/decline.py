@@ -17,9 +17,9 @@ from workers import metrics
 from workers.logs import Log
 from workers.runtime.acceptance import AnswerOutcome, refusal_error, same_workspace, state_refusal, where_asked
 from workers.runtime.wiring import Runtime
+from workers.store.question_closes import Closed
 from workers.store.records import CloseMode, InterruptRecord, InterruptState, RefusalReason, RunStatus
 from workers.store.refusal import Refusal
-from workers.store.runs import Closed
 from workers.store.scripts import DECLINE_TOKEN
 
 log = Log("parley.decline")

@@ -27,7 +27,7 @@ from workers.runtime.wiring import Runtime
 from workers.store import job_ids
 from workers.store import journal_names as names
 from workers.store.records import InterruptState, RunStatus
-from workers.store.runs import history_entry
+from workers.store.run_writes import history_entry
 
 log = Log("parley.execute")
 

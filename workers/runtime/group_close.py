@@ -25,9 +25,11 @@ from workers.runtime.queues import enqueue_run, enqueue_show
 from workers.runtime.wiring import Runtime
 from workers.store import ids, job_ids
 from workers.store.groups import GroupMode, GroupRecord
+from workers.store.question_closes import Closed
 from workers.store.records import CloseMode, GroupState, InterruptRecord, InterruptState, RefusalReason, RunRecord
 from workers.store.refusal import Refusal
-from workers.store.runs import Closed, RunStore, history_entry
+from workers.store.run_writes import history_entry
+from workers.store.runs import RunStore
 
 log = Log("parley.group")
 REDRAWS = 3

@@ -25,8 +25,9 @@ from workers.runtime.queues import SWEEP, enqueue_run
 from workers.runtime.retention import purge_finished
 from workers.runtime.wiring import Runtime
 from workers.store import job_ids
+from workers.store.question_closes import Closed
 from workers.store.records import CloseMode, InterruptRecord, InterruptState, RunStatus
-from workers.store.runs import Closed, history_entry
+from workers.store.run_writes import history_entry
 
 log = Log("parley.sweep")
 PURGE_PER_SWEEP = 1000  # finished runs deleted per pass at most, so one pass stays short

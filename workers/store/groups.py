@@ -79,7 +79,7 @@ class MemberClose:
     """
 
     refusal: Refusal | None = None
-    again: bool = False  # the member already held this answer (see `runs.Closed`): nothing new to do
+    again: bool = False  # the member already held this answer (see `question_closes.Closed`): nothing new to do
     done: bool = False
     dropped: list[str] = field(default_factory=list)  # members closed as no longer needed by this step
 

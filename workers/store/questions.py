@@ -27,7 +27,7 @@ from workers.store.open_questions import OpenQuestions
 from workers.store.rates import RateLog
 from workers.store.records import ApiQuestionRecord, ApiTokenRecord, RunStatus, WebhookState
 from workers.store.replies import as_text, reply, text_hash
-from workers.store.runs import stage_create
+from workers.store.run_writes import stage_create
 from workers.store.sealed import SecretBox
 
 log = Log("parley.questions")

@@ -173,7 +173,7 @@ return 1
 
 # Park a running run on its open question and free the worker.
 # KEYS: run, interrupt, leases, expiry, remind, escalate   ARGV: run_id, idx_prefix, epoch, now,
-# iid, waiting_prefix, message json, the digest of its blocks (`records.message_fields`)
+# iid, waiting_prefix, message json, the digest of its blocks (`interrupt_records.message_fields`)
 PARK = (
     _LIB
     + """
