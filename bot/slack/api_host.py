@@ -30,6 +30,7 @@ from bot.slack.clients import WebClients
 from bot.slack.host import SlackHost
 from bot.slack.limits import BlockLimitError
 from bot.slack.question_metadata import question_metadata
+from bot.slack.unreachable import unless_unreachable, unreachable
 from workers.exceptions import AgentError
 from workers.interaction import Outcome, PausingRun, QuestionInfo, Request, RunInfo
 from workers.logs import Log
@@ -123,7 +124,7 @@ class ApiQuestionHost(SlackHost):
             posted = self._post(record, blocks.fallback_text(request), blocks=question, metadata=question_metadata(iid))
         except SlackApiError as exc:
             error = exc.response.get("error")
-            if error in CANNOT_POST:
+            if error in CANNOT_POST or unreachable(exc):
                 raise AgentError(f"Slack refused to post the question in {conv['channel']}: {error}") from exc
             raise
         run.record_question_message({**posted, "version": 1}, shown=question)
@@ -169,7 +170,8 @@ class ApiQuestionHost(SlackHost):
         if interrupt.assignees or last_call:
             super().remind(run, interrupt, last_call=last_call)
         else:
-            self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
+            with unless_unreachable({**run.log_context(), "interrupt_id": interrupt.id}, "reminder"):
+                self._post(run, ":bell: Reminder: the question above is still waiting for an answer from anyone here.")
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         if self._on_closing is not None:

@@ -33,6 +33,7 @@ from bot.slack.question_metadata import find_question, question_metadata
 from bot.slack.question_templates import QuestionTemplates
 from bot.slack.recent import JoinedChannels, StartedThreads
 from bot.slack.session_status import SESSION
+from bot.slack.unreachable import unless_unreachable, unreachable
 from workers.exceptions import AgentError
 from workers.interaction import (
     Outcome,
@@ -202,6 +203,8 @@ class SlackHost(QuestionMessages):
         except SlackApiError as exc:
             if exc.response.get("error") in ("invalid_blocks", "msg_blocks_too_long"):
                 raise AgentError(f"Slack refused the question's blocks: {slack_refusal(exc.response)}") from exc
+            if unreachable(exc):  # the channel archived, Parley removed, the app uninstalled: nobody could answer
+                raise AgentError(f"Slack refused the question: {slack_refusal(exc.response)}") from exc
             raise
         # Recorded at once when people are told of it next (their DMs link to it); else by the park.
         run.record_question_message({**posted, "version": 1}, parked_next=not self._to_tell(run), shown=question)
@@ -231,7 +234,18 @@ class SlackHost(QuestionMessages):
         """DM each person asked, but the starter, a link to the question, once each."""
         text = f"{user_ref(run.started_by)}'s run *{escape(run.record.agent)}* is asking you a question."
         for q, user in self._to_tell(run):
-            people.notify(self._web(run.record), self.store.people, q, user, text, message=run.question_message)
+            self._notify(run.record, q, user, text, message=run.question_message)
+
+    def _notify(
+        self, run: RunInfo, q: QuestionInfo, user: str, text: str, message: dict[str, Any] | None = None
+    ) -> None:
+        """DM `user` of question `q`; if their account is gone, say so in the run's thread instead."""
+        if people.notify(self._web(run), self.store.people, q, user, text, message=message) is not people.Told.GONE:
+            return
+        about = {**run.log_context(), "interrupt_id": q.id, "user": user}
+        with unless_unreachable(about, "note of a person gone"):
+            self._post(run, people.gone_note(q, user, run.started_by))
+            log.info("thread told a person cannot be reached", **about)
 
     def _posted_before(self, run: RunInfo, iid: str) -> dict[str, Any] | None:
         """Where an earlier execution posted question `iid` without learning its `ts`, if so.
@@ -251,7 +265,8 @@ class SlackHost(QuestionMessages):
 
     # ---- Host ------------------------------------------------------------------
     def say(self, run: RunInfo, text: str) -> None:
-        self._post(run, blocks.progress_text(text))
+        with unless_unreachable(run.log_context(), "progress note"):
+            self._post(run, blocks.progress_text(text))
 
     def finished(self, run: RunInfo, result: str) -> None:
         """Post the run's result in its thread.
@@ -265,8 +280,9 @@ class SlackHost(QuestionMessages):
             answered = (h.by for h in self.store.history(run.id) if h.event == "answered" and h.by)
             text = with_mentions(text, {run.started_by, *answered})
         self._run_ended(run, "succeeded")
-        if not self._streamed(run, result):  # an answer in prose is streamed (`host_agents`)
-            self._post(run, text)
+        with unless_unreachable(run.log_context(), "result"):  # a thread gone for good: the run still succeeds
+            if not self._streamed(run, result):  # an answer in prose is streamed (`host_agents`)
+                self._post(run, text)
 
     def failed(self, run: RunInfo, reason: str) -> None:
         """Post the failure or expiry in the thread, as an alert where Slack has one.
@@ -275,19 +291,22 @@ class SlackHost(QuestionMessages):
         the one post.
         """
         self._run_ended(run, "failed")
-        if not self._failure_alerted(run, reason):
-            self._post(run, blocks.failed_text(reason), blocks=blocks.failed_blocks(reason, run.id, show_retry=True))
+        with unless_unreachable({**run.log_context(), "reason": reason}, "failure"):
+            if not self._failure_alerted(run, reason):
+                body = blocks.failed_blocks(reason, run.id, show_retry=True)
+                self._post(run, blocks.failed_text(reason), blocks=body)
 
     def question_closed(self, run: RunInfo, interrupt: QuestionInfo) -> None:
         self.lock_question(interrupt, run)
         self._question_done(run, interrupt)
 
     def remind(self, run: RunInfo, interrupt: QuestionInfo, *, last_call: bool = False) -> None:
-        if last_call:
-            self._post(run, last_call_text(self._web(run), interrupt))
-            return
-        who = ", ".join(user_ref(u) for u in interrupt.assignees)
-        self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
+        with unless_unreachable({**run.log_context(), "interrupt_id": interrupt.id}, "reminder"):
+            if last_call:
+                self._post(run, last_call_text(self._web(run), interrupt))
+                return
+            who = ", ".join(user_ref(u) for u in interrupt.assignees)
+            self._post(run, f":bell: Reminder: {who}, a question above is waiting for your answer.")
 
     def escalated(self, run: RunInfo, interrupt: QuestionInfo, added: list[str]) -> None:
         """Show the escalation on the question, and DM each added person a link.
@@ -299,7 +318,7 @@ class SlackHost(QuestionMessages):
         waited = people.waited(interrupt)
         text = "A question was escalated to you" + (f": it was unanswered after {waited}." if waited else ".")
         for user in added:
-            people.notify(self._web(run), self.store.people, interrupt, user, text)
+            self._notify(run, interrupt, user, text)
 
     def claimed(self, run: RunInfo, interrupt: QuestionInfo, *, by: str, released: bool) -> None:
         """Show who holds the question: "Claimed by …" and Release, or Claim again."""
@@ -312,8 +331,7 @@ class SlackHost(QuestionMessages):
         """
         if not self.refresh_question(interrupt, run):
             return
-        web = self._web(run)
-        people.notify(web, self.store.people, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
+        self._notify(run, interrupt, to, f"{user_ref(by)} reassigned a question to you.")
 
     def people(self, run: RunInfo, ids: list[str]) -> list[str]:
         """`ids` with each user group replaced by its members (`usergroups.users.list`)."""

@@ -8,12 +8,14 @@ refused by its stale block id. Once the question closes, its controls give way t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from bot.slack import blocks, people
 from bot.slack.blocks_context import superseded_blocks, superseded_text
 from bot.slack.blocks_each import each_closed_blocks, progress_blocks
 from bot.slack.host_agents import AgentSurfacesHost
 from bot.slack.mrkdwn import user_ref
+from bot.slack.unreachable import unless_unreachable
 from workers.exceptions import NotInstalled
 from workers.interaction import (
     ContextChange,
@@ -53,9 +55,10 @@ class QuestionMessages(AgentSurfacesHost):
         if not msg.get("ts"):
             return
         body = superseded_blocks(interrupt.request, changes, answered_by=interrupt.answered_by)
-        self._web(run).chat_update(
-            channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
-        )
+        with unless_unreachable(_about(run, interrupt.id), "superseded question"):
+            self._web(run).chat_update(
+                channel=msg["channel"], ts=msg["ts"], text=superseded_text(interrupt.request), blocks=body
+            )
 
     def group_progress(self, run: RunInfo, group: GroupInfo, progress: QuestionProgress) -> None:
         """Update an `ask_each` question's shared message: its progress, or once closed its outcome."""
@@ -81,7 +84,8 @@ class QuestionMessages(AgentSurfacesHost):
             )
             body += progress_blocks(req, progress, group.id, version)
             text = blocks.fallback_text(req)
-        self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
+        with unless_unreachable({**run.log_context(), "group": group.id}, "question progress"):
+            self._web(run).chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
 
     def asked_by(self, run: RunInfo) -> str | None:
         """The line opening the run's question messages, saying who asked.
@@ -99,11 +103,13 @@ class QuestionMessages(AgentSurfacesHost):
 
         The message gets a new version, with fresh block ids. If the question closes meanwhile, the
         locked message is put back. So an answered question never shows controls again. Returns
-        whether the question is still open then, so people may be pointed to it.
+        whether the question is still open then, so people may be pointed to it. A message Slack
+        can no longer reach (`bot.slack.unreachable`) is left as it is, and nobody is pointed to it.
         """
         msg = interrupt.message
         if not msg.get("ts"):
             return False
+        shown = False
         version = int(msg.get("version", 1)) + 1
         body = blocks.question_blocks(
             interrupt.request,
@@ -117,11 +123,15 @@ class QuestionMessages(AgentSurfacesHost):
             declinable=self.declinable(run),
             claimed_by=interrupt.claimed_by,
         )
-        self._web(run).chat_update(
-            channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
-        )
-        shown = {"blocks_digest": blocks_digest(body)} if msg.get("blocks_digest") else {}  # made with receipts on
-        self.store.set_message(interrupt.id, {**msg, "version": version, **shown})
+        with unless_unreachable(_about(run, interrupt.id), "question shown again"):
+            self._web(run).chat_update(
+                channel=msg["channel"], ts=msg["ts"], text=blocks.fallback_text(interrupt.request), blocks=body
+            )
+            shown = True
+        if not shown:
+            return False
+        digest = {"blocks_digest": blocks_digest(body)} if msg.get("blocks_digest") else {}  # made with receipts on
+        self.store.set_message(interrupt.id, {**msg, "version": version, **digest})
         now = self.store.interrupt(interrupt.id)
         if now is not None and now.state is not QuestionState.OPEN:
             self.lock_question(now, run)
@@ -146,6 +156,8 @@ class QuestionMessages(AgentSurfacesHost):
         """Replace the question's controls with its outcome: who answered what, or why it closed.
 
         A question of a workspace that uninstalled Parley has nobody to show it to, so it is skipped.
+        So is one Slack can no longer reach (`bot.slack.unreachable`). An answer accepted there still
+        resumes its run, once.
         """
         msg = interrupt.message
         if not msg.get("ts"):
@@ -154,7 +166,7 @@ class QuestionMessages(AgentSurfacesHost):
         try:
             web = self._web(run)
         except NotInstalled as exc:
-            log.info("question not locked: " + str(exc), **{**run.log_context(), "interrupt_id": interrupt.id})
+            log.info("question not locked: " + str(exc), **_about(run, interrupt.id))
             return
         req = interrupt.request
         if interrupt.state is QuestionState.ANSWERED:
@@ -185,4 +197,10 @@ class QuestionMessages(AgentSurfacesHost):
             return
         if asked_by := self.asked_by(run):
             body = [blocks.origin_block(asked_by), *body]
-        web.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
+        with unless_unreachable(_about(run, interrupt.id), "closed question"):
+            web.chat_update(channel=msg["channel"], ts=msg["ts"], text=text, blocks=body)
+
+
+def _about(run: RunInfo, interrupt_id: str) -> dict[str, Any]:
+    """The log fields of a line about one question of `run`."""
+    return {**run.log_context(), "interrupt_id": interrupt_id}

@@ -8,10 +8,14 @@
   They are the people asked, other than the run's starter. Also people added by an escalation,
   and a question's new assignee. The DM uses `conversations.open`, scope `im:write`. It goes
   once per person per question (`PeopleStore.first_notice`).
+- **People gone.** Slack may refuse the DM because the person's account is deactivated or gone.
+  Then nobody would know the question waits on them. So the host says so in the run's thread,
+  once, naming the run's starter (`gone_note`).
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from slack_sdk import WebClient
@@ -24,6 +28,23 @@ from workers.logs import Log
 from workers.runs import Notices
 
 log = Log("parley.slack")
+PERSON_GONE = frozenset({"user_not_found", "user_disabled"})
+"""A DM's refusals saying the person's account is deactivated or deleted.
+
+`account_inactive` is not one: Slack sends it for the bot's own token.
+"""
+
+
+class Told(Enum):
+    """How a DM about a question went; only `SENT` is true."""
+
+    SENT = "sent"
+    NOT_SENT = "not sent"
+    GONE = "gone"
+    """Slack refused it: the person's account is deactivated or gone."""
+
+    def __bool__(self) -> bool:
+        return self is Told.SENT
 
 
 def has_groups(ids: list[str]) -> bool:
@@ -110,17 +131,17 @@ def notify(
     text: str,
     *,
     message: dict[str, Any] | None = None,
-) -> bool:
+) -> Told:
     """DM `user` `text` with a link to the question, unless told already.
 
-    Returns True if sent. Bots are never told, since a group may hold one. A failed DM is logged and
-    not retried. The question is in its thread either way.
+    Bots are never told, since a group may hold one. A failed DM is logged and not retried. The
+    question is in its thread either way. `Told.GONE` says the person can never be told.
     """
     msg = interrupt.message if message is None else message  # `message`: where it was posted, if just now
     if not msg.get("ts") or not user.startswith(("U", "W")):
-        return False
+        return Told.NOT_SENT
     if not store.first_notice(interrupt.id, user):
-        return False
+        return Told.NOT_SENT
     ctx = {"run_id": interrupt.run_id, "interrupt_id": interrupt.id, "user": user, "team": interrupt.team}
     try:
         link = client.chat_getPermalink(channel=msg["channel"], message_ts=msg["ts"]).get("permalink")
@@ -128,7 +149,18 @@ def notify(
         body = f"{text} <{link}|Open the question>" if link else text
         client.chat_postMessage(channel=dm, text=body, unfurl_links=False, unfurl_media=False)
     except SlackApiError as exc:
-        log.warning("could not tell a person of a question", **ctx, error=exc.response.get("error"))
-        return False
+        error = exc.response.get("error")
+        log.warning("could not tell a person of a question", **ctx, error=error)
+        return Told.GONE if error in PERSON_GONE else Told.NOT_SENT
     log.info("person told of a question", **ctx)
-    return True
+    return Told.SENT
+
+
+def gone_note(interrupt: QuestionInfo, user: str, started_by: str) -> str:
+    """The thread's note that `user` cannot be told of the question, naming the run's starter."""
+    starter = f"{user_ref(started_by)}: " if started_by.startswith(("U", "W")) and started_by != user else ""
+    until = " until it expires" if interrupt.request.expires_in else ""
+    return (
+        f":warning: {starter}{user_ref(user)} could not be told of the question above: Slack says their account"
+        f" is deactivated or gone. Unless a Parley admin reassigns it (Reassign… on the question), it waits{until}."
+    )

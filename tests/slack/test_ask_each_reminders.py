@@ -17,6 +17,7 @@ from inprocess_bot import CHANNEL, Bot, PausedRun, running_bot
 from runtime_helpers import work
 from slack_forms import find_element, is_question, texts
 
+from bot.playground import User
 from bot.slack.blocks_question import REASSIGN_ACTION_ID
 from workers.interaction import Answer
 from workers.runtime.acceptance import accept
@@ -30,6 +31,8 @@ PEOPLE = [f"U0E{n:02d}" for n in range(4)]
 @pytest.fixture
 def bot(r: redis.Redis, tmp_path: Path) -> Iterator[Bot]:
     with running_bot(r, tmp_path) as running:
+        for person in PEOPLE:  # people of the workspace: each is told by DM, never named in the thread as gone
+            running.ws.add_user(User(person, person.lower()))
         yield running
 
 

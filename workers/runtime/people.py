@@ -56,9 +56,13 @@ def escalate_due(runtime: Runtime, now: float | None = None) -> list[str]:
         run = store.find(run_id)
         if escalated is None or run is None or escalated.state is not InterruptState.OPEN:
             continue
-        log.info("question escalated", **{**run.log_context(), "interrupt_id": iid}, added=list(change.people))
-        runtime.hosts.for_run(run).escalated(run, escalated, list(change.people))
+        about = {**run.log_context(), "interrupt_id": iid}
+        log.info("question escalated", **about, added=list(change.people))
         done.append(iid)
+        try:
+            runtime.hosts.for_run(run).escalated(run, escalated, list(change.people))
+        except Exception:  # recorded already; one failing Slack call holds back no other question
+            log.error("escalation not shown; the sweep goes on", exc=True, **about)
     return done
 
 

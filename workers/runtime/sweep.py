@@ -113,12 +113,17 @@ def _remind(runtime: Runtime, now: float, report: SweepReport) -> None:
                 store.take_reminder(other.id)
                 shared.add(other.id)
             shown = interrupt.model_copy(update={"assignees": sorted({p for m in sharing for p in m.assignees})})
-        runtime.hosts.for_run(run).remind(run, shown, last_call=last_call)
-        store.add_history(run.id, "reminded", "parley", interrupt_id=iid, **({"last_call": True} if last_call else {}))
+        try:
+            runtime.hosts.for_run(run).remind(run, shown, last_call=last_call)
+        except Exception:  # one workspace's failing Slack call holds back no other run's sweep
+            log.error("reminder not sent; the sweep goes on", exc=True, **{**run.log_context(), "interrupt_id": iid})
+        else:
+            last = {"last_call": True} if last_call else {}
+            store.add_history(run.id, "reminded", "parley", interrupt_id=iid, **last)
+            report.reminded.append(iid)
         for member in sharing or [interrupt]:  # each open member keeps the last call, in case this one is answered
             if not last_call and member.last_call_at is not None:
                 store.schedule_reminder(member.id, member.last_call_at)
-        report.reminded.append(iid)
 
 
 def _sharing(runtime: Runtime, interrupt: InterruptRecord) -> list[InterruptRecord]:
@@ -163,7 +168,10 @@ def _lapsed(runtime: Runtime, now: float, report: SweepReport) -> None:
         metrics.LEASE_LAPSES.labels(outcome="failed" if give_up else "requeued").inc()
         if give_up:
             metrics.run_ended(run.agent, RunStatus.FAILED.value)
-            runtime.hosts.for_run(run).failed(run, reason)
+            try:
+                runtime.hosts.for_run(run).failed(run, reason)
+            except Exception:  # the run is failed already; the sweep goes on to the other runs
+                log.error("failure not shown; the sweep goes on", exc=True, **run.log_context(), reason=reason)
         else:
             metrics.REQUEUES.labels(cause="lease_lapsed").inc()
             enqueue_run(runtime.queue, run_id, job_id)
