@@ -30,7 +30,7 @@ from slack_sdk.models.blocks import (
     UrlInputElement,
 )
 
-from bot.slack.limits import LABEL_MAX, OPTION_DESCRIPTION_MAX, utf16_len
+from bot.slack.limits import DATETIME_PICKER_MAX, LABEL_MAX, OPTION_DESCRIPTION_MAX, BlockLimitError, utf16_len
 from bot.slack.mrkdwn import fold_blank_lines, truncate
 from workers.interaction.models import Item, ItemType, Request
 from workers.interaction.validation import TYPED_FROM_TEXT, number_words, parse_datetime, show_number, value_text
@@ -57,8 +57,18 @@ YES, NO = "true", "false"
 """The option values of a boolean item's Yes / No radio buttons (and its one checkbox, `YES`)."""
 SECRET_HINT = "Sealed for the run alone: nobody sees it again, and it is deleted when the run ends."
 _SHORTENED_HINT = "Question shortened here; “Answer in a form” shows it in full."
+PICKER_SPAN = "1970-01-01T00:00:00Z to 2286-11-20T17:46:39Z"
+"""The datetimes Slack's date-and-time picker can be pre-set to (`limits.DATETIME_PICKER_MAX`)."""
 OTHER_HINT = "Required: choose one, or fill in “{other}” below."
 """Under a required choice that its "type your own" item may stand in for: Slack can only show both as optional."""
+
+
+def _has_line_break(text: str) -> bool:
+    """Whether `text` breaks a line.
+
+    A one-line input drops the break, so a default it pre-fills would come back changed.
+    """
+    return "\n" in text or "\r" in text
 
 
 def _description(text: str | None, cap: int) -> str | None:
@@ -121,7 +131,11 @@ def _typed_element(item: Item, placeholder: PlainTextObject, *, modal: bool) -> 
             initial_time=default if isinstance(default, str) else None,
         )
     at = parse_datetime(default) if isinstance(default, str) else None
-    return DateTimePickerElement(action_id=ANSWER_ACTION_ID, initial_date_time=int(at.timestamp()) if at else None)
+    stamp = int(at.timestamp()) if at else None
+    if stamp is not None and not 0 <= stamp <= DATETIME_PICKER_MAX:
+        shows = f"what Slack's date-and-time picker shows, {PICKER_SPAN}"
+        raise BlockLimitError([f"item {item.id!r}: its default {default} is outside {shows}"])
+    return DateTimePickerElement(action_id=ANSWER_ACTION_ID, initial_date_time=stamp)
 
 
 def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRIPTION_MAX, modal: bool = False) -> Any:
@@ -160,7 +174,7 @@ def _element(item: Item, *, external: bool, description_cap: int = OPTION_DESCRI
         return PlainTextInputElement(
             action_id=ANSWER_ACTION_ID,
             placeholder=placeholder,
-            multiline=item.multiline,
+            multiline=item.multiline or (isinstance(default, str) and _has_line_break(default)),
             max_length=item.text_limit,
             initial_value=default if isinstance(default, str) and default else None,
         )

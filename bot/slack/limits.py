@@ -59,6 +59,10 @@ HINT_MAX = 2000
 SECTION_FIELD_MAX = 2000
 VIEW_TITLE_MAX = 24
 MAX_CHOICE_BUTTON_OPTIONS = 10
+DATETIME_PICKER_MAX = 9_999_999_999
+"""The latest `initial_date_time` a datetimepicker takes (2286-11-20T17:46:39Z), the earliest being 0.
+
+Slack's reference asks for a Unix timestamp of 10 digits; slack_sdk refuses one outside 0..this."""
 
 _SURFACE_LIMITS = {"message": MAX_MESSAGE_BLOCKS, "modal": MAX_VIEW_BLOCKS, "home": MAX_VIEW_BLOCKS}
 

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 
 from workers.interaction import Answer, AnswerError, Item, ItemType, Option, Request, answers_to_values
 from workers.interaction.lengths import OPTION_TEXT_MAX, utf16_prefix
+from workers.interaction.texts import blank
 
 pytestmark = pytest.mark.unit
 
@@ -19,10 +20,10 @@ SETTINGS = settings(max_examples=100, deadline=None, database=None, suppress_hea
 ANSWERS = TypeAdapter(list[Answer])
 
 item_ids = st.from_regex(r"[A-Za-z0-9_-]{1,16}", fullmatch=True)
-words = st.text(min_size=1, max_size=40)
+words = st.text(min_size=1, max_size=40).filter(lambda s: not blank(s))  # text that shows something
 non_blank = st.text(min_size=1, max_size=60).filter(lambda s: s.strip() != "")
 iso_dates = st.dates().map(dt.date.isoformat)
-labels = st.text(min_size=1, max_size=75).map(lambda s: utf16_prefix(s, OPTION_TEXT_MAX))  # 75 UTF-16 units
+labels = st.text(min_size=1, max_size=75).map(lambda s: utf16_prefix(s, OPTION_TEXT_MAX)).filter(lambda s: not blank(s))
 
 
 @st.composite

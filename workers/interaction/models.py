@@ -7,7 +7,6 @@ through JSON unchanged, so a paused run can be stored and replayed.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from enum import StrEnum
@@ -46,7 +45,8 @@ from workers.interaction.lengths import (
     fits,
 )
 from workers.interaction.patterns import problem as pattern_problem
-from workers.interaction.validation import check_value, normalise, validate_answers
+from workers.interaction.texts import must_show, none_if_blank
+from workers.interaction.validation import check_value, normalise, number_problem, validate_answers
 
 MAX_ITEMS = 10
 MAX_OPTIONS = 100
@@ -93,9 +93,17 @@ class Option(_Strict):
     """One choice of a select: a stable `value` and the `label` people see."""
 
     value: Annotated[str, Field(min_length=1, max_length=OPTION_VALUE_MAX), AfterValidator(fits(OPTION_VALUE_MAX))]
-    label: Annotated[str, Field(min_length=1, max_length=OPTION_TEXT_MAX), AfterValidator(fits(OPTION_TEXT_MAX))]
+    label: Annotated[
+        str,
+        Field(min_length=1, max_length=OPTION_TEXT_MAX),
+        AfterValidator(fits(OPTION_TEXT_MAX)),
+        AfterValidator(must_show),
+    ]
     description: Annotated[
-        str | None, Field(max_length=OPTION_DESCRIPTION_MAX), AfterValidator(fits(OPTION_DESCRIPTION_MAX))
+        str | None,
+        Field(max_length=OPTION_DESCRIPTION_MAX),
+        AfterValidator(fits(OPTION_DESCRIPTION_MAX)),
+        AfterValidator(none_if_blank),
     ] = None
 
     @model_validator(mode="before")
@@ -110,19 +118,29 @@ class Item(_Strict):
     """One question inside a request, with the control that fits its type."""
 
     id: Annotated[str, Field(pattern=ITEM_ID_PATTERN)]
-    text: Annotated[str, Field(min_length=1, max_length=LABEL_MAX), AfterValidator(fits(LABEL_MAX))]
+    text: Annotated[
+        str, Field(min_length=1, max_length=LABEL_MAX), AfterValidator(fits(LABEL_MAX)), AfterValidator(must_show)
+    ]
     type: ItemType
     options: list[Option] | None = None
     required: bool = True
     default: AnswerValue = None
     multiline: bool = False
     max_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX), COUNT] = None
-    placeholder: Annotated[str | None, Field(max_length=PLACEHOLDER_MAX), AfterValidator(fits(PLACEHOLDER_MAX))] = None
+    placeholder: Annotated[
+        str | None,
+        Field(max_length=PLACEHOLDER_MAX),
+        AfterValidator(fits(PLACEHOLDER_MAX)),
+        AfterValidator(none_if_blank),
+    ] = None
     min_length: Annotated[int | None, Field(ge=1, le=FREE_TEXT_DEFAULT_MAX), COUNT] = None
     pattern: Annotated[str | None, Field(min_length=1, max_length=PATTERN_MAX)] = None
     """A regular expression the whole free-text answer must match."""
     pattern_hint: Annotated[
-        str | None, Field(min_length=1, max_length=PATTERN_HINT_MAX), AfterValidator(fits(PATTERN_HINT_MAX))
+        str | None,
+        Field(min_length=1, max_length=PATTERN_HINT_MAX),
+        AfterValidator(fits(PATTERN_HINT_MAX)),
+        AfterValidator(must_show),
     ] = None
     """What `pattern` asks for, as people read it in the error: "a ticket key like ABC-123"."""
     min: StrictInt | StrictFloat | None = None
@@ -227,8 +245,8 @@ class Item(_Strict):
                 raise ValueError(f"item {self.id!r}: min, max and integer only apply to number items")
             return
         for name, bound in (("min", self.min), ("max", self.max)):
-            if bound is not None and not math.isfinite(bound):
-                raise ValueError(f"item {self.id!r}: {name} must be a finite number")
+            if bound is not None and (problem := number_problem(bound)) is not None:
+                raise ValueError(f"item {self.id!r}: {name}: {problem}")
         if self.integer and any(b is not None and not float(b).is_integer() for b in (self.min, self.max)):
             raise ValueError(f"item {self.id!r}: an integer item's min and max must be whole numbers")
         if self.min is not None and self.max is not None and self.min > self.max:
@@ -253,7 +271,9 @@ class Approval(_Strict):
 class Request(_Strict):
     """A reason and up to ten items, put to the people allowed to answer."""
 
-    reason: Annotated[str, Field(min_length=1, max_length=REASON_MAX), AfterValidator(fits(REASON_MAX))]
+    reason: Annotated[
+        str, Field(min_length=1, max_length=REASON_MAX), AfterValidator(fits(REASON_MAX)), AfterValidator(must_show)
+    ]
     items: Annotated[list[Item], Field(min_length=1, max_length=MAX_ITEMS)]
     assignees: list[str] = Field(default_factory=list)
     expires_in: Annotated[int | None, _DELAY, COUNT] = None

@@ -26,6 +26,10 @@ EMAIL_MAX = 320
 URL_MAX = 3000
 DATETIME_FORM = "%Y-%m-%dT%H:%M:%SZ"
 """How a `datetime` answer is written: ISO 8601 in UTC, to the second."""
+NUMBER_TEXT_MAX = 50
+"""The longest typed number read: more digits than any bound needs (and Python's int() limit is far above)."""
+_TYPEABLE = 10**NUMBER_TEXT_MAX
+"""The least whole number too long to type; a negative one loses a character to its sign."""
 
 
 def _check_date(value: str) -> str | None:
@@ -55,9 +59,25 @@ def number_words(item: Item) -> str:
     return f"{kind}, at most {high}" if high is not None else kind
 
 
+def number_problem(value: float) -> str | None:
+    """Why `value` cannot be a number item's answer, default or bound; None when it can.
+
+    It must be finite. A whole number must also be typeable: at most `NUMBER_TEXT_MAX` characters
+    written out, as `from_text` reads it. Checked before any conversion, since a whole number
+    too large for a float, or too long to print, raises there.
+    """
+    if isinstance(value, int):
+        if value >= _TYPEABLE or value <= -_TYPEABLE // 10:
+            return f"a number of at most {NUMBER_TEXT_MAX} characters, written out"
+        return None
+    return None if math.isfinite(value) else "must be a finite number"
+
+
 def _check_number(item: Item, value: AnswerValue) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return "expected a number"
+    if (problem := number_problem(value)) is not None:
+        return "expected a number" if isinstance(value, float) else problem
     if item.integer and not float(value).is_integer():
         return "expected a whole number"
     if item.min is not None and value < item.min:
@@ -136,8 +156,6 @@ _YES = frozenset({"yes", "y", "true", "sim", "s", "1"})
 _NO = frozenset({"no", "n", "false", "nao", "não", "0"})
 _WHOLE = re.compile(r"[+-]?\d+")
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-NUMBER_TEXT_MAX = 50
-"""The longest typed number read: more digits than any bound needs (and Python's int() limit is far above)."""
 _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
