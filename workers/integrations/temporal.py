@@ -25,7 +25,9 @@ question is kept, so the workflow sees each outcome once. Several asks at once
 
 Cancelling the workflow, or the task awaiting the call, cancels the question in Parley first.
 Its Slack message is locked as cancelled. Then the cancellation goes on. A question cancelled in
-Slack, or with `parley runs cancel`, returns a `QuestionOutcome` with status `cancelled`.
+Slack, or with `parley runs cancel`, returns a `QuestionOutcome` with status `cancelled`. A
+timed-out workflow runs no code to cancel its question, so a question expires no later than
+the workflow's run or execution timeout.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from workers.interaction.renamed import renamed
 with workflow.unsafe.imports_passed_through():
     from workers.integrations.temporal_decision import Decision
     from workers.interaction import Request
+    from workers.interaction.models import DELAY_MAX
 
 __all__ = [
     "SIGNAL",
@@ -241,14 +244,34 @@ async def _wait(key: str, question_id: str) -> QuestionOutcome:
     return QuestionOutcome.of(outcome)
 
 
+def _expires_in(given: Any) -> Any:
+    """`given` seconds, cut to what this workflow has left before its run or execution timeout.
+
+    A workflow that times out runs no more code, so nothing would cancel its question, and people
+    could answer it with nobody waiting. Expiring with the workflow locks it as expired instead. A
+    limit past the longest expiry leaves `given` as it is; so does a value Parley will refuse.
+    """
+    info = workflow.info()
+    limits = [t for t in (info.run_timeout, info.execution_timeout) if t]
+    if not limits or (given is not None and (isinstance(given, bool) or not isinstance(given, int))):
+        return given
+    left = int((info.workflow_start_time + min(limits) - workflow.now()).total_seconds())
+    if left > DELAY_MAX:
+        return given
+    return max(1, left) if given is None else min(given, max(1, left))
+
+
 def _request(request: Request | dict[str, Any], **options: Any) -> dict[str, Any]:
-    """The request as the API takes it, with `options` set.
+    """The request as the API takes it, with `options` set, expiring no later than the workflow.
 
     Parley validates it, not the workflow, whose sandbox restricts what validation uses. A bad one
     fails the activity at once (`ParleyRefused`).
     """
     given = request.model_dump(mode="json", exclude_defaults=True) if isinstance(request, Request) else dict(request)
     given.update({k: v for k, v in options.items() if v is not None})
+    expires_in = _expires_in(given.get("expires_in"))
+    if expires_in is not None:
+        given["expires_in"] = expires_in
     return given
 
 
@@ -331,7 +354,7 @@ async def approve(
         "schema": schema,
         "editable": editable,
         "assignees": list(assignees) if assignees else None,
-        "expires_in": expires_in,
+        "expires_in": _expires_in(expires_in),
         "temporal": target,
     }
     question_id = await _post(POST_APPROVAL, body, target["key"])
