@@ -105,6 +105,29 @@ def test_an_ask_inside_a_step_leaves_a_later_ask_its_own_answer(r: Redis, tmp_pa
     assert [iid for rid, iid in host.questions if rid == run_id] == [q1, q2]
 
 
+@agent("test-swallows-the-park")
+def _swallows_the_park(run: Any, text: str) -> str:
+    try:
+        first = run.ask(_free("First?"))["v"]
+    except BaseException:  # a mistake (the park is a BaseException), but one agents make
+        first = "none"
+    return f"{first} {run.ask(_free('Second?'))['v']}"
+
+
+def test_an_ask_after_a_swallowed_park_parks_on_the_first_question(r: Redis, tmp_path: Path) -> None:
+    """The ask after the park is not made; the execution ends paused, not as one that lost the run."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "test-swallows-the-park")
+    assert execute(rt, run_id) == "paused"
+    q1 = paused(rt, run_id)
+    assert host.questions == [(run_id, q1)]
+    accept(rt, q1, "U1", [Answer(id="v", free_text="one")])
+    work(rt)
+    accept(rt, paused(rt, run_id), "U1", [Answer(id="v", free_text="two")])
+    work(rt)
+    assert rt.store.get(run_id).result == "one two"
+
+
 def test_refusals_change_nothing(r: Redis, tmp_path: Path) -> None:
     rt = make_runtime(r, tmp_path)
     _, q1 = parked(rt, "test-two-questions")

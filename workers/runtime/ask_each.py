@@ -35,6 +35,7 @@ def ask_each(
     key: str | None = None,
     context: Context | None = None,
 ) -> dict[str, dict[str, AnswerValue]]:
+    run.not_parked()
     if not isinstance(request, Request):
         raise AgentError(f"ask_each needs a Request, not a {type(request).__name__}")
     no_secret(request, key or "ask_each")

@@ -76,6 +76,7 @@ def _specs(run: Execution, requests: Mapping[str, Request], context: Mapping[str
 
     A bad one fails the run with a clear error.
     """
+    run.not_parked()
     if not isinstance(requests, Mapping) or not requests:
         raise AgentError("ask_all/ask_any need a non-empty dict of ask key -> Request")
     if len(requests) > MAX_AT_ONCE:

@@ -38,6 +38,7 @@ def ask(run: Execution, request: Request, key: str | None, context: Context | No
 
     See `Run.ask`.
     """
+    run.not_parked()
     if request.has_secret and run.store.box is None:
         raise SecretKeyMissing()
     bound = canonical(context) if context is not None else ""  # refused here, before anything is recorded

@@ -17,6 +17,7 @@ from workers.runtime.attempts import KeyCalls
 from workers.runtime.host import Host
 from workers.runtime.lease import LeaseKeeper
 from workers.runtime.plan import PlanSteps
+from workers.runtime.tally import Tally
 from workers.runtime.wiring import Runtime, RuntimeSettings
 from workers.store import journal_names as names
 from workers.store.ids import is_question
@@ -56,8 +57,7 @@ class Execution(PlanSteps):
         self._ending: dict[str, Any] = {}  # journal entries the run's ending transition records (see `once`)
         self._pending: dict[str, Any] = {}  # entries left for the next write: repeatable effects' "done"
         self._parked: Suspend | None = None  # set as the run parks: nothing of it may run after that
-        self.in_step = 0  # how deep in steps' functions this execution is: a replay runs none of them
-        self.says = 0  # `run.say` calls so far, each done once under its number
+        self.tally = Tally(self.keys)  # says, history entries and secrets, as a replay must count them
         self.log = log.bind(**record.log_context())
 
     @property
@@ -132,31 +132,37 @@ class Execution(PlanSteps):
         self._parked = Suspend(self.run_id, question_id)
         raise self._parked
 
+    def not_parked(self) -> None:
+        """Raise the park again once parked: code swallowing it may ask or step no more."""
+        if self._parked is not None:
+            raise self._parked
+
     def step(self, key: str, fn: Callable[[], T]) -> T:
         """Run `fn` once per run and record its JSON result; a replay returns the record.
 
         The first execution returns what the record holds too, so a tuple is a list, and a key
         a string, in every execution alike. A value JSON cannot hold fails the run at once.
-        The record counts the asks and says `fn` made. A replay counts them too, so every later
-        ask keeps its key and answer, and every later say its number.
+        The record counts the asks, says and history entries `fn` made. A replay counts them
+        too, so every later ask keeps its key and answer, and every later say its number.
         """
-        if self._parked is not None:
-            raise self._parked
+        self.not_parked()
         field = names.step(key)
         recorded = self.journal_entry(field)
         if recorded is not None:
-            self.keys.skip(_count(recorded, "asks"))
-            self.says += _count(recorded, "says")
+            self._skip(recorded)
             return cast(T, recorded["v"])
-        asks, says = self.keys.asks, self.says
-        self.in_step += 1
+        tally = self.tally
+        before = tally.now()
+        result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
+        after = tally.now()
+        made = tally.between(before, after)
+        mark = tally.marks.get(key)
+        if mark is not None:  # made since `recorded(key)` found nothing: a replay skips that branch
+            tally.marks[key] = None
+            branch = tally.branch(mark, before, after)
+            made = {**made, "branch": branch} if branch else made
         try:
-            result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
-        finally:
-            self.in_step -= 1
-        made = {"asks": self.keys.asks - asks, "says": self.says - says}
-        try:
-            dumped = json.dumps({"v": result, **{k: n for k, n in made.items() if n}}, allow_nan=False)
+            dumped = json.dumps({"v": result, **made}, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise NotSerializable(f"step {key!r} returned a value that is not JSON: {exc}") from exc
         if len(dumped) > STEP_MAX:
@@ -166,6 +172,28 @@ class Execution(PlanSteps):
         self.progressed = True
         self.log.info("step recorded", step=key)
         return cast(T, kept["v"])
+
+    def read_step(self, key: str) -> Any:
+        """What step `key` recorded, or None; the first read counts what its branch made.
+
+        Code may branch on the read, doing the step's work outside `fn` (`run.recorded`). The first
+        read of a key finding nothing marks the counts. The step then records what was made since.
+        A replay's first read finds the record and counts that, so later asks keep their keys.
+        """
+        entry = self.journal_entry(names.step(key))
+        if key not in self.tally.marks:
+            self.tally.marks[key] = self.tally.now() if entry is None else None
+            if entry is not None:
+                self._skip(entry.get("branch"))
+        return entry
+
+    def _skip(self, made: Any) -> None:
+        """Count what a function this replay skips made, opening its secrets again."""
+
+        def sealed_copy(iid: str) -> dict[str, str] | None:
+            return self.read(lambda: self.store.secret_answers(self.run_id, iid), "read a secret answer")
+
+        self.tally.skip(made, sealed_copy)
 
     def read_interrupt(self, iid: str) -> InterruptRecord | None:
         """An interrupt, read once per execution.
@@ -235,8 +263,7 @@ class Execution(PlanSteps):
         such an effect whether or not one was recorded. A worker that lost the run may perform it after
         the new worker did. It then just shows again what that one showed.
         """
-        if self._parked is not None:
-            raise self._parked
+        self.not_parked()
         field = names.effect(name)
         if self.journal_entry(field) == "done" or field in self._ending or field in self._pending:
             return
@@ -257,9 +284,3 @@ class Execution(PlanSteps):
         the transition to `durable` with `carries_pending=True`.
         """
         return {**self._pending, **self._ending}
-
-
-def _count(recorded: dict[str, Any], what: str) -> int:
-    """How many `what` (asks, says) a recorded step's function made; 0 in older records."""
-    n = recorded.get(what, 0)
-    return n if isinstance(n, int) else 0

@@ -37,9 +37,6 @@ class Run:
 
     def __init__(self, execution: Execution) -> None:
         self._execution = execution
-        self._histories = 0
-        self._secrets: dict[str, str] = {}  # secret answers by item id, for this execution only (never recorded)
-        self._opened: set[str] = set()  # every secret value `ask` returned this execution, for `opened_secrets`
         self._answered: dict[str, InterruptRecord] = {}  # the question whose answers `ask` of a key last returned
 
     @property
@@ -71,27 +68,21 @@ class Run:
     def recorded(self, key: str) -> Any:
         """What step `key` recorded, or `ABSENT` before it ran.
 
-        It is a read that runs and records nothing.
+        It runs and records nothing. What the code does between a read finding `ABSENT` and the
+        step is counted as the step's own, as a replay takes the other branch (`Execution.read_step`).
         """
-        entry = self._execution.journal_entry(names.step(key))
+        entry = self._execution.read_step(key)
         return ABSENT if entry is None else entry["v"]
 
     def history(self, event: str, **detail: Any) -> None:
         """Add an entry to the run's history (e.g. token usage), shown by `parley runs show`, once.
 
-        A replay adds nothing: each call is counted per execution, as `say`'s are. Inside a step's
-        function, which a replay never runs, the step keeps it once and nothing is counted.
+        A replay adds nothing: each call is counted per execution, as `say`'s are. A recorded step
+        counts the entries its function added, which a replay never runs (`Execution.step`).
         """
         ex = self._execution
-
-        def add() -> None:
-            ex.store.add_history(ex.run_id, event, "agent", **detail)
-
-        if ex.in_step:
-            ex.durable(add, "add history")
-            return
-        self._histories += 1
-        ex.once(names.history(self._histories), add)
+        ex.tally.histories += 1
+        ex.once(names.history(ex.tally.histories), lambda: ex.store.add_history(ex.run_id, event, "agent", **detail))
 
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing.
@@ -100,8 +91,8 @@ class Run:
         which a replay never runs (`Execution.step`). So each later say keeps its number.
         """
         ex = self._execution
-        ex.says += 1
-        ex.once(names.say(ex.says), lambda: ex.host.say(ex.record, text))
+        ex.tally.says += 1
+        ex.once(names.say(ex.tally.says), lambda: ex.host.say(ex.record, text))
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.
@@ -121,8 +112,7 @@ class Run:
         fails the run (`SecretKeyMissing`). That happens before anything is recorded.
         """
         asked = ask_one.ask(self._execution, request, key, context)
-        self._secrets.update(asked.secrets)
-        self._opened.update(asked.secrets.values())
+        self._execution.tally.open_secrets(asked.answered.id if asked.answered else None, asked.secrets)
         if asked.answered is not None:
             self._answered[asked.key] = asked.answered
         return asked.values
@@ -231,9 +221,10 @@ class Run:
         See `ask`. A tool reads here a secret the model saw only a placeholder of (`workers.llm`).
         Raises `AgentError` when no secret answer to `item_id` was returned yet.
         """
-        if item_id not in self._secrets:
+        secrets = self._execution.tally.secrets
+        if item_id not in secrets:
             raise AgentError(f"no secret answer to {item_id!r} in this run yet; ask it with run.ask first")
-        return self._secrets[item_id]
+        return secrets[item_id]
 
     def context_changed(self, key: str) -> bool:
         """Whether the last `ask` of `key` was asked again because facts changed.
@@ -257,4 +248,4 @@ def opened_secrets(run: Run) -> frozenset[str]:
 
     It holds an answer asked again too, which `run.secret` no longer returns.
     """
-    return frozenset(run._opened)
+    return frozenset(run._execution.tally.opened)

@@ -1,0 +1,174 @@
+"""What a step's function makes is counted, so a replay that skips it numbers the rest alike.
+
+Each agent here does something inside `run.step`'s function, or in the branch `run.recorded`
+guards, then parks on a later question. The replay after the answer skips that function or
+branch, and must still add each history entry once, give each ask its own answer, and open a
+secret asked there for `run.secret`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from llm_standin import ChatStandin, call, calls, final
+from redis import Redis
+from runtime_helpers import history_events, make_runtime, parked, paused, runtime_and_host, start, work
+
+from workers import ABSENT, agent
+from workers.interaction import Answer, Item, ItemType, Request
+from workers.llm import Tool, llm_config_from_env, run_loop
+from workers.runtime.acceptance import accept
+from workers.store.records import RunStatus
+
+pytestmark = pytest.mark.integration
+
+TRIES: dict[str, int] = {}
+LOGINS: list[str] = []
+TOKEN = Request(reason="Token?", items=[Item(id="token", text="Token", type=ItemType.SECRET)])
+
+
+def _free(reason: str) -> Request:
+    return Request(reason=reason, items=[Item(id="v", text="Value", type=ItemType.FREE_TEXT)])
+
+
+def _answer(rt: Any, run_id: str, value: str) -> None:
+    accept(rt, paused(rt, run_id), "U1", [Answer(id="v", free_text=value)])
+    work(rt)
+
+
+@agent("t-history-in-a-step")
+def _history_in_a_step(run: Any, text: str) -> str:
+    def fetch() -> str:
+        run.history("fetching")
+        TRIES[run.run_id] = TRIES.get(run.run_id, 0) + 1
+        if TRIES[run.run_id] == 1:
+            raise RuntimeError("the first try fails")  # retried: the function runs again
+        return str(run.ask(_free("Which?"))["v"])  # parks: the function runs again on resume
+
+    got = run.step("fetch", fetch)
+    run.history("fetched")
+    return f"{got} {run.ask(_free('Then?'))['v']}"
+
+
+def test_a_history_entry_inside_a_step_is_added_once(r: Redis, tmp_path: Path) -> None:
+    """A step's function run again (after a failure, or a park inside it) adds its entry once."""
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-history-in-a-step")
+    work(rt)
+    _answer(rt, run_id, "a")
+    _answer(rt, run_id, "b")
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "a b")
+    assert len(history_events(rt, run_id, "fetching")) == 1
+    assert len(history_events(rt, run_id, "fetched")) == 1
+
+
+@agent("t-ask-in-a-branch")
+def _ask_in_a_branch(run: Any, text: str) -> str:
+    first = run.recorded("first")
+    if first is ABSENT:  # the documented pattern: the step's work done outside its function
+        run.say("asking first")
+        first = run.ask(_free("First?"))["v"]
+        run.step("first", lambda: first)
+    run.say("asking second")
+    return f"{first} {run.ask(_free('Second?'))['v']}"
+
+
+def test_an_ask_in_a_recorded_branch_leaves_a_later_ask_its_own_answer(r: Redis, tmp_path: Path) -> None:
+    """The replay takes the other branch; the ask after it is not handed the branch's answer."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id, q1 = parked(rt, "t-ask-in-a-branch")
+    _answer(rt, run_id, "one")
+    q2 = paused(rt, run_id)
+    _answer(rt, run_id, "two")
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "one two")
+    assert [iid for rid, iid in host.questions if rid == run_id] == [q1, q2]
+    assert [text for rid, text in host.said if rid == run_id] == ["asking first", "asking second"]
+
+
+@agent("t-secret-in-a-step")
+def _secret_in_a_step(run: Any, text: str) -> str:
+    run.step("log in", lambda: bool(run.ask(TOKEN)["token"]))
+    run.ask(_free("Which account?"))
+    return f"{len(run.secret('token'))} characters"
+
+
+def test_a_secret_asked_inside_a_step_is_read_after_a_later_question(r: Redis, tmp_path: Path) -> None:
+    """A replay that skips the step opens its secret again from the sealed copy."""
+    rt = make_runtime(r, tmp_path, secret_key=Fernet.generate_key().decode())
+    run_id, q1 = parked(rt, "t-secret-in-a-step")
+    accept(rt, q1, "U1", [Answer(id="token", secret="hunter2")])
+    work(rt)
+    _answer(rt, run_id, "main")
+    record = rt.store.get(run_id)
+    assert (record.status, record.result, record.error) == (RunStatus.SUCCEEDED, "7 characters", "")
+
+
+@agent("t-llm-secret-later")
+def _llm_secret_later(run: Any, text: str) -> str:
+    def log_in(code_id: str) -> str:
+        LOGINS.append(run.secret(code_id))
+        return "logged in"
+
+    parameters = {"type": "object", "properties": {"code_id": {"type": "string"}}, "required": ["code_id"]}
+    tool = Tool(name="log_in", description="Log in with the code", parameters=parameters, fn=log_in)
+    return run_loop(run, llm_config_from_env(), system="Log in.", user_text=text, tools=[tool])
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatStandin]:
+    with ChatStandin() as standin:
+        monkeypatch.setenv("PARLEY_LLM_BASE_URL", standin.base_url)
+        monkeypatch.setenv("PARLEY_LLM_MODEL", "standin-1")
+        yield standin
+    assert standin.problems == []
+
+
+def test_a_model_loop_tool_reads_a_secret_given_before_another_question(
+    llm: ChatStandin, r: Redis, tmp_path: Path
+) -> None:
+    """docs/llm.md: `run.secret` in a tool, after the model asked something else since."""
+    code = {"questions": [{"id": "code", "header": "Code", "question": "Code?", "type": "secret"}]}
+    account = {"questions": [{"id": "v", "header": "Account", "question": "Which account?", "type": "free"}]}
+    llm.add(
+        calls(call("ask_user", code, "c1")),
+        calls(call("ask_user", account, "c2")),
+        calls(call("log_in", {"code_id": "code"}, "c3")),
+        final("Logged in."),
+    )
+    rt = make_runtime(r, tmp_path, secret_key=Fernet.generate_key().decode())
+    run_id, q1 = parked(rt, "t-llm-secret-later", "log me in")
+    accept(rt, q1, "U1", [Answer(id="code", secret="otp-123")])
+    work(rt)
+    LOGINS.clear()
+    _answer(rt, run_id, "main")
+    record = rt.store.get(run_id)
+    assert (record.status, record.result, record.error) == (RunStatus.SUCCEEDED, "Logged in.", "")
+    assert LOGINS == ["otp-123"]
+
+
+@agent("t-overlapping-branches")
+def _overlapping_branches(run: Any, text: str) -> str:
+    found = {k: run.recorded(k) for k in ("a", "b")}  # two tools a framework runs at once
+    if found["a"] is ABSENT and found["b"] is ABSENT:
+        run.say("a working")
+        run.say("b working")
+        run.step("a", lambda: "A")
+        run.step("b", lambda: "B")
+    run.say("both done")
+    return run.ask(_free("Go on?"))["v"]
+
+
+def test_overlapping_branches_count_what_they_made_once(r: Redis, tmp_path: Path) -> None:
+    """Says made while two branches were open are counted once, so a later say posts once."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-overlapping-branches")
+    work(rt)
+    _answer(rt, run_id, "yes")
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert [t for rid, t in host.said if rid == run_id] == ["a working", "b working", "both done"]
