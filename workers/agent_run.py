@@ -120,10 +120,11 @@ class AgentRun(Protocol):
         """
         ...
 
-    def recorded(self, key: str) -> Any:
+    def recorded(self, key: str, *, branch: bool = False) -> Any:
         """What step `key` recorded, or `ABSENT` before it ran.
 
-        Nothing runs or is recorded.
+        Nothing runs or is recorded. With `branch`, code run only on `ABSENT` does the step's
+        work and then calls `run.step(key, ...)`: what it asks and says is counted as the step's.
         """
         ...
 

@@ -8,6 +8,7 @@ secret asked there for `run.secret`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def test_a_history_entry_inside_a_step_is_added_once(r: Redis, tmp_path: Path) -
 
 @agent("t-ask-in-a-branch")
 def _ask_in_a_branch(run: Any, text: str) -> str:
-    first = run.recorded("first")
+    first = run.recorded("first", branch=True)
     if first is ABSENT:  # the documented pattern: the step's work done outside its function
         run.say("asking first")
         first = run.ask(_free("First?"))["v"]
@@ -154,21 +155,116 @@ def test_a_model_loop_tool_reads_a_secret_given_before_another_question(
 
 @agent("t-overlapping-branches")
 def _overlapping_branches(run: Any, text: str) -> str:
-    found = {k: run.recorded(k) for k in ("a", "b")}  # two tools a framework runs at once
-    if found["a"] is ABSENT and found["b"] is ABSENT:
-        run.say("a working")
-        run.say("b working")
-        run.step("a", lambda: "A")
-        run.step("b", lambda: "B")
+    async def tool(key: str) -> str:  # two tools a framework runs at once, each in its own task
+        if run.recorded(key, branch=True) is ABSENT:
+            run.say(f"{key} working")
+            await asyncio.sleep(0.01)  # the other tool says meanwhile
+            run.step(key, lambda: key.upper())
+        return key
+
+    async def both() -> None:
+        await asyncio.gather(tool("a"), tool("b"))
+
+    asyncio.run(both())
     run.say("both done")
     return run.ask(_free("Go on?"))["v"]
 
 
 def test_overlapping_branches_count_what_they_made_once(r: Redis, tmp_path: Path) -> None:
-    """Says made while two branches were open are counted once, so a later say posts once."""
+    """Says made while two branches were open at once are counted once: a later say posts once."""
     rt, host = runtime_and_host(r, tmp_path)
     run_id = start(rt, "t-overlapping-branches")
     work(rt)
     _answer(rt, run_id, "yes")
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
-    assert [t for rid, t in host.said if rid == run_id] == ["a working", "b working", "both done"]
+    assert sorted(t for rid, t in host.said if rid == run_id) == ["a working", "b working", "both done"]
+
+
+@agent("t-nested-branches")
+def _nested_branches(run: Any, text: str) -> str:
+    if run.recorded("outer", branch=True) is ABSENT:
+        if run.recorded("inner", branch=True) is ABSENT:
+            run.say("inner working")
+            run.step("inner", lambda: 1)
+        run.step("outer", lambda: 2)
+    run.say("between")
+    value = run.ask(_free("Go on?"))["v"]
+    run.say("after")
+    return value
+
+
+def test_a_branch_inside_another_is_counted_with_the_outer_one(r: Redis, tmp_path: Path) -> None:
+    """A replay skipping the outer branch never reads the inner key: the outer one counts it."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-nested-branches")
+    work(rt)
+    _answer(rt, run_id, "yes")
+    assert [t for rid, t in host.said if rid == run_id] == ["inner working", "between", "after"]
+
+
+@agent("t-step-retried")
+def _step_retried(run: Any, text: str) -> str:
+    def fetch() -> str:
+        run.say("fetching")
+        TRIES[run.run_id] = TRIES.get(run.run_id, 0) + 1
+        if TRIES[run.run_id] == 1:
+            raise TimeoutError("try again")
+        return "data"
+
+    for _ in range(3):  # the agent retries the step itself
+        try:
+            got = run.step("fetch", fetch)
+            break
+        except TimeoutError:
+            run.say("retrying")
+    value = run.ask(_free("Go on?"))["v"]
+    run.say("after 1")
+    run.say("after 2")
+    return f"{got} {value}"
+
+
+def test_a_step_retried_in_one_execution_counts_its_failed_tries(r: Redis, tmp_path: Path) -> None:
+    """What the failed tries said is skipped on replay too, so no later say is lost."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-step-retried")
+    work(rt)
+    _answer(rt, run_id, "yes")
+    said = [t for rid, t in host.said if rid == run_id]
+    assert said == ["fetching", "retrying", "fetching", "after 1", "after 2"]
+
+
+@agent("t-named-key-in-a-step")
+def _named_key_in_a_step(run: Any, text: str) -> str:
+    first = run.step("s", lambda: run.ask(_free("First?"), key="k")["v"])
+    second = run.ask(_free("Again?"), key="k")["v"]
+    return f"{first} {second}"
+
+
+def test_a_named_key_asked_inside_a_step_is_counted_on_replay(r: Redis, tmp_path: Path) -> None:
+    """The key's next call outside the step is its next attempt, with its own answer."""
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-named-key-in-a-step")
+    work(rt)
+    _answer(rt, run_id, "one")
+    _answer(rt, run_id, "two")
+    record = rt.store.get(run_id)
+    assert (record.status, record.result) == (RunStatus.SUCCEEDED, "one two")
+
+
+@agent("t-early-read")
+def _early_read(run: Any, text: str) -> str:
+    done = run.recorded("fetch") is not ABSENT  # a plain read: no branch follows it
+    run.say("resuming" if done else "starting")
+    run.step("fetch", lambda: 1)
+    value = run.ask(_free("Go on?"))["v"]
+    run.say("after")
+    return value
+
+
+def test_a_plain_read_counts_nothing(r: Redis, tmp_path: Path) -> None:
+    """Code that runs whatever the read finds is numbered alike in every execution."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-early-read")
+    work(rt)
+    _answer(rt, run_id, "yes")
+    assert [t for rid, t in host.said if rid == run_id] == ["starting", "after"]

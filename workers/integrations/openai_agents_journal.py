@@ -60,7 +60,7 @@ class Journal:
         A failed request takes no number, so its retry asks under the same one.
         """
         key = f"{self._step}:model:{self._responses + 1}"
-        recorded = self._run.recorded(key)
+        recorded = self._run.recorded(key, branch=True)
         if recorded is not ABSENT:
             response = _RESPONSE.validate_python(recorded)
         else:
@@ -77,7 +77,7 @@ class Journal:
         async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> Any:
             # Under the response that made the call (0: one the step resumes): a call id may come again.
             key = f"{self._step}:model:{self._responses}:tool:{ctx.tool_call_id}"
-            recorded = self._run.recorded(key)
+            recorded = self._run.recorded(key, branch=True)
             if recorded is not ABSENT:
                 return recorded["result"]
             result = await invoke(ctx, arguments)

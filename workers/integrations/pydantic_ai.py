@@ -77,7 +77,7 @@ class _Journal(AbstractCapability[Any]):
     async def wrap_model_request(self, ctx: RunContext[Any], *, request_context: Any, handler: Any) -> ModelResponse:
         self._requests += 1
         key = f"{self._prefix}:model:{self._requests}"
-        recorded = self._run.recorded(key)
+        recorded = self._run.recorded(key, branch=True)
         if recorded is not ABSENT:
             return _RESPONSE.validate_python(recorded)
         response: ModelResponse = await handler(request_context)
@@ -90,7 +90,7 @@ class _Journal(AbstractCapability[Any]):
         # Keyed by the response that made the call too: some models number call ids per response
         # (`call_0` every turn), so an id alone may name an earlier call with another result.
         key = f"{self._prefix}:model:{self._requests}:tool:{call.tool_call_id}"
-        recorded = self._run.recorded(key)
+        recorded = self._run.recorded(key, branch=True)
         if recorded is ABSENT and call.tool_call_id not in self._called:
             # An earlier version keyed a result by call id alone. It ran only an id's first call of a
             # run of the agent, so that call alone may be its record. A run it stopped mid-way then

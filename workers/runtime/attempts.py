@@ -9,7 +9,7 @@ attempt left, the caller opens a new one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from workers.exceptions import AgentError
@@ -31,10 +31,13 @@ class KeyCalls:
         self._asks = 0  # calls that may name no key: "#1", "#2", ...
         self._key_calls: dict[str, int] = {}
         self._changed: dict[str, bool] = {}  # keys whose last answer follows one voided by changed facts
+        self.listener: Callable[[str, str | None], None] | None = None  # told of each ask and key call
 
     def key(self, key: str | None) -> str:
         """Count one more ask, keyed `key` or by the ask's number."""
         self._asks += 1
+        if self.listener is not None:
+            self.listener("asks", None)
         return key or f"#{self._asks}"
 
     @property
@@ -42,9 +45,16 @@ class KeyCalls:
         """How many asks this execution has counted so far."""
         return self._asks
 
-    def skip(self, asks: int) -> None:
-        """Count `asks` made inside a recorded step, whose function a replay does not run."""
+    def skip(self, asks: int, keys: Any = None) -> None:
+        """Count `asks`, and named keys' calls, made where a replay does not run."""
         self._asks += asks
+        for key, n in keys.items() if isinstance(keys, dict) else ():
+            if isinstance(n, int):
+                self._key_calls[str(key)] = self._key_calls.get(str(key), 0) + n
+
+    def named_calls(self) -> dict[str, int]:
+        """Each named key's calls so far (a numbered key is never called again)."""
+        return {k: n for k, n in self._key_calls.items() if not k.startswith("#")}
 
     def next_key(self) -> str:
         """The key the next ask that names none will be given."""
@@ -60,6 +70,8 @@ class KeyCalls:
         `changed`: whether this call is asked again because the answer before it was void.
         """
         n = self._key_calls[key] = self._key_calls.get(key, 0) + 1
+        if self.listener is not None and not key.startswith("#"):
+            self.listener("keys", key)
         if n > limit:
             raise AgentError(f"question {key!r} was asked {limit} times without a usable answer; giving up")
         if changed is not None:

@@ -142,25 +142,30 @@ class Execution(PlanSteps):
 
         The first execution returns what the record holds too, so a tuple is a list, and a key
         a string, in every execution alike. A value JSON cannot hold fails the run at once.
-        The record counts the asks, says and history entries `fn` made. A replay counts them
-        too, so every later ask keeps its key and answer, and every later say its number.
+        The record counts what `fn` made: asks, says, history entries, named keys' calls. A
+        replay counts them too, so every later ask keeps its key and answer, and every later
+        say its number. Tries that raised in this execution count with it, as a replay skips
+        them too. So does what a `run.recorded(key, branch=True)` branch made.
         """
         self.not_parked()
         field = names.step(key)
         recorded = self.journal_entry(field)
-        if recorded is not None:
-            self._skip(recorded)
-            return cast(T, recorded["v"])
         tally = self.tally
-        before = tally.now()
-        result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
-        after = tally.now()
-        made = tally.between(before, after)
-        mark = tally.marks.get(key)
-        if mark is not None:  # made since `recorded(key)` found nothing: a replay skips that branch
-            tally.marks[key] = None
-            branch = tally.branch(mark, before, after)
-            made = {**made, "branch": branch} if branch else made
+        if recorded is not None:
+            if key not in tally.read or "branch" not in recorded:  # a branch read counted it all
+                self._skip(recorded)
+            return cast(T, recorded["v"])
+        before = tally.failed.get(key) or tally.now()
+        try:
+            result = self._planned(key, fn)  # fn(), told to a host that draws the run's plan
+        except Exception:
+            tally.failed.setdefault(key, before)  # a retry in this execution records these tries too
+            raise
+        tally.failed.pop(key, None)
+        made = tally.between(before, tally.now())
+        branch = tally.close_branch(key)  # what was made since the key's read, `fn` and its tries too
+        if branch:
+            made = {**made, "branch": branch}
         try:
             dumped = json.dumps({"v": result, **made}, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -173,17 +178,19 @@ class Execution(PlanSteps):
         self.log.info("step recorded", step=key)
         return cast(T, kept["v"])
 
-    def read_step(self, key: str) -> Any:
-        """What step `key` recorded, or None; the first read counts what its branch made.
+    def read_step(self, key: str, *, branch: bool = False) -> Any:
+        """What step `key` recorded, or None.
 
-        Code may branch on the read, doing the step's work outside `fn` (`run.recorded`). The first
-        read of a key finding nothing marks the counts. The step then records what was made since.
-        A replay's first read finds the record and counts that, so later asks keep their keys.
+        With `branch`, the code after the read runs only when it finds nothing, and then calls the
+        step. The first such read finding nothing opens the branch: what this context makes until
+        the step is recorded with it. A replay's first read finds the record and counts that.
         """
         entry = self.journal_entry(names.step(key))
-        if key not in self.tally.marks:
-            self.tally.marks[key] = self.tally.now() if entry is None else None
-            if entry is not None:
+        if branch and key not in self.tally.read:
+            self.tally.read.add(key)
+            if entry is None:
+                self.tally.open_branch(key)
+            else:
                 self._skip(entry.get("branch"))
         return entry
 

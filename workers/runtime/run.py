@@ -65,13 +65,14 @@ class Run:
         """Name the run's steps ahead, in order reached, for a host that draws plans."""
         self._execution.name_steps(steps)
 
-    def recorded(self, key: str) -> Any:
-        """What step `key` recorded, or `ABSENT` before it ran.
+    def recorded(self, key: str, *, branch: bool = False) -> Any:
+        """What step `key` recorded, or `ABSENT` before it ran. It runs and records nothing.
 
-        It runs and records nothing. What the code does between a read finding `ABSENT` and the
-        step is counted as the step's own, as a replay takes the other branch (`Execution.read_step`).
+        With `branch`, the code after a read finding `ABSENT` does the step's work and then calls
+        `run.step(key, ...)`. What it asks, says and adds counts as the step's, since a replay
+        takes the other branch (`Execution.read_step`).
         """
-        entry = self._execution.read_step(key)
+        entry = self._execution.read_step(key, branch=branch)
         return ABSENT if entry is None else entry["v"]
 
     def history(self, event: str, **detail: Any) -> None:
@@ -81,8 +82,7 @@ class Run:
         counts the entries its function added, which a replay never runs (`Execution.step`).
         """
         ex = self._execution
-        ex.tally.histories += 1
-        ex.once(names.history(ex.tally.histories), lambda: ex.store.add_history(ex.run_id, event, "agent", **detail))
+        ex.once(names.history(ex.tally.added()), lambda: ex.store.add_history(ex.run_id, event, "agent", **detail))
 
     def say(self, text: str) -> None:
         """Post progress to the run's conversation, once: a replay posts nothing.
@@ -91,8 +91,7 @@ class Run:
         which a replay never runs (`Execution.step`). So each later say keeps its number.
         """
         ex = self._execution
-        ex.tally.says += 1
-        ex.once(names.say(ex.tally.says), lambda: ex.host.say(ex.record, text))
+        ex.once(names.say(ex.tally.said()), lambda: ex.host.say(ex.record, text))
 
     def ask(self, request: Request, key: str | None = None, context: Context | None = None) -> dict[str, AnswerValue]:
         """Put `request` to people and return their answers by item id.

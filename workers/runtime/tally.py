@@ -1,14 +1,21 @@
 """What an execution's code made, counted so that a replay numbers it alike.
 
-Asks, says and history entries are numbered per execution. A replay skips a recorded step's
-function, and the branch that `run.recorded` guards. So the step records what they made, and
-the replay counts that instead. Secret answers opened there are opened again from their sealed
-copies, for `run.secret`.
+Asks, says and history entries are numbered per execution, and each named ask key counts its
+calls. A replay skips a recorded step's function, and the branch a `run.recorded(key,
+branch=True)` read guards. So the step records what they made, and the replay counts that
+instead. Secret answers opened there are opened again from their sealed copies, for
+`run.secret`.
+
+A branch counts what is made in its own context (`contextvars`). So a branch inside another is
+counted in both, as a replay skipping the outer one never reads the inner one. Branches open at
+once in other tasks, as tools a framework runs together, count only their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from workers.runtime.attempts import KeyCalls
@@ -17,40 +24,87 @@ COUNTED = ("asks", "says", "histories")
 """What a step counts of its function, so a replay that skips it numbers the rest alike."""
 
 
+@dataclass(eq=False)
+class _Branch:
+    """One open branch: its tally, and what its context has made since it opened."""
+
+    tally: Tally
+    made: dict[str, Any] = field(default_factory=dict)
+    open: bool = True
+
+
+_OPEN: ContextVar[tuple[_Branch, ...]] = ContextVar("parley_open_branches", default=())
+"""The branches open in this context, outermost first."""
+
+
 class Tally:
-    """One execution's says and history entries so far, and the secrets it opened."""
+    """One execution's asks, says and history entries so far, and the secrets it opened."""
 
     def __init__(self, keys: KeyCalls) -> None:
         self.keys = keys  # the asks are counted where their keys are given
+        keys.listener = self._made
         self.says = 0  # `run.say` calls so far, each done once under its number
         self.histories = 0  # `run.history` calls so far, each added once under its number
         self.secrets: dict[str, str] = {}  # secret answers by item id, this execution only (never recorded)
         self.opened: set[str] = set()  # every secret value this execution opened, for masking
-        self.marks: dict[str, dict[str, int] | None] = {}  # step keys `recorded` read: counts when found absent
-        self.claimed: dict[str, int] = {}  # counts up to which a recorded branch has taken what was made
+        self.read: set[str] = set()  # step keys read with `branch`: a replay counts each branch once
+        self.failed: dict[str, dict[str, Any]] = {}  # counts when a step's function first raised
+        self._branches: dict[str, _Branch] = {}  # branches read absent, until their step records
         self._sealed: list[str] = []  # the questions whose secrets this execution opened, in order
 
-    def now(self) -> dict[str, int]:
-        """The asks, says and history entries counted so far, and secrets opened."""
-        return {"asks": self.keys.asks, "says": self.says, "histories": self.histories, "secrets": len(self._sealed)}
+    def now(self) -> dict[str, Any]:
+        """The asks, says, history entries, named keys' calls and secrets counted so far."""
+        counts: dict[str, Any] = {"asks": self.keys.asks, "says": self.says, "histories": self.histories}
+        return {**counts, "keys": self.keys.named_calls(), "secrets": len(self._sealed)}
 
-    def between(self, before: dict[str, int], now: dict[str, int]) -> dict[str, Any]:
+    def between(self, before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
         """What was made between two counts: how many of each, and the secrets' questions."""
         made: dict[str, Any] = {k: now[k] - before[k] for k in COUNTED if now[k] > before[k]}
+        keys = {k: n - before["keys"].get(k, 0) for k, n in now["keys"].items() if n > before["keys"].get(k, 0)}
+        if keys:
+            made["keys"] = keys
         if now["secrets"] > before["secrets"]:
             made["secrets"] = self._sealed[before["secrets"] : now["secrets"]]
         return made
 
-    def branch(self, mark: dict[str, int], before: dict[str, int], now: dict[str, int]) -> dict[str, Any]:
-        """What a branch made from `mark` to its step's call, that no other branch has taken.
+    def open_branch(self, key: str) -> None:
+        """Count from here what this context makes, as step `key`'s branch."""
+        branch = _Branch(self)
+        self._branches[key] = branch
+        _OPEN.set((*(b for b in _OPEN.get() if b.open and b.tally is self), branch))
 
-        Branches may overlap, as tools a framework runs at once do. Each counted once, the
-        branches' sum is what was made, which is all a replay needs.
-        """
-        start = {k: max(n, self.claimed.get(k, 0)) for k, n in mark.items()}
-        made = self.between(start, {k: max(n, start[k]) for k, n in before.items()})
-        self.claimed = {k: max(n, self.claimed.get(k, 0)) for k, n in now.items()}
-        return made
+    def close_branch(self, key: str) -> dict[str, Any]:
+        """What step `key`'s branch made since it opened, its step's function too; {} if none."""
+        branch = self._branches.pop(key, None)
+        if branch is None:
+            return {}
+        branch.open = False
+        return branch.made
+
+    def said(self) -> int:
+        """Count one more say, and return its number."""
+        self.says += 1
+        self._made("says")
+        return self.says
+
+    def added(self) -> int:
+        """Count one more history entry, and return its number."""
+        self.histories += 1
+        self._made("histories")
+        return self.histories
+
+    def _made(self, what: str, key: str | None = None) -> None:
+        """Count one thing made in each branch open in this context."""
+        for branch in _OPEN.get():
+            if not branch.open or branch.tally is not self:
+                continue
+            if what == "keys" and key is not None:
+                keys = branch.made.setdefault("keys", {})
+                keys[key] = keys.get(key, 0) + 1
+            elif what == "secrets" and key is not None:
+                branch.made.setdefault("secrets", []).append(key)
+            else:
+                branch.made[what] = branch.made.get(what, 0) + 1
 
     def open_secrets(self, question_id: str | None, values: dict[str, str]) -> None:
         """Keep secret answers `ask` returned, for `run.secret` and for masking.
@@ -63,23 +117,26 @@ class Tally:
         self.opened.update(values.values())
         if question_id:
             self._sealed.append(question_id)
+            self._made("secrets", question_id)
 
     def skip(self, made: Any, sealed_copy: Callable[[str], dict[str, str] | None]) -> None:
         """Count what a function a replay skips made, and open its secrets again.
 
         `sealed_copy` reads a question's secret answers; None once the run ended since.
         """
-        self.keys.skip(_count(made, "asks"))
+        if not isinstance(made, dict):
+            return
+        self.keys.skip(_count(made, "asks"), made.get("keys"))
         self.says += _count(made, "says")
         self.histories += _count(made, "histories")
-        sealed = made.get("secrets") if isinstance(made, dict) else None
+        sealed = made.get("secrets")
         for iid in sealed if isinstance(sealed, list) else []:
             values = sealed_copy(str(iid))
             if values is not None:  # gone: `run.secret` then says that none was given
                 self.open_secrets(str(iid), values)
 
 
-def _count(recorded: Any, what: str) -> int:
+def _count(recorded: dict[str, Any], what: str) -> int:
     """How many `what` (asks, says, histories) a recorded step made; 0 in older records."""
-    n = recorded.get(what, 0) if isinstance(recorded, dict) else 0
+    n = recorded.get(what, 0)
     return n if isinstance(n, int) else 0
