@@ -120,7 +120,7 @@ class Supervisor:
         `name` is the command a crash message names. `label` marks its lines.
         """
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "parley.cli", *args],  # -P: the working directory stays off `sys.path`
+            [sys.executable, "-P", "-m", "parley.cli", *args],  # -P: the working directory is not first on `sys.path`
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -7,7 +7,7 @@ import importlib.util
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,8 +161,9 @@ def load_agents(extra_modules: Iterable[str] = (), *, restart: str = RESTART) ->
                 raise ConfigError(f"cannot import the shipped agents' module {module!r}: {exc}") from exc
     for name, extra in EXTRAS.items():
         REGISTRY.unavailable(name, missing_extra(name, extra, restart))
-    with _working_directory_importable():
-        for module in extra_modules:
+    modules = list(extra_modules)
+    with _working_directory_importable(modules):
+        for module in modules:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # any error of the user's module: report it, keep the rest
@@ -180,13 +181,14 @@ def load_agents(extra_modules: Iterable[str] = (), *, restart: str = RESTART) ->
 
 
 @contextmanager
-def _working_directory_importable() -> Iterator[None]:
-    """Let `PARLEY_AGENTS` name modules in the working directory, while they load and no longer.
+def _working_directory_importable(modules: Sequence[str]) -> Iterator[None]:
+    """Let `PARLEY_AGENTS` name `modules` in the working directory.
 
     A console script's `sys.path` starts at its own folder, not the working directory. The directory
-    goes last, so a file there never hides an installed package. It is taken out again once the
-    modules are loaded. So a stray file there, named like an optional package that is not installed,
-    is never imported later in that package's place.
+    goes last, so a file there never hides an installed package. It stays there when one of
+    `modules` was loaded from it: that module may import a module beside it later, when its agent
+    runs. Otherwise it is taken out once the modules are loaded. So a stray file there, named like
+    an optional package that is not installed, is not imported later in that package's place.
     """
     try:
         here = os.getcwd()
@@ -200,6 +202,24 @@ def _working_directory_importable() -> Iterator[None]:
     finally:
         if added:
             _drop_last(here)
+            if any(_loaded_from(here, module) for module in modules):
+                sys.path.append(here)  # last, for the life of the process
+
+
+def _loaded_from(directory: str, module: str) -> bool:
+    """Whether `module` was imported from a file or package directly in `directory`."""
+    top = sys.modules.get(module.partition(".")[0])
+    file = getattr(top, "__file__", None)
+    paths = list(getattr(top, "__path__", None) or ([file] if file else []))  # a package's folders, or its file
+    return any(_same(os.path.dirname(path), directory) for path in paths)
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether two paths name the same directory."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is gone
+        return False
 
 
 def _drop_last(entry: str) -> None:

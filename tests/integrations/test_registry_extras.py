@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,26 +36,43 @@ def test_a_shipped_agent_missing_anything_else_stops_the_load(monkeypatch: pytes
         registry.load_agents()
 
 
-def test_an_agents_module_in_the_working_directory_loads_and_the_directory_is_searched_only_then(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    (tmp_path / "parley_wd_agents.py").write_text(
-        "import parley_wd_helpers  # a sibling, imported as the module loads\n"
+@pytest.fixture
+def working_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """An empty working directory off `sys.path`, as a console script starts in, holding a stray file."""
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "parley_wd_stray.py").write_text("raise AssertionError('a stray file was imported')\n")
+    monkeypatch.chdir(here)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(here))])
+    yield here
+    for name in ("parley_wd_agents", "parley_wd_helpers", "parley_installed_agents"):
+        sys.modules.pop(name, None)
+
+
+def test_an_agent_in_the_working_directory_imports_a_module_beside_it_when_it_runs(working_directory: Path) -> None:
+    (working_directory / "parley_wd_agents.py").write_text(
         "from workers import agent\n\n\n"
         '@agent("parley-wd-probe", listed=False)\n'
         "def probe(run, text):\n"
+        "    import parley_wd_helpers  # a sibling, imported only as the agent runs\n\n"
         "    return parley_wd_helpers.NAME\n"
     )
-    (tmp_path / "parley_wd_helpers.py").write_text('NAME = "helpers"\n')
-    (tmp_path / "parley_wd_stray.py").write_text("raise AssertionError('a stray file was imported')\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    (working_directory / "parley_wd_helpers.py").write_text('NAME = "helpers"\n')
     before = list(sys.path)
-    try:
-        assert registry.load_agents(["parley_wd_agents"]).get("parley-wd-probe").name == "parley-wd-probe"
-        assert sys.modules["parley_wd_helpers"].NAME == "helpers"
-        assert sys.path == before
-        assert importlib.util.find_spec("parley_wd_stray") is None  # what a later optional import would find
-    finally:
-        for name in ("parley_wd_agents", "parley_wd_helpers"):
-            sys.modules.pop(name, None)
+    spec = registry.load_agents(["parley_wd_agents"]).get("parley-wd-probe")
+    assert spec.fn(None, "") == "helpers"  # type: ignore[arg-type]
+    assert sys.path == [*before, str(working_directory)]  # last: it hides no installed package
+
+
+@pytest.mark.parametrize("agents", [["parley_installed_agents"], []], ids=["installed", "none"])
+def test_agents_from_elsewhere_leave_a_stray_file_in_the_working_directory_unimported(
+    working_directory: Path, tmp_path: Path, agents: list[str]
+) -> None:
+    installed = tmp_path / "site-packages"
+    installed.mkdir()
+    (installed / "parley_installed_agents.py").write_text("from workers import agent\n")
+    sys.path.append(str(installed))
+    before = list(sys.path)
+    registry.load_agents(agents)
+    assert sys.path == before
+    assert importlib.util.find_spec("parley_wd_stray") is None  # what a later optional import would find

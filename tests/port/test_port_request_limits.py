@@ -7,6 +7,7 @@ anything is asked.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -74,6 +75,13 @@ def test_a_stored_request_with_blank_text_still_reads_back() -> None:
     assert stored.reason == " " and stored.items[0].option_values() == [" ", "b"]
 
 
+def test_a_stored_blank_placeholder_is_kept_as_written() -> None:
+    """Its digest stays the one a receipt signed; a new request drops it."""
+    raw = '{"reason":"Why","items":[{"id":"t","text":"Text","type":"free_text","placeholder":" "}]}'
+    assert Request.model_validate_json(raw, context=STORED).items[0].placeholder == " "
+    assert Request.model_validate_json(raw).items[0].placeholder is None
+
+
 TOO_LONG = 10**NUMBER_TEXT_MAX
 """The least whole number of more than `NUMBER_TEXT_MAX` digits: no typed answer is read as it."""
 
@@ -106,3 +114,14 @@ def test_an_answer_of_a_number_no_one_could_type_is_refused_not_crashed_on() -> 
     with pytest.raises(AnswerError) as caught:
         request.validate_answers([Answer(id="n", number=10**5000)])
     assert caught.value.errors == {"n": f"a number of at most {NUMBER_TEXT_MAX} characters, written out"}
+
+
+@pytest.mark.parametrize("bounds", [{"max": TOO_LONG}, {"min": -(10**400)}, {"min": -TOO_LONG, "max": TOO_LONG}])
+def test_a_stored_request_with_a_bound_no_one_could_type_still_reads_back(bounds: dict[str, Any]) -> None:
+    item = {"id": "n", "text": "N", "type": "number", "integer": True, **bounds}
+    raw = json.dumps({"reason": "Count", "items": [item]})  # as an earlier version stored it
+    stored = Request.model_validate_json(raw, context=STORED)
+    assert (stored.items[0].min, stored.items[0].max) == (bounds.get("min"), bounds.get("max"))
+    assert stored.validate_answers([Answer(id="n", free_text="7")]) == [Answer(id="n", number=7)]
+    with pytest.raises(ValidationError, match=f"at most {NUMBER_TEXT_MAX} characters"):
+        Request.model_validate_json(raw)

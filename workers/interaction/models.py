@@ -7,6 +7,7 @@ through JSON unchanged, so a paused run can be stored and replayed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from enum import StrEnum
@@ -213,7 +214,7 @@ class Item(_Strict):
             raise ValueError(f"item {self.id!r}: multiline and max_length only apply to free_text items")
         stored = bool((info.context or {}).get("stored"))  # valid when asked: read back as it was
         self._check_text_rules(stored)
-        self._check_number_rules()
+        self._check_number_rules(stored)
         if self.is_secret and self.default is not None:
             raise ValueError(f"item {self.id!r}: a secret item takes no default (it would be stored in the clear)")
         if self.default is not None and not stored:
@@ -238,16 +239,24 @@ class Item(_Strict):
         if self.pattern is not None and not stored and (why := pattern_problem(self.pattern)) is not None:
             raise ValueError(f"item {self.id!r}: pattern is not a regular expression RE2 accepts: {why}")
 
-    def _check_number_rules(self) -> None:
-        """`min`, `max` and `integer` belong to numbers, with finite, ordered bounds."""
+    def _check_number_rules(self, stored: bool = False) -> None:
+        """`min`, `max` and `integer` belong to numbers, with finite, ordered bounds.
+
+        A stored item's bounds need only be finite. So one kept before bounds had to be typeable
+        stays readable.
+        """
         if self.type is not ItemType.NUMBER:
             if self.min is not None or self.max is not None or self.integer:
                 raise ValueError(f"item {self.id!r}: min, max and integer only apply to number items")
             return
         for name, bound in (("min", self.min), ("max", self.max)):
-            if bound is not None and (problem := number_problem(bound)) is not None:
+            if bound is None:
+                continue
+            if stored and isinstance(bound, float) and not math.isfinite(bound):
+                raise ValueError(f"item {self.id!r}: {name} must be a finite number")
+            if not stored and (problem := number_problem(bound)) is not None:
                 raise ValueError(f"item {self.id!r}: {name}: {problem}")
-        if self.integer and any(b is not None and not float(b).is_integer() for b in (self.min, self.max)):
+        if self.integer and any(isinstance(b, float) and not b.is_integer() for b in (self.min, self.max)):
             raise ValueError(f"item {self.id!r}: an integer item's min and max must be whole numbers")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"item {self.id!r}: min {self.min} is greater than max {self.max}")

@@ -33,6 +33,9 @@ def must_show(text: str | None, info: ValidationInfo) -> str | None:
     return text
 
 
-def none_if_blank(text: str | None) -> str | None:
-    """A pydantic after-validator taking optional text that shows nothing as not given."""
-    return None if text is not None and blank(text) else text
+def none_if_blank(text: str | None, info: ValidationInfo) -> str | None:
+    """A pydantic after-validator taking optional text that shows nothing as not given.
+
+    A stored request keeps it as written, so its digest stays what a receipt signed.
+    """
+    return None if text is not None and blank(text) and not _stored(info) else text

@@ -34,7 +34,7 @@ class CallDeadline:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._call = 0  # which call the running timer belongs to
+        self._call = 0  # changes as each call begins and ends: a timer of another number is late
         self._passed = False
 
     @property
@@ -59,16 +59,22 @@ class CallDeadline:
         try:
             yield lambda: self._passed
         finally:
-            timer.cancel()
+            timer.cancel()  # does not stop a cut already running
+            with self._lock:  # waits for a cut shutting sockets; a later one finds its call over
+                self._call += 1
 
     def _cut(self, call: int) -> None:
+        """Shut the sockets of `call`, unless it is over.
+
+        The sockets are shut under the lock, so the call cannot end meanwhile. A timer firing as
+        its call ends never shuts a pooled connection the next call uses.
+        """
         with self._lock:
             if call != self._call:  # a late timer of a call already over
                 return
             self._passed = True
-            streams = list(self._streams)
-        for stream in streams:
-            _shut(stream)
+            for stream in list(self._streams):
+                _shut(stream)
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         stream = info.get("return_value") if event.endswith(_OPENED) else None
