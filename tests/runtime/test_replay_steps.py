@@ -23,6 +23,7 @@ from workers import ABSENT, agent
 from workers.interaction import Answer, Item, ItemType, Request
 from workers.llm import Tool, llm_config_from_env, run_loop
 from workers.runtime.acceptance import accept
+from workers.runtime.tally import _OPEN as open_branches
 from workers.store.records import RunStatus
 
 pytestmark = pytest.mark.integration
@@ -268,3 +269,36 @@ def test_a_plain_read_counts_nothing(r: Redis, tmp_path: Path) -> None:
     work(rt)
     _answer(rt, run_id, "yes")
     assert [t for rid, t in host.said if rid == run_id] == ["starting", "after"]
+
+
+@agent("t-step-in-a-reopened-branch")
+def _step_in_a_reopened_branch(run: Any, text: str) -> str:
+    if run.recorded("outer", branch=True) is ABSENT:
+        run.step("inner", lambda: run.say("inner said"))
+        first = run.ask(_free("First?"))["v"]  # parks inside the branch: it opens again next time
+        run.step("outer", lambda: first)
+    run.say("done")
+    value = run.ask(_free("Second?"))["v"]
+    run.say("end")
+    return value
+
+
+def test_a_step_skipped_inside_a_reopened_branch_counts_in_it(r: Redis, tmp_path: Path) -> None:
+    """What a replay skipped inside the branch is the branch's too, so no later say is lost."""
+    rt, host = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-step-in-a-reopened-branch")
+    work(rt)
+    _answer(rt, run_id, "one")
+    _answer(rt, run_id, "two")
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert [t for rid, t in host.said if rid == run_id] == ["inner said", "done", "end"]
+
+
+def test_an_executions_branches_end_with_it(r: Redis, tmp_path: Path) -> None:
+    """The worker's thread keeps no branch, nor the tally and secrets it holds."""
+    rt, _ = runtime_and_host(r, tmp_path)
+    run_id = start(rt, "t-nested-branches")
+    work(rt)  # in this thread, as a simple worker runs its jobs
+    _answer(rt, run_id, "yes")
+    assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
+    assert open_branches.get() == ()

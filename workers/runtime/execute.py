@@ -8,6 +8,7 @@ over.
 
 from __future__ import annotations
 
+import contextvars
 import time
 import traceback
 
@@ -61,7 +62,8 @@ def _replay(runtime: Runtime, run: Execution) -> str:
         _lock_closed_question(runtime, run)
         show_closed_group(run, record)
         spec = runtime.registry.get(record.agent)
-        result = masked(author, str(spec.fn(author, record.text)))
+        # In a context of its own: branches it opened (`tally`) end with this execution.
+        result = masked(author, str(contextvars.copy_context().run(spec.fn, author, record.text)))
         run.once(names.FINAL, lambda: host.finished(record, result), ends_run=True)
         return _end(runtime, run, RunStatus.SUCCEEDED, result=result)
     except Suspend:

@@ -93,18 +93,18 @@ class Tally:
         self._made("histories")
         return self.histories
 
-    def _made(self, what: str, key: str | None = None) -> None:
-        """Count one thing made in each branch open in this context."""
+    def _made(self, what: str, key: str | None = None, n: int = 1) -> None:
+        """Count `n` things made in each branch open in this context."""
         for branch in _OPEN.get():
             if not branch.open or branch.tally is not self:
                 continue
             if what == "keys" and key is not None:
                 keys = branch.made.setdefault("keys", {})
-                keys[key] = keys.get(key, 0) + 1
+                keys[key] = keys.get(key, 0) + n
             elif what == "secrets" and key is not None:
                 branch.made.setdefault("secrets", []).append(key)
             else:
-                branch.made[what] = branch.made.get(what, 0) + 1
+                branch.made[what] = branch.made.get(what, 0) + n
 
     def open_secrets(self, question_id: str | None, values: dict[str, str]) -> None:
         """Keep secret answers `ask` returned, for `run.secret` and for masking.
@@ -126,9 +126,17 @@ class Tally:
         """
         if not isinstance(made, dict):
             return
-        self.keys.skip(_count(made, "asks"), made.get("keys"))
+        given = made.get("keys")
+        keys: dict[str, Any] = given if isinstance(given, dict) else {}
+        self.keys.skip(_count(made, "asks"), keys)
         self.says += _count(made, "says")
         self.histories += _count(made, "histories")
+        for what in COUNTED:  # skipped inside an open branch: a replay skipping that branch skips it too
+            if n := _count(made, what):
+                self._made(what, n=n)
+        for key, n in keys.items():
+            if isinstance(n, int) and not str(key).startswith("#"):
+                self._made("keys", str(key), n)
         sealed = made.get("secrets")
         for iid in sealed if isinstance(sealed, list) else []:
             values = sealed_copy(str(iid))
