@@ -13,6 +13,7 @@ once in other tasks, as tools a framework runs together, count only their own.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ class Tally:
         self.failed: dict[str, dict[str, Any]] = {}  # counts when a step's function first raised
         self._branches: dict[str, _Branch] = {}  # branches read absent, until their step records
         self._sealed: list[str] = []  # the questions whose secrets this execution opened, in order
+        self._lock = threading.Lock()  # tools a framework runs in threads may say at once
 
     def now(self) -> dict[str, Any]:
         """The asks, says, history entries, named keys' calls and secrets counted so far."""
@@ -82,16 +84,18 @@ class Tally:
         return branch.made
 
     def said(self) -> int:
-        """Count one more say, and return its number."""
-        self.says += 1
-        self._made("says")
-        return self.says
+        """Count one more say, and return its number: one each, whatever thread says it."""
+        with self._lock:
+            self.says += 1
+            self._made("says")
+            return self.says
 
     def added(self) -> int:
         """Count one more history entry, and return its number."""
-        self.histories += 1
-        self._made("histories")
-        return self.histories
+        with self._lock:
+            self.histories += 1
+            self._made("histories")
+            return self.histories
 
     def _made(self, what: str, key: str | None = None, n: int = 1) -> None:
         """Count `n` things made in each branch open in this context."""
