@@ -2,7 +2,8 @@
 
 The direct send (`signal_direct`) and the delivery job (`signals.deliver`) count an attempt
 before they make it. So one cut off by a kill still shows. Then they record its end here. That
-is the question's delivery state, its history, the metric and the log line.
+is the question's delivery state, its history, the metric and the log line. An answer refused
+because its workflow had ended gets a note in the question's thread saying so.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from workers.store.questions import QuestionStore
 from workers.store.records import TemporalTarget, WebhookState
 
 log = Log("parley.temporal")
+NOBODY_WAITED = (
+    "This answer reached nobody: the Temporal workflow that asked the question had ended before it "
+    "was answered, so nothing will act on it."
+)
 
 
 def _where(target: TemporalTarget) -> dict[str, str]:
@@ -47,6 +52,24 @@ def refused(
     metrics.temporal_signal("refused")
     ctx = {"run_id": question_id, "attempt": state.attempts, "via": via, **_where(target)}
     log.warning("temporal signal refused", **ctx, error=error)
+    if state.event == "answered":
+        _tell_nobody_waited(runtime, question_id)
+
+
+def _tell_nobody_waited(runtime: Runtime, question_id: str) -> None:
+    """Say in the question's thread that its answer reached nobody, so whoever answered knows.
+
+    The message already reads "Answered by …", as if the answer were used.
+    """
+    run = runtime.store.find(question_id)
+    if run is None:
+        return
+    try:
+        runtime.hosts.for_run(run).say(run, NOBODY_WAITED)
+    except Exception:  # the refusal is recorded; the note is only a courtesy
+        log.error("note on the refused signal not posted", exc=True, run_id=question_id)
+        return
+    runtime.store.add_history(question_id, "told nobody waited", "parley")
 
 
 def failed(

@@ -124,6 +124,27 @@ class SignalClient:
                 raise SignalRefused(f"Temporal refused the signal: {exc.message}") from None
             raise
 
+    async def status(self, cfg: TemporalConfig, target: TemporalTarget, timeout: float) -> str:
+        """The status of the latest run of `target`'s workflow, as Temporal names it ("RUNNING", "TERMINATED", …).
+
+        "NOT_FOUND" when Temporal keeps no such workflow. Within `timeout` seconds, or it raises.
+        """
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:
+            client = await asyncio.wait_for(self._connected(cfg), timeout)
+            handle = client.get_workflow_handle(target.workflow_id)
+            described = await asyncio.wait_for(handle.describe(rpc_timeout=timedelta(seconds=timeout)), timeout)
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return "NOT_FOUND"
+            self._client = None
+            raise
+        except BaseException:
+            self._client = None  # connect again next time
+            raise
+        return described.status.name if described.status is not None else "UNSPECIFIED"
+
     async def _connected(self, cfg: TemporalConfig) -> Any:
         from temporalio.client import Client, TLSConfig
 

@@ -136,7 +136,8 @@ async def _send(
         try:
             await client.signal(cfg, target, json.loads(state.payload), request_id(state))
         except SignalRefused as exc:
-            signal_attempts.refused(runtime, question_id, state, target, str(exc), VIA)
+            # on a thread: it may post a note in Slack, which would hold up every other signal
+            await asyncio.to_thread(signal_attempts.refused, runtime, question_id, state, target, str(exc), VIA)
         except Exception as exc:
             signal_attempts.failed(runtime, question_id, state, target, exc, final=False, via=VIA)
             _hand_back(runtime, question_id)

@@ -18,6 +18,7 @@ from rq.job import Job, JobStatus
 
 from workers import metrics
 from workers.logs import Log
+from workers.questions.signal_watch import close_ended
 from workers.questions.webhook_cut_off import fail_cut_off
 from workers.runtime.group_close import close_member
 from workers.runtime.people import escalate_due
@@ -58,6 +59,7 @@ def sweep(runtime: Runtime, now: float | None = None) -> SweepReport:
         report.webhooks_failed = fail_cut_off(runtime, now)
     except Exception:  # the steps after it still run, and the next sweep looks again
         log.error("recording cut-off webhooks failed; the sweep goes on", exc=True, step="fail_cut_off", now=now)
+    close_ended(runtime)  # questions whose Temporal workflow ended; it never raises
     try:
         _purge(runtime, now, report)
     finally:  # a purge that fails never holds back the receipts

@@ -85,6 +85,16 @@ def escalate_index() -> str:
     return f"{PREFIX}idx:escalate"
 
 
+def temporal_watch_cursor() -> str:
+    """How far the check for ended Temporal workflows got in the waiting runs (`signal_watch`)."""
+    return f"{PREFIX}temporal:watch:cursor"
+
+
+def temporal_watch_resting() -> str:
+    """Set, with a TTL, while that check rests after Temporal failed it."""
+    return f"{PREFIX}temporal:watch:resting"
+
+
 def accepted_index() -> str:
     """Sorted set, no longer written: run ids once queued, awaiting a worker.
 
