@@ -178,3 +178,8 @@ def held_at_gate(rt: Runtime, run_id: str) -> Iterator[list[str]]:
     finally:
         gate.set()
         thread.join(10)
+
+
+def said(host: RecordingHost, run_id: str) -> list[str]:
+    """What `run_id` said through `host`, in order."""
+    return [text for rid, text in host.said if rid == run_id]

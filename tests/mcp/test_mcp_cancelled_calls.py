@@ -16,6 +16,8 @@ import json
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -141,30 +143,10 @@ def test_without_sessions_a_dropped_stream_withdraws_its_question(stack: SlackSt
 def test_a_stdio_host_that_exits_mid_call_withdraws_its_question(stack: SlackStack, tmp_path: Path) -> None:
     """The host closes `parley mcp`'s stdin while `ask_human` waits, sending no cancel first."""
     about = topic()
-    env = {**stack.env(), "PARLEY_MCP_ORIGIN": "exiting-host"}
-    with (tmp_path / "mcp.log").open("wb") as log:
-        host = subprocess.Popen(
-            [str(PARLEY), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-            start_new_session=True,
-        )  # fmt: skip
-    assert host.stdin is not None and host.stdout is not None
-    try:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL,
-                "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
-        args = {**questions(about), "channel": CHANNEL, "wait_seconds": 45}
-        for message in (
-            init,
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_human", "arguments": args}},
-        ):
-            host.stdin.write(json.dumps(message).encode() + b"\n")
-            host.stdin.flush()
-        assert json.loads(host.stdout.readline())["id"] == 1
+    with stdio_ask(stack, tmp_path, "exiting-host", {**questions(about), "wait_seconds": 45}) as host:
         message = posted(stack, about)
         host.stdin.close()  # the host exits: end of input, and nothing else
         host.wait(timeout=30)
-    finally:
-        stop_process_group(host)
 
     stack.wait_for("the question to be withdrawn and its message locked", lambda: locked(stack, message["ts"]))
 
@@ -226,6 +208,33 @@ def test_an_admin_tokens_cancel_is_cancel_whatever_its_name(stack: SlackStack, a
         assert (shown["status"], shown["cancelled_by"], shown["declined"]) == ("cancelled", admin, False), shown
     stack.wait_for("its message to read cancelled", lambda: locked(stack, shown["message_ts"]))
     assert "Declined" not in texts(stack.ws.message(CHANNEL, shown["message_ts"])["blocks"])  # nor in Slack
+
+
+@contextmanager
+def stdio_ask(stack: SlackStack, tmp_path: Path, origin: str, args: dict[str, Any]) -> Iterator[Any]:
+    """`parley mcp` over raw stdio, initialised and sent `ask_human` with `args`; stopped after."""
+    env = {**stack.env(), "PARLEY_MCP_ORIGIN": origin}
+    with (tmp_path / "mcp.log").open("wb") as log:
+        host = subprocess.Popen(
+            [str(PARLEY), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+            start_new_session=True,
+        )  # fmt: skip
+    assert host.stdin is not None and host.stdout is not None
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL,
+                "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+        call = {"name": "ask_human", "arguments": {**args, "channel": CHANNEL}}
+        for message in (
+            init,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ):
+            host.stdin.write(json.dumps(message).encode() + b"\n")
+            host.stdin.flush()
+        assert json.loads(host.stdout.readline())["id"] == 1
+        yield host
+    finally:
+        stop_process_group(host)
 
 
 def find_posted(stack: SlackStack, text: str) -> dict[str, Any]:

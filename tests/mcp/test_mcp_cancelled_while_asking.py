@@ -11,7 +11,6 @@ Over `/mcp` of a live `parley serve` and over `parley mcp`, with real workers.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,9 @@ import anyio
 import anyio.to_thread
 import pytest
 from api_support import create_token
-from slack_stack import PARLEY, SlackStack, stop_process_group
-from test_mcp_cancelled_calls import locked, question_about, withdrawn
-from test_mcp_conformance import PROTOCOL, RawSession
+from slack_stack import SlackStack
+from test_mcp_cancelled_calls import locked, question_about, stdio_ask, withdrawn
+from test_mcp_conformance import RawSession
 from test_mcp_system import CHANNEL, over_http, questions, topic
 
 pytestmark = [pytest.mark.system, pytest.mark.stack(workers=1)]
@@ -86,31 +85,11 @@ def test_a_stdio_host_that_exits_while_the_question_is_posted_withdraws_it(stack
     about = topic()
     hold_the_post(stack)
     before = {m["ts"] for m in stack.ws.messages(CHANNEL)}
-    env = {**stack.env(), "PARLEY_MCP_ORIGIN": "exiting-while-posting"}
-    with (tmp_path / "mcp.log").open("wb") as log:
-        host = subprocess.Popen(
-            [str(PARLEY), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-            start_new_session=True,
-        )  # fmt: skip
-    assert host.stdin is not None and host.stdout is not None
-    try:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL,
-                "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
-        args = {**questions(about), "channel": CHANNEL, "wait_seconds": 0}
-        for message in (
-            init,
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_human", "arguments": args}},
-        ):
-            host.stdin.write(json.dumps(message).encode() + b"\n")
-            host.stdin.flush()
-        assert json.loads(host.stdout.readline())["id"] == 1
+    with stdio_ask(stack, tmp_path, "exiting-while-posting", {**questions(about), "wait_seconds": 0}) as host:
         post_held(stack)
         host.stdin.close()  # the host exits while the question is posted: end of input, and nothing else
         host.wait(timeout=30)
         answered = host.stdout.read()
-    finally:
-        stop_process_group(host)
 
     assert b"question_id" not in answered  # the id never reached the host
     asked = stack.wait_call("chat.postMessage", lambda c: about in json.dumps(c["args"]), what="the question's post")

@@ -17,7 +17,7 @@ import pytest
 from cryptography.fernet import Fernet
 from llm_standin import ChatStandin, call, calls, final
 from redis import Redis
-from runtime_helpers import history_events, make_runtime, parked, paused, runtime_and_host, start, work
+from runtime_helpers import history_events, make_runtime, parked, paused, runtime_and_host, said, start, work
 
 from workers import ABSENT, agent
 from workers.interaction import Answer, Item, ItemType, Request
@@ -90,7 +90,7 @@ def test_an_ask_in_a_recorded_branch_leaves_a_later_ask_its_own_answer(r: Redis,
     record = rt.store.get(run_id)
     assert (record.status, record.result) == (RunStatus.SUCCEEDED, "one two")
     assert [iid for rid, iid in host.questions if rid == run_id] == [q1, q2]
-    assert [text for rid, text in host.said if rid == run_id] == ["asking first", "asking second"]
+    assert said(host, run_id) == ["asking first", "asking second"]
 
 
 @agent("t-secret-in-a-step")
@@ -178,7 +178,7 @@ def test_overlapping_branches_count_what_they_made_once(r: Redis, tmp_path: Path
     work(rt)
     _answer(rt, run_id, "yes")
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
-    assert sorted(t for rid, t in host.said if rid == run_id) == ["a working", "b working", "both done"]
+    assert sorted(said(host, run_id)) == ["a working", "b working", "both done"]
 
 
 @agent("t-nested-branches")
@@ -200,7 +200,7 @@ def test_a_branch_inside_another_is_counted_with_the_outer_one(r: Redis, tmp_pat
     run_id = start(rt, "t-nested-branches")
     work(rt)
     _answer(rt, run_id, "yes")
-    assert [t for rid, t in host.said if rid == run_id] == ["inner working", "between", "after"]
+    assert said(host, run_id) == ["inner working", "between", "after"]
 
 
 @agent("t-step-retried")
@@ -230,8 +230,7 @@ def test_a_step_retried_in_one_execution_counts_its_failed_tries(r: Redis, tmp_p
     run_id = start(rt, "t-step-retried")
     work(rt)
     _answer(rt, run_id, "yes")
-    said = [t for rid, t in host.said if rid == run_id]
-    assert said == ["fetching", "retrying", "fetching", "after 1", "after 2"]
+    assert said(host, run_id) == ["fetching", "retrying", "fetching", "after 1", "after 2"]
 
 
 @agent("t-named-key-in-a-step")
@@ -268,7 +267,7 @@ def test_a_plain_read_counts_nothing(r: Redis, tmp_path: Path) -> None:
     run_id = start(rt, "t-early-read")
     work(rt)
     _answer(rt, run_id, "yes")
-    assert [t for rid, t in host.said if rid == run_id] == ["starting", "after"]
+    assert said(host, run_id) == ["starting", "after"]
 
 
 @agent("t-step-in-a-reopened-branch")
@@ -291,7 +290,7 @@ def test_a_step_skipped_inside_a_reopened_branch_counts_in_it(r: Redis, tmp_path
     _answer(rt, run_id, "one")
     _answer(rt, run_id, "two")
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
-    assert [t for rid, t in host.said if rid == run_id] == ["inner said", "done", "end"]
+    assert said(host, run_id) == ["inner said", "done", "end"]
 
 
 def test_an_executions_branches_end_with_it(r: Redis, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from redis import Redis
-from runtime_helpers import make_runtime, parked, paused, runtime_and_host, start, work
+from runtime_helpers import make_runtime, parked, paused, runtime_and_host, said, start, work
 
 from workers import agent
 from workers.interaction import Answer, Item, ItemType, Request
@@ -75,7 +75,7 @@ def test_a_say_inside_a_step_shifts_no_later_say_on_replay(r: Redis, tmp_path: P
     accept(rt, question, "U1", [Answer(id="ok", free_text="yes")])
     work(rt)
     assert rt.store.get(run_id).status is RunStatus.SUCCEEDED
-    assert [text for rid, text in host.said if rid == run_id] == ["fetching", "fetched", "going on", "nearly there"]
+    assert said(host, run_id) == ["fetching", "fetched", "going on", "nearly there"]
 
 
 def _asks_in_and_after_a_step(run: Any, text: str) -> str:
